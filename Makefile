@@ -1,0 +1,35 @@
+# Two commands for a fresh machine with Python 3.11 and make:  `make demo`, `make test`.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+
+.PHONY: demo test lint bench evaluate evaluate-quick clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test,eval]'
+	rm -f $(VENV)/.installed-*
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/python -m polars_dp demo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check polars_dp tests benchmarks examples
+
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks
+
+evaluate: $(STAMP)
+	$(BIN)/python benchmarks/evaluate.py
+
+evaluate-quick: $(STAMP)
+	$(BIN)/python benchmarks/evaluate.py --quick
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache build dist

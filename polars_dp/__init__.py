@@ -1,0 +1,51 @@
+"""polars-dp: differentially private synopses (Privelet, PrivTree) from Polars, as Arrow.
+
+>>> import polars as pl, polars_dp as pdp
+>>> release = df.dp.basic([pdp.Ordinal("age", 0, 100)], epsilon=1.0)   # doctest: +SKIP
+>>> release.write_parquet("age.parquet")                                  # doctest: +SKIP
+"""
+
+from importlib.metadata import PackageNotFoundError, version
+
+try:
+    __version__ = version("polars-dp")
+except PackageNotFoundError:  # running from a source tree
+    __version__ = "0.1.0"
+
+from polars_dp import namespace as _namespace  # noqa: F401,E402  (registers df.dp / lf.dp)
+from polars_dp.domain import Attribute, Nominal, Ordinal  # noqa: E402
+from polars_dp.errors import (  # noqa: E402
+    BudgetExceededError,
+    ColumnNotFoundError,
+    DomainError,
+    DomainTooLargeError,
+    HierarchyError,
+    ParameterError,
+    PolarsDPError,
+    QueryError,
+    ReleaseFormatError,
+)
+from polars_dp.hierarchy import Hierarchy  # noqa: E402
+from polars_dp.mechanisms import basic  # noqa: E402
+from polars_dp.release import GridRelease, Release, read_release  # noqa: E402
+
+__all__ = [
+    "Attribute",
+    "BudgetExceededError",
+    "ColumnNotFoundError",
+    "DomainError",
+    "DomainTooLargeError",
+    "GridRelease",
+    "Hierarchy",
+    "HierarchyError",
+    "Nominal",
+    "Ordinal",
+    "ParameterError",
+    "PolarsDPError",
+    "QueryError",
+    "Release",
+    "ReleaseFormatError",
+    "__version__",
+    "basic",
+    "read_release",
+]

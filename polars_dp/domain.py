@@ -1,0 +1,283 @@
+"""Public attribute declarations: how a column's values map to cells of the frequency matrix.
+
+The domain is public: nothing here looks at the data to choose a bound, a bin or a
+category.  Every attribute turns its column into an ``Int64`` cell index with a Polars
+expression; the index is null where the value is null, NaN or outside the domain, and the
+caller (:mod:`polars_dp.counts`) reports such rows with a clear error.
+
+Opt-ins (both row-wise, so a neighbouring table still changes at most one row's cell and
+every sensitivity bound stays as stated):
+
+* ``on_out_of_domain="clamp"``: ordinal values below ``lo`` go to the first cell, above
+  ``hi`` to the last.  Not available for nominal attributes (there is no nearest category).
+* ``nulls="drop"``: rows with a null or NaN in any declared column are left out.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from polars_dp.errors import ParameterError, QueryError
+from polars_dp.hierarchy import Hierarchy, Label
+
+#: Values this many cell widths below a float bin boundary count as on it (absorbs the
+#: rounding of decimal widths such as 0.1; integer domains use exact integer arithmetic).
+FLOAT_TOLERANCE = 1e-9
+
+
+def _is_int(x: Any) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
+
+
+def _check_number(value: Any, what: str, column: str) -> float | int:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ParameterError(f"{what} of {column!r} must be a number, got {value!r}")
+    if not math.isfinite(float(value)):
+        raise ParameterError(f"{what} of {column!r} must be finite, got {value!r}")
+    return value.item() if isinstance(value, (np.integer, np.floating)) else value
+
+
+class Attribute:
+    """Base class of attribute declarations (one axis of the frequency matrix)."""
+
+    column: str
+    kind: str
+    n_cells: int
+
+    def index_expr(self, dtype: pl.DataType, *, clamp: bool = False) -> pl.Expr:
+        """Int64 cell index of ``pl.col(self.column)``; null where the value is invalid."""
+        raise NotImplementedError
+
+    def valid_expr(self, dtype: pl.DataType) -> pl.Expr:
+        """True where the value is not null and (for floats) not NaN."""
+        expr = pl.col(self.column).is_not_null()
+        if dtype.is_float():
+            expr = expr & pl.col(self.column).is_not_nan()
+        return expr
+
+    def cell_labels(self) -> np.ndarray | list:
+        """One label per cell (ordinal: bin lower value; nominal: leaf label)."""
+        raise NotImplementedError
+
+    def domain_text(self) -> str:
+        raise NotImplementedError
+
+    def to_json(self) -> dict:
+        raise NotImplementedError
+
+    def __eq__(self, other: object) -> bool:
+        return type(self) is type(other) and self.to_json() == other.to_json()
+
+    def __hash__(self) -> int:
+        return hash(repr(self.to_json()))
+
+
+class Ordinal(Attribute):
+    """An ordered attribute with a public domain ``[lo, hi]`` cut into bins of ``width``.
+
+    A value ``v`` with ``lo <= v <= hi`` falls in cell ``floor((v - lo) / width)``; there are
+    ``floor((hi - lo) / width) + 1`` cells, the last one possibly narrower than ``width``.
+    Integer bounds and width use exact integer arithmetic; otherwise floats are used and a
+    value within ``FLOAT_TOLERANCE`` widths below a boundary counts as on it.
+    """
+
+    kind = "ordinal"
+
+    def __init__(self, column: str, lo: float, hi: float, width: float = 1):
+        if not isinstance(column, str) or not column:
+            raise ParameterError(f"column must be a non-empty string, got {column!r}")
+        self.column = column
+        self.lo = _check_number(lo, "lo", column)
+        self.hi = _check_number(hi, "hi", column)
+        self.width = _check_number(width, "width", column)
+        if self.width <= 0:
+            raise ParameterError(f"width of {column!r} must be > 0, got {width!r}")
+        if self.hi < self.lo:
+            raise ParameterError(f"hi < lo for {column!r}: [{lo!r}, {hi!r}] is empty; swap them")
+        self.integer = _is_int(self.lo) and _is_int(self.hi) and _is_int(self.width)
+        if self.integer:
+            self.n_cells = (self.hi - self.lo) // self.width + 1
+        else:
+            self.n_cells = math.floor((self.hi - self.lo) / self.width + FLOAT_TOLERANCE) + 1
+
+    def index_expr(self, dtype: pl.DataType, *, clamp: bool = False) -> pl.Expr:
+        col = pl.col(self.column)
+        if not (dtype.is_numeric() or dtype == pl.Boolean):
+            raise ParameterError(
+                f"column {self.column!r} has type {dtype}; an Ordinal attribute needs numbers "
+                "(cast it, or declare it Nominal)"
+            )
+        exact = self.integer and dtype.is_integer()
+        value = col.cast(pl.Int64) if exact else col.cast(pl.Float64)
+        if clamp:
+            value = value.clip(self.lo, self.hi)
+        if exact:
+            idx = (value - self.lo) // self.width
+        else:
+            idx = ((value - self.lo) / self.width + FLOAT_TOLERANCE).floor()
+            idx = idx.clip(0, self.n_cells - 1).cast(pl.Int64)
+        inside = (value >= self.lo) & (value <= self.hi)
+        if dtype.is_float():
+            inside = inside & value.is_not_nan()
+        return pl.when(inside).then(idx).otherwise(None).cast(pl.Int64)
+
+    def value_to_cell(self, values: Any) -> np.ndarray:
+        """Cell index of each value (numpy, same arithmetic as :meth:`index_expr`).
+
+        Raises :class:`QueryError` for values outside ``[lo, hi]``.
+        """
+        v = np.asarray(values)
+        bad = ~((v >= self.lo) & (v <= self.hi))
+        if np.any(bad):
+            raise QueryError(
+                f"{self.column}: {v[bad].flat[0]!r} is outside the declared domain {self.domain_text()}"
+            )
+        if self.integer and np.issubdtype(v.dtype, np.integer):
+            return (v.astype(np.int64) - self.lo) // self.width
+        idx = np.floor((v.astype(np.float64) - self.lo) / self.width + FLOAT_TOLERANCE)
+        return np.clip(idx, 0, self.n_cells - 1).astype(np.int64)
+
+    def cell_labels(self) -> np.ndarray:
+        k = np.arange(self.n_cells, dtype=np.int64)
+        if self.integer:
+            return self.lo + k * self.width
+        # rounded to 12 significant digits so that 0.1 * 3 reads as 0.3 (labels only; cells
+        # are found by index arithmetic, never by comparing labels)
+        edges = self.lo + k.astype(np.float64) * self.width
+        magnitude = max(abs(self.lo), abs(self.hi), abs(self.width))
+        return np.round(edges, 12 - math.floor(math.log10(magnitude)))
+
+    def domain_text(self) -> str:
+        w = "" if self.width == 1 else f" in bins of {self.width}"
+        return f"[{self.lo}, {self.hi}]{w}"
+
+    def to_json(self) -> dict:
+        return {"kind": "ordinal", "column": self.column, "lo": self.lo, "hi": self.hi,
+                "width": self.width}
+
+    def __repr__(self) -> str:
+        w = "" if self.width == 1 else f", width={self.width!r}"
+        return f"Ordinal({self.column!r}, {self.lo!r}, {self.hi!r}{w})"
+
+
+class Nominal(Attribute):
+    """An unordered attribute whose values are the leaves of a public :class:`Hierarchy`.
+
+    Give either ``hierarchy`` (a :class:`Hierarchy` or the nested dict accepted by
+    :meth:`Hierarchy.from_dict`) or ``categories`` (a flat hierarchy: root plus leaves).
+    Cells follow the hierarchy's depth-first leaf order.
+    """
+
+    kind = "nominal"
+
+    def __init__(self, column: str, hierarchy: Hierarchy | Mapping | Sequence | None = None, *,
+                 categories: Iterable[Label] | None = None):
+        if not isinstance(column, str) or not column:
+            raise ParameterError(f"column must be a non-empty string, got {column!r}")
+        if (hierarchy is None) == (categories is None):
+            raise ParameterError(
+                f"Nominal({column!r}) needs exactly one of hierarchy=... or categories=[...]"
+            )
+        if categories is not None:
+            if isinstance(categories, (str, bytes)):
+                raise ParameterError(f"categories of {column!r} must be a list, not a string")
+            hierarchy = Hierarchy.flat(categories)
+        elif not isinstance(hierarchy, Hierarchy):
+            hierarchy = Hierarchy.from_dict(hierarchy)
+        self.column = column
+        self.hierarchy: Hierarchy = hierarchy
+        self.n_cells = hierarchy.n_leaves
+        types = {type(x) for x in hierarchy.leaves}
+        if len(types) > 1:
+            raise ParameterError(
+                f"leaves of {column!r} mix types {sorted(t.__name__ for t in types)}; use one type"
+            )
+        self._leaf_type = types.pop()
+
+    def index_expr(self, dtype: pl.DataType, *, clamp: bool = False) -> pl.Expr:
+        col = pl.col(self.column)
+        if self._leaf_type is str:
+            value = col.cast(pl.String)
+        elif self._leaf_type is bool:
+            if dtype != pl.Boolean:
+                raise ParameterError(
+                    f"column {self.column!r} has type {dtype} but its categories are booleans"
+                )
+            value = col
+        else:
+            if not dtype.is_integer():
+                raise ParameterError(
+                    f"column {self.column!r} has type {dtype} but its categories are integers; "
+                    "declare string categories or cast the column"
+                )
+            value = col.cast(pl.Int64)
+        return value.replace_strict(
+            list(self.hierarchy.leaves), list(range(self.n_cells)), default=None,
+            return_dtype=pl.Int64,
+        )
+
+    def cell_labels(self) -> list:
+        return list(self.hierarchy.leaves)
+
+    def leaf_range(self, label: Label) -> tuple[int, int]:
+        """``[start, stop)`` cells under a hierarchy node label; QueryError names the column."""
+        try:
+            return self.hierarchy.leaf_range(label)
+        except QueryError as exc:
+            raise QueryError(f"{self.column}: {exc}") from None
+
+    def domain_text(self) -> str:
+        leaves = self.hierarchy.leaves
+        shown = ", ".join(map(repr, leaves[:8])) + (", ..." if len(leaves) > 8 else "")
+        return f"{{{shown}}} ({len(leaves)} categories)"
+
+    def to_json(self) -> dict:
+        return {"kind": "nominal", "column": self.column, "hierarchy": self.hierarchy.to_json()}
+
+    def __repr__(self) -> str:
+        return f"Nominal({self.column!r}, {self.hierarchy!r})"
+
+
+def attribute_from_json(obj: Mapping) -> Attribute:
+    """Inverse of ``Attribute.to_json``."""
+    kind = obj.get("kind")
+    if kind == "ordinal":
+        return Ordinal(obj["column"], obj["lo"], obj["hi"], obj["width"])
+    if kind == "nominal":
+        return Nominal(obj["column"], Hierarchy.from_json(obj["hierarchy"]))
+    raise ParameterError(f"unknown attribute kind {kind!r}")
+
+
+def as_attributes(attributes: Attribute | Iterable[Attribute]) -> tuple[Attribute, ...]:
+    """Normalise one attribute or a sequence of them; reject repeats and non-attributes."""
+    if isinstance(attributes, Attribute):
+        attributes = [attributes]
+    if isinstance(attributes, (str, bytes)) or not isinstance(attributes, Iterable):
+        raise ParameterError(
+            "attributes must be a list of pdp.Ordinal / pdp.Nominal declarations, "
+            f"got {attributes!r}"
+        )
+    attrs = tuple(attributes)
+    if not attrs:
+        raise ParameterError("declare at least one attribute")
+    for a in attrs:
+        if not isinstance(a, Attribute):
+            raise ParameterError(
+                f"{a!r} is not an attribute declaration; wrap columns in pdp.Ordinal(...) "
+                "or pdp.Nominal(...) with their public domain"
+            )
+    seen: set[str] = set()
+    for a in attrs:
+        if a.column in seen:
+            raise ParameterError(f"column {a.column!r} is declared twice")
+        seen.add(a.column)
+    return attrs
+
+
+__all__ = ["FLOAT_TOLERANCE", "Attribute", "Nominal", "Ordinal", "as_attributes",
+           "attribute_from_json"]

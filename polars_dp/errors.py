@@ -1,0 +1,60 @@
+"""Typed exceptions: every error the library raises subclasses :class:`PolarsDPError`.
+
+Each subclass also derives from the matching built-in exception (``ValueError``,
+``LookupError``, ``MemoryError``) so generic handlers keep working.  Messages name the
+column and the offending value and say what to change.
+"""
+
+from __future__ import annotations
+
+
+class PolarsDPError(Exception):
+    """Base class of every error raised by polars-dp."""
+
+
+class ParameterError(PolarsDPError, ValueError):
+    """A mechanism or declaration parameter is invalid (epsilon, width, bounds, ...)."""
+
+
+class ColumnNotFoundError(PolarsDPError, LookupError):
+    """A declared column is missing from the input frame."""
+
+    def __str__(self) -> str:  # LookupError would quote the message otherwise
+        return str(self.args[0]) if self.args else ""
+
+
+class DomainError(PolarsDPError, ValueError):
+    """A value lies outside the declared public domain, or is null/NaN."""
+
+
+class HierarchyError(PolarsDPError, ValueError):
+    """A nominal hierarchy is malformed (duplicate label, cycle, empty group, ...)."""
+
+
+class DomainTooLargeError(PolarsDPError, MemoryError):
+    """The declared domain has more cells than fit in memory."""
+
+
+class QueryError(PolarsDPError, ValueError):
+    """A query names an unknown column or label, or an empty / out-of-domain range."""
+
+
+class ReleaseFormatError(PolarsDPError, ValueError):
+    """A file or Arrow table is not a polars-dp release (or was written by an incompatible version)."""
+
+
+class BudgetExceededError(PolarsDPError):
+    """Spending this release would exceed the accountant's total epsilon."""
+
+
+__all__ = [
+    "BudgetExceededError",
+    "ColumnNotFoundError",
+    "DomainError",
+    "DomainTooLargeError",
+    "HierarchyError",
+    "ParameterError",
+    "PolarsDPError",
+    "QueryError",
+    "ReleaseFormatError",
+]

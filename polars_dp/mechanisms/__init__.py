@@ -1,0 +1,5 @@
+"""Mechanisms: the only code that adds noise.  Each takes private input and returns a release."""
+
+from polars_dp.mechanisms.basic import basic
+
+__all__ = ["basic"]
