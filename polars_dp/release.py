@@ -334,6 +334,40 @@ class GridRelease(Release):
             sel[axis] = slice(start, stop)
         return tuple(sel)
 
+    # ------------------------------------------------------------------ noise model
+    @property
+    def transformed(self) -> tuple[str, ...]:
+        """Columns along which the mechanism applied a wavelet transform (none for Basic)."""
+        return tuple(self.params.get("transformed", ()))
+
+    def axis_variance(self, axis: int, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
+        """Per-axis variance factor ``f_axis`` of the cell ranges ``[starts, stops)``.
+
+        Every grid mechanism here adds independent Laplace noise of magnitude
+        ``noise_scale / W(c)`` to coefficients of a Kronecker-product transform with
+        product-form weights, so the noise variance of a range count factorises:
+        ``Var = 2 * noise_scale**2 * prod_axis f_axis`` (Privelet paper, Theorem 3).  An
+        untransformed axis (Basic; Privelet+'s S_A) has ``f = stop - start`` (one unit-weight
+        coefficient per cell); a transformed axis gets its factor from
+        :func:`polars_dp.transforms.range_variance_factor`.
+        """
+        starts = np.asarray(starts, dtype=np.int64)
+        stops = np.asarray(stops, dtype=np.int64)
+        attribute = self.attributes[axis]
+        if attribute.column in self.transformed:
+            from polars_dp.transforms import range_variance_factor
+            return range_variance_factor(attribute, starts, stops)
+        return (stops - starts).astype(np.float64)
+
+    def range_variance(self, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
+        """Exact noise variance of range counts; ``starts``/``stops`` have shape (queries, d)."""
+        starts = np.atleast_2d(np.asarray(starts, dtype=np.int64))
+        stops = np.atleast_2d(np.asarray(stops, dtype=np.int64))
+        var = np.full(starts.shape[0], 2.0 * self.noise_scale**2)
+        for axis in range(len(self.attributes)):
+            var *= self.axis_variance(axis, starts[:, axis], stops[:, axis])
+        return var
+
     def range_count(self, **predicates: Any) -> float:
         """Noisy count of rows matching every predicate.
 

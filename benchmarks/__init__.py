@@ -1,0 +1,1 @@
+"""Benchmarks: ``make bench`` (``python -m benchmarks``) runs every ``bench_*.py`` here."""
