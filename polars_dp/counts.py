@@ -101,13 +101,11 @@ def cell_index_frame(frame: Any, attributes: Iterable[Attribute], *,
     schema = lf.collect_schema()
     _check_columns(schema, attrs)
     clamp = on_out_of_domain == "clamp"
-    if clamp:
-        nominal = [a.column for a in attrs if a.kind != "ordinal"]
-        if nominal:
-            raise ParameterError(
-                f"on_out_of_domain='clamp' applies to ordinal attributes only; {nominal[0]!r} "
-                "is nominal (add its missing categories to the hierarchy instead)"
-            )
+    if clamp and all(a.kind != "ordinal" for a in attrs):
+        raise ParameterError(
+            f"on_out_of_domain='clamp' applies to ordinal attributes only; {attrs[0].column!r} "
+            "is nominal (add its missing categories to the hierarchy instead)"
+        )
     if nulls == "drop":
         lf = lf.filter(pl.all_horizontal(a.valid_expr(schema[a.column]) for a in attrs))
     shape = tuple(a.n_cells for a in attrs)

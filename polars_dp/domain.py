@@ -9,7 +9,8 @@ Opt-ins (both row-wise, so a neighbouring table still changes at most one row's 
 every sensitivity bound stays as stated):
 
 * ``on_out_of_domain="clamp"``: ordinal values below ``lo`` go to the first cell, above
-  ``hi`` to the last.  Not available for nominal attributes (there is no nearest category).
+  ``hi`` to the last.  Nominal attributes stay strict (there is no nearest category): in
+  a table mixing both kinds only the ordinal ones are clamped.
 * ``nulls="drop"``: rows with a null or NaN in any declared column are left out.
 """
 

@@ -124,6 +124,15 @@ def test_opt_ins_drop_nulls_and_clamp_ordinals():
                          on_out_of_domain="clamp")
 
 
+def test_clamp_in_a_mixed_table_clamps_ordinals_and_keeps_nominals_strict():
+    attrs = [pdp.Ordinal("age", 0, 10), pdp.Nominal("g", categories=["f", "m"])]
+    frame = pl.DataFrame({"age": [-5, 3, 500], "g": ["f", "m", "m"]})
+    m = frequency_matrix(frame, attrs, on_out_of_domain="clamp")
+    assert m[0, 0] == 1 and m[3, 1] == 1 and m[10, 1] == 1 and m.sum() == 3
+    with pytest.raises(pdp.DomainError, match=r"'g' has 1 value\(s\) outside .*'x'"):
+        frequency_matrix(pl.DataFrame({"age": [500], "g": ["x"]}), attrs, on_out_of_domain="clamp")
+
+
 @pytest.mark.parametrize(
     ("make", "match"),
     [

@@ -1,0 +1,111 @@
+"""PrivTree paper, Sec. 6.1 (spec §2.12): relative error of random range-count boxes.
+
+Three query classes by volume (a fraction of the public box): small [0.01%, 0.1%), medium
+[0.1%, 1%), large [1%, 10%).  Each mechanism releases the points once per (epsilon, repeat)
+and answers every class; the error is ``|x - act| / max(act, 0.1% n)`` averaged over the
+queries.  Also recorded: the release's size (leaves or cells) and its build time.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+import polars_dp as pdp
+
+from .data import Points
+from .metrics import exact_box_counts, relative_error, sanity_bound
+from .progress import progress, seeds
+
+EPSILONS = (0.05, 0.1, 0.2, 0.4, 0.8, 1.6)
+QUERY_CLASSES = {"small": (1e-4, 1e-3), "medium": (1e-3, 1e-2), "large": (1e-2, 1e-1)}
+#: Privelet* grid: cells per dimension (a public resolution, spec §2.12: the paper's is unknown).
+PRIVELET_GRID = {2: 1024, 4: 32}
+
+Mechanism = Callable[[Points, float, Any], Any]
+
+
+def privelet_star_attributes(points: Points) -> list[pdp.Ordinal]:
+    """A fixed public grid over the box, ``PRIVELET_GRID[d]`` cells per dimension."""
+    side = PRIVELET_GRID.get(len(points.bounds), 16)
+    attrs = []
+    for column, (lo, hi) in points.bounds.items():
+        width = (hi - lo) / side
+        attrs.append(pdp.Ordinal(column, lo, hi - width, width=width))
+    return attrs
+
+
+def mechanisms() -> dict[str, Mechanism]:
+    """PrivTree, UG, AG (add/remove-one neighbours) and Privelet* on a fixed grid."""
+    def tree(t: Points, eps: float, seed: Any) -> Any:
+        return t.frame.dp.privtree(t.columns, bounds=list(t.bounds.values()), epsilon=eps, seed=seed)
+
+    def ug(t: Points, eps: float, seed: Any) -> Any:
+        return t.frame.dp.uniform_grid(t.columns, bounds=list(t.bounds.values()), epsilon=eps,
+                                       seed=seed)
+
+    def ag(t: Points, eps: float, seed: Any) -> Any:
+        return t.frame.dp.adaptive_grid(t.columns, bounds=list(t.bounds.values()), epsilon=eps,
+                                        seed=seed)
+
+    def privelet_star(t: Points, eps: float, seed: Any) -> Any:
+        return t.frame.dp.privelet(privelet_star_attributes(t), epsilon=eps, neighbours="add_remove",
+                                   seed=seed, on_out_of_domain="clamp")
+
+    return {"PrivTree": tree, "UG": ug, "AG": ag, "Privelet*": privelet_star}
+
+
+def workloads(points: Points, n_queries: int, seed: int) -> dict[str, pl.DataFrame]:
+    """One random-box query set per class (frames with ``<col>_lo`` / ``<col>_hi``)."""
+    from polars_dp.workloads import random_boxes
+
+    return {name: random_boxes(points.bounds, n_queries, volume=volume,
+                               seed=seeds(seed, "boxes", points.name, name))
+            for name, volume in QUERY_CLASSES.items()}
+
+
+def true_counts(points: Points, boxes: pl.DataFrame) -> np.ndarray:
+    """Exact counts (repeated points are weighted, so flights' few hundred distinct
+    origin/destination pairs are compared once each)."""
+    distinct = points.frame.group_by(points.columns).len()
+    lo = boxes.select(f"{c}_lo" for c in points.columns).to_numpy()
+    hi = boxes.select(f"{c}_hi" for c in points.columns).to_numpy()
+    return exact_box_counts(distinct.select(points.columns).to_numpy(), lo, hi,
+                            weights=distinct["len"].to_numpy())
+
+
+def size(release: Any) -> int:
+    """Leaves of a tree release, cells of a grid release."""
+    return int(getattr(release, "n_leaves", None) or release.n_cells)
+
+
+def run(points: Points, *, n_queries: int, epsilons: Sequence[float] = EPSILONS, repeats: int = 1,
+        seed: int = 0, mechanisms_: dict[str, Mechanism] | None = None,
+        show_progress: bool = True) -> pl.DataFrame:
+    """One row per (mechanism, epsilon, query class): mean relative error, size, build time."""
+    chosen = mechanisms_ or mechanisms()
+    sets = workloads(points, n_queries, seed)
+    actual = {name: true_counts(points, boxes) for name, boxes in sets.items()}
+    bound = sanity_bound(points.frame.height)
+    rows = []
+    cells = [(name, eps, r) for eps in epsilons for name in chosen for r in range(repeats)]
+    acc: dict[tuple[str, float, str], list[float]] = {}
+    built: dict[tuple[str, float], list[tuple[float, int]]] = {}
+    for name, eps, r in progress(cells, enabled=show_progress, desc=f"spatial/{points.name}"):
+        t0 = time.perf_counter()
+        release = chosen[name](points, eps, seeds(seed, "spatial", points.name, name, eps, r))
+        built.setdefault((name, eps), []).append((time.perf_counter() - t0, size(release)))
+        for cls, boxes in sets.items():
+            answers = release.range_counts(boxes)["count"].to_numpy()
+            acc.setdefault((name, eps, cls), []).append(
+                float(relative_error(answers, actual[cls], bound).mean()))
+    for (name, eps, cls), errors in acc.items():
+        seconds, sizes = zip(*built[(name, eps)], strict=True)
+        rows.append({"dataset": points.name, "n": points.frame.height, "epsilon": eps,
+                     "mechanism": name, "query_class": cls, "relative_error": float(np.mean(errors)),
+                     "size": float(np.mean(sizes)), "seconds": float(np.mean(seconds))})
+    return pl.DataFrame(rows)
