@@ -20,7 +20,7 @@ import polars_dp as pdp
 from polars_dp.counts import frequency_matrix
 
 from .data import Table
-from .metrics import coverage, group_means, quintile_index, relative_error, sanity_bound, square_error
+from .metrics import answers, group_means, quintile_index, square_error
 from .progress import progress, seeds
 
 EPSILONS = (0.5, 0.75, 1.0, 1.25)
@@ -37,29 +37,13 @@ def mechanisms(untransformed: Sequence[str] = PAPER_UNTRANSFORMED) -> dict[str, 
         return t.frame.dp.basic(t.attributes, epsilon=eps, seed=seed, **t.options)
 
     def privelet(sa: Any) -> Mechanism:
-        def run(t: Table, eps: float, seed: Any) -> pdp.GridRelease:
+        def release(t: Table, eps: float, seed: Any) -> pdp.GridRelease:
             return t.frame.dp.privelet(t.attributes, epsilon=eps, untransformed=sa, seed=seed,
                                        **t.options)
-        return run
+        return release
 
     return {"Basic": basic, "Privelet": privelet(()), "Privelet+": privelet(tuple(untransformed)),
             "Privelet+ auto": privelet("auto")}
-
-
-def true_release(table: Table) -> pdp.GridRelease:
-    """The exact frequency matrix as a noise-free GridRelease (evaluation only: it answers
-    the workload exactly; a real analyst never sees it)."""
-    counts = frequency_matrix(table.frame, table.attributes, **table.options)
-    return pdp.GridRelease(counts, table.attributes, mechanism="none (true counts)",
-                           epsilon=float("inf"), neighbours="replace", noise_scale=0.0)
-
-
-def query_coverage(table: Table, queries: pl.DataFrame) -> np.ndarray:
-    """Fraction of the matrix's cells each query covers."""
-    from polars_dp.queries import query_ranges
-
-    starts, stops = query_ranges(table.attributes, queries)
-    return coverage(starts, stops, table.shape)
 
 
 def run(table: Table, queries: pl.DataFrame, *, epsilons: Sequence[float] = EPSILONS,
@@ -67,14 +51,16 @@ def run(table: Table, queries: pl.DataFrame, *, epsilons: Sequence[float] = EPSI
         show_progress: bool = True) -> pl.DataFrame:
     """One row per (mechanism, epsilon, coverage quintile) with the average errors, plus
     the release's time and its ``untransformed`` set."""
+    from polars_dp.workloads import coverage, relative_errors, true_answers
+
     chosen = mechanisms_ or mechanisms()
-    truth = true_release(table)
-    n = float(truth.counts.sum())
-    actual = truth.range_counts(queries)["count"].to_numpy()
-    del truth
-    cover = query_coverage(table, queries)
+    # the exact matrix answers the workload exactly (evaluation only; never released)
+    counts = frequency_matrix(table.frame, table.attributes, **table.options)
+    n = int(counts.sum())
+    actual = true_answers(counts, table.attributes, queries)
+    del counts
+    cover = coverage(table.attributes, queries)
     quintile = quintile_index(cover)
-    bound = sanity_bound(int(n))
     rows = []
     cells = [(name, eps, r) for eps in epsilons for name in chosen for r in range(repeats)]
     sq: dict[tuple[str, float], list[np.ndarray]] = {}
@@ -84,9 +70,9 @@ def run(table: Table, queries: pl.DataFrame, *, epsilons: Sequence[float] = EPSI
         t0 = time.perf_counter()
         release = chosen[name](table, eps, seeds(seed, "privelet", table.name, name, eps, r))
         seconds = time.perf_counter() - t0
-        answers = release.range_counts(queries)["count"].to_numpy()
-        sq.setdefault((name, eps), []).append(square_error(answers, actual))
-        rel.setdefault((name, eps), []).append(relative_error(answers, actual, bound))
+        noisy = answers(release, queries)
+        sq.setdefault((name, eps), []).append(square_error(noisy, actual))
+        rel.setdefault((name, eps), []).append(relative_errors(noisy, actual, n))
         info.setdefault((name, eps), {"seconds": [], "untransformed": _untransformed(release)})
         info[(name, eps)]["seconds"].append(seconds)
         del release
@@ -96,7 +82,7 @@ def run(table: Table, queries: pl.DataFrame, *, epsilons: Sequence[float] = EPSI
         rel_means = group_means(quintile, np.mean(rel[(name, eps)], axis=0), 5)
         for q in range(5):
             rows.append({
-                "dataset": table.name, "n": int(n), "epsilon": eps, "mechanism": name,
+                "dataset": table.name, "n": n, "epsilon": eps, "mechanism": name,
                 "quintile": q + 1, "coverage": cov_means[q], "square_error": sq_means[q],
                 "relative_error": rel_means[q], "queries": int(np.sum(quintile == q)),
                 "seconds": float(np.mean(info[(name, eps)]["seconds"])),

@@ -2,9 +2,9 @@
 
 Each model (the private prediction suffix tree, the fixed-depth n-gram baseline, and
 non-private truncation to the same length) reports its top-k strings; precision is the
-overlap with the exact top-k of the full (untruncated) data over ``k``.  The total
+overlap with the exact top-k of the full (untruncated) data, over ``k``.  The total
 variation distance compares the true distribution of length-2 strings (occurrences of each
-of the |I|^2 pairs, normalised) with the model's estimated one.
+of the |I|^2 pairs, normalised) with the model's estimate.
 """
 
 from __future__ import annotations
@@ -18,19 +18,43 @@ import numpy as np
 import polars as pl
 
 from .data import MSNBC_ALPHABET, MSNBC_MAX_LENGTH
-from .metrics import exact_top_k, ngram_counts, top_k_precision, total_variation
+from .metrics import total_variation
 from .progress import progress, seeds
 
 EPSILONS = (0.05, 0.1, 0.2, 0.4, 0.8, 1.6)
 KS = (10, 50, 100)
+TRUNCATE = "Truncate (non-private)"
 
 Model = Callable[[pl.DataFrame, float, Any], Any]
 
 
+class ExactModel:
+    """Exact (NON-PRIVATE) counts of the sequences truncated to ``max_length``: the paper's
+    "Truncate" reference, answering like a model (``top_k``, ``frequencies``)."""
+
+    def __init__(self, frame: pl.DataFrame, column: str, alphabet: Sequence[Any],
+                 max_length: int | None):
+        self.frame, self.column, self.alphabet, self.max_length = frame, column, alphabet, max_length
+
+    def top_k(self, k: int, max_len: int | None = None) -> pl.DataFrame:
+        from polars_dp.evaluation import exact_top_k_strings
+
+        return exact_top_k_strings(self.frame, self.column, alphabet=self.alphabet, k=k,
+                                   max_length=self.max_length, max_len=max_len)
+
+    def frequencies(self, strings: Sequence[Sequence[Any]]) -> np.ndarray:
+        """Occurrences of short strings: every string up to their longest length is counted."""
+        width = max(len(s) for s in strings)
+        n_all = sum(len(self.alphabet) ** j for j in range(1, width + 1))
+        top = self.top_k(n_all, max_len=width)
+        found = dict(zip(map(tuple, top["string"].to_list()), top["count"].to_list(), strict=True))
+        return np.array([found.get(tuple(s), 0.0) for s in strings])
+
+
 def models(alphabet: Sequence[int] = MSNBC_ALPHABET, max_length: int = MSNBC_MAX_LENGTH
            ) -> dict[str, Model]:
-    """The PST, the n-gram baseline (both epsilon-DP, add/remove one sequence) and
-    truncation (exact counts of the truncated sequences: no privacy, a reference)."""
+    """The PST and the n-gram baseline (both epsilon-DP, add/remove one sequence) and the
+    exact truncation reference (no privacy)."""
     def pst(frame: pl.DataFrame, eps: float, seed: Any) -> Any:
         return frame.dp.privtree_sequences("pages", alphabet=list(alphabet), max_length=max_length,
                                            epsilon=eps, seed=seed)
@@ -40,69 +64,43 @@ def models(alphabet: Sequence[int] = MSNBC_ALPHABET, max_length: int = MSNBC_MAX
                                         epsilon=eps, seed=seed)
 
     def truncate(frame: pl.DataFrame, eps: float, seed: Any) -> Any:
-        from polars_dp.mechanisms.sequences import truncated_model
+        return ExactModel(frame, "pages", list(alphabet), max_length)
 
-        return truncated_model(frame, "pages", alphabet=list(alphabet), max_length=max_length)
-
-    return {"PrivTree (PST)": pst, "N-gram": ngram, "Truncate (non-private)": truncate}
+    return {"PrivTree (PST)": pst, "N-gram": ngram, TRUNCATE: truncate}
 
 
-def flat_symbols(frame: pl.DataFrame, column: str = "pages") -> tuple[np.ndarray, np.ndarray]:
-    """All sequences back to back and their offsets (the Arrow list layout)."""
-    lengths = frame[column].list.len().to_numpy().astype(np.int64)
-    offsets = np.concatenate([[0], np.cumsum(lengths)])
-    return frame[column].explode().to_numpy().astype(np.int64), offsets
-
-
-def pair_counts(symbols: np.ndarray, offsets: np.ndarray, alphabet: Sequence[int]) -> np.ndarray:
-    """Occurrences of every length-2 string over ``alphabet`` (in :func:`all_pairs` order)."""
-    base = max(alphabet) + 1
-    codes, counts = ngram_counts(symbols, offsets, 2, base)
-    table = np.zeros(base * base)
-    table[codes] = counts
-    pairs = np.array([a * base + b for a, b in all_pairs(alphabet)])
-    return table[pairs]
-
-
-def all_pairs(alphabet: Sequence[int]) -> list[tuple[int, int]]:
-    return list(itertools.product(alphabet, repeat=2))
-
-
-def model_top_k(model: Any, k: int) -> list[tuple[int, ...]]:
-    top = model.top_k(k)
-    return [tuple(int(x) for x in s) for s in top["string"].to_list()]
-
-
-def model_pairs(model: Any, alphabet: Sequence[int]) -> np.ndarray:
-    return np.asarray(model.frequencies([list(p) for p in all_pairs(alphabet)]), dtype=np.float64)
+def all_pairs(alphabet: Sequence[int]) -> list[list[int]]:
+    return [list(p) for p in itertools.product(alphabet, repeat=2)]
 
 
 def run(frame: pl.DataFrame, *, epsilons: Sequence[float] = EPSILONS, ks: Sequence[int] = KS,
         repeats: int = 1, seed: int = 0, alphabet: Sequence[int] = MSNBC_ALPHABET,
         models_: dict[str, Model] | None = None, show_progress: bool = True) -> pl.DataFrame:
     """One row per (model, epsilon): precision at every k, TV distance, build time.  The
-    non-private truncation does not depend on epsilon and is built once."""
+    non-private truncation does not depend on epsilon: it is built once."""
+    from polars_dp.evaluation import top_k_precision
+
     chosen = models_ or models(alphabet)
-    symbols, offsets = flat_symbols(frame)
-    truth, _ = exact_top_k(symbols, offsets, max(ks), max(alphabet) + 1)
-    true_pairs = pair_counts(symbols, offsets, alphabet)
+    exact = ExactModel(frame, "pages", list(alphabet), None)
+    truth = exact.top_k(max(ks))
+    pairs = all_pairs(alphabet)
+    true_pairs = exact.frequencies(pairs)
     cells = [(name, eps, r) for eps in epsilons for name in chosen for r in range(repeats)
-             if not (name.startswith("Truncate") and (eps != epsilons[0] or r))]
-    acc: dict[tuple[str, float], list[dict[str, float]]] = {}
+             if name != TRUNCATE or (eps == epsilons[0] and r == 0)]
+    acc: dict[str, dict[float, list[dict[str, float]]]] = {}
     for name, eps, r in progress(cells, enabled=show_progress, desc="sequences/msnbc"):
         t0 = time.perf_counter()
         model = chosen[name](frame, eps, seeds(seed, "sequences", name, eps, r))
         seconds = time.perf_counter() - t0
-        top = model_top_k(model, max(ks))
-        result = {f"precision@{k}": top_k_precision(top, truth, k) for k in ks}
-        result["tv_pairs"] = total_variation(true_pairs, model_pairs(model, alphabet))
-        result["seconds"] = seconds
-        acc.setdefault((name, eps), []).append(result)
+        top = model.top_k(max(ks))
+        result = {f"precision@{k}": top_k_precision(top.head(k), truth.head(k)) for k in ks}
+        result["tv_pairs"] = total_variation(true_pairs, model.frequencies(pairs))
+        result["seconds"] = time.perf_counter() - t0 if name == TRUNCATE else seconds
+        acc.setdefault(name, {}).setdefault(eps, []).append(result)
     rows = []
     for eps in epsilons:
-        for name in chosen:
-            key = (name, eps) if (name, eps) in acc else (name, epsilons[0])
-            results = acc[key]
+        for name, by_eps in acc.items():
+            results = by_eps.get(eps) or next(iter(by_eps.values()))
             rows.append({"dataset": "msnbc", "n": frame.height, "epsilon": eps, "mechanism": name,
                          **{m: float(np.mean([x[m] for x in results])) for m in results[0]}})
     return pl.DataFrame(rows)
