@@ -192,9 +192,14 @@ def read_release(source: str | os.PathLike | pa.Table) -> Release:
     return _RELEASE_TYPES[kind].from_arrow(table)
 
 
-def _axis_index(shape: tuple[int, ...], axis: int) -> np.ndarray:
-    """Index along ``axis`` of every cell of a C-ordered array of ``shape`` (no full grid)."""
+def _axis_index(shape: tuple[int, ...], axis: int, start: int = 0, stop: int | None = None
+                ) -> np.ndarray:
+    """Index along ``axis`` of the cells ``[start, stop)`` (flat, C order) of an array of
+    ``shape`` (no full grid)."""
     inner = int(np.prod(shape[axis + 1:], dtype=np.int64))
+    if start or stop is not None:
+        cells = np.arange(start, stop, dtype=np.int64)
+        return ((cells // inner) % shape[axis]).astype(np.int32)
     outer = int(np.prod(shape[:axis], dtype=np.int64))
     base = np.arange(shape[axis], dtype=np.int32)
     return np.tile(np.repeat(base, inner), outer)
@@ -280,11 +285,13 @@ class GridRelease(Release):
         return meta
 
     # ------------------------------------------------------------------ Arrow
-    def _table(self) -> pa.Table:
+    def _table(self, start: int = 0, stop: int | None = None) -> pa.Table:
+        """The release table (no metadata); ``start``/``stop`` select the rows of the flat
+        cells ``[start, stop)`` (to stream a large release in batches)."""
         shape = self.shape
         cols: dict[str, pa.Array] = {}
         for axis, a in enumerate(self.attributes):
-            idx = _axis_index(shape, axis)
+            idx = _axis_index(shape, axis, start, stop)
             if isinstance(a, Nominal):
                 cols[a.column] = _label_array(a.cell_labels(), idx)
                 for lvl, labels in a.hierarchy.level_labels().items():
@@ -296,7 +303,7 @@ class GridRelease(Release):
                     cols[self.level_columns(a)[lvl]] = _label_array(uniq, leaf_code[idx])
             else:
                 cols[a.column] = pa.array(a.cell_labels()[idx])
-        cols["count"] = pa.array(self.counts.reshape(-1))
+        cols["count"] = pa.array(self.counts.reshape(-1)[start:stop])
         return pa.table(cols)
 
     @classmethod
