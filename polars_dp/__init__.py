@@ -47,5 +47,14 @@ __all__ = [
     "ReleaseFormatError",
     "__version__",
     "basic",
+    "random_workload",
     "read_release",
 ]
+
+
+def __getattr__(name: str):
+    """``pdp.duckdb`` is imported on first use (it loads the duckdb package)."""
+    if name == "duckdb":
+        import importlib
+        return importlib.import_module("polars_dp.duckdb")
+    raise AttributeError(f"module 'polars_dp' has no attribute {name!r}")

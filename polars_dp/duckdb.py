@@ -36,6 +36,7 @@ rendered per release here.  Plain SQL works on the table too::
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Iterator
 from importlib.resources import files
@@ -311,10 +312,8 @@ def register(con: Any, name: str, release: GridRelease) -> Any:
     except BaseException:
         con.execute("ROLLBACK")
         for view in (source, meta_source):
-            try:
+            with contextlib.suppress(Exception):  # the view may be gone already
                 con.unregister(view)
-            except Exception:  # noqa: BLE001 - already gone
-                pass
         raise
     return con.table(name)
 

@@ -117,6 +117,11 @@ def _ordinal_pair(attribute: Ordinal, predicate: Any) -> tuple[Any, Any]:
             raise QueryError(f"{attribute.column}: {name}={value!r} is not a number")
     lo = attribute.lo if lo is None else lo
     hi = attribute.hi if hi is None else hi
+    for value in (lo, hi):
+        if not attribute.lo <= value <= attribute.hi:
+            raise QueryError(
+                f"{attribute.column}: {value!r} is outside the declared domain {attribute.domain_text()}"
+            )
     if lo > hi:
         raise QueryError(f"{attribute.column}: lo={lo!r} > hi={hi!r}; the range is empty")
     return lo, hi
