@@ -141,10 +141,14 @@ class _Axis:
                     f"ELSE {lab}.start END AS s{k}, "
                     f"CASE WHEN {ref} IS NULL THEN {a.n_cells} ELSE {lab}.stop END AS e{k}, "
                     f"CASE WHEN {ref} IS NULL THEN {root!r} ELSE {lab}.factor END AS f{k}")
-        lo, hi = (f"q.{ident(c)}" for c in self.columns)
+        raw_lo, raw_hi = (f"q.{ident(c)}" for c in self.columns)
+        lo, hi = (f"TRY_CAST({ref} AS DOUBLE)" for ref in (raw_lo, raw_hi))
 
         def outside(ref: str, column: str) -> str:
-            return (f"WHEN NOT ({ref} >= {_number(a.lo)} AND {ref} <= {_number(a.hi)}) THEN "
+            raw = raw_lo if ref == lo else raw_hi
+            return (f"WHEN {ref} IS NULL THEN error({literal(column + ': ')} || CAST({raw} AS VARCHAR) || "
+                    f"{literal(' is not a number')} || {where}) "
+                    f"WHEN NOT ({ref} >= {_number(a.lo)} AND {ref} <= {_number(a.hi)}) THEN "
                     f"error({literal(column + ': ')} || {ref} || "
                     f"{literal(' is outside the declared domain ' + a.domain_text())} || {where}) ")
 
@@ -154,9 +158,9 @@ class _Axis:
 
         empty = (f"WHEN {hi} IS NOT NULL AND {lo} > {hi} THEN error({literal(a.column + ': lo=')} || "
                  f"{lo} || ' > hi=' || {hi} || {literal('; the range is empty')} || {where}) ")
-        return (f"CASE WHEN {lo} IS NULL THEN 0 {outside(lo, self.columns[0])}{empty}"
+        return (f"CASE WHEN {raw_lo} IS NULL THEN 0 {outside(lo, self.columns[0])}{empty}"
                 f"ELSE {cell(lo)} END AS s{k}, "
-                f"CASE WHEN {hi} IS NULL THEN {a.n_cells} {outside(hi, self.columns[1])}"
+                f"CASE WHEN {raw_hi} IS NULL THEN {a.n_cells} {outside(hi, self.columns[1])}"
                 f"ELSE {cell(hi)} + 1 END AS e{k}")
 
     def label_join(self) -> str:
