@@ -6,7 +6,7 @@ queries are the paper's workload (40,000 queries, 1-4 predicates).  Baselines me
 the same run: summing the cells of each query's slice in numpy (Python), and the Python
 batch path (SQL).
 
-    python -m benchmarks.bench_queries            # full size (needs ~12 GiB)
+    python -m benchmarks.bench_queries            # full size (about 10 GiB peak)
     python -m benchmarks.bench_queries --quick    # 1.3e6 cells, seconds
 """
 
