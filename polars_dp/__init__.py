@@ -26,8 +26,9 @@ from polars_dp.errors import (  # noqa: E402
     ReleaseFormatError,
 )
 from polars_dp.hierarchy import Hierarchy  # noqa: E402
-from polars_dp.mechanisms import basic  # noqa: E402
+from polars_dp.mechanisms import basic, ngram_sequences, privtree_sequences  # noqa: E402
 from polars_dp.release import GridRelease, Release, read_release  # noqa: E402
+from polars_dp.sequence_model import SequenceModel  # noqa: E402
 
 __all__ = [
     "Attribute",
@@ -45,7 +46,10 @@ __all__ = [
     "QueryError",
     "Release",
     "ReleaseFormatError",
+    "SequenceModel",
     "__version__",
     "basic",
+    "ngram_sequences",
+    "privtree_sequences",
     "read_release",
 ]

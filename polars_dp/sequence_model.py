@@ -57,6 +57,23 @@ def _reversed_contexts(strings: np.ndarray, ends: np.ndarray) -> np.ndarray:
     return np.where(ok, np.take_along_axis(strings, np.where(ok, col, 0), axis=1), -1)
 
 
+def symbol_array(alphabet: Sequence[Any], codes: np.ndarray) -> pa.Array:
+    """Alphabet values of symbol codes as an Arrow array."""
+    if isinstance(alphabet[0], str):
+        return pa.array(np.asarray(alphabet, dtype=object)[codes].tolist(), pa.string())
+    return pa.array(np.asarray(alphabet, dtype=np.int64)[codes], pa.int64())
+
+
+def strings_frame(alphabet: Sequence[Any], strings: np.ndarray, counts: np.ndarray) -> pl.DataFrame:
+    """Polars frame of strings (rows of codes, ``-1`` padded) with column ``string`` (List of
+    symbols) and ``count``."""
+    strings = np.asarray(strings, dtype=np.int64).reshape(len(counts), -1)
+    valid = strings >= 0
+    table = pa.table({"string": _list_array(symbol_array(alphabet, strings[valid]), valid.sum(axis=1)),
+                      "count": pa.array(np.asarray(counts, dtype=np.float64), pa.float64())})
+    return pl.from_arrow(table)
+
+
 @register_release_type
 class SequenceModel(Release):
     """A released PST: node structure (BFS order) and one noisy histogram per node.
@@ -131,9 +148,7 @@ class SequenceModel(Release):
         return meta
 
     def _symbols(self, codes: np.ndarray) -> pa.Array:
-        """Alphabet values of symbol codes."""
-        return pa.array(np.asarray(self.alphabet, dtype=object)[codes].tolist()
-                        if isinstance(self.alphabet[0], str) else np.asarray(self.alphabet)[codes])
+        return symbol_array(self.alphabet, codes)
 
     def _encode(self, strings: Iterable[Any]) -> tuple[np.ndarray, np.ndarray]:
         """Query strings (a str: one symbol per character; else a list of symbols) as codes."""
@@ -225,12 +240,7 @@ class SequenceModel(Release):
         flat_f = np.concatenate(found_f)
         order = np.argsort(-flat_f, kind="stable")[:k]
         order = order[flat_f[order] > 0]  # strings of estimated frequency 0 are not listed
-        chosen = padded[order]
-        lens = (chosen >= 0).sum(axis=1)
-        codes = chosen[chosen >= 0]
-        table = pa.table({"string": _list_array(self._symbols(codes), lens),
-                          "count": pa.array(flat_f[order], pa.float64())})
-        return pl.from_arrow(table)
+        return strings_frame(self.alphabet, padded[order], flat_f[order])
 
     def sample(self, n: int, seed: SeedLike = None) -> pl.DataFrame:
         """``n`` synthetic sequences (List column ``sequence``), all advancing one symbol per step.
@@ -328,4 +338,4 @@ class SequenceModel(Release):
                 f"height={self.height})")
 
 
-__all__ = ["SequenceModel"]
+__all__ = ["SequenceModel", "strings_frame", "symbol_array"]

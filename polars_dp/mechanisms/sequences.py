@@ -16,8 +16,17 @@ its insertion is a chain of at most ``l_top`` additions of one (context, symbol)
 * Leaf histograms (``eps_leaf = epsilon - eps_tree``): the leaves partition the positions,
   each position increments one leaf bin, so the leaf histograms have L1 sensitivity ``l_top``
   and ``Lap(l_top / eps_leaf)`` per bin is eps_leaf-DP (Theorem 4.2).
-* Clipping negative bins to 0 and setting internal histograms to the sums of their
-  children is post-processing.  Total: ``epsilon``-DP by sequential composition.
+* Total: ``epsilon``-DP by sequential composition.  What follows is post-processing.
+
+Post-processing (``postprocess``)
+---------------------------------
+``"sum_then_clip"`` (default): every internal histogram is the sum of the *unclipped* noisy
+leaf histograms below it, then all bins are clipped at 0.  Sums stay unbiased before the
+clip, so the conditional distributions near the root stay sharp.
+``"clip_then_sum"`` (the spec's reconstruction): clip the leaf bins, then set each internal
+histogram to the exact sum of its children.  Each clipped empty bin adds a positive bias of
+about ``leaf_scale / 2``, which accumulates over large subtrees and flattens the conditionals
+(on msnbc it cost 0.1 to 0.45 top-k precision).
 
 Public rules that shape the tree: nodes starting with ``#`` never split, and no node deeper
 than ``l_top`` splits (no context is longer than ``l_top``).
@@ -30,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from polars_dp.errors import ParameterError
 from polars_dp.noise import SeedLike, check_epsilon, check_fraction, laplace, make_rng
 from polars_dp.pst import (
     grow_context_tree,
@@ -41,10 +51,12 @@ from polars_dp.pst import (
 from polars_dp.sequence_counts import EncodedSequences, encode_sequences
 from polars_dp.sequence_model import SequenceModel
 
+POSTPROCESS = ("sum_then_clip", "clip_then_sum")
+
 
 def privtree_sequences(frame: Any, column: str, *, alphabet: Sequence[Any], max_length: int,
                        epsilon: float, tree_share: float = 0.5, theta: float = 0.0,
-                       seed: SeedLike = None) -> SequenceModel:
+                       postprocess: str = "sum_then_clip", seed: SeedLike = None) -> SequenceModel:
     """Release a PST of the sequences in ``column`` with PrivTree's depth-independent noise.
 
     Parameters
@@ -58,17 +70,21 @@ def privtree_sequences(frame: Any, column: str, *, alphabet: Sequence[Any], max_
     epsilon : total budget under add/remove-one-sequence neighbours.
     tree_share : fraction of ``epsilon`` spent on the tree (the rest on leaf histograms).
     theta : PrivTree threshold (0, spec §2.6).
+    postprocess : ``"sum_then_clip"`` or ``"clip_then_sum"`` (see the module docstring).
     seed : ``None`` draws OS entropy; an int is for tests and experiments only.
     """
     epsilon = check_epsilon(epsilon)
     tree_share = check_fraction(tree_share, "tree_share")
+    if postprocess not in POSTPROCESS:
+        raise ParameterError(f"postprocess={postprocess!r}; use one of {POSTPROCESS}")
     enc = encode_sequences(frame, column, alphabet=alphabet, max_length=max_length)
     return privtree_from_encoded(enc, alphabet=alphabet, epsilon=epsilon, tree_share=tree_share,
-                                 theta=theta, rng=make_rng(seed))
+                                 theta=theta, postprocess=postprocess, rng=make_rng(seed))
 
 
 def privtree_from_encoded(enc: EncodedSequences, *, alphabet: Sequence[Any], epsilon: float,
-                          tree_share: float, theta: float, rng: np.random.Generator) -> SequenceModel:
+                          tree_share: float, theta: float, rng: np.random.Generator,
+                          postprocess: str = "sum_then_clip") -> SequenceModel:
     """The mechanism on already encoded positions (see :func:`privtree_sequences`)."""
     eps_tree, eps_leaf = tree_share * epsilon, (1.0 - tree_share) * epsilon
     lam, delta = privtree_sequence_params(enc.alphabet_size, enc.max_length, eps_tree)
@@ -83,10 +99,13 @@ def privtree_from_encoded(enc: EncodedSequences, *, alphabet: Sequence[Any], eps
     leaves = tree.is_leaf
     noisy = tree.hist.copy()
     noisy[leaves] += laplace(rng, leaf_scale, (int(leaves.sum()), enc.beta))
-    hist = sums_of_children(tree.parent, tree.depth, np.maximum(noisy, 0.0), leaves)
+    if postprocess == "clip_then_sum":
+        hist = sums_of_children(tree.parent, tree.depth, np.maximum(noisy, 0.0), leaves)
+    else:
+        hist = np.maximum(sums_of_children(tree.parent, tree.depth, noisy, leaves), 0.0)
     params = {"lambda": lam, "delta": delta, "tree_share": tree_share, "theta": float(theta),
               "eps_tree": eps_tree, "eps_leaf": eps_leaf, "leaf_noise_scale": leaf_scale, "l_top": l_top,
-              "beta": enc.beta}
+              "beta": enc.beta, "postprocess": postprocess}
     return SequenceModel(alphabet=alphabet, max_length=enc.max_length, parent=tree.parent,
                          prepended=tree.prepended, hist=hist, mechanism="privtree_sequences",
                          epsilon=epsilon, neighbours="add_remove", params=params)
