@@ -26,7 +26,8 @@ def pairs_of(seq: list, max_length: int) -> list[tuple[tuple, object]]:
 
 def histogram(pairs: list, node: tuple, bins: list) -> np.ndarray:
     """h(node)[y]: pairs whose context ends with ``node`` and whose symbol is y."""
-    counts = Counter(y for ctx, y in pairs if len(ctx) >= len(node) and tuple(ctx[len(ctx) - len(node):]) == node)
+    counts = Counter(y for ctx, y in pairs
+                     if len(ctx) >= len(node) and tuple(ctx[len(ctx) - len(node):]) == node)
     return np.array([counts[b] for b in bins], dtype=float)
 
 

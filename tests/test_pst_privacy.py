@@ -27,7 +27,8 @@ def test_score_monotone_and_one_pair_moves_one_path_by_at_most_one(alphabet):
     seqs = [list(t) for k in range(max_length + 1) for t in itertools.product(alphabet, repeat=k)]
     nodes = all_nodes(alphabet, max_length + 1)
     index = {n: i for i, n in enumerate(nodes)}
-    edges = [(index[n], index[n[1:]]) for n in nodes if n]  # (child, parent): parent drops the prepended symbol
+    # (child, parent): the parent's string drops the prepended symbol
+    edges = [(index[n], index[n[1:]]) for n in nodes if n]
     all_pairs = sorted({p for s in seqs for p in pairs_of(s, max_length)}, key=repr)
     bases = [[]] + [[s] for s in seqs] + [[s, t] for s, t in itertools.combinations(seqs, 2)]
     for base in bases:
