@@ -12,9 +12,9 @@ try:
 except PackageNotFoundError:  # running from a source tree
     __version__ = "0.1.0"
 
-from polars_dp import namespace as _namespace  # noqa: F401,E402  (registers df.dp / lf.dp)
-from polars_dp.domain import Attribute, Nominal, Ordinal  # noqa: E402
-from polars_dp.errors import (  # noqa: E402
+from polars_dp import namespace as _namespace  # noqa: F401  (registers df.dp / lf.dp)
+from polars_dp.domain import Attribute, Nominal, Ordinal
+from polars_dp.errors import (
     BudgetExceededError,
     ColumnNotFoundError,
     DomainError,
@@ -25,10 +25,10 @@ from polars_dp.errors import (  # noqa: E402
     QueryError,
     ReleaseFormatError,
 )
-from polars_dp.hierarchy import Hierarchy  # noqa: E402
-from polars_dp.mechanisms import basic, ngram_sequences, privtree_sequences  # noqa: E402
-from polars_dp.release import GridRelease, Release, read_release  # noqa: E402
-from polars_dp.sequence_model import SequenceModel  # noqa: E402
+from polars_dp.hierarchy import Hierarchy
+from polars_dp.mechanisms import basic, ngram_sequences, privtree_sequences
+from polars_dp.release import GridRelease, Release, read_release
+from polars_dp.sequence_model import SequenceModel
 
 __all__ = [
     "Attribute",
