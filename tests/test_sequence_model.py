@@ -182,3 +182,31 @@ def test_pst_precision_is_high_at_large_epsilon(data):
     truth = exact_top_k_strings(data, "s", alphabet=ALPHABET, k=5)
     m = data.dp.privtree_sequences("s", alphabet=ALPHABET, max_length=6, epsilon=1e5, seed=0)
     assert top_k_precision(m.top_k(5), truth) >= 0.8
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "words"),
+    [
+        ({"epsilon": 0.0}, "epsilon"),
+        ({"epsilon": 1.0, "tree_share": 1.0}, "tree_share"),
+        ({"epsilon": 1.0, "postprocess": "none"}, "postprocess"),
+        ({"epsilon": 1.0, "max_length": 0}, "max_length"),
+    ],
+)
+def test_mechanism_parameter_errors(data, kwargs, words):
+    args = {"alphabet": ALPHABET, "max_length": 4, **kwargs}
+    with pytest.raises(ParameterError, match=words):
+        data.dp.privtree_sequences("s", **args)
+
+
+def test_empty_frame_gives_a_model():
+    empty = pl.DataFrame({"s": []}, schema={"s": pl.List(pl.Int64)})
+    m = empty.dp.privtree_sequences("s", alphabet=[1, 2], max_length=3, epsilon=1.0, seed=0)
+    assert m.n_nodes >= 1 and m.sample(10, seed=0)["sequence"].list.len().max() <= 3
+
+
+def test_readme_example_shape():
+    lf = pl.LazyFrame({"pages": [[1, 1, 2], [2, 3], [1]] * 100}, schema={"pages": pl.List(pl.UInt8)})
+    model = lf.dp.privtree_sequences("pages", alphabet=range(1, 18), max_length=20, epsilon=1.0, seed=3)
+    assert model.frequency([1, 1, 2]) >= 0
+    assert model.top_k(10).columns == ["string", "count"]
