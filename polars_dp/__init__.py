@@ -26,8 +26,9 @@ from polars_dp.errors import (
     ReleaseFormatError,
 )
 from polars_dp.hierarchy import Hierarchy
-from polars_dp.mechanisms import basic
+from polars_dp.mechanisms import basic, ngram_sequences, privtree_sequences
 from polars_dp.release import GridRelease, Release, read_release
+from polars_dp.sequence_model import SequenceModel
 
 __all__ = [
     "Attribute",
@@ -45,8 +46,11 @@ __all__ = [
     "QueryError",
     "Release",
     "ReleaseFormatError",
+    "SequenceModel",
     "__version__",
     "basic",
+    "ngram_sequences",
+    "privtree_sequences",
     "random_workload",
     "read_release",
 ]

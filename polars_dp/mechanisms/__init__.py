@@ -1,5 +1,7 @@
 """Mechanisms: the only code that adds noise.  Each takes private input and returns a release."""
 
 from polars_dp.mechanisms.basic import basic
+from polars_dp.mechanisms.ngram import ngram_sequences
+from polars_dp.mechanisms.sequences import privtree_sequences
 
-__all__ = ["basic"]
+__all__ = ["basic", "ngram_sequences", "privtree_sequences"]
