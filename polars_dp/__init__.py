@@ -47,5 +47,6 @@ __all__ = [
     "ReleaseFormatError",
     "__version__",
     "basic",
+    "privelet",
     "read_release",
 ]

@@ -31,6 +31,15 @@ class DPNamespace:
         return mechanisms.basic(self._frame, attributes, epsilon=epsilon, neighbours=neighbours,
                                 seed=seed, on_out_of_domain=on_out_of_domain, nulls=nulls)
 
+    def privelet(self, attributes: Attribute | Iterable[Attribute], *, epsilon: float,
+                 untransformed: str | Iterable[str] = (), neighbours: str = "replace",
+                 seed: SeedLike = None, on_out_of_domain: str = "raise",
+                 nulls: str = "raise") -> GridRelease:
+        """Privelet / Privelet+ wavelet release over ``attributes``; see :func:`polars_dp.privelet`."""
+        return mechanisms.privelet(self._frame, attributes, epsilon=epsilon, untransformed=untransformed,
+                                   neighbours=neighbours, seed=seed, on_out_of_domain=on_out_of_domain,
+                                   nulls=nulls)
+
 
 pl.api.register_dataframe_namespace("dp")(DPNamespace)
 pl.api.register_lazyframe_namespace("dp")(DPNamespace)
