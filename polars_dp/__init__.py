@@ -26,7 +26,7 @@ from polars_dp.errors import (
     ReleaseFormatError,
 )
 from polars_dp.hierarchy import Hierarchy
-from polars_dp.mechanisms import basic
+from polars_dp.mechanisms import basic, privelet
 from polars_dp.release import GridRelease, Release, read_release
 
 __all__ = [

@@ -94,13 +94,13 @@ def privelet_scale(rho: int, epsilon: float, neighbours: str) -> float:
     return histogram_sensitivity(neighbours) * rho / check_epsilon(epsilon)
 
 
-def _inverse_trailing(block: np.ndarray, attributes: Sequence[Attribute],
-                      transformed: Sequence[bool], first: int) -> np.ndarray:
-    """Inverse along the transformed axes ``first..d-1`` of ``block``, last axis first."""
-    for axis in range(len(attributes) - 1, first - 1, -1):
-        if transformed[axis]:
-            block = transforms.inverse(block, attributes[axis], axis)
-    return block
+def _inverse_slab(slab: np.ndarray, attributes: Sequence[Attribute],
+                  transformed: Sequence[bool]) -> np.ndarray:
+    """Inverse along the transformed axes of a slab whose axis ``k + 1`` is ``attributes[k]``."""
+    for k in reversed(range(len(attributes))):
+        if transformed[k]:
+            slab = transforms.inverse(slab, attributes[k], k + 1)
+    return slab
 
 
 def add_wavelet_noise(counts: np.ndarray, attributes: Sequence[Attribute], transformed: Sequence[bool],
@@ -129,7 +129,7 @@ def add_wavelet_noise(counts: np.ndarray, attributes: Sequence[Attribute], trans
         for i in range(0, outer, step):
             rows = min(step, outer - i)
             eta = laplace(rng, scale, (rows, *coef[lead:]))
-            flat[i:i + rows] += _inverse_trailing(eta, attributes[lead:], transformed[lead:], 0)
+            flat[i:i + rows] += _inverse_slab(eta, attributes[lead:], transformed[lead:])
         return
     buffer = np.empty((coef[0], *counts.shape[1:]))
     inner = int(np.prod(coef[1:]))
@@ -137,7 +137,7 @@ def add_wavelet_noise(counts: np.ndarray, attributes: Sequence[Attribute], trans
     for i in range(0, coef[0], step):
         rows = min(step, coef[0] - i)
         eta = laplace(rng, scale, (rows, *coef[1:]))
-        buffer[i:i + rows] = _inverse_trailing(eta, attributes, transformed, 1)
+        buffer[i:i + rows] = _inverse_slab(eta, attributes[1:], transformed[1:])
     cols = int(np.prod(counts.shape[1:]))
     buf2 = buffer.reshape(coef[0], cols)
     out2 = counts.reshape(counts.shape[0], cols)
