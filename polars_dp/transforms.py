@@ -105,24 +105,30 @@ def haar_forward(x: np.ndarray, axis: int = -1) -> np.ndarray:
 
 
 def haar_inverse(u: np.ndarray, m: int, axis: int = -1) -> np.ndarray:
-    """Cells ``[0, m)`` rebuilt from unnormalised Haar coefficients along ``axis`` (Eq. 3)."""
+    """Cells ``[0, m)`` rebuilt from unnormalised Haar coefficients along ``axis`` (Eq. 3).
+
+    With ``s`` a node's sum and ``d`` its detail, the children's sums are ``(s + d)/2`` and
+    ``(s - d)/2``.  The halvings are folded into one up-front scaling of the coefficients
+    (level-``k`` details by ``2^k / P``, the base by ``1 / P``), so each level is one add and
+    one subtract; only the nodes that cover cells ``< m`` are rebuilt (no padded output).
+    """
     c, shape, axis = _as3d(np.asarray(u, dtype=np.float64), axis)
     p = haar_padded_length(m)
     if c.shape[1] != p:
         raise ParameterError(f"{m} cells need {p} Haar coefficients along axis {axis}, got {c.shape[1]}")
-    s = c[:, 0:1].copy()
+    scaled = c * (1.0 / haar_weights(m))[:, None]  # level k: W = P / 2^k, so 1/W = 2^k / P
+    s = scaled[:, 0:1]
     k = 1
-    while k < p:  # level sums s (k nodes) and details d (k nodes) -> 2k children
-        d = c[:, k:2 * k]
-        nxt = np.empty((c.shape[0], 2 * k, c.shape[2]))
-        np.add(s, d, out=nxt[:, 0::2])
-        np.subtract(s, d, out=nxt[:, 1::2])
-        nxt *= 0.5
+    while k < p:  # k nodes (sums s, details d) -> 2k children, of which `need` cover cells < m
+        need = -(-m * 2 * k // p)
+        n_even, n_odd = (need + 1) // 2, need // 2
+        d = scaled[:, k:2 * k]
+        nxt = np.empty((c.shape[0], need, c.shape[2]))
+        np.add(s[:, :n_even], d[:, :n_even], out=nxt[:, 0::2])
+        np.subtract(s[:, :n_odd], d[:, :n_odd], out=nxt[:, 1::2])
         s = nxt
         k *= 2
-    if m < p:
-        s = s[:, :m]
-    return np.ascontiguousarray(s).reshape(_with_axis(shape, axis, m))
+    return s.reshape(_with_axis(shape, axis, m))
 
 
 # ---------------------------------------------------------------------------- nominal
@@ -153,6 +159,25 @@ class _Tree:
                              for d in range(1, int(depth.max()) + 1)]
         leaves = np.flatnonzero(fan == 0)
         self.leaf_nodes = leaves[np.argsort(self.start[leaves])]  # BFS node of DFS leaf j
+        self.leaves_contiguous = bool(np.all(np.diff(self.leaf_nodes) == 1))
+        group_of_node = np.repeat(np.arange(self.group_start.size), self.group_size)  # node - 1
+        self.group_parent = child_parent[self.group_start]
+        self.group_k = (2.0 * fan[self.group_parent] - 2.0) / fan[self.group_parent]  # 1 / W
+        self.leaf_group = group_of_node[self.leaf_nodes - 1]
+        self.leaf_k = self.group_k[self.leaf_group]
+        # per depth of the parents: their groups [ga, gb) and the internal children of those groups
+        internal = np.flatnonzero(fan > 0)
+        self.n_internal = internal.size
+        pos = np.full(self.n_nodes, -1)
+        pos[internal] = np.arange(internal.size)
+        group_depth = depth[self.group_parent]
+        self.internal_levels = []
+        for d in range(int(depth.max())):
+            ga, gb = (int(x) for x in np.searchsorted(group_depth, [d, d + 1]))
+            kids = internal[(depth[internal] == d + 1)]
+            self.internal_levels.append((ga, gb, pos[self.group_parent[ga:gb]],
+                                         fan[self.group_parent[ga:gb]].astype(np.float64), kids,
+                                         group_of_node[kids - 1], pos[kids]))
         self.height = h.height
 
 
@@ -188,22 +213,35 @@ def nominal_inverse(u: np.ndarray, hierarchy: Hierarchy, axis: int = -1) -> np.n
     """Leaves rebuilt from unnormalised nominal coefficients along ``axis``.
 
     Subtracts each sibling group's mean (the paper's refinement), then applies Eq. 5
-    top-down: ``leafsum(child) = c_child + leafsum(parent) / f_parent``.
+    top-down: ``leafsum(child) = c_child + leafsum(parent) / f_parent``.  Written per node
+    ``N`` with parent ``p``: ``leafsum(N) = k_p u_N + offset_p`` with ``k_p = 1 / W`` and
+    ``offset_p = leafsum(p) / f_p - k_p * mean(u over p's children)``; the offsets are
+    computed for the internal nodes only (level by level), then every leaf takes one
+    multiply-add.
     """
     t = _tree(hierarchy)
     c, shape, axis = _as3d(np.asarray(u, dtype=np.float64), axis)
     if c.shape[1] != t.n_nodes:
         raise ParameterError(f"the hierarchy has {t.n_nodes} nodes but axis {axis} has {c.shape[1]}")
-    ls = np.empty_like(c)  # leaf sums of every node; non-root rows first hold the refined c
     kids = c[:, 1:]
-    mean = np.add.reduceat(kids, t.group_start, axis=1) / t.group_size[:, None]
-    np.subtract(kids, np.repeat(mean, t.group_size, axis=1), out=ls[:, 1:])
-    ls[:, 1:] *= (1.0 / t.weights[1:])[:, None]
-    ls[:, 0] = c[:, 0]
-    for a, b in t.level_bounds:  # parents are complete before their children
-        par = t.parent[a:b]
-        ls[:, a:b] += ls[:, par] / t.fanout[par][:, None]
-    return np.ascontiguousarray(ls[:, t.leaf_nodes]).reshape(_with_axis(shape, axis, t.n_leaves))
+    group_mean = np.add.reduceat(kids, t.group_start, axis=1) / t.group_size[:, None]
+    # offset of each group, built top-down (groups are listed in BFS order of their parents)
+    offset = np.empty_like(group_mean)
+    internal_ls = np.empty((c.shape[0], t.n_internal, c.shape[2]))  # leaf sums of internal nodes
+    internal_ls[:, 0] = c[:, 0]
+    for ga, gb, parent_pos, parent_fan, child_nodes, child_groups, child_pos in t.internal_levels:
+        offset[:, ga:gb] = (internal_ls[:, parent_pos] / parent_fan[:, None]
+                            - t.group_k[ga:gb, None] * group_mean[:, ga:gb])
+        if child_nodes.size:
+            internal_ls[:, child_pos] = (t.group_k[child_groups, None] * c[:, child_nodes]
+                                         + offset[:, child_groups])
+    leaves = t.leaf_nodes
+    if t.leaves_contiguous:
+        out = c[:, leaves[0]:leaves[-1] + 1] * t.leaf_k[:, None]
+    else:
+        out = c[:, leaves] * t.leaf_k[:, None]
+    out += np.take(offset, t.leaf_group, axis=1)
+    return out.reshape(_with_axis(shape, axis, t.n_leaves))
 
 
 # ---------------------------------------------------------------------------- by attribute
