@@ -26,7 +26,7 @@ from polars_dp.errors import (
     ReleaseFormatError,
 )
 from polars_dp.hierarchy import Hierarchy
-from polars_dp.mechanisms import basic, ngram_sequences, privtree_sequences
+from polars_dp.mechanisms import basic, ngram_sequences, privelet, privtree_sequences
 from polars_dp.release import GridRelease, Release, read_release
 from polars_dp.sequence_model import SequenceModel
 
@@ -50,6 +50,7 @@ __all__ = [
     "__version__",
     "basic",
     "ngram_sequences",
+    "privelet",
     "privtree_sequences",
     "random_workload",
     "read_release",

@@ -2,6 +2,7 @@
 
 from polars_dp.mechanisms.basic import basic
 from polars_dp.mechanisms.ngram import ngram_sequences
+from polars_dp.mechanisms.privelet import privelet
 from polars_dp.mechanisms.sequences import privtree_sequences
 
-__all__ = ["basic", "ngram_sequences", "privtree_sequences"]
+__all__ = ["basic", "ngram_sequences", "privelet", "privtree_sequences"]
