@@ -26,8 +26,10 @@ from polars_dp.errors import (  # noqa: E402
     ReleaseFormatError,
 )
 from polars_dp.hierarchy import Hierarchy  # noqa: E402
-from polars_dp.mechanisms import basic  # noqa: E402
+from polars_dp.mechanisms import adaptive_grid, basic, privtree, uniform_grid  # noqa: E402
 from polars_dp.release import GridRelease, Release, read_release  # noqa: E402
+from polars_dp.tree_release import TreeRelease  # noqa: E402
+from polars_dp.workloads import random_boxes, relative_errors  # noqa: E402
 
 __all__ = [
     "Attribute",
@@ -45,7 +47,13 @@ __all__ = [
     "QueryError",
     "Release",
     "ReleaseFormatError",
+    "TreeRelease",
     "__version__",
+    "adaptive_grid",
     "basic",
+    "privtree",
+    "random_boxes",
     "read_release",
+    "relative_errors",
+    "uniform_grid",
 ]

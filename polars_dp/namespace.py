@@ -8,7 +8,8 @@ collected, with the streaming engine.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import polars as pl
 
@@ -16,6 +17,7 @@ from polars_dp import mechanisms
 from polars_dp.domain import Attribute
 from polars_dp.noise import SeedLike
 from polars_dp.release import GridRelease
+from polars_dp.tree_release import TreeRelease
 
 
 class DPNamespace:
@@ -30,6 +32,33 @@ class DPNamespace:
         """Laplace histogram over ``attributes``; see :func:`polars_dp.basic`."""
         return mechanisms.basic(self._frame, attributes, epsilon=epsilon, neighbours=neighbours,
                                 seed=seed, on_out_of_domain=on_out_of_domain, nulls=nulls)
+
+    def privtree(self, columns: str | Sequence[str], *, bounds: Any, epsilon: float,
+                 fanout: int | None = None, theta: float = 0.0, tree_share: float = 0.5,
+                 neighbours: str = "add_remove", seed: SeedLike = None, on_out_of_domain: str = "raise",
+                 nulls: str = "raise") -> TreeRelease:
+        """PrivTree decomposition of the points ``columns`` in ``bounds``; see :func:`polars_dp.privtree`."""
+        return mechanisms.privtree(self._frame, columns, bounds=bounds, epsilon=epsilon, fanout=fanout,
+                                   theta=theta, tree_share=tree_share, neighbours=neighbours, seed=seed,
+                                   on_out_of_domain=on_out_of_domain, nulls=nulls)
+
+    def uniform_grid(self, columns: str | Sequence[str], *, bounds: Any, epsilon: float,
+                     n: int | None = None, n_share: float = 0.05, c: float = 10.0,
+                     neighbours: str = "add_remove", seed: SeedLike = None, on_out_of_domain: str = "raise",
+                     nulls: str = "raise") -> TreeRelease:
+        """UG baseline (uniform noisy grid); see :func:`polars_dp.uniform_grid`."""
+        return mechanisms.uniform_grid(self._frame, columns, bounds=bounds, epsilon=epsilon, n=n,
+                                       n_share=n_share, c=c, neighbours=neighbours, seed=seed,
+                                       on_out_of_domain=on_out_of_domain, nulls=nulls)
+
+    def adaptive_grid(self, columns: str | Sequence[str], *, bounds: Any, epsilon: float,
+                      n: int | None = None, n_share: float = 0.05, alpha: float = 0.5, c: float = 10.0,
+                      c2: float = 5.0, neighbours: str = "add_remove", seed: SeedLike = None,
+                      on_out_of_domain: str = "raise", nulls: str = "raise") -> TreeRelease:
+        """AG baseline (two-level adaptive grid); see :func:`polars_dp.adaptive_grid`."""
+        return mechanisms.adaptive_grid(self._frame, columns, bounds=bounds, epsilon=epsilon, n=n,
+                                        n_share=n_share, alpha=alpha, c=c, c2=c2, neighbours=neighbours,
+                                        seed=seed, on_out_of_domain=on_out_of_domain, nulls=nulls)
 
 
 pl.api.register_dataframe_namespace("dp")(DPNamespace)
