@@ -20,7 +20,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)
-	$(BIN)/ruff check polars_dp tests benchmarks examples
+	$(BIN)/ruff check .
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks

@@ -12,9 +12,9 @@ try:
 except PackageNotFoundError:  # running from a source tree
     __version__ = "0.1.0"
 
-from polars_dp import namespace as _namespace  # noqa: F401,E402  (registers df.dp / lf.dp)
-from polars_dp.domain import Attribute, Nominal, Ordinal  # noqa: E402
-from polars_dp.errors import (  # noqa: E402
+from polars_dp import namespace as _namespace  # noqa: F401  (registers df.dp / lf.dp)
+from polars_dp.domain import Attribute, Nominal, Ordinal
+from polars_dp.errors import (
     BudgetExceededError,
     ColumnNotFoundError,
     DomainError,
@@ -25,11 +25,11 @@ from polars_dp.errors import (  # noqa: E402
     QueryError,
     ReleaseFormatError,
 )
-from polars_dp.hierarchy import Hierarchy  # noqa: E402
-from polars_dp.mechanisms import adaptive_grid, basic, privtree, uniform_grid  # noqa: E402
-from polars_dp.release import GridRelease, Release, read_release  # noqa: E402
-from polars_dp.tree_release import TreeRelease  # noqa: E402
-from polars_dp.workloads import random_boxes, relative_errors  # noqa: E402
+from polars_dp.hierarchy import Hierarchy
+from polars_dp.mechanisms import adaptive_grid, basic, privtree, uniform_grid
+from polars_dp.release import GridRelease, Release, read_release
+from polars_dp.tree_release import TreeRelease
+from polars_dp.workloads import random_boxes, relative_errors
 
 __all__ = [
     "Attribute",

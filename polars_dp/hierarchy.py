@@ -23,6 +23,7 @@ table, never from the private data: the set of leaves itself is part of the rele
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -210,7 +211,7 @@ class Hierarchy:
             if df[c].null_count():
                 raise HierarchyError(f"column {c!r} of the level table has nulls; fill or drop them")
         df = df.with_columns(pl.col(c).cast(pl.String) for c in columns[:-1])
-        for upper, lower in zip(columns[:-1], columns[1:], strict=False):
+        for upper, lower in itertools.pairwise(columns):
             bad = df.group_by(lower).agg(pl.col(upper).n_unique().alias("n"), pl.col(upper).unique()
                                          .sort().alias("parents")).filter(pl.col("n") > 1)
             if bad.height:

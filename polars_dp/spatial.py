@@ -93,7 +93,7 @@ def as_box(columns: str | Sequence[str], bounds: Any) -> Box:
         try:
             a, b = (float(v) for v in pair)
         except (TypeError, ValueError):
-            raise ParameterError(f"bounds of {c!r} must be a (lo, hi) pair of numbers, not {pair!r}") from None
+            raise ParameterError(f"bounds of {c!r} need a (lo, hi) pair of numbers, not {pair!r}") from None
         if not (math.isfinite(a) and math.isfinite(b)):
             raise ParameterError(f"bounds of {c!r} must be finite, got ({a}, {b})")
         if not a < b:

@@ -1,0 +1,166 @@
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import polars as pl
+import pytest
+
+import polars_dp as pdp
+from polars_dp.counts import frequency_matrix
+
+
+def cells(attribute, values, dtype=None):
+    frame = pl.DataFrame({attribute.column: values}, schema={attribute.column: dtype} if dtype else None)
+    return frame.select(attribute.index_expr(frame.schema[attribute.column])).to_series().to_list()
+
+
+@pytest.mark.parametrize(
+    ("lo", "hi", "width", "expected"),
+    [(0, 100, 1, 101), (0, 100, 10, 11), (0, 99, 10, 10), (5, 5, 1, 1), (-3, 3, 2, 4),
+     (0.0, 1.0, 0.1, 11), (0.0, 1.0, 0.25, 5), (0.0, 0.95, 0.1, 10)],
+)
+def test_ordinal_cell_count(lo, hi, width, expected):
+    assert pdp.Ordinal("x", lo, hi, width).n_cells == expected
+
+
+def test_ordinal_integer_binning_at_boundaries():
+    a = pdp.Ordinal("age", 0, 100, width=10)
+    assert cells(a, [0, 9, 10, 99, 100, -1, 101]) == [0, 0, 1, 9, 10, None, None]
+    b = pdp.Ordinal("t", -3, 3, width=2)
+    assert cells(b, [-3, -2, -1, 0, 3]) == [0, 0, 1, 1, 3]
+
+
+def test_ordinal_float_binning_absorbs_decimal_rounding():
+    a = pdp.Ordinal("x", 0.0, 1.0, width=0.1)
+    # 0.3 / 0.1 = 2.9999999999999996 in binary floating point: it must still land in cell 3
+    assert cells(a, [0.0, 0.05, 0.1, 0.3, 0.7, 0.99, 1.0]) == [0, 0, 1, 3, 7, 9, 10]
+    assert cells(a, [float("nan"), -0.01, 1.0001, None], pl.Float64) == [None, None, None, None]
+    np.testing.assert_array_equal(a.value_to_cell([0.0, 0.3, 1.0]), [0, 3, 10])
+    np.testing.assert_allclose(a.cell_labels()[:4], [0.0, 0.1, 0.2, 0.3])
+
+
+def test_ordinal_float_column_with_integer_domain():
+    a = pdp.Ordinal("x", 0, 10, width=5)
+    assert cells(a, [0.0, 4.99, 5.0, 10.0, 10.5]) == [0, 0, 1, 2, None]
+
+
+def test_nominal_cells_follow_dfs_order_and_accept_categoricals():
+    h = pdp.Hierarchy.from_dict({"g1": ["b", "a"], "g2": ["c"]})
+    a = pdp.Nominal("n", h)
+    assert cells(a, ["a", "b", "c", "zz", None]) == [1, 0, 2, None, None]
+    assert cells(a, ["a", "c"], pl.Categorical) == [1, 2]
+    ints = pdp.Nominal("k", categories=[3, 1, 2])
+    assert cells(ints, [1, 2, 3, 4], pl.Int8) == [1, 2, 0, None]
+    flags = pdp.Nominal("f", categories=[False, True])
+    assert cells(flags, [True, False]) == [1, 0]
+
+
+def test_nominal_type_mismatch_is_explained():
+    with pytest.raises(pdp.ParameterError, match="categories are integers"):
+        frequency_matrix(pl.DataFrame({"k": ["1"]}), [pdp.Nominal("k", categories=[1, 2])])
+    with pytest.raises(pdp.ParameterError, match="mix types"):
+        pdp.Nominal("k", categories=[1, "a"])
+
+
+def brute_force(frame: pl.DataFrame, attrs) -> np.ndarray:
+    """Count row by row with plain Python (test oracle only)."""
+    out = np.zeros([a.n_cells for a in attrs])
+    label_pos = [{v: i for i, v in enumerate(a.cell_labels())} if a.kind == "nominal" else None
+                 for a in attrs]
+    for row in frame.iter_rows():
+        idx = []
+        for a, pos, v in zip(attrs, label_pos, row, strict=True):
+            idx.append(pos[v] if pos is not None else int(np.floor((v - a.lo) / a.width + 1e-9)))
+        out[tuple(idx)] += 1
+    return out
+
+
+@pytest.mark.parametrize("lazy", [False, True])
+def test_frequency_matrix_equals_brute_force(lazy):
+    rng = np.random.default_rng(7)
+    n = 3000
+    h = pdp.Hierarchy.from_dict({"x": ["p", "q", "r"], "y": {"y1": ["s"], "y2": ["t", "u"]}})
+    frame = pl.DataFrame({
+        "age": rng.integers(0, 50, n),
+        "job": rng.choice(list(h.leaves), n),
+        "score": rng.uniform(-1.0, 1.0, n),
+    })
+    attrs = [pdp.Ordinal("age", 0, 49, width=7), pdp.Nominal("job", h), pdp.Ordinal("score", -1.0, 1.0, 0.25)]
+    got = frequency_matrix(frame.lazy() if lazy else frame, attrs)
+    assert got.shape == (8, 6, 9)
+    assert got.sum() == n
+    np.testing.assert_array_equal(got, brute_force(frame, attrs))
+
+
+def test_frequency_matrix_accepts_arrow_and_empty_input():
+    frame = pl.DataFrame({"a": [1, 2, 2]})
+    attrs = [pdp.Ordinal("a", 0, 3)]
+    np.testing.assert_array_equal(frequency_matrix(frame.to_arrow(), attrs), [0, 1, 2, 0])
+    np.testing.assert_array_equal(frequency_matrix(frame.clear(), attrs), [0, 0, 0, 0])
+
+
+def test_bad_rows_raise_domain_error_naming_column_and_value():
+    attrs = [pdp.Ordinal("age", 0, 100), pdp.Nominal("g", categories=["f", "m"])]
+    ok = {"age": [1, 2], "g": ["f", "m"]}
+    with pytest.raises(pdp.DomainError, match=r"'age' has 1 value\(s\) outside .*\[0, 100\].*'150'"):
+        frequency_matrix(pl.DataFrame({**ok, "age": [1, 150]}), attrs)
+    with pytest.raises(pdp.DomainError, match=r"'g' has 1 value\(s\) outside .*'x'"):
+        frequency_matrix(pl.DataFrame({**ok, "g": ["f", "x"]}), attrs)
+    with pytest.raises(pdp.DomainError, match=r"'age' has 1 null"):
+        frequency_matrix(pl.DataFrame({**ok, "age": [1, None]}), attrs)
+    with pytest.raises(pdp.DomainError, match=r"'x' has 1 null or NaN"):
+        frequency_matrix(pl.DataFrame({"x": [0.5, float("nan")]}), [pdp.Ordinal("x", 0.0, 1.0, 0.5)])
+
+
+def test_opt_ins_drop_nulls_and_clamp_ordinals():
+    frame = pl.DataFrame({"age": [-5, 3, None, 500], "x": [0.1, float("nan"), 0.2, 0.3]})
+    attrs = [pdp.Ordinal("age", 0, 10), pdp.Ordinal("x", 0.0, 1.0, 0.5)]
+    m = frequency_matrix(frame, attrs, nulls="drop", on_out_of_domain="clamp")
+    assert m.sum() == 2  # rows 2 and 3 had a null / NaN
+    assert m[0, 0] == 1 and m[10, 0] == 1
+    with pytest.raises(pdp.ParameterError, match="ordinal attributes only"):
+        frequency_matrix(pl.DataFrame({"g": ["f"]}), [pdp.Nominal("g", categories=["f"])],
+                         on_out_of_domain="clamp")
+
+
+@pytest.mark.parametrize(
+    ("make", "match"),
+    [
+        (lambda: pdp.Ordinal("a", 0, 10, width=0), "width .* must be > 0"),
+        (lambda: pdp.Ordinal("a", 0, 10, width=-1), "width .* must be > 0"),
+        (lambda: pdp.Ordinal("a", 10, 0), "hi < lo"),
+        (lambda: pdp.Ordinal("a", 0, float("inf")), "finite"),
+        (lambda: pdp.Ordinal("a", "0", 10), "must be a number"),
+        (lambda: pdp.Nominal("a"), "exactly one of"),
+        (lambda: pdp.Nominal("a", categories="abc"), "not a string"),
+    ],
+)
+def test_bad_declarations(make, match):
+    with pytest.raises(pdp.ParameterError, match=match):
+        make()
+
+
+def test_missing_column_and_repeated_attribute():
+    frame = pl.DataFrame({"a": [1]})
+    with pytest.raises(pdp.ColumnNotFoundError, match=r"'b' is not in the input; available columns: \['a'\]"):
+        frequency_matrix(frame, [pdp.Ordinal("b", 0, 1)])
+    with pytest.raises(pdp.ParameterError, match="declared twice"):
+        frequency_matrix(frame, [pdp.Ordinal("a", 0, 1), pdp.Ordinal("a", 0, 1)])
+    with pytest.raises(pdp.ParameterError, match="not an attribute declaration"):
+        frequency_matrix(frame, ["a"])
+
+
+def test_domain_too_large_is_refused_before_allocating():
+    attrs = [pdp.Ordinal(c, 0, 99_999) for c in "abcd"]  # 1e20 cells
+    with pytest.raises(pdp.DomainTooLargeError, match=r"100,000,000,000,000,000,000 cells"):
+        frequency_matrix(pl.DataFrame({c: [0] for c in "abcd"}), attrs)
+
+
+def test_all_cells_enumerated_in_c_order():
+    attrs = [pdp.Ordinal("a", 0, 2), pdp.Ordinal("b", 0, 3)]
+    rows = list(itertools.product(range(3), range(4)))
+    frame = pl.DataFrame(rows, schema=["a", "b"], orient="row")
+    weights = np.arange(12)
+    frame = frame.select(pl.all().repeat_by(pl.Series(weights)).explode())
+    np.testing.assert_array_equal(frequency_matrix(frame, attrs).reshape(-1), weights)
