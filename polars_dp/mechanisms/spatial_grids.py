@@ -76,7 +76,7 @@ def grid_boxes(box: Box, m: int) -> tuple[np.ndarray, np.ndarray]:
     """``(lo, hi)`` of the ``m^d`` cells in C order."""
     idx = np.indices((m,) * box.d).reshape(box.d, -1).T
     lo = box.lo + idx * (box.width / m)
-    hi = np.where(idx == m - 1, box.hi, lo + box.width / m)
+    hi = np.where(idx == m - 1, box.hi, box.lo + (idx + 1) * (box.width / m))
     return lo, hi
 
 
@@ -173,7 +173,7 @@ def _two_level_boxes(box: Box, m1: int, m2: np.ndarray, owner: np.ndarray, leaf_
         local = local // side
         w = (cell_hi[owner, j] - cell_lo[owner, j]) / side
         lo[:, j] = cell_lo[owner, j] + s * w
-        hi[:, j] = np.where(s == side - 1, cell_hi[owner, j], lo[:, j] + w)
+        hi[:, j] = np.where(s == side - 1, cell_hi[owner, j], cell_lo[owner, j] + (s + 1) * w)
     return lo, hi
 
 
