@@ -2,15 +2,13 @@
 
 A leaf ``v`` contributes ``count(v) * vol(v ∩ q) / vol(v)`` to the answer of query box ``q``
 (PrivTree paper, Sec. 3 "answering range-count queries"; the usual assumption for UG/AG).
-Three kernels, all vectorised over queries (loops only over tree levels or ``3^d`` segment
-combinations):
+Three kernels, all vectorised over queries (loops only over tree levels or box corners):
 
 * :func:`morton_tree_sums`: top-down traversal of a dyadic tree given by its leaves' Morton
   code ranges; a node inside ``q`` contributes its subtree total (prefix sums over leaves in
   code order), a disjoint node is pruned, a partially covered leaf contributes pro rata.
-* :func:`grid_sums`: regular ``m^d`` grids through ``d``-dimensional prefix sums: along each
-  dimension the query covers a partial first cell, a run of full cells and a partial last cell,
-  so the answer is a sum over ``3^d`` blocks of weight x block sum (``2^d`` look-ups each).
+* :func:`grid_sums`: regular ``m^d`` grids through ``d``-dimensional prefix sums, which under
+  uniformity are interpolated multilinearly inside a cell (``4^d`` look-ups per query).
 * :func:`two_level_grid_sums`: AG's grid of grids: every (query, first-level cell) pair is
   answered by :func:`grid_sums` on that cell's own sub-grid.
 """
@@ -77,47 +75,42 @@ def grid_prefix_sums(counts: np.ndarray) -> np.ndarray:
     return p
 
 
-def _segments(u: np.ndarray, v: np.ndarray, m: np.ndarray) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """For query intervals ``[u, v]`` in cell units (``0 <= u <= v <= m``): the partial first
-    cell, the full middle run and the partial last cell as ``(start, stop, weight)``."""
-    a = np.minimum(np.floor(u), m - 1).astype(np.int64)
-    b = np.minimum(np.floor(v), m - 1).astype(np.int64)
-    first = (a, a + 1, np.minimum(v, a + 1) - u)
-    middle = (np.minimum(a + 1, b), b, np.ones_like(u))
-    last = (b, b + 1, np.where(b > a, v - b, 0.0))
-    return [first, middle, last]
-
-
 def grid_sums(prefix: np.ndarray, offset: np.ndarray, m: np.ndarray, cell_lo: np.ndarray,
               cell_hi: np.ndarray, q_lo: np.ndarray, q_hi: np.ndarray) -> np.ndarray:
     """Answers of ``P`` (query, grid) pairs: pair ``i`` asks box ``[q_lo[i], q_hi[i]]`` of the
     ``m[i]^d`` grid spanning ``[cell_lo[i], cell_hi[i]]`` whose flattened prefix sums start at
-    ``prefix[offset[i]]``."""
+    ``prefix[offset[i]]``.
+
+    Under uniformity the count below a point ``t`` (in cell units) is the multilinear
+    interpolation of the prefix sums at ``t``; a box is the signed sum of that function at its
+    ``2^d`` corners, each interpolated from ``2^d`` prefix sums.
+    """
     n, d = q_lo.shape
     if not n:
         return np.zeros(0)
     mf = m.astype(np.float64)
-    segs = []
+    ends = []  # per dim: (cell index, fraction) of the query's lower and upper ends
     for j in range(d):
         w = cell_hi[:, j] - cell_lo[:, j]
         u = np.clip((q_lo[:, j] - cell_lo[:, j]) / w * mf, 0.0, mf)
-        v = np.clip((q_hi[:, j] - cell_lo[:, j]) / w * mf, 0.0, mf)
-        v = np.maximum(u, v)
-        segs.append(_segments(u, v, m))
+        v = np.maximum(u, np.clip((q_hi[:, j] - cell_lo[:, j]) / w * mf, 0.0, mf))
+        pair = []
+        for t in (u, v):
+            i = np.minimum(np.floor(t), mf - 1).astype(np.int64)
+            pair.append((i, t - i))
+        ends.append(pair)
     strides = [(m + 1) ** (d - 1 - j) for j in range(d)]
     out = np.zeros(n)
-    for combo in itertools.product(range(3), repeat=d):
-        weight = np.ones(n)
-        for j, c in enumerate(combo):
-            weight = weight * segs[j][c][2]
-        total = np.zeros(n)
-        for corner in itertools.product((0, 1), repeat=d):
+    for corner in itertools.product((0, 1), repeat=d):
+        sign = -1.0 if (d - sum(corner)) % 2 else 1.0
+        for vertex in itertools.product((0, 1), repeat=d):
             idx = offset.copy()
-            for j, use_stop in enumerate(corner):
-                idx += segs[j][combo[j]][use_stop] * strides[j]
-            sign = -1.0 if (d - sum(corner)) % 2 else 1.0
-            total += sign * prefix[idx]
-        out += weight * total
+            weight = np.full(n, sign)
+            for j in range(d):
+                i, frac = ends[j][corner[j]]
+                idx += (i + vertex[j]) * strides[j]
+                weight *= frac if vertex[j] else 1.0 - frac
+            out += weight * prefix[idx]
     return out
 
 
