@@ -17,6 +17,7 @@ from polars_dp import mechanisms
 from polars_dp.domain import Attribute
 from polars_dp.noise import SeedLike
 from polars_dp.release import GridRelease
+from polars_dp.sequence_model import SequenceModel
 from polars_dp.tree_release import TreeRelease
 
 
@@ -59,6 +60,20 @@ class DPNamespace:
         return mechanisms.adaptive_grid(self._frame, columns, bounds=bounds, epsilon=epsilon, n=n,
                                         n_share=n_share, alpha=alpha, c=c, c2=c2, neighbours=neighbours,
                                         seed=seed, on_out_of_domain=on_out_of_domain, nulls=nulls)
+
+    def privtree_sequences(self, column: str, *, alphabet: Sequence[Any], max_length: int, epsilon: float,
+                           tree_share: float = 0.5, theta: float = 0.0, postprocess: str = "sum_then_clip",
+                           seed: SeedLike = None) -> SequenceModel:
+        """Private prediction suffix tree of a sequence column; see :func:`polars_dp.privtree_sequences`."""
+        return mechanisms.privtree_sequences(self._frame, column, alphabet=alphabet, max_length=max_length,
+                                             epsilon=epsilon, tree_share=tree_share, theta=theta,
+                                             postprocess=postprocess, seed=seed)
+
+    def ngram_sequences(self, column: str, *, alphabet: Sequence[Any], max_length: int, epsilon: float,
+                        height: int = 5, seed: SeedLike = None) -> SequenceModel:
+        """Fixed-height noisy n-gram baseline; see :func:`polars_dp.ngram_sequences`."""
+        return mechanisms.ngram_sequences(self._frame, column, alphabet=alphabet, max_length=max_length,
+                                          epsilon=epsilon, height=height, seed=seed)
 
 
 pl.api.register_dataframe_namespace("dp")(DPNamespace)

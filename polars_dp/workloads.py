@@ -1,96 +1,105 @@
-"""Range-query workloads and error metrics for evaluating spatial releases.
+"""Random range-count workloads: the Privelet paper's query generator (Xiao et al. 2010, Sec. VI).
 
-The PrivTree paper's spatial experiments (Sec. 6; spec §2.12) use sets of 10,000 random
-range-count queries per size class, by volume as a fraction of the domain: small
-``[0.01%, 0.1%)``, medium ``[0.1%, 1%)``, large ``[1%, 10%)``; and the relative error
-``|est - true| / max(true, rho)`` with smoothing ``rho = 0.1%`` of the number of points.
-The query shape is not recovered; here queries are squares (cubes) in coordinates scaled to
-the unit box, i.e. every side covers the same fraction ``volume^(1/d)`` of its range.
+Each query has ``k`` predicates, ``k`` uniform in ``[1, min(max_predicates, d)]``, on ``k``
+distinct attributes drawn uniformly without replacement.  An ordinal predicate is a random
+interval: two cells drawn uniformly and sorted, given in value space as the lower values of
+those cells (inclusive).  A nominal predicate is a uniformly drawn *non-root* node of the
+(collapsed) hierarchy, given by its label.  The output is a batch query frame
+(:mod:`polars_dp.queries`) with an ``id`` column.
 
-:func:`exact_range_counts` reads the private points: it is for evaluation only.
+Workloads depend only on the public domain and the seed, never on data.  Coverage (the
+fraction of cells a query covers) is computed here; selectivity needs true counts, which
+only an evaluation holding the data may pass in.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import polars as pl
 
+from polars_dp.domain import Attribute, Nominal, as_attributes
 from polars_dp.errors import ParameterError
 from polars_dp.noise import SeedLike, make_rng
-from polars_dp.points import collect_points
-from polars_dp.spatial import as_box
-
-SIZE_CLASSES: dict[str, tuple[float, float]] = {
-    "small": (1e-4, 1e-3),
-    "medium": (1e-3, 1e-2),
-    "large": (1e-2, 1e-1),
-}
+from polars_dp.queries import label_text, prefix_sums, query_ranges, range_sums
 
 
-def random_boxes(columns: str | Sequence[str], bounds: Any, n_queries: int, *,
-                 volume: tuple[float, float] | str = "medium", seed: SeedLike = None) -> pl.DataFrame:
-    """``n_queries`` random square boxes inside ``bounds`` as a frame of ``<col>_lo``/``<col>_hi``.
+def _node_labels(attribute: Nominal) -> list:
+    """One label per non-root node of the collapsed hierarchy (BFS order)."""
+    h = attribute.hierarchy
+    by_range: dict[tuple[int, int], object] = {}
+    for label in h.labels:
+        by_range.setdefault(attribute.leaf_range(label), label)
+    return [by_range[(int(s), int(t))] for s, t in zip(h.node_start[1:], h.node_stop[1:], strict=True)]
 
-    ``volume`` is a size class name (:data:`SIZE_CLASSES`) or a ``(min, max)`` fraction of the
-    box volume; each query's fraction is uniform in it and its position uniform in the box.
-    """
-    box = as_box(columns, bounds)
-    lo_f, hi_f = SIZE_CLASSES[volume] if isinstance(volume, str) and volume in SIZE_CLASSES else volume
-    if not 0 < lo_f <= hi_f <= 1:
-        raise ParameterError(f"volume must be a size class {list(SIZE_CLASSES)} or 0 < min <= max <= 1, "
-                             f"got {volume!r}")
+
+def _label_series(name: str, labels: list, picks: np.ndarray, used: np.ndarray) -> pl.Series:
+    """Labels ``labels[picks]`` where ``used`` else null; one dtype (text if labels mix types)."""
+    kinds = {type(x) for x in labels}
+    values = labels if len(kinds) == 1 else [label_text(x) for x in labels]
+    dtype = {str: pl.String, bool: pl.Boolean}.get(next(iter(kinds)), pl.Int64) if len(kinds) == 1 \
+        else pl.String
+    codes = pl.Series(np.where(used, picks, -1)).cast(pl.Int64)
+    lookup = pl.Series(values, dtype=dtype)
+    return lookup.gather(codes.replace(-1, None)).alias(name)
+
+
+def random_workload(attributes: Attribute | Iterable[Attribute], n: int, *, seed: SeedLike = None,
+                    max_predicates: int = 4) -> pl.DataFrame:
+    """``n`` random range-count queries over the declared ``attributes`` (see module doc)."""
+    attrs = as_attributes(attributes)
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+        raise ParameterError(f"n must be a non-negative number of queries, got {n!r}")
+    if isinstance(max_predicates, bool) or not isinstance(max_predicates, (int, np.integer)) \
+            or max_predicates < 1:
+        raise ParameterError(f"max_predicates must be an integer >= 1, got {max_predicates!r}")
     rng = make_rng(seed)
-    side = rng.uniform(lo_f, hi_f, n_queries) ** (1.0 / box.d)
-    out = {}
-    for j, c in enumerate(box.columns):
-        start = box.lo[j] + rng.uniform(0.0, 1.0, n_queries) * (1.0 - side) * box.width[j]
-        out[f"{c}_lo"] = start
-        out[f"{c}_hi"] = np.minimum(start + side * box.width[j], box.hi[j])
-    return pl.DataFrame(out)
+    d = len(attrs)
+    n_predicates = rng.integers(1, min(max_predicates, d) + 1, size=n)
+    # distinct attributes: rank a uniform random permutation per query, keep the first k
+    rank = np.argsort(rng.random((n, d)), axis=1).argsort(axis=1)
+    used = rank < n_predicates[:, None]
+    columns = [pl.Series("id", np.arange(n, dtype=np.int64))]
+    for axis, a in enumerate(attrs):
+        if isinstance(a, Nominal):
+            labels = _node_labels(a)
+            if not labels:  # a single-leaf hierarchy has no non-root node: predicate = whole axis
+                columns.append(pl.Series(a.column, [None] * n, dtype=pl.String))
+                continue
+            picks = rng.integers(0, len(labels), size=n)
+            columns.append(_label_series(a.column, labels, picks, used[:, axis]))
+        else:
+            ends = np.sort(rng.integers(0, a.n_cells, size=(n, 2)), axis=1)
+            values = np.asarray(a.cell_labels())[ends]
+            for side, k in (("lo", 0), ("hi", 1)):
+                series = pl.Series(f"{a.column}_{side}", values[:, k])
+                columns.append(series.set(pl.Series(~used[:, axis]), None))
+    return pl.DataFrame(columns)
 
 
-def exact_range_counts(frame: Any, columns: str | Sequence[str], bounds: Any, boxes: pl.DataFrame,
-                       *, max_work: int = 20_000_000) -> np.ndarray:
-    """True number of points in each closed box (evaluation only: reads the private data).
-
-    Points sorted by the first column: each box scans only its slice of that column and
-    checks the other columns there, in chunks of about ``max_work`` point checks.
-    """
-    box = as_box(columns, bounds)
-    pts = collect_points(frame, box)
-    order = np.argsort(pts[0], kind="stable")
-    pts = [p[order] for p in pts]
-    q_lo = np.column_stack([boxes[f"{c}_lo"].to_numpy() for c in box.columns])
-    q_hi = np.column_stack([boxes[f"{c}_hi"].to_numpy() for c in box.columns])
-    first = np.searchsorted(pts[0], q_lo[:, 0], side="left")
-    length = np.searchsorted(pts[0], q_hi[:, 0], side="right") - first
-    out = np.zeros(len(q_lo), dtype=np.int64)
-    ends = np.cumsum(length)
-    start_q = 0
-    while start_q < len(q_lo):
-        base = ends[start_q - 1] if start_q else 0
-        stop_q = max(int(np.searchsorted(ends, base + max_work, side="right")), start_q + 1)
-        qi = np.repeat(np.arange(start_q, stop_q), length[start_q:stop_q])
-        pos = np.arange(qi.size) - np.repeat(np.cumsum(length[start_q:stop_q]) - length[start_q:stop_q],
-                                             length[start_q:stop_q]) + first[qi]
-        ok = np.ones(qi.size, dtype=bool)
-        for j in range(1, box.d):
-            x = pts[j][pos]
-            ok &= (x >= q_lo[qi, j]) & (x <= q_hi[qi, j])
-        out[start_q:stop_q] = np.bincount(qi[ok] - start_q, minlength=stop_q - start_q)
-        start_q = stop_q
-    return out
+def coverage(attributes: Sequence[Attribute], queries: pl.DataFrame) -> np.ndarray:
+    """Fraction of the frequency matrix's cells each query covers."""
+    attrs = as_attributes(attributes)
+    starts, stops = query_ranges(attrs, queries)
+    sizes = np.array([a.n_cells for a in attrs], dtype=np.float64)
+    return np.prod((stops - starts) / sizes, axis=1)
 
 
-def relative_errors(estimates: np.ndarray, truth: np.ndarray, n_points: int, *,
-                    smoothing: float = 0.001) -> np.ndarray:
-    """``|estimate - truth| / max(truth, smoothing * n_points)`` per query (spec §2.12)."""
-    truth = np.asarray(truth, dtype=np.float64)
-    rho = max(smoothing * n_points, 1e-12)
-    return np.abs(np.asarray(estimates, dtype=np.float64) - truth) / np.maximum(truth, rho)
+def true_answers(counts: np.ndarray, attributes: Sequence[Attribute], queries: pl.DataFrame
+                 ) -> np.ndarray:
+    """Exact answers of ``queries`` on a true frequency matrix (evaluation only)."""
+    starts, stops = query_ranges(as_attributes(attributes), queries)
+    return range_sums(prefix_sums(counts), starts, stops)
 
 
-__all__ = ["SIZE_CLASSES", "exact_range_counts", "random_boxes", "relative_errors"]
+def selectivity(counts: np.ndarray, attributes: Sequence[Attribute], queries: pl.DataFrame
+                ) -> np.ndarray:
+    """Fraction of the rows each query selects, from the true frequency matrix (evaluation only)."""
+    total = float(np.sum(counts))
+    if total <= 0:
+        raise ParameterError("selectivity needs a frequency matrix with at least one row")
+    return true_answers(counts, attributes, queries) / total
+
+
+__all__ = ["coverage", "random_workload", "selectivity", "true_answers"]

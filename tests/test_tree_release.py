@@ -10,7 +10,7 @@ import polars_dp as pdp
 from polars_dp.errors import QueryError
 from polars_dp.mechanisms.spatial_grids import constrained_inference
 from polars_dp.release import read_metadata
-from polars_dp.workloads import SIZE_CLASSES, exact_range_counts, random_boxes, relative_errors
+from polars_dp.spatial_workloads import SIZE_CLASSES, exact_range_counts, random_boxes, relative_errors
 
 
 def skewed(n, d, seed=0):

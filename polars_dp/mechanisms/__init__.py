@@ -1,7 +1,9 @@
 """Mechanisms: the only code that adds noise.  Each takes private input and returns a release."""
 
 from polars_dp.mechanisms.basic import basic
+from polars_dp.mechanisms.ngram import ngram_sequences
 from polars_dp.mechanisms.privtree import privtree
+from polars_dp.mechanisms.sequences import privtree_sequences
 from polars_dp.mechanisms.spatial_grids import adaptive_grid, uniform_grid
 
-__all__ = ["adaptive_grid", "basic", "privtree", "uniform_grid"]
+__all__ = ["adaptive_grid", "basic", "ngram_sequences", "privtree", "privtree_sequences", "uniform_grid"]
