@@ -61,6 +61,15 @@ class DPNamespace:
                                         n_share=n_share, alpha=alpha, c=c, c2=c2, neighbours=neighbours,
                                         seed=seed, on_out_of_domain=on_out_of_domain, nulls=nulls)
 
+    def privelet(self, attributes: Attribute | Iterable[Attribute], *, epsilon: float,
+                 untransformed: str | Iterable[str] = (), neighbours: str = "replace",
+                 seed: SeedLike = None, on_out_of_domain: str = "raise",
+                 nulls: str = "raise") -> GridRelease:
+        """Privelet / Privelet+ wavelet release over ``attributes``; see :func:`polars_dp.privelet`."""
+        return mechanisms.privelet(self._frame, attributes, epsilon=epsilon, untransformed=untransformed,
+                                   neighbours=neighbours, seed=seed, on_out_of_domain=on_out_of_domain,
+                                   nulls=nulls)
+
     def privtree_sequences(self, column: str, *, alphabet: Sequence[Any], max_length: int, epsilon: float,
                            tree_share: float = 0.5, theta: float = 0.0, postprocess: str = "sum_then_clip",
                            seed: SeedLike = None) -> SequenceModel:
