@@ -1,4 +1,4 @@
-"""Utility of PrivTree vs UG and AG on real 2-D points (GeoNames cities500; spec §2.12).
+"""Utility of PrivTree vs UG, AG, Privelet* (256^2 grid) on GeoNames cities500 (spec §2.12).
 
 Relative error (smoothing 0.1% of n) of random square queries per size class at several
 epsilons, averaged over queries and ``--runs`` releases.  The grids get the public
@@ -31,6 +31,8 @@ def mechanisms(n: int) -> dict:
         "PrivTree": lambda df, eps, seed: df.dp.privtree(COLUMNS, bounds=BOUNDS, epsilon=eps, seed=seed),
         "UG": lambda df, eps, seed: df.dp.uniform_grid(COLUMNS, bounds=BOUNDS, epsilon=eps, n=n, seed=seed),
         "AG": lambda df, eps, seed: df.dp.adaptive_grid(COLUMNS, bounds=BOUNDS, epsilon=eps, n=n, seed=seed),
+        "Privelet*": lambda df, eps, seed: df.dp.privelet_grid(COLUMNS, bounds=BOUNDS, epsilon=eps,
+                                                               seed=seed),
     }
 
 

@@ -52,6 +52,14 @@ class DPNamespace:
                                        n_share=n_share, c=c, neighbours=neighbours, seed=seed,
                                        on_out_of_domain=on_out_of_domain, nulls=nulls)
 
+    def privelet_grid(self, columns: str | Sequence[str], *, bounds: Any, epsilon: float,
+                      bits: int | None = None, neighbours: str = "add_remove", seed: SeedLike = None,
+                      on_out_of_domain: str = "raise", nulls: str = "raise") -> TreeRelease:
+        """Privelet* baseline (Privelet on a fixed 2^bits grid); see :func:`polars_dp.privelet_grid`."""
+        return mechanisms.privelet_grid(self._frame, columns, bounds=bounds, epsilon=epsilon, bits=bits,
+                                        neighbours=neighbours, seed=seed, on_out_of_domain=on_out_of_domain,
+                                        nulls=nulls)
+
     def adaptive_grid(self, columns: str | Sequence[str], *, bounds: Any, epsilon: float,
                       n: int | None = None, n_share: float = 0.05, alpha: float = 0.5, c: float = 10.0,
                       c2: float = 5.0, neighbours: str = "add_remove", seed: SeedLike = None,

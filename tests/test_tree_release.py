@@ -31,7 +31,7 @@ def release(mechanism, d, n_points=20_000, epsilon=1.0, seed=1, **kw):
 CASES = [("privtree", 1, {}), ("privtree", 2, {}), ("privtree", 2, {"fanout": 2}),
          ("privtree", 3, {"fanout": 4}),
          ("uniform_grid", 2, {}), ("uniform_grid", 3, {"n": 20_000}), ("adaptive_grid", 2, {}),
-         ("adaptive_grid", 1, {"n": 20_000})]
+         ("adaptive_grid", 1, {"n": 20_000}), ("privelet_grid", 2, {"bits": 5}), ("privelet_grid", 1, {})]
 
 
 @pytest.mark.parametrize(("mechanism", "d", "kw"), CASES)
@@ -185,3 +185,13 @@ def test_exact_range_counts_and_relative_errors():
     np.testing.assert_array_equal(got, brute)
     err = relative_errors(np.array([10.0, 0.0, 5.0]), np.array([8.0, 1.0, 100.0]), 4000)
     np.testing.assert_allclose(err, [2 / 8, 1 / 4, 95 / 100])
+
+
+def test_privelet_grid_scale_and_whole_box():
+    r = release("privelet_grid", 2, bits=4, epsilon=2.0)
+    assert r.layout["m"] == 16 and r.n_leaves == 256
+    assert r.params["noise_scale"] == pytest.approx((1 + 4) ** 2 / 2.0)  # rho = (1 + log2 m)^2, add/remove
+    big = release("privelet_grid", 2, bits=4, epsilon=1e7)
+    assert big.range_count() == pytest.approx(20_000, abs=1.0)
+    with pytest.raises(pdp.ParameterError):
+        release("privelet_grid", 2, bits=0)
