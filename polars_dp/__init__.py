@@ -26,9 +26,20 @@ from polars_dp.errors import (
     ReleaseFormatError,
 )
 from polars_dp.hierarchy import Hierarchy
-from polars_dp.mechanisms import basic, ngram_sequences, privelet, privtree_sequences
+from polars_dp.mechanisms import (
+    adaptive_grid,
+    basic,
+    ngram_sequences,
+    privelet,
+    privelet_grid,
+    privtree,
+    privtree_sequences,
+    uniform_grid,
+)
 from polars_dp.release import GridRelease, Release, read_release
 from polars_dp.sequence_model import SequenceModel
+from polars_dp.spatial_workloads import random_boxes, relative_errors
+from polars_dp.tree_release import TreeRelease
 
 __all__ = [
     "Attribute",
@@ -47,13 +58,20 @@ __all__ = [
     "Release",
     "ReleaseFormatError",
     "SequenceModel",
+    "TreeRelease",
     "__version__",
+    "adaptive_grid",
     "basic",
     "ngram_sequences",
     "privelet",
+    "privelet_grid",
+    "privtree",
     "privtree_sequences",
+    "random_boxes",
     "random_workload",
     "read_release",
+    "relative_errors",
+    "uniform_grid",
 ]
 
 
