@@ -40,6 +40,7 @@ from polars_dp.release import GridRelease, Release, read_release
 from polars_dp.sequence_model import SequenceModel
 from polars_dp.spatial_workloads import random_boxes, relative_errors
 from polars_dp.tree_release import TreeRelease
+from polars_dp.workloads import random_workload
 
 __all__ = [
     "Attribute",

@@ -17,3 +17,11 @@ def test_demo_prints_releases_and_range_counts(capsys):
     assert true == 1_414_593
     assert abs(basic - true) < 6 * basic_std  # Laplace tail beyond 6 std: p < 3e-4
     assert "untransformed=['age']" in out
+
+
+def test_public_names_resolve():
+    import polars_dp as pdp
+
+    missing = [name for name in pdp.__all__ if not hasattr(pdp, name)]
+    assert missing == []
+    assert pdp.duckdb.register is not None
