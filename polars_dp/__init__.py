@@ -26,8 +26,21 @@ from polars_dp.errors import (
     ReleaseFormatError,
 )
 from polars_dp.hierarchy import Hierarchy
-from polars_dp.mechanisms import basic
+from polars_dp.mechanisms import (
+    adaptive_grid,
+    basic,
+    ngram_sequences,
+    privelet,
+    privelet_grid,
+    privtree,
+    privtree_sequences,
+    uniform_grid,
+)
 from polars_dp.release import GridRelease, Release, read_release
+from polars_dp.sequence_model import SequenceModel
+from polars_dp.spatial_workloads import random_boxes, relative_errors
+from polars_dp.tree_release import TreeRelease
+from polars_dp.workloads import random_workload
 
 __all__ = [
     "Attribute",
@@ -45,7 +58,27 @@ __all__ = [
     "QueryError",
     "Release",
     "ReleaseFormatError",
+    "SequenceModel",
+    "TreeRelease",
     "__version__",
+    "adaptive_grid",
     "basic",
+    "ngram_sequences",
+    "privelet",
+    "privelet_grid",
+    "privtree",
+    "privtree_sequences",
+    "random_boxes",
+    "random_workload",
     "read_release",
+    "relative_errors",
+    "uniform_grid",
 ]
+
+
+def __getattr__(name: str):
+    """``pdp.duckdb`` is imported on first use (it loads the duckdb package)."""
+    if name == "duckdb":
+        import importlib
+        return importlib.import_module("polars_dp.duckdb")
+    raise AttributeError(f"module 'polars_dp' has no attribute {name!r}")

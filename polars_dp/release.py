@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
@@ -25,6 +25,13 @@ import pyarrow.parquet as pq
 
 from polars_dp.domain import Attribute, Nominal, attribute_from_json
 from polars_dp.errors import ParameterError, QueryError, ReleaseFormatError
+from polars_dp.queries import (
+    as_query_frame,
+    predicate_ranges,
+    prefix_sums,
+    query_ranges,
+    range_sums,
+)
 
 META_PREFIX = "polars_dp."
 _RELEASE_TYPES: dict[str, type[Release]] = {}
@@ -185,9 +192,14 @@ def read_release(source: str | os.PathLike | pa.Table) -> Release:
     return _RELEASE_TYPES[kind].from_arrow(table)
 
 
-def _axis_index(shape: tuple[int, ...], axis: int) -> np.ndarray:
-    """Index along ``axis`` of every cell of a C-ordered array of ``shape`` (no full grid)."""
+def _axis_index(shape: tuple[int, ...], axis: int, start: int = 0, stop: int | None = None
+                ) -> np.ndarray:
+    """Index along ``axis`` of the cells ``[start, stop)`` (flat, C order) of an array of
+    ``shape`` (no full grid)."""
     inner = int(np.prod(shape[axis + 1:], dtype=np.int64))
+    if start or stop is not None:
+        cells = np.arange(start, stop, dtype=np.int64)
+        return ((cells // inner) % shape[axis]).astype(np.int32)
     outer = int(np.prod(shape[:axis], dtype=np.int64))
     base = np.arange(shape[axis], dtype=np.int32)
     return np.tile(np.repeat(base, inner), outer)
@@ -273,11 +285,13 @@ class GridRelease(Release):
         return meta
 
     # ------------------------------------------------------------------ Arrow
-    def _table(self) -> pa.Table:
+    def _table(self, start: int = 0, stop: int | None = None) -> pa.Table:
+        """The release table (no metadata); ``start``/``stop`` select the rows of the flat
+        cells ``[start, stop)`` (to stream a large release in batches)."""
         shape = self.shape
         cols: dict[str, pa.Array] = {}
         for axis, a in enumerate(self.attributes):
-            idx = _axis_index(shape, axis)
+            idx = _axis_index(shape, axis, start, stop)
             if isinstance(a, Nominal):
                 cols[a.column] = _label_array(a.cell_labels(), idx)
                 for lvl, labels in a.hierarchy.level_labels().items():
@@ -289,7 +303,7 @@ class GridRelease(Release):
                     cols[self.level_columns(a)[lvl]] = _label_array(uniq, leaf_code[idx])
             else:
                 cols[a.column] = pa.array(a.cell_labels()[idx])
-        cols["count"] = pa.array(self.counts.reshape(-1))
+        cols["count"] = pa.array(self.counts.reshape(-1)[start:stop])
         return pa.table(cols)
 
     @classmethod
@@ -314,25 +328,6 @@ class GridRelease(Release):
     def _payload_equal(self, other: Release) -> bool:
         return (isinstance(other, GridRelease) and self.attributes == other.attributes
                 and np.array_equal(self.counts, other.counts))
-
-    # ------------------------------------------------------------------ queries
-    def _selection(self, predicates: Mapping[str, Any]) -> tuple[slice, ...]:
-        """Per-axis cell slices of a range predicate (ordinal (lo, hi); nominal label)."""
-        sel = [slice(None)] * len(self.attributes)
-        for column, pred in predicates.items():
-            axis = self.columns.index(self.attribute(column).column)
-            a = self.attributes[axis]
-            if isinstance(a, Nominal):
-                start, stop = a.leaf_range(pred)
-            else:
-                if not (isinstance(pred, (tuple, list)) and len(pred) == 2):
-                    raise QueryError(f"{column}: give an inclusive (lo, hi) pair, got {pred!r}")
-                lo, hi = pred
-                if lo > hi:
-                    raise QueryError(f"{column}: lo={lo!r} > hi={hi!r}; the range is empty")
-                start, stop = int(a.value_to_cell(lo)), int(a.value_to_cell(hi)) + 1
-            sel[axis] = slice(start, stop)
-        return tuple(sel)
 
     # ------------------------------------------------------------------ noise model
     @property
@@ -368,14 +363,53 @@ class GridRelease(Release):
             var *= self.axis_variance(axis, starts[:, axis], stops[:, axis])
         return var
 
+    # ------------------------------------------------------------------ queries
+    @property
+    def prefix(self) -> np.ndarray:
+        """Summed-area array of ``counts`` with a zero border (computed once, then cached;
+        recomputed if ``counts`` is replaced).  See :func:`polars_dp.queries.prefix_sums`."""
+        cached = self.__dict__.get("_prefix_cache")
+        if cached is None or cached[0] is not self.counts:
+            cached = (self.counts, prefix_sums(self.counts))
+            self.__dict__["_prefix_cache"] = cached
+        return cached[1]
+
     def range_count(self, **predicates: Any) -> float:
         """Noisy count of rows matching every predicate.
 
-        ``column=(lo, hi)`` (inclusive, in value space) for an ordinal attribute, and
-        ``column=label`` (a leaf or any group of the hierarchy) for a nominal one; an absent
-        column means its whole domain.  Sums the cells of ``counts`` in the selection.
+        ``column=(lo, hi)`` (inclusive, in value space; ``None`` for an open side) for an
+        ordinal attribute, and ``column=label`` (a leaf or any group of the hierarchy) for a
+        nominal one; an absent column means its whole domain.  ``2^d`` look-ups in
+        :attr:`prefix` (:mod:`polars_dp.queries`).
         """
-        return float(self.counts[self._selection(predicates)].sum())
+        starts, stops = predicate_ranges(self.attributes, predicates)
+        return float(range_sums(self.prefix, starts[None], stops[None])[0])
+
+    def range_std(self, **predicates: Any) -> float:
+        """Standard deviation of :meth:`range_count`'s noise: ``sqrt(range_variance)``."""
+        starts, stops = predicate_ranges(self.attributes, predicates)
+        return float(np.sqrt(self.range_variance(starts[None], stops[None])[0]))
+
+    def range_counts(self, queries: Any, std: bool = False, *,
+                     passthrough: Iterable[str] = ("id",)) -> pl.DataFrame:
+        """Answer a batch of range-count queries; returns ``queries`` with ``count`` (and
+        ``std``, the noise standard deviation of each answer) added.
+
+        ``queries``: a Polars frame with ``<col>_lo`` / ``<col>_hi`` columns for ordinal
+        attributes and ``<col>`` (a hierarchy label) for nominal ones; null = unrestricted.
+        Other columns raise :class:`QueryError` unless listed in ``passthrough``.
+        """
+        frame = as_query_frame(queries)
+        starts, stops = query_ranges(self.attributes, frame, passthrough=passthrough)
+        out = {"count": range_sums(self.prefix, starts, stops)}
+        if std:
+            out["std"] = np.sqrt(self.range_variance(starts, stops))
+        return frame.with_columns(pl.Series(name, values) for name, values in out.items())
+
+    def to_duckdb(self, con: Any, name: str) -> Any:
+        """Register this release in a DuckDB connection; see :func:`polars_dp.duckdb.register`."""
+        from polars_dp.duckdb import register
+        return register(con, name, self)
 
     def __repr__(self) -> str:
         dims = " x ".join(f"{a.column}:{a.n_cells}" for a in self.attributes)

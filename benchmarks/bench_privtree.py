@@ -1,0 +1,89 @@
+"""PrivTree vs UG and AG: release time, peak memory, range queries per second.
+
+Skewed points (half in a tight Gaussian cluster per dimension, half uniform).  Every
+(size, mechanism) runs in a fresh process: the input frame is built there first, then the
+release is timed; "extra peak" is the growth of the process's peak RSS during the release.
+10,000 random medium-size square queries are then answered by the release.  Target: PrivTree
+within 3x the time of UG on 1e7 2-D points.
+
+    python -m benchmarks.bench_privtree [--quick]
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import resource
+import sys
+import time
+
+import numpy as np
+
+CASES = [(1_000_000, 2), (10_000_000, 2), (1_000_000, 4)]
+QUICK_CASES = [(100_000, 2), (100_000, 4)]
+MECHANISMS = ("uniform_grid", "privtree", "adaptive_grid")
+EPSILON = 1.0
+
+
+def skewed_frame(n: int, d: int, seed: int = 0):
+    import polars as pl
+    rng = np.random.default_rng(seed)
+    cols = {}
+    for j in range(d):
+        hot = np.clip(rng.normal(0.3 + 0.1 * j, 0.02, n // 2), 0, 1)
+        cols[f"x{j}"] = np.concatenate([hot, rng.uniform(0, 1, n - n // 2)])
+    return pl.DataFrame(cols)
+
+
+def _run(n: int, d: int, mechanism: str, out: mp.Queue) -> None:
+    import polars_dp  # noqa: F401  (registers df.dp)
+    from polars_dp.spatial_workloads import random_boxes
+    frame = skewed_frame(n, d)
+    cols = list(frame.columns)
+    bounds = [(0.0, 1.0)] * d
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    t = time.perf_counter()
+    release = getattr(frame.dp, mechanism)(cols, bounds=bounds, epsilon=EPSILON, seed=1)
+    seconds = time.perf_counter() - t
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    boxes = random_boxes(cols, bounds, 10_000, volume="medium", seed=2)
+    t = time.perf_counter()
+    release.range_counts(boxes)
+    q_seconds = time.perf_counter() - t
+    out.put({"seconds": seconds, "extra_mib": (peak - base) / 1024, "peak_mib": peak / 1024,
+             "leaves": release.n_leaves, "qps": 10_000 / q_seconds})
+
+
+def measure(n: int, d: int, mechanism: str) -> dict:
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    p = ctx.Process(target=_run, args=(n, d, mechanism, q))
+    p.start()
+    result = q.get()
+    p.join()
+    return result
+
+
+def main(argv: list[str]) -> int:
+    cases = QUICK_CASES if "--quick" in argv else CASES
+    print(f"epsilon={EPSILON}; time and peak memory per release (fresh process each); "
+          "ratios against UG on the same points; 10,000 medium queries")
+    header = (f"{'points':>12} {'d':>2} {'mechanism':>14} {'seconds':>8} {'x UG':>6} {'extra MiB':>10} "
+              f"{'peak MiB':>9} {'leaves':>10} {'queries/s':>10}")
+    print(header)
+    print("-" * len(header))
+    for n, d in cases:
+        results = {m: measure(n, d, m) for m in MECHANISMS}
+        base = results["uniform_grid"]["seconds"]
+        for m in MECHANISMS:
+            r = results[m]
+            print(f"{n:>12,} {d:>2} {m:>14} {r['seconds']:>8.3f} {r['seconds'] / base:>6.2f} "
+                  f"{r['extra_mib']:>10.0f} {r['peak_mib']:>9.0f} {r['leaves']:>10,} {r['qps']:>10,.0f}")
+        if n >= 10_000_000 and d == 2:
+            ratio = results["privtree"]["seconds"] / base
+            print(f"target PrivTree <= 3x UG on {n:,} 2-D points: {ratio:.2f}x -> "
+                  f"{'met' if ratio <= 3 else 'NOT met'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

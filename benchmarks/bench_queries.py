@@ -1,0 +1,120 @@
+"""Range-count queries on a census-shaped release: Python batch, DuckDB registration and SQL batch.
+
+The release is Basic on synthetic rows over the Privelet paper's census shape (Age 0..100,
+Gender 2, Occupation 512 leaves under 3 levels, Income 0..1000: 103,521,024 cells); the
+queries are the paper's workload (40,000 queries, 1-4 predicates).  Baselines measured in
+the same run: summing the cells of each query's slice in numpy (Python), and the Python
+batch path (SQL).
+
+    python -m benchmarks.bench_queries            # full size (about 10 GiB peak)
+    python -m benchmarks.bench_queries --quick    # 1.3e6 cells, seconds
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import time
+
+import duckdb
+import numpy as np
+import polars as pl
+
+import polars_dp as pdp
+from polars_dp.queries import query_ranges
+from polars_dp.workloads import random_workload
+
+TARGET_QPS = 200_000
+TARGET_SQL_S = 5.0
+TARGET_REGISTER_S = 30.0
+
+
+def census_attributes(quick: bool) -> list:
+    groups, leaves, income_hi = (8, 8, 100) if quick else (16, 32, 1000)
+    occupation = {f"group{g:02d}": [f"occ{g:02d}_{j:02d}" for j in range(leaves)] for g in range(groups)}
+    return [
+        pdp.Ordinal("age", 0, 100),
+        pdp.Nominal("gender", categories=["female", "male"]),
+        pdp.Nominal("occupation", pdp.Hierarchy.from_dict(occupation, level_names=["group"])),
+        pdp.Ordinal("income", 0, income_hi),
+    ]
+
+
+def synthetic_rows(attrs: list, n: int, seed: int) -> pl.DataFrame:
+    rng = np.random.default_rng(seed)
+    occupations = np.array(attrs[2].hierarchy.leaves)
+    return pl.DataFrame({
+        "age": np.clip(rng.normal(40, 18, n), 0, 100).astype(np.int64),
+        "gender": rng.choice(["female", "male"], n),
+        "occupation": occupations[rng.zipf(1.6, n) % occupations.size],
+        "income": np.clip(rng.lognormal(4.5 if attrs[3].hi > 100 else 3.0, 0.8, n), 0, attrs[3].hi)
+        .astype(np.int64),
+    })
+
+
+def timed(fn, *args, **kwargs):
+    t0 = time.perf_counter()
+    out = fn(*args, **kwargs)
+    return out, time.perf_counter() - t0
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small cube (1.3e6 cells)")
+    parser.add_argument("--queries", type=int, default=40_000)
+    args = parser.parse_args(argv)
+    attrs = census_attributes(args.quick)
+    rows = 1_000_000 if args.quick else 10_000_000
+    frame = synthetic_rows(attrs, rows, seed=1)
+    release, t_release = timed(frame.dp.basic, attrs, epsilon=1.0, seed=2)
+    del frame
+    workload = random_workload(attrs, args.queries, seed=3)
+    print(f"release: {release.n_cells:,} cells from {rows:,} rows in {t_release:.1f} s; "
+          f"{args.queries:,} workload queries")
+
+    _, t_prefix = timed(lambda: release.prefix)
+    answers, t_python = timed(release.range_counts, workload, std=True)
+
+    # baseline: numpy sum over each query's slice (one Python call per query; a sample)
+    sample = workload.head(200)
+    starts, stops = query_ranges(attrs, sample)
+
+    def slice_sums() -> list[float]:
+        return [float(release.counts[tuple(slice(s, t) for s, t in zip(a, b, strict=True))].sum())
+                for a, b in zip(starts, stops, strict=True)]
+    baseline, t_base = timed(slice_sums)
+    assert np.allclose(baseline, answers["count"].to_numpy()[:200], rtol=1e-6, atol=1e-6)
+
+    con = duckdb.connect()
+    _, t_register = timed(release.to_duckdb, con, "census")
+    con.register("workload_arrow", workload.to_arrow())
+    con.execute("CREATE TABLE workload AS SELECT * FROM workload_arrow")
+    sql, t_sql = timed(lambda: con.sql("SELECT * FROM census_range_counts('workload') ORDER BY id").pl())
+    assert np.allclose(sql["count"].to_numpy(), answers["count"].to_numpy(), rtol=1e-6, atol=1e-6)
+    assert np.allclose(sql["std"].to_numpy(), answers["std"].to_numpy(), rtol=1e-9)
+    single, t_single = timed(lambda: con.execute(
+        "SELECT * FROM census_range_count(age_lo := 20, age_hi := 30, occupation := 'group03')").fetchall())
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+
+    qps_python = args.queries / t_python
+    qps_base = len(sample) / t_base
+    print(f"\n{'step':<40}{'time (s)':>10}{'queries/s':>14}{'ratio':>10}  target")
+    print("-" * 90)
+    print(f"{'numpy slice sums (baseline, 200 q)':<40}{t_base:>10.3f}{qps_base:>14,.0f}{1:>10.1f}")
+    print(f"{'Python prefix array (once)':<40}{t_prefix:>10.3f}")
+    print(f"{'Python batch range_counts(std=True)':<40}{t_python:>10.3f}{qps_python:>14,.0f}"
+          f"{qps_python / qps_base:>10.1f}  >= {TARGET_QPS:,} q/s "
+          f"{'ok' if qps_python >= TARGET_QPS else 'MISSED'}")
+    print(f"{'DuckDB registration':<40}{t_register:>10.3f}{'':>14}{'':>10}  < {TARGET_REGISTER_S:.0f} s "
+          f"{'ok' if t_register < TARGET_REGISTER_S else 'MISSED'}")
+    print(f"{'SQL batch census_range_counts':<40}{t_sql:>10.3f}{args.queries / t_sql:>14,.0f}"
+          f"{(args.queries / t_sql) / qps_base:>10.1f}  < {TARGET_SQL_S:.0f} s "
+          f"{'ok' if t_sql < TARGET_SQL_S else 'MISSED'}")
+    print(f"{'SQL single census_range_count':<40}{t_single:>10.3f}{1 / t_single:>14,.0f}"
+          f"{(1 / t_single) / qps_base:>10.1f}")
+    print(f"\npeak RSS {peak:.1f} GiB; answer {single[0][0]:,.0f} +- {single[0][1]:,.0f}; "
+          "ratio = queries/s over the baseline (timings on a shared 2-core machine)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,56 @@
+"""Fixed-height n-gram model: the baseline PrivTree's sequence model improves on (spec §2.12).
+
+Noisy counts of every context of length ``0 .. height - 1`` followed by every symbol, i.e.
+all n-grams up to ``n = height`` (Chen, Ács, Castelluccia, CCS 2012, without their pruning),
+stored as a complete PST of depth ``height - 1`` so it answers the same queries as
+:func:`~polars_dp.privtree_sequences`.
+
+Privacy (neighbours: add or remove one sequence)
+------------------------------------------------
+After truncation to ``max_length`` symbols a sequence has at most ``l_top = max_length + 1``
+positions.  At each level (context length ``k``) every position with a context of that
+length increments exactly one cell, so each level's counts have L1 sensitivity ``l_top``.
+The budget is split evenly over the ``height`` levels: ``Lap(height * l_top / epsilon)`` per
+cell, empty cells included; ``epsilon``-DP by sequential composition.  Negative counts are
+clipped to 0 (post-processing).  The noise grows with the height: the dilemma of a fixed
+height that PrivTree removes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from polars_dp.counts import check_domain_size
+from polars_dp.errors import ParameterError
+from polars_dp.noise import SeedLike, check_epsilon, laplace, make_rng
+from polars_dp.pst import grow_context_tree
+from polars_dp.sequence_counts import encode_sequences
+from polars_dp.sequence_model import SequenceModel
+
+
+def ngram_sequences(frame: Any, column: str, *, alphabet: Sequence[Any], max_length: int,
+                    epsilon: float, height: int = 5, seed: SeedLike = None) -> SequenceModel:
+    """Release noisy n-gram counts up to ``n = height`` (public) as a complete-tree SequenceModel."""
+    epsilon = check_epsilon(epsilon)
+    if isinstance(height, bool) or not isinstance(height, (int, np.integer)) or height < 1:
+        raise ParameterError(f"height must be an integer >= 1, got {height!r}")
+    height = int(height)
+    enc = encode_sequences(frame, column, alphabet=alphabet, max_length=max_length)
+    beta = enc.beta
+    check_domain_size((sum(beta**k for k in range(height)), beta), bytes_per_cell=64)
+    rng = make_rng(seed)
+    tree = grow_context_tree(enc, lambda hist, depth, hashed: np.ones(hist.shape[0], dtype=bool),
+                             max_depth=height - 1)
+    l_top = enc.max_length + 1
+    scale = height * l_top / epsilon
+    hist = np.maximum(tree.hist + laplace(rng, scale, tree.hist.shape), 0.0)
+    params = {"height": height, "l_top": l_top, "noise_scale": scale, "sensitivity_per_level": l_top}
+    return SequenceModel(alphabet=alphabet, max_length=enc.max_length, parent=tree.parent,
+                         prepended=tree.prepended, hist=hist, mechanism="ngram", epsilon=epsilon,
+                         neighbours="add_remove", params=params)
+
+
+__all__ = ["ngram_sequences"]

@@ -1,0 +1,216 @@
+"""Grid baselines of the PrivTree paper: UG and AG (Qardaji, Yang, Li, ICDE 2013; spec §2.12).
+
+All return a :class:`~polars_dp.TreeRelease` whose leaves are grid cells; Privelet* (Privelet
+on a fixed grid) is :func:`privelet_grid`.
+
+UG (uniform grid)
+    ``m^d`` equal cells, ``m = ceil((N * eps / c)^(2 / (d + 2)))`` with ``c = 10``; for
+    ``d = 2`` this is the paper's ``sqrt(N eps / 10)`` (the ``d``-dimensional rule is the
+    natural extension of Qardaji's error analysis, spec §2.12, RECONSTRUCTED).  The cells
+    partition the box, so the count vector has L1 sensitivity 1 under add/remove (2 under
+    replace) and every cell gets ``Lap(sensitivity / eps)``.
+
+AG (adaptive grid)
+    Level 1: ``m1 = max(10, ceil((N eps / c)^(2/(d+2)) / 4))`` cells per side, counts ``v``
+    with ``Lap(s / (alpha eps))``.  Level 2: cell ``i`` is cut into ``m2_i^d`` cells,
+    ``m2_i = ceil((max(v_i, 0) (1 - alpha) eps / c2)^(2/(d+2)))`` (at least 1; post-processing
+    of ``v``), counts ``u`` with ``Lap(s / ((1 - alpha) eps))``.  Constrained inference (the
+    inverse-variance mean of ``v_i`` and ``sum u``, then the difference spread evenly):
+    ``v'_i = (alpha^2 M v_i + (1 - alpha)^2 sum u) / (alpha^2 M + (1 - alpha)^2)`` with
+    ``M = m2_i^d``, ``u' = u + (v'_i - sum u) / M``.  Defaults ``alpha = 0.5, c = 10, c2 = 5``.
+    Each level partitions the box: ``alpha eps + (1 - alpha) eps = eps``.
+
+The number of points ``N``
+    Under ``replace`` neighbours the table size is public, so ``N`` is the exact row count at
+    no cost.  Under ``add_remove``, give a public ``n=`` or let the mechanism estimate it as
+    ``N + Lap(1 / (n_share eps))`` (default ``n_share = 0.05``; the grids then use the
+    remaining ``(1 - n_share) eps``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from polars_dp.counts import check_domain_size
+from polars_dp.errors import ParameterError
+from polars_dp.noise import SeedLike, check_epsilon, check_fraction, histogram_sensitivity, laplace, make_rng
+from polars_dp.points import collect_points
+from polars_dp.spatial import Box, as_box
+from polars_dp.tree_release import TreeRelease
+
+
+def grid_side(n: float, epsilon: float, c: float, d: int) -> int:
+    """Cells per side ``ceil((n eps / c)^(2/(d+2)))``, at least 1."""
+    return max(1, math.ceil((max(n, 0.0) * epsilon / c) ** (2.0 / (d + 2))))
+
+
+def _budget_for_n(points: list[np.ndarray], n: int | None, n_share: float, epsilon: float, neighbours: str,
+                  rng: np.random.Generator) -> tuple[float, float, str]:
+    """``(N used for the grid size, epsilon left for the counts, how N was obtained)``."""
+    if n is not None:
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+            raise ParameterError(f"n must be a public non-negative integer (the number of points), got {n!r}")
+        return float(n), epsilon, "public"
+    if neighbours == "replace":
+        return float(points[0].size), epsilon, "exact (public under replace neighbours)"
+    share = check_fraction(n_share, "n_share")
+    noisy = points[0].size + float(laplace(rng, 1.0 / (share * epsilon), ()))
+    return max(noisy, 0.0), epsilon * (1 - share), f"noisy (n_share={share})"
+
+
+def cell_index(points: list[np.ndarray], box: Box, m: int) -> tuple[np.ndarray, list[np.ndarray]]:
+    """C-order flat cell of every point in the ``m^d`` grid, and the per-dimension cells."""
+    flat = np.zeros(points[0].size, dtype=np.int64)
+    per_dim = []
+    for j, x in enumerate(points):
+        i = np.clip(np.floor((x - box.lo[j]) * (m / box.width[j])), 0, m - 1).astype(np.int64)
+        per_dim.append(i)
+        flat = flat * m + i
+    return flat, per_dim
+
+
+def grid_boxes(box: Box, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(lo, hi)`` of the ``m^d`` cells in C order."""
+    idx = np.indices((m,) * box.d).reshape(box.d, -1).T
+    lo = box.lo + idx * (box.width / m)
+    hi = np.where(idx == m - 1, box.hi, box.lo + (idx + 1) * (box.width / m))
+    return lo, hi
+
+
+def uniform_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: float,
+                 n: int | None = None, n_share: float = 0.05, c: float = 10.0,
+                 neighbours: str = "add_remove", seed: SeedLike = None, on_out_of_domain: str = "raise",
+                 nulls: str = "raise") -> TreeRelease:
+    """UG: noisy counts of an ``m^d`` grid over the public ``bounds`` (see module docstring)."""
+    box = as_box(columns, bounds)
+    epsilon = check_epsilon(epsilon)
+    c = check_epsilon(c, "c")
+    sens = histogram_sensitivity(neighbours)
+    rng = make_rng(seed)
+    points = collect_points(frame, box, on_out_of_domain=on_out_of_domain, nulls=nulls)
+    n_used, eps_grid, n_how = _budget_for_n(points, n, n_share, epsilon, neighbours, rng)
+    m = grid_side(n_used, eps_grid, c, box.d)
+    cells = check_domain_size((m,) * box.d, bytes_per_cell=64)
+    flat, _ = cell_index(points, box, m)
+    count = np.bincount(flat, minlength=cells).astype(np.float64)
+    count += laplace(rng, sens / eps_grid, count.shape)
+    lo, hi = grid_boxes(box, m)
+    params = {"c": c, "m": m, "n_used": n_used, "n_source": n_how, "epsilon_grid": eps_grid,
+              "noise_scale": sens / eps_grid}
+    return TreeRelease(box, lo, hi, np.ones(cells, dtype=np.int32), count, layout={"kind": "grid", "m": m},
+                       mechanism="uniform_grid", epsilon=epsilon, neighbours=neighbours, params=params)
+
+
+def adaptive_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: float,
+                  n: int | None = None, n_share: float = 0.05, alpha: float = 0.5, c: float = 10.0,
+                  c2: float = 5.0, neighbours: str = "add_remove", seed: SeedLike = None,
+                  on_out_of_domain: str = "raise", nulls: str = "raise") -> TreeRelease:
+    """AG: a two-level adaptive grid with constrained inference (see module docstring)."""
+    box = as_box(columns, bounds)
+    d = box.d
+    epsilon = check_epsilon(epsilon)
+    alpha = check_fraction(alpha, "alpha")
+    c, c2 = check_epsilon(c, "c"), check_epsilon(c2, "c2")
+    sens = histogram_sensitivity(neighbours)
+    rng = make_rng(seed)
+    points = collect_points(frame, box, on_out_of_domain=on_out_of_domain, nulls=nulls)
+    n_used, eps_grid, n_how = _budget_for_n(points, n, n_share, epsilon, neighbours, rng)
+    eps1, eps2 = alpha * eps_grid, (1 - alpha) * eps_grid
+    m1 = max(10, math.ceil(grid_side(n_used, eps_grid, c, d) / 4))
+    n_cells = check_domain_size((m1,) * d, bytes_per_cell=64)
+
+    cell, per_dim = cell_index(points, box, m1)
+    v = np.bincount(cell, minlength=n_cells) + laplace(rng, sens / eps1, n_cells)
+    m2 = np.maximum(1, np.ceil((np.maximum(v, 0.0) * eps2 / c2) ** (2.0 / (d + 2)))).astype(np.int64)
+    sub_cells = m2**d
+    check_domain_size((int(sub_cells.sum()),), bytes_per_cell=64)
+    leaf_start = np.concatenate([[0], np.cumsum(sub_cells)])
+    n_leaves = int(leaf_start[-1])
+
+    pm2 = m2[cell]
+    leaf = leaf_start[cell]
+    for j, x in enumerate(points):
+        pos = (x - box.lo[j]) * (m1 / box.width[j]) - per_dim[j]
+        leaf = leaf + np.clip(np.floor(pos * pm2), 0, pm2 - 1).astype(np.int64) * pm2 ** (d - 1 - j)
+    u = np.bincount(leaf, minlength=n_leaves) + laplace(rng, sens / eps2, n_leaves)
+
+    owner = np.repeat(np.arange(n_cells), sub_cells)
+    u = constrained_inference(v, u, owner, alpha)
+
+    lo, hi = _two_level_boxes(box, m1, m2, owner, leaf_start)
+    depth = np.where(sub_cells[owner] > 1, 2, 1).astype(np.int32)
+    params = {"alpha": alpha, "c": c, "c2": c2, "m1": m1, "n_used": n_used, "n_source": n_how,
+              "epsilon_grid": eps_grid}
+    return TreeRelease(box, lo, hi, depth, u, layout={"kind": "two_level_grid", "m1": m1, "m2": m2.tolist()},
+                       mechanism="adaptive_grid", epsilon=epsilon, neighbours=neighbours, params=params)
+
+
+def privelet_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: float,
+                  bits: int | None = None, neighbours: str = "add_remove", seed: SeedLike = None,
+                  on_out_of_domain: str = "raise", nulls: str = "raise") -> TreeRelease:
+    """Privelet* (the PrivTree paper's baseline): Privelet over a fixed ``2^bits``-per-dimension
+    grid of the public box, each axis an ordinal attribute with the Haar transform.
+
+    ``bits`` (public; default ``max(1, 16 // d)``, i.e. about 65,536 cells) fixes the grid; the
+    paper's resolution is not recovered (spec §2.12).  Privacy is Privelet's: Laplace
+    ``rho / epsilon`` per wavelet coefficient with ``rho = prod_j (1 + bits)`` under add/remove
+    (``2 rho / epsilon`` under replace), see :func:`polars_dp.privelet`.
+    """
+    from polars_dp.domain import Ordinal
+    from polars_dp.mechanisms.privelet import privelet
+
+    box = as_box(columns, bounds)
+    epsilon = check_epsilon(epsilon)
+    k = max(1, 16 // box.d) if bits is None else bits
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= 20:
+        raise ParameterError(f"bits must be an integer in [1, 20], got {bits!r}")
+    m = 1 << int(k)
+    check_domain_size((m,) * box.d, bytes_per_cell=64)
+    points = collect_points(frame, box, on_out_of_domain=on_out_of_domain, nulls=nulls)
+    _, per_dim = cell_index(points, box, m)
+    cells = pl.DataFrame({c: idx for c, idx in zip(box.columns, per_dim, strict=True)})
+    del points, per_dim
+    grid = privelet(cells, [Ordinal(c, 0, m - 1) for c in box.columns], epsilon=epsilon,
+                    neighbours=neighbours, seed=seed)
+    lo, hi = grid_boxes(box, m)
+    params = {**grid.params, "bits": int(k), "m": m, "noise_scale": grid.noise_scale}
+    return TreeRelease(box, lo, hi, np.ones(m**box.d, dtype=np.int32), grid.counts.reshape(-1),
+                       layout={"kind": "grid", "m": m}, mechanism="privelet_grid", epsilon=epsilon,
+                       neighbours=neighbours, params=params)
+
+
+def constrained_inference(v: np.ndarray, u: np.ndarray, owner: np.ndarray, alpha: float) -> np.ndarray:
+    """AG's consistency step: first-level counts ``v`` (budget ``alpha eps``) and second-level
+    counts ``u`` (budget ``(1 - alpha) eps``; ``owner[i]`` is the cell of ``u[i]``) ->
+    adjusted ``u`` whose per-cell sums are the inverse-variance means
+    ``(alpha^2 M v + (1 - alpha)^2 sum u) / (alpha^2 M + (1 - alpha)^2)``, ``M`` = sub-cells."""
+    big_m = np.bincount(owner, minlength=v.size).astype(np.float64)
+    sum_u = np.bincount(owner, weights=u, minlength=v.size)
+    v_star = (alpha**2 * big_m * v + (1 - alpha) ** 2 * sum_u) / (alpha**2 * big_m + (1 - alpha) ** 2)
+    return u + ((v_star - sum_u) / big_m)[owner]
+
+
+def _two_level_boxes(box: Box, m1: int, m2: np.ndarray, owner: np.ndarray, leaf_start: np.ndarray
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """Boxes of AG's leaves: sub-cell ``s`` of first-level cell ``owner``."""
+    d = box.d
+    cell_lo, cell_hi = grid_boxes(box, m1)
+    side = m2[owner]
+    local = np.arange(owner.size) - leaf_start[:-1][owner]
+    lo = np.empty((owner.size, d))
+    hi = np.empty_like(lo)
+    for j in reversed(range(d)):
+        s = local % side
+        local = local // side
+        w = (cell_hi[owner, j] - cell_lo[owner, j]) / side
+        lo[:, j] = cell_lo[owner, j] + s * w
+        hi[:, j] = np.where(s == side - 1, cell_hi[owner, j], cell_lo[owner, j] + (s + 1) * w)
+    return lo, hi
+
+
+__all__ = ["adaptive_grid", "constrained_inference", "grid_side", "privelet_grid", "uniform_grid"]

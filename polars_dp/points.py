@@ -1,0 +1,66 @@
+"""Polars glue of the spatial mechanisms: read the point columns once, validate them.
+
+Only the declared columns are collected (streaming engine on a LazyFrame).  A null, NaN or a
+value outside the declared box raises :class:`DomainError` by default.  Opt-ins:
+``nulls="drop"`` drops rows with a null/NaN in a declared column (each row is kept or
+dropped on its own, so the guarantee is unchanged) and ``on_out_of_domain="clamp"`` moves
+outside values onto the nearest face of the box (a per-row map, again privacy-neutral).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from polars_dp.counts import NULLS, ON_OUT_OF_DOMAIN, as_lazy
+from polars_dp.errors import ColumnNotFoundError, DomainError, ParameterError
+from polars_dp.spatial import Box
+
+
+def collect_points(frame: Any, box: Box, *, on_out_of_domain: str = "raise",
+                   nulls: str = "raise") -> list[np.ndarray]:
+    """One float64 numpy array per column of ``box`` (the private points, read once)."""
+    if on_out_of_domain not in ON_OUT_OF_DOMAIN:
+        raise ParameterError(f"on_out_of_domain must be one of {ON_OUT_OF_DOMAIN}, got {on_out_of_domain!r}")
+    if nulls not in NULLS:
+        raise ParameterError(f"nulls must be one of {NULLS}, got {nulls!r}")
+    lf = as_lazy(frame)
+    schema = lf.collect_schema()
+    for c in box.columns:
+        if c not in schema:
+            raise ColumnNotFoundError(f"column {c!r} is not in the input; columns: {schema.names()}")
+        if not schema[c].is_numeric():
+            raise ParameterError(f"column {c!r} has type {schema[c]}; spatial columns must be numeric")
+    lf = lf.select(pl.col(c).cast(pl.Float64) for c in box.columns)
+    if nulls == "drop":
+        lf = lf.filter(pl.all_horizontal(pl.col(c).is_not_null() & pl.col(c).is_not_nan()
+                                         for c in box.columns))
+    df = lf.collect(engine="streaming")
+    out = []
+    for j, c in enumerate(box.columns):
+        s = df[c]
+        if s.null_count():
+            raise DomainError(f"column {c!r} has {s.null_count()} null value(s); drop or fill them first, "
+                              "or pass nulls='drop'")
+        x = s.to_numpy()
+        n_nan = int(np.count_nonzero(np.isnan(x)))
+        if n_nan:
+            raise DomainError(f"column {c!r} has {n_nan} NaN value(s); drop or fill them first, "
+                              "or pass nulls='drop'")
+        lo, hi = box.lo[j], box.hi[j]
+        if x.size and (x.min() < lo or x.max() > hi):
+            if on_out_of_domain == "clamp":
+                x = np.clip(x, lo, hi)
+            else:
+                bad = x[(x < lo) | (x > hi)]
+                raise DomainError(
+                    f"column {c!r} has {bad.size} value(s) outside the declared bounds [{lo}, {hi}], "
+                    f"e.g. {bad[0]!r}; declare wider bounds or pass on_out_of_domain='clamp'"
+                )
+        out.append(x)
+    return out
+
+
+__all__ = ["collect_points"]

@@ -1,0 +1,159 @@
+"""Pure numpy kernels of prediction suffix trees (PST): scores, PrivTree split rule, growth, look-up.
+
+Tree layout (public once built): nodes in BFS order, level by level.  Node ``v`` has
+``depth[v]``, ``parent[v]`` (``-1`` at the root) and ``prepended[v]``, the code of the symbol
+prepended to its parent's predictor string (``|I|`` is the start marker ``#``).  A split node's
+``beta = |I| + 1`` children are contiguous: child ``x`` of ``v`` is ``first_child[v] + x``;
+``first_child[v] = -1`` marks a leaf.  See :mod:`polars_dp.sequence_counts` for the codes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from polars_dp.sequence_counts import EncodedSequences
+
+
+def pst_scores(hist: np.ndarray, starts_with_start: np.ndarray) -> np.ndarray:
+    """Split score ``s(v) = |h(v)|_1 - max_y h(v)[y]``, and ``0`` when ``str(v)`` starts with ``#``.
+
+    Spec §2.10 (PrivTree paper Sec. 4, score reconstructed).  Monotone (``s(child) <= s(parent)``,
+    since ``h(child) <= h(parent)`` entrywise) and adding one (context, symbol) pair adds 0 or 1 to
+    the scores of the nodes whose predictor is a suffix of the context (one root-to-leaf path),
+    and nothing elsewhere.
+    """
+    hist = np.asarray(hist, dtype=np.float64)
+    score = hist.sum(axis=1) - hist.max(axis=1, initial=0.0)
+    return np.where(starts_with_start, 0.0, score)
+
+
+def privtree_sequence_params(alphabet_size: int, max_length: int, eps_tree: float) -> tuple[float, float]:
+    """``(lambda, delta)`` of the sequence PrivTree (Theorem 4.1 as reconstructed, spec §2.10).
+
+    ``beta = |I| + 1``, ``l_top = max_length + 1`` (end marker included):
+    ``lambda = (2 beta - 1) / (beta - 1) * l_top / eps_tree`` and ``delta = lambda * ln(beta)``.
+    The ``l_top`` factor is group privacy: adding/removing one sequence adds/removes at most
+    ``l_top`` (context, symbol) pairs, each changing the scores of one root-to-leaf path by
+    at most 1 (spec §2.9, general monotone scores).
+    """
+    beta = alphabet_size + 1
+    l_top = max_length + 1
+    lam = (2 * beta - 1) / (beta - 1) * l_top / eps_tree
+    return lam, lam * math.log(beta)
+
+
+def privtree_split(score: np.ndarray, depth: int, *, lam: float, delta: float, theta: float,
+                   rng: np.random.Generator) -> np.ndarray:
+    """PrivTree decisions for the nodes of one level (spec §2.3), one Laplace draw per node.
+
+    ``b = max(score - depth * delta, theta - delta)``; split iff ``b + Lap(lam) > theta``.
+    On empty data the root splits w.p. 1/2 and a deeper node w.p. ``exp(-delta/lam) / 2``.
+    """
+    biased = np.maximum(np.asarray(score, dtype=np.float64) - depth * delta, theta - delta)
+    return biased + rng.laplace(0.0, lam, size=biased.shape) > theta
+
+
+@dataclass
+class ContextTree:
+    """Structure and exact (private) histograms of a grown PST."""
+
+    parent: np.ndarray
+    prepended: np.ndarray
+    depth: np.ndarray
+    first_child: np.ndarray
+    hist: np.ndarray
+
+    @property
+    def n_nodes(self) -> int:
+        return int(self.parent.size)
+
+    @property
+    def starts_with_start(self) -> np.ndarray:
+        return self.prepended == self.hist.shape[1] - 1
+
+    @property
+    def is_leaf(self) -> np.ndarray:
+        return self.first_child < 0
+
+
+SplitRule = Callable[[np.ndarray, int, np.ndarray], np.ndarray]
+
+
+def grow_context_tree(enc: EncodedSequences, decide: SplitRule, *, max_depth: int) -> ContextTree:
+    """Grow a PST level by level; ``decide(hist, depth, starts_with_start) -> split mask``.
+
+    Each level is one ``bincount`` over the positions still inside split nodes (a position
+    lies in exactly one node per level: the node whose predictor is the suffix of its context
+    of that length).  Nodes starting with ``#`` and nodes at ``max_depth`` (a public cap) never
+    split, whatever ``decide`` says.
+    """
+    beta = enc.beta
+    positions = np.arange(enc.n_positions, dtype=np.int64)
+    local = np.zeros(enc.n_positions, dtype=np.int64)
+    parents, prepended, depths, first_children, hists = [], [], [], [], []
+    level_parent = np.array([-1], dtype=np.int64)
+    level_prepended = np.array([-1], dtype=np.int64)
+    offset = 0
+    for depth in range(max_depth + 1):
+        n_level = level_parent.size
+        hist = np.bincount(local * beta + enc.next_symbol[positions], minlength=n_level * beta)
+        hist = hist.reshape(n_level, beta).astype(np.float64)
+        hashed = level_prepended == beta - 1
+        split = np.asarray(decide(hist, depth, hashed), dtype=bool) & ~hashed
+        if depth == max_depth:
+            split[:] = False
+        rank = np.cumsum(split) - 1
+        first_child = np.where(split, offset + n_level + rank * beta, -1)
+        parents.append(level_parent)
+        prepended.append(level_prepended)
+        depths.append(np.full(n_level, depth, dtype=np.int64))
+        first_children.append(first_child)
+        hists.append(hist)
+        if not split.any():
+            break
+        keep = split[local]
+        positions, local = positions[keep], local[keep]
+        local = rank[local] * beta + enc.context_digit(positions, depth + 1)
+        split_ids = offset + np.flatnonzero(split)
+        level_parent = np.repeat(split_ids, beta)
+        level_prepended = np.tile(np.arange(beta, dtype=np.int64), split_ids.size)
+        offset += n_level
+    return ContextTree(parent=np.concatenate(parents), prepended=np.concatenate(prepended),
+                       depth=np.concatenate(depths), first_child=np.concatenate(first_children),
+                       hist=np.concatenate(hists))
+
+
+def deepest_nodes(first_child: np.ndarray, contexts: np.ndarray) -> np.ndarray:
+    """Deepest node whose predictor string is a suffix of each context.
+
+    ``contexts[i, j]`` is the code of the symbol ``j + 1`` places back (``|I|`` for ``#``,
+    ``-1`` past the context's start).  Walks down all rows at once, one level per step.
+    """
+    contexts = np.asarray(contexts, dtype=np.int64)
+    node = np.zeros(contexts.shape[0], dtype=np.int64)
+    for j in range(contexts.shape[1]):
+        child = first_child[node]
+        digit = contexts[:, j]
+        move = (child >= 0) & (digit >= 0)
+        if not move.any():
+            break
+        node[move] = child[move] + digit[move]
+    return node
+
+
+def sums_of_children(parent: np.ndarray, depth: np.ndarray, leaf_hist: np.ndarray,
+                     is_leaf: np.ndarray) -> np.ndarray:
+    """Histograms with every internal node set to the sum of its children (bottom-up)."""
+    hist = np.where(is_leaf[:, None], leaf_hist, 0.0)
+    for d in range(int(depth.max()), 0, -1):
+        nodes = np.flatnonzero(depth == d)
+        np.add.at(hist, parent[nodes], hist[nodes])
+    return hist
+
+
+__all__ = ["ContextTree", "deepest_nodes", "grow_context_tree", "privtree_sequence_params",
+           "privtree_split", "pst_scores", "sums_of_children"]

@@ -1,0 +1,214 @@
+"""Symbol-context counts of sequences: the only place the private sequences are read.
+
+Conventions (PrivTree paper, Sec. 4; spec §2.10)
+-------------------------------------------------
+A sequence ``s1 … sn`` over the public alphabet ``I`` is written ``# s1 … sn &``.  After the
+public truncation rule (keep the first ``max_length`` symbols) it has ``n + 1 <= l_top =
+max_length + 1`` *positions*: position ``j`` predicts ``s_j`` (``s_{n+1} = &``) from its
+context ``# s1 … s_{j-1}``.
+
+Codes: alphabet symbol ``i`` -> ``i`` (0 <= i < |I|); ``#`` (context only) and ``&``
+(predicted only) both get code ``|I|``: they never share a role.  A context suffix of exact
+length ``k`` is the integer ``sum_i digit_i * beta**i`` with ``beta = |I| + 1``, where digit
+``i`` is the symbol ``i + 1`` places before the position (``#`` where the sequence starts).
+A position has a context suffix of length ``k`` iff at least ``k - 1`` symbols precede it
+(the ``k``-th digit is then ``#`` or a symbol), so ``beta`` digits suffice and prepending a
+symbol ``x`` to a suffix of length ``k`` is ``code + x * beta**k``.
+
+Everything is vectorized over all positions at once (numpy gathers and ``bincount``); the
+Python loops run over context lengths only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+
+from polars_dp.counts import as_lazy, check_domain_size
+from polars_dp.errors import ColumnNotFoundError, DomainError, ParameterError
+
+MAX_ALPHABET = 2**15 - 2
+
+
+def check_alphabet(alphabet: Sequence[Any]) -> tuple:
+    """Return the public alphabet as a tuple of distinct ints or distinct strings."""
+    if isinstance(alphabet, str):
+        alphabet = list(alphabet)
+    try:
+        symbols = tuple(alphabet)
+    except TypeError:
+        raise ParameterError(
+            f"alphabet must be a list of symbols (ints or strings), got {alphabet!r}") from None
+    if not symbols:
+        raise ParameterError(
+            "alphabet is empty; declare the public list of symbols, e.g. alphabet=range(1, 18)")
+    if len(symbols) > MAX_ALPHABET:
+        raise ParameterError(f"alphabet has {len(symbols):,} symbols; at most {MAX_ALPHABET:,} are supported")
+    if all(isinstance(s, str) for s in symbols):
+        pass
+    elif all(isinstance(s, (int, np.integer)) and not isinstance(s, bool) for s in symbols):
+        symbols = tuple(int(s) for s in symbols)
+    else:
+        raise ParameterError("alphabet symbols must be all ints or all strings (no None, floats or mixtures)")
+    if len(set(symbols)) != len(symbols):
+        dup = sorted({s for s in symbols if symbols.count(s) > 1})
+        raise ParameterError(f"alphabet has duplicate symbols {dup[:10]}; list each symbol once")
+    return symbols
+
+
+def check_max_length(max_length: int) -> int:
+    """``max_length`` must be an int >= 1 (a public truncation length)."""
+    if isinstance(max_length, bool) or not isinstance(max_length, (int, np.integer)) or max_length < 1:
+        raise ParameterError(f"max_length must be an integer >= 1 (a public bound), got {max_length!r}")
+    return int(max_length)
+
+
+@dataclass(frozen=True)
+class EncodedSequences:
+    """All positions of the truncated sequences, flattened (private; never released).
+
+    ``next_symbol[p]`` is the code predicted at position ``p`` (``|I|`` for ``&``);
+    ``n_before[p]`` the number of symbols preceding it in its sequence.  The positions of a
+    sequence are contiguous, so the symbol ``i`` places before ``p`` is ``next_symbol[p - i]``
+    when ``n_before[p] >= i``.
+    """
+
+    next_symbol: np.ndarray
+    n_before: np.ndarray
+    n_sequences: int
+    alphabet_size: int
+    max_length: int
+
+    @property
+    def beta(self) -> int:
+        """Fanout ``|I| + 1`` (symbols plus ``#``); also the number of histogram bins."""
+        return self.alphabet_size + 1
+
+    @property
+    def n_positions(self) -> int:
+        return int(self.next_symbol.size)
+
+    def context_digit(self, positions: np.ndarray, offset: int) -> np.ndarray:
+        """Code of the symbol ``offset`` places before each position (``|I|`` for ``#``).
+
+        Every position must have at least ``offset - 1`` preceding symbols.
+        """
+        before = self.n_before[positions]
+        if np.any(before < offset - 1):
+            raise ValueError("context_digit: some positions have a shorter context")
+        hit = before >= offset
+        out = np.full(positions.shape, self.alphabet_size, dtype=np.int64)
+        out[hit] = self.next_symbol[positions[hit] - offset]
+        return out
+
+
+def encoded_from_lists(codes: np.ndarray, lengths: np.ndarray, alphabet_size: int,
+                       max_length: int) -> EncodedSequences:
+    """Positions of sequences given as flat symbol codes and (truncated) lengths."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    n_seq = lengths.size
+    total = int(lengths.sum()) + n_seq
+    starts = np.zeros(n_seq, dtype=np.int64)
+    np.cumsum(lengths[:-1] + 1, out=starts[1:])
+    n_before = np.arange(total, dtype=np.int64) - np.repeat(starts, lengths + 1)
+    next_symbol = np.full(total, alphabet_size, dtype=np.int32)
+    is_symbol = np.ones(total, dtype=bool)
+    is_symbol[starts + lengths] = False  # the '&' of each sequence
+    next_symbol[is_symbol] = codes
+    small = np.int16 if max_length < 2**15 else np.int32
+    return EncodedSequences(next_symbol=next_symbol, n_before=n_before.astype(small), n_sequences=n_seq,
+                            alphabet_size=alphabet_size, max_length=max_length)
+
+
+def _symbol_lists(lf: pl.LazyFrame, column: str) -> pl.Expr:
+    schema = lf.collect_schema()
+    if column not in schema:
+        raise ColumnNotFoundError(f"column {column!r} not found; columns: {list(schema.names())}")
+    dtype = schema[column]
+    if dtype == pl.String:
+        return pl.col(column).str.extract_all("(?s).")  # one symbol per character
+    if isinstance(dtype, (pl.List, pl.Array)):
+        return pl.col(column).cast(pl.List(dtype.inner)) if isinstance(dtype, pl.Array) else pl.col(column)
+    raise ParameterError(
+        f"column {column!r} has type {dtype}; give a List column of symbols or a String column "
+        "(each character a symbol)"
+    )
+
+
+def encode_sequences(frame: Any, column: str, *, alphabet: Sequence[Any],
+                     max_length: int) -> EncodedSequences:
+    """Read ``column`` once, truncate each sequence to ``max_length`` and encode its positions.
+
+    Truncation keeps the first ``max_length`` symbols (a public rule); symbols past the cut
+    are discarded unread.  A null sequence, a null symbol or a symbol outside ``alphabet``
+    in the kept part raises :class:`DomainError`.
+    """
+    symbols = check_alphabet(alphabet)
+    max_length = check_max_length(max_length)
+    lf = as_lazy(frame)
+    lists = _symbol_lists(lf, column).list.head(max_length)
+    codes = lists.list.eval(pl.element().replace_strict(list(symbols), list(range(len(symbols))),
+                                                        default=None, return_dtype=pl.Int32))
+    out = lf.select(codes=codes, n_null_symbols=lists.list.eval(pl.element().is_null().sum())
+                    .list.first()).collect(engine="streaming")
+    series = out["codes"]
+    if series.null_count():
+        raise DomainError(f"column {column!r} has {series.null_count():,} null sequence(s); drop them first "
+                          "(an empty sequence is fine)")
+    arr = series.to_arrow()
+    arr = arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
+    offsets = arr.offsets.to_numpy()
+    flat = arr.flatten()
+    if flat.null_count:
+        n_null = int(out["n_null_symbols"].fill_null(0).sum())
+        if n_null:
+            raise DomainError(f"column {column!r} has {n_null:,} null symbol(s) inside sequences; "
+                              "remove or recode them")
+        bad = (lf.select(lists.alias("s")).explode("s").filter(~pl.col("s").is_in(list(symbols)))
+               .unique().head(5).collect()["s"].to_list())
+        raise DomainError(
+            f"column {column!r} has symbols outside the declared alphabet, e.g. {bad}; "
+            "add them to the public alphabet or recode the data"
+        )
+    return encoded_from_lists(flat.to_numpy(zero_copy_only=False), np.diff(offsets), len(symbols),
+                              max_length)
+
+
+def context_codes(enc: EncodedSequences, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Positions having a context suffix of exact length ``k`` and its code (base ``beta``)."""
+    positions = np.flatnonzero(enc.n_before >= k - 1) if k > 0 else np.arange(enc.n_positions)
+    code = np.zeros(positions.size, dtype=np.int64)
+    for offset in range(1, k + 1):
+        code += enc.context_digit(positions, offset) * enc.beta ** (offset - 1)
+    return positions, code
+
+
+def context_histograms(enc: EncodedSequences, k: int) -> np.ndarray:
+    """Dense counts ``H[c, y]``: positions whose length-``k`` context code is ``c`` and which
+    predict ``y`` (``y = |I|`` is ``&``); shape ``(beta**k, beta)``.
+
+    One sequence contributes at most ``l_top = max_length + 1`` to ``H`` (each of its
+    positions increments one cell), so ``H`` has L1 sensitivity ``l_top`` under add/remove-one
+    sequence.
+    """
+    beta = enc.beta
+    check_domain_size((beta**k, beta), bytes_per_cell=16)
+    positions, code = context_codes(enc, k)
+    flat = code * beta + enc.next_symbol[positions]
+    return np.bincount(flat, minlength=beta ** (k + 1)).astype(np.float64).reshape(beta**k, beta)
+
+
+def decode_context(code: int, k: int, alphabet_size: int) -> list[int]:
+    """Symbol codes of a length-``k`` context code, oldest first (``alphabet_size`` is ``#``)."""
+    beta = alphabet_size + 1
+    digits = [(code // beta**i) % beta for i in range(k)]
+    return digits[::-1]
+
+
+__all__ = ["EncodedSequences", "check_alphabet", "check_max_length", "context_codes", "context_histograms",
+           "decode_context", "encode_sequences", "encoded_from_lists"]

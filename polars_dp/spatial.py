@@ -1,0 +1,225 @@
+"""Pure numpy geometry of spatial decompositions: public boxes, Morton codes, node boxes.
+
+Discretisation (a public rule)
+------------------------------
+A point of the declared box ``[lo, hi]^d`` is mapped to integer grid coordinates at a fixed
+resolution of ``2^k`` cells per dimension, ``k = min(31, 62 // d)`` (so ``d * k <= 62`` bits
+and every Morton code fits a signed 64-bit integer): ``g_j = floor((x_j - lo_j) / (hi_j - lo_j)
+* 2^k)``, with ``x_j = hi_j`` mapped to the last cell.
+
+Bit order and splits
+--------------------
+Code bit position ``p`` (0 = most significant) holds bit ``k - 1 - p // d`` of dimension
+``p mod d``.  A tree with fanout ``beta = 2^s`` (``1 <= s <= d``) consumes ``s`` positions
+per level, so level ``L`` halves dimensions ``(L*s + t) mod d``, ``t < s``: a round-robin
+order, and every node of depth ``L`` is the contiguous code range sharing its first ``L*s``
+bits (its *prefix*).  A node of depth ``(d*k) // s`` cannot be split further.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from polars_dp.errors import ParameterError
+
+MAX_DIMENSIONS = 8
+
+
+def resolution_bits(d: int) -> int:
+    """Bits per dimension of the discretisation: ``min(31, 62 // d)``."""
+    return min(31, 62 // d)
+
+
+@dataclass(frozen=True)
+class Box:
+    """A public axis-aligned box: one closed ``(lo, hi)`` interval per named column."""
+
+    columns: tuple[str, ...]
+    lo: np.ndarray
+    hi: np.ndarray
+
+    @property
+    def d(self) -> int:
+        return len(self.columns)
+
+    @property
+    def width(self) -> np.ndarray:
+        return self.hi - self.lo
+
+    def to_json(self) -> list[list[float]]:
+        return [[float(a), float(b)] for a, b in zip(self.lo, self.hi, strict=True)]
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, Box) and self.columns == other.columns
+                and np.array_equal(self.lo, other.lo) and np.array_equal(self.hi, other.hi))
+
+    __hash__ = None
+
+
+def as_box(columns: str | Sequence[str], bounds: Any) -> Box:
+    """Validate ``columns`` (1 to 8 distinct names) and ``bounds`` (one finite ``lo < hi`` pair
+    per column, as a sequence aligned with ``columns`` or a mapping column -> pair)."""
+    cols = (columns,) if isinstance(columns, str) else tuple(columns)
+    if not cols or not all(isinstance(c, str) and c for c in cols):
+        raise ParameterError(f"columns must be one or more non-empty column names, got {columns!r}")
+    if len(set(cols)) != len(cols):
+        raise ParameterError(f"columns {cols} repeat a name; give each column once")
+    if len(cols) > MAX_DIMENSIONS:
+        raise ParameterError(f"{len(cols)} columns given; spatial mechanisms support 1 to {MAX_DIMENSIONS}")
+    if isinstance(bounds, Mapping):
+        missing = [c for c in cols if c not in bounds]
+        if missing:
+            raise ParameterError(f"bounds has no (lo, hi) for column {missing[0]!r}")
+        pairs = [bounds[c] for c in cols]
+    else:
+        try:
+            pairs = list(bounds)
+        except TypeError:
+            raise ParameterError(f"bounds must be one (lo, hi) pair per column, got {bounds!r}") from None
+        if len(cols) == 1 and len(pairs) == 2 and not isinstance(pairs[0], (tuple, list, np.ndarray)):
+            pairs = [pairs]
+        if len(pairs) != len(cols):
+            raise ParameterError(
+                f"bounds has {len(pairs)} pair(s) but there are {len(cols)} columns {cols}; "
+                "give one (lo, hi) per column, in the same order"
+            )
+    lo, hi = [], []
+    for c, pair in zip(cols, pairs, strict=True):
+        try:
+            a, b = (float(v) for v in pair)
+        except (TypeError, ValueError):
+            raise ParameterError(f"bounds of {c!r} need a (lo, hi) pair of numbers, not {pair!r}") from None
+        if not (math.isfinite(a) and math.isfinite(b)):
+            raise ParameterError(f"bounds of {c!r} must be finite, got ({a}, {b})")
+        if not a < b:
+            raise ParameterError(f"bounds of {c!r}: lo={a} must be < hi={b}")
+        lo.append(a)
+        hi.append(b)
+    return Box(cols, np.array(lo), np.array(hi))
+
+
+def check_fanout(fanout: int | None, d: int) -> int:
+    """``fanout`` (default ``2^d``) if it is a power of two in ``[2, 2^d]``; returns ``s = log2``."""
+    if fanout is None:
+        return d
+    if isinstance(fanout, bool) or not isinstance(fanout, (int, np.integer)):
+        raise ParameterError(f"fanout must be an integer power of two, got {fanout!r}")
+    f = int(fanout)
+    if f < 2 or f & (f - 1):
+        raise ParameterError(f"fanout must be a power of two >= 2, got {f}")
+    if f > 2**d:
+        raise ParameterError(f"fanout {f} exceeds 2^d = {2**d} for {d} dimension(s); use at most {2**d}")
+    return f.bit_length() - 1
+
+
+def grid_coordinates(points: Sequence[np.ndarray], box: Box, bits: int) -> list[np.ndarray]:
+    """Integer cell of every point along each dimension at ``2^bits`` cells (int64 arrays)."""
+    cells = 1 << bits
+    out = []
+    for j, x in enumerate(points):
+        g = np.floor((np.asarray(x, dtype=np.float64) - box.lo[j]) * (cells / box.width[j]))
+        out.append(np.clip(g, 0, cells - 1).astype(np.int64))
+    return out
+
+
+def _spread_table(d: int, chunk_bits: int) -> np.ndarray:
+    """``T[v]``: the bits of ``v`` (< 2^chunk_bits) moved from position ``b`` to ``b * d``."""
+    v = np.arange(1 << chunk_bits, dtype=np.int64)
+    out = np.zeros_like(v)
+    for b in range(chunk_bits):
+        out |= ((v >> b) & 1) << (b * d)
+    return out
+
+
+def morton_codes(coords: Sequence[np.ndarray], bits: int) -> np.ndarray:
+    """Interleave ``d`` coordinate arrays of ``bits`` bits into int64 Morton codes.
+
+    Dimension ``j``'s bit ``b`` lands at code bit ``b*d + (d - 1 - j)`` (dimension 0 most
+    significant within each group), via 16-bit lookup tables: ``d * ceil(bits/16)`` gathers.
+    """
+    d = len(coords)
+    if d == 1:
+        return np.asarray(coords[0], dtype=np.int64).copy()
+    chunk = min(16, bits)
+    table = _spread_table(d, chunk)
+    mask = (1 << chunk) - 1
+    code = np.zeros(len(coords[0]), dtype=np.int64)
+    for j, g in enumerate(coords):
+        for start in range(0, bits, chunk):
+            part = table[(g >> start) & mask] if start else table[g & mask]
+            code |= part << (start * d + (d - 1 - j))
+    return code
+
+
+def deinterleave(codes: np.ndarray, d: int, bits: int) -> list[np.ndarray]:
+    """Inverse of :func:`morton_codes` (loops over the ``d * bits`` code bits)."""
+    codes = np.asarray(codes, dtype=np.int64)
+    out = [np.zeros(codes.shape, dtype=np.int64) for _ in range(d)]
+    for b in range(bits):
+        for j in range(d):
+            out[j] |= ((codes >> (b * d + (d - 1 - j))) & 1) << b
+    return out
+
+
+@dataclass(frozen=True)
+class MortonLayout:
+    """Geometry of a ``2^s``-ary tree over Morton codes of ``d`` dims at ``bits`` per dim."""
+
+    d: int
+    bits: int
+    split_bits: int  # s = log2(fanout)
+
+    @property
+    def fanout(self) -> int:
+        return 1 << self.split_bits
+
+    @property
+    def total_bits(self) -> int:
+        return self.d * self.bits
+
+    @property
+    def max_depth(self) -> int:
+        """Depth of the nodes that cannot be split at this resolution (public rule)."""
+        return self.total_bits // self.split_bits
+
+    def shift(self, depth: int) -> int:
+        """Code bits below a depth-``depth`` prefix: a node spans ``2^shift`` codes."""
+        return self.total_bits - depth * self.split_bits
+
+    def split_dims(self, depth: int) -> list[int]:
+        """Dimensions halved when a node of ``depth`` splits, most significant child bit first."""
+        return [(depth * self.split_bits + t) % self.d for t in range(self.split_bits)]
+
+    def halvings(self, depth: np.ndarray) -> np.ndarray:
+        """Times each dimension has been halved at ``depth``: shape ``(len(depth), d)``."""
+        used = np.asarray(depth, dtype=np.int64)[:, None] * self.split_bits
+        j = np.arange(self.d)
+        return np.maximum((used - j + self.d - 1) // self.d, 0)
+
+    def node_boxes(self, starts: np.ndarray, depth: np.ndarray, box: Box) -> tuple[np.ndarray, np.ndarray]:
+        """``(lo, hi)`` arrays of shape ``(n, d)`` of nodes given by first code and depth."""
+        coords = deinterleave(starts, self.d, self.bits)
+        halv = self.halvings(depth)
+        lo = np.empty((len(starts), self.d))
+        hi = np.empty_like(lo)
+        for j in range(self.d):
+            w = box.width[j]
+            lo[:, j] = box.lo[j] + coords[j] * (w / 2.0**self.bits)
+            hi[:, j] = np.where(halv[:, j] == 0, box.hi[j], lo[:, j] + w / 2.0 ** halv[:, j])
+        return lo, hi
+
+
+def overlap_fraction(q_lo: np.ndarray, q_hi: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Fraction of the volume of boxes ``[lo, hi]`` covered by boxes ``[q_lo, q_hi]``
+    (arrays broadcast over leading axes, last axis = dimension)."""
+    inter = np.clip(np.minimum(q_hi, hi) - np.maximum(q_lo, lo), 0.0, None)
+    return np.prod(inter / (hi - lo), axis=-1)
+
+
+__all__ = ["MAX_DIMENSIONS", "Box", "MortonLayout", "as_box", "check_fanout", "deinterleave",
+           "grid_coordinates", "morton_codes", "overlap_fraction", "resolution_bits"]

@@ -1,0 +1,143 @@
+"""Range counts over spatial releases under the uniformity assumption (pure numpy).
+
+A leaf ``v`` contributes ``count(v) * vol(v ∩ q) / vol(v)`` to the answer of query box ``q``
+(PrivTree paper, Sec. 3 "answering range-count queries"; the usual assumption for UG/AG).
+Three kernels, all vectorised over queries (loops only over tree levels or box corners):
+
+* :func:`morton_tree_sums`: top-down traversal of a dyadic tree given by its leaves' Morton
+  code ranges; a node inside ``q`` contributes its subtree total (prefix sums over leaves in
+  code order), a disjoint node is pruned, a partially covered leaf contributes pro rata.
+* :func:`grid_sums`: regular ``m^d`` grids through ``d``-dimensional prefix sums, which under
+  uniformity are interpolated multilinearly inside a cell (``4^d`` look-ups per query).
+* :func:`two_level_grid_sums`: AG's grid of grids: every (query, first-level cell) pair is
+  answered by :func:`grid_sums` on that cell's own sub-grid.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from polars_dp.spatial import Box, MortonLayout, overlap_fraction
+
+
+def morton_tree_sums(leaf_starts: np.ndarray, leaf_counts: np.ndarray, layout: MortonLayout, box: Box,
+                     q_lo: np.ndarray, q_hi: np.ndarray) -> np.ndarray:
+    """Answers for queries ``[q_lo, q_hi]`` (shape ``(Q, d)``) over leaves sorted by first code."""
+    n_q = q_lo.shape[0]
+    cum = np.concatenate([[0.0], np.cumsum(leaf_counts, dtype=np.float64)])
+    answers = np.zeros(n_q)
+    qi = np.arange(n_q)
+    prefix = np.zeros(n_q, dtype=np.int64)
+    lo = np.broadcast_to(box.lo, (n_q, layout.d)).copy()
+    hi = np.broadcast_to(box.hi, (n_q, layout.d)).copy()
+    children = np.arange(layout.fanout, dtype=np.int64)
+    for depth in range(layout.max_depth + 1):
+        if not qi.size:
+            break
+        shift = layout.shift(depth)
+        start = prefix << shift
+        first = np.searchsorted(leaf_starts, start, side="left")
+        stop = np.searchsorted(leaf_starts, start + (np.int64(1) << shift), side="left")
+        is_leaf = stop - first == 1
+        ql, qh = q_lo[qi], q_hi[qi]
+        inside = np.all((ql <= lo) & (hi <= qh), axis=1)
+        frac = overlap_fraction(ql, qh, lo, hi)
+        contrib = np.where(inside, cum[stop] - cum[first], 0.0)
+        partial_leaf = is_leaf & ~inside
+        contrib[partial_leaf] = leaf_counts[first[partial_leaf]] * frac[partial_leaf]
+        answers += np.bincount(qi, weights=contrib, minlength=n_q)
+        expand = ~inside & ~is_leaf & (frac > 0)
+        if not expand.any():
+            break
+        k = layout.fanout
+        qi = np.repeat(qi[expand], k)
+        prefix = ((prefix[expand] << layout.split_bits)[:, None] | children).ravel()
+        lo = np.repeat(lo[expand], k, axis=0)
+        hi = np.repeat(hi[expand], k, axis=0)
+        child = np.tile(children, int(expand.sum()))
+        for t, dim in enumerate(layout.split_dims(depth)):
+            upper = ((child >> (layout.split_bits - 1 - t)) & 1).astype(bool)
+            mid = 0.5 * (lo[:, dim] + hi[:, dim])
+            lo[:, dim] = np.where(upper, mid, lo[:, dim])
+            hi[:, dim] = np.where(upper, hi[:, dim], mid)
+    return answers
+
+
+def grid_prefix_sums(counts: np.ndarray) -> np.ndarray:
+    """Inclusive-exclusive prefix sums of a stack of grids ``(g, m, ..., m)`` -> ``(g, m+1, ...)``
+    with ``P[.., i1, .., id] = sum of cells below (i1, .., id)``."""
+    d = counts.ndim - 1
+    p = np.pad(counts.astype(np.float64), [(0, 0)] + [(1, 0)] * d)
+    for axis in range(1, d + 1):
+        np.cumsum(p, axis=axis, out=p)
+    return p
+
+
+def grid_sums(prefix: np.ndarray, offset: np.ndarray, m: np.ndarray, cell_lo: np.ndarray,
+              cell_hi: np.ndarray, q_lo: np.ndarray, q_hi: np.ndarray) -> np.ndarray:
+    """Answers of ``P`` (query, grid) pairs: pair ``i`` asks box ``[q_lo[i], q_hi[i]]`` of the
+    ``m[i]^d`` grid spanning ``[cell_lo[i], cell_hi[i]]`` whose flattened prefix sums start at
+    ``prefix[offset[i]]``.
+
+    Under uniformity the count below a point ``t`` (in cell units) is the multilinear
+    interpolation of the prefix sums at ``t``; a box is the signed sum of that function at its
+    ``2^d`` corners, each interpolated from ``2^d`` prefix sums.
+    """
+    n, d = q_lo.shape
+    if not n:
+        return np.zeros(0)
+    mf = m.astype(np.float64)
+    ends = []  # per dim: (cell index, fraction) of the query's lower and upper ends
+    for j in range(d):
+        w = cell_hi[:, j] - cell_lo[:, j]
+        u = np.clip((q_lo[:, j] - cell_lo[:, j]) / w * mf, 0.0, mf)
+        v = np.maximum(u, np.clip((q_hi[:, j] - cell_lo[:, j]) / w * mf, 0.0, mf))
+        pair = []
+        for t in (u, v):
+            i = np.minimum(np.floor(t), mf - 1).astype(np.int64)
+            pair.append((i, t - i))
+        ends.append(pair)
+    strides = [(m + 1) ** (d - 1 - j) for j in range(d)]
+    out = np.zeros(n)
+    for corner in itertools.product((0, 1), repeat=d):
+        sign = -1.0 if (d - sum(corner)) % 2 else 1.0
+        for vertex in itertools.product((0, 1), repeat=d):
+            idx = offset.copy()
+            weight = np.full(n, sign)
+            for j in range(d):
+                i, frac = ends[j][corner[j]]
+                idx += (i + vertex[j]) * strides[j]
+                weight *= frac if vertex[j] else 1.0 - frac
+            out += weight * prefix[idx]
+    return out
+
+
+def two_level_grid_sums(prefix: np.ndarray, offsets: np.ndarray, m2: np.ndarray, m1: int, box: Box,
+                        q_lo: np.ndarray, q_hi: np.ndarray) -> np.ndarray:
+    """Answers over a grid of ``m1^d`` cells, cell ``c`` holding its own ``m2[c]^d`` sub-grid
+    (prefix sums at ``prefix[offsets[c]:]``)."""
+    n_q, d = q_lo.shape
+    cell_w = box.width / m1
+    a = np.clip(np.floor((q_lo - box.lo) / cell_w), 0, m1 - 1).astype(np.int64)
+    b = np.clip(np.floor((q_hi - box.lo) / cell_w), 0, m1 - 1).astype(np.int64)
+    empty = np.any((q_hi < box.lo) | (q_lo > box.hi), axis=1)
+    lens = np.where(empty[:, None], 0, b - a + 1)
+    per_query = np.prod(lens, axis=1)
+    qi = np.repeat(np.arange(n_q), per_query)
+    local = np.arange(qi.size) - np.repeat(np.cumsum(per_query) - per_query, per_query)
+    idx = np.empty((qi.size, d), dtype=np.int64)
+    for j in reversed(range(d)):
+        idx[:, j] = a[qi, j] + local % lens[qi, j]
+        local = local // lens[qi, j]
+    cell = np.zeros(qi.size, dtype=np.int64)
+    for j in range(d):
+        cell = cell * m1 + idx[:, j]
+    c_lo = box.lo + idx * cell_w
+    c_hi = np.where(idx == m1 - 1, box.hi, c_lo + cell_w)
+    pair = grid_sums(prefix, offsets[cell], m2[cell], c_lo, c_hi, q_lo[qi], q_hi[qi])
+    return np.bincount(qi, weights=pair, minlength=n_q)
+
+
+__all__ = ["grid_prefix_sums", "grid_sums", "morton_tree_sums", "two_level_grid_sums"]

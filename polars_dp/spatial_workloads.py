@@ -1,0 +1,96 @@
+"""Range-query workloads and error metrics for evaluating spatial releases.
+
+The PrivTree paper's spatial experiments (Sec. 6; spec §2.12) use sets of 10,000 random
+range-count queries per size class, by volume as a fraction of the domain: small
+``[0.01%, 0.1%)``, medium ``[0.1%, 1%)``, large ``[1%, 10%)``; and the relative error
+``|est - true| / max(true, rho)`` with smoothing ``rho = 0.1%`` of the number of points.
+The query shape is not recovered; here queries are squares (cubes) in coordinates scaled to
+the unit box, i.e. every side covers the same fraction ``volume^(1/d)`` of its range.
+
+:func:`exact_range_counts` reads the private points: it is for evaluation only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from polars_dp.errors import ParameterError
+from polars_dp.noise import SeedLike, make_rng
+from polars_dp.points import collect_points
+from polars_dp.spatial import as_box
+
+SIZE_CLASSES: dict[str, tuple[float, float]] = {
+    "small": (1e-4, 1e-3),
+    "medium": (1e-3, 1e-2),
+    "large": (1e-2, 1e-1),
+}
+
+
+def random_boxes(columns: str | Sequence[str], bounds: Any, n_queries: int, *,
+                 volume: tuple[float, float] | str = "medium", seed: SeedLike = None) -> pl.DataFrame:
+    """``n_queries`` random square boxes inside ``bounds`` as a frame of ``<col>_lo``/``<col>_hi``.
+
+    ``volume`` is a size class name (:data:`SIZE_CLASSES`) or a ``(min, max)`` fraction of the
+    box volume; each query's fraction is uniform in it and its position uniform in the box.
+    """
+    box = as_box(columns, bounds)
+    lo_f, hi_f = SIZE_CLASSES[volume] if isinstance(volume, str) and volume in SIZE_CLASSES else volume
+    if not 0 < lo_f <= hi_f <= 1:
+        raise ParameterError(f"volume must be a size class {list(SIZE_CLASSES)} or 0 < min <= max <= 1, "
+                             f"got {volume!r}")
+    rng = make_rng(seed)
+    side = rng.uniform(lo_f, hi_f, n_queries) ** (1.0 / box.d)
+    out = {}
+    for j, c in enumerate(box.columns):
+        start = box.lo[j] + rng.uniform(0.0, 1.0, n_queries) * (1.0 - side) * box.width[j]
+        out[f"{c}_lo"] = start
+        out[f"{c}_hi"] = np.minimum(start + side * box.width[j], box.hi[j])
+    return pl.DataFrame(out)
+
+
+def exact_range_counts(frame: Any, columns: str | Sequence[str], bounds: Any, boxes: pl.DataFrame,
+                       *, max_work: int = 20_000_000) -> np.ndarray:
+    """True number of points in each closed box (evaluation only: reads the private data).
+
+    Points sorted by the first column: each box scans only its slice of that column and
+    checks the other columns there, in chunks of about ``max_work`` point checks.
+    """
+    box = as_box(columns, bounds)
+    pts = collect_points(frame, box)
+    order = np.argsort(pts[0], kind="stable")
+    pts = [p[order] for p in pts]
+    q_lo = np.column_stack([boxes[f"{c}_lo"].to_numpy() for c in box.columns])
+    q_hi = np.column_stack([boxes[f"{c}_hi"].to_numpy() for c in box.columns])
+    first = np.searchsorted(pts[0], q_lo[:, 0], side="left")
+    length = np.searchsorted(pts[0], q_hi[:, 0], side="right") - first
+    out = np.zeros(len(q_lo), dtype=np.int64)
+    ends = np.cumsum(length)
+    start_q = 0
+    while start_q < len(q_lo):
+        base = ends[start_q - 1] if start_q else 0
+        stop_q = max(int(np.searchsorted(ends, base + max_work, side="right")), start_q + 1)
+        qi = np.repeat(np.arange(start_q, stop_q), length[start_q:stop_q])
+        pos = np.arange(qi.size) - np.repeat(np.cumsum(length[start_q:stop_q]) - length[start_q:stop_q],
+                                             length[start_q:stop_q]) + first[qi]
+        ok = np.ones(qi.size, dtype=bool)
+        for j in range(1, box.d):
+            x = pts[j][pos]
+            ok &= (x >= q_lo[qi, j]) & (x <= q_hi[qi, j])
+        out[start_q:stop_q] = np.bincount(qi[ok] - start_q, minlength=stop_q - start_q)
+        start_q = stop_q
+    return out
+
+
+def relative_errors(estimates: np.ndarray, truth: np.ndarray, n_points: int, *,
+                    smoothing: float = 0.001) -> np.ndarray:
+    """``|estimate - truth| / max(truth, smoothing * n_points)`` per query (spec §2.12)."""
+    truth = np.asarray(truth, dtype=np.float64)
+    rho = max(smoothing * n_points, 1e-12)
+    return np.abs(np.asarray(estimates, dtype=np.float64) - truth) / np.maximum(truth, rho)
+
+
+__all__ = ["SIZE_CLASSES", "exact_range_counts", "random_boxes", "relative_errors"]

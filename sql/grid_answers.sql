@@ -1,0 +1,28 @@
+-- Answers of range-count queries (one row per query) from the prefix column of {{table}}.
+-- {{queries}}: a relation with an id column and predicate columns <ordinal>_lo / <ordinal>_hi
+-- and <nominal> (a hierarchy label); a missing column or NULL means the whole domain.
+WITH q AS (
+    SELECT {{typed_columns}} WHERE false      -- fixes the type of every predicate column
+    UNION ALL BY NAME
+    SELECT * FROM {{queries}}
+),
+box AS (                                     -- per axis k: cells [s_k, e_k) and variance factor f_k
+    SELECT q.id, {{ranges}}
+    FROM q{{label_joins}}
+),
+corner AS (                                  -- inclusion-exclusion: 2^d corners of each box
+    SELECT box.id,
+           CASE WHEN ({{d}} - bit_count(c.corner)) % 2 = 0 THEN 1.0 ELSE -1.0 END AS sign,
+           {{corner_cell}} AS cell
+    FROM box, range({{n_corners}}) AS c(corner)
+    WHERE {{corner_valid}}
+),
+total AS (
+    SELECT corner.id, sum(corner.sign * t.prefix) AS count
+    FROM corner JOIN {{table}} AS t ON t.cell = corner.cell
+    GROUP BY corner.id
+)
+SELECT box.id,
+       coalesce(total.count, 0.0)::DOUBLE AS count,
+       sqrt({{variance}})::DOUBLE AS std      -- noise std: sqrt(2 scale^2 prod_k f_k)
+FROM box LEFT JOIN total ON total.id = box.id{{factor_joins}}

@@ -1,0 +1,81 @@
+import numpy as np
+import pytest
+
+from polars_dp.errors import ParameterError
+from polars_dp.spatial import (
+    MortonLayout,
+    as_box,
+    check_fanout,
+    deinterleave,
+    grid_coordinates,
+    morton_codes,
+    resolution_bits,
+)
+
+
+def naive_morton(coords, bits):
+    d = len(coords)
+    out = []
+    for point in zip(*coords, strict=True):
+        code = 0
+        for p in range(d * bits):  # position 0 = most significant
+            dim, bit = p % d, bits - 1 - p // d
+            code = (code << 1) | ((int(point[dim]) >> bit) & 1)
+        out.append(code)
+    return np.array(out, dtype=np.int64)
+
+
+@pytest.mark.parametrize("d", [1, 2, 3, 4, 5, 8])
+def test_morton_codes_match_bitwise_definition_and_invert(d):
+    bits = resolution_bits(d)
+    assert d * bits <= 62
+    rng = np.random.default_rng(d)
+    coords = [rng.integers(0, 2**bits, 200) for _ in range(d)]
+    coords[0][:2] = [0, 2**bits - 1]
+    codes = morton_codes(coords, bits)
+    np.testing.assert_array_equal(codes, naive_morton(coords, bits))
+    for a, b in zip(deinterleave(codes, d, bits), coords, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize(("d", "fanout"), [(2, 4), (2, 2), (3, 4), (4, 16), (4, 2), (3, 8)])
+def test_every_node_is_a_contiguous_code_range_matching_its_box(d, fanout):
+    box = as_box([f"c{j}" for j in range(d)], [(-1.0, 3.0)] * d)
+    layout = MortonLayout(d, resolution_bits(d), check_fanout(fanout, d))
+    rng = np.random.default_rng(7)
+    pts = [rng.uniform(-1, 3, 3000) for _ in range(d)]
+    codes = morton_codes(grid_coordinates(pts, box, layout.bits), layout.bits)
+    for depth in (1, 2, 5):
+        shift = layout.shift(depth)
+        prefixes = rng.integers(0, 2 ** (depth * layout.split_bits), 6)
+        # take prefixes of real points too, so nodes are not all empty
+        prefixes = np.concatenate([prefixes, codes[:6] >> shift])
+        lo, hi = layout.node_boxes(prefixes << shift, np.full(prefixes.size, depth), box)
+        for p, nlo, nhi in zip(prefixes, lo, hi, strict=True):
+            in_range = (codes >> shift) == p
+            x = np.column_stack(pts)
+            in_box = np.all((x >= nlo) & (x < nhi), axis=1)
+            np.testing.assert_array_equal(in_range, in_box)
+            halvings = layout.halvings(np.array([depth]))[0]
+            np.testing.assert_allclose(nhi - nlo, 4.0 / 2.0**halvings)
+        # round-robin: the dimensions split so far
+        split = [layout.split_dims(L) for L in range(depth)]
+        counts = np.bincount(np.concatenate(split).astype(int), minlength=d)
+        np.testing.assert_array_equal(layout.halvings(np.array([depth]))[0], counts)
+
+
+def test_fanout_and_bounds_validation():
+    assert check_fanout(None, 3) == 3
+    assert check_fanout(4, 3) == 2
+    for bad in (3, 1, 0, 6, 16, 2.0, True):
+        with pytest.raises(ParameterError):
+            check_fanout(bad, 3)
+    for bounds in ([(1, 1)], [(2, 1)], [(0, np.inf)], [(0, np.nan)], [("a", 1)], [(0, 1), (0, 1)]):
+        with pytest.raises(ParameterError):
+            as_box(["x"], bounds)
+    with pytest.raises(ParameterError):
+        as_box(["x", "x"], [(0, 1), (0, 1)])
+    with pytest.raises(ParameterError):
+        as_box([f"c{j}" for j in range(9)], [(0, 1)] * 9)
+    assert as_box("x", (0, 1)).d == 1
+    assert as_box(["y", "x"], {"x": (0, 1), "y": (2, 3)}).lo.tolist() == [2, 0]
