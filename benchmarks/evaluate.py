@@ -44,12 +44,17 @@ class Config:
     spatial_queries: int
     spatial_repeats: int
     sequence_repeats: int
+    privelet_epsilons: tuple[float, ...] = privelet.EPSILONS
+    spatial_epsilons: tuple[float, ...] = spatial.EPSILONS
+    sequence_epsilons: tuple[float, ...] = sequences.EPSILONS
 
 
 FULL = Config("full", census_rows=10_000_000, privelet_queries=40_000, privelet_repeats=3,
               spatial_queries=10_000, spatial_repeats=3, sequence_repeats=3)
 QUICK = Config("quick", census_rows=1_000_000, privelet_queries=4_000, privelet_repeats=1,
-               spatial_queries=1_000, spatial_repeats=1, sequence_repeats=1)
+               spatial_queries=1_000, spatial_repeats=1, sequence_repeats=1,
+               privelet_epsilons=(0.5, 1.0), spatial_epsilons=(0.1, 0.4, 1.6),
+               sequence_epsilons=(0.1, 0.4, 1.6))
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -110,7 +115,7 @@ def wide_ratio(top: pl.DataFrame) -> pl.DataFrame:
 
 
 def run_privelet(args: argparse.Namespace, config: Config, folder: Path | None, out: Path) -> dict:
-    from polars_dp.workloads import privelet_workload
+    from polars_dp.workloads import random_workload
 
     t0 = time.perf_counter()
     tables = []
@@ -122,9 +127,10 @@ def run_privelet(args: argparse.Namespace, config: Config, folder: Path | None, 
     results = []
     for table in tables:
         print(f"  privelet on {table.name}: {table.description}")
-        queries = privelet_workload(table.attributes, config.privelet_queries,
+        queries = random_workload(table.attributes, config.privelet_queries,
                                     seed=seeds(args.seed, "workload", table.name))
-        res = privelet.run(table, queries, repeats=config.privelet_repeats, seed=args.seed,
+        res = privelet.run(table, queries, epsilons=config.privelet_epsilons,
+                           repeats=config.privelet_repeats, seed=args.seed,
                            show_progress=not args.no_progress)
         results.append(res)
         report.plot_privelet(res, out / f"privelet_{table.name}.png",
@@ -156,7 +162,8 @@ def run_spatial(args: argparse.Namespace, config: Config, folder: Path | None, o
     results = []
     for points in sets:
         print(f"  spatial on {points.name}: {points.description}")
-        res = spatial.run(points, n_queries=config.spatial_queries, repeats=config.spatial_repeats,
+        res = spatial.run(points, n_queries=config.spatial_queries, epsilons=config.spatial_epsilons,
+                          repeats=config.spatial_repeats,
                           seed=args.seed, show_progress=not args.no_progress)
         results.append(res)
         report.plot_spatial(res, out / f"spatial_{points.name}.png",
@@ -175,7 +182,7 @@ def run_spatial(args: argparse.Namespace, config: Config, folder: Path | None, o
     parts = []
     for name in dict.fromkeys(results["dataset"].to_list()):
         part = results.filter(pl.col("dataset") == name)
-        parts.append(f"## {name} (n = {part['n'][0]:,})\n\n![{name}](spatial_{name}.png)\n")
+        parts.append(f"\n## {name} (n = {part['n'][0]:,})\n\n![{name}](spatial_{name}.png)\n")
         parts.append("Average relative error:\n\n"
                      + report.markdown_table(report.wide(part, ["query_class", "epsilon"],
                                                          "relative_error")))
@@ -189,7 +196,7 @@ def run_spatial(args: argparse.Namespace, config: Config, folder: Path | None, o
         "small [0.01%, 0.1%), medium [0.1%, 1%), large [1%, 10%)); relative error with smoothing "
         f"0.1% of n; averaged over {config.spatial_repeats} release(s).",
         "Neighbours: add or remove one point. Privelet* is Privelet on a fixed public grid "
-        f"({spatial.PRIVELET_GRID[2]} cells per dimension in 2-D, {spatial.PRIVELET_GRID[4]} in 4-D).",
+        "(`privelet_grid` default: 2^(16 // d) cells per dimension, 256 in 2-D, 16 in 4-D).",
         "![PrivTree decomposition](privtree_geonames.png)",
     ]
     write(out / "spatial.md", header("PrivTree: spatial range counts", config, seconds, args.seed, notes)
@@ -204,7 +211,8 @@ def run_sequences(args: argparse.Namespace, config: Config, folder: Path | None,
         return {"skipped": "no real data"}
     t0 = time.perf_counter()
     frame = data.msnbc(folder)
-    results = sequences.run(frame, repeats=config.sequence_repeats, seed=args.seed,
+    results = sequences.run(frame, epsilons=config.sequence_epsilons, repeats=config.sequence_repeats,
+                            seed=args.seed,
                             show_progress=not args.no_progress)
     results.write_csv(out / "sequences.csv")
     report.plot_sequences(results, out / "sequences_msnbc.png",

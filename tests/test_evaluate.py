@@ -7,8 +7,19 @@ import numpy as np
 import polars as pl
 import pytest
 
-from benchmarks.evaluation import data, metrics, report
+import polars_dp as pdp
+from benchmarks import evaluate
+from benchmarks.evaluation import (
+    data,
+    metrics,
+    privelet_experiment,
+    report,
+    sequence_experiment,
+    spatial_experiment,
+)
 from benchmarks.evaluation.progress import seeds
+from polars_dp.counts import frequency_matrix
+from polars_dp.workloads import random_workload
 
 
 def test_square_error_by_hand():
@@ -54,8 +65,6 @@ def test_synthetic_census_matches_its_public_domain():
     table = data.synthetic_census(2_000, seed=1)
     assert table.shape == (101, 2, 512, 1001)
     assert table.attributes[2].hierarchy.height == 3
-    from polars_dp.counts import frequency_matrix
-
     m = frequency_matrix(table.frame, table.attributes)  # raises on any out-of-domain row
     assert m.sum() == 2_000
 
@@ -64,8 +73,82 @@ def test_gss_declaration_is_public_and_counts_every_complete_row(shared_data):
     table = data.gss_wages(shared_data)
     assert table.shape == (72, 2, 538, 1000)
     assert table.attributes[2].hierarchy.height == 3
-    from polars_dp.counts import frequency_matrix
-
     m = frequency_matrix(table.frame, table.attributes, **table.options)
     complete = table.frame.drop_nulls(["age", "gender", "occ10", "realrinc"]).collect().height
     assert m.sum() == complete
+
+
+# ---------------------------------------------------------------------- tiny end-to-end runs
+def _tiny_table(n: int = 3_000) -> data.Table:
+    rng = np.random.default_rng(5)
+    occupation = pdp.Hierarchy.from_dict({"a": [0, 1, 2, 3], "b": [4, 5, 6, 7]})
+    frame = pl.DataFrame({
+        "age": rng.integers(0, 16, n), "gender": rng.choice(["f", "m"], n),
+        "occ": rng.integers(0, 8, n), "income": np.minimum(rng.geometric(0.1, n), 31),
+    }).lazy()
+    attrs = [pdp.Ordinal("age", 0, 15), pdp.Nominal("gender", categories=["f", "m"]),
+             pdp.Nominal("occ", occupation), pdp.Ordinal("income", 0, 31)]
+    return data.Table("tiny", frame, attrs)
+
+
+def test_privelet_experiment_end_to_end(tmp_path):
+    table = _tiny_table()
+    queries = random_workload(table.attributes, 300, seed=1)
+    # epsilon so large that the noise is negligible: every error must vanish, which checks that
+    # the true answers and the releases' answers refer to the same cells
+    exact = privelet_experiment.run(table, queries, epsilons=(1e9,), show_progress=False)
+    assert exact.height == 4 * 5
+    assert exact["square_error"].max() < 1e-6 and exact["relative_error"].max() < 1e-6
+    assert exact["queries"].sum() == 4 * 300
+    cover = exact.filter(pl.col("mechanism") == "Basic").sort("quintile")["coverage"].to_numpy()
+    assert np.all(np.diff(cover) > 0)
+    noisy = privelet_experiment.run(table, queries, epsilons=(1.0,), show_progress=False, seed=3)
+    assert (noisy["square_error"] > 0).all()
+    recorded = dict(noisy.select("mechanism", "untransformed").unique().iter_rows())
+    assert recorded["Privelet"] == "none" and recorded["Privelet+"] == "age, gender"
+    pytest.importorskip("matplotlib")
+    path = report.plot_privelet(noisy, tmp_path / "p.png", title="tiny")
+    assert path.stat().st_size > 1_000
+
+
+def test_spatial_truth_matches_brute_force_and_experiment_runs():
+    rng = np.random.default_rng(2)
+    xy = np.column_stack([rng.normal(0, 10, 4_000).clip(-50, 49), rng.uniform(0, 5, 4_000)])
+    points = data.Points("toy", pl.DataFrame({"x": xy[:, 0], "y": xy[:, 1]}),
+                         {"x": (-50.0, 50.0), "y": (0.0, 5.0)})
+    sets = spatial_experiment.workloads(points, 40, seed=1)
+    boxes = sets["large"]
+    lo = boxes.select("x_lo", "y_lo").to_numpy()
+    hi = boxes.select("x_hi", "y_hi").to_numpy()
+    brute = ((xy[None] >= lo[:, None]) & (xy[None] <= hi[:, None])).all(axis=2).sum(axis=1)
+    assert spatial_experiment.true_counts(points, boxes).tolist() == brute.tolist()
+    res = spatial_experiment.run(points, n_queries=40, epsilons=(1.0,), show_progress=False)
+    assert res.height == 4 * 3
+    assert set(res["mechanism"]) == {"PrivTree", "UG", "AG", "Privelet*"}
+    assert (res["size"] >= 1).all() and res["relative_error"].is_finite().all()
+
+
+def test_sequence_experiment_truncation_without_loss_is_exact():
+    rng = np.random.default_rng(4)
+    seqs = [rng.integers(1, 4, rng.integers(1, 6)).tolist() for _ in range(400)]
+    frame = pl.DataFrame({"pages": seqs})
+    models = sequence_experiment.models(alphabet=(1, 2, 3), max_length=5)
+    res = sequence_experiment.run(frame, epsilons=(0.5, 2.0), ks=(3, 5), alphabet=(1, 2, 3),
+                                  models_=models, show_progress=False)
+    assert res.height == 2 * 3
+    # sequences are at most 5 long, so truncation to 5 keeps every occurrence: exact answers
+    truncate = res.filter(pl.col("mechanism") == sequence_experiment.TRUNCATE)
+    assert truncate["precision@3"].to_list() == [1.0, 1.0]
+    assert truncate["precision@5"].to_list() == [1.0, 1.0]
+    assert truncate["tv_pairs"].max() == pytest.approx(0.0, abs=1e-12)
+    private = res.filter(pl.col("mechanism") != sequence_experiment.TRUNCATE)
+    assert private["tv_pairs"].is_between(0, 1).all()
+
+
+def test_cli_without_real_data_skips_the_real_data_experiments(tmp_path, capsys):
+    assert evaluate.main(["--quick", "--only", "spatial", "--only", "sequences", "--no-progress",
+                          "--data", str(tmp_path / "absent"), "--out", str(tmp_path)]) == 0
+    printed = capsys.readouterr().out
+    assert "Real datasets not found" in printed and "skipping the spatial experiment" in printed
+    readme = (tmp_path / "README.md").read_text()
+    assert "| quick | spatial | no real data |" in readme

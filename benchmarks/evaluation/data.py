@@ -38,7 +38,7 @@ US_LON, US_LAT = (-170.0, -60.0), (15.0, 65.0)
 FLIGHTS_BOUNDS = {"origin_lon": US_LON, "origin_lat": US_LAT, "dest_lon": US_LON, "dest_lat": US_LAT}
 #: msnbc's public page categories 1..17; sequences are truncated to this many page views.
 MSNBC_ALPHABET = tuple(range(1, 18))
-MSNBC_MAX_LENGTH = 10
+MSNBC_MAX_LENGTH = 20
 
 
 def data_dir(override: str | os.PathLike | None = None) -> Path | None:

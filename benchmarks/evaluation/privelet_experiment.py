@@ -18,6 +18,8 @@ import polars as pl
 
 import polars_dp as pdp
 from polars_dp.counts import frequency_matrix
+from polars_dp.spatial_workloads import relative_errors
+from polars_dp.workloads import coverage, true_answers
 
 from .data import Table
 from .metrics import answers, group_means, quintile_index, square_error
@@ -51,8 +53,6 @@ def run(table: Table, queries: pl.DataFrame, *, epsilons: Sequence[float] = EPSI
         show_progress: bool = True) -> pl.DataFrame:
     """One row per (mechanism, epsilon, coverage quintile) with the average errors, plus
     the release's time and its ``untransformed`` set."""
-    from polars_dp.workloads import coverage, relative_errors, true_answers
-
     chosen = mechanisms_ or mechanisms()
     # the exact matrix answers the workload exactly (evaluation only; never released)
     counts = frequency_matrix(table.frame, table.attributes, **table.options)

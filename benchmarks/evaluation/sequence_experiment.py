@@ -17,6 +17,9 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+import polars_dp  # noqa: F401  (registers df.dp)
+from polars_dp.evaluation import exact_top_k_strings, top_k_precision
+
 from .data import MSNBC_ALPHABET, MSNBC_MAX_LENGTH
 from .metrics import total_variation
 from .progress import progress, seeds
@@ -37,8 +40,6 @@ class ExactModel:
         self.frame, self.column, self.alphabet, self.max_length = frame, column, alphabet, max_length
 
     def top_k(self, k: int, max_len: int | None = None) -> pl.DataFrame:
-        from polars_dp.evaluation import exact_top_k_strings
-
         return exact_top_k_strings(self.frame, self.column, alphabet=self.alphabet, k=k,
                                    max_length=self.max_length, max_len=max_len)
 
@@ -78,8 +79,6 @@ def run(frame: pl.DataFrame, *, epsilons: Sequence[float] = EPSILONS, ks: Sequen
         models_: dict[str, Model] | None = None, show_progress: bool = True) -> pl.DataFrame:
     """One row per (model, epsilon): precision at every k, TV distance, build time.  The
     non-private truncation does not depend on epsilon: it is built once."""
-    from polars_dp.evaluation import top_k_precision
-
     chosen = models_ or models(alphabet)
     exact = ExactModel(frame, "pages", list(alphabet), None)
     truth = exact.top_k(max(ks))

@@ -15,33 +15,22 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-import polars_dp as pdp
+import polars_dp  # noqa: F401  (registers df.dp)
+from polars_dp.spatial_workloads import exact_range_counts, random_boxes, relative_errors
 
 from .data import Points
 from .metrics import answers
 from .progress import progress, seeds
 
 EPSILONS = (0.05, 0.1, 0.2, 0.4, 0.8, 1.6)
-#: The paper's size classes (:data:`polars_dp.workloads.SIZE_CLASSES`).
+#: The paper's size classes (:data:`polars_dp.spatial_workloads.SIZE_CLASSES`).
 QUERY_CLASSES = ("small", "medium", "large")
-#: Privelet* grid: cells per dimension (a public resolution, spec §2.12: the paper's is unknown).
-PRIVELET_GRID = {2: 1024, 4: 32}
-
 Mechanism = Callable[[Points, float, Any], Any]
 
 
-def privelet_star_attributes(points: Points) -> list[pdp.Ordinal]:
-    """A fixed public grid over the box, ``PRIVELET_GRID[d]`` cells per dimension."""
-    side = PRIVELET_GRID.get(len(points.bounds), 16)
-    attrs = []
-    for column, (lo, hi) in points.bounds.items():
-        width = (hi - lo) / side
-        attrs.append(pdp.Ordinal(column, lo, hi - width, width=width))
-    return attrs
-
-
 def mechanisms() -> dict[str, Mechanism]:
-    """PrivTree, UG, AG (add/remove-one neighbours) and Privelet* on a fixed grid."""
+    """PrivTree, UG, AG and Privelet* (Privelet on the library's default fixed grid, 2^(16 // d)
+    cells per dimension), all with their defaults under add/remove-one neighbours."""
     def tree(t: Points, eps: float, seed: Any) -> Any:
         return t.frame.dp.privtree(t.columns, bounds=list(t.bounds.values()), epsilon=eps, seed=seed)
 
@@ -54,16 +43,14 @@ def mechanisms() -> dict[str, Mechanism]:
                                         seed=seed)
 
     def privelet_star(t: Points, eps: float, seed: Any) -> Any:
-        return t.frame.dp.privelet(privelet_star_attributes(t), epsilon=eps, neighbours="add_remove",
-                                   seed=seed, on_out_of_domain="clamp")
+        return t.frame.dp.privelet_grid(t.columns, bounds=list(t.bounds.values()), epsilon=eps,
+                                        seed=seed)
 
     return {"PrivTree": tree, "UG": ug, "AG": ag, "Privelet*": privelet_star}
 
 
 def workloads(points: Points, n_queries: int, seed: int) -> dict[str, pl.DataFrame]:
     """One set of random square boxes per class (frames with ``<col>_lo`` / ``<col>_hi``)."""
-    from polars_dp.workloads import random_boxes
-
     return {name: random_boxes(points.columns, list(points.bounds.values()), n_queries, volume=name,
                                seed=seeds(seed, "boxes", points.name, name))
             for name in QUERY_CLASSES}
@@ -72,8 +59,6 @@ def workloads(points: Points, n_queries: int, seed: int) -> dict[str, pl.DataFra
 def true_counts(points: Points, boxes: pl.DataFrame) -> np.ndarray:
     """Exact counts (evaluation only).  The points are scanned sorted by their most spread
     column (largest number of distinct values), which keeps each box's scan short."""
-    from polars_dp.workloads import exact_range_counts
-
     spread = points.frame.select(pl.all().n_unique()).row(0)
     order = sorted(points.columns, key=lambda c: -spread[points.columns.index(c)])
     return exact_range_counts(points.frame, order, [points.bounds[c] for c in order], boxes)
@@ -91,8 +76,6 @@ def run(points: Points, *, n_queries: int, epsilons: Sequence[float] = EPSILONS,
     chosen = mechanisms_ or mechanisms()
     sets = workloads(points, n_queries, seed)
     actual = {name: true_counts(points, boxes) for name, boxes in sets.items()}
-    from polars_dp.workloads import relative_errors
-
     rows = []
     cells = [(name, eps, r) for eps in epsilons for name in chosen for r in range(repeats)]
     acc: dict[tuple[str, float, str], list[float]] = {}
