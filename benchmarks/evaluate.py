@@ -15,6 +15,7 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from benchmarks.evaluation import spatial_experiment as spatial
 from benchmarks.evaluation.progress import seeds
 
 EXPERIMENTS = ("privelet", "spatial", "sequences")
+Runner = Callable[[argparse.Namespace, "Config", "Path | None", Path], dict]
 
 
 @dataclass(frozen=True)
@@ -153,10 +155,18 @@ def run_privelet(args: argparse.Namespace, config: Config, folder: Path | None, 
 
 
 # ---------------------------------------------------------------------- spatial
-def run_spatial(args: argparse.Namespace, config: Config, folder: Path | None, out: Path) -> dict:
-    if folder is None:
-        print("  real data not found: skipping the spatial experiment")
-        return {"skipped": "no real data"}
+def needs_real_data(runner: Runner) -> Runner:
+    """Skip an experiment (with a message) when the real-data folder is absent."""
+    def run(args: argparse.Namespace, config: Config, folder: Path | None, out: Path) -> dict:
+        if folder is None:
+            print(f"  real data not found: skipping the {runner.__name__.removeprefix('run_')} experiment")
+            return {"skipped": "no real data"}
+        return runner(args, config, folder, out)
+    return run
+
+
+@needs_real_data
+def run_spatial(args: argparse.Namespace, config: Config, folder: Path, out: Path) -> dict:
     t0 = time.perf_counter()
     sets = [data.geonames(folder), data.flights(folder)]
     results = []
@@ -205,10 +215,8 @@ def run_spatial(args: argparse.Namespace, config: Config, folder: Path | None, o
 
 
 # ---------------------------------------------------------------------- sequences
-def run_sequences(args: argparse.Namespace, config: Config, folder: Path | None, out: Path) -> dict:
-    if folder is None:
-        print("  real data not found: skipping the sequence experiment")
-        return {"skipped": "no real data"}
+@needs_real_data
+def run_sequences(args: argparse.Namespace, config: Config, folder: Path, out: Path) -> dict:
     t0 = time.perf_counter()
     frame = data.msnbc(folder)
     results = sequences.run(frame, epsilons=config.sequence_epsilons, repeats=config.sequence_repeats,
@@ -229,7 +237,7 @@ def run_sequences(args: argparse.Namespace, config: Config, folder: Path | None,
         "the model's estimate (negative estimates clipped to 0).",
         f"Averaged over {config.sequence_repeats} model(s) per (mechanism, epsilon); truncation is "
         "exact and non-private (the same at every epsilon).",
-        "![msnbc](sequences_msnbc.png)",
+        "![msnbc](sequences_msnbc.png) ![msnbc TV](sequences_msnbc_tv.png)",
     ]
     write(out / "sequences.md", header("PrivTree: frequent strings of msnbc sessions", config, seconds,
                                        args.seed, notes) + "\n" + "\n\n".join(parts))

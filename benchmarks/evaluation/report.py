@@ -62,66 +62,52 @@ def _line(ax: Any, x: np.ndarray, y: np.ndarray, name: str) -> None:
     ax.plot(x, y, marker=marker, color=colour, label=name, linewidth=1.6, markersize=5)
 
 
-def plot_privelet(results: pl.DataFrame, path: Path, *, title: str) -> Path:
-    """Average square error against average coverage (log-log), one panel per epsilon."""
+def plot_panels(panels: Sequence[tuple[str, pl.DataFrame, str]], x: str, path: Path, *, title: str,
+                xlabel: str, ylabel: str, log_y: bool = True, ylim: tuple[float, float] | None = None,
+                legend_panel: int = -1) -> Path:
+    """One log-x panel per ``(panel title, results, y column)``: a line per mechanism."""
     plt = _pyplot()
-    epsilons = sorted(set(results["epsilon"].to_list()))
-    fig, axes = plt.subplots(1, len(epsilons), figsize=(3.6 * len(epsilons), 3.4), sharey=True,
-                             squeeze=False)
-    for ax, eps in zip(axes[0], epsilons, strict=True):
-        part = results.filter(pl.col("epsilon") == eps)
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels), 3.4), squeeze=False)
+    for ax, (panel_title, part, y) in zip(axes[0], panels, strict=True):
         for name in dict.fromkeys(part["mechanism"].to_list()):
-            m = part.filter(pl.col("mechanism") == name).sort("quintile")
-            _line(ax, m["coverage"].to_numpy(), m["square_error"].to_numpy(), name)
-        ax.set(xscale="log", yscale="log", title=f"ε = {eps:g}", xlabel="query coverage (quintile mean)")
-    axes[0][0].set_ylabel("average square error")
-    axes[0][-1].legend(fontsize=8, loc="upper left")
+            m = part.filter(pl.col("mechanism") == name).sort(x)
+            _line(ax, m[x].to_numpy(), m[y].to_numpy(), name)
+        ax.set(xscale="log", yscale="log" if log_y else "linear", title=panel_title, xlabel=xlabel)
+        if ylim is not None:
+            ax.set_ylim(*ylim)
+    axes[0][0].set_ylabel(ylabel)
+    axes[0][legend_panel].legend(fontsize=8)
     fig.suptitle(title, y=1.02)
     fig.savefig(path)
     plt.close(fig)
     return path
+
+
+def plot_privelet(results: pl.DataFrame, path: Path, *, title: str) -> Path:
+    """Average square error against average coverage (log-log), one panel per epsilon."""
+    panels = [(f"ε = {eps:g}", results.filter(pl.col("epsilon") == eps), "square_error")
+              for eps in sorted(set(results["epsilon"].to_list()))]
+    return plot_panels(panels, "coverage", path, title=title, xlabel="query coverage (quintile mean)",
+                       ylabel="average square error")
 
 
 def plot_spatial(results: pl.DataFrame, path: Path, *, title: str) -> Path:
     """Relative error against epsilon (log-log), one panel per query class."""
-    plt = _pyplot()
-    classes = list(dict.fromkeys(results["query_class"].to_list()))
-    fig, axes = plt.subplots(1, len(classes), figsize=(3.8 * len(classes), 3.4), squeeze=False)
-    for ax, cls in zip(axes[0], classes, strict=True):
-        part = results.filter(pl.col("query_class") == cls)
-        for name in dict.fromkeys(part["mechanism"].to_list()):
-            m = part.filter(pl.col("mechanism") == name).sort("epsilon")
-            _line(ax, m["epsilon"].to_numpy(), m["relative_error"].to_numpy(), name)
-        ax.set(xscale="log", yscale="log", title=f"{cls} queries", xlabel="ε")
-    axes[0][0].set_ylabel("average relative error")
-    axes[0][-1].legend(fontsize=8)
-    fig.suptitle(title, y=1.02)
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    panels = [(f"{cls} queries", results.filter(pl.col("query_class") == cls), "relative_error")
+              for cls in dict.fromkeys(results["query_class"].to_list())]
+    return plot_panels(panels, "epsilon", path, title=title, xlabel="ε", ylabel="average relative error")
 
 
 def plot_sequences(results: pl.DataFrame, path: Path, *, title: str) -> Path:
-    """Top-k precision (one panel per k) and TV distance against epsilon."""
-    plt = _pyplot()
-    metrics = [c for c in results.columns if c.startswith("precision@")] + ["tv_pairs"]
-    fig, axes = plt.subplots(1, len(metrics), figsize=(3.4 * len(metrics), 3.3), squeeze=False)
-    for ax, metric in zip(axes[0], metrics, strict=True):
-        for name in dict.fromkeys(results["mechanism"].to_list()):
-            m = results.filter(pl.col("mechanism") == name).sort("epsilon")
-            _line(ax, m["epsilon"].to_numpy(), m[metric].to_numpy(), name)
-        label = ("TV distance, length-2 strings" if metric == "tv_pairs"
-                 else f"top-{metric.split('@')[1]} precision")
-        ax.set(xscale="log", title=label, xlabel="ε")
-        if metric == "tv_pairs":
-            ax.set_yscale("log")
-        else:
-            ax.set_ylim(-0.03, 1.03)
-    axes[0][0].legend(fontsize=8)
-    fig.suptitle(title, y=1.02)
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    """Top-k precision (one panel per k) against epsilon; the TV distance is a second figure
+    (``<path stem>_tv.png``)."""
+    panels = [(f"top-{c.split('@')[1]} precision", results, c)
+              for c in results.columns if c.startswith("precision@")]
+    plot_panels(panels, "epsilon", path, title=title, xlabel="ε", ylabel="precision", log_y=False,
+                ylim=(-0.03, 1.03), legend_panel=0)
+    return plot_panels([("length-2 strings", results, "tv_pairs")], "epsilon",
+                       path.with_name(path.stem + "_tv.png"), title=title, xlabel="ε",
+                       ylabel="total variation distance")
 
 
 def plot_decomposition(leaves: pl.DataFrame, points: np.ndarray, columns: Sequence[str], path: Path,
@@ -136,9 +122,9 @@ def plot_decomposition(leaves: pl.DataFrame, points: np.ndarray, columns: Sequen
     corners = np.stack([np.stack([x0, y0], 1), np.stack([x1, y0], 1), np.stack([x1, y1], 1),
                         np.stack([x0, y1], 1), np.stack([x0, y0], 1)], axis=1)
     fig, ax = plt.subplots(figsize=(11, 5.8))
-    ax.scatter(points[:, 0], points[:, 1], s=0.15, color="tab:blue", alpha=0.35, linewidths=0,
+    ax.scatter(points[:, 0], points[:, 1], s=0.6, color="tab:blue", alpha=0.4, linewidths=0,
                rasterized=True)
-    ax.add_collection(LineCollection(corners, colors="black", linewidths=0.35))
+    ax.add_collection(LineCollection(corners, colors="black", linewidths=0.3))
     ax.set(xlim=(x0.min(), x1.max()), ylim=(y0.min(), y1.max()), xlabel=x, ylabel=y, title=title)
     ax.set_aspect("equal")
     ax.grid(False)
