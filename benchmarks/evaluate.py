@@ -273,6 +273,33 @@ def write_index(out: Path, config: Config, timings: dict[str, Any]) -> None:
     write(out / "README.md", "\n".join(lines))
 
 
+def headline(out: Path) -> str:
+    """The headline numbers, read back from the result CSVs present in ``out``."""
+    lines = ["# Headline numbers", "",
+             "Read from the tables of this folder; regenerate with `make evaluate`.", ""]
+    if (out / "privelet.csv").exists():
+        top = pl.read_csv(out / "privelet.csv").filter((pl.col("quintile") == 5) & (pl.col("epsilon") == 1.0))
+        for name in dict.fromkeys(top["dataset"].to_list()):
+            part = top.filter(pl.col("dataset") == name)
+            err = dict(zip(part["mechanism"], part["square_error"], strict=True))
+            lines.append(f"- Privelet, {name}, ε = 1, highest coverage quintile (mean coverage "
+                         f"{part['coverage'][0]:.2f}): Basic's average square error is "
+                         f"{err['Basic'] / err['Privelet+']:.0f}x Privelet+'s ({report.fmt(err['Basic'])} vs "
+                         f"{report.fmt(err['Privelet+'])}).")
+    if (out / "spatial.csv").exists():
+        at = pl.read_csv(out / "spatial.csv").filter(pl.col("epsilon") == 0.4)
+        for (name, cls), part in at.group_by(["dataset", "query_class"], maintain_order=True):
+            err = dict(zip(part["mechanism"], part["relative_error"], strict=True))
+            lines.append(f"- PrivTree, {name}, ε = 0.4, {cls} queries, relative error: "
+                         + ", ".join(f"{k} {report.fmt(v)}" for k, v in err.items()) + ".")
+    if (out / "sequences.csv").exists():
+        at = pl.read_csv(out / "sequences.csv").filter(pl.col("epsilon") == 1.6)
+        prec = dict(zip(at["mechanism"], at["precision@100"], strict=True))
+        lines.append("- msnbc, ε = 1.6, top-100 precision: "
+                     + ", ".join(f"{k} {v:.2f}" for k, v in prec.items()) + ".")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     config = QUICK if args.quick else FULL
@@ -293,6 +320,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.only:
         timings["total"] = round(time.perf_counter() - start)
     write_index(out, config, timings)
+    write(out / "headline.md", headline(out))
     return 0
 
 

@@ -152,3 +152,11 @@ def test_cli_without_real_data_skips_the_real_data_experiments(tmp_path, capsys)
     assert "Real datasets not found" in printed and "skipping the spatial experiment" in printed
     readme = (tmp_path / "README.md").read_text()
     assert "| quick | spatial | no real data |" in readme
+    assert (tmp_path / "headline.md").read_text().startswith("# Headline numbers")
+
+
+def test_headline_reads_the_ratio_from_the_tables(tmp_path):
+    rows = [{"dataset": "gss", "epsilon": 1.0, "quintile": 5, "coverage": 0.4, "mechanism": m,
+             "square_error": e} for m, e in (("Basic", 900.0), ("Privelet+", 30.0))]
+    pl.DataFrame(rows).write_csv(tmp_path / "privelet.csv")
+    assert "Basic's average square error is 30x Privelet+'s" in evaluate.headline(tmp_path)
