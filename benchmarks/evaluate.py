@@ -91,7 +91,7 @@ def privelet_tables(results: pl.DataFrame) -> str:
     for name in dict.fromkeys(results["dataset"].to_list()):
         part = results.filter(pl.col("dataset") == name)
         n = part["n"][0]
-        parts.append(f"## {name} (n = {n:,}; sanity bound s = {0.001 * n:,.1f})\n")
+        parts.append(f"\n## {name} (n = {n:,}; sanity bound s = {0.001 * n:,.1f})\n")
         chosen = part.select("mechanism", "untransformed").unique(maintain_order=True)
         parts.append("Untransformed attributes (S_A) per mechanism:\n\n" + report.markdown_table(chosen))
         top = part.filter(pl.col("quintile") == 5)

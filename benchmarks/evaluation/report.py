@@ -64,10 +64,11 @@ def _line(ax: Any, x: np.ndarray, y: np.ndarray, name: str) -> None:
 
 def plot_panels(panels: Sequence[tuple[str, pl.DataFrame, str]], x: str, path: Path, *, title: str,
                 xlabel: str, ylabel: str, log_y: bool = True, ylim: tuple[float, float] | None = None,
-                legend_panel: int = -1) -> Path:
+                legend_panel: int = -1, share_y: bool = False) -> Path:
     """One log-x panel per ``(panel title, results, y column)``: a line per mechanism."""
     plt = _pyplot()
-    fig, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels), 3.4), squeeze=False)
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels), 3.4), squeeze=False,
+                             sharey=share_y)
     for ax, (panel_title, part, y) in zip(axes[0], panels, strict=True):
         for name in dict.fromkeys(part["mechanism"].to_list()):
             m = part.filter(pl.col("mechanism") == name).sort(x)
@@ -88,7 +89,7 @@ def plot_privelet(results: pl.DataFrame, path: Path, *, title: str) -> Path:
     panels = [(f"ε = {eps:g}", results.filter(pl.col("epsilon") == eps), "square_error")
               for eps in sorted(set(results["epsilon"].to_list()))]
     return plot_panels(panels, "coverage", path, title=title, xlabel="query coverage (quintile mean)",
-                       ylabel="average square error")
+                       ylabel="average square error", share_y=True)
 
 
 def plot_spatial(results: pl.DataFrame, path: Path, *, title: str) -> Path:
