@@ -215,11 +215,15 @@ def _answers(release: GridRelease, name: str, axes: list[_Axis], queries: str, w
 
 
 # ---------------------------------------------------------------------- registration
-def _check_name(name: str, release: GridRelease) -> None:
+def _check_identifier(name: str) -> None:
     if not isinstance(name, str) or not _IDENTIFIER.match(name):
         raise ParameterError(
             f"name must be a plain SQL identifier (letters, digits, underscore), got {name!r}"
         )
+
+
+def _check_name(name: str, release: GridRelease) -> None:
+    _check_identifier(name)
     clash = {"cell", "prefix"} & {c.lower() for c in release._table(0, 1).schema.names}
     if clash:
         raise ParameterError(
@@ -382,8 +386,7 @@ def register_tree(con: Any, name: str, release: Any) -> Any:
     Answers use the same uniformity assumption as ``release.range_counts``: a leaf adds
     ``count * vol(leaf ∩ box) / vol(leaf)``.
     """
-    if not isinstance(name, str) or not _IDENTIFIER.match(name):
-        raise ParameterError(f"name must be a plain SQL identifier (letters, digits, underscore), got {name!r}")
+    _check_identifier(name)
     source, meta_source = f"__pdp_source_{name}", f"__pdp_meta_{name}"
     params = ", ".join(f"{ident(f'{c}_{side}')} := NULL" for c in release.columns for side in ("lo", "hi"))
     single_source = "(SELECT 0 AS id, " + ", ".join(
@@ -412,8 +415,7 @@ def register_tree(con: Any, name: str, release: Any) -> Any:
 def to_arrow(con: Any, name: str) -> pa.Table:
     """The release table ``name`` as Arrow (in release order, without ``cell``/``prefix``/``leaf``),
     with its ``polars_dp.*`` schema metadata re-attached from ``name_meta``."""
-    if not isinstance(name, str) or not _IDENTIFIER.match(name):
-        raise ParameterError(f"name must be a plain SQL identifier, got {name!r}")
+    _check_identifier(name)
     try:
         rows = con.execute(f"SELECT key, value FROM {ident(name + '_meta')}").fetchall()
         order = "leaf" if dict(rows).get("release_type") == "tree" else "cell"
