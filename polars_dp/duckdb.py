@@ -1,4 +1,6 @@
-"""Query a grid release with SQL in DuckDB: a native table plus range-count table macros.
+"""Query a release with SQL in DuckDB: a native table plus range-count table macros.
+
+Spatial tree releases (PrivTree, UG, AG): see :func:`register_tree`.  Grid releases:
 
 ``register(con, name, release)`` (or ``release.to_duckdb(con, name)``) creates
 
@@ -213,11 +215,15 @@ def _answers(release: GridRelease, name: str, axes: list[_Axis], queries: str, w
 
 
 # ---------------------------------------------------------------------- registration
-def _check_name(name: str, release: GridRelease) -> None:
+def _check_identifier(name: str) -> None:
     if not isinstance(name, str) or not _IDENTIFIER.match(name):
         raise ParameterError(
             f"name must be a plain SQL identifier (letters, digits, underscore), got {name!r}"
         )
+
+
+def _check_name(name: str, release: GridRelease) -> None:
+    _check_identifier(name)
     clash = {"cell", "prefix"} & {c.lower() for c in release._table(0, 1).schema.names}
     if clash:
         raise ParameterError(
@@ -275,63 +281,147 @@ def _lookup_tables(con: Any, release: GridRelease, axes: list[_Axis]) -> None:
             _small_table(con, f"__pdp_factors_{k}", ax.factors_table(), data)
 
 
-def register(con: Any, name: str, release: GridRelease) -> Any:
+def _metadata_table(release: Release) -> pa.Table:
+    meta = read_metadata(attach_metadata(pa.table({}), release.metadata()))
+    return pa.table({"key": list(meta), "value": list(meta.values())})
+
+
+def _comment(release: Release, name: str) -> str:
+    extra = f", noise_scale={release.noise_scale}" if isinstance(release, GridRelease) else ""
+    return literal(f"polars-dp {release.release_type} release: mechanism={release.mechanism}, "
+                   f"epsilon={release.epsilon}, neighbours={release.neighbours}{extra}; "
+                   f"metadata in {name}_meta")
+
+
+def _in_transaction(con: Any, views: dict[str, Any], build: Any) -> None:
+    """Register ``views``, run ``build()`` and commit; on any error roll back and drop the views,
+    so a failed registration leaves nothing half-made in the connection."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        for view, data in views.items():
+            con.register(view, data)
+        build()
+        for view in views:
+            con.unregister(view)
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        for view in views:
+            with contextlib.suppress(Exception):  # the view may be gone already
+                con.unregister(view)
+        raise
+
+
+def register(con: Any, name: str, release: Release) -> Any:
     """Create the table, metadata, lookup tables and macros of ``release`` in ``con`` (see the
-    module doc); all in one transaction.  Returns the DuckDB relation of the table ``name``."""
+    module doc); all in one transaction.  Returns the DuckDB relation of the table ``name``.
+
+    A :class:`~polars_dp.TreeRelease` (PrivTree, UG, AG) gets a leaf table and box macros
+    instead (see :func:`register_tree`).
+    """
+    from polars_dp.tree_release import TreeRelease
+
+    if isinstance(release, TreeRelease):
+        return register_tree(con, name, release)
     if not isinstance(release, GridRelease):
-        raise ParameterError(f"register expects a GridRelease, got {type(release).__name__}")
+        raise ParameterError(f"register expects a GridRelease or TreeRelease, got {type(release).__name__}")
     _check_name(name, release)
     axes = [_Axis(release, name, k) for k in range(len(release.attributes))]
-    meta = read_metadata(attach_metadata(pa.table({}), release.metadata()))
-    meta_table = pa.table({"key": list(meta), "value": list(meta.values())})
     schema, batches = _cell_batches(release)
     source, meta_source = f"__pdp_source_{name}", f"__pdp_meta_{name}"
     preserve = con.execute("SELECT current_setting('preserve_insertion_order')").fetchall()[0][0]
-    comment = (f"polars-dp grid release: mechanism={release.mechanism}, epsilon={release.epsilon}, "
-               f"neighbours={release.neighbours}, noise_scale={release.noise_scale}; "
-               f"metadata in {name}_meta")
     params = ", ".join(f"{ident(c)} := NULL" for ax in axes for c in ax.columns)
     single_source = "(SELECT 0 AS id, " + ", ".join(
         f"{ident(c)} AS {ident(c)}" for ax in axes for c in ax.columns) + ")"
-    batch_where = "' (query id=' || coalesce(CAST(q.id AS VARCHAR), 'NULL') || ')'"
-    con.execute("BEGIN TRANSACTION")
-    try:
-        con.register(source, pa.RecordBatchReader.from_batches(schema, batches))
-        con.register(meta_source, meta_table)
+
+    def build() -> None:
         con.execute(render("grid_register.sql", table=ident(name), source=ident(source),
                            order_by="" if preserve else " ORDER BY cell",
                            meta_table=ident(f"{name}_meta"), meta_source=ident(meta_source),
-                           comment=literal(comment)))
-        con.unregister(source)
-        con.unregister(meta_source)
+                           comment=_comment(release, name)))
         _lookup_tables(con, release, axes)
         con.execute(render(
             "grid_macros.sql", name=name,
             single_macro=ident(f"{name}_range_count"), batch_macro=ident(f"{name}_range_counts"),
             parameters=params,
             single_answers=_answers(release, name, axes, single_source, "''"),
-            batch_answers=_answers(release, name, axes, "query_table(queries)", batch_where),
+            batch_answers=_answers(release, name, axes, "query_table(queries)", _BATCH_WHERE),
         ))
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        for view in (source, meta_source):
-            with contextlib.suppress(Exception):  # the view may be gone already
-                con.unregister(view)
-        raise
+
+    _in_transaction(con, {source: pa.RecordBatchReader.from_batches(schema, batches),
+                          meta_source: _metadata_table(release)}, build)
+    return con.table(name)
+
+
+_BATCH_WHERE = "' (query id=' || coalesce(CAST(q.id AS VARCHAR), 'NULL') || ')'"
+
+
+def _tree_answers(release: Any, name: str, queries: str, where: str) -> str:
+    cols, box = release.columns, release.box
+    bounds, fractions, overlap, typed = [], [], [], []
+    for k, c in enumerate(cols):
+        lo, hi = ident(f"{c}_lo"), ident(f"{c}_hi")
+        typed += [f"NULL::DOUBLE AS {lo}", f"NULL::DOUBLE AS {hi}"]
+        qlo, qhi = f"coalesce(q.{lo}, {float(box.lo[k])!r})", f"coalesce(q.{hi}, {float(box.hi[k])!r})"
+        bounds.append(
+            f"CASE WHEN {qlo} > {qhi} THEN error({literal(c + ': lo=')} || {qlo} || ' > hi=' || {qhi} "
+            f"|| {literal('; the range is empty')} || {where}) ELSE {qlo} END AS lo{k}, {qhi} AS hi{k}")
+        fractions.append(f"(least(t.{hi}, box.hi{k}) - greatest(t.{lo}, box.lo{k})) / (t.{hi} - t.{lo})")
+        overlap.append(f"t.{hi} > box.lo{k} AND t.{lo} < box.hi{k}")
+    return render("tree_answers.sql", table=ident(name), queries=queries, typed_columns=", ".join(typed),
+                  bounds=",\n           ".join(bounds), fractions=" * ".join(fractions),
+                  overlap=" AND ".join(overlap))
+
+
+def register_tree(con: Any, name: str, release: Any) -> Any:
+    """Register a spatial :class:`~polars_dp.TreeRelease` in ``con``, in one transaction:
+
+    * ``name``: one row per leaf (``<col>_lo``, ``<col>_hi``, ``depth``, ``count``, and the
+      leaf's position ``leaf`` in the release);
+    * ``name_meta(key, value)`` and a table comment, as for grid releases;
+    * ``name_range_count(<col>_lo := ..., <col>_hi := ...)``: one row (``count``);
+    * ``name_range_counts(boxes_table)``: ``id``, ``count`` per box of a table with an ``id``
+      column and ``<col>_lo`` / ``<col>_hi`` columns (missing or NULL = the whole range).
+
+    Answers use the same uniformity assumption as ``release.range_counts``: a leaf adds
+    ``count * vol(leaf ∩ box) / vol(leaf)``.
+    """
+    _check_identifier(name)
+    source, meta_source = f"__pdp_source_{name}", f"__pdp_meta_{name}"
+    params = ", ".join(f"{ident(f'{c}_{side}')} := NULL" for c in release.columns for side in ("lo", "hi"))
+    single_source = "(SELECT 0 AS id, " + ", ".join(
+        f"{ident(f'{c}_{side}')} AS {ident(f'{c}_{side}')}" for c in release.columns
+        for side in ("lo", "hi")) + ")"
+
+    def build() -> None:
+        con.execute(render("tree_register.sql", table=ident(name), source=ident(source),
+                           meta_table=ident(f"{name}_meta"), meta_source=ident(meta_source),
+                           comment=_comment(release, name)))
+        con.execute(render(
+            "tree_macros.sql", name=name,
+            single_macro=ident(f"{name}_range_count"), batch_macro=ident(f"{name}_range_counts"),
+            parameters=params,
+            single_answers=_tree_answers(release, name, single_source, "''"),
+            batch_answers=_tree_answers(release, name, "query_table(queries)", _BATCH_WHERE),
+        ))
+
+    leaves = release._table()
+    leaves = leaves.append_column("leaf", pa.array(np.arange(leaves.num_rows, dtype=np.int64)))
+    _in_transaction(con, {source: leaves, meta_source: _metadata_table(release)}, build)
     return con.table(name)
 
 
 # ---------------------------------------------------------------------- reading back
 def to_arrow(con: Any, name: str) -> pa.Table:
-    """The release table ``name`` as Arrow (sorted by cell, without ``cell``/``prefix``),
+    """The release table ``name`` as Arrow (in release order, without ``cell``/``prefix``/``leaf``),
     with its ``polars_dp.*`` schema metadata re-attached from ``name_meta``."""
-    if not isinstance(name, str) or not _IDENTIFIER.match(name):
-        raise ParameterError(f"name must be a plain SQL identifier, got {name!r}")
+    _check_identifier(name)
     try:
         rows = con.execute(f"SELECT key, value FROM {ident(name + '_meta')}").fetchall()
+        order = "leaf" if dict(rows).get("release_type") == "tree" else "cell"
+        hidden = "leaf" if order == "leaf" else "cell, prefix"
         table = con.sql(
-            f"SELECT * EXCLUDE (cell, prefix) FROM {ident(name)} ORDER BY cell").to_arrow_table()
+            f"SELECT * EXCLUDE ({hidden}) FROM {ident(name)} ORDER BY {order}").to_arrow_table()
     except Exception as exc:  # duckdb.CatalogException and friends
         raise ReleaseFormatError(
             f"{name!r} is not a polars-dp release registered in this connection: {exc}"
@@ -344,5 +434,5 @@ def read_release(con: Any, name: str) -> Release:
     return _read_arrow_release(to_arrow(con, name))
 
 
-__all__ = ["BATCH_CELLS", "MAX_FACTOR_ROWS", "ident", "literal", "read_release", "register", "render",
-           "sql_dir", "to_arrow"]
+__all__ = ["BATCH_CELLS", "MAX_FACTOR_ROWS", "ident", "literal", "read_release", "register",
+           "register_tree", "render", "sql_dir", "to_arrow"]

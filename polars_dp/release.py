@@ -151,6 +151,12 @@ class Release:
         """Write the release (with metadata) to Parquet atomically; returns the path."""
         return write_table_atomic(self.to_arrow(), path, compression=compression)
 
+    def to_duckdb(self, con: Any, name: str) -> Any:
+        """Register this release in a DuckDB connection: a native table ``name``, its metadata
+        and range-count table macros; see :func:`polars_dp.duckdb.register`."""
+        from polars_dp.duckdb import register
+        return register(con, name, self)
+
     @classmethod
     def from_arrow(cls, table: pa.Table) -> Release:
         raise NotImplementedError
@@ -405,11 +411,6 @@ class GridRelease(Release):
         if std:
             out["std"] = np.sqrt(self.range_variance(starts, stops))
         return frame.with_columns(pl.Series(name, values) for name, values in out.items())
-
-    def to_duckdb(self, con: Any, name: str) -> Any:
-        """Register this release in a DuckDB connection; see :func:`polars_dp.duckdb.register`."""
-        from polars_dp.duckdb import register
-        return register(con, name, self)
 
     def __repr__(self) -> str:
         dims = " x ".join(f"{a.column}:{a.n_cells}" for a in self.attributes)

@@ -282,3 +282,36 @@ def test_workload_bad_parameters():
         random_workload([pdp.Ordinal("a", 0, 9)], -1)
     with pytest.raises(pdp.ParameterError):
         random_workload([pdp.Ordinal("a", 0, 9)], 5, max_predicates=0)
+
+
+def test_privelet_std_matches_empirical_noise():
+    """1,000 seeded Privelet+ releases; per query, the sample variance of the errors vs std**2.
+
+    Each answer's noise is a linear combination of independent Laplace draws, whose excess
+    kurtosis is at most Laplace's (3), so Var(s^2) <= (2 + 3) sigma^4 / R (CLT).  Bonferroni
+    over the queries keeps the false-failure probability at ALPHA.
+    """
+    occ = pdp.Hierarchy.from_dict({"office": ["clerk", "typist", "manager"], "field": ["driver", "farmer"],
+                                   "other": ["artist"]})
+    attrs = [pdp.Ordinal("age", 0, 12), pdp.Nominal("occ", occ), pdp.Nominal("sex", categories=["f", "m"])]
+    rng = np.random.default_rng(5)
+    frame = pl.DataFrame({"age": rng.integers(0, 13, 300), "occ": rng.choice(list(occ.leaves), 300),
+                          "sex": rng.choice(["f", "m"], 300)})
+    queries = pl.DataFrame({
+        "age_lo": [0, 3, None, 5, 0, 12], "age_hi": [12, 9, None, 5, 6, 12],
+        "occ": [None, "office", "farmer", "field", "clerk", None],
+        "sex": [None, None, "m", None, "f", "f"],
+    })
+    exact = pdp.GridRelease(pdp.counts.frequency_matrix(frame, attrs), attrs, mechanism="none",
+                            epsilon=1.0, neighbours="replace", noise_scale=1.0
+                            ).range_counts(queries)["count"].to_numpy()
+    reps = 1000
+    errors = np.empty((reps, queries.height))
+    for seed in range(reps):
+        r = frame.dp.privelet(attrs, epsilon=1.0, untransformed=["sex"], seed=seed)
+        answers = r.range_counts(queries, std=True)
+        errors[seed] = answers["count"].to_numpy() - exact
+    sigma2 = answers["std"].to_numpy() ** 2
+    assert r.transformed == ("age", "occ")
+    z = (errors.var(axis=0) - sigma2) / (sigma2 * math.sqrt(5 / reps))
+    assert np.all(np.abs(z) < stats.norm.isf(ALPHA / (2 * queries.height)))

@@ -1,0 +1,55 @@
+from __future__ import annotations
+
+import duckdb
+import numpy as np
+import polars as pl
+import pytest
+
+import polars_dp as pdp
+
+COLUMNS = ["x", "y"]
+BOUNDS = [(0.0, 100.0), (-50.0, 50.0)]
+
+
+@pytest.fixture(scope="module")
+def points() -> pl.DataFrame:
+    rng = np.random.default_rng(4)
+    n = 20_000
+    x = np.clip(rng.normal(30, 8, n), 0, 100)
+    y = np.clip(rng.normal(10, 15, n), -50, 50)
+    return pl.DataFrame({"x": x, "y": y})
+
+
+@pytest.fixture(scope="module", params=["privtree", "uniform_grid", "adaptive_grid"])
+def release(request, points) -> pdp.TreeRelease:
+    kwargs = {} if request.param == "privtree" else {"n": points.height}
+    return getattr(points.dp, request.param)(COLUMNS, bounds=BOUNDS, epsilon=1.0, seed=2, **kwargs)
+
+
+def test_sql_answers_equal_python(release):
+    con = duckdb.connect()
+    release.to_duckdb(con, "pts")
+    boxes = pdp.random_boxes(COLUMNS, BOUNDS, 300, volume="medium", seed=1)
+    boxes = boxes.with_columns(pl.Series("id", np.arange(boxes.height)))
+    con.register("boxes", boxes.to_arrow())
+    got = con.sql("SELECT * FROM pts_range_counts('boxes') ORDER BY id").pl()
+    want = release.range_counts(boxes.drop("id"))
+    assert got.height == boxes.height
+    np.testing.assert_allclose(got["count"].to_numpy(), want, rtol=1e-6, atol=1e-6)
+    single = con.sql("SELECT count FROM pts_range_count(x_lo := 20, x_hi := 40, y_hi := 0)").fetchall()
+    assert single[0][0] == pytest.approx(release.range_count(x=(20, 40), y=(-50, 0)), rel=1e-9, abs=1e-9)
+    whole = con.sql("SELECT count FROM pts_range_count()").fetchall()[0][0]
+    assert whole == pytest.approx(release.count.sum(), rel=1e-9)
+    plain = con.sql("SELECT sum(count) FROM pts").fetchall()[0][0]
+    assert plain == pytest.approx(whole, rel=1e-9)
+
+
+def test_sql_round_trip_and_errors(release):
+    con = duckdb.connect()
+    pdp.duckdb.register(con, "pts", release)
+    back = pdp.duckdb.read_release(con, "pts")
+    assert back == release
+    with pytest.raises(duckdb.Error, match="x: lo=40.0 > hi=20.0"):
+        con.sql("SELECT * FROM pts_range_count(x_lo := 40, x_hi := 20)").fetchall()
+    with pytest.raises(pdp.ParameterError, match="plain SQL identifier"):
+        pdp.duckdb.register(con, "bad name", release)
