@@ -10,7 +10,7 @@ post-processing of the mechanism's output; the release holds no reference to the
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -112,9 +112,15 @@ class TreeRelease(Release):
         return cls(box, lo, hi, depth, count, layout=layout, codes=codes, **common)
 
     # ------------------------------------------------------------------ queries
-    def _query_arrays(self, boxes: Any) -> tuple[np.ndarray, np.ndarray]:
-        frame = boxes if isinstance(boxes, pl.DataFrame) else pl.DataFrame(boxes)
-        known = {f"{c}_{s}" for c in self.box.columns for s in ("lo", "hi")}
+    @staticmethod
+    def _as_frame(boxes: Any) -> pl.DataFrame:
+        if isinstance(boxes, pl.LazyFrame):
+            return boxes.collect()
+        return boxes if isinstance(boxes, pl.DataFrame) else pl.DataFrame(boxes)
+
+    def _query_arrays(self, boxes: Any, passthrough: Iterable[str] = ()) -> tuple[np.ndarray, np.ndarray]:
+        frame = self._as_frame(boxes)
+        known = {f"{c}_{s}" for c in self.box.columns for s in ("lo", "hi")} | set(passthrough)
         unknown = [c for c in frame.columns if c not in known]
         if unknown:
             raise QueryError(f"query column {unknown[0]!r} is not one of {sorted(known)}")
@@ -138,14 +144,21 @@ class TreeRelease(Release):
             raise QueryError(f"query {int(bad[0])} has lo > hi; every range must be (lo, hi) with lo <= hi")
         return q_lo, q_hi
 
-    def range_counts(self, boxes: Any) -> np.ndarray:
-        """Noisy counts of many boxes at once.
+    def range_counts(self, boxes: Any, *, passthrough: Iterable[str] = ("id",)) -> pl.DataFrame:
+        """Noisy counts of many boxes at once: ``boxes`` with a ``count`` column added.
 
         ``boxes``: a Polars frame (or anything ``pl.DataFrame`` accepts) with ``<col>_lo`` /
-        ``<col>_hi`` columns (closed ranges; a missing column means the whole declared range).
-        Each leaf contributes its count times the fraction of its volume inside the box.
+        ``<col>_hi`` columns (closed ranges; a missing column means the whole declared range)
+        and optionally the ``passthrough`` columns (e.g. an ``id``), kept as they are.  Each
+        leaf contributes its count times the fraction of its volume inside the box (the same
+        shape of answer as :meth:`GridRelease.range_counts`).
         """
-        q_lo, q_hi = self._query_arrays(boxes)
+        frame = self._as_frame(boxes)
+        return frame.with_columns(pl.Series("count", self.range_sums(frame, passthrough=passthrough)))
+
+    def range_sums(self, boxes: Any, *, passthrough: Iterable[str] = ("id",)) -> np.ndarray:
+        """The answers of :meth:`range_counts` as a float64 numpy array (one per box)."""
+        q_lo, q_hi = self._query_arrays(boxes, passthrough)
         kind = self.layout["kind"]
         if kind == "morton":
             layout = MortonLayout(self.box.d, int(self.layout["bits"]), int(self.layout["split_bits"]))
@@ -192,7 +205,7 @@ class TreeRelease(Release):
             query[f"{col}_lo"], query[f"{col}_hi"] = [float(pred[0])], [float(pred[1])]
         if not query:
             return float(self.count.sum())
-        return float(self.range_counts(query)[0])
+        return float(self.range_sums(query)[0])
 
     def _payload_equal(self, other: Release) -> bool:
         return isinstance(other, TreeRelease) and self._table().equals(other._table())

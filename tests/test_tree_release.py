@@ -71,11 +71,14 @@ def test_range_counts_equal_the_brute_force_uniformity_sum(mechanism, d, kw):
     q_lo[5:10], q_hi[5:10] = -5.0, 5.0  # the whole box
     sides = (("lo", q_lo), ("hi", q_hi))
     boxes = pl.DataFrame({f"c{j}_{s}": arr[:, j] for j in range(d) for s, arr in sides})
-    got = r.range_counts(boxes)
+    got = r.range_sums(boxes)
     expected = brute_force_answers(r, q_lo, q_hi)
     np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-6 * np.abs(r.count).sum())
     np.testing.assert_allclose(got[5:10], r.count.sum(), rtol=1e-12)
     assert r.range_count() == pytest.approx(r.count.sum())
+    framed = r.range_counts(boxes.with_row_index("id").lazy())
+    assert framed.columns == ["id", *boxes.columns, "count"]
+    np.testing.assert_array_equal(framed["count"].to_numpy(), got)
     one = {f"c{j}": (float(q_lo[20, j]), float(q_hi[20, j])) for j in range(d)}
     assert r.range_count(**one) == pytest.approx(expected[20], rel=1e-9, abs=1e-6 * np.abs(r.count).sum())
 
@@ -87,7 +90,7 @@ def test_range_counts_are_close_to_the_truth_with_a_large_budget():
     truth = exact_range_counts(df, ["c0", "c1"], bounds, boxes)
     for mechanism in ("privtree", "uniform_grid", "adaptive_grid"):
         r = getattr(df.dp, mechanism)(["c0", "c1"], bounds=bounds, epsilon=50.0, seed=5)
-        err = relative_errors(r.range_counts(boxes), truth, df.height)
+        err = relative_errors(r.range_sums(boxes), truth, df.height)
         assert np.median(err) < 0.05, mechanism
 
 
@@ -103,7 +106,7 @@ def test_arrow_metadata_and_parquet_round_trip(tmp_path):
         back = pdp.read_release(path)
         assert isinstance(back, pdp.TreeRelease) and back == rel
         boxes = random_boxes(rel.columns, [(-5, 5)] * 2, 50, volume="medium", seed=1)
-        np.testing.assert_array_equal(back.range_counts(boxes), rel.range_counts(boxes))
+        np.testing.assert_array_equal(back.range_sums(boxes), rel.range_sums(boxes))
 
 
 def test_query_errors():
