@@ -17,6 +17,9 @@ def test_demo_prints_releases_and_range_counts(capsys):
     assert true == 1_414_593
     assert abs(basic - true) < 6 * basic_std  # Laplace tail beyond 6 std: p < 3e-4
     assert "untransformed=['age']" in out
+    row = next(line for line in out.splitlines() if line.startswith("southern hemisphere"))
+    true, tree, grid = (float(x.replace(",", "")) for x in row.split()[-3:])
+    assert abs(tree - true) < 0.05 * true and abs(grid - true) < 0.05 * true
 
 
 def test_public_names_resolve():
