@@ -23,7 +23,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 
 bench: $(STAMP)
-	$(BIN)/python -m benchmarks
+	$(BIN)/python -m benchmarks $(ARGS)
 
 evaluate: $(STAMP)
 	$(BIN)/python benchmarks/evaluate.py
