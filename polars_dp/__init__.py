@@ -13,6 +13,7 @@ except PackageNotFoundError:  # running from a source tree
     __version__ = "0.1.0"
 
 from polars_dp import namespace as _namespace  # noqa: F401  (registers df.dp / lf.dp)
+from polars_dp.budget import Accountant
 from polars_dp.domain import Attribute, Nominal, Ordinal
 from polars_dp.errors import (
     BudgetExceededError,
@@ -43,6 +44,7 @@ from polars_dp.tree_release import TreeRelease
 from polars_dp.workloads import random_workload
 
 __all__ = [
+    "Accountant",
     "Attribute",
     "BudgetExceededError",
     "ColumnNotFoundError",

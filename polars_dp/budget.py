@@ -1,0 +1,89 @@
+"""A privacy accountant: refuses to spend past a total epsilon (sequential composition).
+
+Releasing ``k`` mechanisms that are ``epsilon_i``-DP on the same data is
+``sum(epsilon_i)``-DP (basic sequential composition; Dwork & Roth 2014, Thm. 3.16), for one
+neighbour relation.  The accountant checks the budget *before* a mechanism touches the
+data, so a refused release reads nothing.
+
+>>> acct = pdp.Accountant(total=1.0, neighbours="replace")          # doctest: +SKIP
+>>> cube = acct.run(df.dp.privelet, attrs, epsilon=0.6)              # doctest: +SKIP
+>>> acct.run(df.dp.basic, attrs, epsilon=0.6)                        # doctest: +SKIP
+BudgetExceededError: ...
+
+Releases under different neighbour relations do not compose directly (an ``epsilon``-DP
+release under ``add_remove`` is ``2 epsilon``-DP under ``replace``); the accountant keeps to
+one relation and refuses the other.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from polars_dp.errors import BudgetExceededError, ParameterError
+from polars_dp.noise import check_epsilon, check_neighbours
+
+#: Spending within this relative slack of the total is allowed (float sums of e.g. 0.1 + 0.2).
+_SLACK = 1e-9
+
+
+@dataclass
+class Accountant:
+    """Tracks the epsilon spent on one dataset under one neighbour relation.
+
+    ``run(mechanism, *args, epsilon=..., **kwargs)`` checks that ``epsilon`` fits in what is
+    left, runs the mechanism with ``neighbours`` set to the accountant's relation, and
+    records the release.  ``ledger`` lists ``(mechanism, epsilon)`` of every release.
+    """
+
+    total: float
+    neighbours: str = "replace"
+    ledger: list[tuple[str, float]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.total = check_epsilon(self.total, "total")
+        check_neighbours(self.neighbours)
+
+    @property
+    def spent(self) -> float:
+        return math.fsum(eps for _, eps in self.ledger)
+
+    @property
+    def remaining(self) -> float:
+        return max(0.0, self.total - self.spent)
+
+    def charge(self, epsilon: float, label: str) -> None:
+        """Record ``epsilon`` for ``label``; raise BudgetExceededError (recording nothing) if it
+        does not fit."""
+        epsilon = check_epsilon(epsilon)
+        if self.spent + epsilon > self.total * (1 + _SLACK):
+            raise BudgetExceededError(
+                f"{label} asks for epsilon={epsilon:g} but only {self.remaining:g} of the total "
+                f"{self.total:g} is left (spent {self.spent:g} on {len(self.ledger)} release(s)); "
+                "lower epsilon or stop releasing from this data"
+            )
+        self.ledger.append((label, epsilon))
+
+    def run(self, mechanism: Callable[..., Any], *args: Any, epsilon: float, **kwargs: Any) -> Any:
+        """Charge ``epsilon``, then call ``mechanism(*args, epsilon=epsilon, neighbours=..., **kwargs)``.
+
+        If the mechanism raises (bad input), the charge is taken back: it returned no output.
+        """
+        given = kwargs.pop("neighbours", self.neighbours)
+        if given != self.neighbours:
+            raise ParameterError(
+                f"this accountant composes releases under neighbours={self.neighbours!r}; "
+                f"got neighbours={given!r}"
+            )
+        label = getattr(mechanism, "__name__", repr(mechanism))
+        self.charge(epsilon, label)
+        try:
+            return mechanism(*args, epsilon=epsilon, neighbours=self.neighbours, **kwargs)
+        except BaseException:
+            self.ledger.pop()
+            raise
+
+
+__all__ = ["Accountant"]

@@ -1,0 +1,46 @@
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+import polars_dp as pdp
+
+ATTRS = [pdp.Ordinal("a", 0, 9)]
+
+
+@pytest.fixture
+def frame() -> pl.DataFrame:
+    return pl.DataFrame({"a": [1, 2, 3, 9]})
+
+
+def test_accountant_composes_and_refuses_past_the_total(frame):
+    acct = pdp.Accountant(total=1.0)
+    r1 = acct.run(frame.dp.basic, ATTRS, epsilon=0.3, seed=1)
+    r2 = acct.run(pdp.privelet, frame, ATTRS, epsilon=0.7, seed=2)
+    assert (r1.epsilon, r2.epsilon) == (0.3, 0.7)
+    assert r1.neighbours == r2.neighbours == "replace"
+    assert acct.spent == pytest.approx(1.0) and acct.remaining == 0.0
+    assert [label for label, _ in acct.ledger] == ["basic", "privelet"]
+    with pytest.raises(pdp.BudgetExceededError, match="only 0 of the total 1 is left"):
+        acct.run(frame.dp.basic, ATTRS, epsilon=0.01)
+    assert len(acct.ledger) == 2
+
+
+def test_float_sums_that_equal_the_total_fit(frame):
+    acct = pdp.Accountant(total=0.3)
+    acct.run(frame.dp.basic, ATTRS, epsilon=0.1)
+    acct.run(frame.dp.basic, ATTRS, epsilon=0.2)  # 0.1 + 0.2 = 0.30000000000000004
+    assert len(acct.ledger) == 2
+
+
+def test_failed_release_is_refunded_and_relations_do_not_mix(frame):
+    acct = pdp.Accountant(total=1.0, neighbours="add_remove")
+    with pytest.raises(pdp.DomainError):
+        acct.run(pl.DataFrame({"a": [99]}).dp.basic, ATTRS, epsilon=0.5)
+    assert acct.spent == 0.0
+    r = acct.run(frame.dp.basic, ATTRS, epsilon=0.5)
+    assert r.neighbours == "add_remove" and r.noise_scale == 2.0
+    with pytest.raises(pdp.ParameterError, match="neighbours='add_remove'"):
+        acct.run(frame.dp.basic, ATTRS, epsilon=0.1, neighbours="replace")
+    with pytest.raises(pdp.ParameterError, match="total"):
+        pdp.Accountant(total=0)
