@@ -23,11 +23,18 @@ from polars_dp.spatial import Box, MortonLayout, overlap_fraction
 
 
 def morton_tree_sums(leaf_starts: np.ndarray, leaf_counts: np.ndarray, layout: MortonLayout, box: Box,
-                     q_lo: np.ndarray, q_hi: np.ndarray) -> np.ndarray:
-    """Answers for queries ``[q_lo, q_hi]`` (shape ``(Q, d)``) over leaves sorted by first code."""
+                     q_lo: np.ndarray, q_hi: np.ndarray, *, weight_squares: bool = False
+                     ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+    """Answers for queries ``[q_lo, q_hi]`` (shape ``(Q, d)``) over leaves sorted by first code.
+
+    With ``weight_squares``, also ``sum over leaves of w^2`` per query, ``w`` being the weight
+    of a leaf's count in the answer (1 inside the box, the overlapped fraction at its edge):
+    the variance of the answer is that times the variance of one leaf's noise.
+    """
     n_q = q_lo.shape[0]
     cum = np.concatenate([[0.0], np.cumsum(leaf_counts, dtype=np.float64)])
     answers = np.zeros(n_q)
+    squares = np.zeros(n_q)
     qi = np.arange(n_q)
     prefix = np.zeros(n_q, dtype=np.int64)
     lo = np.broadcast_to(box.lo, (n_q, layout.d)).copy()
@@ -48,6 +55,9 @@ def morton_tree_sums(leaf_starts: np.ndarray, leaf_counts: np.ndarray, layout: M
         partial_leaf = is_leaf & ~inside
         contrib[partial_leaf] = leaf_counts[first[partial_leaf]] * frac[partial_leaf]
         answers += np.bincount(qi, weights=contrib, minlength=n_q)
+        if weight_squares:
+            w2 = np.where(inside, (stop - first).astype(np.float64), np.where(partial_leaf, frac**2, 0.0))
+            squares += np.bincount(qi, weights=w2, minlength=n_q)
         expand = ~inside & ~is_leaf & (frac > 0)
         if not expand.any():
             break
@@ -62,7 +72,25 @@ def morton_tree_sums(leaf_starts: np.ndarray, leaf_counts: np.ndarray, layout: M
             mid = 0.5 * (lo[:, dim] + hi[:, dim])
             lo[:, dim] = np.where(upper, mid, lo[:, dim])
             hi[:, dim] = np.where(upper, hi[:, dim], mid)
-    return answers
+    return (answers, squares) if weight_squares else answers
+
+
+def grid_weight_squares(m: int, box: Box, q_lo: np.ndarray, q_hi: np.ndarray) -> np.ndarray:
+    """``sum over cells of w^2`` of an ``m^d`` grid, ``w`` = fraction of a cell inside the query.
+
+    The weights factorise over dimensions, so the sum is a product of per-dimension sums:
+    ``(full cells) + f_first^2 + f_last^2`` (or ``f^2`` when one cell holds the whole range).
+    """
+    width = box.width / m
+    a = (np.clip(q_lo, box.lo, box.hi) - box.lo) / width  # positions in cell units
+    b = (np.clip(q_hi, box.lo, box.hi) - box.lo) / width
+    i0 = np.minimum(np.floor(a), m - 1)
+    i1 = np.minimum(np.floor(b), m - 1)
+    same = i0 == i1
+    f0 = np.where(same, b - a, i0 + 1 - a)
+    f1 = np.where(same, 0.0, b - i1)
+    full = np.where(same, 0.0, i1 - i0 - 1)
+    return np.prod(full + f0**2 + f1**2, axis=-1)
 
 
 def grid_prefix_sums(counts: np.ndarray) -> np.ndarray:

@@ -23,6 +23,7 @@ from polars_dp.spatial import Box, MortonLayout, as_box
 from polars_dp.spatial_queries import (
     grid_prefix_sums,
     grid_sums,
+    grid_weight_squares,
     morton_tree_sums,
     two_level_grid_sums,
 )
@@ -144,7 +145,8 @@ class TreeRelease(Release):
             raise QueryError(f"query {int(bad[0])} has lo > hi; every range must be (lo, hi) with lo <= hi")
         return q_lo, q_hi
 
-    def range_counts(self, boxes: Any, *, passthrough: Iterable[str] = ("id",)) -> pl.DataFrame:
+    def range_counts(self, boxes: Any, std: bool = False, *,
+                     passthrough: Iterable[str] = ("id",)) -> pl.DataFrame:
         """Noisy counts of many boxes at once: ``boxes`` with a ``count`` column added.
 
         ``boxes``: a Polars frame (or anything ``pl.DataFrame`` accepts) with ``<col>_lo`` /
@@ -152,9 +154,45 @@ class TreeRelease(Release):
         and optionally the ``passthrough`` columns (e.g. an ``id``), kept as they are.  Each
         leaf contributes its count times the fraction of its volume inside the box (the same
         shape of answer as :meth:`GridRelease.range_counts`).
+
+        ``std=True`` adds each answer's noise standard deviation ``sqrt(2 b^2 sum_leaves w^2)``
+        (``b`` the leaves' Laplace scale, ``w`` each leaf's weight in the answer) for releases
+        whose leaf counts carry independent noise (PrivTree, UG).  It is the noise of the leaf
+        counts only: the uniformity assumption inside a leaf adds a bias it cannot see.
         """
         frame = self._as_frame(boxes)
-        return frame.with_columns(pl.Series("count", self.range_sums(frame, passthrough=passthrough)))
+        if not std:
+            return frame.with_columns(pl.Series("count", self.range_sums(frame, passthrough=passthrough)))
+        scale = self._leaf_noise_scale()
+        q_lo, q_hi = self._query_arrays(frame, passthrough)
+        if self.layout["kind"] == "morton":
+            layout = MortonLayout(self.box.d, int(self.layout["bits"]), int(self.layout["split_bits"]))
+            counts, squares = morton_tree_sums(self.codes, self.count, layout, self.box, q_lo, q_hi,
+                                               weight_squares=True)
+        else:
+            counts = self.range_sums(frame, passthrough=passthrough)
+            squares = grid_weight_squares(int(self.layout["m"]), self.box, q_lo, q_hi)
+        return frame.with_columns(pl.Series("count", counts),
+                                  pl.Series("std", np.sqrt(2.0 * scale**2 * squares)))
+
+    def _leaf_noise_scale(self) -> float:
+        """Laplace scale of every leaf count, for mechanisms whose leaf noise is i.i.d."""
+        if self.mechanism == "privtree":
+            return float(self.params["leaf_noise_scale"])
+        if self.mechanism == "uniform_grid":
+            return float(self.params["noise_scale"])
+        raise QueryError(
+            f"std is not available for {self.mechanism!r} releases: their leaf counts are not "
+            "independent (constrained inference or a wavelet); it is available for privtree and "
+            "uniform_grid"
+        )
+
+    def range_std(self, **ranges: tuple[float, float]) -> float:
+        """Noise standard deviation of :meth:`range_count` (see :meth:`range_counts`)."""
+        query = self._single_query(ranges)
+        if not query:
+            query = {f"{self.box.columns[0]}_lo": [float(self.box.lo[0])]}
+        return float(self.range_counts(query, std=True)["std"][0])
 
     def range_sums(self, boxes: Any, *, passthrough: Iterable[str] = ("id",)) -> np.ndarray:
         """The answers of :meth:`range_counts` as a float64 numpy array (one per box)."""
@@ -196,6 +234,12 @@ class TreeRelease(Release):
     def range_count(self, **ranges: tuple[float, float]) -> float:
         """Noisy count of points with ``lo <= col <= hi`` for each ``col=(lo, hi)`` given
         (an absent column means its whole declared range)."""
+        query = self._single_query(ranges)
+        if not query:
+            return float(self.count.sum())
+        return float(self.range_sums(query)[0])
+
+    def _single_query(self, ranges: Mapping[str, Any]) -> dict[str, list[float]]:
         query: dict[str, list[float]] = {}
         for col, pred in ranges.items():
             if col not in self.box.columns:
@@ -203,9 +247,7 @@ class TreeRelease(Release):
             if not (isinstance(pred, (tuple, list)) and len(pred) == 2):
                 raise QueryError(f"{col}: give a (lo, hi) pair, got {pred!r}")
             query[f"{col}_lo"], query[f"{col}_hi"] = [float(pred[0])], [float(pred[1])]
-        if not query:
-            return float(self.count.sum())
-        return float(self.range_sums(query)[0])
+        return query
 
     def _payload_equal(self, other: Release) -> bool:
         return isinstance(other, TreeRelease) and self._table().equals(other._table())

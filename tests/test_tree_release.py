@@ -198,3 +198,45 @@ def test_privelet_grid_scale_and_whole_box():
     assert big.range_count() == pytest.approx(20_000, abs=1.0)
     with pytest.raises(pdp.ParameterError):
         release("privelet_grid", 2, bits=0)
+
+
+@pytest.mark.parametrize(("mechanism", "d", "kw"), [c for c in CASES if c[0] in ("privtree", "uniform_grid")])
+def test_std_is_the_leaf_noise_through_the_uniformity_weights(mechanism, d, kw):
+    r = release(mechanism, d, **kw)
+    rng = np.random.default_rng(8)
+    a, b = rng.uniform(-6, 6, (200, d)), rng.uniform(-6, 6, (200, d))
+    q_lo, q_hi = np.minimum(a, b), np.maximum(a, b)
+    sides = (("lo", q_lo), ("hi", q_hi))
+    boxes = pl.DataFrame({f"c{j}_{s}": arr[:, j] for j in range(d) for s, arr in sides})
+    got = r.range_counts(boxes, std=True)
+    np.testing.assert_array_equal(got["count"].to_numpy(), r.range_sums(boxes))
+    # explicit linear map: every leaf's weight is its overlapped volume fraction
+    weights = pdp.spatial.overlap_fraction(q_lo[:, None, :], q_hi[:, None, :], r.lo[None], r.hi[None])
+    scale = r.params["leaf_noise_scale" if mechanism == "privtree" else "noise_scale"]
+    expected = np.sqrt(2 * scale**2 * (weights**2).sum(axis=1))
+    np.testing.assert_allclose(got["std"].to_numpy(), expected, rtol=1e-9)
+    assert r.range_std(c0=(-5, 5)) == pytest.approx(math.sqrt(2 * scale**2 * r.n_leaves), rel=1e-9)
+
+
+def test_uniform_grid_std_matches_empirical_noise():
+    """400 UG releases with a public n (a fixed grid, so the answers vary by the noise only);
+    per box, the sample variance of the answers vs std**2, with
+    Var(s^2) <= (2 + 3) sigma^4 / R (Laplace combinations) and Bonferroni."""
+    df = skewed(5_000, 2, seed=3)
+    boxes = pl.DataFrame({"c0_lo": [-5.0, -2.3, 0.1], "c0_hi": [5.0, 1.7, 0.4],
+                          "c1_lo": [-5.0, -4.0, -1.0], "c1_hi": [0.0, 3.3, 4.5]})
+    reps = 400
+    answers = np.empty((reps, boxes.height))
+    for seed in range(reps):
+        r = df.dp.uniform_grid(["c0", "c1"], bounds=[(-5, 5)] * 2, epsilon=0.5, n=5_000, seed=seed)
+        out = r.range_counts(boxes, std=True)
+        answers[seed] = out["count"].to_numpy()
+    sigma2 = out["std"].to_numpy() ** 2
+    z = (answers.var(axis=0) - sigma2) / (sigma2 * math.sqrt(5 / reps))
+    assert np.all(np.abs(z) < 5.5), (answers.var(axis=0) / sigma2)  # two-sided 1e-6 / 3 boxes
+
+
+def test_std_is_refused_where_leaf_noise_is_correlated():
+    r = release("adaptive_grid", 2)
+    with pytest.raises(QueryError, match="not independent"):
+        r.range_counts(pl.DataFrame({"c0_lo": [0.0]}), std=True)
