@@ -12,11 +12,13 @@ BudgetExceededError: ...
 
 Releases under different neighbour relations do not compose directly (an ``epsilon``-DP
 release under ``add_remove`` is ``2 epsilon``-DP under ``replace``); the accountant keeps to
-one relation and refuses the other.
+one relation and refuses the other.  A charge is never refunded: a mechanism that fails
+after reading the data (say, on an out-of-domain value) has already let something out.
 """
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -67,9 +69,13 @@ class Accountant:
         self.ledger.append((label, epsilon))
 
     def run(self, mechanism: Callable[..., Any], *args: Any, epsilon: float, **kwargs: Any) -> Any:
-        """Charge ``epsilon``, then call ``mechanism(*args, epsilon=epsilon, neighbours=..., **kwargs)``.
+        """Charge ``epsilon``, then call ``mechanism(*args, epsilon=epsilon, **kwargs)`` under the
+        accountant's neighbour relation.
 
-        If the mechanism raises (bad input), the charge is taken back: it returned no output.
+        The charge stays even if the mechanism raises: an error raised after the data was read
+        (e.g. a DomainError that names an offending value) depends on the data too.
+        Mechanisms without a ``neighbours`` parameter (the sequence models) are add/remove-one
+        only, so they run only under an ``add_remove`` accountant.
         """
         given = kwargs.pop("neighbours", self.neighbours)
         if given != self.neighbours:
@@ -78,12 +84,19 @@ class Accountant:
                 f"got neighbours={given!r}"
             )
         label = getattr(mechanism, "__name__", repr(mechanism))
-        self.charge(epsilon, label)
         try:
-            return mechanism(*args, epsilon=epsilon, neighbours=self.neighbours, **kwargs)
-        except BaseException:
-            self.ledger.pop()
-            raise
+            takes_neighbours = "neighbours" in inspect.signature(mechanism).parameters
+        except (TypeError, ValueError):  # builtins without a signature
+            takes_neighbours = True
+        if not takes_neighbours and self.neighbours != "add_remove":
+            raise ParameterError(
+                f"{label} is differentially private under add/remove-one neighbours only; "
+                "run it with an Accountant(neighbours='add_remove')"
+            )
+        self.charge(epsilon, label)
+        if takes_neighbours:
+            kwargs["neighbours"] = self.neighbours
+        return mechanism(*args, epsilon=epsilon, **kwargs)
 
 
 __all__ = ["Accountant"]

@@ -81,6 +81,9 @@ def write_table_atomic(table: pa.Table, path: str | os.PathLike, **kwargs: Any) 
         raise ParameterError(f"directory {str(path.parent)!r} does not exist; create it first")
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the file the usual permissions
     try:
         pq.write_table(table, tmp, **kwargs)
         os.replace(tmp, path)
@@ -182,6 +185,11 @@ def read_release(source: str | os.PathLike | pa.Table) -> Release:
         path = Path(source)
         if not path.exists():
             raise ReleaseFormatError(f"no release at {str(path)!r}: the file does not exist")
+        if path.is_dir():
+            raise ReleaseFormatError(
+                f"{str(path)!r} is a directory; a release is one Parquet file (reading a folder "
+                "would merge several releases into one)"
+            )
         try:
             table = pq.read_table(path)
         except (pa.ArrowInvalid, OSError) as exc:

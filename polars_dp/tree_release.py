@@ -133,9 +133,9 @@ class TreeRelease(Release):
                 name = f"{c}_{side}"
                 if name in frame.columns:
                     s = frame[name]
-                    if s.null_count() or not s.dtype.is_numeric():
-                        raise QueryError(f"query column {name!r} must hold numbers without nulls")
-                    arr[:, j] = s.cast(pl.Float64).to_numpy()
+                    if not (s.dtype.is_numeric() or s.dtype == pl.Null):
+                        raise QueryError(f"query column {name!r} must hold numbers, got {s.dtype}")
+                    arr[:, j] = s.cast(pl.Float64).fill_null(default).to_numpy()  # null: whole range
                 else:
                     arr[:, j] = default
         if np.isnan(q_lo).any() or np.isnan(q_hi).any():
@@ -150,10 +150,11 @@ class TreeRelease(Release):
         """Noisy counts of many boxes at once: ``boxes`` with a ``count`` column added.
 
         ``boxes``: a Polars frame (or anything ``pl.DataFrame`` accepts) with ``<col>_lo`` /
-        ``<col>_hi`` columns (closed ranges; a missing column means the whole declared range)
-        and optionally the ``passthrough`` columns (e.g. an ``id``), kept as they are.  Each
-        leaf contributes its count times the fraction of its volume inside the box (the same
-        shape of answer as :meth:`GridRelease.range_counts`).
+        ``<col>_hi`` columns (closed ranges; a missing column or a null means the whole
+        declared range, as in SQL) and optionally the ``passthrough`` columns (e.g. an
+        ``id``), kept as they are.  Each leaf contributes its count times the fraction of
+        its volume inside the box (the same shape of answer as
+        :meth:`GridRelease.range_counts`).
 
         ``std=True`` adds each answer's noise standard deviation ``sqrt(2 b^2 sum_leaves w^2)``
         (``b`` the leaves' Laplace scale, ``w`` each leaf's weight in the answer) for releases

@@ -181,3 +181,15 @@ def test_range_count_predicates(frame, attrs):
         r.range_count(age=(0, 120))
     with pytest.raises(pdp.QueryError, match="job: 'Clerk' is not a label"):
         r.range_count(job="Clerk")
+
+
+def test_read_release_refuses_a_directory_and_files_get_normal_permissions(tmp_path, frame, attrs):
+    r = frame.dp.basic(attrs, epsilon=0.5, seed=1)
+    (tmp_path / "d").mkdir()
+    r.write_parquet(tmp_path / "d" / "a.parquet")
+    with pytest.raises(pdp.ReleaseFormatError, match="is a directory"):
+        pdp.read_release(tmp_path / "d")
+    import os
+    umask = os.umask(0)
+    os.umask(umask)
+    assert (tmp_path / "d" / "a.parquet").stat().st_mode & 0o777 == 0o666 & ~umask

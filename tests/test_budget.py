@@ -33,14 +33,26 @@ def test_float_sums_that_equal_the_total_fit(frame):
     assert len(acct.ledger) == 2
 
 
-def test_failed_release_is_refunded_and_relations_do_not_mix(frame):
+def test_failed_release_keeps_its_charge_and_relations_do_not_mix(frame):
     acct = pdp.Accountant(total=1.0, neighbours="add_remove")
     with pytest.raises(pdp.DomainError):
         acct.run(pl.DataFrame({"a": [99]}).dp.basic, ATTRS, epsilon=0.5)
-    assert acct.spent == 0.0
+    assert acct.spent == 0.5  # the error depended on the data: no refund
     r = acct.run(frame.dp.basic, ATTRS, epsilon=0.5)
     assert r.neighbours == "add_remove" and r.noise_scale == 2.0
+    with pytest.raises(pdp.BudgetExceededError):
+        acct.run(frame.dp.basic, ATTRS, epsilon=0.1)
     with pytest.raises(pdp.ParameterError, match="neighbours='add_remove'"):
         acct.run(frame.dp.basic, ATTRS, epsilon=0.1, neighbours="replace")
     with pytest.raises(pdp.ParameterError, match="total"):
         pdp.Accountant(total=0)
+
+
+def test_sequence_models_run_under_add_remove_only():
+    seqs = pl.DataFrame({"s": [[1, 2], [2, 2, 1]]})
+    acct = pdp.Accountant(total=1.0, neighbours="add_remove")
+    model = acct.run(seqs.dp.privtree_sequences, "s", alphabet=[1, 2], max_length=4, epsilon=0.5, seed=1)
+    assert model.epsilon == 0.5 and acct.spent == 0.5
+    with pytest.raises(pdp.ParameterError, match="add/remove-one neighbours only"):
+        pdp.Accountant(total=1.0).run(seqs.dp.privtree_sequences, "s", alphabet=[1, 2], max_length=4,
+                                      epsilon=0.5)

@@ -119,8 +119,12 @@ def test_query_errors():
         r.range_count(c0=1)
     with pytest.raises(QueryError):
         r.range_counts(pl.DataFrame({"c0_lo": [0.0], "c0_high": [1.0]}))
-    with pytest.raises(QueryError):
-        r.range_counts(pl.DataFrame({"c0_lo": [0.0, None]}))
+    with pytest.raises(QueryError, match="must hold numbers"):
+        r.range_counts(pl.DataFrame({"c0_lo": ["0.0"]}))
+    # a null bound means the whole range, as in SQL and for grid releases
+    with_null = r.range_sums(pl.DataFrame({"c0_lo": [0.0, None]}))
+    assert with_null[1] == pytest.approx(r.count.sum())
+    assert with_null[0] == pytest.approx(r.range_count(c0=(0.0, 5.0)))
 
 
 # ---------------------------------------------------------------- baselines
@@ -240,3 +244,15 @@ def test_std_is_refused_where_leaf_noise_is_correlated():
     r = release("adaptive_grid", 2)
     with pytest.raises(QueryError, match="not independent"):
         r.range_counts(pl.DataFrame({"c0_lo": [0.0]}), std=True)
+
+
+def test_replace_neighbours_with_dropped_nulls_estimate_n_privately():
+    """Under replace neighbours the row count is public only while no row is dropped."""
+    df = skewed(4_000, 2)
+    cols, bounds = ["c0", "c1"], [(-5, 5)] * 2
+    exact = df.dp.uniform_grid(cols, bounds=bounds, epsilon=1.0, neighbours="replace", seed=1)
+    assert exact.params["n_used"] == 4_000 and exact.params["n_source"].startswith("exact")
+    dropped = df.dp.uniform_grid(cols, bounds=bounds, epsilon=1.0, neighbours="replace",
+                                 nulls="drop", seed=1)
+    assert dropped.params["n_source"].startswith("noisy")
+    assert dropped.params["epsilon_grid"] < 1.0

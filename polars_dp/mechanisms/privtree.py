@@ -58,13 +58,19 @@ def privtree_delta(lam: float, fanout: int) -> float:
     return lam * math.log(fanout)
 
 
-def _check_theta(theta: float) -> float:
+def check_theta(theta: float) -> float:
+    """The split threshold: a finite number >= 0.
+
+    Any threshold keeps the privacy guarantee, but below 0 even empty nodes split with
+    probability above 1/2 at every depth, so the tree grows exponentially until the
+    resolution limit; such thresholds are refused.
+    """
     try:
         value = float(theta)
     except (TypeError, ValueError):
         value = math.nan
-    if not math.isfinite(value):
-        raise ParameterError(f"theta must be a finite number, got {theta!r}")
+    if not math.isfinite(value) or value < 0:
+        raise ParameterError(f"theta must be a finite number >= 0 (the paper uses 0), got {theta!r}")
     return value
 
 
@@ -126,7 +132,7 @@ def privtree(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: 
     epsilon = check_epsilon(epsilon)
     share = check_fraction(tree_share, "tree_share")
     factor = histogram_sensitivity(neighbours)
-    theta = _check_theta(theta)
+    theta = check_theta(theta)
     eps_tree, eps_leaf = epsilon * share, epsilon * (1 - share)
     lam = privtree_lambda(eps_tree / factor, beta)
     delta = privtree_delta(lam, beta)
@@ -148,4 +154,4 @@ def privtree(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: 
                        layout={"kind": "morton", "bits": layout.bits, "split_bits": split_bits})
 
 
-__all__ = ["grow_tree", "privtree", "privtree_delta", "privtree_lambda"]
+__all__ = ["check_theta", "grow_tree", "privtree", "privtree_delta", "privtree_lambda"]

@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from polars_dp.errors import ParameterError
+from polars_dp.mechanisms.privtree import check_theta
 from polars_dp.noise import SeedLike, check_epsilon, check_fraction, laplace, make_rng
 from polars_dp.pst import (
     grow_context_tree,
@@ -75,6 +76,7 @@ def privtree_sequences(frame: Any, column: str, *, alphabet: Sequence[Any], max_
     """
     epsilon = check_epsilon(epsilon)
     tree_share = check_fraction(tree_share, "tree_share")
+    theta = check_theta(theta)
     if postprocess not in POSTPROCESS:
         raise ParameterError(f"postprocess={postprocess!r}; use one of {POSTPROCESS}")
     enc = encode_sequences(frame, column, alphabet=alphabet, max_length=max_length)

@@ -50,13 +50,18 @@ def grid_side(n: float, epsilon: float, c: float, d: int) -> int:
 
 
 def _budget_for_n(points: list[np.ndarray], n: int | None, n_share: float, epsilon: float, neighbours: str,
-                  rng: np.random.Generator) -> tuple[float, float, str]:
-    """``(N used for the grid size, epsilon left for the counts, how N was obtained)``."""
+                  rng: np.random.Generator, nulls: str = "raise") -> tuple[float, float, str]:
+    """``(N used for the grid size, epsilon left for the counts, how N was obtained)``.
+
+    Under ``replace`` neighbours the row count is public, so the exact N is free, but only
+    while no row is dropped: with ``nulls="drop"`` a neighbour may turn one row into a null
+    and change N, so N is then estimated with ``Lap(1 / (n_share epsilon))`` (sensitivity 1).
+    """
     if n is not None:
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
             raise ParameterError(f"n must be a public non-negative integer (the number of points), got {n!r}")
         return float(n), epsilon, "public"
-    if neighbours == "replace":
+    if neighbours == "replace" and nulls == "raise":
         return float(points[0].size), epsilon, "exact (public under replace neighbours)"
     share = check_fraction(n_share, "n_share")
     noisy = points[0].size + float(laplace(rng, 1.0 / (share * epsilon), ()))
@@ -93,7 +98,7 @@ def uniform_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsil
     sens = histogram_sensitivity(neighbours)
     rng = make_rng(seed)
     points = collect_points(frame, box, on_out_of_domain=on_out_of_domain, nulls=nulls)
-    n_used, eps_grid, n_how = _budget_for_n(points, n, n_share, epsilon, neighbours, rng)
+    n_used, eps_grid, n_how = _budget_for_n(points, n, n_share, epsilon, neighbours, rng, nulls)
     m = grid_side(n_used, eps_grid, c, box.d)
     cells = check_domain_size((m,) * box.d, bytes_per_cell=64)
     flat, _ = cell_index(points, box, m)
@@ -119,7 +124,7 @@ def adaptive_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsi
     sens = histogram_sensitivity(neighbours)
     rng = make_rng(seed)
     points = collect_points(frame, box, on_out_of_domain=on_out_of_domain, nulls=nulls)
-    n_used, eps_grid, n_how = _budget_for_n(points, n, n_share, epsilon, neighbours, rng)
+    n_used, eps_grid, n_how = _budget_for_n(points, n, n_share, epsilon, neighbours, rng, nulls)
     eps1, eps2 = alpha * eps_grid, (1 - alpha) * eps_grid
     m1 = max(10, math.ceil(grid_side(n_used, eps_grid, c, d) / 4))
     n_cells = check_domain_size((m1,) * d, bytes_per_cell=64)
