@@ -104,7 +104,13 @@ class Ordinal(Attribute):
         if self.integer:
             self.n_cells = (self.hi - self.lo) // self.width + 1
         else:
-            self.n_cells = math.floor((self.hi - self.lo) / self.width + FLOAT_TOLERANCE) + 1
+            cells = (self.hi - self.lo) / self.width + FLOAT_TOLERANCE
+            if not math.isfinite(cells):
+                raise ParameterError(
+                    f"[{lo!r}, {hi!r}] in bins of {width!r} gives too many cells for {column!r}; "
+                    "use a wider bin"
+                )
+            self.n_cells = math.floor(cells) + 1
 
     def index_expr(self, dtype: pl.DataType, *, clamp: bool = False) -> pl.Expr:
         col = pl.col(self.column)

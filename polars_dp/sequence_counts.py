@@ -132,6 +132,9 @@ def _symbol_lists(lf: pl.LazyFrame, column: str) -> pl.Expr:
     dtype = schema[column]
     if dtype == pl.String:
         return pl.col(column).str.extract_all("(?s).")  # one symbol per character
+    if isinstance(dtype, (pl.List, pl.Array)) and dtype.inner.is_nested():
+        raise ParameterError(f"column {column!r} has type {dtype}; each element must be one symbol, "
+                             "not a nested list (flatten it first)")
     if isinstance(dtype, (pl.List, pl.Array)):
         return pl.col(column).cast(pl.List(dtype.inner)) if isinstance(dtype, pl.Array) else pl.col(column)
     raise ParameterError(
@@ -169,8 +172,11 @@ def encode_sequences(frame: Any, column: str, *, alphabet: Sequence[Any],
         if n_null:
             raise DomainError(f"column {column!r} has {n_null:,} null symbol(s) inside sequences; "
                               "remove or recode them")
-        bad = (lf.select(lists.alias("s")).explode("s").filter(~pl.col("s").is_in(list(symbols)))
-               .unique().head(5).collect()["s"].to_list())
+        try:
+            bad = (lf.select(lists.alias("s")).explode("s").filter(~pl.col("s").is_in(list(symbols)))
+                   .unique().head(5).collect()["s"].to_list())
+        except pl.exceptions.PolarsError:  # symbols of another type than the alphabet's
+            bad = f"values of type {lf.collect_schema()[column]}"
         raise DomainError(
             f"column {column!r} has symbols outside the declared alphabet, e.g. {bad}; "
             "add them to the public alphabet or recode the data"

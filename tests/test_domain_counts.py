@@ -141,6 +141,7 @@ def test_clamp_in_a_mixed_table_clamps_ordinals_and_keeps_nominals_strict():
         (lambda: pdp.Ordinal("a", 10, 0), "hi < lo"),
         (lambda: pdp.Ordinal("a", 0, float("inf")), "finite"),
         (lambda: pdp.Ordinal("a", "0", 10), "must be a number"),
+        (lambda: pdp.Ordinal("a", 0.0, 1e300, 1e-300), "too many cells"),
         (lambda: pdp.Nominal("a"), "exactly one of"),
         (lambda: pdp.Nominal("a", categories="abc"), "not a string"),
     ],

@@ -95,3 +95,18 @@ def test_missing_column():
 def test_symbols_past_the_cut_are_not_read():
     enc = encode_sequences(_frame([[3, 7, 99]]), "s", alphabet=ALPHABET, max_length=2)
     assert enc.next_symbol.tolist() == [0, 1, 3]
+
+
+@pytest.mark.parametrize("frame", [
+    pl.DataFrame({"s": ["ab", "ba"]}),          # characters, integer alphabet
+    pl.DataFrame({"s": [["a", "b"]]}),
+    pl.DataFrame({"s": [[1.0, 7.5]]}),
+])
+def test_symbols_of_another_type_than_the_alphabet_raise_domain_error(frame):
+    with pytest.raises(DomainError, match="outside the declared alphabet"):
+        frame.dp.privtree_sequences("s", alphabet=[1, 2], max_length=3, epsilon=1.0, seed=1)
+
+
+def test_nested_lists_are_refused():
+    with pytest.raises(ParameterError, match="nested list"):
+        pl.DataFrame({"s": [[[1]]]}).dp.privtree_sequences("s", alphabet=[1], max_length=3, epsilon=1.0)
