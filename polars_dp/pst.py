@@ -9,12 +9,12 @@ prepended to its parent's predictor string (``|I|`` is the start marker ``#``). 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
+from polars_dp.privtree_rule import privtree_delta, privtree_lambda, privtree_split
 from polars_dp.sequence_counts import EncodedSequences
 
 
@@ -41,20 +41,8 @@ def privtree_sequence_params(alphabet_size: int, max_length: int, eps_tree: floa
     at most 1 (spec §2.9, general monotone scores).
     """
     beta = alphabet_size + 1
-    l_top = max_length + 1
-    lam = (2 * beta - 1) / (beta - 1) * l_top / eps_tree
-    return lam, lam * math.log(beta)
-
-
-def privtree_split(score: np.ndarray, depth: int, *, lam: float, delta: float, theta: float,
-                   rng: np.random.Generator) -> np.ndarray:
-    """PrivTree decisions for the nodes of one level (spec §2.3), one Laplace draw per node.
-
-    ``b = max(score - depth * delta, theta - delta)``; split iff ``b + Lap(lam) > theta``.
-    On empty data the root splits w.p. 1/2 and a deeper node w.p. ``exp(-delta/lam) / 2``.
-    """
-    biased = np.maximum(np.asarray(score, dtype=np.float64) - depth * delta, theta - delta)
-    return biased + rng.laplace(0.0, lam, size=biased.shape) > theta
+    lam = privtree_lambda(eps_tree / (max_length + 1), beta)
+    return lam, privtree_delta(lam, beta)
 
 
 @dataclass

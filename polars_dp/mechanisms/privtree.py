@@ -28,15 +28,14 @@ The leaves partition the box, so their counts have L1 sensitivity 1 and get
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from polars_dp.errors import ParameterError
 from polars_dp.noise import SeedLike, check_epsilon, check_fraction, histogram_sensitivity, laplace, make_rng
 from polars_dp.points import collect_points
+from polars_dp.privtree_rule import check_theta, privtree_delta, privtree_lambda, privtree_split
 from polars_dp.spatial import (
     MortonLayout,
     as_box,
@@ -46,32 +45,6 @@ from polars_dp.spatial import (
     resolution_bits,
 )
 from polars_dp.tree_release import TreeRelease
-
-
-def privtree_lambda(eps_tree: float, fanout: int) -> float:
-    """Noise scale of the split decisions: ``(2 beta - 1) / ((beta - 1) eps_tree)`` (spec §2.4)."""
-    return (2 * fanout - 1) / ((fanout - 1) * check_epsilon(eps_tree, "eps_tree"))
-
-
-def privtree_delta(lam: float, fanout: int) -> float:
-    """Depth bias per level: ``delta = lambda * ln(beta)`` (gamma = ln beta, spec §2.4)."""
-    return lam * math.log(fanout)
-
-
-def check_theta(theta: float) -> float:
-    """The split threshold: a finite number >= 0.
-
-    Any threshold keeps the privacy guarantee, but below 0 even empty nodes split with
-    probability above 1/2 at every depth, so the tree grows exponentially until the
-    resolution limit; such thresholds are refused.
-    """
-    try:
-        value = float(theta)
-    except (TypeError, ValueError):
-        value = math.nan
-    if not math.isfinite(value) or value < 0:
-        raise ParameterError(f"theta must be a finite number >= 0 (the paper uses 0), got {theta!r}")
-    return value
 
 
 def grow_tree(codes: np.ndarray, layout: MortonLayout, *, lam: float, delta: float, theta: float,
@@ -92,8 +65,7 @@ def grow_tree(codes: np.ndarray, layout: MortonLayout, *, lam: float, delta: flo
         if depth == layout.max_depth:
             split = np.zeros(prefixes.size, dtype=bool)
         else:
-            biased = np.maximum(c - depth * delta, theta - delta)
-            split = biased + laplace(rng, lam, biased.shape) > theta
+            split = privtree_split(c, depth, lam=lam, delta=delta, theta=theta, rng=rng)
         leaf = ~split
         starts.append(first[leaf])
         depths.append(np.full(int(leaf.sum()), depth, dtype=np.int32))

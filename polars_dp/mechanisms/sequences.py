@@ -40,8 +40,8 @@ from typing import Any
 import numpy as np
 
 from polars_dp.errors import ParameterError
-from polars_dp.mechanisms.privtree import check_theta
 from polars_dp.noise import SeedLike, check_epsilon, check_fraction, laplace, make_rng
+from polars_dp.privtree_rule import check_theta
 from polars_dp.pst import (
     grow_context_tree,
     privtree_sequence_params,
