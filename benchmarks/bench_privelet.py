@@ -92,7 +92,7 @@ def workload(attrs, n_queries: int, seed: int = 7) -> tuple[np.ndarray, np.ndarr
 
 def child(rows: int, groups: int, per_group: int) -> None:
     import polars_dp as pdp
-    from polars_dp.counts import frequency_matrix
+    from polars_dp.counting.frequency import frequency_matrix
 
     attrs = census_attributes(groups, per_group)
     frame = census_rows(rows, groups * per_group)

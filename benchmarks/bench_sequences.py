@@ -17,7 +17,7 @@ import time
 from benchmarks.seq_data import ALPHABET, load
 from polars_dp.mechanisms.ngram import ngram_sequences
 from polars_dp.mechanisms.sequences import privtree_sequences
-from polars_dp.sequence_counts import context_histograms, encode_sequences
+from polars_dp.counting.sequences import context_histograms, encode_sequences
 
 MAX_LENGTH = 20
 

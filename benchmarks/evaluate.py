@@ -117,7 +117,7 @@ def wide_ratio(top: pl.DataFrame) -> pl.DataFrame:
 
 
 def run_privelet(args: argparse.Namespace, config: Config, folder: Path | None, out: Path) -> dict:
-    from polars_dp.workloads import random_workload
+    from polars_dp.evaluation.workloads import random_workload
 
     t0 = time.perf_counter()
     tables = []

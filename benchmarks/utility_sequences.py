@@ -20,7 +20,7 @@ import argparse
 import numpy as np
 
 from benchmarks.seq_data import ALPHABET, load
-from polars_dp.evaluation import exact_top_k_strings, top_k_precision
+from polars_dp.evaluation.sequences import exact_top_k_strings, top_k_precision
 from polars_dp.mechanisms.ngram import ngram_sequences
 from polars_dp.mechanisms.sequences import privtree_sequences
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import duckdb
 
 import polars_dp as pdp
-from polars_dp.counts import frequency_matrix
+from polars_dp.counting.frequency import frequency_matrix
 from polars_dp.datasets import load_military, military_attributes
 
 QUERIES = [

@@ -30,8 +30,8 @@ def _table(rows: list[tuple[str, dict]], truth, releases: dict) -> None:
 
 def _truth(frame, attrs):
     """Exact counts, only to show the error next to the noisy answers; not a release."""
-    from polars_dp.counts import frequency_matrix
-    from polars_dp.release import GridRelease
+    from polars_dp.counting.frequency import frequency_matrix
+    from polars_dp.releases.grid import GridRelease
 
     return GridRelease(frequency_matrix(frame, attrs), attrs, mechanism="none: exact counts",
                        epsilon=float("inf"), neighbours="replace", noise_scale=0)
@@ -97,7 +97,7 @@ def _incomes(args: argparse.Namespace) -> None:
 
 def _points(args: argparse.Namespace) -> None:
     import polars_dp  # noqa: F401  (registers df.dp)
-    from polars_dp.spatial_workloads import exact_range_counts
+    from polars_dp.evaluation.spatial import exact_range_counts
 
     rng = np.random.default_rng(2016)  # synthetic points: a public generator, not a secret
     centres = np.array([[-74.0, 40.7], [2.35, 48.9], [139.7, 35.7], [-46.6, -23.5]])

@@ -20,7 +20,7 @@ Spatial tree releases (PrivTree, UG, AG): see :func:`register_tree`.  Grid relea
   columns and NULLs mean the whole domain; other columns are ignored.
 
 Both macros answer by inclusion-exclusion over the ``2^d`` corners of each query's box,
-joined on ``prefix`` (the same arithmetic as :mod:`polars_dp.queries`).  A bad predicate
+joined on ``prefix`` (the same arithmetic as :mod:`polars_dp.releases.grid_queries`).  A bad predicate
 (unknown label, value outside the domain, ``lo > hi``) raises a DuckDB error naming the
 column and value.
 
@@ -48,11 +48,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from polars_dp.domain import FLOAT_TOLERANCE, Nominal, Ordinal
+from polars_dp.domains.attributes import FLOAT_TOLERANCE, Nominal, Ordinal
 from polars_dp.errors import ParameterError, ReleaseFormatError
-from polars_dp.queries import label_ranges
-from polars_dp.release import GridRelease, Release, attach_metadata, read_metadata
-from polars_dp.release import read_release as _read_arrow_release
+from polars_dp.releases.grid_queries import label_ranges
+from polars_dp.releases.grid import GridRelease, Release, attach_metadata, read_metadata
+from polars_dp.releases.grid import read_release as _read_arrow_release
 
 #: Largest per-axis table of variance factors stored for a transformed ordinal axis.
 MAX_FACTOR_ROWS = 1 << 21
@@ -319,7 +319,7 @@ def register(con: Any, name: str, release: Release) -> Any:
     A :class:`~polars_dp.TreeRelease` (PrivTree, UG, AG) gets a leaf table and box macros
     instead (see :func:`register_tree`).
     """
-    from polars_dp.tree_release import TreeRelease
+    from polars_dp.releases.tree import TreeRelease
 
     if isinstance(release, TreeRelease):
         return register_tree(con, name, release)

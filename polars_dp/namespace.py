@@ -14,11 +14,11 @@ from typing import Any
 import polars as pl
 
 from polars_dp import mechanisms
-from polars_dp.domain import Attribute
+from polars_dp.domains.attributes import Attribute
 from polars_dp.noise import SeedLike
-from polars_dp.release import GridRelease
-from polars_dp.sequence_model import SequenceModel
-from polars_dp.tree_release import TreeRelease
+from polars_dp.releases.grid import GridRelease
+from polars_dp.releases.sequence import SequenceModel
+from polars_dp.releases.tree import TreeRelease
 
 
 class DPNamespace:

@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 
 import polars_dp as pdp
-from polars_dp.counts import frequency_matrix
+from polars_dp.counting.frequency import frequency_matrix
 from polars_dp.noise import make_rng
 
 ALPHA = 1e-6  # false-failure probability of each statistical check

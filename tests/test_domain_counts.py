@@ -7,7 +7,7 @@ import polars as pl
 import pytest
 
 import polars_dp as pdp
-from polars_dp.counts import frequency_matrix
+from polars_dp.counting.frequency import frequency_matrix
 
 
 def cells(attribute, values, dtype=None):

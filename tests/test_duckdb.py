@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 
 import polars_dp as pdp
-from polars_dp.workloads import random_workload
+from polars_dp.evaluation.workloads import random_workload
 from tests.test_queries import grid_attributes
 
 RTOL = 1e-6
@@ -143,12 +143,12 @@ def test_bad_names_and_release_types(release):
 
 
 def test_wavelet_factors_reach_sql(monkeypatch, release):
-    """A transformed axis gets its variance factors from polars_dp.transforms (stubbed here with
+    """A transformed axis gets its variance factors from polars_dp.kernels.wavelets (stubbed here with
     an arbitrary deterministic function): SQL std must equal Python's range_variance."""
-    fake = types.ModuleType("polars_dp.transforms")
+    fake = types.ModuleType("polars_dp.kernels.wavelets")
     fake.range_variance_factor = lambda attribute, starts, stops: (
         1.0 + np.log2(stops - starts) + 0.01 * starts)
-    monkeypatch.setitem(sys.modules, "polars_dp.transforms", fake)
+    monkeypatch.setitem(sys.modules, "polars_dp.kernels.wavelets", fake)
     wave = pdp.GridRelease(release.counts, release.attributes, mechanism="privelet", epsilon=1.0,
                            neighbours="replace", noise_scale=3.0,
                            params={"transformed": ["age", "job", "score"]})

@@ -18,8 +18,8 @@ from benchmarks.evaluation import (
     spatial_experiment,
 )
 from benchmarks.evaluation.progress import seeds
-from polars_dp.counts import frequency_matrix
-from polars_dp.workloads import random_workload
+from polars_dp.counting.frequency import frequency_matrix
+from polars_dp.evaluation.workloads import random_workload
 
 
 def test_square_error_by_hand():

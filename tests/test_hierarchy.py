@@ -5,7 +5,7 @@ import polars as pl
 import pytest
 
 import polars_dp as pdp
-from polars_dp.hierarchy import Hierarchy
+from polars_dp.domains.hierarchy import Hierarchy
 
 OCCUPATION = {
     "Sales": ["clerk", "agent"],

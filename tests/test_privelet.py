@@ -11,11 +11,11 @@ import polars as pl
 import pytest
 
 import polars_dp as pdp
-from polars_dp import transforms as T
-from polars_dp.counts import frequency_matrix
+from polars_dp.kernels import wavelets as T
+from polars_dp.counting.frequency import frequency_matrix
 from polars_dp.errors import ColumnNotFoundError, DomainError, HierarchyError, ParameterError
 from polars_dp.noise import laplace, make_rng
-from polars_dp.queries import predicate_ranges
+from polars_dp.releases.grid_queries import predicate_ranges
 
 privelet_module = importlib.import_module("polars_dp.mechanisms.privelet")
 

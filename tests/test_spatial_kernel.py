@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from polars_dp.errors import ParameterError
-from polars_dp.spatial import (
+from polars_dp.kernels.morton import (
     MortonLayout,
     as_box,
     check_fanout,

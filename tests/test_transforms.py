@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from polars_dp import Hierarchy, Nominal, Ordinal
-from polars_dp import transforms as T
+from polars_dp.kernels import wavelets as T
 from polars_dp.errors import HierarchyError, ParameterError, QueryError
 
 HIERARCHIES = {

@@ -1,7 +1,7 @@
 """Error measures of the papers' experiments that the library does not offer itself.
 
 The library provides the workload generators, exact answers, coverage, relative errors and
-top-k precision (:mod:`polars_dp.workloads`, :mod:`polars_dp.evaluation`); this module adds
+top-k precision (:mod:`polars_dp.evaluation.workloads`, :mod:`polars_dp.evaluation`); this module adds
 what only an evaluation needs (pure numpy):
 
 * square error ``(x - act)^2`` (Privelet paper Sec. VI);

@@ -17,9 +17,9 @@ import numpy as np
 import polars as pl
 
 import polars_dp as pdp
-from polars_dp.counts import frequency_matrix
-from polars_dp.spatial_workloads import relative_errors
-from polars_dp.workloads import coverage, true_answers
+from polars_dp.counting.frequency import frequency_matrix
+from polars_dp.evaluation.spatial import relative_errors
+from polars_dp.evaluation.workloads import coverage, true_answers
 
 from .data import Table
 from .metrics import answers, group_means, quintile_index, square_error

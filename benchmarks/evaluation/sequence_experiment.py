@@ -18,7 +18,7 @@ import numpy as np
 import polars as pl
 
 import polars_dp  # noqa: F401  (registers df.dp)
-from polars_dp.evaluation import exact_top_k_strings, top_k_precision
+from polars_dp.evaluation.sequences import exact_top_k_strings, top_k_precision
 
 from .data import MSNBC_ALPHABET, MSNBC_MAX_LENGTH
 from .metrics import total_variation

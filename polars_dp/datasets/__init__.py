@@ -11,8 +11,8 @@ from importlib.resources import files
 
 import polars as pl
 
-from polars_dp.domain import Nominal, Ordinal
-from polars_dp.hierarchy import Hierarchy
+from polars_dp.domains.attributes import Nominal, Ordinal
+from polars_dp.domains.hierarchy import Hierarchy
 
 #: Public generalisation hierarchies of the military table's nominal columns.
 MILITARY_HIERARCHIES = {

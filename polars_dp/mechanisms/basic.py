@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from polars_dp.counts import frequency_matrix
-from polars_dp.domain import Attribute, as_attributes
+from polars_dp.counting.frequency import frequency_matrix
+from polars_dp.domains.attributes import Attribute, as_attributes
 from polars_dp.noise import SeedLike, check_epsilon, histogram_sensitivity, laplace, make_rng
-from polars_dp.release import GridRelease
+from polars_dp.releases.grid import GridRelease
 
 
 def basic_scale(epsilon: float, neighbours: str) -> float:
@@ -38,7 +38,7 @@ def basic(frame: Any, attributes: Attribute | Iterable[Attribute], *, epsilon: f
     neighbours : ``"replace"`` (Lap(2/epsilon) per cell) or ``"add_remove"`` (Lap(1/epsilon)).
     seed : ``None`` draws OS entropy; an int makes the release reproducible (tests only,
         never for production).
-    on_out_of_domain, nulls : see :mod:`polars_dp.domain`.
+    on_out_of_domain, nulls : see :mod:`polars_dp.domains.attributes`.
     """
     scale = basic_scale(epsilon, neighbours)
     rng = make_rng(seed)

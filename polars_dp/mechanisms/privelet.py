@@ -2,7 +2,7 @@
 
 Privacy
 -------
-The HN transform (:mod:`polars_dp.transforms`) of the frequency matrix ``M`` gets i.i.d.
+The HN transform (:mod:`polars_dp.kernels.wavelets`) of the frequency matrix ``M`` gets i.i.d.
 ``Lap(lambda)`` on every unnormalised coefficient ``W_HN(c) * c`` (the paper's
 ``Lap(lambda / W_HN(c))`` on ``c``).  Its generalised sensitivity is
 ``rho = prod over transformed axes of P(A)`` with ``P(A) = 1 + ceil(log2 |A|)`` (ordinal,
@@ -35,12 +35,12 @@ from typing import Any
 
 import numpy as np
 
-from polars_dp import transforms
-from polars_dp.counts import frequency_matrix
-from polars_dp.domain import Attribute, Nominal, as_attributes
+from polars_dp.kernels import wavelets as transforms
+from polars_dp.counting.frequency import frequency_matrix
+from polars_dp.domains.attributes import Attribute, Nominal, as_attributes
 from polars_dp.errors import HierarchyError, ParameterError
 from polars_dp.noise import SeedLike, check_epsilon, histogram_sensitivity, laplace, make_rng
-from polars_dp.release import GridRelease
+from polars_dp.releases.grid import GridRelease
 
 #: Target size (cells) of one slab of the noise field.
 SLAB_CELLS = 1 << 21
@@ -163,7 +163,7 @@ def privelet(frame: Any, attributes: Attribute | Iterable[Attribute], *, epsilon
     neighbours : ``"replace"`` (``lambda = 2 rho / epsilon``) or ``"add_remove"``
         (``lambda = rho / epsilon``).
     seed : ``None`` draws OS entropy; an int makes the release reproducible (tests only).
-    on_out_of_domain, nulls : see :mod:`polars_dp.domain`.
+    on_out_of_domain, nulls : see :mod:`polars_dp.domains.attributes`.
 
     The release's ``noise_scale`` is ``lambda``; ``params`` records ``rho``, the
     ``transformed`` and ``untransformed`` columns and ``untransformed_auto``.  Its mechanism

@@ -5,7 +5,7 @@ Algorithm (paper Sec. 3, Algorithm "PrivTree"; spec §2.3)
 Starting from the public box (depth 0), every node ``v`` gets the biased, clamped count
 ``b(v) = max(c(v) - depth(v) * delta, theta - delta)`` and splits into ``beta`` children iff
 ``b(v) + Lap(lambda) > theta``.  There is no height parameter.  Public rule: a node at the
-discretisation limit (depth ``(d*k) // log2(beta)``, see :mod:`polars_dp.spatial`) stays a
+discretisation limit (depth ``(d*k) // log2(beta)``, see :mod:`polars_dp.kernels.morton`) stays a
 leaf without a decision.
 
 Privacy (add/remove-one neighbours, paper Sec. 3.2 Theorem; spec §2.4)
@@ -34,9 +34,9 @@ from typing import Any
 import numpy as np
 
 from polars_dp.noise import SeedLike, check_epsilon, check_fraction, histogram_sensitivity, laplace, make_rng
-from polars_dp.points import collect_points
-from polars_dp.privtree_rule import check_theta, privtree_delta, privtree_lambda, privtree_split
-from polars_dp.spatial import (
+from polars_dp.counting.points import collect_points
+from polars_dp.mechanisms.privtree_rule import check_theta, privtree_delta, privtree_lambda, privtree_split
+from polars_dp.kernels.morton import (
     MortonLayout,
     as_box,
     check_fanout,
@@ -44,7 +44,7 @@ from polars_dp.spatial import (
     morton_codes,
     resolution_bits,
 )
-from polars_dp.tree_release import TreeRelease
+from polars_dp.releases.tree import TreeRelease
 
 
 def grow_tree(codes: np.ndarray, layout: MortonLayout, *, lam: float, delta: float, theta: float,
@@ -96,7 +96,7 @@ def privtree(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: 
     neighbours : ``"add_remove"`` (the paper's relation) or ``"replace"`` (group privacy, see
         module docstring).
     seed : ``None`` draws OS entropy; an int makes the release reproducible (tests only).
-    on_out_of_domain, nulls : ``"raise"`` by default; see :mod:`polars_dp.points`.
+    on_out_of_domain, nulls : ``"raise"`` by default; see :mod:`polars_dp.counting.points`.
     """
     box = as_box(columns, bounds)
     split_bits = check_fanout(fanout, box.d)

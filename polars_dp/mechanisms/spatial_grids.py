@@ -36,12 +36,12 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from polars_dp.counts import check_domain_size
+from polars_dp.counting.frequency import check_domain_size
 from polars_dp.errors import ParameterError
 from polars_dp.noise import SeedLike, check_epsilon, check_fraction, histogram_sensitivity, laplace, make_rng
-from polars_dp.points import collect_points
-from polars_dp.spatial import Box, as_box
-from polars_dp.tree_release import TreeRelease
+from polars_dp.counting.points import collect_points
+from polars_dp.kernels.morton import Box, as_box
+from polars_dp.releases.tree import TreeRelease
 
 
 def grid_side(n: float, epsilon: float, c: float, d: int) -> int:
@@ -166,7 +166,7 @@ def privelet_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsi
     ``rho / epsilon`` per wavelet coefficient with ``rho = prod_j (1 + bits)`` under add/remove
     (``2 rho / epsilon`` under replace), see :func:`polars_dp.privelet`.
     """
-    from polars_dp.domain import Ordinal
+    from polars_dp.domains.attributes import Ordinal
     from polars_dp.mechanisms.privelet import privelet
 
     box = as_box(columns, bounds)

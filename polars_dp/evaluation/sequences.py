@@ -13,10 +13,10 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from polars_dp.counts import as_lazy
+from polars_dp.counting.frequency import as_lazy
 from polars_dp.errors import ParameterError
-from polars_dp.sequence_counts import _symbol_lists, check_alphabet, encode_sequences
-from polars_dp.sequence_model import strings_frame
+from polars_dp.counting.sequences import _symbol_lists, check_alphabet, encode_sequences
+from polars_dp.releases.sequence import strings_frame
 
 
 def exact_top_k_strings(frame: Any, column: str, *, alphabet: Sequence[Any], k: int,

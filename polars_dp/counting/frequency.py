@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from polars_dp.domain import Attribute, as_attributes
+from polars_dp.domains.attributes import Attribute, as_attributes
 from polars_dp.errors import ColumnNotFoundError, DomainError, DomainTooLargeError, ParameterError
 
 ON_OUT_OF_DOMAIN = ("raise", "clamp")

@@ -23,9 +23,9 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from polars_dp.domain import Attribute, Nominal, attribute_from_json
+from polars_dp.domains.attributes import Attribute, Nominal, attribute_from_json
 from polars_dp.errors import ParameterError, QueryError, ReleaseFormatError
-from polars_dp.queries import (
+from polars_dp.releases.grid_queries import (
     as_query_frame,
     predicate_ranges,
     prefix_sums,
@@ -358,13 +358,13 @@ class GridRelease(Release):
         ``Var = 2 * noise_scale**2 * prod_axis f_axis`` (Privelet paper, Theorem 3).  An
         untransformed axis (Basic; Privelet+'s S_A) has ``f = stop - start`` (one unit-weight
         coefficient per cell); a transformed axis gets its factor from
-        :func:`polars_dp.transforms.range_variance_factor`.
+        :func:`polars_dp.kernels.wavelets.range_variance_factor`.
         """
         starts = np.asarray(starts, dtype=np.int64)
         stops = np.asarray(stops, dtype=np.int64)
         attribute = self.attributes[axis]
         if attribute.column in self.transformed:
-            from polars_dp.transforms import range_variance_factor
+            from polars_dp.kernels.wavelets import range_variance_factor
             return range_variance_factor(attribute, starts, stops)
         return (stops - starts).astype(np.float64)
 
@@ -381,7 +381,7 @@ class GridRelease(Release):
     @property
     def prefix(self) -> np.ndarray:
         """Summed-area array of ``counts`` with a zero border (computed once, then cached;
-        recomputed if ``counts`` is replaced).  See :func:`polars_dp.queries.prefix_sums`."""
+        recomputed if ``counts`` is replaced).  See :func:`polars_dp.releases.grid_queries.prefix_sums`."""
         cached = self.__dict__.get("_prefix_cache")
         if cached is None or cached[0] is not self.counts:
             cached = (self.counts, prefix_sums(self.counts))
@@ -394,7 +394,7 @@ class GridRelease(Release):
         ``column=(lo, hi)`` (inclusive, in value space; ``None`` for an open side) for an
         ordinal attribute, and ``column=label`` (a leaf or any group of the hierarchy) for a
         nominal one; an absent column means its whole domain.  ``2^d`` look-ups in
-        :attr:`prefix` (:mod:`polars_dp.queries`).
+        :attr:`prefix` (:mod:`polars_dp.releases.grid_queries`).
         """
         starts, stops = predicate_ranges(self.attributes, predicates)
         return float(range_sums(self.prefix, starts[None], stops[None])[0])

@@ -3,7 +3,7 @@
 The domain is public: nothing here looks at the data to choose a bound, a bin or a
 category.  Every attribute turns its column into an ``Int64`` cell index with a Polars
 expression; the index is null where the value is null, NaN or outside the domain, and the
-caller (:mod:`polars_dp.counts`) reports such rows with a clear error.
+caller (:mod:`polars_dp.counting.frequency`) reports such rows with a clear error.
 
 Opt-ins (both row-wise, so a neighbouring table still changes at most one row's cell and
 every sensitivity bound stays as stated):
@@ -24,7 +24,7 @@ import numpy as np
 import polars as pl
 
 from polars_dp.errors import ParameterError, QueryError
-from polars_dp.hierarchy import Hierarchy, Label
+from polars_dp.domains.hierarchy import Hierarchy, Label
 
 #: Values this many cell widths below a float bin boundary count as on it (absorbs the
 #: rounding of decimal widths such as 0.1; integer domains use exact integer arithmetic).

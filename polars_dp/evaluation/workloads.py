@@ -5,7 +5,7 @@ distinct attributes drawn uniformly without replacement.  An ordinal predicate i
 interval: two cells drawn uniformly and sorted, given in value space as the lower values of
 those cells (inclusive).  A nominal predicate is a uniformly drawn *non-root* node of the
 (collapsed) hierarchy, given by its label.  The output is a batch query frame
-(:mod:`polars_dp.queries`) with an ``id`` column.
+(:mod:`polars_dp.releases.grid_queries`) with an ``id`` column.
 
 Workloads depend only on the public domain and the seed, never on data.  Coverage (the
 fraction of cells a query covers) is computed here; selectivity needs true counts, which
@@ -19,10 +19,10 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import polars as pl
 
-from polars_dp.domain import Attribute, Nominal, as_attributes
+from polars_dp.domains.attributes import Attribute, Nominal, as_attributes
 from polars_dp.errors import ParameterError
 from polars_dp.noise import SeedLike, make_rng
-from polars_dp.queries import label_text, prefix_sums, query_ranges, range_sums
+from polars_dp.releases.grid_queries import label_text, prefix_sums, query_ranges, range_sums
 
 
 def _node_labels(attribute: Nominal) -> list:

@@ -4,7 +4,7 @@ Tree layout (public once built): nodes in BFS order, level by level.  Node ``v``
 ``depth[v]``, ``parent[v]`` (``-1`` at the root) and ``prepended[v]``, the code of the symbol
 prepended to its parent's predictor string (``|I|`` is the start marker ``#``).  A split node's
 ``beta = |I| + 1`` children are contiguous: child ``x`` of ``v`` is ``first_child[v] + x``;
-``first_child[v] = -1`` marks a leaf.  See :mod:`polars_dp.sequence_counts` for the codes.
+``first_child[v] = -1`` marks a leaf.  See :mod:`polars_dp.counting.sequences` for the codes.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from polars_dp.privtree_rule import privtree_delta, privtree_lambda, privtree_split
-from polars_dp.sequence_counts import EncodedSequences
+from polars_dp.mechanisms.privtree_rule import privtree_delta, privtree_lambda, privtree_split
+from polars_dp.counting.sequences import EncodedSequences
 
 
 def pst_scores(hist: np.ndarray, starts_with_start: np.ndarray) -> np.ndarray:

@@ -20,8 +20,8 @@ import polars as pl
 
 from polars_dp.errors import ParameterError
 from polars_dp.noise import SeedLike, make_rng
-from polars_dp.points import collect_points
-from polars_dp.spatial import as_box
+from polars_dp.counting.points import collect_points
+from polars_dp.kernels.morton import as_box
 
 SIZE_CLASSES: dict[str, tuple[float, float]] = {
     "small": (1e-4, 1e-3),

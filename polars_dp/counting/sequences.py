@@ -29,7 +29,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from polars_dp.counts import as_lazy, check_domain_size
+from polars_dp.counting.frequency import as_lazy, check_domain_size
 from polars_dp.errors import ColumnNotFoundError, DomainError, ParameterError
 
 MAX_ALPHABET = 2**15 - 2

@@ -19,7 +19,7 @@ import itertools
 
 import numpy as np
 
-from polars_dp.spatial import Box, MortonLayout, overlap_fraction
+from polars_dp.kernels.morton import Box, MortonLayout, overlap_fraction
 
 
 def morton_tree_sums(leaf_starts: np.ndarray, leaf_counts: np.ndarray, layout: MortonLayout, box: Box,

@@ -28,9 +28,9 @@ import pyarrow.compute as pc
 
 from polars_dp.errors import ParameterError, QueryError, ReleaseFormatError
 from polars_dp.noise import SeedLike, make_rng
-from polars_dp.pst import deepest_nodes
-from polars_dp.release import Release, read_metadata, register_release_type
-from polars_dp.sequence_counts import check_alphabet, check_max_length
+from polars_dp.kernels.pst import deepest_nodes
+from polars_dp.releases.grid import Release, read_metadata, register_release_type
+from polars_dp.counting.sequences import check_alphabet, check_max_length
 
 
 def _padded(values: np.ndarray, lengths: np.ndarray, fill: int = -1) -> np.ndarray:

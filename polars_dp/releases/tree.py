@@ -3,7 +3,7 @@
 The output of PrivTree and of the grid baselines (UG, AG).  One row per leaf: ``<col>_lo``,
 ``<col>_hi`` for each column, ``depth`` and the noisy ``count`` (plus, for a PrivTree, the
 leaf's first Morton code ``morton``, which encodes the tree).  Range counts use the
-uniformity assumption (:mod:`polars_dp.spatial_queries`).  Everything here is
+uniformity assumption (:mod:`polars_dp.kernels.spatial_sums`).  Everything here is
 post-processing of the mechanism's output; the release holds no reference to the input.
 """
 
@@ -18,9 +18,9 @@ import polars as pl
 import pyarrow as pa
 
 from polars_dp.errors import QueryError, ReleaseFormatError
-from polars_dp.release import Release, read_metadata, register_release_type
-from polars_dp.spatial import Box, MortonLayout, as_box
-from polars_dp.spatial_queries import (
+from polars_dp.releases.grid import Release, read_metadata, register_release_type
+from polars_dp.kernels.morton import Box, MortonLayout, as_box
+from polars_dp.kernels.spatial_sums import (
     grid_prefix_sums,
     grid_sums,
     grid_weight_squares,
