@@ -15,9 +15,9 @@ import sys
 import time
 
 from benchmarks.seq_data import ALPHABET, load
+from polars_dp.counting.sequences import context_histograms, encode_sequences
 from polars_dp.mechanisms.ngram import ngram_sequences
 from polars_dp.mechanisms.sequences import privtree_sequences
-from polars_dp.counting.sequences import context_histograms, encode_sequences
 
 MAX_LENGTH = 20
 

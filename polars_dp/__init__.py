@@ -15,6 +15,7 @@ except PackageNotFoundError:  # running from a source tree
 from polars_dp import namespace as _namespace  # noqa: F401  (registers df.dp / lf.dp)
 from polars_dp.budget import Accountant
 from polars_dp.domains.attributes import Attribute, Nominal, Ordinal
+from polars_dp.domains.hierarchy import Hierarchy
 from polars_dp.errors import (
     BudgetExceededError,
     ColumnNotFoundError,
@@ -26,7 +27,8 @@ from polars_dp.errors import (
     QueryError,
     ReleaseFormatError,
 )
-from polars_dp.domains.hierarchy import Hierarchy
+from polars_dp.evaluation.spatial import random_boxes, relative_errors
+from polars_dp.evaluation.workloads import random_workload
 from polars_dp.mechanisms import (
     adaptive_grid,
     basic,
@@ -39,9 +41,7 @@ from polars_dp.mechanisms import (
 )
 from polars_dp.releases.grid import GridRelease, Release, read_release
 from polars_dp.releases.sequence import SequenceModel
-from polars_dp.evaluation.spatial import random_boxes, relative_errors
 from polars_dp.releases.tree import TreeRelease
-from polars_dp.evaluation.workloads import random_workload
 
 __all__ = [
     "Accountant",

@@ -50,9 +50,9 @@ import pyarrow as pa
 
 from polars_dp.domains.attributes import FLOAT_TOLERANCE, Nominal, Ordinal
 from polars_dp.errors import ParameterError, ReleaseFormatError
-from polars_dp.releases.grid_queries import label_ranges
 from polars_dp.releases.grid import GridRelease, Release, attach_metadata, read_metadata
 from polars_dp.releases.grid import read_release as _read_arrow_release
+from polars_dp.releases.grid_queries import label_ranges
 
 #: Largest per-axis table of variance factors stored for a transformed ordinal axis.
 MAX_FACTOR_ROWS = 1 << 21

@@ -11,9 +11,9 @@ import polars as pl
 import pytest
 
 import polars_dp as pdp
-from polars_dp.kernels import wavelets as T
 from polars_dp.counting.frequency import frequency_matrix
 from polars_dp.errors import ColumnNotFoundError, DomainError, HierarchyError, ParameterError
+from polars_dp.kernels import wavelets as T
 from polars_dp.noise import laplace, make_rng
 from polars_dp.releases.grid_queries import predicate_ranges
 

@@ -8,9 +8,9 @@ import pytest
 
 import polars_dp  # noqa: F401  (registers df.dp)
 from polars_dp.errors import ColumnNotFoundError, DomainError, ParameterError
+from polars_dp.kernels.morton import MortonLayout
 from polars_dp.mechanisms.privtree import grow_tree, privtree, privtree_delta, privtree_lambda
 from polars_dp.noise import make_rng
-from polars_dp.kernels.morton import MortonLayout
 
 Z = 4.89  # two-sided normal quantile for a false-failure probability of 1e-6
 

@@ -9,8 +9,8 @@ import pytest
 from seq_helpers import END, START, all_nodes, histogram, pairs_of
 
 import polars_dp.mechanisms.sequences as seqmech
-from polars_dp.kernels.pst import privtree_sequence_params, privtree_split, pst_scores
 from polars_dp.counting.sequences import encode_sequences, encoded_from_lists
+from polars_dp.kernels.pst import privtree_sequence_params, privtree_split, pst_scores
 
 Z = 5.0  # two-sided normal tail 5.7e-7: the false-failure probability of each statistical check
 

@@ -11,8 +11,8 @@ import pytest
 from scipy import stats
 
 import polars_dp as pdp
-from polars_dp.releases.grid_queries import predicate_ranges, prefix_sums, query_ranges, range_sums
 from polars_dp.evaluation.workloads import coverage, random_workload, selectivity, true_answers
+from polars_dp.releases.grid_queries import predicate_ranges, prefix_sums, query_ranges, range_sums
 
 ALPHA = 1e-6  # false-failure probability of each statistical check
 

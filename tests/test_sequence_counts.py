@@ -3,9 +3,9 @@ import polars as pl
 import pytest
 from seq_helpers import END, START, all_nodes, histogram, pairs_of, random_sequences
 
+from polars_dp.counting.sequences import context_histograms, decode_context, encode_sequences
 from polars_dp.errors import ColumnNotFoundError, DomainError, ParameterError
 from polars_dp.kernels.pst import grow_context_tree
-from polars_dp.counting.sequences import context_histograms, decode_context, encode_sequences
 
 ALPHABET = [3, 7, 9]
 

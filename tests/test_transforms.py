@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from polars_dp import Hierarchy, Nominal, Ordinal
-from polars_dp.kernels import wavelets as T
 from polars_dp.errors import HierarchyError, ParameterError, QueryError
+from polars_dp.kernels import wavelets as T
 
 HIERARCHIES = {
     "flat": Hierarchy.flat(["a", "b", "c", "d", "e"]),

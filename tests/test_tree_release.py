@@ -8,9 +8,9 @@ import pytest
 
 import polars_dp as pdp
 from polars_dp.errors import QueryError
+from polars_dp.evaluation.spatial import SIZE_CLASSES, exact_range_counts, random_boxes, relative_errors
 from polars_dp.mechanisms.spatial_grids import constrained_inference
 from polars_dp.releases.grid import read_metadata
-from polars_dp.evaluation.spatial import SIZE_CLASSES, exact_range_counts, random_boxes, relative_errors
 
 
 def skewed(n, d, seed=0):

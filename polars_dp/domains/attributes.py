@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from polars_dp.errors import ParameterError, QueryError
 from polars_dp.domains.hierarchy import Hierarchy, Label
+from polars_dp.errors import ParameterError, QueryError
 
 #: Values this many cell widths below a float bin boundary count as on it (absorbs the
 #: rounding of decimal widths such as 0.1; integer domains use exact integer arithmetic).

@@ -14,8 +14,8 @@ import numpy as np
 import polars as pl
 
 from polars_dp.counting.frequency import as_lazy
-from polars_dp.errors import ParameterError
 from polars_dp.counting.sequences import _symbol_lists, check_alphabet, encode_sequences
+from polars_dp.errors import ParameterError
 from polars_dp.releases.sequence import strings_frame
 
 

@@ -18,10 +18,10 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from polars_dp.errors import ParameterError
-from polars_dp.noise import SeedLike, make_rng
 from polars_dp.counting.points import collect_points
+from polars_dp.errors import ParameterError
 from polars_dp.kernels.morton import as_box
+from polars_dp.noise import SeedLike, make_rng
 
 SIZE_CLASSES: dict[str, tuple[float, float]] = {
     "small": (1e-4, 1e-3),

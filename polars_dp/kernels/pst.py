@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from polars_dp.mechanisms.privtree_rule import privtree_delta, privtree_lambda, privtree_split
 from polars_dp.counting.sequences import EncodedSequences
+from polars_dp.mechanisms.privtree_rule import privtree_delta, privtree_lambda, privtree_split
 
 
 def pst_scores(hist: np.ndarray, starts_with_start: np.ndarray) -> np.ndarray:

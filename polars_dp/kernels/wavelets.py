@@ -44,8 +44,8 @@ from functools import lru_cache
 import numpy as np
 
 from polars_dp.domains.attributes import Attribute, Nominal
-from polars_dp.errors import HierarchyError, ParameterError, QueryError
 from polars_dp.domains.hierarchy import Hierarchy
+from polars_dp.errors import HierarchyError, ParameterError, QueryError
 
 
 # ---------------------------------------------------------------------------- helpers

@@ -24,10 +24,10 @@ from typing import Any
 import numpy as np
 
 from polars_dp.counting.frequency import check_domain_size
-from polars_dp.errors import ParameterError
-from polars_dp.noise import SeedLike, check_epsilon, laplace, make_rng
-from polars_dp.kernels.pst import grow_context_tree
 from polars_dp.counting.sequences import encode_sequences
+from polars_dp.errors import ParameterError
+from polars_dp.kernels.pst import grow_context_tree
+from polars_dp.noise import SeedLike, check_epsilon, laplace, make_rng
 from polars_dp.releases.sequence import SequenceModel
 
 

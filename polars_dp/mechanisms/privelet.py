@@ -35,10 +35,10 @@ from typing import Any
 
 import numpy as np
 
-from polars_dp.kernels import wavelets as transforms
 from polars_dp.counting.frequency import frequency_matrix
 from polars_dp.domains.attributes import Attribute, Nominal, as_attributes
 from polars_dp.errors import HierarchyError, ParameterError
+from polars_dp.kernels import wavelets as transforms
 from polars_dp.noise import SeedLike, check_epsilon, histogram_sensitivity, laplace, make_rng
 from polars_dp.releases.grid import GridRelease
 

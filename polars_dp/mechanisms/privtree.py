@@ -33,9 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from polars_dp.noise import SeedLike, check_epsilon, check_fraction, histogram_sensitivity, laplace, make_rng
 from polars_dp.counting.points import collect_points
-from polars_dp.mechanisms.privtree_rule import check_theta, privtree_delta, privtree_lambda, privtree_split
 from polars_dp.kernels.morton import (
     MortonLayout,
     as_box,
@@ -44,6 +42,8 @@ from polars_dp.kernels.morton import (
     morton_codes,
     resolution_bits,
 )
+from polars_dp.mechanisms.privtree_rule import check_theta, privtree_delta, privtree_lambda, privtree_split
+from polars_dp.noise import SeedLike, check_epsilon, check_fraction, histogram_sensitivity, laplace, make_rng
 from polars_dp.releases.tree import TreeRelease
 
 

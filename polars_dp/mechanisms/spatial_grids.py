@@ -37,10 +37,10 @@ import numpy as np
 import polars as pl
 
 from polars_dp.counting.frequency import check_domain_size
-from polars_dp.errors import ParameterError
-from polars_dp.noise import SeedLike, check_epsilon, check_fraction, histogram_sensitivity, laplace, make_rng
 from polars_dp.counting.points import collect_points
+from polars_dp.errors import ParameterError
 from polars_dp.kernels.morton import Box, as_box
+from polars_dp.noise import SeedLike, check_epsilon, check_fraction, histogram_sensitivity, laplace, make_rng
 from polars_dp.releases.tree import TreeRelease
 
 

@@ -30,8 +30,8 @@ import numpy as np
 import polars as pl
 
 from polars_dp.domains.attributes import Attribute, Nominal, Ordinal
-from polars_dp.errors import QueryError
 from polars_dp.domains.hierarchy import Label
+from polars_dp.errors import QueryError
 
 #: Extra columns of a batch query frame that are passed through to the answer by default.
 PASSTHROUGH = ("id",)

@@ -26,11 +26,11 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from polars_dp.errors import ParameterError, QueryError, ReleaseFormatError
-from polars_dp.noise import SeedLike, make_rng
-from polars_dp.kernels.pst import deepest_nodes
-from polars_dp.releases.grid import Release, read_metadata, register_release_type
 from polars_dp.counting.sequences import check_alphabet, check_max_length
+from polars_dp.errors import ParameterError, QueryError, ReleaseFormatError
+from polars_dp.kernels.pst import deepest_nodes
+from polars_dp.noise import SeedLike, make_rng
+from polars_dp.releases.grid import Release, read_metadata, register_release_type
 
 
 def _padded(values: np.ndarray, lengths: np.ndarray, fill: int = -1) -> np.ndarray:

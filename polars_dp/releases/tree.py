@@ -18,7 +18,6 @@ import polars as pl
 import pyarrow as pa
 
 from polars_dp.errors import QueryError, ReleaseFormatError
-from polars_dp.releases.grid import Release, read_metadata, register_release_type
 from polars_dp.kernels.morton import Box, MortonLayout, as_box
 from polars_dp.kernels.spatial_sums import (
     grid_prefix_sums,
@@ -27,6 +26,7 @@ from polars_dp.kernels.spatial_sums import (
     morton_tree_sums,
     two_level_grid_sums,
 )
+from polars_dp.releases.grid import Release, read_metadata, register_release_type
 
 LAYOUTS = ("morton", "grid", "two_level_grid")
 
