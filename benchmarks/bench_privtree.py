@@ -47,7 +47,7 @@ def _run(n: int, d: int, mechanism: str, out: mp.Queue) -> None:
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     boxes = random_boxes(cols, bounds, 10_000, volume="medium", seed=2)
     t = time.perf_counter()
-    release.range_sums(boxes)
+    release.range_count_array(boxes)
     q_seconds = time.perf_counter() - t
     out.put({"seconds": seconds, "extra_mib": (peak - base) / 1024, "peak_mib": peak / 1024,
              "leaves": release.n_leaves, "qps": 10_000 / q_seconds})

@@ -53,7 +53,7 @@ def evaluate(frame: pl.DataFrame, *, n_queries: int = 10_000, runs: int = 3, eps
                 rel = make(frame, eps, seed + 1000 * r + 7)
                 leaves.append(rel.n_leaves)
                 for name, (boxes, truth) in workloads.items():
-                    errs[name].append(np.mean(relative_errors(rel.range_sums(boxes), truth, n)))
+                    errs[name].append(np.mean(relative_errors(rel.range_count_array(boxes), truth, n)))
             rows.append({"mechanism": mech, "epsilon": eps, "leaves": int(np.mean(leaves)),
                          **{name: float(np.mean(v)) for name, v in errs.items()}})
     return pl.DataFrame(rows)

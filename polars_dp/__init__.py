@@ -5,14 +5,8 @@
 >>> release.write_parquet("age.parquet")                                  # doctest: +SKIP
 """
 
-from importlib.metadata import PackageNotFoundError, version
-
-try:
-    __version__ = version("polars-dp")
-except PackageNotFoundError:  # running from a source tree
-    __version__ = "0.1.0"
-
 from polars_dp import namespace as _namespace  # noqa: F401  (registers df.dp / lf.dp)
+from polars_dp._version import __version__
 from polars_dp.budget import Accountant
 from polars_dp.domains.attributes import Attribute, Nominal, Ordinal
 from polars_dp.domains.hierarchy import Hierarchy
@@ -39,9 +33,7 @@ from polars_dp.mechanisms import (
     privtree_sequences,
     uniform_grid,
 )
-from polars_dp.releases.grid import GridRelease, Release, read_release
-from polars_dp.releases.sequence import SequenceModel
-from polars_dp.releases.tree import TreeRelease
+from polars_dp.releases import GridRelease, Release, SequenceModel, TreeRelease, read_release
 
 __all__ = [
     "Accountant",

@@ -118,7 +118,7 @@ def _points(args: argparse.Namespace) -> None:
     names = ["New York region (2 x 2 deg)", "Manhattan-sized box", "Paris region (5 x 5 deg)",
              "southern hemisphere"]
     exact = exact_range_counts(frame, ["lon", "lat"], bounds, boxes)
-    answers = {"privtree": tree.range_sums(boxes), "uniform grid": grid.range_sums(boxes)}
+    answers = {"privtree": tree.range_count_array(boxes), "uniform grid": grid.range_count_array(boxes)}
     header = f"{'box range-count query':<38}{'true':>11}" + "".join(f"{k:>16}" for k in answers)
     print(header)
     print("-" * len(header))

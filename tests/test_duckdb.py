@@ -161,7 +161,7 @@ def test_wavelet_factors_reach_sql(monkeypatch, release):
     assert close(got["count"].to_numpy(), want["count"].to_numpy())
     assert close(got["std"].to_numpy(), want["std"].to_numpy())
     # beyond MAX_FACTOR_ROWS the per-axis table is not stored and SQL std is NULL
-    monkeypatch.setattr(pdp.duckdb, "MAX_FACTOR_ROWS", 10)
+    monkeypatch.setattr(pdp.releases.sql_grid, "MAX_FACTOR_ROWS", 10)
     wave.to_duckdb(con, "wave2")
     count, std = con.execute("SELECT * FROM wave2_range_count(age_lo := 3)").fetchall()[0]
     assert close(count, wave.range_count(age=(3, None))) and std is None

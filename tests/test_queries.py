@@ -12,7 +12,8 @@ from scipy import stats
 
 import polars_dp as pdp
 from polars_dp.evaluation.workloads import coverage, random_workload, selectivity, true_answers
-from polars_dp.releases.grid_queries import predicate_ranges, prefix_sums, query_ranges, range_sums
+from polars_dp.kernels.prefix import box_sums, prefix_sums
+from polars_dp.releases.grid_queries import predicate_ranges, query_ranges
 
 ALPHA = 1e-6  # false-failure probability of each statistical check
 
@@ -101,7 +102,7 @@ def test_range_sums_equal_box_sums():
     starts = np.stack([rng.integers(0, n, 300) for n in counts.shape], axis=1)
     stops = np.stack([rng.integers(s + 1, n + 1) for s, n in zip(starts.T, counts.shape, strict=True)],
                      axis=1)
-    got = range_sums(prefix_sums(counts), starts, stops)
+    got = box_sums(prefix_sums(counts), starts, stops)
     want = [counts[tuple(slice(a, b) for a, b in zip(s, t, strict=True))].sum()
             for s, t in zip(starts, stops, strict=True)]
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)

@@ -122,7 +122,7 @@ def test_sample_reproduces_a_single_pattern_at_large_epsilon():
 def test_arrow_round_trip_and_metadata(model, tmp_path):
     table = model.to_arrow()
     assert table.num_rows == model.n_nodes * 4
-    meta = pdp.releases.grid.read_metadata(table)
+    meta = pdp.releases.metadata.read_metadata(table)
     keys = ("mechanism", "epsilon", "neighbours", "alphabet", "max_length", "lambda", "delta", "tree_share")
     for key in keys:
         assert key in meta

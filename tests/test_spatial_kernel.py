@@ -1,10 +1,10 @@
 import numpy as np
 import pytest
 
+from polars_dp.domains.box import as_box
 from polars_dp.errors import ParameterError
 from polars_dp.kernels.morton import (
     MortonLayout,
-    as_box,
     check_fanout,
     deinterleave,
     grid_coordinates,

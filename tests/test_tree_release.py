@@ -10,7 +10,7 @@ import polars_dp as pdp
 from polars_dp.errors import QueryError
 from polars_dp.evaluation.spatial import SIZE_CLASSES, exact_range_counts, random_boxes, relative_errors
 from polars_dp.mechanisms.spatial_grids import constrained_inference
-from polars_dp.releases.grid import read_metadata
+from polars_dp.releases.metadata import read_metadata
 
 
 def skewed(n, d, seed=0):
@@ -71,7 +71,7 @@ def test_range_counts_equal_the_brute_force_uniformity_sum(mechanism, d, kw):
     q_lo[5:10], q_hi[5:10] = -5.0, 5.0  # the whole box
     sides = (("lo", q_lo), ("hi", q_hi))
     boxes = pl.DataFrame({f"c{j}_{s}": arr[:, j] for j in range(d) for s, arr in sides})
-    got = r.range_sums(boxes)
+    got = r.range_count_array(boxes)
     expected = brute_force_answers(r, q_lo, q_hi)
     np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-6 * np.abs(r.count).sum())
     np.testing.assert_allclose(got[5:10], r.count.sum(), rtol=1e-12)
@@ -90,7 +90,7 @@ def test_range_counts_are_close_to_the_truth_with_a_large_budget():
     truth = exact_range_counts(df, ["c0", "c1"], bounds, boxes)
     for mechanism in ("privtree", "uniform_grid", "adaptive_grid"):
         r = getattr(df.dp, mechanism)(["c0", "c1"], bounds=bounds, epsilon=50.0, seed=5)
-        err = relative_errors(r.range_sums(boxes), truth, df.height)
+        err = relative_errors(r.range_count_array(boxes), truth, df.height)
         assert np.median(err) < 0.05, mechanism
 
 
@@ -106,7 +106,7 @@ def test_arrow_metadata_and_parquet_round_trip(tmp_path):
         back = pdp.read_release(path)
         assert isinstance(back, pdp.TreeRelease) and back == rel
         boxes = random_boxes(rel.columns, [(-5, 5)] * 2, 50, volume="medium", seed=1)
-        np.testing.assert_array_equal(back.range_sums(boxes), rel.range_sums(boxes))
+        np.testing.assert_array_equal(back.range_count_array(boxes), rel.range_count_array(boxes))
 
 
 def test_query_errors():
@@ -122,7 +122,7 @@ def test_query_errors():
     with pytest.raises(QueryError, match="must hold numbers"):
         r.range_counts(pl.DataFrame({"c0_lo": ["0.0"]}))
     # a null bound means the whole range, as in SQL and for grid releases
-    with_null = r.range_sums(pl.DataFrame({"c0_lo": [0.0, None]}))
+    with_null = r.range_count_array(pl.DataFrame({"c0_lo": [0.0, None]}))
     assert with_null[1] == pytest.approx(r.count.sum())
     assert with_null[0] == pytest.approx(r.range_count(c0=(0.0, 5.0)))
 
@@ -213,7 +213,7 @@ def test_std_is_the_leaf_noise_through_the_uniformity_weights(mechanism, d, kw):
     sides = (("lo", q_lo), ("hi", q_hi))
     boxes = pl.DataFrame({f"c{j}_{s}": arr[:, j] for j in range(d) for s, arr in sides})
     got = r.range_counts(boxes, std=True)
-    np.testing.assert_array_equal(got["count"].to_numpy(), r.range_sums(boxes))
+    np.testing.assert_array_equal(got["count"].to_numpy(), r.range_count_array(boxes))
     # explicit linear map: every leaf's weight is its overlapped volume fraction
     weights = pdp.kernels.morton.overlap_fraction(q_lo[:, None, :], q_hi[:, None, :], r.lo[None], r.hi[None])
     scale = r.params["leaf_noise_scale" if mechanism == "privtree" else "noise_scale"]

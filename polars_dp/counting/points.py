@@ -15,8 +15,8 @@ import numpy as np
 import polars as pl
 
 from polars_dp.counting.frequency import NULLS, ON_OUT_OF_DOMAIN, as_lazy
+from polars_dp.domains.box import Box
 from polars_dp.errors import ColumnNotFoundError, DomainError, ParameterError
-from polars_dp.kernels.morton import Box
 
 
 def collect_points(frame: Any, box: Box, *, on_out_of_domain: str = "raise",

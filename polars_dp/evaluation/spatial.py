@@ -19,8 +19,8 @@ import numpy as np
 import polars as pl
 
 from polars_dp.counting.points import collect_points
+from polars_dp.domains.box import as_box
 from polars_dp.errors import ParameterError
-from polars_dp.kernels.morton import as_box
 from polars_dp.noise import SeedLike, make_rng
 
 SIZE_CLASSES: dict[str, tuple[float, float]] = {

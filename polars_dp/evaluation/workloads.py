@@ -21,8 +21,9 @@ import polars as pl
 
 from polars_dp.domains.attributes import Attribute, Nominal, as_attributes
 from polars_dp.errors import ParameterError
+from polars_dp.kernels.prefix import box_sums, prefix_sums
 from polars_dp.noise import SeedLike, make_rng
-from polars_dp.releases.grid_queries import label_text, prefix_sums, query_ranges, range_sums
+from polars_dp.releases.grid_queries import label_text, query_ranges
 
 
 def _node_labels(attribute: Nominal) -> list:
@@ -90,7 +91,7 @@ def true_answers(counts: np.ndarray, attributes: Sequence[Attribute], queries: p
                  ) -> np.ndarray:
     """Exact answers of ``queries`` on a true frequency matrix (evaluation only)."""
     starts, stops = query_ranges(as_attributes(attributes), queries)
-    return range_sums(prefix_sums(counts), starts, stops)
+    return box_sums(prefix_sums(counts), starts, stops)
 
 
 def selectivity(counts: np.ndarray, attributes: Sequence[Attribute], queries: pl.DataFrame

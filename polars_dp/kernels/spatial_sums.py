@@ -19,7 +19,8 @@ import itertools
 
 import numpy as np
 
-from polars_dp.kernels.morton import Box, MortonLayout, overlap_fraction
+from polars_dp.domains.box import Box
+from polars_dp.kernels.morton import MortonLayout, overlap_fraction
 
 
 def morton_tree_sums(leaf_starts: np.ndarray, leaf_counts: np.ndarray, layout: MortonLayout, box: Box,
@@ -93,16 +94,6 @@ def grid_weight_squares(m: int, box: Box, q_lo: np.ndarray, q_hi: np.ndarray) ->
     return np.prod(full + f0**2 + f1**2, axis=-1)
 
 
-def grid_prefix_sums(counts: np.ndarray) -> np.ndarray:
-    """Inclusive-exclusive prefix sums of a stack of grids ``(g, m, ..., m)`` -> ``(g, m+1, ...)``
-    with ``P[.., i1, .., id] = sum of cells below (i1, .., id)``."""
-    d = counts.ndim - 1
-    p = np.pad(counts.astype(np.float64), [(0, 0)] + [(1, 0)] * d)
-    for axis in range(1, d + 1):
-        np.cumsum(p, axis=axis, out=p)
-    return p
-
-
 def grid_sums(prefix: np.ndarray, offset: np.ndarray, m: np.ndarray, cell_lo: np.ndarray,
               cell_hi: np.ndarray, q_lo: np.ndarray, q_hi: np.ndarray) -> np.ndarray:
     """Answers of ``P`` (query, grid) pairs: pair ``i`` asks box ``[q_lo[i], q_hi[i]]`` of the
@@ -168,4 +159,4 @@ def two_level_grid_sums(prefix: np.ndarray, offsets: np.ndarray, m2: np.ndarray,
     return np.bincount(qi, weights=pair, minlength=n_q)
 
 
-__all__ = ["grid_prefix_sums", "grid_sums", "morton_tree_sums", "two_level_grid_sums"]
+__all__ = ["grid_sums", "morton_tree_sums", "two_level_grid_sums"]

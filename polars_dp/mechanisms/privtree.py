@@ -34,9 +34,9 @@ from typing import Any
 import numpy as np
 
 from polars_dp.counting.points import collect_points
+from polars_dp.domains.box import as_box
 from polars_dp.kernels.morton import (
     MortonLayout,
-    as_box,
     check_fanout,
     grid_coordinates,
     morton_codes,

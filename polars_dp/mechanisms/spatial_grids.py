@@ -38,8 +38,9 @@ import polars as pl
 
 from polars_dp.counting.frequency import check_domain_size
 from polars_dp.counting.points import collect_points
+from polars_dp.domains.box import Box, as_box
 from polars_dp.errors import ParameterError
-from polars_dp.kernels.morton import Box, as_box
+from polars_dp.kernels.grid import flat_cells, grid_boxes, grid_cells
 from polars_dp.noise import SeedLike, check_epsilon, check_fraction, histogram_sensitivity, laplace, make_rng
 from polars_dp.releases.tree import TreeRelease
 
@@ -68,25 +69,6 @@ def _budget_for_n(points: list[np.ndarray], n: int | None, n_share: float, epsil
     return max(noisy, 0.0), epsilon * (1 - share), f"noisy (n_share={share})"
 
 
-def cell_index(points: list[np.ndarray], box: Box, m: int) -> tuple[np.ndarray, list[np.ndarray]]:
-    """C-order flat cell of every point in the ``m^d`` grid, and the per-dimension cells."""
-    flat = np.zeros(points[0].size, dtype=np.int64)
-    per_dim = []
-    for j, x in enumerate(points):
-        i = np.clip(np.floor((x - box.lo[j]) * (m / box.width[j])), 0, m - 1).astype(np.int64)
-        per_dim.append(i)
-        flat = flat * m + i
-    return flat, per_dim
-
-
-def grid_boxes(box: Box, m: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(lo, hi)`` of the ``m^d`` cells in C order."""
-    idx = np.indices((m,) * box.d).reshape(box.d, -1).T
-    lo = box.lo + idx * (box.width / m)
-    hi = np.where(idx == m - 1, box.hi, box.lo + (idx + 1) * (box.width / m))
-    return lo, hi
-
-
 def uniform_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: float,
                  n: int | None = None, n_share: float = 0.05, c: float = 10.0,
                  neighbours: str = "add_remove", seed: SeedLike = None, on_out_of_domain: str = "raise",
@@ -101,7 +83,7 @@ def uniform_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsil
     n_used, eps_grid, n_how = _budget_for_n(points, n, n_share, epsilon, neighbours, rng, nulls)
     m = grid_side(n_used, eps_grid, c, box.d)
     cells = check_domain_size((m,) * box.d, bytes_per_cell=64)
-    flat, _ = cell_index(points, box, m)
+    flat = flat_cells(grid_cells(points, box, m), m)
     count = np.bincount(flat, minlength=cells).astype(np.float64)
     count += laplace(rng, sens / eps_grid, count.shape)
     lo, hi = grid_boxes(box, m)
@@ -129,7 +111,8 @@ def adaptive_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsi
     m1 = max(10, math.ceil(grid_side(n_used, eps_grid, c, d) / 4))
     n_cells = check_domain_size((m1,) * d, bytes_per_cell=64)
 
-    cell, per_dim = cell_index(points, box, m1)
+    per_dim = grid_cells(points, box, m1)
+    cell = flat_cells(per_dim, m1)
     v = np.bincount(cell, minlength=n_cells) + laplace(rng, sens / eps1, n_cells)
     m2 = np.maximum(1, np.ceil((np.maximum(v, 0.0) * eps2 / c2) ** (2.0 / (d + 2)))).astype(np.int64)
     sub_cells = m2**d
@@ -177,7 +160,7 @@ def privelet_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsi
     m = 1 << int(k)
     check_domain_size((m,) * box.d, bytes_per_cell=64)
     points = collect_points(frame, box, on_out_of_domain=on_out_of_domain, nulls=nulls)
-    _, per_dim = cell_index(points, box, m)
+    per_dim = grid_cells(points, box, m)
     cells = pl.DataFrame({c: idx for c, idx in zip(box.columns, per_dim, strict=True)})
     del points, per_dim
     grid = privelet(cells, [Ordinal(c, 0, m - 1) for c in box.columns], epsilon=epsilon,

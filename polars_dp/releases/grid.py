@@ -1,209 +1,32 @@
-"""Release objects: the public output of a mechanism, as Arrow tables with metadata.
+"""GridRelease: a noisy frequency matrix over declared attributes (Basic, Privelet, Privelet+).
 
-Everything here is post-processing of a differentially private output: a release holds
-no reference to the input data.  Each release type converts to a pyarrow Table whose
-schema metadata (bytes keys under ``polars_dp.``) records the mechanism, epsilon, the
-neighbour relation, the public domain and the library version, and is restored by
-:func:`read_release`.  Polars and DuckDB conversions drop schema metadata, so every export
-path re-attaches it (:func:`attach_metadata`).
+One row per cell in the Arrow form: a column per attribute (ordinal: the bin's lower value;
+nominal: the leaf label, plus one ``<column>_<level>`` column per hierarchy level) and the
+noisy ``count``.  Range counts come from prefix sums (:mod:`polars_dp.releases.grid_queries`);
+their exact noise variance from the release's :class:`~polars_dp.releases.noise_model.WaveletLaplace`
+noise model.  Everything here is post-processing of the mechanism's output.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Iterable, Mapping
-from datetime import UTC, datetime
-from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 import polars as pl
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from polars_dp.domains.attributes import Attribute, Nominal, attribute_from_json
 from polars_dp.errors import ParameterError, QueryError, ReleaseFormatError
-from polars_dp.releases.grid_queries import (
-    as_query_frame,
-    predicate_ranges,
-    prefix_sums,
-    query_ranges,
-    range_sums,
-)
-
-META_PREFIX = "polars_dp."
-_RELEASE_TYPES: dict[str, type[Release]] = {}
-
-
-def register_release_type(cls: type[Release]) -> type[Release]:
-    """Class decorator: make ``cls.release_type`` readable by :func:`read_release`."""
-    _RELEASE_TYPES[cls.release_type] = cls
-    return cls
-
-
-def _version() -> str:
-    from polars_dp import __version__
-    return __version__
-
-
-def attach_metadata(table: pa.Table, metadata: Mapping[str, Any]) -> pa.Table:
-    """Return ``table`` with ``polars_dp.*`` schema metadata (values JSON-encoded unless str)."""
-    meta = dict(table.schema.metadata or {})
-    for key, value in metadata.items():
-        text = value if isinstance(value, str) else json.dumps(value)
-        meta[(META_PREFIX + key).encode()] = text.encode()
-    return table.replace_schema_metadata(meta)
-
-
-def read_metadata(table_or_schema: pa.Table | pa.Schema) -> dict[str, str]:
-    """The ``polars_dp.*`` metadata of a table, prefix stripped, values as text."""
-    schema = table_or_schema.schema if isinstance(table_or_schema, pa.Table) else table_or_schema
-    out = {}
-    for k, v in (schema.metadata or {}).items():
-        key = k.decode()
-        if key.startswith(META_PREFIX):
-            out[key[len(META_PREFIX):]] = v.decode()
-    return out
-
-
-def write_table_atomic(table: pa.Table, path: str | os.PathLike, **kwargs: Any) -> Path:
-    """Write Parquet to a temporary file beside ``path``, then rename it into place.
-
-    A failure leaves no partial file behind, and an existing file at ``path`` is only
-    replaced by a complete one.
-    """
-    path = Path(path)
-    if path.is_dir():
-        raise ParameterError(f"{str(path)!r} is a directory; give a file path such as 'release.parquet'")
-    if not path.parent.exists():
-        raise ParameterError(f"directory {str(path.parent)!r} does not exist; create it first")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the file the usual permissions
-    try:
-        pq.write_table(table, tmp, **kwargs)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return path
-
-
-class Release:
-    """Common behaviour of every release: metadata, Arrow/Polars/Parquet export."""
-
-    release_type: ClassVar[str] = ""
-
-    mechanism: str
-    epsilon: float
-    neighbours: str
-    params: dict[str, Any]
-    created: str
-    library_version: str
-
-    def _init_common(self, *, mechanism: str, epsilon: float, neighbours: str,
-                     params: Mapping[str, Any] | None, created: str | None,
-                     library_version: str | None) -> None:
-        self.mechanism = mechanism
-        self.epsilon = float(epsilon)
-        self.neighbours = neighbours
-        self.params = dict(params or {})
-        self.created = created or datetime.now(UTC).isoformat(timespec="seconds")
-        self.library_version = library_version or _version()
-
-    def metadata(self) -> dict[str, Any]:
-        """What the Arrow schema metadata records (keys without the ``polars_dp.`` prefix)."""
-        return {
-            "release_type": self.release_type,
-            "mechanism": self.mechanism,
-            "epsilon": self.epsilon,
-            "neighbours": self.neighbours,
-            "params": self.params,
-            "version": self.library_version,
-            "created": self.created,
-        }
-
-    @staticmethod
-    def _common_from_metadata(meta: Mapping[str, str]) -> dict[str, Any]:
-        return {
-            "mechanism": meta["mechanism"],
-            "epsilon": json.loads(meta["epsilon"]),
-            "neighbours": meta["neighbours"],
-            "params": json.loads(meta.get("params", "{}")),
-            "created": meta.get("created"),
-            "library_version": meta.get("version"),
-        }
-
-    def _table(self) -> pa.Table:
-        raise NotImplementedError
-
-    def to_arrow(self) -> pa.Table:
-        """The release as a pyarrow Table with ``polars_dp.*`` schema metadata."""
-        return attach_metadata(self._table(), self.metadata())
-
-    def to_polars(self) -> pl.DataFrame:
-        """The release as a Polars DataFrame (Polars keeps no schema metadata)."""
-        return pl.from_arrow(self._table())
-
-    def write_parquet(self, path: str | os.PathLike, *, compression: str = "zstd") -> Path:
-        """Write the release (with metadata) to Parquet atomically; returns the path."""
-        return write_table_atomic(self.to_arrow(), path, compression=compression)
-
-    def to_duckdb(self, con: Any, name: str) -> Any:
-        """Register this release in a DuckDB connection: a native table ``name``, its metadata
-        and range-count table macros; see :func:`polars_dp.duckdb.register`."""
-        from polars_dp.duckdb import register
-        return register(con, name, self)
-
-    @classmethod
-    def from_arrow(cls, table: pa.Table) -> Release:
-        raise NotImplementedError
-
-    def __eq__(self, other: object) -> bool:
-        if type(self) is not type(other):
-            return NotImplemented
-        mine = {k: v for k, v in self.metadata().items()}
-        theirs = {k: v for k, v in other.metadata().items()}
-        return mine == theirs and self._payload_equal(other)
-
-    def _payload_equal(self, other: Release) -> bool:
-        return self._table().equals(other._table())
-
-    __hash__ = None  # mutable numpy payload
-
-
-def read_release(source: str | os.PathLike | pa.Table) -> Release:
-    """Read a release from a Parquet file (or an Arrow table) written by polars-dp."""
-    if isinstance(source, pa.Table):
-        table = source
-    else:
-        path = Path(source)
-        if not path.exists():
-            raise ReleaseFormatError(f"no release at {str(path)!r}: the file does not exist")
-        if path.is_dir():
-            raise ReleaseFormatError(
-                f"{str(path)!r} is a directory; a release is one Parquet file (reading a folder "
-                "would merge several releases into one)"
-            )
-        try:
-            table = pq.read_table(path)
-        except (pa.ArrowInvalid, OSError) as exc:
-            raise ReleaseFormatError(f"{str(path)!r} is not a readable Parquet file: {exc}") from None
-    meta = read_metadata(table)
-    kind = meta.get("release_type")
-    if kind is None:
-        raise ReleaseFormatError(
-            "this table has no polars_dp.release_type metadata: it was not written by polars-dp "
-            "(or its metadata was dropped, e.g. by a Polars or DuckDB round trip)"
-        )
-    if kind not in _RELEASE_TYPES:
-        raise ReleaseFormatError(f"unknown release type {kind!r}; known: {sorted(_RELEASE_TYPES)}")
-    return _RELEASE_TYPES[kind].from_arrow(table)
+from polars_dp.kernels.prefix import box_sums, prefix_sums
+from polars_dp.kernels.wavelets import range_variance_factor
+from polars_dp.releases import sql_grid
+from polars_dp.releases.base import Release
+from polars_dp.releases.grid_queries import as_query_frame, predicate_ranges, query_ranges
+from polars_dp.releases.io import register_release_type
+from polars_dp.releases.metadata import read_metadata
+from polars_dp.releases.noise_model import WaveletLaplace
 
 
 def _axis_index(shape: tuple[int, ...], axis: int, start: int = 0, stop: int | None = None
@@ -241,7 +64,7 @@ class GridRelease(Release):
     def __init__(self, counts: np.ndarray, attributes: tuple[Attribute, ...], *, mechanism: str,
                  epsilon: float, neighbours: str, noise_scale: float,
                  params: Mapping[str, Any] | None = None, created: str | None = None,
-                 library_version: str | None = None):
+                 library_version: str | None = None, noise: str = "float", seeded: bool = False):
         counts = np.asarray(counts, dtype=np.float64)
         attributes = tuple(attributes)
         if counts.shape != tuple(a.n_cells for a in attributes):
@@ -253,7 +76,8 @@ class GridRelease(Release):
         self.attributes = attributes
         self.noise_scale = float(noise_scale)
         self._init_common(mechanism=mechanism, epsilon=epsilon, neighbours=neighbours,
-                          params=params, created=created, library_version=library_version)
+                          params=params, created=created, library_version=library_version,
+                          noise=noise, seeded=seeded)
         self._check_column_names()
 
     # ------------------------------------------------------------------ basics
@@ -345,6 +169,12 @@ class GridRelease(Release):
 
     # ------------------------------------------------------------------ noise model
     @property
+    def noise_model(self) -> WaveletLaplace:
+        """Laplace ``noise_scale / W(c)`` per wavelet coefficient along :attr:`transformed`
+        (no transformed axis: i.i.d. Laplace ``noise_scale`` per cell)."""
+        return WaveletLaplace(self.noise_scale, self.transformed)
+
+    @property
     def transformed(self) -> tuple[str, ...]:
         """Columns along which the mechanism applied a wavelet transform (none for Basic)."""
         return tuple(self.params.get("transformed", ()))
@@ -364,7 +194,6 @@ class GridRelease(Release):
         stops = np.asarray(stops, dtype=np.int64)
         attribute = self.attributes[axis]
         if attribute.column in self.transformed:
-            from polars_dp.kernels.wavelets import range_variance_factor
             return range_variance_factor(attribute, starts, stops)
         return (stops - starts).astype(np.float64)
 
@@ -372,7 +201,7 @@ class GridRelease(Release):
         """Exact noise variance of range counts; ``starts``/``stops`` have shape (queries, d)."""
         starts = np.atleast_2d(np.asarray(starts, dtype=np.int64))
         stops = np.atleast_2d(np.asarray(stops, dtype=np.int64))
-        var = np.full(starts.shape[0], 2.0 * self.noise_scale**2)
+        var = np.full(starts.shape[0], self.noise_model.unit_variance())
         for axis in range(len(self.attributes)):
             var *= self.axis_variance(axis, starts[:, axis], stops[:, axis])
         return var
@@ -381,7 +210,7 @@ class GridRelease(Release):
     @property
     def prefix(self) -> np.ndarray:
         """Summed-area array of ``counts`` with a zero border (computed once, then cached;
-        recomputed if ``counts`` is replaced).  See :func:`polars_dp.releases.grid_queries.prefix_sums`."""
+        recomputed if ``counts`` is replaced).  See :func:`polars_dp.kernels.prefix.prefix_sums`."""
         cached = self.__dict__.get("_prefix_cache")
         if cached is None or cached[0] is not self.counts:
             cached = (self.counts, prefix_sums(self.counts))
@@ -397,7 +226,7 @@ class GridRelease(Release):
         :attr:`prefix` (:mod:`polars_dp.releases.grid_queries`).
         """
         starts, stops = predicate_ranges(self.attributes, predicates)
-        return float(range_sums(self.prefix, starts[None], stops[None])[0])
+        return float(box_sums(self.prefix, starts[None], stops[None])[0])
 
     def range_std(self, **predicates: Any) -> float:
         """Standard deviation of :meth:`range_count`'s noise: ``sqrt(range_variance)``."""
@@ -415,16 +244,20 @@ class GridRelease(Release):
         """
         frame = as_query_frame(queries)
         starts, stops = query_ranges(self.attributes, frame, passthrough=passthrough)
-        out = {"count": range_sums(self.prefix, starts, stops)}
+        out = {"count": box_sums(self.prefix, starts, stops)}
         if std:
             out["std"] = np.sqrt(self.range_variance(starts, stops))
         return frame.with_columns(pl.Series(name, values) for name, values in out.items())
 
+    def to_duckdb(self, con: Any, name: str) -> Any:
+        """Register this release in a DuckDB connection: a native table ``name``, its metadata
+        and range-count table macros; see :func:`polars_dp.releases.sql_grid.register_grid`."""
+        return sql_grid.register_grid(con, name, self)
+
     def __repr__(self) -> str:
         dims = " x ".join(f"{a.column}:{a.n_cells}" for a in self.attributes)
         return (f"GridRelease(mechanism={self.mechanism!r}, epsilon={self.epsilon}, "
-                f"neighbours={self.neighbours!r}, cells={self.n_cells:,} [{dims}])")
+                f"neighbours={self.neighbours!r}, cells={self.n_cells:,} [{dims}]{self._repr_flags()})")
 
 
-__all__ = ["GridRelease", "Release", "attach_metadata", "read_metadata", "read_release",
-           "register_release_type", "write_table_atomic"]
+__all__ = ["GridRelease"]

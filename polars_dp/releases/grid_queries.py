@@ -6,11 +6,8 @@ the cells from the one holding ``lo`` to the one holding ``hi``; a nominal predi
 hierarchy node (a leaf or any group), whose leaves are contiguous in depth-first order
 (Privelet paper, Xiao et al. 2010, Sec. IV-B); an absent predicate is the whole axis.
 
-Answers come from the summed-area (prefix-sum) array ``P`` with a zero border,
-``P[j_1, ..., j_d] = sum_{i_k < j_k} M[i_1, ..., i_d]``, by inclusion-exclusion over the
-``2^d`` corners of the box::
-
-    sum_{i in [s, t)} M[i] = sum_{b in {0,1}^d} (-1)^(d - |b|) P[c(b)],   c(b)_k = t_k if b_k else s_k
+Answers come from the summed-area (prefix-sum) array by inclusion-exclusion over the ``2^d``
+corners of the box (:mod:`polars_dp.kernels.prefix`).
 
 Every answer is post-processing of the release (no privacy cost).
 
@@ -35,46 +32,6 @@ from polars_dp.errors import QueryError
 
 #: Extra columns of a batch query frame that are passed through to the answer by default.
 PASSTHROUGH = ("id",)
-
-
-# ---------------------------------------------------------------------- numpy kernels
-def prefix_sums(counts: np.ndarray) -> np.ndarray:
-    """Summed-area array of ``counts`` with a zero border: shape ``(n_1 + 1, ..., n_d + 1)``,
-    ``P[j] = sum of counts[i] over i_k < j_k`` (one in-place cumulative sum per axis)."""
-    counts = np.asarray(counts, dtype=np.float64)
-    prefix = np.zeros(tuple(n + 1 for n in counts.shape), dtype=np.float64)
-    prefix[(slice(1, None),) * counts.ndim] = counts
-    for axis in range(counts.ndim):
-        np.cumsum(prefix, axis=axis, out=prefix)
-    return prefix
-
-
-def range_sums(prefix: np.ndarray, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
-    """Sums of the boxes ``[starts, stops)`` (shape (queries, d)) by inclusion-exclusion:
-    ``2^d`` vectorized gathers from the flat prefix array."""
-    starts = np.atleast_2d(np.asarray(starts, dtype=np.int64))
-    stops = np.atleast_2d(np.asarray(stops, dtype=np.int64))
-    d = prefix.ndim
-    element_strides = np.asarray(prefix.strides, dtype=np.int64) // prefix.itemsize
-    low = starts * element_strides
-    high = stops * element_strides
-    flat = prefix.reshape(-1)
-    total = np.zeros(starts.shape[0], dtype=np.float64)
-    for corner in range(1 << d):
-        index = np.zeros(starts.shape[0], dtype=np.int64)
-        n_low = 0
-        for k in range(d):
-            if corner >> k & 1:
-                index += high[:, k]
-            else:
-                index += low[:, k]
-                n_low += 1
-        values = flat.take(index)
-        if n_low % 2:
-            total -= values
-        else:
-            total += values
-    return total
 
 
 # ---------------------------------------------------------------------- labels
@@ -294,4 +251,4 @@ def as_query_frame(queries: Any) -> pl.DataFrame:
 
 
 __all__ = ["PASSTHROUGH", "as_query_frame", "check_query_columns", "label_ranges", "label_text",
-           "predicate_columns", "predicate_ranges", "prefix_sums", "query_ranges", "range_sums"]
+           "predicate_columns", "predicate_ranges", "query_ranges"]

@@ -30,7 +30,9 @@ from polars_dp.counting.sequences import check_alphabet, check_max_length
 from polars_dp.errors import ParameterError, QueryError, ReleaseFormatError
 from polars_dp.kernels.pst import deepest_nodes
 from polars_dp.noise import SeedLike, make_rng
-from polars_dp.releases.grid import Release, read_metadata, register_release_type
+from polars_dp.releases.base import Release
+from polars_dp.releases.io import register_release_type
+from polars_dp.releases.metadata import read_metadata
 
 
 def _padded(values: np.ndarray, lengths: np.ndarray, fill: int = -1) -> np.ndarray:
@@ -88,7 +90,8 @@ class SequenceModel(Release):
     def __init__(self, *, alphabet: Sequence[Any], max_length: int, parent: np.ndarray,
                  prepended: np.ndarray, hist: np.ndarray, mechanism: str, epsilon: float,
                  neighbours: str = "add_remove", params: dict[str, Any] | None = None,
-                 created: str | None = None, library_version: str | None = None):
+                 created: str | None = None, library_version: str | None = None, noise: str = "float",
+                 seeded: bool = False):
         self.alphabet = check_alphabet(alphabet)
         self.max_length = check_max_length(max_length)
         self.parent = np.asarray(parent, dtype=np.int64)
@@ -107,7 +110,7 @@ class SequenceModel(Release):
         for v_range in self._levels_from_parents():
             self.depth[v_range] = self.depth[self.parent[v_range]] + 1
         self._init_common(mechanism=mechanism, epsilon=epsilon, neighbours=neighbours, params=params,
-                          created=created, library_version=library_version)
+                          created=created, library_version=library_version, noise=noise, seeded=seeded)
 
     def _levels_from_parents(self) -> Iterable[np.ndarray]:
         """Non-root nodes grouped by depth (parents precede children in BFS order)."""

@@ -10,6 +10,7 @@ post-processing of the mechanism's output; the release holds no reference to the
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -17,16 +18,27 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from polars_dp.domains.box import Box, as_box
 from polars_dp.errors import QueryError, ReleaseFormatError
-from polars_dp.kernels.morton import Box, MortonLayout, as_box
+from polars_dp.kernels.morton import MortonLayout
+from polars_dp.kernels.prefix import prefix_sums
 from polars_dp.kernels.spatial_sums import (
-    grid_prefix_sums,
     grid_sums,
     grid_weight_squares,
     morton_tree_sums,
     two_level_grid_sums,
 )
-from polars_dp.releases.grid import Release, read_metadata, register_release_type
+from polars_dp.releases import sql_tree
+from polars_dp.releases.base import Release
+from polars_dp.releases.io import register_release_type
+from polars_dp.releases.metadata import read_metadata
+from polars_dp.releases.noise_model import (
+    Correlated,
+    IndependentLaplace,
+    NoiseModel,
+    noise_model_from_json,
+    noise_model_to_json,
+)
 
 LAYOUTS = ("morton", "grid", "two_level_grid")
 
@@ -47,7 +59,8 @@ class TreeRelease(Release):
     def __init__(self, box: Box, lo: np.ndarray, hi: np.ndarray, depth: np.ndarray, count: np.ndarray,
                  *, layout: Mapping[str, Any], mechanism: str, epsilon: float, neighbours: str,
                  params: Mapping[str, Any] | None = None, codes: np.ndarray | None = None,
-                 created: str | None = None, library_version: str | None = None):
+                 noise_model: NoiseModel | None = None, created: str | None = None,
+                 library_version: str | None = None, noise: str = "float", seeded: bool = False):
         if layout.get("kind") not in LAYOUTS:
             raise ReleaseFormatError(f"unknown tree layout {layout.get('kind')!r}; known: {LAYOUTS}")
         if layout["kind"] == "morton" and codes is None:
@@ -60,7 +73,8 @@ class TreeRelease(Release):
         self.codes = None if codes is None else np.asarray(codes, dtype=np.int64)
         self.layout = dict(layout)
         self._init_common(mechanism=mechanism, epsilon=epsilon, neighbours=neighbours, params=params,
-                          created=created, library_version=library_version)
+                          created=created, library_version=library_version, noise=noise, seeded=seeded)
+        self.noise_model = noise_model or _legacy_noise_model(self.mechanism, self.params)
         self._grid_cache: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
     # ------------------------------------------------------------------ basics
@@ -81,7 +95,8 @@ class TreeRelease(Release):
         meta = super().metadata()
         meta.update({k: v for k, v in self.params.items() if k not in meta})
         meta.update({"columns": list(self.box.columns), "bounds": self.box.to_json(),
-                     "layout": self.layout, "n_leaves": self.n_leaves})
+                     "layout": self.layout, "n_leaves": self.n_leaves,
+                     "noise_model": noise_model_to_json(self.noise_model)})
         return meta
 
     # ------------------------------------------------------------------ Arrow
@@ -108,9 +123,10 @@ class TreeRelease(Release):
             depth = table.column("depth").to_numpy()
             count = table.column("count").to_numpy()
             codes = table.column("morton").to_numpy() if "morton" in table.column_names else None
+            model = noise_model_from_json(json.loads(meta["noise_model"])) if "noise_model" in meta else None
         except (KeyError, ValueError, TypeError) as exc:
             raise ReleaseFormatError(f"tree release table is incomplete or corrupt: {exc}") from None
-        return cls(box, lo, hi, depth, count, layout=layout, codes=codes, **common)
+        return cls(box, lo, hi, depth, count, layout=layout, codes=codes, noise_model=model, **common)
 
     # ------------------------------------------------------------------ queries
     @staticmethod
@@ -163,7 +179,8 @@ class TreeRelease(Release):
         """
         frame = self._as_frame(boxes)
         if not std:
-            return frame.with_columns(pl.Series("count", self.range_sums(frame, passthrough=passthrough)))
+            counts = self.range_count_array(frame, passthrough=passthrough)
+            return frame.with_columns(pl.Series("count", counts))
         scale = self._leaf_noise_scale()
         q_lo, q_hi = self._query_arrays(frame, passthrough)
         if self.layout["kind"] == "morton":
@@ -171,21 +188,17 @@ class TreeRelease(Release):
             counts, squares = morton_tree_sums(self.codes, self.count, layout, self.box, q_lo, q_hi,
                                                weight_squares=True)
         else:
-            counts = self.range_sums(frame, passthrough=passthrough)
+            counts = self.range_count_array(frame, passthrough=passthrough)
             squares = grid_weight_squares(int(self.layout["m"]), self.box, q_lo, q_hi)
         return frame.with_columns(pl.Series("count", counts),
                                   pl.Series("std", np.sqrt(2.0 * scale**2 * squares)))
 
     def _leaf_noise_scale(self) -> float:
-        """Laplace scale of every leaf count, for mechanisms whose leaf noise is i.i.d."""
-        if self.mechanism == "privtree":
-            return float(self.params["leaf_noise_scale"])
-        if self.mechanism == "uniform_grid":
-            return float(self.params["noise_scale"])
+        """Laplace scale of every leaf count, when the leaf noise is i.i.d. (the noise model says)."""
+        if isinstance(self.noise_model, IndependentLaplace):
+            return self.noise_model.scale
         raise QueryError(
-            f"std is not available for {self.mechanism!r} releases: their leaf counts are not "
-            "independent (constrained inference or a wavelet); it is available for privtree and "
-            "uniform_grid"
+            f"std is not available for this {self.mechanism!r} release: {self.noise_model.reason}"
         )
 
     def range_std(self, **ranges: tuple[float, float]) -> float:
@@ -196,6 +209,12 @@ class TreeRelease(Release):
         return float(self.range_counts(query, std=True)["std"][0])
 
     def range_sums(self, boxes: Any, *, passthrough: Iterable[str] = ("id",)) -> np.ndarray:
+        """Deprecated name of :meth:`range_count_array`."""
+        warnings.warn("TreeRelease.range_sums is deprecated; use range_count_array", DeprecationWarning,
+                      stacklevel=2)
+        return self.range_count_array(boxes, passthrough=passthrough)
+
+    def range_count_array(self, boxes: Any, *, passthrough: Iterable[str] = ("id",)) -> np.ndarray:
         """The answers of :meth:`range_counts` as a float64 numpy array (one per box)."""
         q_lo, q_hi = self._query_arrays(boxes, passthrough)
         kind = self.layout["kind"]
@@ -216,7 +235,7 @@ class TreeRelease(Release):
             d = self.box.d
             if self.layout["kind"] == "grid":
                 m = int(self.layout["m"])
-                prefix = grid_prefix_sums(self.count.reshape((1,) + (m,) * d)).ravel()
+                prefix = prefix_sums(self.count.reshape((1,) + (m,) * d), batch_axes=1).ravel()
                 self._grid_cache = (prefix, np.zeros(1, dtype=np.int64), np.array([m]))
             else:
                 m2 = np.asarray(self.layout["m2"], dtype=np.int64)
@@ -227,7 +246,7 @@ class TreeRelease(Release):
                 for side in np.unique(m2):  # one pass per distinct sub-grid side
                     cells = np.nonzero(m2 == side)[0]
                     idx = leaf_start[cells][:, None] + np.arange(side**d)
-                    p = grid_prefix_sums(self.count[idx].reshape((cells.size,) + (int(side),) * d))
+                    p = prefix_sums(self.count[idx].reshape((cells.size,) + (int(side),) * d), batch_axes=1)
                     prefix[(offsets[cells][:, None] + np.arange((side + 1) ** d)).ravel()] = p.ravel()
                 self._grid_cache = (prefix, offsets, m2)
         return self._grid_cache
@@ -238,7 +257,7 @@ class TreeRelease(Release):
         query = self._single_query(ranges)
         if not query:
             return float(self.count.sum())
-        return float(self.range_sums(query)[0])
+        return float(self.range_count_array(query)[0])
 
     def _single_query(self, ranges: Mapping[str, Any]) -> dict[str, list[float]]:
         query: dict[str, list[float]] = {}
@@ -253,9 +272,25 @@ class TreeRelease(Release):
     def _payload_equal(self, other: Release) -> bool:
         return isinstance(other, TreeRelease) and self._table().equals(other._table())
 
+    def to_duckdb(self, con: Any, name: str) -> Any:
+        """Register this release in a DuckDB connection: a leaf table ``name``, its metadata and
+        box range-count macros; see :func:`polars_dp.releases.sql_tree.register_tree`."""
+        return sql_tree.register_tree(con, name, self)
+
     def __repr__(self) -> str:
         return (f"TreeRelease(mechanism={self.mechanism!r}, epsilon={self.epsilon}, "
-                f"neighbours={self.neighbours!r}, columns={self.columns}, leaves={self.n_leaves:,})")
+                f"neighbours={self.neighbours!r}, columns={self.columns}, leaves={self.n_leaves:,}"
+                f"{self._repr_flags()})")
+
+
+def _legacy_noise_model(mechanism: str, params: Mapping[str, Any]) -> NoiseModel:
+    """The noise of a release written by 0.1.0, which recorded no ``noise_model``: read from
+    the mechanism and its params (for those files only; newer files carry the model)."""
+    if mechanism == "privtree" and "leaf_noise_scale" in params:
+        return IndependentLaplace(float(params["leaf_noise_scale"]))
+    if mechanism == "uniform_grid" and "noise_scale" in params:
+        return IndependentLaplace(float(params["noise_scale"]))
+    return Correlated("its leaf counts are not independent (constrained inference or a wavelet)")
 
 
 __all__ = ["TreeRelease"]

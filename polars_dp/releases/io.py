@@ -1,0 +1,91 @@
+"""Release files: the atomic Parquet writer and the registry that :func:`read_release` uses.
+
+Each release class registers its ``release_type`` here (:func:`register_release_type`);
+:func:`read_release` reads the ``polars_dp.release_type`` metadata entry and hands the table
+to that class's ``from_arrow``, which verifies it before answering anything.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from polars_dp.errors import ParameterError, ReleaseFormatError
+from polars_dp.releases.metadata import read_metadata
+
+if TYPE_CHECKING:
+    from polars_dp.releases.base import Release
+
+_RELEASE_TYPES: dict[str, type[Release]] = {}
+
+
+def register_release_type(cls: type[Release]) -> type[Release]:
+    """Class decorator: make ``cls.release_type`` readable by :func:`read_release`."""
+    _RELEASE_TYPES[cls.release_type] = cls
+    return cls
+
+
+def write_table_atomic(table: pa.Table, path: str | os.PathLike, **kwargs: Any) -> Path:
+    """Write Parquet to a temporary file beside ``path``, then rename it into place.
+
+    A failure leaves no partial file behind, and an existing file at ``path`` is only
+    replaced by a complete one.
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise ParameterError(f"{str(path)!r} is a directory; give a file path such as 'release.parquet'")
+    if not path.parent.exists():
+        raise ParameterError(f"directory {str(path.parent)!r} does not exist; create it first")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the file the usual permissions
+    try:
+        pq.write_table(table, tmp, **kwargs)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def read_table(source: str | os.PathLike | pa.Table) -> pa.Table:
+    """The Arrow table of a release file (or the table itself), with clear errors."""
+    if isinstance(source, pa.Table):
+        return source
+    path = Path(source)
+    if not path.exists():
+        raise ReleaseFormatError(f"no release at {str(path)!r}: the file does not exist")
+    if path.is_dir():
+        raise ReleaseFormatError(
+            f"{str(path)!r} is a directory; a release is one Parquet file (reading a folder "
+            "would merge several releases into one)"
+        )
+    try:
+        return pq.read_table(path)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise ReleaseFormatError(f"{str(path)!r} is not a readable Parquet file: {exc}") from None
+
+
+def read_release(source: str | os.PathLike | pa.Table) -> Release:
+    """Read a release from a Parquet file (or an Arrow table) written by polars-dp."""
+    table = read_table(source)
+    kind = read_metadata(table).get("release_type")
+    if kind is None:
+        raise ReleaseFormatError(
+            "this table has no polars_dp.release_type metadata: it was not written by polars-dp "
+            "(or its metadata was dropped, e.g. by a Polars or DuckDB round trip)"
+        )
+    if kind not in _RELEASE_TYPES:
+        raise ReleaseFormatError(f"unknown release type {kind!r}; known: {sorted(_RELEASE_TYPES)}")
+    return _RELEASE_TYPES[kind].from_arrow(table)
+
+
+__all__ = ["read_release", "read_table", "register_release_type", "write_table_atomic"]
