@@ -1,24 +1,41 @@
 """``df.dp`` / ``lf.dp``: the mechanisms as methods of Polars DataFrames and LazyFrames.
 
-Registered on ``import polars_dp``.  The namespace is thin: it passes the frame to the
-functional API (:mod:`polars_dp.mechanisms`) and keeps no state (Polars caches the
-namespace object on the frame).  On a LazyFrame only the aggregate the mechanism needs is
-collected, with the streaming engine.
+Registered on ``import polars_dp``.  Each method *is* the functional mechanism with the frame
+bound as its first argument: its signature, defaults and docstring come from the function
+(:func:`polars_dp.basic`, :func:`polars_dp.privelet`, ...), so they cannot drift, and
+``help(df.dp.privelet)`` / IDEs show the real parameters.  The namespace keeps no state
+(Polars caches the namespace object on the frame).  On a LazyFrame only the aggregate the
+mechanism needs is collected, with the streaming engine.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Any
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import polars as pl
 
 from polars_dp import mechanisms
-from polars_dp.domains.attributes import Attribute
-from polars_dp.noise import SeedLike
-from polars_dp.releases.grid import GridRelease
-from polars_dp.releases.sequence import SequenceModel
-from polars_dp.releases.tree import TreeRelease
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _bound_to_frame(mechanism: F) -> F:
+    """A method that calls ``mechanism(self._frame, ...)``, with the mechanism's signature less
+    its data argument."""
+
+    @functools.wraps(mechanism)
+    def method(self: DPNamespace, *args: Any, **kwargs: Any) -> Any:
+        return mechanism(self._frame, *args, **kwargs)
+
+    signature = inspect.signature(mechanism)
+    params = list(signature.parameters.values())
+    self_param = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    method.__signature__ = signature.replace(parameters=[self_param, *params[1:]])
+    del method.__wrapped__  # help() and inspect use __signature__, not the function's
+    return method  # type: ignore[return-value]
 
 
 class DPNamespace:
@@ -27,70 +44,14 @@ class DPNamespace:
     def __init__(self, frame: pl.DataFrame | pl.LazyFrame):
         self._frame = frame
 
-    def basic(self, attributes: Attribute | Iterable[Attribute], *, epsilon: float,
-              neighbours: str = "replace", seed: SeedLike = None, on_out_of_domain: str = "raise",
-              nulls: str = "raise") -> GridRelease:
-        """Laplace histogram over ``attributes``; see :func:`polars_dp.basic`."""
-        return mechanisms.basic(self._frame, attributes, epsilon=epsilon, neighbours=neighbours,
-                                seed=seed, on_out_of_domain=on_out_of_domain, nulls=nulls)
-
-    def privtree(self, columns: str | Sequence[str], *, bounds: Any, epsilon: float,
-                 fanout: int | None = None, theta: float = 0.0, tree_share: float = 0.5,
-                 neighbours: str = "add_remove", seed: SeedLike = None, on_out_of_domain: str = "raise",
-                 nulls: str = "raise") -> TreeRelease:
-        """PrivTree decomposition of the points ``columns`` in ``bounds``; see :func:`polars_dp.privtree`."""
-        return mechanisms.privtree(self._frame, columns, bounds=bounds, epsilon=epsilon, fanout=fanout,
-                                   theta=theta, tree_share=tree_share, neighbours=neighbours, seed=seed,
-                                   on_out_of_domain=on_out_of_domain, nulls=nulls)
-
-    def uniform_grid(self, columns: str | Sequence[str], *, bounds: Any, epsilon: float,
-                     n: int | None = None, n_share: float = 0.05, c: float = 10.0,
-                     neighbours: str = "add_remove", seed: SeedLike = None, on_out_of_domain: str = "raise",
-                     nulls: str = "raise") -> TreeRelease:
-        """UG baseline (uniform noisy grid); see :func:`polars_dp.uniform_grid`."""
-        return mechanisms.uniform_grid(self._frame, columns, bounds=bounds, epsilon=epsilon, n=n,
-                                       n_share=n_share, c=c, neighbours=neighbours, seed=seed,
-                                       on_out_of_domain=on_out_of_domain, nulls=nulls)
-
-    def privelet_grid(self, columns: str | Sequence[str], *, bounds: Any, epsilon: float,
-                      bits: int | None = None, neighbours: str = "add_remove", seed: SeedLike = None,
-                      on_out_of_domain: str = "raise", nulls: str = "raise") -> TreeRelease:
-        """Privelet* baseline (Privelet on a fixed 2^bits grid); see :func:`polars_dp.privelet_grid`."""
-        return mechanisms.privelet_grid(self._frame, columns, bounds=bounds, epsilon=epsilon, bits=bits,
-                                        neighbours=neighbours, seed=seed, on_out_of_domain=on_out_of_domain,
-                                        nulls=nulls)
-
-    def adaptive_grid(self, columns: str | Sequence[str], *, bounds: Any, epsilon: float,
-                      n: int | None = None, n_share: float = 0.05, alpha: float = 0.5, c: float = 10.0,
-                      c2: float = 5.0, neighbours: str = "add_remove", seed: SeedLike = None,
-                      on_out_of_domain: str = "raise", nulls: str = "raise") -> TreeRelease:
-        """AG baseline (two-level adaptive grid); see :func:`polars_dp.adaptive_grid`."""
-        return mechanisms.adaptive_grid(self._frame, columns, bounds=bounds, epsilon=epsilon, n=n,
-                                        n_share=n_share, alpha=alpha, c=c, c2=c2, neighbours=neighbours,
-                                        seed=seed, on_out_of_domain=on_out_of_domain, nulls=nulls)
-
-    def privelet(self, attributes: Attribute | Iterable[Attribute], *, epsilon: float,
-                 untransformed: str | Iterable[str] = (), neighbours: str = "replace",
-                 seed: SeedLike = None, on_out_of_domain: str = "raise",
-                 nulls: str = "raise") -> GridRelease:
-        """Privelet / Privelet+ wavelet release over ``attributes``; see :func:`polars_dp.privelet`."""
-        return mechanisms.privelet(self._frame, attributes, epsilon=epsilon, untransformed=untransformed,
-                                   neighbours=neighbours, seed=seed, on_out_of_domain=on_out_of_domain,
-                                   nulls=nulls)
-
-    def privtree_sequences(self, column: str, *, alphabet: Sequence[Any], max_length: int, epsilon: float,
-                           tree_share: float = 0.5, theta: float = 0.0, postprocess: str = "sum_then_clip",
-                           seed: SeedLike = None) -> SequenceModel:
-        """Private prediction suffix tree of a sequence column; see :func:`polars_dp.privtree_sequences`."""
-        return mechanisms.privtree_sequences(self._frame, column, alphabet=alphabet, max_length=max_length,
-                                             epsilon=epsilon, tree_share=tree_share, theta=theta,
-                                             postprocess=postprocess, seed=seed)
-
-    def ngram_sequences(self, column: str, *, alphabet: Sequence[Any], max_length: int, epsilon: float,
-                        height: int = 5, seed: SeedLike = None) -> SequenceModel:
-        """Fixed-height noisy n-gram baseline; see :func:`polars_dp.ngram_sequences`."""
-        return mechanisms.ngram_sequences(self._frame, column, alphabet=alphabet, max_length=max_length,
-                                          epsilon=epsilon, height=height, seed=seed)
+    basic = _bound_to_frame(mechanisms.basic)
+    privelet = _bound_to_frame(mechanisms.privelet)
+    privtree = _bound_to_frame(mechanisms.privtree)
+    uniform_grid = _bound_to_frame(mechanisms.uniform_grid)
+    adaptive_grid = _bound_to_frame(mechanisms.adaptive_grid)
+    privelet_grid = _bound_to_frame(mechanisms.privelet_grid)
+    privtree_sequences = _bound_to_frame(mechanisms.privtree_sequences)
+    ngram_sequences = _bound_to_frame(mechanisms.ngram_sequences)
 
 
 pl.api.register_dataframe_namespace("dp")(DPNamespace)

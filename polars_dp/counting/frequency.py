@@ -18,9 +18,7 @@ import polars as pl
 
 from polars_dp.domains.attributes import Attribute, as_attributes
 from polars_dp.errors import ColumnNotFoundError, DomainError, DomainTooLargeError, ParameterError
-
-ON_OUT_OF_DOMAIN = ("raise", "clamp")
-NULLS = ("raise", "drop")
+from polars_dp.params import NULLS, ON_OUT_OF_DOMAIN, check_option
 
 
 def as_lazy(frame: Any) -> pl.LazyFrame:
@@ -38,6 +36,12 @@ def as_lazy(frame: Any) -> pl.LazyFrame:
     raise ParameterError(
         f"expected a Polars DataFrame/LazyFrame or a pyarrow Table, got {type(frame).__name__}"
     )
+
+
+def check_row_options(on_out_of_domain: str, nulls: str) -> None:
+    """The row-wise options every mechanism takes: ``on_out_of_domain`` and ``nulls``."""
+    check_option(on_out_of_domain, "on_out_of_domain", ON_OUT_OF_DOMAIN)
+    check_option(nulls, "nulls", NULLS)
 
 
 def total_memory_bytes() -> int:
@@ -92,10 +96,7 @@ def cell_index_frame(frame: Any, attributes: Iterable[Attribute], *,
     Rows whose cell is null are invalid (null, NaN or outside the domain); with
     ``nulls="drop"`` rows with a null/NaN in a declared column are filtered out first.
     """
-    if on_out_of_domain not in ON_OUT_OF_DOMAIN:
-        raise ParameterError(f"on_out_of_domain must be one of {ON_OUT_OF_DOMAIN}, got {on_out_of_domain!r}")
-    if nulls not in NULLS:
-        raise ParameterError(f"nulls must be one of {NULLS}, got {nulls!r}")
+    check_row_options(on_out_of_domain, nulls)
     attrs = as_attributes(attributes)
     lf = as_lazy(frame)
     schema = lf.collect_schema()

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from polars_dp.counting.frequency import NULLS, ON_OUT_OF_DOMAIN, as_lazy
+from polars_dp.counting.frequency import as_lazy, check_row_options
 from polars_dp.domains.box import Box
 from polars_dp.errors import ColumnNotFoundError, DomainError, ParameterError
 
@@ -22,10 +22,7 @@ from polars_dp.errors import ColumnNotFoundError, DomainError, ParameterError
 def collect_points(frame: Any, box: Box, *, on_out_of_domain: str = "raise",
                    nulls: str = "raise") -> list[np.ndarray]:
     """One float64 numpy array per column of ``box`` (the private points, read once)."""
-    if on_out_of_domain not in ON_OUT_OF_DOMAIN:
-        raise ParameterError(f"on_out_of_domain must be one of {ON_OUT_OF_DOMAIN}, got {on_out_of_domain!r}")
-    if nulls not in NULLS:
-        raise ParameterError(f"nulls must be one of {NULLS}, got {nulls!r}")
+    check_row_options(on_out_of_domain, nulls)
     lf = as_lazy(frame)
     schema = lf.collect_schema()
     for c in box.columns:

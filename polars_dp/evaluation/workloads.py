@@ -23,6 +23,7 @@ from polars_dp.domains.attributes import Attribute, Nominal, as_attributes
 from polars_dp.errors import ParameterError
 from polars_dp.kernels.prefix import box_sums, prefix_sums
 from polars_dp.noise import SeedLike, make_rng
+from polars_dp.params import check_int
 from polars_dp.releases.grid_queries import label_text, query_ranges
 
 
@@ -50,11 +51,8 @@ def random_workload(attributes: Attribute | Iterable[Attribute], n: int, *, seed
                     max_predicates: int = 4) -> pl.DataFrame:
     """``n`` random range-count queries over the declared ``attributes`` (see module doc)."""
     attrs = as_attributes(attributes)
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
-        raise ParameterError(f"n must be a non-negative number of queries, got {n!r}")
-    if isinstance(max_predicates, bool) or not isinstance(max_predicates, (int, np.integer)) \
-            or max_predicates < 1:
-        raise ParameterError(f"max_predicates must be an integer >= 1, got {max_predicates!r}")
+    n = check_int(n, "n (the number of queries)", lo=0)
+    max_predicates = check_int(max_predicates, "max_predicates", lo=1)
     rng = make_rng(seed)
     d = len(attrs)
     n_predicates = rng.integers(1, min(max_predicates, d) + 1, size=n)

@@ -26,6 +26,7 @@ import numpy as np
 from polars_dp.domains.box import Box
 from polars_dp.errors import ParameterError
 from polars_dp.kernels.grid import grid_cells
+from polars_dp.params import check_int
 
 
 def resolution_bits(d: int) -> int:
@@ -37,9 +38,7 @@ def check_fanout(fanout: int | None, d: int) -> int:
     """``fanout`` (default ``2^d``) if it is a power of two in ``[2, 2^d]``; returns ``s = log2``."""
     if fanout is None:
         return d
-    if isinstance(fanout, bool) or not isinstance(fanout, (int, np.integer)):
-        raise ParameterError(f"fanout must be an integer power of two, got {fanout!r}")
-    f = int(fanout)
+    f = check_int(fanout, "fanout (a power of two)")
     if f < 2 or f & (f - 1):
         raise ParameterError(f"fanout must be a power of two >= 2, got {f}")
     if f > 2**d:

@@ -39,9 +39,9 @@ import polars as pl
 from polars_dp.counting.frequency import check_domain_size
 from polars_dp.counting.points import collect_points
 from polars_dp.domains.box import Box, as_box
-from polars_dp.errors import ParameterError
 from polars_dp.kernels.grid import flat_cells, grid_boxes, grid_cells
 from polars_dp.noise import SeedLike, check_epsilon, check_fraction, histogram_sensitivity, laplace, make_rng
+from polars_dp.params import check_int
 from polars_dp.releases.tree import TreeRelease
 
 
@@ -59,9 +59,7 @@ def _budget_for_n(points: list[np.ndarray], n: int | None, n_share: float, epsil
     and change N, so N is then estimated with ``Lap(1 / (n_share epsilon))`` (sensitivity 1).
     """
     if n is not None:
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
-            raise ParameterError(f"n must be a public non-negative integer (the number of points), got {n!r}")
-        return float(n), epsilon, "public"
+        return float(check_int(n, "n (a public number of points)", lo=0)), epsilon, "public"
     if neighbours == "replace" and nulls == "raise":
         return float(points[0].size), epsilon, "exact (public under replace neighbours)"
     share = check_fraction(n_share, "n_share")
@@ -154,9 +152,7 @@ def privelet_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsi
 
     box = as_box(columns, bounds)
     epsilon = check_epsilon(epsilon)
-    k = max(1, 16 // box.d) if bits is None else bits
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= 20:
-        raise ParameterError(f"bits must be an integer in [1, 20], got {bits!r}")
+    k = max(1, 16 // box.d) if bits is None else check_int(bits, "bits", lo=1, hi=20)
     m = 1 << int(k)
     check_domain_size((m,) * box.d, bytes_per_cell=64)
     points = collect_points(frame, box, on_out_of_domain=on_out_of_domain, nulls=nulls)
