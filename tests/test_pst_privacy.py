@@ -10,7 +10,8 @@ from seq_helpers import END, START, all_nodes, histogram, pairs_of
 
 import polars_dp.mechanisms.sequences as seqmech
 from polars_dp.counting.sequences import encode_sequences, encoded_from_lists
-from polars_dp.kernels.pst import privtree_sequence_params, privtree_split, pst_scores
+from polars_dp.kernels.pst import pst_scores
+from polars_dp.mechanisms.privtree_rule import privtree_sequence_params, privtree_split
 
 Z = 5.0  # two-sided normal tail 5.7e-7: the false-failure probability of each statistical check
 

@@ -1,4 +1,4 @@
-"""Pure numpy kernels of prediction suffix trees (PST): scores, PrivTree split rule, growth, look-up.
+"""Pure numpy kernels of prediction suffix trees (PST): scores, growth, look-up (no noise here).
 
 Tree layout (public once built): nodes in BFS order, level by level.  Node ``v`` has
 ``depth[v]``, ``parent[v]`` (``-1`` at the root) and ``prepended[v]``, the code of the symbol
@@ -15,7 +15,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from polars_dp.counting.sequences import EncodedSequences
-from polars_dp.mechanisms.privtree_rule import privtree_delta, privtree_lambda, privtree_split
 
 
 def pst_scores(hist: np.ndarray, starts_with_start: np.ndarray) -> np.ndarray:
@@ -29,20 +28,6 @@ def pst_scores(hist: np.ndarray, starts_with_start: np.ndarray) -> np.ndarray:
     hist = np.asarray(hist, dtype=np.float64)
     score = hist.sum(axis=1) - hist.max(axis=1, initial=0.0)
     return np.where(starts_with_start, 0.0, score)
-
-
-def privtree_sequence_params(alphabet_size: int, max_length: int, eps_tree: float) -> tuple[float, float]:
-    """``(lambda, delta)`` of the sequence PrivTree (Theorem 4.1 as reconstructed, spec §2.10).
-
-    ``beta = |I| + 1``, ``l_top = max_length + 1`` (end marker included):
-    ``lambda = (2 beta - 1) / (beta - 1) * l_top / eps_tree`` and ``delta = lambda * ln(beta)``.
-    The ``l_top`` factor is group privacy: adding/removing one sequence adds/removes at most
-    ``l_top`` (context, symbol) pairs, each changing the scores of one root-to-leaf path by
-    at most 1 (spec §2.9, general monotone scores).
-    """
-    beta = alphabet_size + 1
-    lam = privtree_lambda(eps_tree / (max_length + 1), beta)
-    return lam, privtree_delta(lam, beta)
 
 
 @dataclass
@@ -143,5 +128,4 @@ def sums_of_children(parent: np.ndarray, depth: np.ndarray, leaf_hist: np.ndarra
     return hist
 
 
-__all__ = ["ContextTree", "deepest_nodes", "grow_context_tree", "privtree_sequence_params",
-           "privtree_split", "pst_scores", "sums_of_children"]
+__all__ = ["ContextTree", "deepest_nodes", "grow_context_tree", "pst_scores", "sums_of_children"]

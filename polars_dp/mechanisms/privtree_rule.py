@@ -57,4 +57,18 @@ def privtree_split(score: np.ndarray, depth: int, *, lam: float, delta: float, t
     return biased + laplace(rng, lam, biased.shape) > theta
 
 
-__all__ = ["check_theta", "privtree_delta", "privtree_lambda", "privtree_split"]
+def privtree_sequence_params(alphabet_size: int, max_length: int, eps_tree: float) -> tuple[float, float]:
+    """``(lambda, delta)`` of the sequence PrivTree (Theorem 4.1 as reconstructed, spec §2.10).
+
+    ``beta = |I| + 1``, ``l_top = max_length + 1`` (end marker included):
+    ``lambda = (2 beta - 1) / (beta - 1) * l_top / eps_tree`` and ``delta = lambda * ln(beta)``.
+    The ``l_top`` factor is group privacy: adding/removing one sequence adds/removes at most
+    ``l_top`` (context, symbol) pairs, each changing the scores of one root-to-leaf path by
+    at most 1 (spec §2.9, general monotone scores).
+    """
+    beta = alphabet_size + 1
+    lam = privtree_lambda(eps_tree / (max_length + 1), beta)
+    return lam, privtree_delta(lam, beta)
+
+
+__all__ = ["check_theta", "privtree_delta", "privtree_lambda", "privtree_sequence_params", "privtree_split"]

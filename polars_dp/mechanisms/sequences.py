@@ -43,12 +43,10 @@ from polars_dp.counting.sequences import EncodedSequences, encode_sequences
 from polars_dp.errors import ParameterError
 from polars_dp.kernels.pst import (
     grow_context_tree,
-    privtree_sequence_params,
-    privtree_split,
     pst_scores,
     sums_of_children,
 )
-from polars_dp.mechanisms.privtree_rule import check_theta
+from polars_dp.mechanisms.privtree_rule import check_theta, privtree_sequence_params, privtree_split
 from polars_dp.noise import SeedLike, check_epsilon, check_fraction, laplace, make_rng
 from polars_dp.releases.sequence import SequenceModel
 
