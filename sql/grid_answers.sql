@@ -25,4 +25,5 @@ total AS (
 SELECT box.id,
        coalesce(total.count, 0.0)::DOUBLE AS count,
        sqrt({{variance}})::DOUBLE AS std      -- noise std: sqrt(2 scale^2 prod_k f_k)
-FROM box LEFT JOIN total ON total.id = box.id{{factor_joins}}
+FROM box LEFT JOIN total ON total.id = box.id
+ORDER BY box.id                              -- answers in query-id order

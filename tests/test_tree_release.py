@@ -218,7 +218,8 @@ def test_std_is_the_leaf_noise_through_the_uniformity_weights(mechanism, d, kw):
     weights = pdp.kernels.morton.overlap_fraction(q_lo[:, None, :], q_hi[:, None, :], r.lo[None], r.hi[None])
     scale = r.params["leaf_noise_scale" if mechanism == "privtree" else "noise_scale"]
     expected = np.sqrt(2 * scale**2 * (weights**2).sum(axis=1))
-    np.testing.assert_allclose(got["std"].to_numpy(), expected, rtol=1e-9)
+    np.testing.assert_allclose(got["noise_std"].to_numpy(), expected, rtol=1e-9)
+    assert "std" not in got.columns  # the name says it: leaf noise only, not the uniformity error
     assert r.range_std(c0=(-5, 5)) == pytest.approx(math.sqrt(2 * scale**2 * r.n_leaves), rel=1e-9)
 
 
@@ -235,7 +236,7 @@ def test_uniform_grid_std_matches_empirical_noise():
         r = df.dp.uniform_grid(["c0", "c1"], bounds=[(-5, 5)] * 2, epsilon=0.5, n=5_000, seed=seed)
         out = r.range_counts(boxes, std=True)
         answers[seed] = out["count"].to_numpy()
-    sigma2 = out["std"].to_numpy() ** 2
+    sigma2 = out["noise_std"].to_numpy() ** 2
     z = (answers.var(axis=0) - sigma2) / (sigma2 * math.sqrt(5 / reps))
     assert np.all(np.abs(z) < 5.5), (answers.var(axis=0) / sigma2)  # two-sided 1e-6 / 3 boxes
 

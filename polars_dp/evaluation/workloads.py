@@ -24,7 +24,7 @@ from polars_dp.errors import ParameterError
 from polars_dp.kernels.prefix import box_sums, prefix_sums
 from polars_dp.noise import SeedLike, make_rng
 from polars_dp.params import check_int
-from polars_dp.releases.grid_queries import label_text, query_ranges
+from polars_dp.releases.grid_queries import cell_bounds, label_text, query_ranges
 
 
 def _node_labels(attribute: Nominal) -> list:
@@ -70,9 +70,9 @@ def random_workload(attributes: Attribute | Iterable[Attribute], n: int, *, seed
             columns.append(_label_series(a.column, labels, picks, used[:, axis]))
         else:
             ends = np.sort(rng.integers(0, a.n_cells, size=(n, 2)), axis=1)
-            values = np.asarray(a.cell_labels())[ends]
+            values = cell_bounds(a, ends[:, 0], ends[:, 1] + 1)  # whole bins: aligned bounds
             for side, k in (("lo", 0), ("hi", 1)):
-                series = pl.Series(f"{a.column}_{side}", values[:, k])
+                series = pl.Series(f"{a.column}_{side}", values[k])
                 columns.append(series.set(pl.Series(~used[:, axis]), None))
     return pl.DataFrame(columns)
 

@@ -217,33 +217,39 @@ class GridRelease(Release):
             self.__dict__["_prefix_cache"] = cached
         return cached[1]
 
-    def range_count(self, **predicates: Any) -> float:
+    def range_count(self, *, align: str = "exact", **predicates: Any) -> float:
         """Noisy count of rows matching every predicate.
 
         ``column=(lo, hi)`` (inclusive, in value space; ``None`` for an open side) for an
         ordinal attribute, and ``column=label`` (a leaf or any group of the hierarchy) for a
         nominal one; an absent column means its whole domain.  ``2^d`` look-ups in
         :attr:`prefix` (:mod:`polars_dp.releases.grid_queries`).
+
+        ``align``: an ordinal bound inside a bin raises :class:`QueryError` naming the nearest
+        aligned ranges (``"exact"``, the default), or widens the range to the bins it touches
+        (``"outer"``) or narrows it to the bins inside it (``"inner"``); the answer is then the
+        count of those whole bins.
         """
-        starts, stops = predicate_ranges(self.attributes, predicates)
+        starts, stops = predicate_ranges(self.attributes, predicates, align)
         return float(box_sums(self.prefix, starts[None], stops[None])[0])
 
-    def range_std(self, **predicates: Any) -> float:
+    def range_std(self, *, align: str = "exact", **predicates: Any) -> float:
         """Standard deviation of :meth:`range_count`'s noise: ``sqrt(range_variance)``."""
-        starts, stops = predicate_ranges(self.attributes, predicates)
+        starts, stops = predicate_ranges(self.attributes, predicates, align)
         return float(np.sqrt(self.range_variance(starts[None], stops[None])[0]))
 
     def range_counts(self, queries: Any, std: bool = False, *,
-                     passthrough: Iterable[str] = ("id",)) -> pl.DataFrame:
+                     passthrough: Iterable[str] = ("id",), align: str = "exact") -> pl.DataFrame:
         """Answer a batch of range-count queries; returns ``queries`` with ``count`` (and
         ``std``, the noise standard deviation of each answer) added.
 
         ``queries``: a Polars frame with ``<col>_lo`` / ``<col>_hi`` columns for ordinal
         attributes and ``<col>`` (a hierarchy label) for nominal ones; null = unrestricted.
-        Other columns raise :class:`QueryError` unless listed in ``passthrough``.
+        Other columns raise :class:`QueryError` unless listed in ``passthrough``.  ``align``
+        as in :meth:`range_count`.
         """
         frame = as_query_frame(queries)
-        starts, stops = query_ranges(self.attributes, frame, passthrough=passthrough)
+        starts, stops = query_ranges(self.attributes, frame, passthrough=passthrough, align=align)
         out = {"count": box_sums(self.prefix, starts, stops)}
         if std:
             out["std"] = np.sqrt(self.range_variance(starts, stops))

@@ -172,10 +172,13 @@ class TreeRelease(Release):
         its volume inside the box (the same shape of answer as
         :meth:`GridRelease.range_counts`).
 
-        ``std=True`` adds each answer's noise standard deviation ``sqrt(2 b^2 sum_leaves w^2)``
-        (``b`` the leaves' Laplace scale, ``w`` each leaf's weight in the answer) for releases
-        whose leaf counts carry independent noise (PrivTree, UG).  It is the noise of the leaf
-        counts only: the uniformity assumption inside a leaf adds a bias it cannot see.
+        ``std=True`` adds a ``noise_std`` column: each answer's noise standard deviation
+        ``sqrt(2 b^2 sum_leaves w^2)`` (``b`` the leaves' Laplace scale, ``w`` each leaf's
+        weight in the answer), exact, for releases whose leaf counts carry independent noise
+        (PrivTree, UG).  It is the noise of the leaf counts only: the **uniformity error**
+        inside partially covered leaves (points are not spread evenly in a leaf) is **not
+        included**, and on real data it can dominate (the column is named ``noise_std``, not
+        ``std``, to say so; grid releases' ``std`` is the whole error of an unbiased answer).
         """
         frame = self._as_frame(boxes)
         if not std:
@@ -191,7 +194,7 @@ class TreeRelease(Release):
             counts = self.range_count_array(frame, passthrough=passthrough)
             squares = grid_weight_squares(int(self.layout["m"]), self.box, q_lo, q_hi)
         return frame.with_columns(pl.Series("count", counts),
-                                  pl.Series("std", np.sqrt(2.0 * scale**2 * squares)))
+                                  pl.Series("noise_std", np.sqrt(2.0 * scale**2 * squares)))
 
     def _leaf_noise_scale(self) -> float:
         """Laplace scale of every leaf count, when the leaf noise is i.i.d. (the noise model says)."""
@@ -202,11 +205,12 @@ class TreeRelease(Release):
         )
 
     def range_std(self, **ranges: tuple[float, float]) -> float:
-        """Noise standard deviation of :meth:`range_count` (see :meth:`range_counts`)."""
+        """Noise standard deviation of :meth:`range_count` (the ``noise_std`` of
+        :meth:`range_counts`: leaf noise only, the uniformity error inside leaves is not included)."""
         query = self._single_query(ranges)
         if not query:
             query = {f"{self.box.columns[0]}_lo": [float(self.box.lo[0])]}
-        return float(self.range_counts(query, std=True)["std"][0])
+        return float(self.range_counts(query, std=True)["noise_std"][0])
 
     def range_sums(self, boxes: Any, *, passthrough: Iterable[str] = ("id",)) -> np.ndarray:
         """Deprecated name of :meth:`range_count_array`."""
