@@ -255,10 +255,13 @@ class GridRelease(Release):
             out["std"] = np.sqrt(self.range_variance(starts, stops))
         return frame.with_columns(pl.Series(name, values) for name, values in out.items())
 
-    def to_duckdb(self, con: Any, name: str) -> Any:
+    def to_duckdb(self, con: Any, name: str, *, replace: bool = False) -> Any:
         """Register this release in a DuckDB connection: a native table ``name``, its metadata
-        and range-count table macros; see :func:`polars_dp.releases.sql_grid.register_grid`."""
-        return sql_grid.register_grid(con, name, self)
+        and range-count table macros; see :func:`polars_dp.releases.sql_grid.register_grid`.
+
+        Refuses (:class:`ParameterError` naming them) when a table, view or macro it would
+        create exists; ``replace=True`` overwrites them."""
+        return sql_grid.register_grid(con, name, self, replace=replace)
 
     def __repr__(self) -> str:
         dims = " x ".join(f"{a.column}:{a.n_cells}" for a in self.attributes)

@@ -100,7 +100,8 @@ def check_free(con: Any, tables: list[str], macros: list[str], *, replace: bool)
     found_macros = {row[0].lower() for row in con.execute(
         f"SELECT function_name FROM duckdb_functions() WHERE function_type IN ('macro', 'table_macro') "
         f"AND {where}").fetchall()}
-    clash = [t for t in tables if t.lower() in found_tables] + [m for m in macros if m.lower() in found_macros]
+    clash = [t for t in tables if t.lower() in found_tables]
+    clash += [m for m in macros if m.lower() in found_macros]
     if not clash:
         return
     if not replace:
@@ -167,5 +168,6 @@ def read_release(con: Any, name: str) -> Release:
     return read_arrow_release(to_arrow(con, name))
 
 
-__all__ = ["BATCH_WHERE", "check_free", "check_identifier", "comment", "create_mode", "ident", "in_transaction", "literal",
-           "metadata_table", "number", "read_release", "render", "small_table", "sql_dir", "to_arrow"]
+__all__ = ["BATCH_WHERE", "check_free", "check_identifier", "comment", "create_mode", "ident",
+           "in_transaction", "literal", "metadata_table", "number", "read_release", "render", "small_table",
+           "sql_dir", "to_arrow"]

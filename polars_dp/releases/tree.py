@@ -276,10 +276,13 @@ class TreeRelease(Release):
     def _payload_equal(self, other: Release) -> bool:
         return isinstance(other, TreeRelease) and self._table().equals(other._table())
 
-    def to_duckdb(self, con: Any, name: str) -> Any:
+    def to_duckdb(self, con: Any, name: str, *, replace: bool = False) -> Any:
         """Register this release in a DuckDB connection: a leaf table ``name``, its metadata and
-        box range-count macros; see :func:`polars_dp.releases.sql_tree.register_tree`."""
-        return sql_tree.register_tree(con, name, self)
+        box range-count macros; see :func:`polars_dp.releases.sql_tree.register_tree`.
+
+        Refuses (:class:`ParameterError` naming them) when a table, view or macro it would
+        create exists; ``replace=True`` overwrites them."""
+        return sql_tree.register_tree(con, name, self, replace=replace)
 
     def __repr__(self) -> str:
         return (f"TreeRelease(mechanism={self.mechanism!r}, epsilon={self.epsilon}, "
