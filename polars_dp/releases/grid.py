@@ -9,7 +9,6 @@ noise model.  Everything here is post-processing of the mechanism's output.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -18,12 +17,20 @@ import polars as pl
 import pyarrow as pa
 
 from polars_dp.domains.attributes import Attribute, Nominal, attribute_from_json
-from polars_dp.errors import ParameterError, QueryError, ReleaseFormatError
+from polars_dp.errors import ParameterError, PolarsDPError, QueryError, ReleaseFormatError
 from polars_dp.kernels.prefix import box_sums, prefix_sums
-from polars_dp.kernels.wavelets import range_variance_factor
+from polars_dp.kernels.wavelets import generalized_sensitivity, range_variance_factor
+from polars_dp.noise import histogram_sensitivity
 from polars_dp.releases import sql_grid
 from polars_dp.releases.base import Release
 from polars_dp.releases.grid_queries import as_query_frame, predicate_ranges, query_ranges
+from polars_dp.releases.integrity import (
+    check_equal,
+    check_noise_scale,
+    field,
+    positive_number,
+    verify_checksum,
+)
 from polars_dp.releases.io import register_release_type
 from polars_dp.releases.metadata import read_metadata
 from polars_dp.releases.noise_model import WaveletLaplace
@@ -47,6 +54,101 @@ def _label_array(labels: list | np.ndarray, codes: np.ndarray) -> pa.Array:
     if len(labels) and isinstance(labels[0], str):
         return pa.DictionaryArray.from_arrays(pa.array(codes, pa.int32()), pa.array(labels, pa.string()))
     return pa.array(np.asarray(labels)[codes])
+
+
+def _check_grid_parameters(attrs: tuple[Attribute, ...], scale: float, common: Mapping[str, Any]) -> None:
+    """The declared noise scale against ``sensitivity * rho / epsilon`` (Basic: ``rho = 1``;
+    Privelet: ``rho = prod P(A)`` over the transformed axes, recomputed from the attributes)."""
+    params = common["params"]
+    sens = histogram_sensitivity(common["neighbours"])
+    columns = [a.column for a in attrs]
+    transformed = params.get("transformed", [])
+    if not isinstance(transformed, list) or any(c not in columns for c in transformed):
+        raise ReleaseFormatError(f"release metadata field 'params.transformed' must list attribute "
+                                 f"columns {columns}, got {transformed!r}")
+    try:
+        rho = int(np.prod([generalized_sensitivity(a) for a in attrs if a.column in transformed],
+                          dtype=np.int64))
+    except PolarsDPError as exc:
+        raise ReleaseFormatError(f"release metadata field 'params.transformed' is invalid: {exc}") from None
+    if "rho" in params:
+        check_equal("params.rho", params["rho"], rho)
+    if "sensitivity" in params:
+        check_equal("params.sensitivity", params["sensitivity"], sens)
+    check_noise_scale("noise_scale", scale, sens * rho / common["epsilon"])
+
+
+def _label_codes(table: pa.Table, column: str, attribute: Attribute) -> np.ndarray:
+    """Cell index along ``attribute`` of every row, from its label column; a label that is
+    not one of the attribute's cells is a ReleaseFormatError."""
+    if column not in table.column_names:
+        raise ReleaseFormatError(f"grid release has no {column!r} column")
+    series = pl.from_arrow(table.column(column))
+    if isinstance(series.dtype, (pl.Categorical, pl.Enum)):
+        series = series.cast(pl.String)
+    labels = attribute.cell_labels()
+    if isinstance(attribute, Nominal):
+        try:
+            codes = series.replace_strict(list(labels), list(range(len(labels))), default=None,
+                                          return_dtype=pl.Int64)
+        except (pl.exceptions.PolarsError, TypeError, ValueError):
+            codes = pl.Series([None] * len(series), dtype=pl.Int64)
+        bad = codes.is_null().to_numpy()
+        codes = codes.fill_null(0).to_numpy()
+    else:
+        if not series.dtype.is_numeric():
+            raise ReleaseFormatError(f"grid release column {column!r} has type {series.dtype}, not numbers")
+        values = series.to_numpy()
+        labels = np.asarray(labels)
+        codes = np.clip(np.searchsorted(labels, values), 0, len(labels) - 1)
+        bad = ~(labels[codes] == values)
+    if bad.any():
+        raise ReleaseFormatError(
+            f"grid release column {column!r} holds {series[int(np.flatnonzero(bad)[0])]!r}, which is not a "
+            f"cell of {attribute.column} {attribute.domain_text()}; the table was edited"
+        )
+    return codes.astype(np.int64)
+
+
+def _counts_by_label(table: pa.Table, attrs: tuple[Attribute, ...], shape: tuple[int, ...]) -> np.ndarray:
+    """The counts array, each row placed at the cell its label columns name (row order is not
+    trusted); refuses a table that misses or repeats a cell, or whose level columns disagree
+    with the hierarchy."""
+    if "count" not in table.column_names:
+        raise ReleaseFormatError("grid release has no 'count' column")
+    n_cells = int(np.prod(shape, dtype=np.int64))
+    if table.num_rows != n_cells:
+        raise ReleaseFormatError(
+            f"grid release has {table.num_rows} rows but its metadata declares shape {list(shape)} "
+            f"({n_cells} cells): rows were removed or added"
+        )
+    flat = np.zeros(table.num_rows, dtype=np.int64)
+    for a in attrs:
+        codes = _label_codes(table, a.column, a)
+        flat = flat * a.n_cells + codes
+        if isinstance(a, Nominal):
+            for lvl, labels in a.hierarchy.level_labels().items():
+                column = f"{a.column}_{lvl}"
+                expected = pl.Series([str(x) for x in labels], dtype=pl.String)[codes]
+                if column not in table.column_names:
+                    raise ReleaseFormatError(f"grid release has no {column!r} column")
+                got = pl.from_arrow(table.column(column)).cast(pl.String)
+                if not (got == expected).fill_null(False).all():
+                    raise ReleaseFormatError(f"grid release column {column!r} disagrees with the hierarchy "
+                                             f"of {a.column}; the table was edited")
+    seen = np.bincount(flat, minlength=n_cells)
+    if np.any(seen != 1):
+        cell = int(np.flatnonzero(seen != 1)[0])
+        raise ReleaseFormatError(
+            f"grid release has {int(seen[cell])} rows for cell {np.unravel_index(cell, shape)} (each cell "
+            "must appear once): rows were removed or repeated"
+        )
+    count = table.column("count").to_numpy()
+    if not np.issubdtype(count.dtype, np.number):
+        raise ReleaseFormatError(f"grid release column 'count' has type {count.dtype}, not numbers")
+    counts = np.empty(n_cells, dtype=np.float64)
+    counts[flat] = count
+    return counts.reshape(shape)
 
 
 @register_release_type
@@ -146,22 +248,27 @@ class GridRelease(Release):
 
     @classmethod
     def from_arrow(cls, table: pa.Table) -> GridRelease:
+        """The release of a table written by :meth:`to_arrow`, verified before it answers
+        (:mod:`polars_dp.releases.integrity`): metadata types, the noise scale recomputed from
+        epsilon, the neighbour relation and ``rho``, every cell located by its label columns
+        (any row order; a missing or repeated cell is refused), the level columns, and the
+        checksum when there is one."""
         meta = read_metadata(table)
-        try:
-            attrs = tuple(attribute_from_json(x) for x in json.loads(meta["attributes"]))
-            shape = tuple(json.loads(meta["shape"]))
-            common = cls._common_from_metadata(meta)
-            scale = json.loads(meta["noise_scale"])
-        except (KeyError, ValueError, TypeError) as exc:
-            raise ReleaseFormatError(f"grid release metadata is incomplete or corrupt: {exc}") from None
-        if "count" not in table.column_names:
-            raise ReleaseFormatError("grid release has no 'count' column")
-        counts = table.column("count").to_numpy()
-        if counts.size != int(np.prod(shape, dtype=np.int64)):
-            raise ReleaseFormatError(
-                f"grid release has {counts.size} rows but its metadata declares shape {shape}"
-            )
-        return cls(counts.reshape(shape), attrs, noise_scale=scale, **common)
+        common = cls._common_from_metadata(meta)
+        attrs = field(meta, "attributes", lambda x: tuple(attribute_from_json(a) for a in x))
+        shape = field(meta, "shape", lambda x: tuple(int(n) for n in x))
+        scale = field(meta, "noise_scale", lambda x: positive_number(x, "noise_scale"))
+        if shape != tuple(a.n_cells for a in attrs):
+            raise ReleaseFormatError(f"release metadata field 'shape' is {list(shape)} but the attributes "
+                                     f"declare {[a.n_cells for a in attrs]}")
+        _check_grid_parameters(attrs, scale, common)
+        counts = _counts_by_label(table, attrs, shape)
+        release = cls(counts, attrs, noise_scale=scale, **common)
+        verify_checksum(meta, release._payload_arrays())
+        return release
+
+    def _payload_arrays(self) -> list[np.ndarray]:
+        return [self.counts]
 
     def _payload_equal(self, other: Release) -> bool:
         return (isinstance(other, GridRelease) and self.attributes == other.attributes

@@ -20,7 +20,7 @@ import pyarrow as pa
 from polars_dp.errors import ParameterError, ReleaseFormatError
 from polars_dp.releases.base import Release
 from polars_dp.releases.io import read_release as read_arrow_release
-from polars_dp.releases.metadata import attach_metadata, read_metadata
+from polars_dp.releases.metadata import attach_metadata
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
@@ -116,7 +116,7 @@ def check_free(con: Any, tables: list[str], macros: list[str], *, replace: bool)
 
 
 def metadata_table(release: Release) -> pa.Table:
-    meta = read_metadata(attach_metadata(pa.table({}), release.metadata()))
+    meta = release.export_metadata()
     return pa.table({"key": list(meta), "value": list(meta.values())})
 
 
