@@ -152,7 +152,11 @@ class Release:
         return attach_metadata(self._table(), self.export_metadata())
 
     def to_polars(self) -> pl.DataFrame:
-        """The release as a Polars DataFrame (Polars keeps no schema metadata)."""
+        """The release as a Polars DataFrame (Polars keeps no schema metadata).
+
+        Its dtypes are those of ``pl.read_parquet`` on the release's Parquet file: string
+        labels are dictionary-encoded in Arrow (one small code per cell, whatever the size
+        of the grid), so both give ``Categorical`` label columns."""
         return pl.from_arrow(self._table())
 
     def write_parquet(self, path: str | os.PathLike, *, compression: str = "zstd") -> Path:
