@@ -19,7 +19,7 @@ ranged AS (                                  -- per axis k: cells [s_k, e_k) (al
     SELECT q.id, {{ranges}}
     FROM pos AS q{{label_joins}}
 ),
-box AS (                                     -- an ordinal range holding no whole bin is an error
+box AS MATERIALIZED (                        -- an ordinal range holding no whole bin is an error
     SELECT b.id, {{checked}}
     FROM ranged AS b
 ),
