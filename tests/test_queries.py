@@ -320,3 +320,48 @@ def test_privelet_std_matches_empirical_noise():
     assert r.transformed == ("age", "occ")
     z = (errors.var(axis=0) - sigma2) / (sigma2 * math.sqrt(5 / reps))
     assert np.all(np.abs(z) < stats.norm.isf(ALPHA / (2 * queries.height)))
+
+
+# ---------------------------------------------------------------------- bin alignment
+def test_a_bound_inside_a_bin_is_refused_naming_the_aligned_bounds():
+    """Issue 12 case 4: weight=(100_000, 200_000) with bins of 10,000 was silently widened to
+    whole bins (200,000 opens a new bin); now an error, or an explicit outer/inner choice."""
+    weight = pdp.Ordinal("weight", 0, 1_500_000, width=10_000)
+    counts = np.arange(weight.n_cells, dtype=np.float64)
+    r = pdp.GridRelease(counts, [weight], mechanism="basic", epsilon=1.0, neighbours="replace",
+                        noise_scale=2.0)
+    with pytest.raises(pdp.QueryError, match=r"weight=\(100000, 209999\) \(align='outer'\) or "
+                                             r"weight=\(100000, 199999\) \(align='inner'\)"):
+        r.range_count(weight=(100_000, 200_000))
+    with pytest.raises(pdp.QueryError, match="nearest aligned"):
+        r.range_std(weight=(100_000, 200_000))
+    assert r.range_count(weight=(100_000, 200_000), align="outer") == counts[10:21].sum()
+    assert r.range_count(weight=(100_000, 200_000), align="inner") == counts[10:20].sum()
+    assert r.range_count(weight=(100_000, 199_999)) == counts[10:20].sum()          # aligned: exact
+    assert r.range_count(weight=(105_000, 199_999), align="inner") == counts[11:20].sum()
+    assert r.range_std(weight=(105_000, 200_000), align="inner") == pytest.approx(math.sqrt(2 * 4 * 9))
+    with pytest.raises(pdp.QueryError, match="contains no whole bin"):
+        r.range_count(weight=(101_000, 102_000), align="inner")
+    queries = pl.DataFrame({"id": [4, 5], "weight_lo": [0, 100_000], "weight_hi": [9_999, 200_000]})
+    with pytest.raises(pdp.QueryError, match=r"nearest aligned.*\(query id=5\)"):
+        r.range_counts(queries)
+    out = r.range_counts(queries, align="outer")
+    assert out["count"].to_list() == [counts[0], counts[10:21].sum()]
+    with pytest.raises(pdp.ParameterError, match="align"):
+        r.range_counts(queries, align="nearest")
+
+
+def test_float_bins_are_half_open():
+    """A float bin is [e_k, e_{k+1}): a hi on an edge ends there; the domain's hi closes the last bin."""
+    score = pdp.Ordinal("score", 0.0, 1.0, width=0.25)  # bins [0, .25) [.25, .5) [.5, .75) [.75, 1) {1.0}
+    counts = np.array([1.0, 10.0, 100.0, 1000.0, 10000.0])
+    r = pdp.GridRelease(counts, [score], mechanism="basic", epsilon=1.0, neighbours="replace",
+                        noise_scale=2.0)
+    assert r.range_count(score=(0.25, 0.75)) == 110.0
+    assert r.range_count(score=(0.5, 1.0)) == 11100.0
+    assert r.range_count(score=(0.25, None)) == 11110.0
+    with pytest.raises(pdp.QueryError, match=r"score=\(0.25, 0.75\) \(align='outer'\)"):
+        r.range_count(score=(0.3, 0.6))
+    assert r.range_count(score=(0.3, 0.6), align="outer") == 110.0
+    with pytest.raises(pdp.QueryError, match="contains no whole bin"):
+        r.range_count(score=(0.3, 0.6), align="inner")
