@@ -174,6 +174,22 @@ def test_edited_tree_noise_parameters_are_refused(tree):
         pdp.read_release(with_meta(table, layout="{\"kind\": \"hexagons\"}"))
 
 
+JUNK = ["", "null", "[]", "{}", "1", "0", "-1", "\"x\"", "1e999", "[1, 2]", "{\"kind\": 3}", "true"]
+
+
+def test_any_junk_metadata_value_is_a_release_format_error(grid, tree):
+    """The bad-input catalogue: every metadata entry replaced by junk reads back or raises a
+    ReleaseFormatError, never a bare ValueError/KeyError/TypeError."""
+    for release in (grid, tree):
+        table = release.to_arrow()
+        for key in read_metadata(table):
+            for junk in JUNK:
+                try:
+                    pdp.read_release(with_meta(table, **{key: junk}))
+                except pdp.ReleaseFormatError:
+                    pass
+
+
 # ---------------------------------------------------------------------- checksum
 def test_checksum_covers_values_and_metadata(grid, tree, tmp_path):
     for release in (grid, tree):

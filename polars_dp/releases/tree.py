@@ -144,7 +144,13 @@ class TreeRelease(Release):
         if n_leaves != table.num_rows:
             raise ReleaseFormatError(f"tree release has {table.num_rows} rows but its metadata declares "
                                      f"{n_leaves} leaves: rows were removed or added")
-        order = _leaf_order(box, layout, lo, hi, depth, codes)
+        try:
+            order = _leaf_order(box, layout, lo, hi, depth, codes)
+        except (KeyError, TypeError, ValueError, OverflowError) as exc:
+            if isinstance(exc, ReleaseFormatError):
+                raise
+            raise ReleaseFormatError(
+                f"release metadata field 'layout' is malformed ({layout!r}): {exc!r}") from None
         codes = None if codes is None else codes[order]
         release = cls(box, lo[order], hi[order], depth[order], count[order], layout=layout, codes=codes,
                       noise_model=model, **common)
@@ -408,6 +414,9 @@ def _check_tree_parameters(release: TreeRelease) -> None:
     sens = histogram_sensitivity(release.neighbours)
 
     def number(key: str) -> float:
+        if key not in p:
+            raise ReleaseFormatError(f"release metadata field 'params' has no {key!r} entry, which the "
+                                     "recorded noise parameters need")
         return positive_number(p[key], f"params.{key}")
 
     if "epsilon_tree" in p and "epsilon_leaf" in p:
