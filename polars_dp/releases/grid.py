@@ -146,7 +146,7 @@ def _counts_by_label(table: pa.Table, attrs: tuple[Attribute, ...], shape: tuple
     count = table.column("count").to_numpy()
     if not np.issubdtype(count.dtype, np.number):
         raise ReleaseFormatError(f"grid release column 'count' has type {count.dtype}, not numbers")
-    counts = np.empty(n_cells, dtype=np.float64)
+    counts = np.empty(n_cells, dtype=count.dtype)  # the stored type (the constructor decides)
     counts[flat] = count
     return counts.reshape(shape)
 

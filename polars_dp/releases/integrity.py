@@ -126,10 +126,13 @@ def payload_checksum(metadata_text: Mapping[str, str], arrays: Iterable[np.ndarr
         if key != CHECKSUM_KEY:
             h.update(key.encode() + b"\0" + metadata_text[key].encode() + b"\0")
     for array in arrays:
-        a = np.ascontiguousarray(array)
-        a = a.astype(a.dtype.newbyteorder("<"), copy=False)
-        h.update(str(a.dtype).encode() + str(a.shape).encode())
-        h.update(a.tobytes())
+        a = np.asarray(array)
+        if a.dtype.kind in "biu":  # integers of any width hash alike (a reader may widen them)
+            a = a.astype("<i8")
+        elif a.dtype.kind == "f":
+            a = a.astype("<f8")
+        h.update(a.dtype.kind.encode() + str(a.shape).encode())
+        h.update(np.ascontiguousarray(a).tobytes())
     return "sha256:" + h.hexdigest()
 
 

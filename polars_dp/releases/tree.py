@@ -136,7 +136,9 @@ class TreeRelease(Release):
             lo = np.column_stack([_float_column(table, f"{c}_lo") for c in box.columns])
             hi = np.column_stack([_float_column(table, f"{c}_hi") for c in box.columns])
             depth = table.column("depth").to_numpy()
-            count = _float_column(table, "count")
+            count = table.column("count").to_numpy()  # the stored type (the constructor decides)
+            if not np.issubdtype(count.dtype, np.number):
+                raise ReleaseFormatError(f"tree release column 'count' has type {count.dtype}, not numbers")
             codes = table.column("morton").to_numpy() if "morton" in table.column_names else None
         except KeyError as exc:
             raise ReleaseFormatError(f"tree release table has no {exc.args[0]!r} column") from None
