@@ -77,29 +77,27 @@ BATCH_CELLS = 1 << 21
 
 def haar_factor_sql(start: str, stop: str, m: int) -> str:
     """SQL of :func:`polars_dp.kernels.wavelets.haar_range_variance_factor` for one range
-    ``[start, stop)`` of ``m`` cells: the base term ``((stop - start) / P)^2`` plus, per level of
-    node width ``w`` (``P, P/2, ..., 2``), ``(diff / w)^2`` for the (at most two) nodes holding
-    a range end, ``diff`` = cells of the range in the node's left half minus its right half.
-    Exact for every ``m`` (``log2 P`` terms per query, unrolled; no stored table)."""
+    ``[start, stop)`` of ``m`` cells: exact for every ``m`` (no stored table).
+
+    The base term is ``((stop - start) / P)^2``; each level of node width ``w`` (``P, ..., 2``,
+    half ``h``) adds ``(diff / w)^2`` for the (at most two) nodes holding a range end, ``diff`` =
+    cells of the range in the node's left half minus its right half.  When the ends fall in
+    different nodes the range covers the start node from ``r = start mod w`` to its end and the
+    stop node from its beginning for ``t = (stop - 1) mod w + 1`` cells, so ``|diff|`` is
+    ``min(r, w - r)`` and ``min(t, w - t)``; within one node it is the overlap difference.
+    Integer arithmetic up to the final division; one unrolled term per level."""
     p = haar_padded_length(m)
-    base = f"power(({stop} - {start})::DOUBLE / {p}, 2)"
-    if p == 1:
-        return base
-
-    def overlap(a: str, b: str) -> str:
-        return f"greatest(least({stop}, {b}) - greatest({start}, {a}), 0)"
-
-    def level(w: int) -> str:  # unrolled per level: plain vectorised arithmetic, no lambda
-        first, last = f"({start} // {w} * {w})", f"(({stop} - 1) // {w} * {w})"
-
-        def diff(node: str) -> str:
-            middle = f"{node} + {w // 2}"
-            return f"({overlap(node, middle)} - {overlap(middle, f'{node} + {w}')})"
-
-        return (f"power({diff(first)}::DOUBLE / {w}, 2) + "
-                f"CASE WHEN {last} <> {first} THEN power({diff(last)}::DOUBLE / {w}, 2) ELSE 0.0 END")
-
-    return "(" + " + ".join([base, *(level(p >> j) for j in range(haar_levels(m)))]) + ")"
+    terms = [f"power(({stop} - {start})::DOUBLE / {p}, 2)"]
+    for w in (p >> j for j in range(haar_levels(m))):
+        r, t = f"({start} % {w})", f"(({stop} - 1) % {w} + 1)"
+        mid = f"({start} - {r} + {w // 2})"
+        same = f"({start} // {w} = ({stop} - 1) // {w})"
+        diff = (f"(greatest(least({stop}, {mid}) - {start}, 0) "
+                f"- greatest({stop} - greatest({start}, {mid}), 0))")
+        near_r, near_t = f"least({r}, {w} - {r})", f"least({t}, {w} - {t})"
+        ends = f"{near_r} * {near_r} + {near_t} * {near_t}"
+        terms.append(f"(CASE WHEN {same} THEN {diff} * {diff} ELSE {ends} END)::DOUBLE / {w * w}")
+    return "(" + " + ".join(terms) + ")"
 
 
 class _Axis:
