@@ -78,36 +78,73 @@ def _check_grid_parameters(attrs: tuple[Attribute, ...], scale: float, common: M
     check_noise_scale("noise_scale", scale, sens * rho / common["epsilon"])
 
 
-def _label_codes(table: pa.Table, column: str, attribute: Attribute) -> np.ndarray:
-    """Cell index along ``attribute`` of every row, from its label column; a label that is
-    not one of the attribute's cells is a ReleaseFormatError."""
-    if column not in table.column_names:
-        raise ReleaseFormatError(f"grid release has no {column!r} column")
-    series = pl.from_arrow(table.column(column))
-    if isinstance(series.dtype, (pl.Categorical, pl.Enum)):
-        series = series.cast(pl.String)
-    labels = attribute.cell_labels()
-    if isinstance(attribute, Nominal):
+def _dictionary_codes(column: pa.ChunkedArray, lookup: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``(codes, bad)`` per row of ``lookup`` (values -> ``(codes, bad)``) applied to the column;
+    a dictionary column is looked up once per dictionary entry, then indexed (no per-row strings)."""
+    if pa.types.is_dictionary(column.type):
+        array = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+        if array.null_count:
+            return np.zeros(len(array), dtype=np.int64), ~np.asarray(array.is_valid())
+        codes, bad = lookup(array.dictionary)
+        indices = array.indices.to_numpy(zero_copy_only=False)
+        return codes[indices], bad[indices]
+    return lookup(column)
+
+
+def _nominal_lookup(labels: list) -> Any:
+    def lookup(values: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+        series = pl.Series(values) if not isinstance(values, pl.Series) else values
+        if isinstance(series.dtype, (pl.Categorical, pl.Enum)):
+            series = series.cast(pl.String)
         try:
             codes = series.replace_strict(list(labels), list(range(len(labels))), default=None,
                                           return_dtype=pl.Int64)
         except (pl.exceptions.PolarsError, TypeError, ValueError):
             codes = pl.Series([None] * len(series), dtype=pl.Int64)
-        bad = codes.is_null().to_numpy()
-        codes = codes.fill_null(0).to_numpy()
+        return codes.fill_null(0).to_numpy().astype(np.int64), codes.is_null().to_numpy()
+    return lookup
+
+
+def _label_codes(table: pa.Table, column: str, attribute: Attribute) -> np.ndarray:
+    """Cell index along ``attribute`` of every row, from its label column; a label that is
+    not one of the attribute's cells is a ReleaseFormatError."""
+    if column not in table.column_names:
+        raise ReleaseFormatError(f"grid release has no {column!r} column")
+    data = table.column(column)
+    if isinstance(attribute, Nominal):
+        codes, bad = _dictionary_codes(data, _nominal_lookup(attribute.cell_labels()))
     else:
-        if not series.dtype.is_numeric():
-            raise ReleaseFormatError(f"grid release column {column!r} has type {series.dtype}, not numbers")
-        values = series.to_numpy()
-        labels = np.asarray(labels)
-        codes = np.clip(np.searchsorted(labels, values), 0, len(labels) - 1)
-        bad = ~(labels[codes] == values)
+        values = data.to_numpy()
+        if not np.issubdtype(values.dtype, np.number):
+            raise ReleaseFormatError(f"grid release column {column!r} has type {data.type}, not numbers")
+        if attribute.integer and np.issubdtype(values.dtype, np.integer):  # labels lo + k width
+            offset = values.astype(np.int64) - attribute.lo
+            codes = offset // attribute.width
+            bad = (offset % attribute.width != 0) | (codes < 0) | (codes >= attribute.n_cells)
+            codes = np.clip(codes, 0, attribute.n_cells - 1)
+        else:
+            labels = np.asarray(attribute.cell_labels())
+            codes = np.clip(np.searchsorted(labels, values), 0, len(labels) - 1)
+            bad = ~(labels[codes] == values)
     if bad.any():
         raise ReleaseFormatError(
-            f"grid release column {column!r} holds {series[int(np.flatnonzero(bad)[0])]!r}, which is not a "
-            f"cell of {attribute.column} {attribute.domain_text()}; the table was edited"
+            f"grid release column {column!r} holds {data[int(np.flatnonzero(bad)[0])].as_py()!r}, which is "
+            f"not a cell of {attribute.column} {attribute.domain_text()}; the table was edited"
         )
     return codes.astype(np.int64)
+
+
+def _check_level_column(table: pa.Table, column: str, attribute: Nominal, labels: list, leaf: np.ndarray
+                        ) -> None:
+    """The ``<column>_<level>`` column must name each row's ancestor at that level."""
+    if column not in table.column_names:
+        raise ReleaseFormatError(f"grid release has no {column!r} column")
+    texts = list(dict.fromkeys(str(x) for x in labels))
+    expected = np.array([texts.index(str(x)) for x in labels], dtype=np.int64)[leaf]
+    got, bad = _dictionary_codes(table.column(column), _nominal_lookup(texts))
+    if bad.any() or not np.array_equal(got, expected):
+        raise ReleaseFormatError(f"grid release column {column!r} disagrees with the hierarchy of "
+                                 f"{attribute.column}; the table was edited")
 
 
 def _counts_by_label(table: pa.Table, attrs: tuple[Attribute, ...], shape: tuple[int, ...]) -> np.ndarray:
@@ -128,14 +165,7 @@ def _counts_by_label(table: pa.Table, attrs: tuple[Attribute, ...], shape: tuple
         flat = flat * a.n_cells + codes
         if isinstance(a, Nominal):
             for lvl, labels in a.hierarchy.level_labels().items():
-                column = f"{a.column}_{lvl}"
-                expected = pl.Series([str(x) for x in labels], dtype=pl.String)[codes]
-                if column not in table.column_names:
-                    raise ReleaseFormatError(f"grid release has no {column!r} column")
-                got = pl.from_arrow(table.column(column)).cast(pl.String)
-                if not (got == expected).fill_null(False).all():
-                    raise ReleaseFormatError(f"grid release column {column!r} disagrees with the hierarchy "
-                                             f"of {a.column}; the table was edited")
+                _check_level_column(table, f"{a.column}_{lvl}", a, labels, codes)
     seen = np.bincount(flat, minlength=n_cells)
     if np.any(seen != 1):
         cell = int(np.flatnonzero(seen != 1)[0])
