@@ -5,6 +5,7 @@
 >>> release.write_parquet("age.parquet")                                  # doctest: +SKIP
 """
 
+from polars_dp import duckdb, releases  # noqa: F401  (pdp.duckdb, pdp.releases)
 from polars_dp import namespace as _namespace  # noqa: F401  (registers df.dp / lf.dp)
 from polars_dp._version import __version__
 from polars_dp.budget import Accountant
@@ -69,10 +70,3 @@ __all__ = [
     "uniform_grid",
 ]
 
-
-def __getattr__(name: str):
-    """``pdp.duckdb`` is imported on first use (it loads the duckdb package)."""
-    if name == "duckdb":
-        import importlib
-        return importlib.import_module("polars_dp.duckdb")
-    raise AttributeError(f"module 'polars_dp' has no attribute {name!r}")

@@ -9,6 +9,7 @@ import pytest
 import polars_dp as pdp
 from polars_dp.errors import QueryError
 from polars_dp.evaluation.spatial import SIZE_CLASSES, exact_range_counts, random_boxes, relative_errors
+from polars_dp.kernels.morton import overlap_fraction
 from polars_dp.mechanisms.spatial_grids import constrained_inference
 from polars_dp.releases.metadata import read_metadata
 
@@ -215,7 +216,7 @@ def test_std_is_the_leaf_noise_through_the_uniformity_weights(mechanism, d, kw):
     got = r.range_counts(boxes, std=True)
     np.testing.assert_array_equal(got["count"].to_numpy(), r.range_count_array(boxes))
     # explicit linear map: every leaf's weight is its overlapped volume fraction
-    weights = pdp.kernels.morton.overlap_fraction(q_lo[:, None, :], q_hi[:, None, :], r.lo[None], r.hi[None])
+    weights = overlap_fraction(q_lo[:, None, :], q_hi[:, None, :], r.lo[None], r.hi[None])
     scale = r.params["leaf_noise_scale" if mechanism == "privtree" else "noise_scale"]
     expected = np.sqrt(2 * scale**2 * (weights**2).sum(axis=1))
     np.testing.assert_allclose(got["std"].to_numpy(), expected, rtol=1e-9)

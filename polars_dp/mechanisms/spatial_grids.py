@@ -38,8 +38,10 @@ import polars as pl
 
 from polars_dp.counting.frequency import check_domain_size
 from polars_dp.counting.points import collect_points
+from polars_dp.domains.attributes import Ordinal
 from polars_dp.domains.box import Box, as_box
 from polars_dp.kernels.grid import flat_cells, grid_boxes, grid_cells
+from polars_dp.mechanisms.privelet import privelet
 from polars_dp.noise import SeedLike, check_epsilon, check_fraction, histogram_sensitivity, laplace, make_rng
 from polars_dp.params import check_int
 from polars_dp.releases.tree import TreeRelease
@@ -147,9 +149,6 @@ def privelet_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsi
     ``rho / epsilon`` per wavelet coefficient with ``rho = prod_j (1 + bits)`` under add/remove
     (``2 rho / epsilon`` under replace), see :func:`polars_dp.privelet`.
     """
-    from polars_dp.domains.attributes import Ordinal
-    from polars_dp.mechanisms.privelet import privelet
-
     box = as_box(columns, bounds)
     epsilon = check_epsilon(epsilon)
     k = max(1, 16 // box.d) if bits is None else check_int(bits, "bits", lo=1, hi=20)
