@@ -10,6 +10,12 @@ from collections.abc import Callable
 import numpy as np
 import polars as pl
 
+import polars_dp as pdp
+from polars_dp.counting.frequency import frequency_matrix
+from polars_dp.datasets import load_military, military_attributes
+from polars_dp.evaluation.spatial import exact_range_counts
+from polars_dp.releases.grid import GridRelease
+
 
 def _timed(make: Callable):
     t0 = time.perf_counter()
@@ -30,16 +36,11 @@ def _table(rows: list[tuple[str, dict]], truth, releases: dict) -> None:
 
 def _truth(frame, attrs):
     """Exact counts, only to show the error next to the noisy answers; not a release."""
-    from polars_dp.counting.frequency import frequency_matrix
-    from polars_dp.releases.grid import GridRelease
-
     return GridRelease(frequency_matrix(frame, attrs), attrs, mechanism="none: exact counts",
                        epsilon=float("inf"), neighbours="replace", noise_scale=0)
 
 
 def _military(args: argparse.Namespace) -> None:
-    from polars_dp.datasets import load_military, military_attributes
-
     frame = load_military(lazy=True)
     attrs = military_attributes()
     n = frame.select(pl.len()).collect().item()
@@ -70,7 +71,6 @@ def _military(args: argparse.Namespace) -> None:
 
 
 def _incomes(args: argparse.Namespace) -> None:
-    import polars_dp as pdp
 
     rng = np.random.default_rng(2010)  # synthetic data: a public generator, not a secret
     n = 1_000_000
@@ -96,9 +96,6 @@ def _incomes(args: argparse.Namespace) -> None:
 
 
 def _points(args: argparse.Namespace) -> None:
-    import polars_dp  # noqa: F401  (registers df.dp)
-    from polars_dp.evaluation.spatial import exact_range_counts
-
     rng = np.random.default_rng(2016)  # synthetic points: a public generator, not a secret
     centres = np.array([[-74.0, 40.7], [2.35, 48.9], [139.7, 35.7], [-46.6, -23.5]])
     which = rng.choice(len(centres), 400_000, p=[0.4, 0.3, 0.2, 0.1])

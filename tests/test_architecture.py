@@ -9,7 +9,7 @@ Layers, bottom to top (a module may import its own layer and the ones below, nev
 4. ``releases/``     published outputs and their queries (post-processing only)
 5. ``mechanisms/``   the only callers of the noise samplers; they build releases
 6. ``evaluation/``   workloads and exact, not-private references
-7. ``duckdb``, ``namespace``, ``session``, ``cli``, ``datasets``, the package root
+7. ``duckdb``, ``namespace``, ``session``, ``datasets``; 8. the package root; 9. ``cli``, ``__main__``
 """
 
 from __future__ import annotations
@@ -24,14 +24,14 @@ PACKAGE = Path(__file__).resolve().parent.parent / "polars_dp"
 LAYERS = {
     "errors": 0, "_version": 0, "params": 0, "noise": 0, "progress": 0, "budget": 0,
     "domains": 1, "counting": 2, "kernels": 3, "releases": 4, "mechanisms": 5, "evaluation": 6,
-    "duckdb": 7, "namespace": 7, "session": 7, "cli": 7, "datasets": 7, "__init__": 8, "__main__": 8,
+    "duckdb": 7, "namespace": 7, "session": 7, "datasets": 7, "__init__": 8, "cli": 9, "__main__": 9,
 }
 #: Optional dependencies that may be imported inside a function (so the package imports without them).
 OPTIONAL = {"pyspark", "matplotlib", "tqdm", "opendp", "randomgen", "scipy"}
 #: Names of polars_dp.noise that draw no random numbers (anyone may import them).
-NOT_SAMPLERS = {"make_rng", "SeedLike", "Neighbours", "NoiseKind", "NEIGHBOURS", "NOISE_KINDS", "check_epsilon",
-                "check_fraction", "check_neighbours", "check_noise", "histogram_sensitivity", "is_seeded",
-                "RandomSource", "NoiseSource"}
+NOT_SAMPLERS = {"make_rng", "SeedLike", "Neighbours", "NoiseKind", "NEIGHBOURS", "NOISE_KINDS",
+                "check_epsilon", "check_fraction", "check_neighbours", "check_noise", "histogram_sensitivity",
+                "is_seeded", "RandomSource", "NoiseSource"}
 
 
 def _modules() -> dict[str, Path]:
