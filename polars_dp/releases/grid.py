@@ -257,7 +257,8 @@ class GridRelease(Release):
     def __repr__(self) -> str:
         dims = " x ".join(f"{a.column}:{a.n_cells}" for a in self.attributes)
         return (f"GridRelease(mechanism={self.mechanism!r}, epsilon={self.epsilon}, "
-                f"neighbours={self.neighbours!r}, cells={self.n_cells:,} [{dims}]{self._repr_flags()})")
+                f"neighbours={self.neighbours!r}, cells={self.n_cells:,} [{dims}]{self._repr_flags()})"
+                + (f"  # {self.params['note']}" if "note" in self.params else ""))
 
 
 __all__ = ["GridRelease"]
