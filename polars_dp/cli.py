@@ -106,8 +106,7 @@ def _points(args: argparse.Namespace) -> None:
           "[-180, 180] x [-90, 90]\n")
     tree, secs = _timed(lambda: frame.dp.privtree(["lon", "lat"], bounds=bounds, epsilon=args.epsilon,
                                                   seed=args.seed))
-    grid = frame.dp.uniform_grid(["lon", "lat"], bounds=bounds, epsilon=args.epsilon, n=frame.height,
-                                 seed=args.seed)
+    grid = frame.dp.uniform_grid(["lon", "lat"], bounds=bounds, epsilon=args.epsilon, seed=args.seed)
     print(f"   privtree  {tree.n_leaves:,} leaves, deepest at depth {int(tree.depth.max())}, {secs:.2f} s "
           f"(uniform grid: {grid.n_leaves:,} cells)\n")
     boxes = pl.DataFrame({"lon_lo": [-75.0, -74.2, 0.0, -180.0], "lon_hi": [-73.0, -73.8, 5.0, 180.0],

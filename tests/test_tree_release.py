@@ -257,3 +257,14 @@ def test_replace_neighbours_with_dropped_nulls_estimate_n_privately():
                                  nulls="drop", seed=1)
     assert dropped.params["n_source"].startswith("noisy")
     assert dropped.params["epsilon_grid"] < 1.0
+
+
+def test_utility_benchmark_estimates_n_privately_under_add_remove():
+    """The benchmark's grids never get the exact N (it is not public under add/remove)."""
+    import importlib
+
+    bench = importlib.import_module("benchmarks.utility_privtree")
+    df = pl.DataFrame({"longitude": [0.0, 1.0, 2.0], "latitude": [0.0, 1.0, 2.0]})
+    for name in ("UG", "AG"):
+        release = bench.mechanisms()[name](df, 1.0, 0)
+        assert release.neighbours == "add_remove" and release.params["n_source"].startswith("noisy")
