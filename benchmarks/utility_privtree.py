@@ -18,7 +18,8 @@ import numpy as np
 import polars as pl
 
 import polars_dp as pdp
-from polars_dp.evaluation.spatial import SIZE_CLASSES, exact_range_counts, random_boxes, relative_errors
+from polars_dp.evaluation.references import exact_range_counts
+from polars_dp.evaluation.spatial_workloads import SIZE_CLASSES, random_boxes, relative_errors
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "spatial_geonames_cities500.parquet"
 COLUMNS = ["longitude", "latitude"]

@@ -22,7 +22,7 @@ from polars_dp.errors import (
     QueryError,
     ReleaseFormatError,
 )
-from polars_dp.evaluation.spatial import random_boxes, relative_errors
+from polars_dp.evaluation.spatial_workloads import random_boxes, relative_errors
 from polars_dp.evaluation.workloads import random_workload
 from polars_dp.mechanisms import (
     adaptive_grid,

@@ -8,7 +8,8 @@ import pytest
 
 import polars_dp as pdp
 from polars_dp.errors import QueryError
-from polars_dp.evaluation.spatial import SIZE_CLASSES, exact_range_counts, random_boxes, relative_errors
+from polars_dp.evaluation.references import exact_range_counts
+from polars_dp.evaluation.spatial_workloads import SIZE_CLASSES, random_boxes, relative_errors
 from polars_dp.kernels.morton import overlap_fraction
 from polars_dp.mechanisms.spatial_grids import constrained_inference
 from polars_dp.releases.metadata import read_metadata
