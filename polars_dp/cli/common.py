@@ -13,6 +13,7 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -136,6 +137,19 @@ def write_frame(frame: pl.DataFrame, path: str | os.PathLike) -> Path:
         "ndjson": lambda p: frame.write_ndjson(p),
     }
     return write_atomic(path, writers[fmt])
+
+
+def open_release(path: str) -> Any:
+    """:func:`polars_dp.read_release`, with the file named in every error."""
+    import polars_dp as pdp
+
+    try:
+        return pdp.read_release(path)
+    except pdp.ReleaseFormatError as exc:
+        message = str(exc)
+        if repr(str(path)) not in message:
+            raise BadInput(f"{str(path)!r} is not a polars-dp release: {message}") from None
+        raise
 
 
 def human_size(n_bytes: int) -> str:

@@ -8,7 +8,7 @@ import os
 from typing import Any
 
 import polars_dp as pdp
-from polars_dp.cli.common import fmt_number, human_size
+from polars_dp.cli.common import fmt_number, human_size, open_release
 from polars_dp.cli.release import noise_scale, size_text
 
 EXAMPLES = """\
@@ -86,7 +86,7 @@ def _domain_lines(release: pdp.Release) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    release = pdp.read_release(args.release)
+    release = open_release(args.release)
     info = summary(args.release, release)
     if args.json:
         print(json.dumps(info, indent=2, default=str))

@@ -21,7 +21,7 @@ import numpy as np
 import polars as pl
 
 import polars_dp as pdp
-from polars_dp.cli.common import BadInput, Failure, check_output, write_atomic
+from polars_dp.cli.common import BadInput, Failure, check_output, open_release, write_atomic
 
 EXAMPLES = """\
 examples:
@@ -258,7 +258,7 @@ def run(args: argparse.Namespace) -> int:
     if fmt not in FIGURE_FORMATS:
         raise BadInput(f"output {args.output!r}: use a .png, .svg or .pdf file name")
     fig = _figure(size, args.dpi)
-    release = pdp.read_release(args.release)
+    release = open_release(args.release)
     if isinstance(release, pdp.GridRelease):
         _grid(fig, release, args)
     elif isinstance(release, pdp.TreeRelease):

@@ -15,7 +15,7 @@ from typing import Any
 import polars as pl
 
 import polars_dp as pdp
-from polars_dp.cli.common import BadInput, check_output, scan, write_frame
+from polars_dp.cli.common import BadInput, check_output, open_release, scan, write_frame
 
 EXAMPLES = """\
 examples:
@@ -226,7 +226,7 @@ def _batch(args: argparse.Namespace, release: pdp.Release) -> int:
 def run(args: argparse.Namespace) -> int:
     if args.output and not args.queries:
         raise BadInput("-o is for the answers of --queries FILE; a single query prints its answer")
-    release = pdp.read_release(args.release)
+    release = open_release(args.release)
     if isinstance(release, pdp.SequenceModel):
         return _sequence(args, release)
     if args.frequency or args.top_k is not None:

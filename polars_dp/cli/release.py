@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     names = frame.collect_schema().names()
     missing = [c for c in spec.input_columns if c not in names]
     if missing:
-        raise BadInput(f"column {missing[0]!r} declared in {args.spec} is not in {args.data}; "
+        raise BadInput(f"column {missing[0]!r} (declared at {spec.where(missing[0])}) is not in {args.data}; "
                        f"its columns: {', '.join(names)}")
     plan = (f"{spec.mechanism}, epsilon={spec.epsilon:g}, neighbours={spec.effective_neighbours}, "
             f"domain {spec.domain_text()}")
@@ -100,7 +100,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"  epsilon      {release.epsilon:g} (neighbours: {release.neighbours})")
         print(f"  size         {size_text(release)}")
         if scale is not None:
-            print(f"  noise scale  {fmt_number(scale)} (Laplace)")
+            per = ", per wavelet coefficient" if "rho" in release.params else ""
+            print(f"  noise scale  {fmt_number(scale)} (Laplace{per})")
         print(f"  time         {secs:.2f} s")
         sys.stdout.flush()
     return 0

@@ -98,11 +98,11 @@ class _KeyLines:
                 continue
             header = _HEADER.match(line)
             if header:
-                table = self._resolve(_split_key(header.group(2)), arrays)
+                parts = _split_key(header.group(2))
+                table = (*self._resolve(parts[:-1], arrays), parts[-1])
                 if header.group(1) == "[[":
-                    name = table
-                    arrays[name] = arrays.get(name, -1) + 1
-                    table = (*name, arrays[name])
+                    arrays[table] = arrays.get(table, -1) + 1
+                    table = (*table, arrays[table])
                 self.lines.setdefault(table, no)
                 continue
             key = _KEY_LINE.match(line)
@@ -175,6 +175,19 @@ class Spec:
             return self.neighbours
         param = inspect.signature(getattr(pdp, self.mechanism)).parameters.get("neighbours")
         return param.default if param is not None else "add_remove"
+
+    def where(self, column: str) -> str:
+        """``file:line`` of the declaration of ``column`` (for errors about the data)."""
+        if self.shape == "grid":
+            index = [a.column for a in self.attributes].index(column)
+            path: Path_ = ("attributes", index, "column")
+        elif self.shape == "points":
+            path = ("bounds", column) if self.key_lines and ("bounds", column) in self.key_lines.lines \
+                else ("columns",)
+        else:
+            path = ("column",)
+        line = self.key_lines.line(path) if self.key_lines else None
+        return f"{self.path}:{line}" if line else str(self.path)
 
     def domain_text(self) -> str:
         if self.shape == "grid":

@@ -10,7 +10,7 @@ import sys
 import polars as pl
 
 import polars_dp as pdp
-from polars_dp.cli.common import BadInput, check_output, write_frame
+from polars_dp.cli.common import BadInput, check_output, open_release, write_frame
 
 EXAMPLES = """\
 examples:
@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput(f"--name {args.name!r}: use letters, digits and _ (not starting with a digit)")
     if args.output:
         check_output(args.output, formats=("parquet", "csv", "tsv", "ipc", "ndjson"), what="output")
-    release = pdp.read_release(args.release)
+    release = open_release(args.release)
     con = duckdb.connect()
     if isinstance(release, pdp.SequenceModel):
         con.from_arrow(release.to_arrow()).create(args.name)
