@@ -9,7 +9,7 @@ from typing import Any
 
 import polars_dp as pdp
 from polars_dp.cli.common import fmt_number, human_size, open_release
-from polars_dp.cli.release import noise_scale, size_text
+from polars_dp.cli.release import noise_scale, noise_text, size_text
 
 EXAMPLES = """\
 examples:
@@ -101,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
         ("seeded", seeded),
     ]
     if info["noise_scale"] is not None:
-        rows.append(("noise scale", f"{fmt_number(info['noise_scale'])} (Laplace)"))
+        rows.append(("noise scale", noise_text(release)))
     lines = _domain_lines(release)
     rows.append(("domain", lines[0]))
     rows.extend(("", line) for line in lines[1:])

@@ -109,8 +109,9 @@ def _grid(fig: Any, release: pdp.GridRelease, args: argparse.Namespace) -> None:
             ax.bar(pos, counts, yerr=std, color="tab:blue", ecolor="black", capsize=2 if len(pos) < 40 else 0,
                    label="noisy count ± 1 noise std")
             step = max(1, len(pos) // 40)
-            ax.set_xticks(pos[::step], ticks_x[::step], rotation=60 if len(pos) > 8 else 0,
-                          ha="right" if len(pos) > 8 else "center", fontsize="small")
+            tilt = _crowded(ticks_x[::step])
+            ax.set_xticks(pos[::step], ticks_x[::step], rotation=60 if tilt else 0,
+                          ha="right" if tilt else "center", fontsize="small")
         else:
             width = float(ax_attr.width)
             if len(counts) <= 100:
@@ -151,6 +152,11 @@ def _grid(fig: Any, release: pdp.GridRelease, args: argparse.Namespace) -> None:
     _ticks(axes[0].set_yticks, release.attribute(y), ticks_y, rotate=False)
 
 
+def _crowded(labels: list[str]) -> bool:
+    """Whether horizontal tick labels would overlap (then they are tilted)."""
+    return len(labels) > 8 or sum(len(x) for x in labels) > 40
+
+
 def _edges(attribute: pdp.Attribute, labels: list[str]) -> np.ndarray:
     """Cell edges along an axis: values for an ordinal attribute, 0..n for a nominal one."""
     if isinstance(attribute, pdp.Nominal):
@@ -166,7 +172,7 @@ def _ticks(setter: Any, attribute: pdp.Attribute, labels: list[str], *, rotate: 
     n = len(labels)
     step = max(1, n // 30)
     pos = np.arange(0, n, step)
-    kwargs = {"rotation": 60, "ha": "right"} if rotate and n > 6 else {}
+    kwargs = {"rotation": 60, "ha": "right"} if rotate and _crowded(labels[::step]) else {}
     setter(pos + 0.5, [labels[i] for i in pos], fontsize="small", **kwargs)
 
 

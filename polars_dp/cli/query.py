@@ -15,7 +15,7 @@ from typing import Any
 import polars as pl
 
 import polars_dp as pdp
-from polars_dp.cli.common import BadInput, check_output, open_release, scan, write_frame
+from polars_dp.cli.common import BadInput, check_output, one_line, open_release, scan, write_frame
 
 EXAMPLES = """\
 examples:
@@ -202,7 +202,10 @@ def _batch(args: argparse.Namespace, release: pdp.Release) -> int:
         raise BadInput("give either --where (one query) or --queries FILE (a batch), not both")
     if args.output:
         check_output(args.output, formats=("parquet", "csv", "tsv", "ipc", "ndjson"), what="output")
-    frame = scan(args.queries, what="--queries").collect()
+    try:
+        frame = scan(args.queries, what="--queries").collect()
+    except pl.exceptions.PolarsError as exc:
+        raise BadInput(f"cannot read {args.queries}: {one_line(exc)}") from None
     if isinstance(release, pdp.SequenceModel):
         if "string" not in frame.columns:
             raise BadInput(f"--queries {args.queries!r} needs a column 'string' for a sequence model")

@@ -7,8 +7,10 @@ import os
 import sys
 import time
 
+import polars as pl
+
 import polars_dp as pdp
-from polars_dp.cli.common import BadInput, Messages, check_output, fmt_number, human_size, scan
+from polars_dp.cli.common import BadInput, Messages, check_output, fmt_number, human_size, one_line, scan
 from polars_dp.cli.spec import load_spec
 
 EXAMPLES = """\
@@ -43,6 +45,14 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.set_defaults(func=run)
 
 
+def _in_domain_file_terms(message: str) -> str:
+    """Library hints name keyword arguments; say where they go in a domain file."""
+    for key, value in (("nulls", "drop"), ("on_out_of_domain", "clamp")):
+        if f"{key}='{value}'" in message:
+            message += f" [domain file: add {key} = \"{value}\" under [options]]"
+    return message
+
+
 def noise_scale(release: pdp.Release) -> float | None:
     """The Laplace scale of the released values (per coefficient for wavelets), if a single one."""
     if isinstance(release, pdp.GridRelease):
@@ -51,6 +61,14 @@ def noise_scale(release: pdp.Release) -> float | None:
         if key in release.params:
             return float(release.params[key])
     return None
+
+
+def noise_text(release: pdp.Release) -> str | None:
+    scale = noise_scale(release)
+    if scale is None:
+        return None
+    per = ", per wavelet coefficient" if "rho" in release.params else ""
+    return f"{fmt_number(scale)} (Laplace{per})"
 
 
 def size_text(release: pdp.Release) -> str:
@@ -71,24 +89,31 @@ def run(args: argparse.Namespace) -> int:
         if out.suffix.lower() not in (".parquet", ".pq"):
             raise BadInput(f"output {args.output!r}: a release is written as Parquet; use a .parquet name")
     frame = scan(args.data, args.format)
-    names = frame.collect_schema().names()
+    try:
+        names = frame.collect_schema().names()
+    except pl.exceptions.PolarsError as exc:
+        raise BadInput(f"cannot read {args.data}: {one_line(exc)}") from None
     missing = [c for c in spec.input_columns if c not in names]
     if missing:
         raise BadInput(f"column {missing[0]!r} (declared at {spec.where(missing[0])}) is not in {args.data}; "
                        f"its columns: {', '.join(names)}")
-    plan = (f"{spec.mechanism}, epsilon={spec.epsilon:g}, neighbours={spec.effective_neighbours}, "
-            f"domain {spec.domain_text()}")
+    plan = f"{spec.mechanism} (epsilon={spec.epsilon:g}, neighbours={spec.effective_neighbours})"
     if args.check:
         if not args.quiet:
-            print(f"ok: {args.spec} declares {plan}; {args.data} has the columns "
-                  f"{', '.join(spec.input_columns)}")
+            print(f"ok: {args.spec} declares {plan} over {spec.domain_text()}; {args.data} has the "
+                  f"columns {', '.join(spec.input_columns)}")
         return 0
     if args.seed is not None:
         msg.warn(f"--seed {args.seed} makes the noise reproducible: anyone who knows the seed can remove "
                  "it. Never publish this release.")
-    msg.stage(f"releasing {args.data}: {plan}")
+    msg.stage(f"releasing {args.data} with {plan} over {spec.size_text()}")
     t0 = time.perf_counter()
-    release = spec.run(frame, seed=args.seed, progress=not args.quiet)
+    try:
+        release = spec.run(frame, seed=args.seed, progress=not args.quiet)
+    except pl.exceptions.PolarsError as exc:
+        raise BadInput(f"cannot read {args.data}: {one_line(exc)}") from None
+    except pdp.PolarsDPError as exc:
+        raise BadInput(_in_domain_file_terms(str(exc))) from None
     secs = time.perf_counter() - t0
     release.params["seeded"] = args.seed is not None  # recorded so that `info` can tell
     msg.stage(f"writing {args.output}")
@@ -100,8 +125,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"  epsilon      {release.epsilon:g} (neighbours: {release.neighbours})")
         print(f"  size         {size_text(release)}")
         if scale is not None:
-            per = ", per wavelet coefficient" if "rho" in release.params else ""
-            print(f"  noise scale  {fmt_number(scale)} (Laplace{per})")
+            print(f"  noise scale  {noise_text(release)}")
         print(f"  time         {secs:.2f} s")
         sys.stdout.flush()
     return 0

@@ -189,6 +189,14 @@ class Spec:
         line = self.key_lines.line(path) if self.key_lines else None
         return f"{self.path}:{line}" if line else str(self.path)
 
+    def size_text(self) -> str:
+        """A short account of the domain: cells, the box, or the alphabet."""
+        if self.shape == "grid":
+            return f"{math.prod(a.n_cells for a in self.attributes):,} cells"
+        if self.shape == "points":
+            return f"the box {' x '.join(self.columns)}"
+        return f"an alphabet of {len(self.alphabet)} symbols, max_length {self.max_length}"
+
     def domain_text(self) -> str:
         if self.shape == "grid":
             cells = math.prod(a.n_cells for a in self.attributes)
