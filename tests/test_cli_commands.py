@@ -401,6 +401,7 @@ def bad_input_cases(workdir, released, tmp_path):
         (["release", people, "--spec", spec, "-o", tmp_path / "no" / "out.parquet"], "does not exist"),
         (["release", people, "--spec", spec, "-o", tmp_path / "out.csv"], "written as Parquet"),
         (["release", people, "--spec", spec], "give -o"),
+        (["release", people, "--spec", spec, "-o", people], "would replace the private data"),
         (["release", people, "--spec", SPECS / "privtree.toml", "-o", out], "column 'lon'"),
         (["query", released["privelet"], "--where", "salary=1..2"], "'salary' is not an attribute"),
         (["query", released["privelet"], "--where", "age=30..20"], "lo > hi"),

@@ -43,7 +43,7 @@ class Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("-q", "--quiet", action="store_true",
-                        help="print no progress messages or summaries (errors and warnings only)")
+                        help="hide progress messages and summaries (results, warnings, errors still print)")
     common.add_argument("--traceback", action="store_true",
                         help="on an error, print the Python traceback (for bug reports)")
     parser = Parser(prog="polars-dp", description=DESCRIPTION, epilog=EPILOG,

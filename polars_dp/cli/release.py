@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import glob
 import os
 import sys
 import time
+from pathlib import Path
 
 import polars as pl
 
@@ -89,6 +91,11 @@ def run(args: argparse.Namespace) -> int:
         if out.suffix.lower() not in (".parquet", ".pq"):
             raise BadInput(f"output {args.output!r}: a release is written as Parquet; use a .parquet name")
     frame = scan(args.data, args.format)
+    if args.output is not None:
+        inputs = glob.glob(args.data) if glob.has_magic(args.data) else [args.data]
+        if Path(args.output).resolve() in {Path(p).resolve() for p in inputs}:
+            raise BadInput(f"output {args.output!r} is the input DATA; writing it would replace the "
+                           "private data")
     try:
         names = frame.collect_schema().names()
     except pl.exceptions.PolarsError as exc:

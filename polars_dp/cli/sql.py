@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import shutil
 import sys
 
 import polars as pl
+import pyarrow as pa
 
 import polars_dp as pdp
 from polars_dp.cli.common import BadInput, check_output, open_release, write_frame
@@ -20,10 +22,10 @@ examples:
   polars-dp sql tree.parquet "SELECT * FROM release_range_count(lon_lo := -75, lon_hi := -73)"
   polars-dp sql release.parquet "SELECT * FROM release" -o cells.csv
 
-The release is registered under --name (default: release): a table with one row per cell (grid) or
-leaf (spatial), NAME_meta with its metadata and, for grid and spatial releases, the table macros
-NAME_range_count(...) and NAME_range_counts('queries_table').  A sequence model is registered as its
-node table.  Everything runs in an in-memory database; nothing is written unless you give -o.
+The release is registered under --name (default: release): a table with one row per cell (grid),
+leaf (spatial) or node and next symbol (sequence model), and NAME_meta with its metadata; grid and
+spatial releases also get the table macros NAME_range_count(...) and NAME_range_counts('queries').
+Everything runs in an in-memory database; nothing is written unless you give -o.
 """
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -54,8 +56,11 @@ def run(args: argparse.Namespace) -> int:
         check_output(args.output, formats=("parquet", "csv", "tsv", "ipc", "ndjson"), what="output")
     release = open_release(args.release)
     con = duckdb.connect()
-    if isinstance(release, pdp.SequenceModel):
+    if isinstance(release, pdp.SequenceModel):  # no macros: its node table and its metadata
         con.from_arrow(release.to_arrow()).create(args.name)
+        meta = {k: v if isinstance(v, str) else json.dumps(v) for k, v in release.metadata().items()}
+        table = pa.table({"key": list(meta), "value": list(meta.values())})
+        con.from_arrow(table).create(f"{args.name}_meta")
     else:
         release.to_duckdb(con, args.name)
     rel = con.sql(args.query)
