@@ -363,6 +363,16 @@ def test_bad_domain_files_name_the_key_and_line(text, line, words, tmp_path):
     assert message.startswith(f"{path}:{line}: " if line else f"{path}: ")
 
 
+def test_option_values_the_mechanism_rejects_are_located(workdir, tmp_path, capsys):
+    spec = _bad_spec(tmp_path, 'mechanism = "privtree"\nepsilon = 1\nbounds = {lon = [-180, 180], '
+                               'lat = [-90, 90]}\n[options]\ntheta = 0\nfanout = 3\n')
+    code, out, err = run_cli(capsys, "release", _data(workdir, "privtree.toml"), "--spec", spec, "-o",
+                             tmp_path / "r.parquet", "-q")
+    assert code == 2 and out == ""
+    assert err.startswith(f"polars-dp release: error: {spec}:6: options.fanout: fanout must be a power")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.toml"]
+
+
 def test_hierarchy_files(tmp_path):
     (tmp_path / "tree.json").write_text(json.dumps({"x": {"office": ["clerk", "boss"], "field": ["farmer"]}}))
     (tmp_path / "parents.json").write_text(json.dumps({"office": None, "clerk": "office", "boss": "office",

@@ -119,6 +119,8 @@ def run(args: argparse.Namespace) -> int:
         release = spec.run(frame, seed=args.seed, progress=not args.quiet)
     except pl.exceptions.PolarsError as exc:
         raise BadInput(f"cannot read {args.data}: {one_line(exc)}") from None
+    except pdp.ParameterError as exc:
+        raise BadInput(spec.locate(str(exc))) from None
     except pdp.PolarsDPError as exc:
         raise BadInput(_in_domain_file_terms(str(exc))) from None
     secs = time.perf_counter() - t0

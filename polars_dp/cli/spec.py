@@ -70,7 +70,7 @@ NEIGHBOURS = ("replace", "add_remove")
 Path_ = tuple[str | int, ...]
 _KEY = r'(?:[A-Za-z0-9_-]+|"[^"]*"|\'[^\']*\')'
 _KEY_LINE = re.compile(rf"^\s*({_KEY}(?:\s*\.\s*{_KEY})*)\s*=")
-_HEADER = re.compile(rf"^\s*(\[\[?)\s*({_KEY}(?:\s*\.\s*{_KEY})*)\s*\]\]?")
+_HEADER = re.compile(rf"^\s*(\[\[?)\s*({_KEY}(?:\s*\.\s*{_KEY})*)\s*\]\]?\s*(?:#.*)?$")
 
 
 def _split_key(dotted: str) -> list[str]:
@@ -90,11 +90,10 @@ class _KeyLines:
         table: Path_ = ()
         in_string = False
         for no, line in enumerate(text.splitlines(), 1):
+            was_in_string = in_string
             if line.count('"""') % 2 or line.count("'''") % 2:
                 in_string = not in_string
-                if not in_string:
-                    continue
-            if in_string:
+            if was_in_string:
                 continue
             header = _HEADER.match(line)
             if header:
@@ -188,6 +187,15 @@ class Spec:
             path = ("column",)
         line = self.key_lines.line(path) if self.key_lines else None
         return f"{self.path}:{line}" if line else str(self.path)
+
+    def locate(self, message: str) -> str:
+        """Prefix a mechanism's error about one of the ``[options]`` with its file, line and key."""
+        for key in self.options:
+            if re.search(rf"(?<![\w.]){re.escape(key)}(?![\w])", message):
+                line = self.key_lines.line(("options", key)) if self.key_lines else None
+                where = f"{self.path}:{line}" if line else str(self.path)
+                return f"{where}: options.{key}: {message}"
+        return message
 
     def size_text(self) -> str:
         """A short account of the domain: cells, the box, or the alphabet."""
