@@ -133,6 +133,24 @@ def test_neighbours_of_the_domain_file_reach_the_mechanism(workdir, tmp_path, ca
     assert release.noise_scale == 1.0  # add/remove one row: Lap(1 / epsilon) per cell
 
 
+def test_progress_reaches_mechanisms_that_accept_it(workdir, tmp_path, capsys, monkeypatch):
+    seen = []
+    real = pdp.basic
+
+    def basic(frame, attributes, *, epsilon, neighbours="replace", seed=None, on_out_of_domain="raise",
+              nulls="raise", progress=False):
+        seen.append(progress)
+        return real(frame, attributes, epsilon=epsilon, neighbours=neighbours, seed=seed,
+                    on_out_of_domain=on_out_of_domain, nulls=nulls)
+
+    monkeypatch.setattr(pdp, "basic", basic)
+    for quiet in ([], ["-q"]):
+        code, _, _ = run_cli(capsys, "release", _data(workdir, "basic.toml"), "--spec", SPECS / "basic.toml",
+                             "-o", tmp_path / "r.parquet", *quiet)
+        assert code == 0
+    assert seen == [True, False]
+
+
 def test_release_check_validates_without_releasing(workdir, tmp_path, capsys):
     code, out, _ = run_cli(capsys, "release", _data(workdir, "privtree.toml"), "--spec",
                            SPECS / "privtree.toml", "--check")
