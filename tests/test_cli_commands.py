@@ -171,6 +171,25 @@ def test_release_reads_a_glob(workdir, tmp_path, capsys):
     np.testing.assert_array_equal(pdp.read_release(out).count, whole.count)
 
 
+def test_sequences_as_text_with_a_separator(workdir, tmp_path, capsys):
+    """A CSV column "3 1 4" with separator = " " releases the same model as the List column."""
+    frame = pl.read_parquet(_data(workdir, "privtree_sequences.toml"))
+    frame.with_columns(pl.col("pages").list.eval(pl.element().cast(pl.String)).list.join("  ")) \
+        .write_csv(tmp_path / "pages.csv")
+    spec = tmp_path / "seq.toml"
+    spec.write_text((SPECS / "privtree_sequences.toml").read_text() + 'separator = " "\n')
+    code, _, err = run_cli(capsys, "release", tmp_path / "pages.csv", "--spec", spec, "-o",
+                           tmp_path / "pst.parquet", "--seed", "7", "-q")
+    assert code == 0, err
+    expected = pdp.privtree_sequences(frame, "pages", alphabet=range(1, 18), max_length=20, epsilon=1.0,
+                                      seed=7)
+    got = pdp.read_release(tmp_path / "pst.parquet")
+    np.testing.assert_array_equal(got.hist, expected.hist)
+    code, _, err = run_cli(capsys, "release", _data(workdir, "privtree_sequences.toml"), "--spec", spec, "-o",
+                           tmp_path / "x.parquet", "-q")
+    assert code == 2 and "separator" in err and "is for text columns" in err
+
+
 # ---------------------------------------------------------------------- info
 def test_info_text(released, capsys):
     code, out, _ = run_cli(capsys, "info", released["privelet"])
@@ -244,6 +263,17 @@ def test_query_batch_file(released, tmp_path, capsys):
     np.testing.assert_allclose(got["std"].to_numpy(), expected["std"].to_numpy())
     code, stdout, _ = run_cli(capsys, "query", released["basic"], "--queries", tmp_path / "q.csv")
     assert code == 0 and stdout.splitlines()[0] == "id,age_lo,age_hi,education,count"
+
+
+def test_query_batch_keeps_named_columns(released, tmp_path, capsys):
+    pl.DataFrame({"label": ["young"], "age_lo": [18], "age_hi": [29]}).write_parquet(tmp_path / "q.parquet")
+    code, _, err = run_cli(capsys, "query", released["basic"], "--queries", tmp_path / "q.parquet")
+    assert code == 2 and "use --keep COLUMN" in err
+    code, out, _ = run_cli(capsys, "query", released["basic"], "--queries", tmp_path / "q.parquet", "--keep",
+                           "label", "--json")
+    row = json.loads(out)[0]
+    assert code == 0 and row["label"] == "young"
+    assert row["count"] == pytest.approx(pdp.read_release(released["basic"]).counts[:12].sum())
 
 
 def test_query_sequence_models(released, tmp_path, capsys):

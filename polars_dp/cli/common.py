@@ -70,6 +70,10 @@ def scan(source: str, fmt: str | None = None, *, what: str = "DATA") -> pl.LazyF
         matches = sorted(glob.glob(source))
         if not matches:
             raise BadInput(f"{what} {source!r} matches no file")
+        suffixes = sorted({Path(m).suffix.lower() for m in matches})
+        if fmt is None and len(suffixes) > 1:
+            raise BadInput(f"{what} {source!r} matches files of several formats ({', '.join(suffixes)}); "
+                           "narrow the glob")
         fmt = file_format(matches[0], fmt, what=what)
     else:
         path = Path(source)

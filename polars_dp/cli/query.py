@@ -23,7 +23,7 @@ examples:
   polars-dp query release.parquet --where "age=20..30" --where "occupation=Sales" --std
   polars-dp query release.parquet --where "age=..17"                # open range: age <= 17
   polars-dp query tree.parquet --where "lon=-75..-73" --where "lat=40..42"
-  polars-dp query release.parquet --queries queries.csv -o answers.parquet --std
+  polars-dp query release.parquet --queries queries.csv -o answers.parquet --std --keep label
   polars-dp query pst.parquet --frequency "1 1 2" --frequency "3"    # sequence models
   polars-dp query pst.parquet --top-k 10
 
@@ -53,6 +53,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    help="sequence models: estimated occurrences of STRING (symbols separated by spaces "
                         "or commas; one-character symbols may be written together)")
     p.add_argument("--top-k", type=int, metavar="K", help="sequence models: the K most frequent strings")
+    p.add_argument("--keep", action="append", default=[], metavar="COLUMN",
+                   help="a column of --queries to copy to the answers as it is (besides id)")
     p.add_argument("--json", action="store_true", help="print answers as JSON")
     p.set_defaults(func=run)
 
@@ -214,7 +216,10 @@ def _batch(args: argparse.Namespace, release: pdp.Release) -> int:
                    else col.to_list())
         answers = frame.with_columns(pl.Series("count", release.frequencies(strings)))
     else:
-        answers = release.range_counts(frame, std=args.std)
+        try:
+            answers = release.range_counts(frame, std=args.std, passthrough=("id", *args.keep))
+        except pdp.QueryError as exc:
+            raise BadInput(str(exc).replace("pass passthrough=[...]", "use --keep COLUMN")) from None
     if args.output:
         write_frame(answers, args.output)
         if not args.quiet:

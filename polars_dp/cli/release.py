@@ -97,13 +97,17 @@ def run(args: argparse.Namespace) -> int:
             raise BadInput(f"output {args.output!r} is the input DATA; writing it would replace the "
                            "private data")
     try:
-        names = frame.collect_schema().names()
+        schema = frame.collect_schema()
     except pl.exceptions.PolarsError as exc:
         raise BadInput(f"cannot read {args.data}: {one_line(exc)}") from None
+    names = schema.names()
     missing = [c for c in spec.input_columns if c not in names]
     if missing:
         raise BadInput(f"column {missing[0]!r} (declared at {spec.where(missing[0])}) is not in {args.data}; "
                        f"its columns: {', '.join(names)}")
+    if spec.separator is not None and schema[spec.column] != pl.String:
+        raise BadInput(f"column {spec.column!r} of {args.data} has type {schema[spec.column]}; separator "
+                       f"(at {spec.where(spec.column)}) is for text columns: remove it")
     plan = f"{spec.mechanism} (epsilon={spec.epsilon:g}, neighbours={spec.effective_neighbours})"
     if args.check:
         if not args.quiet:
@@ -122,7 +126,10 @@ def run(args: argparse.Namespace) -> int:
     except pdp.ParameterError as exc:
         raise BadInput(spec.locate(str(exc))) from None
     except pdp.PolarsDPError as exc:
-        raise BadInput(_in_domain_file_terms(str(exc))) from None
+        message = _in_domain_file_terms(str(exc))
+        if spec.separator is not None and "null symbol" in message:
+            message += " (with separator, a piece of text that is not an integer reads as null)"
+        raise BadInput(message) from None
     secs = time.perf_counter() - t0
     release.params["seeded"] = args.seed is not None  # recorded so that `info` can tell
     msg.stage(f"writing {args.output}")

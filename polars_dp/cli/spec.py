@@ -30,6 +30,7 @@ domain, and the mechanism's options.  Three shapes, by mechanism::
     column = "pages"
     alphabet = {lo = 1, hi = 17}    # or a list of symbols, or a string of one-character symbols
     max_length = 20
+    separator = " "                 # optional: a text column "3 1 4" holds symbols joined by " "
 
 Errors are :class:`SpecError` (a :class:`~polars_dp.cli.common.BadInput`) whose message
 starts ``file:line:`` and names the key (tables of ``[[attributes]]`` count from 1).  The
@@ -60,7 +61,7 @@ MECHANISMS = {
     "privtree_sequences": "sequences", "ngram_sequences": "sequences",
 }
 SHAPE_KEYS = {"grid": ("attributes",), "points": ("columns", "bounds"),
-              "sequences": ("column", "alphabet", "max_length")}
+              "sequences": ("column", "alphabet", "max_length", "separator")}
 COMMON_KEYS = ("mechanism", "epsilon", "neighbours", "options", "description")
 #: Arguments the command line sets itself (never from ``[options]``).
 RESERVED = {"frame", "attributes", "columns", "column", "bounds", "alphabet", "max_length", "epsilon",
@@ -158,6 +159,7 @@ class Spec:
     column: str = ""
     alphabet: tuple[Any, ...] = ()
     max_length: int = 0
+    separator: str | None = None
     key_lines: _KeyLines | None = field(default=None, repr=False)
 
     # ------------------------------------------------------------------ facts
@@ -187,6 +189,15 @@ class Spec:
             path = ("column",)
         line = self.key_lines.line(path) if self.key_lines else None
         return f"{self.path}:{line}" if line else str(self.path)
+
+    def split_expr(self) -> pl.Expr:
+        """A text column of symbols joined by ``separator`` as a List column (a row-wise rule)."""
+        symbols = (pl.col(self.column).str.split(self.separator)
+                   .list.eval(pl.element().str.strip_chars())
+                   .list.eval(pl.element().filter(pl.element() != "")))
+        if isinstance(self.alphabet[0], int):
+            symbols = symbols.list.eval(pl.element().cast(pl.Int64, strict=False))
+        return symbols.alias(self.column)
 
     def locate(self, message: str) -> str:
         """Prefix a mechanism's error about one of the ``[options]`` with its file, line and key."""
@@ -229,6 +240,8 @@ class Spec:
             return func(frame, list(self.attributes), **kwargs)
         if self.shape == "points":
             return func(frame, list(self.columns), bounds=list(self.bounds), **kwargs)
+        if self.separator is not None:
+            frame = frame.with_columns(self.split_expr())
         return func(frame, self.column, alphabet=list(self.alphabet), max_length=self.max_length, **kwargs)
 
 
@@ -493,7 +506,11 @@ class _Reader:
                               what="an integer >= 1 (public truncation length)")
         if max_length < 1:
             raise self.fail(("max_length",), f"must be >= 1, got {max_length}")
-        spec.alphabet, spec.max_length = tuple(alphabet), max_length
+        separator = self.get(doc, ("separator",), required=False, kind=str,
+                             what='the text between symbols of a text column, e.g. " "')
+        if separator == "":
+            raise self.fail(("separator",), "must not be empty (leave it out for one-character symbols)")
+        spec.alphabet, spec.max_length, spec.separator = tuple(alphabet), max_length, separator
 
 
 def _type_name(kind: type | tuple) -> str:
