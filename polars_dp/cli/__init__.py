@@ -57,7 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _bad_input(exc: BaseException) -> bool:
     """Errors the user fixes by changing the input (exit code 2)."""
-    if isinstance(exc, (BadInput, pdp.PolarsDPError, pl.exceptions.PolarsError, FileNotFoundError)):
+    if isinstance(exc, (BadInput, pdp.PolarsDPError, pl.exceptions.PolarsError, FileNotFoundError,
+                        PermissionError, IsADirectoryError, NotADirectoryError)):
         return True
     try:
         import duckdb

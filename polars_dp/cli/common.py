@@ -86,7 +86,7 @@ def scan(source: str, fmt: str | None = None, *, what: str = "DATA") -> pl.LazyF
     if fmt == "parquet":
         return pl.scan_parquet(source)
     if fmt in ("csv", "tsv"):
-        return pl.scan_csv(source, separator="\t" if fmt == "tsv" else ",")
+        return pl.scan_csv(source, separator="\t" if fmt == "tsv" else ",", infer_schema_length=10_000)
     if fmt == "ipc":
         return pl.scan_ipc(source)
     return pl.scan_ndjson(source)
