@@ -79,14 +79,14 @@ def _parse_size(text: str) -> tuple[float, float]:
 
 
 # ---------------------------------------------------------------------- grid releases
-def _cell_query(attribute: pdp.Attribute) -> tuple[dict[str, Any], list[str], np.ndarray | None]:
-    """Query columns selecting each cell of ``attribute``, tick labels, and ordinal positions."""
+def _cell_query(attribute: pdp.Attribute) -> tuple[dict[str, Any], list[str], bool]:
+    """Query columns selecting each cell of ``attribute``, its tick labels, and whether it is nominal."""
     labels = attribute.cell_labels()
     if isinstance(attribute, pdp.Nominal):
-        return {attribute.column: list(labels)}, [str(x) for x in labels], None
+        return {attribute.column: list(labels)}, [str(x) for x in labels], True
     values = np.asarray(labels)
-    return ({f"{attribute.column}_lo": values, f"{attribute.column}_hi": values},
-            [f"{x:g}" for x in values], values.astype(np.float64))
+    query = {f"{attribute.column}_lo": values, f"{attribute.column}_hi": values}
+    return query, [f"{x:g}" for x in values], False
 
 
 def _grid(fig: Any, release: pdp.GridRelease, args: argparse.Namespace) -> None:
@@ -99,12 +99,12 @@ def _grid(fig: Any, release: pdp.GridRelease, args: argparse.Namespace) -> None:
     if args.y == x:
         raise BadInput("--x and --y name the same attribute")
     ax_attr = release.attribute(x)
-    qx, ticks_x, pos_x = _cell_query(ax_attr)
+    qx, ticks_x, nominal_x = _cell_query(ax_attr)
     if not args.y:
         answers = release.range_counts(pl.DataFrame(qx), std=True)
         counts, std = answers["count"].to_numpy(), answers["std"].to_numpy()
         ax = fig.add_subplot()
-        if pos_x is None:
+        if nominal_x:
             pos = np.arange(len(counts))
             ax.bar(pos, counts, yerr=std, color="tab:blue", ecolor="black", capsize=2 if len(pos) < 40 else 0,
                    label="noisy count ± 1 noise std")
@@ -113,12 +113,11 @@ def _grid(fig: Any, release: pdp.GridRelease, args: argparse.Namespace) -> None:
             ax.set_xticks(pos[::step], ticks_x[::step], rotation=60 if tilt else 0,
                           ha="right" if tilt else "center", fontsize="small")
         else:
-            width = float(ax_attr.width)
+            edges = _edges(ax_attr, ticks_x)
             if len(counts) <= 100:
-                ax.bar(pos_x, counts, width=width * 0.9, align="edge", yerr=std, color="tab:blue",
-                       ecolor="black", label="noisy count ± 1 noise std")
+                ax.bar((edges[:-1] + edges[1:]) / 2, counts, width=np.diff(edges) * 0.9, yerr=std,
+                       color="tab:blue", ecolor="black", label="noisy count ± 1 noise std")
             else:
-                edges = np.append(pos_x, pos_x[-1] + width)
                 ax.stairs(counts, edges, color="tab:blue", label="noisy count")
                 ax.stairs(counts + std, edges, baseline=counts - std, fill=True, alpha=0.3,
                           color="tab:blue", label="± 1 noise std")
@@ -158,10 +157,14 @@ def _crowded(labels: list[str]) -> bool:
 
 
 def _edges(attribute: pdp.Attribute, labels: list[str]) -> np.ndarray:
-    """Cell edges along an axis: values for an ordinal attribute, 0..n for a nominal one."""
+    """Cell edges along an axis: 0..n for a nominal attribute; for an ordinal one, the bins in value
+    space (integer bins ``[v, v + width - 1]`` drawn from ``v - 0.5`` so that ticks fall on values)."""
     if isinstance(attribute, pdp.Nominal):
         return np.arange(len(labels) + 1, dtype=np.float64)
     lows = np.asarray(attribute.cell_labels(), dtype=np.float64)
+    if all(isinstance(v, int) for v in (attribute.lo, attribute.hi, attribute.width)):
+        last = min(lows[-1] + attribute.width, attribute.hi + 1)
+        return np.append(lows, last) - 0.5
     return np.append(lows, lows[-1] + float(attribute.width))
 
 
