@@ -59,8 +59,9 @@ def file_format(path: str | os.PathLike, given: str | None = None, *, what: str 
         return given
     fmt = FORMATS.get(Path(path).suffix.lower())
     if fmt is None:
+        hint = " (or --format)" if what == "DATA" else ""
         raise BadInput(f"cannot tell the format of {what} {str(path)!r} from its extension; use one of "
-                       f"{sorted(FORMATS)} (or --format)")
+                       f"{', '.join(sorted(FORMATS))}{hint}")
     return fmt
 
 
@@ -105,7 +106,7 @@ def check_output(path: str | os.PathLike, *, formats: tuple[str, ...] | None = N
         fmt = FORMATS.get(path.suffix.lower())
         if fmt not in formats:
             raise BadInput(f"{what} {str(path)!r}: use one of the extensions "
-                           f"{sorted(k for k, v in FORMATS.items() if v in formats)}")
+                           f"{', '.join(sorted(k for k, v in FORMATS.items() if v in formats))}")
     return path
 
 
