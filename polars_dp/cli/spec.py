@@ -264,8 +264,14 @@ class _Reader:
         if key not in table:
             if required:
                 parent = key_name(path[:-1])
-                raise self.fail(path[:-1], f"missing key {key!r}" + (f" in {parent}" if parent else "")
-                                + (f" ({what})" if what else ""))
+                hint = f" ({what})" if what else ""
+                if len(path) == 1:  # a top-level key written after a [table] header belongs to that table
+                    lost = [p for p in self.lines.lines if len(p) > 1 and p[-1] == key]
+                    if lost:
+                        hint = (f"; line {self.lines.lines[lost[0]]} puts it in {key_name(lost[0][:-1])}: "
+                                "write top-level keys before the first [table]")
+                where = f" in {parent}" if parent else ""
+                raise self.fail(path[:-1], f"missing key {key!r}{where}{hint}")
             return None
         value = table[key]
         kinds = kind if isinstance(kind, tuple) else (kind,)
