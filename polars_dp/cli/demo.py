@@ -1,9 +1,8 @@
-"""Command line: ``python -m polars_dp demo`` (or ``polars-dp demo``)."""
+"""``polars-dp demo``: release bundled and synthetic tables and compare noisy range counts with the truth."""
 
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from collections.abc import Callable
 
@@ -133,16 +132,19 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="polars-dp", description="Differentially private synopses.")
-    sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="release bundled and synthetic tables and compare range counts")
+EXAMPLES = """\
+example:
+  polars-dp demo                       # epsilon 1 per release, noise from OS entropy
+  polars-dp demo --epsilon 0.5 --seed 3   # reproducible (never use a known seed for a real release)
+"""
+
+
+def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    demo = sub.add_parser("demo", parents=[common], epilog=EXAMPLES,
+                          formatter_class=argparse.RawDescriptionHelpFormatter,
+                          help="release bundled and synthetic tables and compare range counts",
+                          description="Release a bundled 1.4M-row table and synthetic data with several "
+                                      "mechanisms and print noisy range counts next to the exact ones.")
     demo.add_argument("--epsilon", type=float, default=1.0, help="privacy budget per release (default 1.0)")
     demo.add_argument("--seed", type=int, default=None, help="reproducible noise (never in production)")
     demo.set_defaults(func=_demo)
-    args = parser.parse_args(argv)
-    return args.func(args)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
