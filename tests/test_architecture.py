@@ -15,6 +15,7 @@ Layers, bottom to top (a module may import its own layer and the ones below, nev
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -88,6 +89,7 @@ def _targets(module: str, names: list[str]) -> list[str]:
     return [m for m in out if m in MODULES]
 
 
+@functools.cache
 def _graph() -> dict[str, set[str]]:
     graph = {}
     for module, path in MODULES.items():

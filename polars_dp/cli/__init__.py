@@ -13,6 +13,7 @@ import sys
 import traceback
 from typing import NoReturn
 
+import duckdb
 import polars as pl
 
 import polars_dp as pdp
@@ -60,10 +61,6 @@ def _bad_input(exc: BaseException) -> bool:
     if isinstance(exc, (BadInput, pdp.PolarsDPError, pl.exceptions.PolarsError, FileNotFoundError,
                         PermissionError, IsADirectoryError, NotADirectoryError)):
         return True
-    try:
-        import duckdb
-    except ImportError:  # pragma: no cover
-        return False
     return isinstance(exc, duckdb.Error)
 
 

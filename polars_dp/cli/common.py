@@ -17,6 +17,8 @@ from typing import Any
 
 import polars as pl
 
+import polars_dp as pdp
+
 #: Formats by file extension (input data, query files, answer files).
 FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".tsv": "tsv", ".arrow": "ipc",
            ".ipc": "ipc", ".feather": "ipc", ".ndjson": "ndjson", ".jsonl": "ndjson"}
@@ -146,8 +148,6 @@ def write_frame(frame: pl.DataFrame, path: str | os.PathLike) -> Path:
 
 def open_release(path: str) -> Any:
     """:func:`polars_dp.read_release`, with the file named in every error."""
-    import polars_dp as pdp
-
     try:
         return pdp.read_release(path)
     except pdp.ReleaseFormatError as exc:

@@ -8,6 +8,7 @@ import re
 import shutil
 import sys
 
+import duckdb
 import polars as pl
 import pyarrow as pa
 
@@ -48,8 +49,6 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 
 
 def run(args: argparse.Namespace) -> int:
-    import duckdb
-
     if not _IDENTIFIER.match(args.name):
         raise BadInput(f"--name {args.name!r}: use letters, digits and _ (not starting with a digit)")
     if args.output:
