@@ -15,6 +15,7 @@ from polars_dp.errors import (
     ColumnNotFoundError,
     DomainError,
     DomainTooLargeError,
+    EmptyReleaseError,
     HierarchyError,
     ParameterError,
     PolarsDPError,
@@ -34,6 +35,7 @@ from polars_dp.mechanisms import (
     uniform_grid,
 )
 from polars_dp.releases import GridRelease, Release, SequenceModel, TreeRelease, read_release
+from polars_dp.session import Session
 
 __all__ = [
     "Accountant",
@@ -42,6 +44,7 @@ __all__ = [
     "ColumnNotFoundError",
     "DomainError",
     "DomainTooLargeError",
+    "EmptyReleaseError",
     "GridRelease",
     "Hierarchy",
     "HierarchyError",
@@ -53,6 +56,7 @@ __all__ = [
     "Release",
     "ReleaseFormatError",
     "SequenceModel",
+    "Session",
     "TreeRelease",
     "__version__",
     "adaptive_grid",
