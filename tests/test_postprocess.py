@@ -8,9 +8,9 @@ import polars as pl
 import pytest
 
 import polars_dp as pdp
-from polars_dp.errors import ParameterError
+from polars_dp.errors import ParameterError, ReleaseFormatError
 from polars_dp.releases.noise_model import Correlated
-from polars_dp.releases.postprocess import project_nonnegative, round_keeping_total
+from polars_dp.releases.postprocess import project_nonnegative, round_keeping_total, verify_postprocessed
 
 
 def noisy_grid(seed=0, mechanism="basic") -> pdp.GridRelease:
@@ -131,3 +131,27 @@ def test_unknown_or_missing_step_lists_the_valid_ones():
     tree = pl.DataFrame({"x": rng.random(100)}).dp.privtree(["x"], bounds=[(0, 1)], epsilon=1.0, seed=0)
     with pytest.raises(ParameterError, match=r"\('nonnegative',\).*'integer'"):
         tree.postprocess("integer")
+
+
+def test_recorded_steps_can_be_verified_against_the_counts():
+    r = noisy_grid(3)
+    verify_postprocessed(r.counts, r.params)                          # nothing recorded: passes
+    p = r.postprocess("nonnegative", "integer")
+    verify_postprocessed(p.counts, p.params)
+    verify_postprocessed(r.postprocess("nonnegative").counts, r.postprocess("nonnegative").params)
+    shifted = p.counts.copy()
+    shifted.flat[0] += 1
+    with pytest.raises(ReleaseFormatError, match="sum"):
+        verify_postprocessed(shifted, p.params)
+    moved = p.counts.copy()
+    j = int(np.flatnonzero(moved.reshape(-1) > 0)[0])
+    moved.flat[j] += 0.5
+    moved.flat[(j + 1) % moved.size] -= 0.5
+    with pytest.raises(ReleaseFormatError, match="fractional|negative"):
+        verify_postprocessed(moved, p.params)
+    negative = np.zeros_like(p.counts)
+    negative.flat[0], negative.flat[1] = -1.0, p.counts.sum() + 1
+    with pytest.raises(ReleaseFormatError, match="negative"):
+        verify_postprocessed(negative, p.params)
+    with pytest.raises(ReleaseFormatError, match="list of steps"):
+        verify_postprocessed(p.counts, {"postprocessed": [{"method": "smooth"}]})

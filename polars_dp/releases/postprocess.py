@@ -109,6 +109,28 @@ def postprocessing_steps(params: Mapping[str, Any]) -> list[dict[str, Any]]:
     return steps
 
 
+def verify_postprocessed(values: np.ndarray, params: Mapping[str, Any], *, rtol: float = 1e-9) -> None:
+    """Check released counts against the recorded steps (for integrity checks on reading): the
+    last step's ``total`` is their sum, and a ``"nonnegative"`` step (not followed by a step
+    that could break it) / a final ``"integer"`` step left no negative / fractional count.
+    Raises ReleaseFormatError naming the broken claim; a release with no step passes."""
+    steps = postprocessing_steps(params)
+    if not steps:
+        return
+    flat = np.asarray(values, dtype=np.float64).reshape(-1)
+    total = float(flat.sum())
+    claimed = steps[-1].get("total")
+    if not isinstance(claimed, (int, float)) or abs(total - claimed) > rtol * max(1.0, abs(claimed)) + 1e-6:
+        raise ReleaseFormatError(f"the counts sum to {total!r} but the last post-processing step records "
+                                 f"total={claimed!r}: the release was altered after post-processing")
+    if any(s["method"] == "nonnegative" for s in steps) and (flat < 0).any():
+        raise ReleaseFormatError("the release records a 'nonnegative' post-processing step but has a "
+                                 "negative count: it was altered after post-processing")
+    if steps[-1]["method"] == "integer" and not np.array_equal(flat, np.round(flat)):
+        raise ReleaseFormatError("the release records an 'integer' post-processing step but has a "
+                                 "fractional count: it was altered after post-processing")
+
+
 def postprocessed_noise_model(params: Mapping[str, Any]) -> Correlated | None:
     """The noise model of a post-processed release (``None`` if nothing was done)."""
     steps = postprocessing_steps(params)
@@ -121,4 +143,4 @@ def postprocessed_noise_model(params: Mapping[str, Any]) -> Correlated | None:
 
 __all__ = ["GRID_POSTPROCESSING", "PARAM", "TREE_POSTPROCESSING", "postprocess_counts",
            "postprocessed_noise_model", "postprocessing_steps", "project_nonnegative",
-           "round_keeping_total"]
+           "round_keeping_total", "verify_postprocessed"]
