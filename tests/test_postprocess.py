@@ -116,6 +116,7 @@ def test_tree_postprocess(tmp_path):
     boxes = pl.DataFrame({"x_lo": [0.0, 0.2], "x_hi": [0.5, 0.3]})
     assert r.range_counts(boxes, std=True)["std"].null_count() == 0
     assert p.range_counts(boxes, std=True)["std"].null_count() == 2
+    assert np.isnan(p.range_std(x=(0.0, 0.5))) and not np.isnan(r.range_std(x=(0.0, 0.5)))
     back = pdp.read_release(p.write_parquet(tmp_path / "t.parquet"))
     assert back == p and isinstance(back.noise_model, Correlated)
     assert back.range_counts(boxes, std=True)["std"].null_count() == 2

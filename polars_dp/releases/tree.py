@@ -210,7 +210,8 @@ class TreeRelease(Release):
         query = self._single_query(ranges)
         if not query:
             query = {f"{self.box.columns[0]}_lo": [float(self.box.lo[0])]}
-        return float(self.range_counts(query, std=True)["std"][0])
+        std = self.range_counts(query, std=True)["std"][0]
+        return float("nan") if std is None else float(std)  # None: post-processed, no error bar
 
     def range_sums(self, boxes: Any, *, passthrough: Iterable[str] = ("id",)) -> np.ndarray:
         """Deprecated name of :meth:`range_count_array`."""
