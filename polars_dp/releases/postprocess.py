@@ -11,7 +11,8 @@ release methods (``release.postprocess(...)``) wrap them in a new release whose
     The least-squares projection of the counts ``v`` (all ``n`` cells or leaves) onto the
     scaled simplex ``{x >= 0, sum x = T}`` with ``T = sum v``: ``x_i = max(v_i - t, 0)`` where
     the threshold ``t`` solves ``sum_i max(v_i - t, 0) = T`` (found by one sort, O(n log n);
-    Held, Wolfe & Crowder 1974; Duchi et al., ICML 2008, Fig. 1).  Small cells lose the
+    Held, Wolfe & Crowder 1974; Duchi et al., ICML 2008, Fig. 1).  Since
+    ``sum_i max(v_i, 0) >= T``, ``t >= 0``: only the positive counts are sorted.  Small cells lose the
     noise that pushed them below ``t``; every positive cell gives up the same ``t``, so the
     total is kept.  When ``T <= 0`` the set is empty (``T < 0``) or ``{0}``: every count
     becomes 0 (the nearest point with a non-negative total), and the release then has
@@ -56,9 +57,9 @@ def project_nonnegative(values: np.ndarray) -> tuple[np.ndarray, dict[str, Any]]
     total = float(flat.sum())
     if not total > 0:
         return np.zeros_like(v), {"method": "nonnegative", "total": 0.0, "threshold": None}
-    desc = -np.sort(-flat)
+    desc = -np.sort(-flat[flat > 0])  # t >= 0 (sum max(v, 0) >= T), so only positive v_i matter
     excess = np.cumsum(desc) - total
-    k = np.arange(1, flat.size + 1)
+    k = np.arange(1, desc.size + 1)
     rho = int(np.flatnonzero(desc * k > excess)[-1])  # last j with v_(j) > (cumsum_j - T) / j
     threshold = float(excess[rho] / (rho + 1))
     out = np.maximum(flat - threshold, 0.0).reshape(v.shape)
