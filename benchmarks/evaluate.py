@@ -267,6 +267,8 @@ def write_index(out: Path, config: Config, timings: dict[str, Any]) -> None:
              "PrivTree vs UG vs AG vs Privelet* (GeoNames 2-D, flights 4-D), sizes, build times |",
              "| [sequences.md](sequences.md) | PrivTree paper: top-k precision and TV distance on msnbc, "
              "PST vs n-gram vs truncation |",
+             "| [outputs.md](outputs.md) | non-negative projection vs range-query error; synthetic rows vs "
+             "the release (GSS, GeoNames; `python benchmarks/evaluation/outputs_experiment.py`) |",
              "| `*.csv` | the raw result rows behind each table |", "",
              "## Run time (shared 2-core machine, contended)", "",
              "| mode | experiment | seconds |", "|---|---|---:|"]

@@ -16,6 +16,7 @@ from polars_dp.errors import (
     ColumnNotFoundError,
     DomainError,
     DomainTooLargeError,
+    EmptyReleaseError,
     HierarchyError,
     ParameterError,
     PolarsDPError,
@@ -35,6 +36,7 @@ from polars_dp.mechanisms import (
     uniform_grid,
 )
 from polars_dp.releases import GridRelease, Release, SequenceModel, TreeRelease, read_release
+from polars_dp.session import Session
 
 __all__ = [
     "Accountant",
@@ -43,6 +45,7 @@ __all__ = [
     "ColumnNotFoundError",
     "DomainError",
     "DomainTooLargeError",
+    "EmptyReleaseError",
     "GridRelease",
     "Hierarchy",
     "HierarchyError",
@@ -54,6 +57,7 @@ __all__ = [
     "Release",
     "ReleaseFormatError",
     "SequenceModel",
+    "Session",
     "TreeRelease",
     "__version__",
     "adaptive_grid",

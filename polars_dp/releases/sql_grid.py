@@ -154,29 +154,13 @@ class _Axis:
         return f"v{k}.factor" if self.stores_factors() else "NULL"
 
 
-def _answers(release: GridRelease, name: str, axes: list[_Axis], queries: str, where: str) -> str:
-    d = len(axes)
-    strides = np.asarray(release.counts.strides, dtype=np.int64) // release.counts.itemsize
-    bit = "((c.corner >> {k}) & 1) = 1"
-    corner_cell = " + ".join(
-        f"(CASE WHEN {bit.format(k=k)} THEN box.e{k} - 1 ELSE box.s{k} - 1 END) * {int(strides[k])}"
-        for k in range(d))
-    corner_valid = " AND ".join(f"({bit.format(k=k)} OR box.s{k} > 0)" for k in range(d))
-    variance = " * ".join([f"{release.noise_model.unit_variance()!r}", *(ax.factor() for ax in axes)])
-    return render(
-        "grid_answers.sql",
-        table=ident(name),
-        queries=queries,
-        typed_columns=", ".join(c for ax in axes for c in ax.typed_columns()),
-        ranges=",\n           ".join(ax.ranges(where) for ax in axes),
-        label_joins="".join(ax.label_join() for ax in axes),
-        d=d,
-        n_corners=1 << d,
-        corner_cell=corner_cell,
-        corner_valid=corner_valid,
-        variance=variance,
-        factor_joins="".join(ax.factor_join() for ax in axes),
-    )
+def _variance(release: GridRelease, axes: list[_Axis]) -> str:
+    """SQL of a range's noise variance ``2 scale^2 prod_k f_k``; NULL when the noise model has no
+    exact error bar (a post-processed release)."""
+    model = release.noise_model
+    if not hasattr(model, "unit_variance"):
+        return "NULL::DOUBLE"
+    return " * ".join([f"{model.unit_variance()!r}", *(ax.factor() for ax in axes)])
 
 
 def _answers(release: GridRelease, name: str, axes: list[_Axis], queries: str, where: str) -> str:
@@ -187,7 +171,7 @@ def _answers(release: GridRelease, name: str, axes: list[_Axis], queries: str, w
         f"(CASE WHEN {bit.format(k=k)} THEN box.e{k} - 1 ELSE box.s{k} - 1 END) * {int(strides[k])}"
         for k in range(d))
     corner_valid = " AND ".join(f"({bit.format(k=k)} OR box.s{k} > 0)" for k in range(d))
-    variance = " * ".join([f"{release.noise_model.unit_variance()!r}", *(ax.factor() for ax in axes)])
+    variance = _variance(release, axes)
     return render(
         "grid_answers.sql",
         table=ident(name),
