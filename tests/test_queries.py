@@ -11,7 +11,9 @@ import pytest
 from scipy import stats
 
 import polars_dp as pdp
-from polars_dp.evaluation.workloads import coverage, random_workload, selectivity, true_answers
+from polars_dp.counting.frequency import frequency_matrix
+from polars_dp.evaluation.references import selectivity, true_answers
+from polars_dp.evaluation.workloads import coverage, random_workload
 from polars_dp.kernels.prefix import box_sums, prefix_sums
 from polars_dp.releases.grid_queries import predicate_ranges, query_ranges
 
@@ -177,7 +179,7 @@ def test_basic_std_matches_empirical_noise(neighbours):
     attrs = [pdp.Ordinal("a", 0, 199), pdp.Nominal("g", {"x": ["p", "q"], "y": ["r", "s"]})]
     rng = np.random.default_rng(3)
     frame = pl.DataFrame({"a": rng.integers(0, 200, 2000), "g": rng.choice(["p", "q", "r", "s"], 2000)})
-    truth = pdp.GridRelease(pdp.counting.frequency.frequency_matrix(frame, attrs), attrs, mechanism="none",
+    truth = pdp.GridRelease(frequency_matrix(frame, attrs), attrs, mechanism="none",
                             epsilon=1.0, neighbours=neighbours, noise_scale=1.0)
     queries = pl.DataFrame({"a_lo": np.arange(0, 200, 2), "a_hi": np.arange(1, 200, 2),
                             "g": ["x", "y"] * 50})
@@ -307,7 +309,7 @@ def test_privelet_std_matches_empirical_noise():
         "occ": [None, "office", "farmer", "field", "clerk", None],
         "sex": [None, None, "m", None, "f", "f"],
     })
-    exact = pdp.GridRelease(pdp.counting.frequency.frequency_matrix(frame, attrs), attrs, mechanism="none",
+    exact = pdp.GridRelease(frequency_matrix(frame, attrs), attrs, mechanism="none",
                             epsilon=1.0, neighbours="replace", noise_scale=1.0
                             ).range_counts(queries)["count"].to_numpy()
     reps = 1000

@@ -4,13 +4,15 @@ Python blocks run in order in one namespace (a later block uses the names of ear
 a temporary folder holding small generated stand-ins for the files the snippets read.  A
 top-level expression is evaluated and, when it is a lazy DuckDB relation or Polars LazyFrame,
 materialised, so a broken SQL string fails here.  Blocks tagged ``bash`` are shell commands,
-not Python: their ``make`` targets must exist in the Makefile.  Every block must be tagged.
+not Python: their ``make`` targets must exist in the Makefile; ``toml`` blocks (domain files)
+must parse.  Every block must be tagged.
 """
 
 from __future__ import annotations
 
 import ast
 import re
+import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -60,10 +62,13 @@ def run_python(source: str, namespace: dict) -> None:
             exec(compile(ast.Module([node], type_ignores=[]), "README.md", "exec"), namespace)
 
 
-def test_every_block_is_tagged_python_or_bash():
+def test_every_block_is_tagged_and_toml_blocks_parse():
     found = blocks()
     assert found, "README.md has no code blocks"
-    assert {lang for lang, _ in found} <= {"python", "bash"}, [lang for lang, _ in found]
+    assert {lang for lang, _ in found} <= {"python", "bash", "toml"}, [lang for lang, _ in found]
+    for lang, code in found:
+        if lang == "toml":
+            tomllib.loads(code)
 
 
 def test_bash_blocks_name_make_targets_that_exist():

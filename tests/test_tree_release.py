@@ -8,7 +8,9 @@ import pytest
 
 import polars_dp as pdp
 from polars_dp.errors import QueryError
-from polars_dp.evaluation.spatial import SIZE_CLASSES, exact_range_counts, random_boxes, relative_errors
+from polars_dp.evaluation.references import exact_range_counts
+from polars_dp.evaluation.spatial_workloads import SIZE_CLASSES, random_boxes, relative_errors
+from polars_dp.kernels.morton import overlap_fraction
 from polars_dp.mechanisms.spatial_grids import constrained_inference
 from polars_dp.releases.metadata import read_metadata
 
@@ -215,7 +217,7 @@ def test_std_is_the_leaf_noise_through_the_uniformity_weights(mechanism, d, kw):
     got = r.range_counts(boxes, std=True)
     np.testing.assert_array_equal(got["count"].to_numpy(), r.range_count_array(boxes))
     # explicit linear map: every leaf's weight is its overlapped volume fraction
-    weights = pdp.kernels.morton.overlap_fraction(q_lo[:, None, :], q_hi[:, None, :], r.lo[None], r.hi[None])
+    weights = overlap_fraction(q_lo[:, None, :], q_hi[:, None, :], r.lo[None], r.hi[None])
     scale = r.params["leaf_noise_scale" if mechanism == "privtree" else "noise_scale"]
     expected = np.sqrt(2 * scale**2 * (weights**2).sum(axis=1))
     np.testing.assert_allclose(got["noise_std"].to_numpy(), expected, rtol=1e-9)
@@ -257,3 +259,14 @@ def test_replace_neighbours_with_dropped_nulls_estimate_n_privately():
                                  nulls="drop", seed=1)
     assert dropped.params["n_source"].startswith("noisy")
     assert dropped.params["epsilon_grid"] < 1.0
+
+
+def test_utility_benchmark_estimates_n_privately_under_add_remove():
+    """The benchmark's grids never get the exact N (it is not public under add/remove)."""
+    import importlib
+
+    bench = importlib.import_module("benchmarks.utility_privtree")
+    df = pl.DataFrame({"longitude": [0.0, 1.0, 2.0], "latitude": [0.0, 1.0, 2.0]})
+    for name in ("UG", "AG"):
+        release = bench.mechanisms()[name](df, 1.0, 0)
+        assert release.neighbours == "add_remove" and release.params["n_source"].startswith("noisy")

@@ -20,7 +20,7 @@ from polars_dp.domains.attributes import Attribute, Nominal, attribute_from_json
 from polars_dp.errors import ParameterError, PolarsDPError, QueryError, ReleaseFormatError
 from polars_dp.kernels.prefix import box_sums, prefix_sums
 from polars_dp.kernels.wavelets import generalized_sensitivity, range_variance_factor
-from polars_dp.noise import histogram_sensitivity
+from polars_dp.noise import SeedLike, histogram_sensitivity
 from polars_dp.releases import sql_grid
 from polars_dp.releases.base import Release
 from polars_dp.releases.grid_queries import as_query_frame, predicate_ranges, query_ranges
@@ -33,7 +33,9 @@ from polars_dp.releases.integrity import (
 )
 from polars_dp.releases.io import register_release_type
 from polars_dp.releases.metadata import read_metadata
-from polars_dp.releases.noise_model import WaveletLaplace
+from polars_dp.releases.noise_model import Correlated, NoiseModel, WaveletLaplace
+from polars_dp.releases.postprocess import GRID_POSTPROCESSING, postprocess_counts, postprocessed_noise_model
+from polars_dp.releases.sampling import sample_grid
 
 
 def _axis_index(shape: tuple[int, ...], axis: int, start: int = 0, stop: int | None = None
@@ -306,10 +308,11 @@ class GridRelease(Release):
 
     # ------------------------------------------------------------------ noise model
     @property
-    def noise_model(self) -> WaveletLaplace:
+    def noise_model(self) -> NoiseModel:
         """Laplace ``noise_scale / W(c)`` per wavelet coefficient along :attr:`transformed`
-        (no transformed axis: i.i.d. Laplace ``noise_scale`` per cell)."""
-        return WaveletLaplace(self.noise_scale, self.transformed)
+        (no transformed axis: i.i.d. Laplace ``noise_scale`` per cell); :class:`Correlated`
+        once post-processed (:meth:`postprocess`)."""
+        return postprocessed_noise_model(self.params) or WaveletLaplace(self.noise_scale, self.transformed)
 
     @property
     def transformed(self) -> tuple[str, ...]:
@@ -338,6 +341,8 @@ class GridRelease(Release):
         """Exact noise variance of range counts; ``starts``/``stops`` have shape (queries, d)."""
         starts = np.atleast_2d(np.asarray(starts, dtype=np.int64))
         stops = np.atleast_2d(np.asarray(stops, dtype=np.int64))
+        if isinstance(self.noise_model, Correlated):  # post-processed: no exact error bar (NaN)
+            return np.full(starts.shape[0], np.nan)
         var = np.full(starts.shape[0], self.noise_model.unit_variance())
         for axis in range(len(self.attributes)):
             var *= self.axis_variance(axis, starts[:, axis], stops[:, axis])
@@ -390,7 +395,23 @@ class GridRelease(Release):
         out = {"count": box_sums(self.prefix, starts, stops)}
         if std:
             out["std"] = np.sqrt(self.range_variance(starts, stops))
-        return frame.with_columns(pl.Series(name, values) for name, values in out.items())
+        return frame.with_columns(pl.Series(name, values, nan_to_null=True) for name, values in out.items())
+
+    # ------------------------------------------------------------------ outputs
+    def sample(self, n: int, *, seed: SeedLike = None) -> pl.DataFrame:
+        """``n`` synthetic rows drawn from the counts (negatives read as 0), one column per
+        attribute; see :mod:`polars_dp.releases.sampling`.  Post-processing: no data, no budget."""
+        return sample_grid(self.counts, self.attributes, n, seed)
+
+    def postprocess(self, *methods: str) -> GridRelease:
+        """A new release with the counts post-processed by ``methods`` in order: ``"nonnegative"``
+        (least-squares projection onto non-negative counts with the same total) and/or
+        ``"integer"`` (integers keeping the rounded total); recorded in
+        ``params["postprocessed"]``.  Its ``std`` is NULL: see :mod:`polars_dp.releases.postprocess`."""
+        counts, params = postprocess_counts(self.counts, self.params, methods, GRID_POSTPROCESSING)
+        return GridRelease(counts, self.attributes, mechanism=self.mechanism, epsilon=self.epsilon,
+                           neighbours=self.neighbours, noise_scale=self.noise_scale, params=params,
+                           created=self.created, noise=self.noise, seeded=self.seeded)
 
     def to_duckdb(self, con: Any, name: str, *, replace: bool = False) -> Any:
         """Register this release in a DuckDB connection: a native table ``name``, its metadata
@@ -403,7 +424,8 @@ class GridRelease(Release):
     def __repr__(self) -> str:
         dims = " x ".join(f"{a.column}:{a.n_cells}" for a in self.attributes)
         return (f"GridRelease(mechanism={self.mechanism!r}, epsilon={self.epsilon}, "
-                f"neighbours={self.neighbours!r}, cells={self.n_cells:,} [{dims}]{self._repr_flags()})")
+                f"neighbours={self.neighbours!r}, cells={self.n_cells:,} [{dims}]{self._repr_flags()})"
+                + (f"  # {self.params['note']}" if "note" in self.params else ""))
 
 
 __all__ = ["GridRelease"]

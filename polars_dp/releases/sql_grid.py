@@ -260,6 +260,15 @@ class _Axis:
         return haar_factor_sql(f"box.s{k}", f"box.e{k}", self.attribute.n_cells)
 
 
+def _variance(release: GridRelease, axes: list[_Axis]) -> str:
+    """SQL of a range's noise variance ``2 scale^2 prod_k f_k``; NULL when the noise model has no
+    exact error bar (a post-processed release)."""
+    model = release.noise_model
+    if not hasattr(model, "unit_variance"):
+        return "NULL::DOUBLE"
+    return " * ".join([f"{model.unit_variance()!r}", *(ax.factor() for ax in axes)])
+
+
 def _answers(release: GridRelease, name: str, axes: list[_Axis], queries: str, where: str) -> str:
     d = len(axes)
     strides = np.asarray(release.counts.strides, dtype=np.int64) // release.counts.itemsize
@@ -268,7 +277,7 @@ def _answers(release: GridRelease, name: str, axes: list[_Axis], queries: str, w
         f"(CASE WHEN {bit.format(k=k)} THEN box.e{k} - 1 ELSE box.s{k} - 1 END) * {int(strides[k])}"
         for k in range(d))
     corner_valid = " AND ".join(f"({bit.format(k=k)} OR box.s{k} > 0)" for k in range(d))
-    variance = " * ".join([f"{release.noise_model.unit_variance()!r}", *(ax.factor() for ax in axes)])
+    variance = _variance(release, axes)
     return render(
         "grid_answers.sql",
         table=ident(name),

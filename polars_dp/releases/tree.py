@@ -28,7 +28,7 @@ from polars_dp.kernels.spatial_sums import (
     morton_tree_sums,
     two_level_grid_sums,
 )
-from polars_dp.noise import histogram_sensitivity
+from polars_dp.noise import SeedLike, histogram_sensitivity
 from polars_dp.releases import sql_tree
 from polars_dp.releases.base import Release
 from polars_dp.releases.integrity import (
@@ -48,6 +48,8 @@ from polars_dp.releases.noise_model import (
     noise_model_from_json,
     noise_model_to_json,
 )
+from polars_dp.releases.postprocess import TREE_POSTPROCESSING, postprocess_counts, postprocessed_noise_model
+from polars_dp.releases.sampling import sample_boxes
 
 LAYOUTS = ("morton", "grid", "two_level_grid")
 
@@ -217,9 +219,10 @@ class TreeRelease(Release):
         ``std``, to say so; grid releases' ``std`` is the whole error of an unbiased answer).
         """
         frame = self._as_frame(boxes)
-        if not std:
+        if not std or postprocessed_noise_model(self.params) is not None:  # post-processed: std NULL
             counts = self.range_count_array(frame, passthrough=passthrough)
-            return frame.with_columns(pl.Series("count", counts))
+            nulls = [pl.lit(None, pl.Float64).alias("noise_std")] if std else []
+            return frame.with_columns(pl.Series("count", counts), *nulls)
         scale = self._leaf_noise_scale()
         q_lo, q_hi = self._query_arrays(frame, passthrough)
         if self.layout["kind"] == "morton":
@@ -246,7 +249,8 @@ class TreeRelease(Release):
         query = self._single_query(ranges)
         if not query:
             query = {f"{self.box.columns[0]}_lo": [float(self.box.lo[0])]}
-        return float(self.range_counts(query, std=True)["noise_std"][0])
+        std = self.range_counts(query, std=True)["noise_std"][0]
+        return float("nan") if std is None else float(std)  # None: post-processed, no error bar
 
     def range_sums(self, boxes: Any, *, passthrough: Iterable[str] = ("id",)) -> np.ndarray:
         """Deprecated name of :meth:`range_count_array`."""
@@ -308,6 +312,23 @@ class TreeRelease(Release):
                 raise QueryError(f"{col}: give a (lo, hi) pair, got {pred!r}")
             query[f"{col}_lo"], query[f"{col}_hi"] = [float(pred[0])], [float(pred[1])]
         return query
+
+    # ------------------------------------------------------------------ outputs
+    def sample(self, n: int, *, seed: SeedLike = None) -> pl.DataFrame:
+        """``n`` synthetic points: a leaf drawn by its count (negatives read as 0), then a point
+        uniform in its box; see :mod:`polars_dp.releases.sampling`.  No data, no budget."""
+        return sample_boxes(self.lo, self.hi, self.count, self.columns, n, seed)
+
+    def postprocess(self, *methods: str) -> TreeRelease:
+        """A new release with the leaf counts post-processed: ``"nonnegative"`` (least-squares
+        projection onto non-negative counts with the same total), recorded in
+        ``params["postprocessed"]``.  Its noise model becomes :class:`Correlated` and
+        ``range_counts(std=True)`` gives a NULL ``std``: see :mod:`polars_dp.releases.postprocess`."""
+        count, params = postprocess_counts(self.count, self.params, methods, TREE_POSTPROCESSING)
+        return TreeRelease(self.box, self.lo, self.hi, self.depth, count, layout=self.layout,
+                           mechanism=self.mechanism, epsilon=self.epsilon, neighbours=self.neighbours,
+                           params=params, codes=self.codes, noise_model=postprocessed_noise_model(params),
+                           created=self.created, noise=self.noise, seeded=self.seeded)
 
     def _payload_equal(self, other: Release) -> bool:
         return isinstance(other, TreeRelease) and self._table().equals(other._table())
