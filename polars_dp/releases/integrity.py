@@ -128,9 +128,9 @@ def payload_checksum(metadata_text: Mapping[str, str], arrays: Iterable[np.ndarr
     for array in arrays:
         a = np.asarray(array)
         if a.dtype.kind in "biu":  # integers of any width hash alike (a reader may widen them)
-            a = a.astype("<i8")
+            a = a.astype("<i8", copy=False)
         elif a.dtype.kind == "f":
-            a = a.astype("<f8")
+            a = a.astype("<f8", copy=False)
         h.update(a.dtype.kind.encode() + str(a.shape).encode())
         h.update(np.ascontiguousarray(a).tobytes())
     return "sha256:" + h.hexdigest()
