@@ -257,3 +257,18 @@ def test_unknown_label_error_is_one_sentence_with_the_query_id(grid):
     with pytest.raises(pdp.QueryError) as err:
         grid.range_counts(pl.DataFrame({"id": [1], "job": ["Sales"]}))
     assert str(err.value) == "job: 'Sales' is not a label of this hierarchy (query id=1)"
+
+
+def test_cli_query_refuses_unaligned_bounds_unless_align_is_given(grid, tree, tmp_path, capsys):
+    from polars_dp.cli import main
+
+    path = grid.write_parquet(tmp_path / "g.parquet")
+    capsys.readouterr()
+    assert main(["query", str(path), "--where", "age=4..17", "--json"]) == 2
+    error = capsys.readouterr().err
+    assert "nearest aligned: age=(4, 19) (align='outer') or age=(4, 15) (align='inner')" in error
+    assert main(["query", str(path), "--where", "age=4..17", "--align", "inner", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["count"] == pytest.approx(grid.range_count(age=(4, 15)))
+    tree_path = tree.write_parquet(tmp_path / "t.parquet")
+    assert main(["query", str(tree_path), "--where", "x=0.1..0.2", "--align", "outer"]) == 2
+    assert "--align is for grid releases" in capsys.readouterr().err

@@ -56,6 +56,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--keep", action="append", default=[], metavar="COLUMN",
                    help="a column of --queries to copy to the answers as it is (besides id)")
     p.add_argument("--json", action="store_true", help="print answers as JSON")
+    p.add_argument("--align", choices=("exact", "outer", "inner"), default="exact",
+                   help="grid releases: an ordinal bound inside a bin is an error (exact, the default), "
+                        "or the range is widened (outer) or narrowed (inner) to whole bins")
     p.set_defaults(func=run)
 
 
@@ -199,6 +202,15 @@ def _sequence(args: argparse.Namespace, model: pdp.SequenceModel) -> int:
     return 0
 
 
+def _align(release: pdp.Release, args: argparse.Namespace) -> dict[str, str]:
+    """``align=`` for a grid release; spatial releases have no bins to align to."""
+    if isinstance(release, pdp.GridRelease):
+        return {"align": args.align}
+    if args.align != "exact":
+        raise BadInput("--align is for grid releases (bins); a spatial release answers any box")
+    return {}
+
+
 def _batch(args: argparse.Namespace, release: pdp.Release) -> int:
     if args.where:
         raise BadInput("give either --where (one query) or --queries FILE (a batch), not both")
@@ -217,7 +229,8 @@ def _batch(args: argparse.Namespace, release: pdp.Release) -> int:
         answers = frame.with_columns(pl.Series("count", release.frequencies(strings)))
     else:
         try:
-            answers = release.range_counts(frame, std=args.std, passthrough=("id", *args.keep))
+            answers = release.range_counts(frame, std=args.std, passthrough=("id", *args.keep),
+                                           **_align(release, args))
         except pdp.QueryError as exc:
             raise BadInput(str(exc).replace("pass passthrough=[...]", "use --keep COLUMN")) from None
     if args.output:
@@ -246,7 +259,7 @@ def run(args: argparse.Namespace) -> int:
         preds = grid_predicates(release, args.where)
     else:
         preds = tree_predicates(release, args.where)
-    count = release.range_count(**preds)
-    std = release.range_std(**preds) if args.std else None
+    count = release.range_count(**preds, **_align(release, args))
+    std = release.range_std(**preds, **_align(release, args)) if args.std else None
     _print_answer(count, std, args.json)
     return 0
