@@ -32,6 +32,9 @@ from polars_dp.pst import deepest_nodes
 from polars_dp.release import Release, read_metadata, register_release_type
 from polars_dp.sequence_counts import check_alphabet, check_max_length
 
+#: Default significance (in noise standard deviations) a node's total needs to be used.
+BACKOFF_Z = 3.0
+
 
 def _padded(values: np.ndarray, lengths: np.ndarray, fill: int = -1) -> np.ndarray:
     """Rows of a flat ragged array as a ``(rows, max length)`` matrix padded with ``fill``."""
@@ -176,45 +179,123 @@ class SequenceModel(Release):
         return _padded(flat.to_numpy(zero_copy_only=False), lengths), lengths
 
     def _conditional(self, nodes: np.ndarray) -> np.ndarray:
-        """Normalised histograms ``h(v) / |h(v)|_1`` (all zero where the histogram is empty)."""
-        h = self.hist[nodes]
+        """Normalised clipped histograms ``h+(v) / |h+(v)|_1`` (all zero where ``h+(v)`` is empty)."""
+        h = np.maximum(self.hist[nodes], 0.0)
         total = h.sum(axis=1, keepdims=True)
         return np.divide(h, total, out=np.zeros_like(h), where=total > 0)
 
+    def bin_noise_variance(self) -> np.ndarray:
+        """Variance of the noise in each bin of each node's histogram (public: tree + scales).
+
+        PrivTree PST (``leaf_noise_scale = b``): leaves carry ``Lap(b)`` per bin and a node's
+        histogram is the sum of the ``L(v)`` leaves below it, so ``2 b^2 L(v)``.  N-gram
+        (``noise_scale = s`` on every node): ``2 s^2``.  NaN when the release records neither.
+        """
+        if "leaf_noise_scale" in self.params:
+            n_leaves = self.is_leaf.astype(np.float64)
+            for d in range(self.height, 0, -1):
+                nodes = np.flatnonzero(self.depth == d)
+                np.add.at(n_leaves, self.parent[nodes], n_leaves[nodes])
+            return 2.0 * float(self.params["leaf_noise_scale"]) ** 2 * n_leaves
+        if "noise_scale" in self.params:
+            return np.full(self.n_nodes, 2.0 * float(self.params["noise_scale"]) ** 2)
+        return np.full(self.n_nodes, np.nan)
+
+    def usable(self, backoff: float = BACKOFF_Z) -> np.ndarray:
+        """Nodes whose noisy total is significant: ``|h(v)|_1 >= backoff * sd(|h(v)|_1)``.
+
+        ``sd(|h(v)|_1) = sqrt(beta * bin_noise_variance)`` (independent bins).  A node without
+        data passes with probability about ``1 - Phi(backoff)`` (0.13% at the default 3), so
+        contexts backed off this way are never answered from a histogram that is mostly noise
+        (whose clipped bins would spread ``~0.4 sd`` of spurious mass over every empty bin).
+        The root is always usable; ``backoff=0`` uses every node with a positive total.
+        """
+        var = self.bin_noise_variance()
+        sd = np.sqrt(np.nan_to_num(var, nan=0.0) * (self.alphabet_size + 1))
+        ok = self.hist.sum(axis=1) >= float(backoff) * sd
+        ok[0] = True
+        return ok
+
     # ------------------------------------------------------------------ queries
-    def frequencies(self, strings: Iterable[Any]) -> np.ndarray:
-        """Estimated occurrence counts of many strings at once (spec §2.10 formula)."""
+    def _extend(self, freq: np.ndarray, var: np.ndarray, prefixes: np.ndarray, length: np.ndarray,
+                symbols: np.ndarray, usable: np.ndarray, noise_var: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray]:
+        """Estimates (and noise variances) of ``prefix + symbol`` from those of ``prefix``.
+
+        ``u`` is the deepest usable node whose string is a suffix of the prefix.  If ``str(u)``
+        is the whole prefix, ``h(u)[symbol]`` counts the extension's occurrences directly:
+        ``f = min(f(prefix), max(h(u)[symbol], 0))`` (linear in the noisy leaves; the ``min``
+        keeps ``f`` anti-monotone as true counts are).  Otherwise the Markov extrapolation of
+        the paper: ``f = f(prefix) * h+(u)[symbol] / |h+(u)|_1``.
+        """
+        nodes = deepest_nodes(self.first_child, _reversed_contexts(prefixes, length), usable)
+        direct = self.depth[nodes] == length
+        count = np.maximum(self.hist[nodes, symbols], 0.0)
+        h = self.hist[nodes]
+        total = np.maximum(h, 0.0).sum(axis=1)
+        ratio = np.divide(count, total, out=np.zeros_like(count), where=total > 0)
+        out = np.where(direct, np.minimum(freq, count), freq * ratio)
+        # delta method for the ratio a / t of one node: Var a = v, Var t = beta v, Cov = v
+        v = noise_var[nodes]
+        beta = self.alphabet_size + 1
+        safe = np.where(total > 0, total, 1.0)
+        rel_ratio = np.divide(v * (1 - 2 * ratio + beta * ratio**2), (ratio * safe) ** 2,
+                              out=np.zeros_like(v), where=(ratio > 0) & (total > 0))
+        rel_prev = np.divide(var, freq**2, out=np.zeros_like(var), where=freq > 0)
+        chained = out**2 * (rel_prev + rel_ratio)
+        capped = direct & (freq < count)
+        new_var = np.where(direct, np.where(capped, var, v), chained)
+        return out, new_var
+
+    def frequencies(self, strings: Iterable[Any], *, std: bool = False,
+                    backoff: float = BACKOFF_Z) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+        """Estimated occurrence counts (as substrings) of many strings at once.
+
+        Estimator (see the module docstring): the longest prefix ``q1 … qm`` whose first
+        ``m - 1`` symbols are a (usable) node ``u`` of the tree is counted directly,
+        ``h(u)[qm]``; the rest of the string is extrapolated with the conditionals of the
+        deepest usable suffix nodes (the paper's formula).  With exact counts both agree.
+
+        ``std=True`` also returns the noise standard deviation of each estimate: exact (before
+        the clip at 0) when the estimate is one node's bin, ``sqrt(bin_noise_variance(u))``;
+        otherwise a first-order (delta-method) approximation that treats the factors as
+        independent.  Returns ``(estimates, std)`` then.
+        """
         q, lengths = self._encode(strings)
         if q.shape[0] == 0:
-            return np.zeros(0)
-        freq = self.hist[0, q[:, 0]].copy()
-        rows, cols = np.nonzero(np.arange(q.shape[1])[None, :] < lengths[:, None])
-        later = cols >= 1
-        rows, cols = rows[later], cols[later]
-        if rows.size:
-            nodes = deepest_nodes(self.first_child, _reversed_contexts(q[rows], cols))
-            prob = self._conditional(nodes)[np.arange(rows.size), q[rows, cols]]
-            np.multiply.at(freq, rows, prob)
-        return freq
+            return (np.zeros(0), np.zeros(0)) if std else np.zeros(0)
+        usable = self.usable(backoff)
+        noise_var = self.bin_noise_variance()
+        freq = np.maximum(self.hist[0, q[:, 0]], 0.0)
+        var = np.full(freq.shape, noise_var[0])
+        for j in range(1, q.shape[1]):
+            rows = np.flatnonzero(lengths > j)
+            freq[rows], var[rows] = self._extend(freq[rows], var[rows], q[rows], np.full(rows.size, j),
+                                                 q[rows, j], usable, noise_var)
+        return (freq, np.sqrt(var)) if std else freq
 
-    def frequency(self, string: Any) -> float:
+    def frequency(self, string: Any, *, backoff: float = BACKOFF_Z) -> float:
         """Estimated number of occurrences of ``string`` (a str or a list of symbols)."""
-        return float(self.frequencies([string])[0])
+        return float(self.frequencies([string], backoff=backoff)[0])
 
-    def top_k(self, k: int, max_len: int | None = None) -> pl.DataFrame:
-        """The ``k`` strings of highest estimated frequency, most frequent first.
+    def top_k(self, k: int, max_len: int | None = None, *, backoff: float = BACKOFF_Z) -> pl.DataFrame:
+        """The ``k`` strings of highest estimated frequency (:meth:`frequencies`), most frequent first.
 
         Best-first search in batches: per length, every string whose frequency reaches the
-        current k-th best is extended by all symbols at once; extensions can only lose
-        frequency, so nothing below that bar can reach the top ``k``.  ``max_len`` defaults to
-        ``max_length`` (no substring of a truncated sequence is longer).
+        current k-th best is extended by all symbols at once; the estimate is anti-monotone
+        (an extension never exceeds its prefix), so nothing below that bar can reach the top
+        ``k``.  ``max_len`` defaults to ``max_length`` (no substring of a truncated sequence is
+        longer).
         """
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
             raise ParameterError(f"k must be an integer >= 1, got {k!r}")
         max_len = self.max_length if max_len is None else check_max_length(max_len)
+        usable = self.usable(backoff)
+        noise_var = self.bin_noise_variance()
         a = self.alphabet_size
         strings = np.arange(a, dtype=np.int64)[:, None]
-        freq = self.hist[0, :a].copy()
+        freq = np.maximum(self.hist[0, :a], 0.0)
+        var = np.zeros(a)
         found_s: list[np.ndarray] = []
         found_f: list[np.ndarray] = []
         for length in range(1, max_len + 1):
@@ -227,13 +308,11 @@ class SequenceModel(Release):
                 keep = keep[np.argsort(-freq[keep], kind="stable")[:k]]
             if keep.size == 0 or length == max_len:
                 break
-            parents = strings[keep]
-            nodes = deepest_nodes(self.first_child,
-                                  _reversed_contexts(parents, np.full(keep.size, length)))
-            probs = self._conditional(nodes)[:, :a]
-            freq = (freq[keep][:, None] * probs).reshape(-1)
-            strings = np.concatenate([np.repeat(parents, a, axis=0),
-                                      np.tile(np.arange(a), keep.size)[:, None]], axis=1)
+            parents = np.repeat(strings[keep], a, axis=0)
+            symbols = np.tile(np.arange(a), keep.size)
+            freq, var = self._extend(np.repeat(freq[keep], a), np.repeat(var[keep], a), parents,
+                                     np.full(parents.shape[0], length), symbols, usable, noise_var)
+            strings = np.concatenate([parents, symbols[:, None]], axis=1)
         width = found_s[-1].shape[1]
         padded = np.concatenate([np.pad(m, ((0, 0), (0, width - m.shape[1])), constant_values=-1)
                                  for m in found_s])
@@ -242,16 +321,18 @@ class SequenceModel(Release):
         order = order[flat_f[order] > 0]  # strings of estimated frequency 0 are not listed
         return strings_frame(self.alphabet, padded[order], flat_f[order])
 
-    def sample(self, n: int, seed: SeedLike = None) -> pl.DataFrame:
+    def sample(self, n: int, *, seed: SeedLike = None, backoff: float = BACKOFF_Z) -> pl.DataFrame:
         """``n`` synthetic sequences (List column ``sequence``), all advancing one symbol per step.
 
-        Each step finds, for every unfinished sequence, the deepest node matching ``# s1 … st``
-        and draws the next symbol from its histogram; ``&`` (or an all-zero histogram) ends the
-        sequence, and none grows past ``max_length`` symbols.
+        Each step finds, for every unfinished sequence, the deepest usable node (see
+        :meth:`usable`) whose string is a suffix of ``# s1 … st`` and draws the next symbol from
+        its clipped histogram; ``&`` (or an all-zero histogram) ends the sequence, and none
+        grows past ``max_length`` symbols.
         """
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
             raise ParameterError(f"n must be an integer >= 0, got {n!r}")
         rng = make_rng(seed)
+        usable = self.usable(backoff)
         a = self.alphabet_size
         generated = np.full((n, self.max_length), -1, dtype=np.int64)
         lengths = np.zeros(n, dtype=np.int64)
@@ -260,7 +341,7 @@ class SequenceModel(Release):
             if alive.size == 0:
                 break
             ctx = np.concatenate([generated[alive, :t][:, ::-1], np.full((alive.size, 1), a)], axis=1)
-            cdf = np.cumsum(self._conditional(deepest_nodes(self.first_child, ctx)), axis=1)
+            cdf = np.cumsum(self._conditional(deepest_nodes(self.first_child, ctx, usable)), axis=1)
             draw = (cdf < rng.random(alive.size)[:, None] * cdf[:, -1:]).sum(axis=1)
             draw = np.where(cdf[:, -1] > 0, np.minimum(draw, a), a)
             cont = draw < a

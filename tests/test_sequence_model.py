@@ -36,25 +36,38 @@ def _brute_strings(model):
     return strings
 
 
-def _brute_frequency(model, q, strings):
-    h = model.hist
+def _brute_frequency(model, q, strings, usable):
+    """The estimator of SequenceModel.frequencies written out per string (plain Python)."""
+    h = np.maximum(model.hist, 0.0)
     f = h[0, model.alphabet.index(q[0])]
     for j in range(1, len(q)):
         ctx = tuple(q[:j])
-        node = max((strings[ctx[i:]] for i in range(len(ctx) + 1) if ctx[i:] in strings),
-                   key=lambda v: model.depth[v])
-        tot = h[node].sum()
-        f *= h[node, model.alphabet.index(q[j])] / tot if tot > 0 else 0.0
+        # deepest suffix node reached through usable nodes only
+        node = 0
+        for i in range(1, len(ctx) + 1):
+            v = strings.get(ctx[len(ctx) - i:])
+            if v is None or not usable[v]:
+                break
+            node = v
+        y = model.alphabet.index(q[j])
+        if model.depth[node] == j:  # the node's string is the whole prefix: count directly
+            f = min(f, h[node, y])
+        else:
+            tot = h[node].sum()
+            f *= h[node, y] / tot if tot > 0 else 0.0
     return f
 
 
-def test_frequencies_follow_the_spec_formula(model):
+@pytest.mark.parametrize("backoff", [0.0, 3.0])
+def test_frequencies_follow_the_documented_estimator(model, backoff):
     strings = _brute_strings(model)
+    usable = model.usable(backoff)
+    assert usable[0]
     queries = [list(t) for k in range(1, 5) for t in itertools.product(ALPHABET, repeat=k)]
-    got = model.frequencies(queries)
-    want = [_brute_frequency(model, q, strings) for q in queries]
+    got = model.frequencies(queries, backoff=backoff)
+    want = [_brute_frequency(model, q, strings, usable) for q in queries]
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-9)
-    assert model.frequency("ab") == pytest.approx(got[queries.index(["a", "b"])])
+    assert model.frequency("ab", backoff=backoff) == pytest.approx(got[queries.index(["a", "b"])])
 
 
 def test_single_symbols_converge_at_large_epsilon(data):

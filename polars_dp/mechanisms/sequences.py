@@ -18,18 +18,31 @@ its insertion is a chain of at most ``l_top`` additions of one (context, symbol)
   and ``Lap(l_top / eps_leaf)`` per bin is eps_leaf-DP (Theorem 4.2).
 * Total: ``epsilon``-DP by sequential composition.  What follows is post-processing.
 
+Memory guard (public cap)
+-------------------------
+The tree never has more than ``max_nodes`` nodes (default :func:`~polars_dp.pst.default_max_nodes`:
+``2**25 // beta`` histograms of ``beta`` cells, about 256 MB of float64 counts).  The bound is
+public and data-independent; when the nodes PrivTree decides to split at one level would push
+the tree past it, only the first of them in BFS order are split (as many as fit) and growth
+stops (``params["capped"] = True``).  That choice is a function of the private split decisions
+and the public order only, so it is post-processing: the privacy argument above is unchanged.
+
 Post-processing (``postprocess``)
 ---------------------------------
-``"sum_then_clip"`` (default): every internal histogram is the sum of the *unclipped* noisy
-leaf histograms below it, then all bins are clipped at 0.  Sums stay unbiased before the
-clip, so the conditional distributions near the root stay sharp.
-``"clip_then_sum"`` (the spec's reconstruction): clip the leaf bins, then set each internal
-histogram to the exact sum of its children.  Each clipped empty bin adds a positive bias of
-about ``leaf_scale / 2``, which accumulates over large subtrees and flattens the conditionals
-(on msnbc it cost 0.1 to 0.45 top-k precision).
+``"sum_then_clip"`` (default): the release stores, for every node, the *unclipped* sum of the
+noisy leaf histograms below it (unbiased and linear in the leaf noise, so the noise variance
+of every bin is ``2 b^2 L(v)`` for ``L(v)`` leaves below ``v``, which
+:meth:`SequenceModel.frequencies` reports); every query clips bins at 0 when it uses them.
+``"clip_then_sum"`` (the spec's reconstruction): clip the leaf bins, then sum.  Each clipped
+empty bin adds about ``b / 2``, which accumulates over large subtrees and flattens the
+conditionals (on msnbc it cost 0.1 to 0.45 top-k precision); its error bars are not exact.
 
-Public rules that shape the tree: nodes starting with ``#`` never split, and no node deeper
-than ``l_top`` splits (no context is longer than ``l_top``).
+Budget split: ``tree_share = 0.25`` by default.  Every internal histogram is a sum of leaf
+noise, so the leaves' budget matters more than a finer tree (on msnbc, 0.25 instead of 0.5
+raised top-100 precision by 0.02 to 0.17; see docs/results/sequences.md).
+
+Public rules that shape the tree: nodes starting with ``#`` never split, no node deeper
+than ``l_top`` splits (no context is longer than ``l_top``), and the ``max_nodes`` cap.
 """
 
 from __future__ import annotations
@@ -43,21 +56,23 @@ from polars_dp.errors import ParameterError
 from polars_dp.noise import SeedLike, check_epsilon, check_fraction, laplace, make_rng
 from polars_dp.privtree_rule import check_theta
 from polars_dp.pst import (
+    check_max_nodes,
     grow_context_tree,
     privtree_sequence_params,
     privtree_split,
     pst_scores,
     sums_of_children,
 )
-from polars_dp.sequence_counts import EncodedSequences, encode_sequences
+from polars_dp.sequence_counts import EncodedSequences, check_alphabet, encode_sequences
 from polars_dp.sequence_model import SequenceModel
 
 POSTPROCESS = ("sum_then_clip", "clip_then_sum")
 
 
 def privtree_sequences(frame: Any, column: str, *, alphabet: Sequence[Any], max_length: int,
-                       epsilon: float, tree_share: float = 0.5, theta: float = 0.0,
-                       postprocess: str = "sum_then_clip", seed: SeedLike = None) -> SequenceModel:
+                       epsilon: float, tree_share: float = 0.25, theta: float = 0.0,
+                       postprocess: str = "sum_then_clip", max_nodes: int | None = None,
+                       seed: SeedLike = None) -> SequenceModel:
     """Release a PST of the sequences in ``column`` with PrivTree's depth-independent noise.
 
     Parameters
@@ -72,6 +87,8 @@ def privtree_sequences(frame: Any, column: str, *, alphabet: Sequence[Any], max_
     tree_share : fraction of ``epsilon`` spent on the tree (the rest on leaf histograms).
     theta : PrivTree threshold (0, spec §2.6).
     postprocess : ``"sum_then_clip"`` or ``"clip_then_sum"`` (see the module docstring).
+    max_nodes : public cap on the number of tree nodes (default ``2**25 // (|I| + 1)``); see
+        the module docstring.
     seed : ``None`` draws OS entropy; an int is for tests and experiments only.
     """
     epsilon = check_epsilon(epsilon)
@@ -79,15 +96,18 @@ def privtree_sequences(frame: Any, column: str, *, alphabet: Sequence[Any], max_
     theta = check_theta(theta)
     if postprocess not in POSTPROCESS:
         raise ParameterError(f"postprocess={postprocess!r}; use one of {POSTPROCESS}")
+    max_nodes = check_max_nodes(max_nodes, len(check_alphabet(alphabet)) + 1)
     enc = encode_sequences(frame, column, alphabet=alphabet, max_length=max_length)
     return privtree_from_encoded(enc, alphabet=alphabet, epsilon=epsilon, tree_share=tree_share,
-                                 theta=theta, postprocess=postprocess, rng=make_rng(seed))
+                                 theta=theta, postprocess=postprocess, rng=make_rng(seed),
+                                 max_nodes=max_nodes)
 
 
 def privtree_from_encoded(enc: EncodedSequences, *, alphabet: Sequence[Any], epsilon: float,
                           tree_share: float, theta: float, rng: np.random.Generator,
-                          postprocess: str = "sum_then_clip") -> SequenceModel:
+                          postprocess: str = "sum_then_clip", max_nodes: int | None = None) -> SequenceModel:
     """The mechanism on already encoded positions (see :func:`privtree_sequences`)."""
+    max_nodes = check_max_nodes(max_nodes, enc.beta)
     eps_tree, eps_leaf = tree_share * epsilon, (1.0 - tree_share) * epsilon
     lam, delta = privtree_sequence_params(enc.alphabet_size, enc.max_length, eps_tree)
     l_top = enc.max_length + 1
@@ -97,17 +117,18 @@ def privtree_from_encoded(enc: EncodedSequences, *, alphabet: Sequence[Any], eps
         return privtree_split(pst_scores(hist, hashed), depth, lam=lam, delta=delta, theta=float(theta),
                               rng=rng)
 
-    tree = grow_context_tree(enc, decide, max_depth=l_top)
+    tree = grow_context_tree(enc, decide, max_depth=l_top, max_nodes=max_nodes)
     leaves = tree.is_leaf
     noisy = tree.hist.copy()
     noisy[leaves] += laplace(rng, leaf_scale, (int(leaves.sum()), enc.beta))
     if postprocess == "clip_then_sum":
         hist = sums_of_children(tree.parent, tree.depth, np.maximum(noisy, 0.0), leaves)
-    else:
-        hist = np.maximum(sums_of_children(tree.parent, tree.depth, noisy, leaves), 0.0)
+    else:  # unclipped sums: unbiased, linear in the noisy leaves; queries clip at 0
+        hist = sums_of_children(tree.parent, tree.depth, noisy, leaves)
     params = {"lambda": lam, "delta": delta, "tree_share": tree_share, "theta": float(theta),
               "eps_tree": eps_tree, "eps_leaf": eps_leaf, "leaf_noise_scale": leaf_scale, "l_top": l_top,
-              "beta": enc.beta, "postprocess": postprocess}
+              "beta": enc.beta, "postprocess": postprocess,
+              "max_nodes": max_nodes, "capped": tree.capped}
     return SequenceModel(alphabet=alphabet, max_length=enc.max_length, parent=tree.parent,
                          prepended=tree.prepended, hist=hist, mechanism="privtree_sequences",
                          epsilon=epsilon, neighbours="add_remove", params=params)
