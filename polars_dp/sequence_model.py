@@ -1,18 +1,58 @@
 """SequenceModel: a released prediction suffix tree (variable-order Markov model) and its queries.
 
 Everything here is post-processing of a differentially private release: the model holds the
-public tree (built by a public rule or by PrivTree's private decisions) and noisy, clipped
-histograms; it never sees the input data.
+public tree (built by a public rule or by PrivTree's private decisions) and the noisy
+histograms (unclipped sums of the noisy leaves for the PST, one noisy count per bin for the
+n-gram baseline); it never sees the input data.  Queries clip bins at 0 when they use them.
 
-Queries (PrivTree paper Sec. 4; spec §2.10)
--------------------------------------------
-* frequency of ``q = q1 … qk`` (estimated number of occurrences as a substring):
-  ``f(q) = h(root)[q1] * prod_{j=2..k} h(u_j)[q_j] / |h(u_j)|_1`` with ``u_j`` the deepest node
-  whose predictor string is a suffix of ``q1 … q_{j-1}``;
-* top-k frequent strings: ``f`` is anti-monotone under extension, so the search keeps only
-  strings whose ``f`` reaches the current k-th best and extends them all at once per length;
-* sampling: from context ``#``, draw the next symbol from the histogram of the deepest node
-  matching the context until ``&`` (or ``max_length`` symbols).
+The model (PrivTree paper Sec. 4; spec §2.10)
+---------------------------------------------
+A sequence ``s1 … sn`` is written ``# s1 … sn &`` and truncated to ``max_length`` symbols.
+``h(v)[y]`` counts the positions ``j`` whose context ``# s1 … s_{j-1}`` ends with ``str(v)``
+and whose symbol is ``y`` (``s_{n+1} = &``).  ``str(child) = x · str(parent)``: a node is
+reached by reading its context *backwards*; ``#`` is a context symbol only (nodes whose string
+starts with ``#`` are leaves and match only a whole context, i.e. the position since the start
+is then known), ``&`` a predicted symbol only (the last bin).
+
+Sampling draws, at step ``t = 0, 1, …``, the next symbol of ``c_t = # s1 … st`` from
+``h+(u) / |h+(u)|_1`` (``h+ = max(h, 0)``), where ``u`` is the deepest node whose string is a
+suffix of ``c_t``, walking down from the root through *usable* nodes only (:meth:`usable`).
+``&`` ends the sequence: ``P(stop after t symbols | c_t) = h+(u)[&] / |h+(u)|_1``; after
+``max_length`` symbols it always stops (the truncated data do).  This is the paper's procedure
+(start from ``#``, match the longest suffix, sample, stop at ``&``) plus the cap and the
+back-off.  With exact counts and no back-off it is the maximum-likelihood variable-order chain
+of the truncated data: wherever the tree resolves the context down to ``#`` the empirical law
+of the prefix is reproduced; a node PrivTree left unsplit has at most ``depth * delta``
+positions off its majority symbol (``delta -> 0`` as epsilon grows, leaving only pure nodes
+unsplit, whose law every longer context shares).  tests/test_sequence_markov.py checks the
+length law against known variable-order sources, one with a position-dependent stop.
+
+Why samples used to be too long: the model is right (msnbc with the noise removed: length TV
+0.003, sampling error only), the *noise* was not.  A clipped empty leaf bin is
+``max(Lap(b), 0)``, mean ``b / 2``, so a leaf with few positions carries about
+``(beta - 1) b / 2`` spurious counts spread evenly over the symbols: its stop probability drifts
+to ``1 / beta``, and the spurious symbols lead into contexts never seen, whose leaves are pure
+noise and keep the walk going at stop probability ``~1 / beta`` until ``max_length``.  The
+back-off answers such contexts from the deepest ancestor whose total is significant instead.
+
+Estimators
+----------
+* ``frequency(q)``, ``q = q1 … qk`` (occurrences as a substring): ``f(q1) = h+(root)[q1]``; then
+  for ``j = 2..k`` with ``u_j`` the deepest usable suffix node of ``q1 … q_{j-1}``:
+  ``f(q1 … qj) = min(f(q1 … q_{j-1}), h+(u_j)[qj])`` when ``str(u_j) = q1 … q_{j-1}`` (the node
+  *holds* the string: its bin counts the occurrences directly, one linear estimate instead of
+  a product of ratios of many noisy sums; the ``min`` keeps ``f`` anti-monotone like true
+  counts), else the paper's extrapolation ``f(q1 … q_{j-1}) * h+(u_j)[qj] / |h+(u_j)|_1``.  With
+  exact counts both branches give the paper's value (the chain telescopes).  Bias: the clip at
+  0 (upward, only for bins within a few noise sds of 0) and, for strings longer than the tree
+  resolves, the Markov assumption of the extrapolation.
+* ``frequencies(..., std=True)``: the noise sd of each bin is public (:meth:`bin_noise_variance`).
+  For a directly counted string it is exact (``sqrt(2 b^2 L(u))``; ``sqrt(2) s`` for the n-gram);
+  for an extrapolated one, a first-order (delta-method) approximation that treats the factors
+  as independent: ``Var f ~ f^2 (Var f_prev / f_prev^2 + Var r / r^2)`` with, for
+  ``r = a / t`` from one node (``Var a = v, Var t = beta v, Cov = v``),
+  ``Var r ~ v (1 - 2 r + beta r^2) / t^2``.  Checked against seeded repetitions in the tests.
+* ``top_k``: best-first batches over the same estimator (anti-monotone, so the search is exact).
 """
 
 from __future__ import annotations
