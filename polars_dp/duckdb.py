@@ -323,6 +323,9 @@ def register(con: Any, name: str, release: Release) -> Any:
 
     if isinstance(release, TreeRelease):
         return register_tree(con, name, release)
+    if getattr(release, "release_type", None) == "sequence_model":
+        from polars_dp.sequence_duckdb import register_sequences
+        return register_sequences(con, name, release)
     if not isinstance(release, GridRelease):
         raise ParameterError(f"register expects a GridRelease or TreeRelease, got {type(release).__name__}")
     _check_name(name, release)
@@ -418,8 +421,9 @@ def to_arrow(con: Any, name: str) -> pa.Table:
     _check_identifier(name)
     try:
         rows = con.execute(f"SELECT key, value FROM {ident(name + '_meta')}").fetchall()
-        order = "leaf" if dict(rows).get("release_type") == "tree" else "cell"
-        hidden = "leaf" if order == "leaf" else "cell, prefix"
+        kind = dict(rows).get("release_type")
+        order, hidden = {"tree": ("leaf", "leaf"), "sequence_model": ("cell", "cell")}.get(
+            kind, ("cell", "cell, prefix"))
         table = con.sql(
             f"SELECT * EXCLUDE ({hidden}) FROM {ident(name)} ORDER BY {order}").to_arrow_table()
     except Exception as exc:  # duckdb.CatalogException and friends

@@ -391,6 +391,15 @@ class SequenceModel(Release):
         codes = generated[generated >= 0]
         return pl.from_arrow(pa.table({"sequence": _list_array(self._symbols(codes), lengths)}))
 
+    # ------------------------------------------------------------------ DuckDB
+    def to_duckdb(self, con: Any, name: str, *, replace: bool = False) -> Any:
+        """Register the model in a DuckDB connection: tables ``name`` (one row per node and
+        next symbol), ``name_nodes``, ``name_meta`` and the table macros ``name_frequency(string)``
+        and ``name_frequencies(queries_table)``; see :mod:`polars_dp.sequence_duckdb`.  Existing
+        objects of those names are refused unless ``replace=True``."""
+        from polars_dp.sequence_duckdb import register_sequences
+        return register_sequences(con, name, self, replace=replace)
+
     # ------------------------------------------------------------------ Arrow
     def predictor_strings(self) -> tuple[np.ndarray, np.ndarray]:
         """``str(v)`` of every node as a ``(nodes, height)`` code matrix, oldest symbol first
