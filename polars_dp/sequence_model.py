@@ -100,6 +100,12 @@ def _reversed_contexts(strings: np.ndarray, ends: np.ndarray) -> np.ndarray:
     return np.where(ok, np.take_along_axis(strings, np.where(ok, col, 0), axis=1), -1)
 
 
+def _check_estimator(estimator: str) -> None:
+    if estimator not in ("direct", "chain"):
+        raise ParameterError(
+            f"estimator={estimator!r}; use 'direct' (default) or 'chain' (the paper's formula)")
+
+
 def symbol_array(alphabet: Sequence[Any], codes: np.ndarray) -> pa.Array:
     """Alphabet values of symbol codes as an Arrow array."""
     if isinstance(alphabet[0], str):
@@ -241,15 +247,18 @@ class SequenceModel(Release):
             return np.full(self.n_nodes, 2.0 * float(self.params["noise_scale"]) ** 2)
         return np.full(self.n_nodes, np.nan)
 
-    def usable(self, backoff: float = BACKOFF_Z) -> np.ndarray:
+    def usable(self, backoff: float | None = BACKOFF_Z) -> np.ndarray:
         """Nodes whose noisy total is significant: ``|h(v)|_1 >= backoff * sd(|h(v)|_1)``.
 
         ``sd(|h(v)|_1) = sqrt(beta * bin_noise_variance)`` (independent bins).  A node without
         data passes with probability about ``1 - Phi(backoff)`` (0.13% at the default 3), so
         contexts backed off this way are never answered from a histogram that is mostly noise
         (whose clipped bins would spread ``~0.4 sd`` of spurious mass over every empty bin).
-        The root is always usable; ``backoff=0`` uses every node with a positive total.
+        The root is always usable; ``backoff=0`` uses every node with a non-negative total and
+        ``backoff=None`` every node (the paper's procedure).
         """
+        if backoff is None:
+            return np.ones(self.n_nodes, dtype=bool)
         var = self.bin_noise_variance()
         sd = np.sqrt(np.nan_to_num(var, nan=0.0) * (self.alphabet_size + 1))
         ok = self.hist.sum(axis=1) >= float(backoff) * sd
@@ -258,7 +267,7 @@ class SequenceModel(Release):
 
     # ------------------------------------------------------------------ queries
     def _extend(self, freq: np.ndarray, var: np.ndarray, prefixes: np.ndarray, length: np.ndarray,
-                symbols: np.ndarray, usable: np.ndarray, noise_var: np.ndarray
+                symbols: np.ndarray, usable: np.ndarray, noise_var: np.ndarray, estimator: str = "direct"
                 ) -> tuple[np.ndarray, np.ndarray]:
         """Estimates (and noise variances) of ``prefix + symbol`` from those of ``prefix``.
 
@@ -269,7 +278,7 @@ class SequenceModel(Release):
         the paper: ``f = f(prefix) * h+(u)[symbol] / |h+(u)|_1``.
         """
         nodes = deepest_nodes(self.first_child, _reversed_contexts(prefixes, length), usable)
-        direct = self.depth[nodes] == length
+        direct = (self.depth[nodes] == length) & (estimator == "direct")
         count = np.maximum(self.hist[nodes, symbols], 0.0)
         h = self.hist[nodes]
         total = np.maximum(h, 0.0).sum(axis=1)
@@ -287,8 +296,8 @@ class SequenceModel(Release):
         new_var = np.where(direct, np.where(capped, var, v), chained)
         return out, new_var
 
-    def frequencies(self, strings: Iterable[Any], *, std: bool = False,
-                    backoff: float = BACKOFF_Z) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+    def frequencies(self, strings: Iterable[Any], *, std: bool = False, backoff: float | None = BACKOFF_Z,
+                    estimator: str = "direct") -> np.ndarray | tuple[np.ndarray, np.ndarray]:
         """Estimated occurrence counts (as substrings) of many strings at once.
 
         Estimator (see the module docstring): the longest prefix ``q1 … qm`` whose first
@@ -300,7 +309,11 @@ class SequenceModel(Release):
         the clip at 0) when the estimate is one node's bin, ``sqrt(bin_noise_variance(u))``;
         otherwise a first-order (delta-method) approximation that treats the factors as
         independent.  Returns ``(estimates, std)`` then.
+
+        ``estimator="chain"`` is the paper's formula throughout (``h+(root)[q1]`` times the
+        conditionals), for comparison; ``backoff`` is explained at :meth:`usable`.
         """
+        _check_estimator(estimator)
         q, lengths = self._encode(strings)
         if q.shape[0] == 0:
             return (np.zeros(0), np.zeros(0)) if std else np.zeros(0)
@@ -311,14 +324,16 @@ class SequenceModel(Release):
         for j in range(1, q.shape[1]):
             rows = np.flatnonzero(lengths > j)
             freq[rows], var[rows] = self._extend(freq[rows], var[rows], q[rows], np.full(rows.size, j),
-                                                 q[rows, j], usable, noise_var)
+                                                 q[rows, j], usable, noise_var, estimator)
         return (freq, np.sqrt(var)) if std else freq
 
-    def frequency(self, string: Any, *, backoff: float = BACKOFF_Z) -> float:
+    def frequency(self, string: Any, *, backoff: float | None = BACKOFF_Z,
+                  estimator: str = "direct") -> float:
         """Estimated number of occurrences of ``string`` (a str or a list of symbols)."""
-        return float(self.frequencies([string], backoff=backoff)[0])
+        return float(self.frequencies([string], backoff=backoff, estimator=estimator)[0])
 
-    def top_k(self, k: int, max_len: int | None = None, *, backoff: float = BACKOFF_Z) -> pl.DataFrame:
+    def top_k(self, k: int, max_len: int | None = None, *, backoff: float | None = BACKOFF_Z,
+              estimator: str = "direct") -> pl.DataFrame:
         """The ``k`` strings of highest estimated frequency (:meth:`frequencies`), most frequent first.
 
         Best-first search in batches: per length, every string whose frequency reaches the
@@ -329,6 +344,7 @@ class SequenceModel(Release):
         """
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
             raise ParameterError(f"k must be an integer >= 1, got {k!r}")
+        _check_estimator(estimator)
         max_len = self.max_length if max_len is None else check_max_length(max_len)
         usable = self.usable(backoff)
         noise_var = self.bin_noise_variance()
@@ -351,7 +367,8 @@ class SequenceModel(Release):
             parents = np.repeat(strings[keep], a, axis=0)
             symbols = np.tile(np.arange(a), keep.size)
             freq, var = self._extend(np.repeat(freq[keep], a), np.repeat(var[keep], a), parents,
-                                     np.full(parents.shape[0], length), symbols, usable, noise_var)
+                                     np.full(parents.shape[0], length), symbols, usable, noise_var,
+                                     estimator)
             strings = np.concatenate([parents, symbols[:, None]], axis=1)
         width = found_s[-1].shape[1]
         padded = np.concatenate([np.pad(m, ((0, 0), (0, width - m.shape[1])), constant_values=-1)
@@ -361,7 +378,7 @@ class SequenceModel(Release):
         order = order[flat_f[order] > 0]  # strings of estimated frequency 0 are not listed
         return strings_frame(self.alphabet, padded[order], flat_f[order])
 
-    def sample(self, n: int, *, seed: SeedLike = None, backoff: float = BACKOFF_Z) -> pl.DataFrame:
+    def sample(self, n: int, *, seed: SeedLike = None, backoff: float | None = BACKOFF_Z) -> pl.DataFrame:
         """``n`` synthetic sequences (List column ``sequence``), all advancing one symbol per step.
 
         Each step finds, for every unfinished sequence, the deepest usable node (see

@@ -36,7 +36,7 @@ def _brute_strings(model):
     return strings
 
 
-def _brute_frequency(model, q, strings, usable):
+def _brute_frequency(model, q, strings, usable, chain=False):
     """The estimator of SequenceModel.frequencies written out per string (plain Python)."""
     h = np.maximum(model.hist, 0.0)
     f = h[0, model.alphabet.index(q[0])]
@@ -50,7 +50,7 @@ def _brute_frequency(model, q, strings, usable):
                 break
             node = v
         y = model.alphabet.index(q[j])
-        if model.depth[node] == j:  # the node's string is the whole prefix: count directly
+        if model.depth[node] == j and not chain:  # the node holds the whole prefix: count directly
             f = min(f, h[node, y])
         else:
             tot = h[node].sum()
@@ -68,6 +68,19 @@ def test_frequencies_follow_the_documented_estimator(model, backoff):
     want = [_brute_frequency(model, q, strings, usable) for q in queries]
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-9)
     assert model.frequency("ab", backoff=backoff) == pytest.approx(got[queries.index(["a", "b"])])
+
+
+def test_chain_estimator_is_the_papers_formula(model):
+    strings = _brute_strings(model)
+    usable = np.ones(model.n_nodes, dtype=bool)
+    queries = [list(t) for k in range(1, 5) for t in itertools.product(ALPHABET, repeat=k)]
+    got = model.frequencies(queries, backoff=None, estimator="chain")
+    want = [_brute_frequency(model, q, strings, usable, chain=True) for q in queries]
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-9)
+    top = model.top_k(10, max_len=4, backoff=None, estimator="chain")
+    np.testing.assert_allclose(np.sort(got)[::-1][:10], top["count"].to_numpy(), rtol=1e-12)
+    with pytest.raises(ParameterError, match="estimator"):
+        model.frequencies(["a"], estimator="mle")
 
 
 def test_single_symbols_converge_at_large_epsilon(data):
