@@ -25,6 +25,7 @@ import polars as pl
 
 import polars_dp  # noqa: F401  (registers df.dp)
 from polars_dp.evaluation import exact_top_k_strings, top_k_precision
+from polars_dp.sequence_model import BACKOFF_Z
 
 from .data import MSNBC_ALPHABET, MSNBC_MAX_LENGTH
 from .metrics import total_variation
@@ -51,7 +52,7 @@ class Configured:
         return self.model.frequencies(strings, **self.options)
 
     def sample(self, n: int, *, seed: Any) -> pl.DataFrame:
-        return self.model.sample(n, seed=seed, backoff=self.options.get("backoff"))
+        return self.model.sample(n, seed=seed, backoff=self.options.get("backoff", BACKOFF_Z))
 
 
 class ExactModel:
