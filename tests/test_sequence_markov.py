@@ -76,11 +76,11 @@ SOURCES = {
 @pytest.fixture
 def noiseless(monkeypatch):
     """Test-only hook: PrivTree's split decisions without noise and leaf histograms without noise."""
-    def split(score, depth, *, lam, delta, theta, rng):
+    def split(score, depth, *, lam, delta, theta, rng, **_):
         return np.maximum(np.asarray(score, float) - depth * delta, theta - delta) > theta
 
     monkeypatch.setattr(seqmech, "privtree_split", split)
-    monkeypatch.setattr(seqmech, "laplace", lambda rng, scale, size=None: np.zeros(size))
+    monkeypatch.setattr(seqmech, "laplace", lambda rng, scale, size=None, **_: np.zeros(size))
 
 
 def _model(seqs, lengths, epsilon, **kw):
@@ -167,7 +167,7 @@ def test_pst_std_exact_on_a_fixed_tree_and_approximate_for_chains(monkeypatch):
     """A fixed tree (noiseless split hook), real leaf noise.  Direct strings: exact std
     ``sqrt(2 b^2 L(u))``.  Chained strings (prefix deeper than the tree): the delta-method
     std is within 25% of the empirical sd at these relative noise levels (< 10%)."""
-    def split(score, depth, *, lam, delta, theta, rng):
+    def split(score, depth, *, lam, delta, theta, rng, **_):
         return (np.asarray(score) > 0) & (depth < 2)  # the root and its children split
 
     monkeypatch.setattr(seqmech, "privtree_split", split)
