@@ -217,3 +217,35 @@ def test_default_cap_bounds_a_huge_alphabet_at_huge_epsilon():
     frame = pl.DataFrame({"s": rng.integers(0, 1000, size=(3000, 12)).tolist()})
     m = frame.dp.privtree_sequences("s", alphabet=alphabet, max_length=12, epsilon=1e6, seed=0)
     assert m.n_nodes <= default_max_nodes(1001) and m.params["capped"]
+
+
+# ---------------------------------------------------------------------- back-off
+def _hand_model(leaf_scale):
+    """Root split into children 0, 1, 2 and '#' (code 3); bins: symbols 0..2 and '&' (code 3)."""
+    from polars_dp.sequence_model import SequenceModel
+    hist = np.array([[600.0, 300.0, 100.0, 1000.0],   # root
+                     [200.0, 100.0, 0.0, 300.0],      # '0'
+                     [100.0, 100.0, 50.0, 50.0],      # '1'
+                     [0.0, 100.0, 50.0, 650.0],       # '2'
+                     [3.0, 0.0, 0.0, 1.0]])           # '#': a noise-sized total
+    return SequenceModel(alphabet=[0, 1, 2], max_length=4, parent=[-1, 0, 0, 0, 0],
+                         prepended=[-1, 0, 1, 2, 3], hist=hist, mechanism="test", epsilon=1.0,
+                         params={"leaf_noise_scale": leaf_scale})
+
+
+def test_back_off_skips_nodes_whose_total_is_noise():
+    """The '#' leaf has total 4 against a total sd of b sqrt(2 beta) = 2 sqrt(8) b: with b = 1 it is
+    below 3 sd and the first symbol follows the root's histogram; with b = 0.1 it is used."""
+    for b, node in ((1.0, 0), (0.1, 4)):
+        m = _hand_model(b)
+        sd = math.sqrt(2 * b * b * 4)
+        assert m.usable()[4] == (4.0 >= 3 * sd)
+        n = 40_000
+        first = m.sample(n, seed=9)["sequence"].list.first()
+        observed = np.array([(first == x).sum() for x in range(3)] + [first.is_null().sum()], dtype=float)
+        p = m.hist[node] / m.hist[node].sum()
+        mask = p > 0
+        assert np.all(observed[~mask] == 0)
+        chi2 = ((observed[mask] - n * p[mask]) ** 2 / (n * p[mask])).sum()
+        assert chi2 < 30.7  # 1e-6 quantile of chi2 with at most 3 degrees of freedom
+    assert np.array_equal(_hand_model(1.0).usable(None), np.ones(5, dtype=bool))
