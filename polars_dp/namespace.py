@@ -80,11 +80,13 @@ class DPNamespace:
 
     def privtree_sequences(self, column: str, *, alphabet: Sequence[Any], max_length: int, epsilon: float,
                            tree_share: float = 0.25, theta: float = 0.0, postprocess: str = "sum_then_clip",
-                           max_nodes: int | None = None, seed: SeedLike = None) -> SequenceModel:
+                           max_nodes: int | None = None, length_share: float = 0.05,
+                           seed: SeedLike = None) -> SequenceModel:
         """Private prediction suffix tree of a sequence column; see :func:`polars_dp.privtree_sequences`."""
         return mechanisms.privtree_sequences(self._frame, column, alphabet=alphabet, max_length=max_length,
                                              epsilon=epsilon, tree_share=tree_share, theta=theta,
-                                             postprocess=postprocess, max_nodes=max_nodes, seed=seed)
+                                             postprocess=postprocess, max_nodes=max_nodes,
+                                             length_share=length_share, seed=seed)
 
     def ngram_sequences(self, column: str, *, alphabet: Sequence[Any], max_length: int, epsilon: float,
                         height: int = 5, seed: SeedLike = None) -> SequenceModel:

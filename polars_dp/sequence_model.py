@@ -100,6 +100,27 @@ def _reversed_contexts(strings: np.ndarray, ends: np.ndarray) -> np.ndarray:
     return np.where(ok, np.take_along_axis(strings, np.where(ok, col, 0), axis=1), -1)
 
 
+def calibrated_stops(stop_p: np.ndarray, free: np.ndarray, target: float, iterations: int = 60) -> np.ndarray:
+    """Stop probabilities with one common log-odds shift on the ``free`` rows so that their mean
+    over all rows equals ``target`` (as nearly as the fixed rows allow); others unchanged."""
+    out = np.asarray(stop_p, dtype=np.float64).copy()
+    if not free.any():
+        return out
+    p = np.clip(out[free], 1e-12, 1 - 1e-12)
+    logit = np.log(p) - np.log1p(-p)
+    fixed_sum = out[~free].sum()
+    want = target * out.size - fixed_sum  # what the free rows must add up to
+    lo, hi = -60.0, 60.0
+    for _ in range(iterations):
+        mid = 0.5 * (lo + hi)
+        if (1.0 / (1.0 + np.exp(-(logit + mid)))).sum() < want:
+            lo = mid
+        else:
+            hi = mid
+    out[free] = 1.0 / (1.0 + np.exp(-(logit + 0.5 * (lo + hi))))
+    return out
+
+
 def _check_estimator(estimator: str) -> None:
     if estimator not in ("direct", "chain"):
         raise ParameterError(
@@ -378,18 +399,36 @@ class SequenceModel(Release):
         order = order[flat_f[order] > 0]  # strings of estimated frequency 0 are not listed
         return strings_frame(self.alphabet, padded[order], flat_f[order])
 
-    def sample(self, n: int, *, seed: SeedLike = None, backoff: float | None = BACKOFF_Z) -> pl.DataFrame:
+    def length_law(self) -> np.ndarray | None:
+        """The released noisy counts of the truncated lengths ``0 .. max_length`` (clipped at 0),
+        or ``None`` when the model has none (``length_share=0``, the n-gram baseline)."""
+        counts = self.params.get("length_counts")
+        if counts is None:
+            return None
+        law = np.maximum(np.asarray(counts, dtype=np.float64), 0.0)
+        return law if law.size == self.max_length + 1 and law.sum() > 0 else None
+
+    def sample(self, n: int, *, seed: SeedLike = None, backoff: float | None = BACKOFF_Z,
+               calibrate: bool = True) -> pl.DataFrame:
         """``n`` synthetic sequences (List column ``sequence``), all advancing one symbol per step.
 
         Each step finds, for every unfinished sequence, the deepest usable node (see
-        :meth:`usable`) whose string is a suffix of ``# s1 … st`` and draws the next symbol from
-        its clipped histogram; ``&`` (or an all-zero histogram) ends the sequence, and none
-        grows past ``max_length`` symbols.
+        :meth:`usable`) whose string is a suffix of ``# s1 … st`` and takes its clipped histogram:
+        stop probability ``p = h+[&] / |h+|``, next symbol from the other bins.  ``&`` (or an
+        all-zero histogram) ends the sequence, and none grows past ``max_length`` symbols.
+
+        ``calibrate`` (when the model released a length law, :meth:`length_law`): at step ``t``
+        every unfinished sequence's stop probability is moved by one common shift ``c_t`` of its
+        log-odds, ``p' = 1 / (1 + exp(-(logit p + c_t)))``, chosen (by bisection) so that the
+        mean of ``p'`` over the unfinished sequences equals the released hazard
+        ``n_t / sum_{u >= t} n_u``.  The sampled lengths then follow the released law (up to
+        sampling error), while the contexts keep their relative stop odds.
         """
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
             raise ParameterError(f"n must be an integer >= 0, got {n!r}")
         rng = make_rng(seed)
         usable = self.usable(backoff)
+        law = self.length_law() if calibrate else None
         a = self.alphabet_size
         generated = np.full((n, self.max_length), -1, dtype=np.int64)
         lengths = np.zeros(n, dtype=np.int64)
@@ -398,10 +437,18 @@ class SequenceModel(Release):
             if alive.size == 0:
                 break
             ctx = np.concatenate([generated[alive, :t][:, ::-1], np.full((alive.size, 1), a)], axis=1)
-            cdf = np.cumsum(self._conditional(deepest_nodes(self.first_child, ctx, usable)), axis=1)
-            draw = (cdf < rng.random(alive.size)[:, None] * cdf[:, -1:]).sum(axis=1)
-            draw = np.where(cdf[:, -1] > 0, np.minimum(draw, a), a)
-            cont = draw < a
+            probs = self._conditional(deepest_nodes(self.first_child, ctx, usable))
+            can_go = probs[:, :a].sum(axis=1) > 0
+            stop_p = np.where(can_go, probs[:, a], 1.0)
+            if law is not None:
+                rest = law[t:].sum()
+                stop_p = calibrated_stops(stop_p, can_go, law[t] / rest if rest > 0 else 1.0)
+            stop = rng.random(alive.size) < stop_p
+            sym = probs[:, :a]
+            cdf = np.cumsum(sym, axis=1)
+            total = np.where(cdf[:, -1] > 0, cdf[:, -1], 1.0)
+            draw = np.minimum((cdf < rng.random(alive.size)[:, None] * total[:, None]).sum(axis=1), a - 1)
+            cont = ~stop & can_go
             generated[alive[cont], t] = draw[cont]
             lengths[alive[cont]] += 1
             alive = alive[cont]

@@ -249,3 +249,36 @@ def test_back_off_skips_nodes_whose_total_is_noise():
         chi2 = ((observed[mask] - n * p[mask]) ** 2 / (n * p[mask])).sum()
         assert chi2 < 30.7  # 1e-6 quantile of chi2 with at most 3 degrees of freedom
     assert np.array_equal(_hand_model(1.0).usable(None), np.ones(5, dtype=bool))
+
+
+# ---------------------------------------------------------------------- length calibration
+def test_calibrated_stops_hit_the_target_and_keep_relative_odds():
+    from polars_dp.sequence_model import calibrated_stops
+    rng = np.random.default_rng(0)
+    p = rng.uniform(0.01, 0.9, 1000)
+    free = rng.random(1000) < 0.8
+    p[~free] = 1.0
+    for target in (0.3, 0.5, 0.9):
+        out = calibrated_stops(p, free, target)
+        assert out.mean() == pytest.approx(target, abs=1e-9)
+        assert np.array_equal(out[~free], p[~free])
+        shift = np.log(out[free] / (1 - out[free])) - np.log(p[free] / (1 - p[free]))
+        assert np.ptp(shift) < 1e-6  # one common log-odds shift
+
+
+def test_released_length_law_calibrates_a_shallow_tree(noiseless):
+    """Noise removed; epsilon small enough that the tree stays shallow and cannot see the
+    position since the start.  The released length law (exact here) fixes the sampled lengths."""
+    max_length, n, m = 10, 40_000, 100_000
+    stop = SOURCES["position_stop"]
+    seqs, lengths = draw_source(np.random.default_rng(11), n, max_length, order2_probs, stop)
+    model = _model(seqs, lengths, epsilon=0.5, length_share=0.1)
+    empirical = np.bincount(lengths, minlength=max_length + 1) / n
+    np.testing.assert_allclose(model.length_law(), empirical * n)
+    tvs = {}
+    for calibrate in (False, True):
+        out = model.sample(m, seed=3, calibrate=calibrate)["sequence"].list.len().to_numpy()
+        tvs[calibrate] = 0.5 * np.abs(np.bincount(out, minlength=max_length + 1) / m - empirical).sum()
+    expected = 0.5 * np.sqrt(empirical * (1 - empirical) / m).sum()  # sampling error alone
+    assert expected < 0.005
+    assert tvs[True] <= 0.02 < tvs[False]
