@@ -7,9 +7,10 @@ distance between the lengths of 200,000 sampled sequences and those of the trunc
 for the PST the root is the sum of all ``L`` noisy leaves, ``b sqrt(2 L)``, for the n-gram one
 noisy count, ``sqrt(2) h l_top / epsilon``.  Rows:
 
-* ``privtree``: ``privtree_sequences`` with the library's defaults (tree_share 0.25, direct
-  estimator, back-off);
-* ``privtree-paper``: tree_share 0.5, the paper's chain formula, no back-off (the library before);
+* ``privtree``: ``privtree_sequences`` with the library's defaults (tree_share 0.25, a length
+  law from 5% of epsilon calibrating the sampler, direct estimator, back-off);
+* ``privtree-paper``: tree_share 0.5, no length law, the paper's chain formula, no back-off
+  (the library before);
 * ``ngram-h5`` / ``ngram-paper``: the n-gram baseline (h = 5) answered both ways;
 * Truncate: exact counts after truncation (NOT private; epsilon does not apply).
 
@@ -61,7 +62,7 @@ def main(argv: list[str] | None = None) -> None:
             lf, "pages", alphabet=ALPHABET, max_length=MAX_LENGTH, epsilon=eps, seed=seed), {}),
         "privtree-paper": (lambda eps, seed: privtree_sequences(
             lf, "pages", alphabet=ALPHABET, max_length=MAX_LENGTH, epsilon=eps, tree_share=0.5,
-            seed=seed), PAPER),
+            length_share=0.0, seed=seed), PAPER),
         "ngram-h5": (lambda eps, seed: ngram_sequences(
             lf, "pages", alphabet=ALPHABET, max_length=MAX_LENGTH, epsilon=eps, height=5, seed=seed), {}),
         "ngram-paper": (lambda eps, seed: ngram_sequences(

@@ -7,9 +7,10 @@ variation distances: ``tv_length`` between the length law of ``SAMPLES`` sequenc
 the model and that of the truncated data; ``tv_pairs`` between the true distribution of
 length-2 strings (occurrences of each of the |I|^2 pairs, normalised) and the model's estimate.
 
-Both private models run twice: with the library's defaults (the PST with ``tree_share=0.25``;
-both answering with the direct estimator and the back-off of :mod:`polars_dp.sequence_model`)
-and in the paper's configuration (``tree_share=0.5``, the chain formula for frequencies, no
+Both private models run twice: with the library's defaults (the PST with ``tree_share=0.25``
+and a length law from 5% of epsilon that calibrates its sampler; both answering with the
+direct estimator and the back-off of :mod:`polars_dp.sequence_model`) and in the paper's
+configuration (``tree_share=0.5``, no length law, the chain formula for frequencies, no
 back-off), which is what the library did before.
 """
 
@@ -52,7 +53,8 @@ class Configured:
         return self.model.frequencies(strings, **self.options)
 
     def sample(self, n: int, *, seed: Any) -> pl.DataFrame:
-        return self.model.sample(n, seed=seed, backoff=self.options.get("backoff", BACKOFF_Z))
+        return self.model.sample(n, seed=seed, backoff=self.options.get("backoff", BACKOFF_Z),
+                                 calibrate=self.options.get("estimator") != "chain")
 
 
 class ExactModel:
@@ -84,7 +86,7 @@ def models(alphabet: Sequence[int] = MSNBC_ALPHABET, max_length: int = MSNBC_MAX
 
     def pst(share: float | None, options: dict) -> Model:
         def build(frame: pl.DataFrame, eps: float, seed: Any) -> Any:
-            extra = {} if share is None else {"tree_share": share}
+            extra = {} if share is None else {"tree_share": share, "length_share": 0.0}
             return Configured(frame.dp.privtree_sequences(
                 "pages", alphabet=list(alphabet), max_length=max_length, epsilon=eps, seed=seed, **extra),
                 **options)
