@@ -43,9 +43,11 @@ of every bin is ``2 b^2 L(v)`` for ``L(v)`` leaves below ``v``, which
 empty bin adds about ``b / 2``, which accumulates over large subtrees and flattens the
 conditionals (on msnbc it cost 0.1 to 0.45 top-k precision); its error bars are not exact.
 
-Budget split: ``tree_share = 0.25`` by default.  Every internal histogram is a sum of leaf
-noise, so the leaves' budget matters more than a finer tree (on msnbc, 0.25 instead of 0.5
-raised top-100 precision by 0.02 to 0.17; see docs/results/sequences.md).
+Budget split: ``tree_share = 0.25`` and ``length_share = 0.05`` by default, the leaves get the
+rest.  Every internal histogram is a sum of leaf noise, so the leaves' budget matters more than
+a finer tree (on msnbc at epsilon 0.1, 0.25 instead of 0.5 raised top-100 precision from 0.79 to
+0.845 with the direct estimator, from 0.67 to 0.81 with the paper's chain formula; little at
+epsilon >= 0.4; see docs/sequences.md).
 
 Public rules that shape the tree: nodes starting with ``#`` never split, no node deeper
 than ``l_top`` splits (no context is longer than ``l_top``), and the ``max_nodes`` cap.
