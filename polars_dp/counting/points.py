@@ -1,4 +1,8 @@
-"""Polars glue of the spatial mechanisms: read the point columns once, validate them.
+"""Points of the spatial mechanisms: counts per grid cell (any engine) or the points themselves.
+
+:func:`grid_counts` and :func:`finest_cells` count the points per cell of a public grid of the
+box in the engine holding them (:mod:`polars_dp.counting.engines`); :func:`collect_points` reads
+the point columns of a Polars input into numpy (exact references for experiments).
 
 Only the declared columns are collected (streaming engine on a LazyFrame).  A null, NaN or a
 value outside the declared box raises :class:`DomainError` by default.  Opt-ins:
@@ -9,21 +13,25 @@ outside values onto the nearest face of the box (a per-row map, again privacy-ne
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import polars as pl
 
-from polars_dp.counting.frequency import as_lazy, check_row_options
-from polars_dp.domains.box import Box
+from polars_dp.counting import engines
+from polars_dp.counting.frequency import check_row_options
+from polars_dp.counting.spec import CountSpec
+from polars_dp.domains.box import Box, grid_axes
 from polars_dp.errors import ColumnNotFoundError, DomainError, ParameterError
 
 
 def collect_points(frame: Any, box: Box, *, on_out_of_domain: str = "raise",
                    nulls: str = "raise") -> list[np.ndarray]:
-    """One float64 numpy array per column of ``box`` (the private points, read once)."""
+    """One float64 numpy array per column of ``box`` (the private points, read once; any input
+    of :mod:`polars_dp.counting.engines`)."""
     check_row_options(on_out_of_domain, nulls)
-    lf = as_lazy(frame)
+    lf = engines.point_columns(frame, box.columns)
     schema = lf.collect_schema()
     for c in box.columns:
         if c not in schema:
@@ -60,4 +68,23 @@ def collect_points(frame: Any, box: Box, *, on_out_of_domain: str = "raise",
     return out
 
 
-__all__ = ["collect_points"]
+def grid_counts(data: Any, box: Box, m: int, *, on_out_of_domain: str = "raise", nulls: str = "raise",
+                count_column: str | None = None) -> np.ndarray:
+    """Points per cell of the ``m``-per-side grid of ``box``: flat float64, C order over
+    ``box.columns`` (cell rule of :func:`polars_dp.kernels.grid.grid_cells`)."""
+    spec = CountSpec.make(grid_axes(box, m), on_out_of_domain=on_out_of_domain, nulls=nulls,
+                          count_column=count_column)
+    return engines.count(data, spec, dense=True)
+
+
+def finest_cells(data: Any, box: Box, bits: int, key: Callable[[list[np.ndarray]], np.ndarray], *,
+                 on_out_of_domain: str = "raise", nulls: str = "raise", count_column: str | None = None
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """Points snapped to the ``2^bits``-per-side grid of ``box``: sorted unique int64 keys
+    ``key(per-dimension cells)`` (e.g. Morton codes) and their int64 counts."""
+    spec = CountSpec.make(grid_axes(box, 1 << bits), on_out_of_domain=on_out_of_domain, nulls=nulls,
+                          count_column=count_column, key=key)
+    return engines.count(data, spec, dense=False)
+
+
+__all__ = ["collect_points", "finest_cells", "grid_counts"]
