@@ -37,6 +37,7 @@ import numpy as np
 import polars as pl
 
 from polars_dp.counting.frequency import check_domain_size
+from polars_dp.counting.engines import rereadable
 from polars_dp.counting.points import collect_points, grid_counts
 from polars_dp.domains.box import Box, as_box
 from polars_dp.kernels.grid import flat_cells, grid_boxes, grid_cells
@@ -86,6 +87,8 @@ def uniform_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsil
     sens = histogram_sensitivity(neighbours)
     rng = make_rng(seed)
     opts = {"on_out_of_domain": on_out_of_domain, "nulls": nulls, "count_column": count_column}
+    if n is None:  # two passes (N, then the grid): a one-shot stream keeps the point columns only
+        frame = rereadable(frame, [*box.columns, *([count_column] if count_column else [])])
     n_used, eps_grid, n_how = _budget_for_n(lambda: grid_counts(frame, box, 1, **opts).sum(), n, n_share,
                                             epsilon, neighbours, rng, nulls)
     m = grid_side(n_used, eps_grid, c, box.d)

@@ -17,10 +17,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import duckdb
 import numpy as np
 import polars as pl
 import pyarrow as pa
+from duckdb import ColumnExpression, DuckDBPyRelation
 
 from polars_dp.counting.engines.arrow import as_reader, count_stream
 from polars_dp.counting.engines.duckdb import count_duckdb
@@ -44,7 +44,7 @@ def engine_of(data: Any) -> str:
     """``"polars"``, ``"arrow"``, ``"duckdb"`` or ``"spark"``; ParameterError for anything else."""
     if isinstance(data, (pl.DataFrame, pl.LazyFrame, pa.Table, pa.RecordBatch)):
         return "polars"
-    if isinstance(data, duckdb.DuckDBPyRelation):
+    if isinstance(data, DuckDBPyRelation):
         return "duckdb"
     if is_spark(data):
         return "spark"
@@ -83,10 +83,18 @@ def point_columns(data: Any, columns: Sequence[str]) -> pl.LazyFrame:
         return pl.DataFrame(pl.from_arrow(reader.read_all())).lazy()
     if engine == "duckdb":
         CountSpec(()).check_names(columns, data.columns)
-        table = data.select(*[duckdb.ColumnExpression(c) for c in columns]).arrow().read_all()
+        table = data.select(*[ColumnExpression(c) for c in columns]).arrow().read_all()
         return pl.DataFrame(pl.from_arrow(table)).lazy()
     CountSpec(()).check_names(columns, data.columns)
     return pl.DataFrame(pl.from_arrow(data.select(*[data[c] for c in columns]).toArrow())).lazy()
 
 
-__all__ = ["ACCEPTED", "count", "engine_of", "point_columns"]
+def rereadable(data: Any, columns: Sequence[str]) -> Any:
+    """``data`` itself when it can be read twice; an Arrow stream (read once) is replaced by a
+    Polars frame of ``columns`` only, for mechanisms that need two passes."""
+    if engine_of(data) == "arrow":
+        return point_columns(data, columns).collect()
+    return data
+
+
+__all__ = ["ACCEPTED", "count", "engine_of", "point_columns", "rereadable"]
