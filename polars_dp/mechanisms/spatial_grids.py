@@ -36,8 +36,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from polars_dp.counting.frequency import check_domain_size
 from polars_dp.counting.engines import rereadable
+from polars_dp.counting.frequency import check_domain_size
 from polars_dp.counting.points import collect_points, grid_counts
 from polars_dp.domains.box import Box, as_box
 from polars_dp.kernels.grid import flat_cells, grid_boxes, grid_cells
