@@ -1,9 +1,9 @@
 """Adding up (key, count) pieces from any engine into one aggregate.
 
-Dense (a frequency matrix or a grid): the float64 result is allocated once.  A piece that is
-large against the domain is scattered with ``np.bincount`` (for a single piece, the int64
-bincount output is converted to float64 in its own buffer, so nothing is allocated twice);
-a small piece is reduced with ``np.unique`` first and added at its few cells.
+Dense (a frequency matrix or a grid): the float64 result is allocated once, by
+``np.bincount`` of the first piece (its int64 output converted to float64 in its own buffer,
+so nothing is allocated twice).  A later piece that is large against the domain is added with
+``np.bincount``; a small one is reduced with ``np.unique`` first and added at its few cells.
 
 Sparse (PrivTree's finest cells): pieces are reduced to sorted unique keys with summed counts
 (re-reduced whenever they pile up), returned as int64 ``(keys, counts)``.
@@ -51,7 +51,7 @@ class Accumulator:
                 self._held = self._pieces[0][0].size
             return
         w = None if counts is None else counts.astype(np.float64)
-        if self._dense is None and 4 * keys.size >= self.n_cells:
+        if self._dense is None:  # the first piece allocates the result: bincount writes it
             if w is not None:
                 self._dense = np.bincount(keys, weights=w, minlength=self.n_cells)
             else:
@@ -59,8 +59,6 @@ class Accumulator:
                 self._dense = out.view(np.float64)
                 np.copyto(self._dense, out, casting="unsafe")
             return
-        if self._dense is None:
-            self._dense = np.zeros(self.n_cells, dtype=np.float64)
         if 4 * keys.size >= self.n_cells:
             self._dense += np.bincount(keys, weights=w, minlength=self.n_cells)
         else:

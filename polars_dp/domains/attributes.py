@@ -300,9 +300,10 @@ class Nominal(Attribute):
     def index_expr(self, dtype: pl.DataType, *, clamp: bool = False) -> pl.Expr:
         col = pl.col(self.column)
         self._check_dtype(dtype)
-        if self._leaf_type is str:
-            value = col.cast(pl.String)
-        elif self._leaf_type is bool:
+        if self._leaf_type is str:  # an Enum cast is a hash lookup; unknown labels become null
+            enum = pl.Enum(list(self.hierarchy.leaves))
+            return col.cast(pl.String).cast(enum, strict=False).to_physical().cast(pl.Int64)
+        if self._leaf_type is bool:
             value = col
         else:
             value = col.cast(pl.Int64)
