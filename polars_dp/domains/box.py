@@ -85,7 +85,10 @@ class GridAxis:
         if clamp:
             x = x.clip(self.lo, self.hi)
         inside = x.is_not_nan() & (x >= self.lo) & (x <= self.hi)
-        idx = ((x - self.lo) * self.scale).floor().clip(0, self.m - 1).cast(pl.Int64)
+        if self.m == 1:  # one cell: only validity matters (the row count of the box)
+            idx = pl.lit(0, dtype=pl.Int64)
+        else:
+            idx = ((x - self.lo) * self.scale).floor().clip(0, self.m - 1).cast(pl.Int64)
         return pl.when(inside).then(idx).otherwise(None).cast(pl.Int64)
 
     def valid_sql(self, column_sql: str, dtype: pl.DataType, dialect: str) -> str:
@@ -100,7 +103,8 @@ class GridAxis:
         if clamp:
             x = f"(CASE WHEN {x} < {lo} THEN {lo} WHEN {x} > {hi} THEN {hi} ELSE {x} END)"
         raw = f"FLOOR(({x} - {lo}) * {sql.double_sql(self.scale)})"
-        idx = f"LEAST(GREATEST({raw}, {sql.double_sql(0)}), {sql.double_sql(self.m - 1)})"
+        idx = (sql.double_sql(0) if self.m == 1
+               else f"LEAST(GREATEST({raw}, {sql.double_sql(0)}), {sql.double_sql(self.m - 1)})")
         return f"(CASE WHEN NOT {nan} AND {x} >= {lo} AND {x} <= {hi} THEN CAST({idx} AS BIGINT) END)"
 
     def invalid_error(self, dtype: pl.DataType, nulls: int, nans: int, outside: int, example: object
