@@ -234,3 +234,16 @@ def test_spatial_errors_match_across_engines():
             pdp.privtree(data, ["x", "y"], bounds=[(0, 1), (-1, 1)], epsilon=1.0)
         messages.add(str(e.value))
     assert len(messages) == 1
+
+
+@pytest.mark.parametrize("mechanism", [pdp.privtree, pdp.uniform_grid, pdp.adaptive_grid, pdp.privelet_grid])
+@pytest.mark.parametrize("neighbours", ["add_remove", "replace"])
+def test_count_column_gives_the_release_of_the_individual_points(mechanism, neighbours):
+    pts = pl.concat([points(1500), points(1500).head(400)])  # repeated points
+    grouped = pts.group_by(["x", "y"]).len("n")
+    assert grouped.height < pts.height
+    kw = {"bounds": [(0, 1), (-1, 1)], "epsilon": 1.0, "seed": 8, "neighbours": neighbours}
+    rel = duckdb.connect().from_arrow(grouped.to_arrow())
+    _same_release(mechanism(rel, ["x", "y"], count_column="n", **kw), mechanism(pts, ["x", "y"], **kw))
+    with pytest.raises(pdp.DomainError, match="count column 'n' has a negative count"):
+        mechanism(grouped.with_columns(pl.col("n").cast(pl.Int64) - 2), ["x", "y"], count_column="n", **kw)

@@ -21,7 +21,7 @@ import polars as pl
 
 from polars_dp.counting import engines
 from polars_dp.counting.frequency import check_row_options
-from polars_dp.counting.spec import CountSpec
+from polars_dp.counting.spec import CountSpec, check_count_dtype, check_counts
 from polars_dp.domains.box import Box, grid_axes
 from polars_dp.errors import ColumnNotFoundError, DomainError, ParameterError
 
@@ -30,19 +30,35 @@ def collect_points(frame: Any, box: Box, *, on_out_of_domain: str = "raise",
                    nulls: str = "raise") -> list[np.ndarray]:
     """One float64 numpy array per column of ``box`` (the private points, read once; any input
     of :mod:`polars_dp.counting.engines`)."""
+    return collect_weighted_points(frame, box, on_out_of_domain=on_out_of_domain, nulls=nulls)[0]
+
+
+def collect_weighted_points(frame: Any, box: Box, *, on_out_of_domain: str = "raise", nulls: str = "raise",
+                            count_column: str | None = None) -> tuple[list[np.ndarray], np.ndarray | None]:
+    """:func:`collect_points` plus the int64 counts of ``count_column`` (None without one)."""
     check_row_options(on_out_of_domain, nulls)
-    lf = engines.point_columns(frame, box.columns)
+    wanted = [*box.columns, *([count_column] if count_column else [])]
+    lf = engines.point_columns(frame, wanted)
     schema = lf.collect_schema()
-    for c in box.columns:
+    for c in wanted:
         if c not in schema:
             raise ColumnNotFoundError(f"column {c!r} is not in the input; columns: {schema.names()}")
+    for c in box.columns:
         if not schema[c].is_numeric():
             raise ParameterError(f"column {c!r} has type {schema[c]}; spatial columns must be numeric")
-    lf = lf.select(pl.col(c).cast(pl.Float64) for c in box.columns)
+    if count_column:
+        check_count_dtype(count_column, schema[count_column])
+    lf = lf.select(*(pl.col(c).cast(pl.Float64) for c in box.columns),
+                   *([pl.col(count_column).cast(pl.Int64).alias("_w")] if count_column else []))
     if nulls == "drop":
         lf = lf.filter(pl.all_horizontal(pl.col(c).is_not_null() & pl.col(c).is_not_nan()
                                          for c in box.columns))
     df = lf.collect(engine="streaming")
+    weights = None
+    if count_column:
+        w = df["_w"]
+        check_counts(count_column, w.null_count(), w.min())
+        weights = w.to_numpy()
     out = []
     for j, c in enumerate(box.columns):
         s = df[c]
@@ -65,7 +81,7 @@ def collect_points(frame: Any, box: Box, *, on_out_of_domain: str = "raise",
                     f"e.g. {bad[0]!r}; declare wider bounds or pass on_out_of_domain='clamp'"
                 )
         out.append(x)
-    return out
+    return out, weights
 
 
 def grid_counts(data: Any, box: Box, m: int, *, on_out_of_domain: str = "raise", nulls: str = "raise",
@@ -87,4 +103,4 @@ def finest_cells(data: Any, box: Box, bits: int, key: Callable[[list[np.ndarray]
     return engines.count(data, spec, dense=False)
 
 
-__all__ = ["collect_points", "finest_cells", "grid_counts"]
+__all__ = ["collect_points", "collect_weighted_points", "finest_cells", "grid_counts"]

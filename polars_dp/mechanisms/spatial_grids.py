@@ -38,7 +38,7 @@ import polars as pl
 
 from polars_dp.counting.engines import rereadable
 from polars_dp.counting.frequency import check_domain_size
-from polars_dp.counting.points import collect_points, grid_counts
+from polars_dp.counting.points import collect_weighted_points, grid_counts
 from polars_dp.domains.box import Box, as_box
 from polars_dp.kernels.grid import flat_cells, grid_boxes, grid_cells
 from polars_dp.noise import SeedLike, check_epsilon, check_fraction, histogram_sensitivity, laplace, make_rng
@@ -105,8 +105,13 @@ def uniform_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsil
 def adaptive_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: float,
                   n: int | None = None, n_share: float = 0.05, alpha: float = 0.5, c: float = 10.0,
                   c2: float = 5.0, neighbours: str = "add_remove", seed: SeedLike = None,
-                  on_out_of_domain: str = "raise", nulls: str = "raise") -> TreeRelease:
-    """AG: a two-level adaptive grid with constrained inference (see module docstring)."""
+                  on_out_of_domain: str = "raise", nulls: str = "raise", count_column: str | None = None
+                  ) -> TreeRelease:
+    """AG: a two-level adaptive grid with constrained inference (see module docstring).
+
+    ``frame``: any input of :mod:`polars_dp.counting.engines`; the second level's cells depend
+    on the noisy first level, so AG reads the point columns themselves (only those, from DuckDB
+    or Spark).  ``count_column``: pre-aggregated rows (see :mod:`polars_dp.counting.spec`)."""
     box = as_box(columns, bounds)
     d = box.d
     epsilon = check_epsilon(epsilon)
@@ -114,16 +119,17 @@ def adaptive_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsi
     c, c2 = check_epsilon(c, "c"), check_epsilon(c2, "c2")
     sens = histogram_sensitivity(neighbours)
     rng = make_rng(seed)
-    points = collect_points(frame, box, on_out_of_domain=on_out_of_domain, nulls=nulls)
-    n_used, eps_grid, n_how = _budget_for_n(lambda: points[0].size, n, n_share, epsilon, neighbours, rng,
-                                            nulls)
+    points, weights = collect_weighted_points(frame, box, on_out_of_domain=on_out_of_domain, nulls=nulls,
+                                              count_column=count_column)
+    n_points = points[0].size if weights is None else int(weights.sum())
+    n_used, eps_grid, n_how = _budget_for_n(lambda: n_points, n, n_share, epsilon, neighbours, rng, nulls)
     eps1, eps2 = alpha * eps_grid, (1 - alpha) * eps_grid
     m1 = max(10, math.ceil(grid_side(n_used, eps_grid, c, d) / 4))
     n_cells = check_domain_size((m1,) * d, bytes_per_cell=64)
 
     per_dim = grid_cells(points, box, m1)
     cell = flat_cells(per_dim, m1)
-    v = np.bincount(cell, minlength=n_cells) + laplace(rng, sens / eps1, n_cells)
+    v = np.bincount(cell, weights, minlength=n_cells) + laplace(rng, sens / eps1, n_cells)
     m2 = np.maximum(1, np.ceil((np.maximum(v, 0.0) * eps2 / c2) ** (2.0 / (d + 2)))).astype(np.int64)
     sub_cells = m2**d
     check_domain_size((int(sub_cells.sum()),), bytes_per_cell=64)
@@ -135,7 +141,7 @@ def adaptive_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsi
     for j, x in enumerate(points):
         pos = (x - box.lo[j]) * (m1 / box.width[j]) - per_dim[j]
         leaf = leaf + np.clip(np.floor(pos * pm2), 0, pm2 - 1).astype(np.int64) * pm2 ** (d - 1 - j)
-    u = np.bincount(leaf, minlength=n_leaves) + laplace(rng, sens / eps2, n_leaves)
+    u = np.bincount(leaf, weights, minlength=n_leaves) + laplace(rng, sens / eps2, n_leaves)
 
     owner = np.repeat(np.arange(n_cells), sub_cells)
     u = constrained_inference(v, u, owner, alpha)

@@ -78,11 +78,10 @@ def count_polars(frame: pl.DataFrame | pl.LazyFrame, spec: CountSpec, *, dense: 
     else:
         batches = query.collect_batches(chunk_size=BATCH_ROWS, maintain_order=False, engine="streaming")
     acc = Accumulator(spec.n_cells, dense)
-    for batch in batches:
-        if not add_batch(acc, batch, spec):
-            if hasattr(batches, "close"):
-                batches.close()
-            raise invalid_error(spec, dtypes, polars_stats(lf, spec, schema))
+    complete = all(add_batch(acc, batch, spec) for batch in batches)
+    if not complete:
+        del batches  # stops the stream before the second (error-path) pass
+        raise invalid_error(spec, dtypes, polars_stats(lf, spec, schema))
     return acc.dense() if dense else acc.sparse()
 
 
