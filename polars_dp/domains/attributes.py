@@ -30,6 +30,8 @@ from polars_dp.errors import DomainError, ParameterError, QueryError
 #: Values this many cell widths below a float bin boundary count as on it (absorbs the
 #: rounding of decimal widths such as 0.1; integer domains use exact integer arithmetic).
 FLOAT_TOLERANCE = 1e-9
+#: Nominal string attributes with at most this many leaves are matched by comparisons.
+SMALL_NOMINAL = 8
 
 
 def _is_int(x: Any) -> bool:
@@ -300,9 +302,16 @@ class Nominal(Attribute):
     def index_expr(self, dtype: pl.DataType, *, clamp: bool = False) -> pl.Expr:
         col = pl.col(self.column)
         self._check_dtype(dtype)
-        if self._leaf_type is str:  # an Enum cast is a hash lookup; unknown labels become null
-            enum = pl.Enum(list(self.hierarchy.leaves))
-            return col.cast(pl.String).cast(enum, strict=False).to_physical().cast(pl.Int64)
+        if self._leaf_type is str:
+            value = col.cast(pl.String)
+            leaves = list(self.hierarchy.leaves)
+            if len(leaves) <= SMALL_NOMINAL:  # a few comparisons beat a hash lookup
+                expr = pl.when(value == leaves[0]).then(0)
+                for i, leaf in enumerate(leaves[1:], 1):
+                    expr = expr.when(value == leaf).then(i)
+                return expr.otherwise(None).cast(pl.Int64)
+            # an Enum cast is a hash lookup; unknown labels become null
+            return value.cast(pl.Enum(leaves), strict=False).to_physical().cast(pl.Int64)
         if self._leaf_type is bool:
             value = col
         else:
