@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -23,10 +24,7 @@ def spark():
     Skips only when pyspark or Java is missing; Spark start-up is paid once, by the tests that
     ask for this fixture.
     """
-    import shutil
-
-    pyspark = pytest.importorskip("pyspark", reason="pyspark is not installed (pip install '.[spark]')")
-    del pyspark
+    pytest.importorskip("pyspark", reason="pyspark is not installed (pip install '.[spark]')")
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
         pytest.skip("Spark needs Java (no java on PATH and JAVA_HOME unset)")
     from pyspark.sql import SparkSession
