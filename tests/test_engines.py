@@ -7,6 +7,8 @@ Spark has its own module (tests/test_spark.py) so that its start-up stays out of
 
 from __future__ import annotations
 
+import inspect
+
 import duckdb
 import numpy as np
 import polars as pl
@@ -247,3 +249,23 @@ def test_count_column_gives_the_release_of_the_individual_points(mechanism, neig
     _same_release(mechanism(rel, ["x", "y"], count_column="n", **kw), mechanism(pts, ["x", "y"], **kw))
     with pytest.raises(pdp.DomainError, match="count column 'n' has a negative count"):
         mechanism(grouped.with_columns(pl.col("n").cast(pl.Int64) - 2), ["x", "y"], count_column="n", **kw)
+
+
+@pytest.mark.parametrize("kind", ["duckdb", "arrow_reader"])
+@pytest.mark.parametrize(("attribute", "values"), [
+    (pdp.Ordinal("v", 0.0, 1.0, width=0.1), [0.0, 0.05, 0.1, 0.3, 0.7, 0.99, 1.0, 0.6000000000000001]),
+    (pdp.Ordinal("v", 0, 10, width=5), [0.0, 4.99, 5.0, 10.0]),           # integer domain, float column
+    (pdp.Ordinal("v", -3, 3, width=2), [-3, -2, -1, 0, 3]),                # exact integer arithmetic
+    (pdp.Ordinal("v", -1e6, 1e6, width=1e6 / 7), [-1e6, 0.0, 1e6 / 7, 3e6 / 7, 1e6]),
+    (pdp.Nominal("v", categories=[True, False]), [False, True, True]),
+    (pdp.Nominal("v", categories=[-5, 100, 7]), [7, -5, 100]),
+])
+def test_sql_cells_equal_polars_cells_at_bin_boundaries(kind, attribute, values):
+    frame = pl.DataFrame({"v": values})
+    np.testing.assert_array_equal(frequency_matrix(inputs(frame)[kind], [attribute]),
+                                  frequency_matrix(frame, [attribute]))
+
+
+def test_namespace_exposes_the_new_options():
+    assert "count_column" in inspect.signature(pl.DataFrame({"a": [1]}).dp.basic).parameters
+    assert "resolution" in inspect.signature(pl.DataFrame({"a": [1]}).dp.privtree).parameters
