@@ -182,7 +182,8 @@ class Ordinal(Attribute):
         if clamp:
             value = value.clip(self.lo, self.hi)
         if exact:
-            idx = (value - self.lo) // self.width
+            idx = value if self.lo == 0 else value - self.lo
+            idx = idx if self.width == 1 else idx // self.width
         else:
             idx = ((value - self.lo) / self.width + FLOAT_TOLERANCE).floor()
             idx = idx.clip(0, self.n_cells - 1).cast(pl.Int64)
@@ -319,7 +320,7 @@ class Nominal(Attribute):
             a = self._contiguous_start()
             if a is not None:  # leaves a..a+n-1 in order: the cell is value - a
                 inside = (value >= a) & (value <= a + self.n_cells - 1)
-                return pl.when(inside).then(value - a).otherwise(None).cast(pl.Int64)
+                return pl.when(inside).then(value if a == 0 else value - a).otherwise(None).cast(pl.Int64)
         return value.replace_strict(
             list(self.hierarchy.leaves), list(range(self.n_cells)), default=None,
             return_dtype=pl.Int64,

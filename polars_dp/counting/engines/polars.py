@@ -30,9 +30,10 @@ def prepare(schema: pl.Schema, spec: CountSpec) -> tuple[list[pl.Expr], pl.Expr 
         check_count_dtype(spec.count_column, schema[spec.count_column])
     idx = [a.index_expr(d, clamp=spec.clamp) for a, d in zip(spec.axes, dtypes, strict=True)]
     if spec.key is None:
-        flat = pl.lit(0, dtype=pl.Int64)
-        for e, s in zip(idx, strides(spec.shape), strict=True):
-            flat = flat + e * s
+        terms = [e if s == 1 else e * s for e, s in zip(idx, strides(spec.shape), strict=True)]
+        flat = terms[0]
+        for term in terms[1:]:
+            flat = flat + term
         keys = [flat.alias("_cell")]
     else:
         keys = [e.alias(f"_i{k}") for k, e in enumerate(idx)]
@@ -71,12 +72,12 @@ def count_polars(frame: pl.DataFrame | pl.LazyFrame, spec: CountSpec, *, dense: 
     keys, drop, dtypes = prepare(schema, spec)
     if drop is not None:
         lf = lf.filter(drop)
-    query = lf.select(keys)
     batches: Iterable[pl.DataFrame]
-    if isinstance(frame, pl.DataFrame):
-        batches = [query.collect(engine="in-memory")]
+    if isinstance(frame, pl.DataFrame):  # eager: no query-plan overhead
+        batches = [(frame if drop is None else frame.filter(drop)).select(keys)]
     else:
-        batches = query.collect_batches(chunk_size=BATCH_ROWS, maintain_order=False, engine="streaming")
+        batches = lf.select(keys).collect_batches(chunk_size=BATCH_ROWS, maintain_order=False,
+                                                  engine="streaming")
     acc = Accumulator(spec.n_cells, dense)
     complete = all(add_batch(acc, batch, spec) for batch in batches)
     if not complete:
