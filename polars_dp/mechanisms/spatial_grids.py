@@ -165,6 +165,9 @@ def privelet_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsi
     paper's resolution is not recovered (spec §2.12).  Privacy is Privelet's: Laplace
     ``rho / epsilon`` per wavelet coefficient with ``rho = prod_j (1 + bits)`` under add/remove
     (``2 rho / epsilon`` under replace), see :func:`polars_dp.privelet`.
+
+    ``frame``: any input of :mod:`polars_dp.counting.engines` (the grid counts are computed in
+    that engine); ``count_column``: pre-aggregated rows (see :mod:`polars_dp.counting.spec`).
     """
     from polars_dp.domains.attributes import Ordinal
     from polars_dp.mechanisms.privelet import privelet
