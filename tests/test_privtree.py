@@ -100,7 +100,7 @@ def test_empty_data_split_probabilities_and_tree_size():
     depth1_nodes = depth1_split = 0
     empty = np.zeros(0, dtype=np.int64)
     for i in range(runs):
-        starts, depths, counts = grow_tree(empty, layout, lam=lam, delta=delta, theta=0.0, rng=rng)
+        starts, depths, counts = grow_tree(empty, None, layout, lam=lam, delta=delta, theta=0.0, rng=rng)
         assert not counts.any()
         sizes[i] = node_counts(starts, depths, beta)
         if starts.size > 1:
@@ -126,7 +126,7 @@ def test_split_probability_of_a_populated_node_follows_the_biased_clamped_count(
     runs = 4000
     root = child = 0
     for _ in range(runs):
-        starts, depths, _ = grow_tree(codes, layout, lam=lam, delta=delta, theta=theta, rng=rng)
+        starts, depths, _ = grow_tree(codes, None, layout, lam=lam, delta=delta, theta=theta, rng=rng)
         if starts.size > 1:
             root += 1
             child += int(depths[0] > 1)  # the populated depth-1 child (first in code order) split

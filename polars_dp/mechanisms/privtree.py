@@ -28,40 +28,49 @@ The leaves partition the box, so their counts have L1 sensitivity 1 and get
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from polars_dp.counting.points import collect_points
+from polars_dp.counting.points import finest_cells
 from polars_dp.domains.box import as_box
 from polars_dp.kernels.morton import (
     MortonLayout,
     check_fanout,
-    grid_coordinates,
     morton_codes,
     resolution_bits,
 )
 from polars_dp.mechanisms.privtree_rule import check_theta, privtree_delta, privtree_lambda, privtree_split
 from polars_dp.noise import SeedLike, check_epsilon, check_fraction, histogram_sensitivity, laplace, make_rng
+from polars_dp.params import check_int
 from polars_dp.releases.tree import TreeRelease
 
 
-def grow_tree(codes: np.ndarray, layout: MortonLayout, *, lam: float, delta: float, theta: float,
-              rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Run PrivTree's split decisions on sorted Morton ``codes``, one level at a time.
+def grow_tree(codes: np.ndarray, counts: np.ndarray | None, layout: MortonLayout, *, lam: float,
+              delta: float, theta: float, rng: np.random.Generator
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Run PrivTree's split decisions on sorted Morton ``codes`` carrying ``counts`` points each
+    (the finest cells and their counts; ``None``: one point per code), one level at a time.
 
     Returns the leaves' first codes (sorted), depths and exact counts.  Every node of a level
-    gets its count from two ``searchsorted`` calls and its own Laplace draw.
+    gets its count from two ``searchsorted`` calls over the cumulative counts and its own
+    Laplace draw, so unique weighted codes give the same tree as the repeated codes.
     """
+    if counts is None:
+        cum = np.arange(codes.size + 1, dtype=np.int64)
+    else:
+        cum = np.zeros(codes.size + 1, dtype=np.int64)
+        np.cumsum(counts, out=cum[1:])
     prefixes = np.zeros(1, dtype=np.int64)
     children = np.arange(layout.fanout, dtype=np.int64)
     starts, depths, counts = [], [], []
     for depth in range(layout.max_depth + 1):
         shift = layout.shift(depth)
         first = prefixes << shift
-        c = (np.searchsorted(codes, first + (np.int64(1) << shift), side="left")
-             - np.searchsorted(codes, first, side="left"))
+        c = (cum[np.searchsorted(codes, first + (np.int64(1) << shift), side="left")]
+             - cum[np.searchsorted(codes, first, side="left")])
         if depth == layout.max_depth:
             split = np.zeros(prefixes.size, dtype=bool)
         else:
@@ -81,12 +90,16 @@ def grow_tree(codes: np.ndarray, layout: MortonLayout, *, lam: float, delta: flo
 def privtree(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: float,
              fanout: int | None = None, theta: float = 0.0, tree_share: float = 0.5,
              neighbours: str = "add_remove", seed: SeedLike = None, on_out_of_domain: str = "raise",
-             nulls: str = "raise") -> TreeRelease:
+             nulls: str = "raise", resolution: int | None = None, count_column: str | None = None
+             ) -> TreeRelease:
     """Release a PrivTree decomposition of the points ``columns`` inside the public ``bounds``.
 
     Parameters
     ----------
-    frame : Polars DataFrame / LazyFrame or pyarrow Table (private; only ``columns`` are read).
+    frame : private points: a Polars DataFrame / LazyFrame, pyarrow Table or Arrow stream, a
+        DuckDB relation or a Spark DataFrame.  The points are snapped to the public grid of
+        ``2^resolution`` cells per axis in that engine, which returns only the counts per
+        finest cell; the tree is grown from those weighted cells.
     columns : 1 to 8 numeric columns; ``bounds`` gives one public ``(lo, hi)`` per column
         (or a mapping column -> pair).  Never derive bounds from the data.
     epsilon : total budget; ``tree_share`` of it builds the tree, the rest the leaf counts.
@@ -97,6 +110,11 @@ def privtree(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: 
         module docstring).
     seed : ``None`` draws OS entropy; an int makes the release reproducible (tests only).
     on_out_of_domain, nulls : ``"raise"`` by default; see :mod:`polars_dp.counting.points`.
+    resolution : bits per axis of the finest grid (public; default and maximum
+        ``min(31, 62 // d)``).  Lower values give a coarser grid and a smaller aggregate.
+    count_column : a column of non-negative integer counts when each row stands for several
+        points (pre-aggregated rows; the guarantee holds when each individual contributes to
+        exactly one row with weight 1, see :mod:`polars_dp.counting.spec`).
     """
     box = as_box(columns, bounds)
     split_bits = check_fanout(fanout, box.d)
@@ -110,12 +128,13 @@ def privtree(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: 
     delta = privtree_delta(lam, beta)
     rng = make_rng(seed)
 
-    points = collect_points(frame, box, on_out_of_domain=on_out_of_domain, nulls=nulls)
-    layout = MortonLayout(box.d, resolution_bits(box.d), split_bits)
-    codes = np.sort(morton_codes(grid_coordinates(points, box, layout.bits), layout.bits))
-    del points
-    start, depth, count = grow_tree(codes, layout, lam=lam, delta=delta, theta=theta, rng=rng)
-    del codes
+    top = resolution_bits(box.d)
+    bits = top if resolution is None else check_int(resolution, "resolution", lo=1, hi=top)
+    layout = MortonLayout(box.d, bits, split_bits)
+    codes, weights = finest_cells(frame, box, bits, functools.partial(morton_codes, bits=bits),
+                                  on_out_of_domain=on_out_of_domain, nulls=nulls, count_column=count_column)
+    start, depth, count = grow_tree(codes, weights, layout, lam=lam, delta=delta, theta=theta, rng=rng)
+    del codes, weights
     count += laplace(rng, factor / eps_leaf, count.shape)
     lo, hi = layout.node_boxes(start, depth, box)
     params = {"lambda": lam, "delta": delta, "theta": theta, "fanout": beta, "tree_share": share,
