@@ -101,8 +101,8 @@ def grow_context_tree(enc: EncodedSequences, decide: SplitRule, *, max_depth: in
         n_level = level_parent.size
         hist = np.bincount(local * beta + enc.next_symbol[positions], minlength=n_level * beta)
         hist = hist.reshape(n_level, beta).astype(np.float64)
-        hashed = level_prepended == beta - 1
-        split = np.asarray(decide(hist, depth, hashed), dtype=bool) & ~hashed
+        starts_with_start = level_prepended == beta - 1
+        split = np.asarray(decide(hist, depth, starts_with_start), dtype=bool) & ~starts_with_start
         if depth == max_depth:
             split[:] = False
         room = (max_nodes - offset - n_level) // beta

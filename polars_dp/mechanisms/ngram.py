@@ -44,7 +44,7 @@ def ngram_sequences(frame: Any, column: str, *, alphabet: Sequence[Any], max_len
     n_nodes = sum(beta**k for k in range(height))
     check_domain_size((n_nodes, beta), bytes_per_cell=64)
     rng = make_rng(seed)
-    tree = grow_context_tree(enc, lambda hist, depth, hashed: np.ones(hist.shape[0], dtype=bool),
+    tree = grow_context_tree(enc, lambda hist, depth, starts_with_start: np.ones(hist.shape[0], dtype=bool),
                              max_depth=height - 1, max_nodes=n_nodes)
     l_top = enc.max_length + 1
     scale = height * l_top / epsilon

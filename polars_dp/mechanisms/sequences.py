@@ -124,9 +124,9 @@ def privtree_from_encoded(enc: EncodedSequences, *, alphabet: Sequence[Any], eps
     l_top = enc.max_length + 1
     leaf_scale = l_top / eps_leaf
 
-    def decide(hist: np.ndarray, depth: int, hashed: np.ndarray) -> np.ndarray:
-        return privtree_split(pst_scores(hist, hashed), depth, lam=lam, delta=delta, theta=float(theta),
-                              rng=rng)
+    def decide(hist: np.ndarray, depth: int, starts_with_start: np.ndarray) -> np.ndarray:
+        scores = pst_scores(hist, starts_with_start)
+        return privtree_split(scores, depth, lam=lam, delta=delta, theta=float(theta), rng=rng)
 
     tree = grow_context_tree(enc, decide, max_depth=l_top, max_nodes=max_nodes)
     leaves = tree.is_leaf

@@ -488,13 +488,18 @@ class SequenceModel(Release):
             node = np.where(live, self.parent[node], node)
         return out[:, :height], self.depth.copy()
 
+    def node_contexts(self) -> tuple[np.ndarray, pa.Array]:
+        """Per node: whether its predictor string starts with the start marker ``#``, and the
+        string's symbols oldest first without ``#`` (a list array)."""
+        strings, depth = self.predictor_strings()
+        starts_with_start = np.zeros(self.n_nodes, dtype=bool)
+        starts_with_start[depth > 0] = strings[depth > 0, 0] == self.alphabet_size
+        mask = (np.arange(strings.shape[1])[None, :] < depth[:, None]) & (strings != self.alphabet_size)
+        return starts_with_start, _list_array(self._symbols(strings[mask]), mask.sum(axis=1))
+
     def _table(self) -> pa.Table:
         beta = self.alphabet_size + 1
-        strings, depth = self.predictor_strings()
-        hashed = np.zeros(self.n_nodes, dtype=bool)
-        hashed[depth > 0] = strings[depth > 0, 0] == self.alphabet_size
-        mask = (np.arange(strings.shape[1])[None, :] < depth[:, None]) & (strings != self.alphabet_size)
-        context = _list_array(self._symbols(strings[mask]), mask.sum(axis=1))
+        starts_with_start, context = self.node_contexts()
         node = np.repeat(np.arange(self.n_nodes), beta)
         nxt = np.tile(np.arange(beta), self.n_nodes)
         end = nxt == self.alphabet_size
@@ -502,10 +507,10 @@ class SequenceModel(Release):
         return pa.table({
             "node": pa.array(node, pa.int32()),
             "parent": pa.array(self.parent[node], pa.int32()),
-            "depth": pa.array(depth[node], pa.int16()),
+            "depth": pa.array(self.depth[node], pa.int16()),
             "is_leaf": pa.array(self.is_leaf[node]),
             "prepended_code": pa.array(self.prepended[node], pa.int16()),
-            "starts_with_start": pa.array(hashed[node]),
+            "starts_with_start": pa.array(starts_with_start[node]),
             "context": context.take(pa.array(node)),
             "next_code": pa.array(nxt, pa.int16()),
             "next_symbol": pc.if_else(pa.array(end), pa.nulls(node.size, next_symbol.type), next_symbol),

@@ -45,13 +45,7 @@ def object_names(name: str) -> tuple[list[str], list[str]]:
 
 
 def _nodes_table(model: Any) -> pa.Table:
-    strings, depth = model.predictor_strings()
-    a = model.alphabet_size
-    hashed = np.zeros(model.n_nodes, dtype=bool)
-    hashed[depth > 0] = strings[depth > 0, 0] == a
-    mask = (np.arange(strings.shape[1])[None, :] < depth[:, None]) & (strings != a)
-    offsets = np.concatenate([[0], np.cumsum(mask.sum(axis=1))]).astype(np.int32)
-    context = pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), model._symbols(strings[mask]))
+    starts_with_start, context = model.node_contexts()
     usable = model.usable()
     reach = usable.copy()
     for d in range(1, model.height + 1):
@@ -61,7 +55,7 @@ def _nodes_table(model: Any) -> pa.Table:
         "node": pa.array(np.arange(model.n_nodes), pa.int32()),
         "depth": pa.array(model.depth, pa.int32()),
         "context": context,
-        "starts_with_start": pa.array(hashed),
+        "starts_with_start": pa.array(starts_with_start),
         "total": pa.array(np.maximum(model.hist, 0.0).sum(axis=1), pa.float64()),
         "noise_var": pa.array(np.nan_to_num(model.bin_noise_variance(), nan=0.0), pa.float64()),
         "reach": pa.array(reach),

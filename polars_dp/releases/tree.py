@@ -31,6 +31,7 @@ from polars_dp.kernels.spatial_sums import (
 from polars_dp.noise import SeedLike, histogram_sensitivity
 from polars_dp.releases import sql_tree
 from polars_dp.releases.base import Release
+from polars_dp.releases.grid_queries import as_query_frame
 from polars_dp.releases.integrity import (
     RELATIVE_SLACK,
     check_equal,
@@ -167,14 +168,8 @@ class TreeRelease(Release):
         return arrays if self.codes is None else [*arrays, self.codes]
 
     # ------------------------------------------------------------------ queries
-    @staticmethod
-    def _as_frame(boxes: Any) -> pl.DataFrame:
-        if isinstance(boxes, pl.LazyFrame):
-            return boxes.collect()
-        return boxes if isinstance(boxes, pl.DataFrame) else pl.DataFrame(boxes)
-
     def _query_arrays(self, boxes: Any, passthrough: Iterable[str] = ()) -> tuple[np.ndarray, np.ndarray]:
-        frame = self._as_frame(boxes)
+        frame = as_query_frame(boxes)
         known = {f"{c}_{s}" for c in self.box.columns for s in ("lo", "hi")} | set(passthrough)
         unknown = [c for c in frame.columns if c not in known]
         if unknown:
@@ -218,7 +213,7 @@ class TreeRelease(Release):
         included**, and on real data it can dominate (the column is named ``noise_std``, not
         ``std``, to say so; grid releases' ``std`` is the whole error of an unbiased answer).
         """
-        frame = self._as_frame(boxes)
+        frame = as_query_frame(boxes)
         if not std or postprocessed_noise_model(self.params) is not None:  # post-processed: std NULL
             counts = self.range_count_array(frame, passthrough=passthrough)
             nulls = [pl.lit(None, pl.Float64).alias("noise_std")] if std else []
