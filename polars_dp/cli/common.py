@@ -10,7 +10,6 @@ from __future__ import annotations
 import glob
 import os
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from typing import Any
 import polars as pl
 
 import polars_dp as pdp
+from polars_dp.releases import io
 
 #: Formats by file extension (input data, query files, answer files).
 FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".tsv": "tsv", ".arrow": "ipc",
@@ -118,19 +118,7 @@ def write_atomic(path: str | os.PathLike, write: Callable[[Path], object]) -> Pa
     A failure removes the temporary file and leaves any existing ``path`` untouched.
     """
     path = check_output(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix, dir=path.parent)
-    os.close(fd)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the file the usual permissions
-    try:
-        write(Path(tmp))
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return path
+    return io.write_atomic(path, write, suffix=path.suffix)
 
 
 def write_frame(frame: pl.DataFrame, path: str | os.PathLike) -> Path:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,30 +31,35 @@ def register_release_type(cls: type[Release]) -> type[Release]:
     return cls
 
 
-def write_table_atomic(table: pa.Table, path: str | os.PathLike, **kwargs: Any) -> Path:
-    """Write Parquet to a temporary file beside ``path``, then rename it into place.
+def write_atomic(path: str | os.PathLike, write: Callable[[Path], object], *, suffix: str = ".tmp") -> Path:
+    """Call ``write(tmp)`` on a temporary file beside ``path``, then rename it into place.
 
     A failure leaves no partial file behind, and an existing file at ``path`` is only
-    replaced by a complete one.
+    replaced by a complete one.  The file gets the usual permissions (``0666 & ~umask``).
     """
     path = Path(path)
     if path.is_dir():
         raise ParameterError(f"{str(path)!r} is a directory; give a file path such as 'release.parquet'")
     if not path.parent.exists():
         raise ParameterError(f"directory {str(path.parent)!r} does not exist; create it first")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
     os.close(fd)
     umask = os.umask(0)
     os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the file the usual permissions
+    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600
     try:
-        pq.write_table(table, tmp, **kwargs)
+        write(Path(tmp))
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
     return path
+
+
+def write_table_atomic(table: pa.Table, path: str | os.PathLike, **kwargs: Any) -> Path:
+    """Write ``table`` to Parquet at ``path`` atomically (:func:`write_atomic`)."""
+    return write_atomic(path, lambda tmp: pq.write_table(table, tmp, **kwargs))
 
 
 def read_table(source: str | os.PathLike | pa.Table) -> pa.Table:
@@ -93,4 +99,4 @@ def read_release(source: str | os.PathLike | pa.Table) -> Release:
     return _RELEASE_TYPES[kind].from_arrow(table)
 
 
-__all__ = ["read_release", "read_table", "register_release_type", "write_table_atomic"]
+__all__ = ["read_release", "read_table", "register_release_type", "write_atomic", "write_table_atomic"]
