@@ -30,7 +30,7 @@ Utility: every range count has noise variance ``2 lambda^2 prod_axes f_axis``, e
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -94,56 +94,19 @@ def privelet_scale(rho: int, epsilon: float, neighbours: str) -> float:
     return histogram_sensitivity(neighbours) * rho / check_epsilon(epsilon)
 
 
-def _inverse_slab(slab: np.ndarray, attributes: Sequence[Attribute],
-                  transformed: Sequence[bool]) -> np.ndarray:
-    """Inverse along the transformed axes of a slab whose axis ``k + 1`` is ``attributes[k]``."""
-    for k in reversed(range(len(attributes))):
-        if transformed[k]:
-            slab = transforms.inverse(slab, attributes[k], k + 1)
-    return slab
-
-
 def add_wavelet_noise(counts: np.ndarray, attributes: Sequence[Attribute], transformed: Sequence[bool],
-                      scale: float, rng: np.random.Generator) -> None:
+                      scale: float, rng: np.random.Generator,
+                      advance: Callable[[int], None] | None = None) -> None:
     """``counts += inverse_HN(eta)`` in place, ``eta`` i.i.d. ``Lap(scale)`` per coefficient.
 
-    The noise is drawn slab by slab along the leading axes, in the C order of the full
-    coefficient array.  Leading untransformed axes are sliced directly; if the first axis is
-    transformed, the slabs fill a buffer that is then inverted along that axis in column
-    blocks.
+    The noise is drawn block by block in the C order of the full coefficient array (so a seed
+    gives the same release as the direct formula) and inverted by the blocked kernel
+    :func:`polars_dp.kernels.wavelets.hn_inverse_blocked` (about two passes over the cube
+    whatever the number of transformed axes; a buffer of the outer coefficients only when
+    the first axis is transformed and a batch item does not fit one block).
     """
-    d = counts.ndim
-    coef = [transforms.coefficient_count(a) if t else a.n_cells
-            for a, t in zip(attributes, transformed, strict=True)]
-    lead = 0
-    while lead < d and not transformed[lead]:
-        lead += 1
-    if lead == d:  # nothing transformed: Basic
-        counts += laplace(rng, scale, counts.shape)
-        return
-    if lead > 0:
-        outer = int(np.prod(counts.shape[:lead]))
-        flat = counts.reshape(outer, *counts.shape[lead:])
-        inner = int(np.prod(coef[lead:]))
-        step = max(1, SLAB_CELLS // inner)
-        for i in range(0, outer, step):
-            rows = min(step, outer - i)
-            eta = laplace(rng, scale, (rows, *coef[lead:]))
-            flat[i:i + rows] += _inverse_slab(eta, attributes[lead:], transformed[lead:])
-        return
-    buffer = np.empty((coef[0], *counts.shape[1:]))
-    inner = int(np.prod(coef[1:]))
-    step = max(1, SLAB_CELLS // inner)
-    for i in range(0, coef[0], step):
-        rows = min(step, coef[0] - i)
-        eta = laplace(rng, scale, (rows, *coef[1:]))
-        buffer[i:i + rows] = _inverse_slab(eta, attributes[1:], transformed[1:])
-    cols = int(np.prod(counts.shape[1:]))
-    buf2 = buffer.reshape(coef[0], cols)
-    out2 = counts.reshape(counts.shape[0], cols)
-    step = max(1, SLAB_CELLS // coef[0])
-    for j in range(0, cols, step):
-        out2[:, j:j + step] += transforms.inverse(buf2[:, j:j + step], attributes[0], 0)
+    transforms.hn_inverse_blocked(lambda i, j: laplace(rng, scale, j - i), attributes, transformed,
+                                  counts, add=True, slab_cells=SLAB_CELLS, advance=advance)
 
 
 def privelet(frame: Any, attributes: Attribute | Iterable[Attribute], *, epsilon: float,
