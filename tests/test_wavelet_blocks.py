@@ -53,7 +53,9 @@ CASES = [
 
 @pytest.mark.parametrize(("names", "transformed"), CASES)
 @pytest.mark.parametrize("slab", [1, 37, 500, 1 << 21])
-def test_blocked_inverse_equals_per_axis_inverse(names, transformed, slab):
+@pytest.mark.parametrize("dense", [0, T.DENSE_INVERSE_ENTRIES])
+def test_blocked_inverse_equals_per_axis_inverse(names, transformed, slab, dense, monkeypatch):
+    monkeypatch.setattr(T, "DENSE_INVERSE_ENTRIES", dense)  # 0: level kernels on every axis
     attrs = [AXES[n] for n in names]
     u = np.random.default_rng(len(names) + slab).normal(size=coef_shape(attrs, transformed))
     expected = reference_inverse(u, attrs, transformed)

@@ -40,6 +40,7 @@ from polars_dp.domains.attributes import Attribute, Nominal, as_attributes
 from polars_dp.errors import HierarchyError, ParameterError
 from polars_dp.kernels import wavelets as transforms
 from polars_dp.noise import SeedLike, check_epsilon, histogram_sensitivity, laplace, make_rng
+from polars_dp.progress import Progress
 from polars_dp.releases.grid import GridRelease
 
 #: Target size (cells) of one slab of the noise field.
@@ -89,6 +90,11 @@ def privelet_rho(attributes: Sequence[Attribute], transformed: Sequence[bool]) -
     return rho
 
 
+def mechanism_name(transformed: Sequence[bool]) -> str:
+    """``"privelet"`` when every attribute is transformed, else ``"privelet+"``."""
+    return "privelet" if all(transformed) else "privelet+"
+
+
 def privelet_scale(rho: int, epsilon: float, neighbours: str) -> float:
     """``lambda = 2 rho / epsilon`` (replace, Lemma 1) or ``rho / epsilon`` (add_remove)."""
     return histogram_sensitivity(neighbours) * rho / check_epsilon(epsilon)
@@ -111,7 +117,8 @@ def add_wavelet_noise(counts: np.ndarray, attributes: Sequence[Attribute], trans
 
 def privelet(frame: Any, attributes: Attribute | Iterable[Attribute], *, epsilon: float,
              untransformed: str | Iterable[str] = (), neighbours: str = "replace",
-             seed: SeedLike = None, on_out_of_domain: str = "raise", nulls: str = "raise") -> GridRelease:
+             seed: SeedLike = None, on_out_of_domain: str = "raise", nulls: str = "raise",
+             progress: bool | None = None) -> GridRelease:
     """Release the frequency matrix of ``attributes`` with Privelet (or Privelet+) noise.
 
     Parameters
@@ -127,6 +134,8 @@ def privelet(frame: Any, attributes: Attribute | Iterable[Attribute], *, epsilon
         (``lambda = rho / epsilon``).
     seed : ``None`` draws OS entropy; an int makes the release reproducible (tests only).
     on_out_of_domain, nulls : see :mod:`polars_dp.domains.attributes`.
+    progress : stage bars on stderr (counting, noise + inverse transform); ``None``: on a
+        terminal for large domains.
 
     The release's ``noise_scale`` is ``lambda``; ``params`` records ``rho``, the
     ``transformed`` and ``untransformed`` columns and ``untransformed_auto``.  Its mechanism
@@ -138,9 +147,15 @@ def privelet(frame: Any, attributes: Attribute | Iterable[Attribute], *, epsilon
     rho = privelet_rho(attrs, transformed)
     scale = privelet_scale(rho, epsilon, neighbours)
     rng = make_rng(seed)
+    coefficients = int(np.prod([transforms.coefficient_count(a) if t else a.n_cells
+                                for a, t in zip(attrs, transformed, strict=True)], dtype=np.float64))
+    bar = Progress(mechanism_name(transformed), progress, coefficients)
+    bar.step("counting")
     counts = frequency_matrix(frame, attrs, on_out_of_domain=on_out_of_domain, nulls=nulls,
                               bytes_per_cell=24)
-    add_wavelet_noise(counts, attrs, transformed, scale, rng)
+    add_wavelet_noise(counts, attrs, transformed, scale, rng,
+                      advance=bar.step("noise + inverse transform", coefficients, "coef"))
+    bar.close()
     params = {
         "rho": rho,
         "sensitivity": histogram_sensitivity(neighbours),

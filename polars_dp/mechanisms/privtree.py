@@ -28,10 +28,11 @@ The leaves partition the box, so their counts have L1 sensitivity 1 and get
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+import polars as pl
 
 from polars_dp.counting.points import collect_points
 from polars_dp.domains.box import as_box
@@ -44,44 +45,71 @@ from polars_dp.kernels.morton import (
 )
 from polars_dp.mechanisms.privtree_rule import check_theta, privtree_delta, privtree_lambda, privtree_split
 from polars_dp.noise import SeedLike, check_epsilon, check_fraction, histogram_sensitivity, laplace, make_rng
+from polars_dp.progress import Progress
 from polars_dp.releases.tree import TreeRelease
 
 
-def grow_tree(codes: np.ndarray, layout: MortonLayout, *, lam: float, delta: float, theta: float,
-              rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Run PrivTree's split decisions on sorted Morton ``codes``, one level at a time.
+def grow_tree(codes: np.ndarray, counts: np.ndarray | None, layout: MortonLayout, *, lam: float,
+              delta: float, theta: float, rng: np.random.Generator,
+              advance: Callable[[int], None] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Run PrivTree's split decisions level by level on sorted finest-resolution Morton codes.
 
-    Returns the leaves' first codes (sorted), depths and exact counts.  Every node of a level
-    gets its count from two ``searchsorted`` calls and its own Laplace draw.
+    ``codes``: non-decreasing int64 Morton codes at the layout's resolution (typically unique
+    cells); ``counts``: int64 weight of each code (the number of points in that cell), or
+    ``None`` for one point per code.  An engine that counts points per finest cell passes
+    ``np.unique(codes, return_counts=True)``; raw sorted codes can be passed with ``None``.
+
+    The codes are sorted once and reused by every level: a node is the index range of its
+    prefix, and only the frontier (the nodes of the current level) is looked up: a split node
+    ``[a, b)`` gets its ``beta - 1`` interior child boundaries from one ``searchsorted`` each,
+    and counts are differences of the cumulative weights.  Each node of a level gets its own
+    Laplace draw (:func:`privtree_split`), in code order.  Returns the leaves' first codes
+    (sorted), depths and exact counts (float64).  ``advance(n)`` reports the nodes decided.
     """
+    codes = np.asarray(codes, dtype=np.int64)
+    cum = None if counts is None else np.r_[0, np.cumsum(np.asarray(counts, dtype=np.int64))]
     prefixes = np.zeros(1, dtype=np.int64)
+    lo = np.zeros(1, dtype=np.int64)
+    hi = np.full(1, codes.size, dtype=np.int64)
+    interior = np.arange(1, layout.fanout, dtype=np.int64)
     children = np.arange(layout.fanout, dtype=np.int64)
-    starts, depths, counts = [], [], []
+    starts, depths, leaf_counts = [], [], []
     for depth in range(layout.max_depth + 1):
         shift = layout.shift(depth)
-        first = prefixes << shift
-        c = (np.searchsorted(codes, first + (np.int64(1) << shift), side="left")
-             - np.searchsorted(codes, first, side="left"))
+        c = hi - lo if cum is None else cum[hi] - cum[lo]
         if depth == layout.max_depth:
             split = np.zeros(prefixes.size, dtype=bool)
         else:
             split = privtree_split(c, depth, lam=lam, delta=delta, theta=theta, rng=rng)
+        if advance is not None:
+            advance(prefixes.size)
         leaf = ~split
-        starts.append(first[leaf])
+        starts.append(prefixes[leaf] << shift)
         depths.append(np.full(int(leaf.sum()), depth, dtype=np.int32))
-        counts.append(c[leaf])
+        leaf_counts.append(c[leaf])
         if not split.any():
             break
-        prefixes = ((prefixes[split] << layout.split_bits)[:, None] | children).ravel()
+        parent = prefixes[split] << layout.split_bits
+        child_shift = layout.shift(depth + 1)
+        inner = np.searchsorted(codes, ((parent[:, None] | interior) << child_shift).ravel(), side="left")
+        bounds = np.concatenate([lo[split, None], inner.reshape(parent.size, -1), hi[split, None]], axis=1)
+        lo, hi = bounds[:, :-1].ravel(), bounds[:, 1:].ravel()
+        prefixes = (parent[:, None] | children).ravel()
     start = np.concatenate(starts)
     order = np.argsort(start, kind="stable")
-    return start[order], np.concatenate(depths)[order], np.concatenate(counts)[order].astype(np.float64)
+    count = np.concatenate(leaf_counts)[order].astype(np.float64)
+    return start[order], np.concatenate(depths)[order], count
+
+
+def sorted_codes(codes: np.ndarray) -> np.ndarray:
+    """``codes`` sorted (Polars' multi-threaded sort; the same values as ``np.sort``)."""
+    return pl.Series(codes, dtype=pl.Int64).sort().to_numpy()
 
 
 def privtree(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: float,
              fanout: int | None = None, theta: float = 0.0, tree_share: float = 0.5,
              neighbours: str = "add_remove", seed: SeedLike = None, on_out_of_domain: str = "raise",
-             nulls: str = "raise") -> TreeRelease:
+             nulls: str = "raise", progress: bool | None = None) -> TreeRelease:
     """Release a PrivTree decomposition of the points ``columns`` inside the public ``bounds``.
 
     Parameters
@@ -97,6 +125,8 @@ def privtree(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: 
         module docstring).
     seed : ``None`` draws OS entropy; an int makes the release reproducible (tests only).
     on_out_of_domain, nulls : ``"raise"`` by default; see :mod:`polars_dp.counting.points`.
+    progress : stage bars on stderr (reading points, Morton codes, tree, noise); ``None``: on a
+        terminal for large inputs.
     """
     box = as_box(columns, bounds)
     split_bits = check_fanout(fanout, box.d)
@@ -110,13 +140,20 @@ def privtree(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: 
     delta = privtree_delta(lam, beta)
     rng = make_rng(seed)
 
+    bar = Progress("privtree", progress)
+    bar.step("counting (reading points)")
     points = collect_points(frame, box, on_out_of_domain=on_out_of_domain, nulls=nulls)
+    bar = Progress("privtree", progress, points[0].size)
+    bar.step("Morton codes")
     layout = MortonLayout(box.d, resolution_bits(box.d), split_bits)
-    codes = np.sort(morton_codes(grid_coordinates(points, box, layout.bits), layout.bits))
+    codes = sorted_codes(morton_codes(grid_coordinates(points, box, layout.bits), layout.bits))
     del points
-    start, depth, count = grow_tree(codes, layout, lam=lam, delta=delta, theta=theta, rng=rng)
+    start, depth, count = grow_tree(codes, None, layout, lam=lam, delta=delta, theta=theta, rng=rng,
+                                    advance=bar.step("tree", unit="nodes"))
     del codes
+    bar.step("noise")
     count += laplace(rng, factor / eps_leaf, count.shape)
+    bar.close()
     lo, hi = layout.node_boxes(start, depth, box)
     params = {"lambda": lam, "delta": delta, "theta": theta, "fanout": beta, "tree_share": share,
               "epsilon_tree": eps_tree, "epsilon_leaf": eps_leaf, "leaf_noise_scale": factor / eps_leaf,
@@ -126,4 +163,4 @@ def privtree(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: 
                        layout={"kind": "morton", "bits": layout.bits, "split_bits": split_bits})
 
 
-__all__ = ["check_theta", "grow_tree", "privtree", "privtree_delta", "privtree_lambda"]
+__all__ = ["check_theta", "grow_tree", "sorted_codes", "privtree", "privtree_delta", "privtree_lambda"]
