@@ -21,11 +21,22 @@ from polars_dp.errors import ParameterError
 LARGE_WORK = 5_000_000
 
 
-def show_progress(progress: bool | None, work: int = 0) -> bool:
-    """Resolve a ``progress`` option: ``None`` means stderr is a terminal and ``work`` is large."""
+def rows_hint(frame: object) -> int | None:
+    """Rows of an in-memory frame (Polars ``height``, Arrow ``num_rows``); None if unknown
+    without reading it (a LazyFrame)."""
+    for name in ("height", "num_rows"):
+        value = getattr(frame, name, None)
+        if isinstance(value, int):
+            return value
+    return None
+
+
+def show_progress(progress: bool | None, work: int | None = 0) -> bool:
+    """Resolve a ``progress`` option: ``None`` means stderr is a terminal and ``work`` is large
+    (or unknown: ``work=None``)."""
     if progress is None:
         isatty = getattr(sys.stderr, "isatty", None)
-        return bool(isatty and isatty()) and work >= LARGE_WORK
+        return bool(isatty and isatty()) and (work is None or work >= LARGE_WORK)
     if not isinstance(progress, bool):
         raise ParameterError(f"progress must be True, False or None (automatic), got {progress!r}")
     return progress
@@ -42,7 +53,7 @@ class Progress:
     ends the last one.  ``stage(...)`` is the same as a context manager.
     """
 
-    def __init__(self, title: str, progress: bool | None = None, work: int = 0):
+    def __init__(self, title: str, progress: bool | None = None, work: int | None = 0):
         self.title = title
         self.enabled = show_progress(progress, work)
         self._bar: tqdm | None = None
@@ -74,4 +85,4 @@ class Progress:
             self.close()
 
 
-__all__ = ["LARGE_WORK", "Progress", "show_progress"]
+__all__ = ["LARGE_WORK", "Progress", "rows_hint", "show_progress"]

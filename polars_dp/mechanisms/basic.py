@@ -19,7 +19,7 @@ import numpy as np
 from polars_dp.counting.frequency import frequency_matrix
 from polars_dp.domains.attributes import Attribute, as_attributes
 from polars_dp.noise import SeedLike, check_epsilon, histogram_sensitivity, laplace, make_rng
-from polars_dp.progress import Progress
+from polars_dp.progress import Progress, rows_hint
 from polars_dp.releases.grid import GridRelease
 
 #: Cells of noise drawn and added per block (the noise never takes a full extra cube).
@@ -66,7 +66,7 @@ def basic(frame: Any, attributes: Attribute | Iterable[Attribute], *, epsilon: f
     scale = basic_scale(epsilon, neighbours)
     rng = make_rng(seed)
     attrs = as_attributes(attributes)
-    bar = Progress("basic", progress, _cells(attrs))
+    bar = Progress("basic", progress, max(_cells(attrs), rows_hint(frame) or 0))
     bar.step("counting")
     counts = frequency_matrix(frame, attributes, on_out_of_domain=on_out_of_domain, nulls=nulls,
                               bytes_per_cell=16)

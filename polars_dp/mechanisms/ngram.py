@@ -28,25 +28,36 @@ from polars_dp.counting.sequences import encode_sequences
 from polars_dp.errors import ParameterError
 from polars_dp.kernels.pst import grow_context_tree
 from polars_dp.noise import SeedLike, check_epsilon, laplace, make_rng
+from polars_dp.progress import Progress, rows_hint
 from polars_dp.releases.sequence import SequenceModel
 
 
 def ngram_sequences(frame: Any, column: str, *, alphabet: Sequence[Any], max_length: int,
-                    epsilon: float, height: int = 5, seed: SeedLike = None) -> SequenceModel:
-    """Release noisy n-gram counts up to ``n = height`` (public) as a complete-tree SequenceModel."""
+                    epsilon: float, height: int = 5, seed: SeedLike = None,
+                    progress: bool | None = None) -> SequenceModel:
+    """Release noisy n-gram counts up to ``n = height`` (public) as a complete-tree SequenceModel.
+
+    ``progress``: stage bars on stderr (counting, n-gram tree, noise); ``None``: on a terminal
+    for large inputs.
+    """
     epsilon = check_epsilon(epsilon)
     if isinstance(height, bool) or not isinstance(height, (int, np.integer)) or height < 1:
         raise ParameterError(f"height must be an integer >= 1, got {height!r}")
     height = int(height)
+    bar = Progress("ngram_sequences", progress, rows_hint(frame))
+    bar.step("counting (encoding sequences)")
     enc = encode_sequences(frame, column, alphabet=alphabet, max_length=max_length)
     beta = enc.beta
     check_domain_size((sum(beta**k for k in range(height)), beta), bytes_per_cell=64)
     rng = make_rng(seed)
+    bar.step("n-gram tree")
     tree = grow_context_tree(enc, lambda hist, depth, hashed: np.ones(hist.shape[0], dtype=bool),
                              max_depth=height - 1)
     l_top = enc.max_length + 1
     scale = height * l_top / epsilon
+    bar.step("noise")
     hist = np.maximum(tree.hist + laplace(rng, scale, tree.hist.shape), 0.0)
+    bar.close()
     params = {"height": height, "l_top": l_top, "noise_scale": scale, "sensitivity_per_level": l_top}
     return SequenceModel(alphabet=alphabet, max_length=enc.max_length, parent=tree.parent,
                          prepended=tree.prepended, hist=hist, mechanism="ngram", epsilon=epsilon,

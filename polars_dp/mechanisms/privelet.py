@@ -40,7 +40,7 @@ from polars_dp.domains.attributes import Attribute, Nominal, as_attributes
 from polars_dp.errors import HierarchyError, ParameterError
 from polars_dp.kernels import wavelets as transforms
 from polars_dp.noise import SeedLike, check_epsilon, histogram_sensitivity, laplace, make_rng
-from polars_dp.progress import Progress
+from polars_dp.progress import Progress, rows_hint
 from polars_dp.releases.grid import GridRelease
 
 #: Target size (cells) of one slab of the noise field.
@@ -149,7 +149,7 @@ def privelet(frame: Any, attributes: Attribute | Iterable[Attribute], *, epsilon
     rng = make_rng(seed)
     coefficients = int(np.prod([transforms.coefficient_count(a) if t else a.n_cells
                                 for a, t in zip(attrs, transformed, strict=True)], dtype=np.float64))
-    bar = Progress(mechanism_name(transformed), progress, coefficients)
+    bar = Progress(mechanism_name(transformed), progress, max(coefficients, rows_hint(frame) or 0))
     bar.step("counting")
     counts = frequency_matrix(frame, attrs, on_out_of_domain=on_out_of_domain, nulls=nulls,
                               bytes_per_cell=24)

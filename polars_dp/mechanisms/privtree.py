@@ -45,7 +45,7 @@ from polars_dp.kernels.morton import (
 )
 from polars_dp.mechanisms.privtree_rule import check_theta, privtree_delta, privtree_lambda, privtree_split
 from polars_dp.noise import SeedLike, check_epsilon, check_fraction, histogram_sensitivity, laplace, make_rng
-from polars_dp.progress import Progress
+from polars_dp.progress import Progress, rows_hint
 from polars_dp.releases.tree import TreeRelease
 
 
@@ -140,10 +140,9 @@ def privtree(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: 
     delta = privtree_delta(lam, beta)
     rng = make_rng(seed)
 
-    bar = Progress("privtree", progress)
+    bar = Progress("privtree", progress, rows_hint(frame))
     bar.step("counting (reading points)")
     points = collect_points(frame, box, on_out_of_domain=on_out_of_domain, nulls=nulls)
-    bar = Progress("privtree", progress, points[0].size)
     bar.step("Morton codes")
     layout = MortonLayout(box.d, resolution_bits(box.d), split_bits)
     codes = sorted_codes(morton_codes(grid_coordinates(points, box, layout.bits), layout.bits))

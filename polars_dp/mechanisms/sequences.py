@@ -48,6 +48,7 @@ from polars_dp.kernels.pst import (
 )
 from polars_dp.mechanisms.privtree_rule import check_theta, privtree_sequence_params, privtree_split
 from polars_dp.noise import SeedLike, check_epsilon, check_fraction, laplace, make_rng
+from polars_dp.progress import Progress, rows_hint
 from polars_dp.releases.sequence import SequenceModel
 
 POSTPROCESS = ("sum_then_clip", "clip_then_sum")
@@ -55,7 +56,8 @@ POSTPROCESS = ("sum_then_clip", "clip_then_sum")
 
 def privtree_sequences(frame: Any, column: str, *, alphabet: Sequence[Any], max_length: int,
                        epsilon: float, tree_share: float = 0.5, theta: float = 0.0,
-                       postprocess: str = "sum_then_clip", seed: SeedLike = None) -> SequenceModel:
+                       postprocess: str = "sum_then_clip", seed: SeedLike = None,
+                       progress: bool | None = None) -> SequenceModel:
     """Release a PST of the sequences in ``column`` with PrivTree's depth-independent noise.
 
     Parameters
@@ -71,15 +73,22 @@ def privtree_sequences(frame: Any, column: str, *, alphabet: Sequence[Any], max_
     theta : PrivTree threshold (0, spec §2.6).
     postprocess : ``"sum_then_clip"`` or ``"clip_then_sum"`` (see the module docstring).
     seed : ``None`` draws OS entropy; an int is for tests and experiments only.
+    progress : stage bars on stderr (counting, tree and noise); ``None``: on a terminal for
+        large inputs.
     """
     epsilon = check_epsilon(epsilon)
     tree_share = check_fraction(tree_share, "tree_share")
     theta = check_theta(theta)
     if postprocess not in POSTPROCESS:
         raise ParameterError(f"postprocess={postprocess!r}; use one of {POSTPROCESS}")
+    bar = Progress("privtree_sequences", progress, rows_hint(frame))
+    bar.step("counting (encoding sequences)")
     enc = encode_sequences(frame, column, alphabet=alphabet, max_length=max_length)
-    return privtree_from_encoded(enc, alphabet=alphabet, epsilon=epsilon, tree_share=tree_share,
-                                 theta=theta, postprocess=postprocess, rng=make_rng(seed))
+    bar.step("tree and noise")
+    model = privtree_from_encoded(enc, alphabet=alphabet, epsilon=epsilon, tree_share=tree_share,
+                                  theta=theta, postprocess=postprocess, rng=make_rng(seed))
+    bar.close()
+    return model
 
 
 def privtree_from_encoded(enc: EncodedSequences, *, alphabet: Sequence[Any], epsilon: float,

@@ -42,6 +42,7 @@ from polars_dp.domains.box import Box, as_box
 from polars_dp.kernels.grid import flat_cells, grid_boxes, grid_cells
 from polars_dp.noise import SeedLike, check_epsilon, check_fraction, histogram_sensitivity, laplace, make_rng
 from polars_dp.params import check_int
+from polars_dp.progress import Progress, rows_hint
 from polars_dp.releases.tree import TreeRelease
 
 
@@ -70,20 +71,27 @@ def _budget_for_n(points: list[np.ndarray], n: int | None, n_share: float, epsil
 def uniform_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: float,
                  n: int | None = None, n_share: float = 0.05, c: float = 10.0,
                  neighbours: str = "add_remove", seed: SeedLike = None, on_out_of_domain: str = "raise",
-                 nulls: str = "raise") -> TreeRelease:
-    """UG: noisy counts of an ``m^d`` grid over the public ``bounds`` (see module docstring)."""
+                 nulls: str = "raise", progress: bool | None = None) -> TreeRelease:
+    """UG: noisy counts of an ``m^d`` grid over the public ``bounds`` (see module docstring).
+
+    ``progress``: stage bars on stderr (counting, noise); ``None``: on a terminal for large inputs.
+    """
     box = as_box(columns, bounds)
     epsilon = check_epsilon(epsilon)
     c = check_epsilon(c, "c")
     sens = histogram_sensitivity(neighbours)
     rng = make_rng(seed)
+    bar = Progress("uniform_grid", progress, rows_hint(frame))
+    bar.step("counting")
     points = collect_points(frame, box, on_out_of_domain=on_out_of_domain, nulls=nulls)
     n_used, eps_grid, n_how = _budget_for_n(points, n, n_share, epsilon, neighbours, rng, nulls)
     m = grid_side(n_used, eps_grid, c, box.d)
     cells = check_domain_size((m,) * box.d, bytes_per_cell=64)
     flat = flat_cells(grid_cells(points, box, m), m)
     count = np.bincount(flat, minlength=cells).astype(np.float64)
+    bar.step("noise")
     count += laplace(rng, sens / eps_grid, count.shape)
+    bar.close()
     lo, hi = grid_boxes(box, m)
     params = {"c": c, "m": m, "n_used": n_used, "n_source": n_how, "epsilon_grid": eps_grid,
               "noise_scale": sens / eps_grid}
@@ -94,8 +102,12 @@ def uniform_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsil
 def adaptive_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: float,
                   n: int | None = None, n_share: float = 0.05, alpha: float = 0.5, c: float = 10.0,
                   c2: float = 5.0, neighbours: str = "add_remove", seed: SeedLike = None,
-                  on_out_of_domain: str = "raise", nulls: str = "raise") -> TreeRelease:
-    """AG: a two-level adaptive grid with constrained inference (see module docstring)."""
+                  on_out_of_domain: str = "raise", nulls: str = "raise",
+                  progress: bool | None = None) -> TreeRelease:
+    """AG: a two-level adaptive grid with constrained inference (see module docstring).
+
+    ``progress``: stage bars on stderr (counting, noise); ``None``: on a terminal for large inputs.
+    """
     box = as_box(columns, bounds)
     d = box.d
     epsilon = check_epsilon(epsilon)
@@ -103,6 +115,8 @@ def adaptive_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsi
     c, c2 = check_epsilon(c, "c"), check_epsilon(c2, "c2")
     sens = histogram_sensitivity(neighbours)
     rng = make_rng(seed)
+    bar = Progress("adaptive_grid", progress, rows_hint(frame))
+    bar.step("counting")
     points = collect_points(frame, box, on_out_of_domain=on_out_of_domain, nulls=nulls)
     n_used, eps_grid, n_how = _budget_for_n(points, n, n_share, epsilon, neighbours, rng, nulls)
     eps1, eps2 = alpha * eps_grid, (1 - alpha) * eps_grid
@@ -125,8 +139,10 @@ def adaptive_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsi
         leaf = leaf + np.clip(np.floor(pos * pm2), 0, pm2 - 1).astype(np.int64) * pm2 ** (d - 1 - j)
     u = np.bincount(leaf, minlength=n_leaves) + laplace(rng, sens / eps2, n_leaves)
 
+    bar.step("noise and constrained inference")
     owner = np.repeat(np.arange(n_cells), sub_cells)
     u = constrained_inference(v, u, owner, alpha)
+    bar.close()
 
     lo, hi = _two_level_boxes(box, m1, m2, owner, leaf_start)
     depth = np.where(sub_cells[owner] > 1, 2, 1).astype(np.int32)
@@ -138,14 +154,16 @@ def adaptive_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsi
 
 def privelet_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: float,
                   bits: int | None = None, neighbours: str = "add_remove", seed: SeedLike = None,
-                  on_out_of_domain: str = "raise", nulls: str = "raise") -> TreeRelease:
+                  on_out_of_domain: str = "raise", nulls: str = "raise",
+                  progress: bool | None = None) -> TreeRelease:
     """Privelet* (the PrivTree paper's baseline): Privelet over a fixed ``2^bits``-per-dimension
     grid of the public box, each axis an ordinal attribute with the Haar transform.
 
     ``bits`` (public; default ``max(1, 16 // d)``, i.e. about 65,536 cells) fixes the grid; the
     paper's resolution is not recovered (spec §2.12).  Privacy is Privelet's: Laplace
     ``rho / epsilon`` per wavelet coefficient with ``rho = prod_j (1 + bits)`` under add/remove
-    (``2 rho / epsilon`` under replace), see :func:`polars_dp.privelet`.
+    (``2 rho / epsilon`` under replace), see :func:`polars_dp.privelet`.  ``progress``: stage
+    bars on stderr (reading points, then Privelet's); ``None``: on a terminal for large inputs.
     """
     from polars_dp.domains.attributes import Ordinal
     from polars_dp.mechanisms.privelet import privelet
@@ -155,12 +173,15 @@ def privelet_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsi
     k = max(1, 16 // box.d) if bits is None else check_int(bits, "bits", lo=1, hi=20)
     m = 1 << int(k)
     check_domain_size((m,) * box.d, bytes_per_cell=64)
+    bar = Progress("privelet_grid", progress, rows_hint(frame))
+    bar.step("reading points")
     points = collect_points(frame, box, on_out_of_domain=on_out_of_domain, nulls=nulls)
+    bar.close()
     per_dim = grid_cells(points, box, m)
     cells = pl.DataFrame({c: idx for c, idx in zip(box.columns, per_dim, strict=True)})
     del points, per_dim
     grid = privelet(cells, [Ordinal(c, 0, m - 1) for c in box.columns], epsilon=epsilon,
-                    neighbours=neighbours, seed=seed)
+                    neighbours=neighbours, seed=seed, progress=bar.enabled)
     lo, hi = grid_boxes(box, m)
     params = {**grid.params, "bits": int(k), "m": m, "noise_scale": grid.noise_scale}
     return TreeRelease(box, lo, hi, np.ones(m**box.d, dtype=np.int32), grid.counts.reshape(-1),

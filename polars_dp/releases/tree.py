@@ -28,6 +28,7 @@ from polars_dp.kernels.spatial_sums import (
     morton_tree_sums,
     two_level_grid_sums,
 )
+from polars_dp.progress import Progress
 from polars_dp.releases import sql_tree
 from polars_dp.releases.base import Release
 from polars_dp.releases.io import register_release_type
@@ -162,7 +163,7 @@ class TreeRelease(Release):
         return q_lo, q_hi
 
     def range_counts(self, boxes: Any, std: bool = False, *,
-                     passthrough: Iterable[str] = ("id",)) -> pl.DataFrame:
+                     passthrough: Iterable[str] = ("id",), progress: bool | None = None) -> pl.DataFrame:
         """Noisy counts of many boxes at once: ``boxes`` with a ``count`` column added.
 
         ``boxes``: a Polars frame (or anything ``pl.DataFrame`` accepts) with ``<col>_lo`` /
@@ -176,10 +177,15 @@ class TreeRelease(Release):
         (``b`` the leaves' Laplace scale, ``w`` each leaf's weight in the answer) for releases
         whose leaf counts carry independent noise (PrivTree, UG).  It is the noise of the leaf
         counts only: the uniformity assumption inside a leaf adds a bias it cannot see.
+
+        ``progress``: a stage bar on stderr; ``None``: on a terminal for large work.
         """
         frame = self._as_frame(boxes)
+        bar = Progress("range_counts", progress, frame.height * max(self.n_leaves, 1))
+        bar.step("queries")
         if not std:
             counts = self.range_count_array(frame, passthrough=passthrough)
+            bar.close()
             return frame.with_columns(pl.Series("count", counts))
         scale = self._leaf_noise_scale()
         q_lo, q_hi = self._query_arrays(frame, passthrough)
@@ -190,6 +196,7 @@ class TreeRelease(Release):
         else:
             counts = self.range_count_array(frame, passthrough=passthrough)
             squares = grid_weight_squares(int(self.layout["m"]), self.box, q_lo, q_hi)
+        bar.close()
         return frame.with_columns(pl.Series("count", counts),
                                   pl.Series("std", np.sqrt(2.0 * scale**2 * squares)))
 
