@@ -41,8 +41,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
+from threadpoolctl import ThreadpoolController
 
 from polars_dp.domains.attributes import Attribute, Nominal
 from polars_dp.domains.hierarchy import Hierarchy
@@ -415,6 +417,17 @@ def inverse_matrix(attribute: Attribute) -> np.ndarray:
     return _haar_matrix(attribute.n_cells)
 
 
+@lru_cache(maxsize=1)
+def _threadpools() -> ThreadpoolController:
+    return ThreadpoolController()
+
+
+def blas_single_thread() -> Any:
+    """Context limiting BLAS to one thread: the small-axis products are many small matrix
+    products, for which BLAS threads cost more than they give (badly so on a busy machine)."""
+    return _threadpools().limit(limits=1, user_api="blas")
+
+
 def inverse_axis(u: np.ndarray, attribute: Attribute, axis: int = -1) -> np.ndarray:
     """:func:`inverse` along ``axis``, by a matrix product on small axes (at most
     :data:`DENSE_INVERSE_ENTRIES` matrix entries), else by the level-by-level kernels."""
@@ -526,6 +539,13 @@ def hn_inverse_blocked(source: Source, attributes: Sequence[Attribute], transfor
     plan = _plan(attrs, tr, slab_cells)
     if out.shape != plan.cells or out.dtype != np.float64 or not out.flags.c_contiguous:
         raise ParameterError(f"out must be a C-contiguous float64 array of shape {plan.cells}")
+    with blas_single_thread():
+        return _run_blocks(source, attrs, tr, plan, out, add, slab_cells, buffer, advance)
+
+
+def _run_blocks(source: Source, attrs: tuple[Attribute, ...], tr: list[bool], plan: _Plan, out: np.ndarray,
+                add: bool, slab_cells: int, buffer: np.ndarray | None,
+                advance: Callable[[int], None] | None) -> np.ndarray:
     tick = advance or (lambda n: None)
     d = len(attrs)
     if plan.lead == d:  # nothing transformed: coefficients are cells
