@@ -97,14 +97,23 @@ def morton_codes(coords: Sequence[np.ndarray], bits: int) -> np.ndarray:
     return code
 
 
+def _compact(x: np.ndarray, d: int, bits: int) -> np.ndarray:
+    """Inverse of :func:`_spread` on the bits at positions ``b * d`` of ``x`` (in place)."""
+    steps = _spread_steps(d, bits)  # block sizes 16, 8, ..., 1 (those below ``bits``)
+    masks = [mask for _, mask in steps][::-1] + [(1 << bits) - 1]
+    x &= masks[0]
+    for (shift, _), mask in zip(steps[::-1], masks[1:], strict=True):
+        x |= x >> shift
+        x &= mask
+    return x
+
+
 def deinterleave(codes: np.ndarray, d: int, bits: int) -> list[np.ndarray]:
-    """Inverse of :func:`morton_codes` (loops over the ``d * bits`` code bits)."""
+    """Inverse of :func:`morton_codes` (the shift/mask steps in reverse)."""
     codes = np.asarray(codes, dtype=np.int64)
-    out = [np.zeros(codes.shape, dtype=np.int64) for _ in range(d)]
-    for b in range(bits):
-        for j in range(d):
-            out[j] |= ((codes >> (b * d + (d - 1 - j))) & 1) << b
-    return out
+    if d == 1:
+        return [codes.copy()]
+    return [_compact(codes >> (d - 1 - j), d, bits) for j in range(d)]
 
 
 @dataclass(frozen=True)
