@@ -1,5 +1,6 @@
 """PrivTree: the privacy proof obligations (spec §2.4, §2.7) and input validation."""
 
+import importlib
 import math
 
 import numpy as np
@@ -19,6 +20,8 @@ from polars_dp.kernels.morton import (
 from polars_dp.mechanisms.privtree import grow_tree, privtree, privtree_delta, privtree_lambda
 from polars_dp.mechanisms.privtree_rule import privtree_split
 from polars_dp.noise import make_rng
+
+privtree_module = importlib.import_module("polars_dp.mechanisms.privtree")
 
 Z = 4.89  # two-sided normal quantile for a false-failure probability of 1e-6
 
@@ -269,7 +272,9 @@ def reference_grow_tree(codes, layout, *, lam, delta, theta, rng):
 
 
 @pytest.mark.parametrize(("d", "fanout"), [(2, 4), (2, 2), (3, 8), (1, 2)])
-def test_grow_tree_matches_reference_and_accepts_cell_counts(d, fanout):
+@pytest.mark.parametrize("scan", [0, 16, 10**9])  # binary search only, mixed, scans only
+def test_grow_tree_matches_reference_and_accepts_cell_counts(d, fanout, scan, monkeypatch):
+    monkeypatch.setattr(privtree_module, "SCAN_PER_BOUNDARY", scan)
     layout = MortonLayout(d, resolution_bits(d), check_fanout(fanout, d))
     box = as_box([f"c{j}" for j in range(d)], [(0.0, 1.0)] * d)
     rng = np.random.default_rng(d)

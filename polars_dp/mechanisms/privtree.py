@@ -90,15 +90,40 @@ def grow_tree(codes: np.ndarray, counts: np.ndarray | None, layout: MortonLayout
         if not split.any():
             break
         parent = prefixes[split] << layout.split_bits
-        child_shift = layout.shift(depth + 1)
-        inner = np.searchsorted(codes, ((parent[:, None] | interior) << child_shift).ravel(), side="left")
-        bounds = np.concatenate([lo[split, None], inner.reshape(parent.size, -1), hi[split, None]], axis=1)
-        lo, hi = bounds[:, :-1].ravel(), bounds[:, 1:].ravel()
+        lo, hi = _child_ranges(codes, parent, lo[split], hi[split], interior, layout.shift(depth + 1),
+                               layout.fanout)
         prefixes = (parent[:, None] | children).ravel()
     start = np.concatenate(starts)
     order = np.argsort(start, kind="stable")
     count = np.concatenate(leaf_counts)[order].astype(np.float64)
     return start[order], np.concatenate(depths)[order], count
+
+
+#: A level finds its child boundaries by scanning the codes of the split nodes when they hold
+#: fewer than this many codes per boundary, else by binary search over all codes.
+SCAN_PER_BOUNDARY = 16
+
+
+def _child_ranges(codes: np.ndarray, parent: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                  interior: np.ndarray, child_shift: int, fanout: int) -> tuple[np.ndarray, np.ndarray]:
+    """Index ranges ``[lo, hi)`` (flat, children in code order) of the children of the split
+    nodes with first child prefixes ``parent`` and index ranges ``[lo, hi)``.
+
+    Small nodes: one pass over their codes (child digit, then a bincount per node); large
+    ones: ``searchsorted`` of the ``beta - 1`` interior boundaries.  Both give the same ranges.
+    """
+    sizes = hi - lo
+    total = int(sizes.sum())
+    if total <= SCAN_PER_BOUNDARY * parent.size * interior.size:
+        owner = np.repeat(np.arange(parent.size, dtype=np.int64), sizes)
+        pos = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(sizes) - sizes - lo, sizes)
+        digit = (codes[pos] >> child_shift) & (fanout - 1)
+        per_child = np.bincount(owner * fanout + digit, minlength=parent.size * fanout)
+        ends = np.cumsum(per_child.reshape(parent.size, fanout), axis=1) + lo[:, None]
+        return (ends - per_child.reshape(parent.size, fanout)).ravel(), ends.ravel()
+    inner = np.searchsorted(codes, ((parent[:, None] | interior) << child_shift).ravel(), side="left")
+    bounds = np.concatenate([lo[:, None], inner.reshape(parent.size, -1), hi[:, None]], axis=1)
+    return bounds[:, :-1].ravel(), bounds[:, 1:].ravel()
 
 
 def sorted_codes(codes: np.ndarray) -> np.ndarray:
