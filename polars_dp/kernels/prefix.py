@@ -18,6 +18,18 @@ import numpy as np
 BLOCK_CELLS = 1 << 21
 
 
+def cumsum_inplace(a: np.ndarray, axis: int) -> None:
+    """``np.cumsum(a, axis, out=a)`` with the same additions in the same order (bit-identical):
+    along the last axis numpy's own loop; along another axis one vectorised add per index
+    (``a[i] += a[i - 1]``), much faster than numpy's strided accumulate there."""
+    if axis == a.ndim - 1:
+        np.cumsum(a, axis=axis, out=a)
+        return
+    v = np.moveaxis(a, axis, 0)
+    for i in range(1, v.shape[0]):
+        np.add(v[i - 1], v[i], out=v[i])
+
+
 def prefix_row_blocks(counts: np.ndarray, block_cells: int = BLOCK_CELLS) -> Iterator[tuple[int, np.ndarray]]:
     """The summed-area array of ``counts`` in blocks of rows along the first axis.
 
@@ -45,10 +57,10 @@ def prefix_row_blocks(counts: np.ndarray, block_cells: int = BLOCK_CELLS) -> Ite
         body[...] = src
         if carry is not None:
             body[0] += carry
-        np.cumsum(body, axis=0, out=body)
+        cumsum_inplace(body, 0)
         carry = body[-1].copy()
         for axis in range(1, counts.ndim):
-            np.cumsum(block, axis=axis, out=block)
+            cumsum_inplace(block, axis)
         yield r + 1, block
 
 
@@ -149,4 +161,5 @@ def box_sums(prefix: np.ndarray, starts: np.ndarray, stops: np.ndarray) -> np.nd
     return total
 
 
-__all__ = ["BLOCK_CELLS", "box_sums", "prefix_row_blocks", "prefix_sums", "streamed_box_sums"]
+__all__ = ["BLOCK_CELLS", "box_sums", "cumsum_inplace", "prefix_row_blocks", "prefix_sums",
+           "streamed_box_sums"]
