@@ -20,9 +20,10 @@ BLOCK_CELLS = 1 << 21
 
 def cumsum_inplace(a: np.ndarray, axis: int) -> None:
     """``np.cumsum(a, axis, out=a)`` with the same additions in the same order (bit-identical):
-    along the last axis numpy's own loop; along another axis one vectorised add per index
-    (``a[i] += a[i - 1]``), much faster than numpy's strided accumulate there."""
-    if axis == a.ndim - 1:
+    along the last axis (or before short rows) numpy's own loop; along another axis one
+    vectorised add per index (``a[i] += a[i - 1]``), much faster than numpy's strided
+    accumulate there."""
+    if axis == a.ndim - 1 or int(np.prod(a.shape[axis + 1:], dtype=np.int64)) < 64:  # short rows
         np.cumsum(a, axis=axis, out=a)
         return
     v = np.moveaxis(a, axis, 0)

@@ -49,6 +49,7 @@ from threadpoolctl import ThreadpoolController
 from polars_dp.domains.attributes import Attribute, Nominal
 from polars_dp.domains.hierarchy import Hierarchy
 from polars_dp.errors import HierarchyError, ParameterError, QueryError
+from polars_dp.kernels.prefix import cumsum_inplace
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -201,7 +202,8 @@ def nominal_forward(x: np.ndarray, hierarchy: Hierarchy, axis: int = -1) -> np.n
     if v.shape[1] != t.n_leaves:
         raise ParameterError(f"the hierarchy has {t.n_leaves} leaves but axis {axis} has {v.shape[1]}")
     cum = np.zeros((v.shape[0], t.n_leaves + 1, v.shape[2]))
-    np.cumsum(v, axis=1, out=cum[:, 1:])
+    cum[:, 1:] = v
+    cumsum_inplace(cum[:, 1:], 1)  # the same sums as np.cumsum, one vector add per leaf
     leafsum = cum[:, t.stop] - cum[:, t.start]  # segment sums of every node
     out = np.empty_like(leafsum)
     out[:, 0] = leafsum[:, 0]
@@ -348,7 +350,8 @@ def nominal_forward_int(x: np.ndarray, hierarchy: Hierarchy, axis: int = -1) -> 
     if v.shape[1] != t.n_leaves:
         raise ParameterError(f"the hierarchy has {t.n_leaves} leaves but axis {axis} has {v.shape[1]}")
     cum = np.zeros((v.shape[0], t.n_leaves + 1, v.shape[2]), dtype=np.int64)
-    np.cumsum(v, axis=1, out=cum[:, 1:])
+    cum[:, 1:] = v
+    cumsum_inplace(cum[:, 1:], 1)  # the same sums as np.cumsum, one vector add per leaf
     leafsum = cum[:, t.stop] - cum[:, t.start]
     out = np.empty_like(leafsum)
     out[:, 0] = leafsum[:, 0]
