@@ -34,6 +34,18 @@ Nominal (Sec. IV-B)
 Multi-dimensional (HN, Sec. V): the 1-D transforms applied along every transformed axis in
 turn (:func:`hn_forward`); the inverse along the axes in reverse order (:func:`hn_inverse`).
 Weights multiply, so the sensitivity is ``prod P(A)`` (Theorem 2).
+
+Kernels for large cubes
+    * :func:`hn_inverse_blocked`: the HN inverse of coefficients pulled block by block from a
+      source (e.g. a noise sampler), fused over all axes: inner axes per cache-sized block,
+      outer transformed axes in column blocks of one buffer; small axes by their dense
+      inverse matrix (:func:`inverse_axis`).
+    * :func:`hn_forward_int` / :func:`forward_int`: the exact forward transform of integer
+      counts as int64 numerators ``D * u``; Haar coefficients are integers (``D = 1``), nominal
+      ones have ``D = 2 (f_parent - 1)`` (:func:`nominal_denominators`); across axes the
+      denominators multiply (:func:`hn_denominators`).
+    * :func:`hn_lattice_inverse`: counts -> exact int64 forward -> ``perturb`` (the caller's
+      noise on the numerators) -> float64 inverse, blocked, in the C order of the coefficients.
 """
 
 from __future__ import annotations

@@ -19,10 +19,13 @@ Implementation
 The release is ``inverse(forward(M) + eta)``.  The inverse is linear and inverts the
 forward transform exactly (mean subtraction is a no-op on exact coefficients), so this
 equals ``M + inverse(eta)``: the counts never need the forward transform, and the noise
-field ``inverse(eta)`` is built in slabs (i.i.d. Laplace drawn in the C order of the full
-coefficient array, so a seed gives the same release as the direct formula).  Peak memory
-is the count matrix plus, when the first axis is transformed, one buffer of its
-coefficient length times the other axes' cells.
+field ``inverse(eta)`` is built by the blocked kernel
+:func:`polars_dp.kernels.wavelets.hn_inverse_blocked` (i.i.d. Laplace drawn block by block
+in the C order of the full coefficient array, so a seed gives the same release as the
+direct formula; about two passes over the cube whatever the number of transformed axes).
+Peak memory is the count matrix plus, when the first axis is transformed, one buffer of its
+coefficient length times the other axes' cells.  The exact-noise pipeline (integer
+coefficients, noise, float inverse) is :func:`polars_dp.kernels.wavelets.hn_lattice_inverse`.
 
 Utility: every range count has noise variance ``2 lambda^2 prod_axes f_axis``, exposed by
 :meth:`GridRelease.range_variance`; ``f <= H(A)`` on transformed axes (Theorem 3, Eq. 7).
