@@ -26,10 +26,10 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks $(ARGS)
 
 evaluate: $(STAMP)
-	$(BIN)/python benchmarks/evaluate.py
+	$(BIN)/python benchmarks/evaluate.py $(ARGS)
 
 evaluate-quick: $(STAMP)
-	$(BIN)/python benchmarks/evaluate.py --quick
+	$(BIN)/python benchmarks/evaluate.py --quick $(ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache build dist

@@ -36,7 +36,7 @@ def skewed_frame(n: int, d: int, seed: int = 0):
 
 def _run(n: int, d: int, mechanism: str, out: mp.Queue) -> None:
     import polars_dp  # noqa: F401  (registers df.dp)
-    from polars_dp.evaluation.spatial import random_boxes
+    from polars_dp.evaluation.spatial_workloads import random_boxes
     frame = skewed_frame(n, d)
     cols = list(frame.columns)
     bounds = [(0.0, 1.0)] * d

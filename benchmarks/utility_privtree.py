@@ -18,7 +18,8 @@ import numpy as np
 import polars as pl
 
 import polars_dp as pdp
-from polars_dp.evaluation.spatial import SIZE_CLASSES, exact_range_counts, random_boxes, relative_errors
+from polars_dp.evaluation.references import exact_range_counts
+from polars_dp.evaluation.spatial_workloads import SIZE_CLASSES, random_boxes, relative_errors
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "spatial_geonames_cities500.parquet"
 COLUMNS = ["longitude", "latitude"]
@@ -26,11 +27,12 @@ BOUNDS = [(-180.0, 180.0), (-90.0, 90.0)]
 EPSILONS = (0.1, 0.4, 1.6)
 
 
-def mechanisms(n: int) -> dict:
+def mechanisms() -> dict:
+    """The four mechanisms; UG and AG estimate N privately (the exact N is not public under add/remove)."""
     return {
         "PrivTree": lambda df, eps, seed: df.dp.privtree(COLUMNS, bounds=BOUNDS, epsilon=eps, seed=seed),
-        "UG": lambda df, eps, seed: df.dp.uniform_grid(COLUMNS, bounds=BOUNDS, epsilon=eps, n=n, seed=seed),
-        "AG": lambda df, eps, seed: df.dp.adaptive_grid(COLUMNS, bounds=BOUNDS, epsilon=eps, n=n, seed=seed),
+        "UG": lambda df, eps, seed: df.dp.uniform_grid(COLUMNS, bounds=BOUNDS, epsilon=eps, seed=seed),
+        "AG": lambda df, eps, seed: df.dp.adaptive_grid(COLUMNS, bounds=BOUNDS, epsilon=eps, seed=seed),
         "Privelet*": lambda df, eps, seed: df.dp.privelet_grid(COLUMNS, bounds=BOUNDS, epsilon=eps,
                                                                seed=seed),
     }
@@ -45,7 +47,7 @@ def evaluate(frame: pl.DataFrame, *, n_queries: int = 10_000, runs: int = 3, eps
         boxes = random_boxes(COLUMNS, BOUNDS, n_queries, volume=name, seed=seed + i)
         workloads[name] = (boxes, exact_range_counts(frame, COLUMNS, BOUNDS, boxes))
     rows = []
-    for mech, make in mechanisms(n).items():
+    for mech, make in mechanisms().items():
         for eps in epsilons:
             errs = {name: [] for name in SIZE_CLASSES}
             leaves = []

@@ -5,6 +5,7 @@
 >>> release.write_parquet("age.parquet")                                  # doctest: +SKIP
 """
 
+from polars_dp import duckdb, releases  # noqa: F401  (pdp.duckdb, pdp.releases)
 from polars_dp import namespace as _namespace  # noqa: F401  (registers df.dp / lf.dp)
 from polars_dp._version import __version__
 from polars_dp.budget import Accountant
@@ -15,13 +16,14 @@ from polars_dp.errors import (
     ColumnNotFoundError,
     DomainError,
     DomainTooLargeError,
+    EmptyReleaseError,
     HierarchyError,
     ParameterError,
     PolarsDPError,
     QueryError,
     ReleaseFormatError,
 )
-from polars_dp.evaluation.spatial import random_boxes, relative_errors
+from polars_dp.evaluation.spatial_workloads import random_boxes, relative_errors
 from polars_dp.evaluation.workloads import random_workload
 from polars_dp.mechanisms import (
     adaptive_grid,
@@ -34,6 +36,7 @@ from polars_dp.mechanisms import (
     uniform_grid,
 )
 from polars_dp.releases import GridRelease, Release, SequenceModel, TreeRelease, read_release
+from polars_dp.session import Session
 
 __all__ = [
     "Accountant",
@@ -42,6 +45,7 @@ __all__ = [
     "ColumnNotFoundError",
     "DomainError",
     "DomainTooLargeError",
+    "EmptyReleaseError",
     "GridRelease",
     "Hierarchy",
     "HierarchyError",
@@ -53,6 +57,7 @@ __all__ = [
     "Release",
     "ReleaseFormatError",
     "SequenceModel",
+    "Session",
     "TreeRelease",
     "__version__",
     "adaptive_grid",
@@ -69,10 +74,3 @@ __all__ = [
     "uniform_grid",
 ]
 
-
-def __getattr__(name: str):
-    """``pdp.duckdb`` is imported on first use (it loads the duckdb package)."""
-    if name == "duckdb":
-        import importlib
-        return importlib.import_module("polars_dp.duckdb")
-    raise AttributeError(f"module 'polars_dp' has no attribute {name!r}")

@@ -17,17 +17,19 @@ from typing import Any
 from polars_dp.errors import ParameterError
 from polars_dp.releases import Release
 from polars_dp.releases.sql import ident, literal, read_release, render, sql_dir, to_arrow
-from polars_dp.releases.sql_grid import BATCH_CELLS, MAX_FACTOR_ROWS
+from polars_dp.releases.sql_grid import BATCH_CELLS
 from polars_dp.releases.sql_tree import register_tree
 
 
-def register(con: Any, name: str, release: Release) -> Any:
-    """Register ``release`` in ``con`` as ``name`` (tables and macros); returns the table's relation."""
+def register(con: Any, name: str, release: Release, *, replace: bool = False) -> Any:
+    """Register ``release`` in ``con`` as ``name`` (tables and macros); returns the table's relation.
+
+    Refuses when a table, view or macro it would create exists; ``replace=True`` overwrites."""
     to_duckdb = getattr(release, "to_duckdb", None)
     if not isinstance(release, Release) or to_duckdb is None:
         raise ParameterError(f"register expects a GridRelease or TreeRelease, got {type(release).__name__}")
-    return to_duckdb(con, name)
+    return to_duckdb(con, name, replace=replace)
 
 
-__all__ = ["BATCH_CELLS", "MAX_FACTOR_ROWS", "ident", "literal", "read_release", "register",
+__all__ = ["BATCH_CELLS", "ident", "literal", "read_release", "register",
            "register_tree", "render", "sql_dir", "to_arrow"]

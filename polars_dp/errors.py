@@ -47,11 +47,16 @@ class BudgetExceededError(PolarsDPError):
     """Spending this release would exceed the accountant's total epsilon."""
 
 
+class EmptyReleaseError(ParameterError):
+    """A release has no positive count, so it defines no distribution to sample from."""
+
+
 __all__ = [
     "BudgetExceededError",
     "ColumnNotFoundError",
     "DomainError",
     "DomainTooLargeError",
+    "EmptyReleaseError",
     "HierarchyError",
     "ParameterError",
     "PolarsDPError",

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 import polars as pl
 
 from polars_dp import mechanisms
+from polars_dp.session import Session
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -52,6 +53,11 @@ class DPNamespace:
     privelet_grid = _bound_to_frame(mechanisms.privelet_grid)
     privtree_sequences = _bound_to_frame(mechanisms.privtree_sequences)
     ngram_sequences = _bound_to_frame(mechanisms.ngram_sequences)
+
+    def session(self, *, epsilon: float, neighbours: str) -> Session:
+        """A :class:`~polars_dp.Session` on this frame: a total budget ``epsilon`` under
+        ``neighbours``, with the mechanisms as methods, each charged before the frame is read."""
+        return Session(self._frame, epsilon=epsilon, neighbours=neighbours)
 
 
 pl.api.register_dataframe_namespace("dp")(DPNamespace)

@@ -1,14 +1,27 @@
 -- Answers of range-count queries (one row per query) from the prefix column of {{table}}.
 -- {{queries}}: a relation with an id column and predicate columns <ordinal>_lo / <ordinal>_hi
 -- and <nominal> (a hierarchy label); a missing column or NULL means the whole domain.
+-- align ('exact', 'outer' or 'inner'): what to do with an ordinal bound inside a bin.
 WITH q AS (
     SELECT {{typed_columns}} WHERE false      -- fixes the type of every predicate column
     UNION ALL BY NAME
     SELECT * FROM {{queries}}
 ),
-box AS (                                     -- per axis k: cells [s_k, e_k) and variance factor f_k
+vals AS (                                    -- ordinal bounds checked: numbers inside the domain
+    SELECT q.*{{values}}
+    FROM q
+),
+pos AS (                                     -- ordinal bounds: their bins, on a bin edge or not
+    SELECT v.*{{positions}}
+    FROM vals AS v
+),
+ranged AS (                                  -- per axis k: cells [s_k, e_k) (aligned as align says)
     SELECT q.id, {{ranges}}
-    FROM q{{label_joins}}
+    FROM pos AS q{{label_joins}}
+),
+box AS MATERIALIZED (                        -- an ordinal range holding no whole bin is an error
+    SELECT b.id, {{checked}}
+    FROM ranged AS b
 ),
 corner AS (                                  -- inclusion-exclusion: 2^d corners of each box
     SELECT box.id,
@@ -25,4 +38,5 @@ total AS (
 SELECT box.id,
        coalesce(total.count, 0.0)::DOUBLE AS count,
        sqrt({{variance}})::DOUBLE AS std      -- noise std: sqrt(2 scale^2 prod_k f_k)
-FROM box LEFT JOIN total ON total.id = box.id{{factor_joins}}
+FROM box LEFT JOIN total ON total.id = box.id
+ORDER BY box.id                              -- answers in query-id order

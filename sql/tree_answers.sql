@@ -18,3 +18,4 @@ total AS (
 )
 SELECT box.id, coalesce(total.count, 0.0)::DOUBLE AS count
 FROM box LEFT JOIN total ON total.id = box.id
+ORDER BY box.id                              -- answers in query-id order

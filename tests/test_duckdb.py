@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
-import types
 
 import duckdb
 import numpy as np
@@ -63,26 +61,71 @@ def test_batch_macro_with_missing_columns_and_typed_labels(con, release):
     con.execute("CREATE OR REPLACE TABLE few AS SELECT * FROM (VALUES "
                 "(1, 4, true, 'Tech'), (2, NULL, NULL, NULL), (3, 29, false, 'agent')) "
                 "AS t(id, age_hi, hisp, job)")
-    got = con.sql("SELECT * FROM rel_range_counts(few) ORDER BY id").fetchall()
+    got = con.sql("SELECT * FROM rel_range_counts(few, align := 'outer') ORDER BY id").fetchall()
     for (qid, count, std), preds in zip(got, [{"age": (None, 4), "hisp": True, "job": "Tech"}, {},
                                               {"age": (None, 29), "hisp": False, "job": "agent"}],
                                         strict=True):
-        assert close(count, release.range_count(**preds)), qid
-        assert close(std, release.range_std(**preds)), qid
+        assert close(count, release.range_count(**preds, align="outer")), qid
+        assert close(std, release.range_std(**preds, align="outer")), qid
 
 
 @pytest.mark.parametrize(("sql_args", "predicates"), [
     ("", {}),
-    ("age_lo := 4, age_hi := 17", {"age": (4, 17)}),
+    ("age_lo := 3, age_hi := 17", {"age": (3, 17)}),
+    ("age_lo := 4, age_hi := 17, align := 'outer'", {"age": (4, 17), "align": "outer"}),
+    ("age_lo := 4, age_hi := 17, align := 'inner'", {"age": (4, 17), "align": "inner"}),
     ("job := 'Sales', hisp := true", {"job": "Sales", "hisp": True}),
-    ("zone := 4, score_lo := 0.25", {"zone": 4, "score": (0.25, None)}),
-    ("zone := 'north', job := 'cashier', age_hi := 9, score_lo := 0.5, score_hi := 0.79, hisp := false",
-     {"zone": "north", "job": "cashier", "age": (None, 9), "score": (0.5, 0.79), "hisp": False}),
+    ("zone := 4, score_lo := 0.2", {"zone": 4, "score": (0.2, None)}),
+    ("zone := 4, score_lo := 0.25, align := 'inner'", {"zone": 4, "score": (0.25, None), "align": "inner"}),
+    ("score_lo := 0.3, score_hi := 0.6", {"score": (0.3, 0.6)}),
+    ("score_lo := 0.3, score_hi := 1.0", {"score": (0.3, 1.0)}),
+    ("zone := 'north', job := 'cashier', age_hi := 8, score_lo := 0.5, score_hi := 0.8, hisp := false",
+     {"zone": "north", "job": "cashier", "age": (None, 8), "score": (0.5, 0.8), "hisp": False}),
+    ("zone := 'north', job := 'cashier', age_hi := 9, score_lo := 0.5, score_hi := 0.79, hisp := false, "
+     "align := 'outer'", {"zone": "north", "job": "cashier", "age": (None, 9), "score": (0.5, 0.79),
+                          "hisp": False, "align": "outer"}),
 ])
 def test_single_macro_equals_python(con, release, sql_args, predicates):
     count, std = con.execute(f"SELECT * FROM rel_range_count({sql_args})").fetchall()[0]
     assert close(count, release.range_count(**predicates))
     assert close(std, release.range_std(**predicates))
+
+
+@pytest.mark.parametrize(("sql_args", "predicates"), [
+    ("age_lo := 4, age_hi := 17", {"age": (4, 17)}),
+    ("age_hi := 9", {"age": (None, 9)}),
+    ("score_lo := 0.25", {"score": (0.25, None)}),
+    ("score_lo := 0.5, score_hi := 0.79", {"score": (0.5, 0.79)}),
+    ("age_lo := 4, age_hi := 5, align := 'inner'", {"age": (4, 5), "align": "inner"}),
+])
+def test_unaligned_bounds_are_refused_in_sql_and_python_alike(con, release, sql_args, predicates):
+    """Issue 12 case 4: a bound inside a bin is an error (not silently widened) naming the
+    nearest aligned bounds; the SQL and Python messages name the same bounds."""
+    with pytest.raises(pdp.QueryError) as py_error:
+        release.range_count(**predicates)
+    with pytest.raises(duckdb.Error) as sql_error:
+        con.execute(f"SELECT * FROM rel_range_count({sql_args})").fetchall()
+    py_text, sql_text = str(py_error.value), str(sql_error.value)
+    for text in (py_text, sql_text):
+        assert "does not fall on bin edges" in text or "contains no whole bin" in text
+    aligned = py_text.partition("nearest aligned: ")[2].replace("'", "")
+    if aligned:
+        assert aligned in sql_text
+
+
+def test_align_must_be_known_in_sql_and_python(con, release):
+    with pytest.raises(duckdb.Error, match="align must be one of"):
+        con.execute("SELECT * FROM rel_range_count(age_lo := 3, align := 'widest')").fetchall()
+    with pytest.raises(pdp.ParameterError, match="align must be one of"):
+        release.range_count(age=(3, 5), align="widest")
+
+
+def test_batch_rows_come_in_id_order(con, release):
+    """Small defect: name_range_counts returned rows in no particular order."""
+    queries = random_workload(release.attributes, 300, seed=3).sample(fraction=1.0, shuffle=True, seed=1)
+    con.register("shuffled", queries.to_arrow())
+    got = con.sql("SELECT id FROM rel_range_counts('shuffled')").fetchall()
+    assert [row[0] for row in got] == sorted(queries["id"].to_list())
 
 
 def test_plain_sql_sum_equals_python(con, release):
@@ -142,29 +185,25 @@ def test_bad_names_and_release_types(release):
     assert con.sql("SHOW TABLES").fetchall() == []
 
 
-def test_wavelet_factors_reach_sql(monkeypatch, release):
-    """A transformed axis gets its variance factors from polars_dp.kernels.wavelets (stubbed here with
-    an arbitrary deterministic function): SQL std must equal Python's range_variance."""
-    fake = types.ModuleType("polars_dp.kernels.wavelets")
-    fake.range_variance_factor = lambda attribute, starts, stops: (
-        1.0 + np.log2(stops - starts) + 0.01 * starts)
-    monkeypatch.setitem(sys.modules, "polars_dp.kernels.wavelets", fake)
-    wave = pdp.GridRelease(release.counts, release.attributes, mechanism="privelet", epsilon=1.0,
-                           neighbours="replace", noise_scale=3.0,
-                           params={"transformed": ["age", "job", "score"]})
+@pytest.mark.parametrize("n_cells", [1, 2, 3, 7, 64, 100, 2049, 5000])
+def test_sql_std_is_exact_for_every_transformed_axis_size(n_cells):
+    """Issue 12 case 7: SQL std was NULL beyond ~2,047 cells of a transformed ordinal axis.
+    The Haar variance factor is now computed in SQL per level; it equals Python's within 1e-9."""
+    attrs = [pdp.Ordinal("x", 0, n_cells - 1), pdp.Nominal("g", categories=["a", "b", "c"])]
+    counts = np.random.default_rng(n_cells).normal(5.0, 2.0, size=(n_cells, 3))
+    wave = pdp.GridRelease(counts, attrs, mechanism="privelet", epsilon=1.0, neighbours="replace",
+                           noise_scale=3.0, params={"transformed": ["x", "g"]})
     con = duckdb.connect()
     wave.to_duckdb(con, "wave")
     queries = random_workload(wave.attributes, 300, seed=5)
     con.register("workload", queries.to_arrow())
-    got = con.sql("SELECT * FROM wave_range_counts('workload') ORDER BY id").pl()
+    got = con.sql("SELECT * FROM wave_range_counts('workload')").pl()
     want = wave.range_counts(queries, std=True)
-    assert close(got["count"].to_numpy(), want["count"].to_numpy())
-    assert close(got["std"].to_numpy(), want["std"].to_numpy())
-    # beyond MAX_FACTOR_ROWS the per-axis table is not stored and SQL std is NULL
-    monkeypatch.setattr(pdp.releases.sql_grid, "MAX_FACTOR_ROWS", 10)
-    wave.to_duckdb(con, "wave2")
-    count, std = con.execute("SELECT * FROM wave2_range_count(age_lo := 3)").fetchall()[0]
-    assert close(count, wave.range_count(age=(3, None))) and std is None
+    assert got["std"].null_count() == 0
+    np.testing.assert_allclose(got["count"].to_numpy(), want["count"].to_numpy(), rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(got["std"].to_numpy(), want["std"].to_numpy(), rtol=1e-9, atol=0)
+    (_, std), = con.execute("SELECT * FROM wave_range_count(x_lo := 0)").fetchall()
+    assert std == pytest.approx(wave.range_std(x=(0, None)), rel=1e-9)
 
 
 def test_full_domain_query_from_a_polars_frame(release):

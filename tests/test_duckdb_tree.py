@@ -42,6 +42,10 @@ def test_sql_answers_equal_python(release):
     assert whole == pytest.approx(release.count.sum(), rel=1e-9)
     plain = con.sql("SELECT sum(count) FROM pts").fetchall()[0][0]
     assert plain == pytest.approx(whole, rel=1e-9)
+    shuffled = boxes.sample(fraction=1.0, shuffle=True, seed=2)
+    con.register("shuffled", shuffled.to_arrow())
+    ids = [row[0] for row in con.sql("SELECT id FROM pts_range_counts('shuffled')").fetchall()]
+    assert ids == sorted(ids)                        # rows in id order without an ORDER BY
 
 
 def test_sql_round_trip_and_errors(release):

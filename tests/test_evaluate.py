@@ -145,14 +145,20 @@ def test_sequence_experiment_truncation_without_loss_is_exact():
     assert private["tv_pairs"].is_between(0, 1).all()
 
 
-def test_cli_without_real_data_skips_the_real_data_experiments(tmp_path, capsys):
-    assert evaluate.main(["--quick", "--only", "spatial", "--only", "sequences", "--no-progress",
-                          "--data", str(tmp_path / "absent"), "--out", str(tmp_path)]) == 0
+def test_cli_without_real_data_stops_with_a_message(tmp_path, capsys):
+    out = tmp_path / "out"
+    argv = ["--quick", "--no-progress", "--data", str(tmp_path / "absent"), "--out", str(out)]
+    assert evaluate.main(argv) == 0
     printed = capsys.readouterr().out
-    assert "Real datasets not found" in printed and "skipping the spatial experiment" in printed
-    readme = (tmp_path / "README.md").read_text()
-    assert "| quick | spatial | no real data |" in readme
-    assert (tmp_path / "headline.md").read_text().startswith("# Headline numbers")
+    assert "Real datasets not found" in printed and "--synthetic-only" in printed
+    assert not any(out.iterdir())
+
+
+def test_runner_without_real_data_skips_its_experiment(tmp_path, capsys):
+    args = evaluate.parse_args(["--quick", "--no-progress"])
+    result = evaluate.RUNNERS["spatial"](args, evaluate.QUICK, None, tmp_path)
+    assert result == {"skipped": "no real data"}
+    assert "skipping the spatial experiment" in capsys.readouterr().out
 
 
 def test_headline_reads_the_ratio_from_the_tables(tmp_path):

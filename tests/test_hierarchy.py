@@ -6,6 +6,7 @@ import pytest
 
 import polars_dp as pdp
 from polars_dp.domains.hierarchy import Hierarchy
+from polars_dp.errors import HierarchyError
 
 OCCUPATION = {
     "Sales": ["clerk", "agent"],
@@ -120,3 +121,10 @@ def test_unknown_label_error_suggests_case_fix():
     h = Hierarchy.from_dict(OCCUPATION)
     with pytest.raises(pdp.QueryError, match="did you mean 'Sales'"):
         h.leaf_range("sales")
+
+
+@pytest.mark.parametrize("tree", [{"_note": "text"}, {"group": "leaf"}, {"a": ["x"], "b": 3}])
+def test_a_group_given_as_a_scalar_is_refused(tree):
+    key = list(tree)[-1]
+    with pytest.raises(HierarchyError, match=f"group {key!r}"):
+        Hierarchy.from_dict(tree)

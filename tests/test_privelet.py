@@ -46,7 +46,7 @@ def z_two_sided(p: float) -> float:
     ((), 5 * 3 * 2, "privelet"),          # P(age)=1+log2 16, P(occ)=height 3, P(sex)=height 2
     (["sex"], 5 * 3, "privelet+"),
     (["age", "sex"], 3, "privelet+"),
-    (["age", "occ", "sex"], 1, "privelet+"),
+    (["age", "occ", "sex"], 1, "basic"),   # nothing transformed: exactly Basic, labelled so
 ])
 @pytest.mark.parametrize(("neighbours", "factor"), [("replace", 2), ("add_remove", 1)])
 def test_noise_scale_and_rho_are_recorded(untransformed, rho, mechanism, neighbours, factor):
@@ -226,3 +226,13 @@ def test_foundation_rejections_apply():
         pdp.privelet(with_null, small_attrs(), epsilon=1.0)
     r = pdp.privelet(with_null, small_attrs(), epsilon=1.0, nulls="drop", seed=0)
     assert r.counts.shape == (10, 5, 2)
+
+
+def test_auto_that_transforms_nothing_is_labelled_basic():
+    df = pl.DataFrame({"a": [0, 1, 2, 2], "g": ["x", "y", "x", "x"]})
+    attrs = [pdp.Ordinal("a", 0, 3), pdp.Nominal("g", categories=["x", "y"])]
+    r = df.dp.privelet(attrs, epsilon=1.0, untransformed="auto", seed=1)
+    assert r.params["transformed"] == []
+    assert r.mechanism == "basic" and "Basic" in r.params["note"] and "Basic" in repr(r)
+    same = df.dp.basic(attrs, epsilon=1.0, seed=1)
+    assert r.noise_scale == same.noise_scale

@@ -11,7 +11,9 @@ import pytest
 from scipy import stats
 
 import polars_dp as pdp
-from polars_dp.evaluation.workloads import coverage, random_workload, selectivity, true_answers
+from polars_dp.counting.frequency import frequency_matrix
+from polars_dp.evaluation.references import selectivity, true_answers
+from polars_dp.evaluation.workloads import coverage, random_workload
 from polars_dp.kernels.prefix import box_sums, prefix_sums
 from polars_dp.releases.grid_queries import predicate_ranges, query_ranges
 
@@ -51,7 +53,10 @@ def cell_mask(attribute, predicate) -> np.ndarray:
         lower = np.asarray(attribute.cell_labels(), dtype=np.float64)   # bin [lower, lower + width)
         upper = lower + attribute.width
         upper[-1] = attribute.hi + 1e-9                             # the last bin holds hi itself
-        return (upper > lo + 1e-12) & (lower <= hi + 1e-12)
+        if attribute.integer:                                       # integer bins: values lower..upper-1
+            return (upper > lo + 1e-12) & (lower <= hi + 1e-12)
+        # float bins are half-open: a hi on an edge ends there (except the domain's top value)
+        return (upper > lo + 1e-12) & ((lower < hi - 1e-12) | (hi >= attribute.hi))
     leaves = list(attribute.hierarchy.leaves)
     mask = np.array([leaf == predicate and type(leaf) is type(predicate) for leaf in leaves])
     for labels in attribute.hierarchy.level_labels().values():
@@ -120,8 +125,9 @@ def test_range_sums_equal_box_sums():
     {"age": (None, 10), "score": (0.3, None)},                # open sides
 ])
 def test_range_count_equals_brute_force(release, predicates):
-    assert release.range_count(**predicates) == pytest.approx(brute_force(release, predicates),
-                                                              rel=1e-9, abs=1e-9)
+    """align="outer": every bin the range touches (the brute force keeps exactly those)."""
+    assert release.range_count(**predicates, align="outer") == pytest.approx(
+        brute_force(release, predicates), rel=1e-9, abs=1e-9)
 
 
 def test_batch_workload_equals_brute_force_and_single_queries(release):
@@ -173,7 +179,7 @@ def test_basic_std_matches_empirical_noise(neighbours):
     attrs = [pdp.Ordinal("a", 0, 199), pdp.Nominal("g", {"x": ["p", "q"], "y": ["r", "s"]})]
     rng = np.random.default_rng(3)
     frame = pl.DataFrame({"a": rng.integers(0, 200, 2000), "g": rng.choice(["p", "q", "r", "s"], 2000)})
-    truth = pdp.GridRelease(pdp.counting.frequency.frequency_matrix(frame, attrs), attrs, mechanism="none",
+    truth = pdp.GridRelease(frequency_matrix(frame, attrs), attrs, mechanism="none",
                             epsilon=1.0, neighbours=neighbours, noise_scale=1.0)
     queries = pl.DataFrame({"a_lo": np.arange(0, 200, 2), "a_hi": np.arange(1, 200, 2),
                             "g": ["x", "y"] * 50})
@@ -303,7 +309,7 @@ def test_privelet_std_matches_empirical_noise():
         "occ": [None, "office", "farmer", "field", "clerk", None],
         "sex": [None, None, "m", None, "f", "f"],
     })
-    exact = pdp.GridRelease(pdp.counting.frequency.frequency_matrix(frame, attrs), attrs, mechanism="none",
+    exact = pdp.GridRelease(frequency_matrix(frame, attrs), attrs, mechanism="none",
                             epsilon=1.0, neighbours="replace", noise_scale=1.0
                             ).range_counts(queries)["count"].to_numpy()
     reps = 1000
@@ -316,3 +322,48 @@ def test_privelet_std_matches_empirical_noise():
     assert r.transformed == ("age", "occ")
     z = (errors.var(axis=0) - sigma2) / (sigma2 * math.sqrt(5 / reps))
     assert np.all(np.abs(z) < stats.norm.isf(ALPHA / (2 * queries.height)))
+
+
+# ---------------------------------------------------------------------- bin alignment
+def test_a_bound_inside_a_bin_is_refused_naming_the_aligned_bounds():
+    """Issue 12 case 4: weight=(100_000, 200_000) with bins of 10,000 was silently widened to
+    whole bins (200,000 opens a new bin); now an error, or an explicit outer/inner choice."""
+    weight = pdp.Ordinal("weight", 0, 1_500_000, width=10_000)
+    counts = np.arange(weight.n_cells, dtype=np.float64)
+    r = pdp.GridRelease(counts, [weight], mechanism="basic", epsilon=1.0, neighbours="replace",
+                        noise_scale=2.0)
+    with pytest.raises(pdp.QueryError, match=r"weight=\(100000, 209999\) \(align='outer'\) or "
+                                             r"weight=\(100000, 199999\) \(align='inner'\)"):
+        r.range_count(weight=(100_000, 200_000))
+    with pytest.raises(pdp.QueryError, match="nearest aligned"):
+        r.range_std(weight=(100_000, 200_000))
+    assert r.range_count(weight=(100_000, 200_000), align="outer") == counts[10:21].sum()
+    assert r.range_count(weight=(100_000, 200_000), align="inner") == counts[10:20].sum()
+    assert r.range_count(weight=(100_000, 199_999)) == counts[10:20].sum()          # aligned: exact
+    assert r.range_count(weight=(105_000, 199_999), align="inner") == counts[11:20].sum()
+    assert r.range_std(weight=(105_000, 200_000), align="inner") == pytest.approx(math.sqrt(2 * 4 * 9))
+    with pytest.raises(pdp.QueryError, match="contains no whole bin"):
+        r.range_count(weight=(101_000, 102_000), align="inner")
+    queries = pl.DataFrame({"id": [4, 5], "weight_lo": [0, 100_000], "weight_hi": [9_999, 200_000]})
+    with pytest.raises(pdp.QueryError, match=r"nearest aligned.*\(query id=5\)"):
+        r.range_counts(queries)
+    out = r.range_counts(queries, align="outer")
+    assert out["count"].to_list() == [counts[0], counts[10:21].sum()]
+    with pytest.raises(pdp.ParameterError, match="align"):
+        r.range_counts(queries, align="nearest")
+
+
+def test_float_bins_are_half_open():
+    """A float bin is [e_k, e_{k+1}): a hi on an edge ends there; the domain's hi closes the last bin."""
+    score = pdp.Ordinal("score", 0.0, 1.0, width=0.25)  # bins [0, .25) [.25, .5) [.5, .75) [.75, 1) {1.0}
+    counts = np.array([1.0, 10.0, 100.0, 1000.0, 10000.0])
+    r = pdp.GridRelease(counts, [score], mechanism="basic", epsilon=1.0, neighbours="replace",
+                        noise_scale=2.0)
+    assert r.range_count(score=(0.25, 0.75)) == 110.0
+    assert r.range_count(score=(0.5, 1.0)) == 11100.0
+    assert r.range_count(score=(0.25, None)) == 11110.0
+    with pytest.raises(pdp.QueryError, match=r"score=\(0.25, 0.75\) \(align='outer'\)"):
+        r.range_count(score=(0.3, 0.6))
+    assert r.range_count(score=(0.3, 0.6), align="outer") == 110.0
+    with pytest.raises(pdp.QueryError, match="contains no whole bin"):
+        r.range_count(score=(0.3, 0.6), align="inner")

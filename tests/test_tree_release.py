@@ -8,7 +8,9 @@ import pytest
 
 import polars_dp as pdp
 from polars_dp.errors import QueryError
-from polars_dp.evaluation.spatial import SIZE_CLASSES, exact_range_counts, random_boxes, relative_errors
+from polars_dp.evaluation.references import exact_range_counts
+from polars_dp.evaluation.spatial_workloads import SIZE_CLASSES, random_boxes, relative_errors
+from polars_dp.kernels.morton import overlap_fraction
 from polars_dp.mechanisms.spatial_grids import constrained_inference
 from polars_dp.releases.metadata import read_metadata
 
@@ -215,10 +217,11 @@ def test_std_is_the_leaf_noise_through_the_uniformity_weights(mechanism, d, kw):
     got = r.range_counts(boxes, std=True)
     np.testing.assert_array_equal(got["count"].to_numpy(), r.range_count_array(boxes))
     # explicit linear map: every leaf's weight is its overlapped volume fraction
-    weights = pdp.kernels.morton.overlap_fraction(q_lo[:, None, :], q_hi[:, None, :], r.lo[None], r.hi[None])
+    weights = overlap_fraction(q_lo[:, None, :], q_hi[:, None, :], r.lo[None], r.hi[None])
     scale = r.params["leaf_noise_scale" if mechanism == "privtree" else "noise_scale"]
     expected = np.sqrt(2 * scale**2 * (weights**2).sum(axis=1))
-    np.testing.assert_allclose(got["std"].to_numpy(), expected, rtol=1e-9)
+    np.testing.assert_allclose(got["noise_std"].to_numpy(), expected, rtol=1e-9)
+    assert "std" not in got.columns  # the name says it: leaf noise only, not the uniformity error
     assert r.range_std(c0=(-5, 5)) == pytest.approx(math.sqrt(2 * scale**2 * r.n_leaves), rel=1e-9)
 
 
@@ -235,7 +238,7 @@ def test_uniform_grid_std_matches_empirical_noise():
         r = df.dp.uniform_grid(["c0", "c1"], bounds=[(-5, 5)] * 2, epsilon=0.5, n=5_000, seed=seed)
         out = r.range_counts(boxes, std=True)
         answers[seed] = out["count"].to_numpy()
-    sigma2 = out["std"].to_numpy() ** 2
+    sigma2 = out["noise_std"].to_numpy() ** 2
     z = (answers.var(axis=0) - sigma2) / (sigma2 * math.sqrt(5 / reps))
     assert np.all(np.abs(z) < 5.5), (answers.var(axis=0) / sigma2)  # two-sided 1e-6 / 3 boxes
 
@@ -256,3 +259,14 @@ def test_replace_neighbours_with_dropped_nulls_estimate_n_privately():
                                  nulls="drop", seed=1)
     assert dropped.params["n_source"].startswith("noisy")
     assert dropped.params["epsilon_grid"] < 1.0
+
+
+def test_utility_benchmark_estimates_n_privately_under_add_remove():
+    """The benchmark's grids never get the exact N (it is not public under add/remove)."""
+    import importlib
+
+    bench = importlib.import_module("benchmarks.utility_privtree")
+    df = pl.DataFrame({"longitude": [0.0, 1.0, 2.0], "latitude": [0.0, 1.0, 2.0]})
+    for name in ("UG", "AG"):
+        release = bench.mechanisms()[name](df, 1.0, 0)
+        assert release.neighbours == "add_remove" and release.params["n_source"].startswith("noisy")

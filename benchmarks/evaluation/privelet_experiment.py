@@ -18,8 +18,9 @@ import polars as pl
 
 import polars_dp as pdp
 from polars_dp.counting.frequency import frequency_matrix
-from polars_dp.evaluation.spatial import relative_errors
-from polars_dp.evaluation.workloads import coverage, true_answers
+from polars_dp.evaluation.references import true_answers
+from polars_dp.evaluation.spatial_workloads import relative_errors
+from polars_dp.evaluation.workloads import coverage
 
 from .data import Table
 from .metrics import answers, group_means, quintile_index, square_error

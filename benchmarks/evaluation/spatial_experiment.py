@@ -16,14 +16,15 @@ import numpy as np
 import polars as pl
 
 import polars_dp  # noqa: F401  (registers df.dp)
-from polars_dp.evaluation.spatial import exact_range_counts, random_boxes, relative_errors
+from polars_dp.evaluation.references import exact_range_counts
+from polars_dp.evaluation.spatial_workloads import random_boxes, relative_errors
 
 from .data import Points
 from .metrics import answers
 from .progress import progress, seeds
 
 EPSILONS = (0.05, 0.1, 0.2, 0.4, 0.8, 1.6)
-#: The paper's size classes (:data:`polars_dp.evaluation.spatial.SIZE_CLASSES`).
+#: The paper's size classes (:data:`polars_dp.evaluation.spatial_workloads.SIZE_CLASSES`).
 QUERY_CLASSES = ("small", "medium", "large")
 Mechanism = Callable[[Points, float, Any], Any]
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import polars as pl
+import pyarrow as pa
 
 from polars_dp.domains.attributes import Attribute, as_attributes
 from polars_dp.errors import ColumnNotFoundError, DomainError, DomainTooLargeError, ParameterError
@@ -27,12 +28,8 @@ def as_lazy(frame: Any) -> pl.LazyFrame:
         return frame
     if isinstance(frame, pl.DataFrame):
         return frame.lazy()
-    try:
-        import pyarrow as pa
-        if isinstance(frame, (pa.Table, pa.RecordBatch)):
-            return pl.from_arrow(frame).lazy()
-    except ImportError:  # pragma: no cover - pyarrow is a dependency
-        pass
+    if isinstance(frame, (pa.Table, pa.RecordBatch)):
+        return pl.from_arrow(frame).lazy()
     raise ParameterError(
         f"expected a Polars DataFrame/LazyFrame or a pyarrow Table, got {type(frame).__name__}"
     )

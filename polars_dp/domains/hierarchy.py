@@ -54,6 +54,11 @@ def _parse(obj: Any, path: str) -> list[_Node]:
         for key, value in obj.items():
             if not isinstance(key, str):
                 raise HierarchyError(f"group labels must be strings; got {key!r} under {path}")
+            if not isinstance(value, (Mapping, list, tuple)):
+                raise HierarchyError(
+                    f"group {key!r} (under {path}) has {value!r} as its members; give a list of members "
+                    f"(e.g. {{{key!r}: [{value!r}]}}) or a dict of sub-groups"
+                )
             children = _parse(value, f"{path}/{key}")
             if not children:
                 raise HierarchyError(f"group {key!r} (under {path}) has no members; remove it")

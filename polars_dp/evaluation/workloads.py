@@ -8,8 +8,8 @@ those cells (inclusive).  A nominal predicate is a uniformly drawn *non-root* no
 (:mod:`polars_dp.releases.grid_queries`) with an ``id`` column.
 
 Workloads depend only on the public domain and the seed, never on data.  Coverage (the
-fraction of cells a query covers) is computed here; selectivity needs true counts, which
-only an evaluation holding the data may pass in.
+fraction of cells a query covers) is computed here; true answers and selectivity need the
+data (:mod:`polars_dp.evaluation.references`).
 """
 
 from __future__ import annotations
@@ -20,11 +20,9 @@ import numpy as np
 import polars as pl
 
 from polars_dp.domains.attributes import Attribute, Nominal, as_attributes
-from polars_dp.errors import ParameterError
-from polars_dp.kernels.prefix import box_sums, prefix_sums
 from polars_dp.noise import SeedLike, make_rng
 from polars_dp.params import check_int
-from polars_dp.releases.grid_queries import label_text, query_ranges
+from polars_dp.releases.grid_queries import cell_bounds, label_text, query_ranges
 
 
 def _node_labels(attribute: Nominal) -> list:
@@ -70,9 +68,9 @@ def random_workload(attributes: Attribute | Iterable[Attribute], n: int, *, seed
             columns.append(_label_series(a.column, labels, picks, used[:, axis]))
         else:
             ends = np.sort(rng.integers(0, a.n_cells, size=(n, 2)), axis=1)
-            values = np.asarray(a.cell_labels())[ends]
+            values = cell_bounds(a, ends[:, 0], ends[:, 1] + 1)  # whole bins: aligned bounds
             for side, k in (("lo", 0), ("hi", 1)):
-                series = pl.Series(f"{a.column}_{side}", values[:, k])
+                series = pl.Series(f"{a.column}_{side}", values[k])
                 columns.append(series.set(pl.Series(~used[:, axis]), None))
     return pl.DataFrame(columns)
 
@@ -85,20 +83,4 @@ def coverage(attributes: Sequence[Attribute], queries: pl.DataFrame) -> np.ndarr
     return np.prod((stops - starts) / sizes, axis=1)
 
 
-def true_answers(counts: np.ndarray, attributes: Sequence[Attribute], queries: pl.DataFrame
-                 ) -> np.ndarray:
-    """Exact answers of ``queries`` on a true frequency matrix (evaluation only)."""
-    starts, stops = query_ranges(as_attributes(attributes), queries)
-    return box_sums(prefix_sums(counts), starts, stops)
-
-
-def selectivity(counts: np.ndarray, attributes: Sequence[Attribute], queries: pl.DataFrame
-                ) -> np.ndarray:
-    """Fraction of the rows each query selects, from the true frequency matrix (evaluation only)."""
-    total = float(np.sum(counts))
-    if total <= 0:
-        raise ParameterError("selectivity needs a frequency matrix with at least one row")
-    return true_answers(counts, attributes, queries) / total
-
-
-__all__ = ["coverage", "random_workload", "selectivity", "true_answers"]
+__all__ = ["coverage", "random_workload"]

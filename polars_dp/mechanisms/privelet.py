@@ -142,7 +142,9 @@ def privelet(frame: Any, attributes: Attribute | Iterable[Attribute], *, epsilon
 
     The release's ``noise_scale`` is ``lambda``; ``params`` records ``rho``, the
     ``transformed`` and ``untransformed`` columns and ``untransformed_auto``.  Its mechanism
-    is ``"privelet"``, or ``"privelet+"`` when some attribute is untransformed.
+    is ``"privelet"``, or ``"privelet+"`` when some attribute is untransformed, or ``"basic"``
+    when none is transformed (then the release is exactly :func:`polars_dp.basic`'s, and
+    ``params["note"]`` says why).
     """
     attrs = as_attributes(attributes)
     epsilon = check_epsilon(epsilon)
@@ -168,6 +170,9 @@ def privelet(frame: Any, attributes: Attribute | Iterable[Attribute], *, epsilon
         "coefficients": "unnormalised (W*c) with i.i.d. Lap(noise_scale)",
     }
     mechanism = "privelet" if all(transformed) else "privelet+"
+    if not any(transformed):  # the rule kept every axis as is: exactly Basic, so say so
+        mechanism = "basic"
+        params["note"] = f"untransformed={untransformed!r} left every attribute untransformed: this is Basic"
     return GridRelease(counts, attrs, mechanism=mechanism, epsilon=epsilon, neighbours=neighbours,
                        noise_scale=scale, params=params)
 

@@ -24,7 +24,9 @@ The number of points ``N``
     Under ``replace`` neighbours the table size is public, so ``N`` is the exact row count at
     no cost.  Under ``add_remove``, give a public ``n=`` or let the mechanism estimate it as
     ``N + Lap(1 / (n_share eps))`` (default ``n_share = 0.05``; the grids then use the
-    remaining ``(1 - n_share) eps``).
+    remaining ``(1 - n_share) eps``).  ``n=`` must be public knowledge (a published total, a
+    number fixed by the study design), never computed from the private data: it is released
+    as is, in the grid size and in ``params["n_used"]``.
 """
 
 from __future__ import annotations
@@ -38,8 +40,10 @@ import polars as pl
 
 from polars_dp.counting.frequency import check_domain_size
 from polars_dp.counting.points import collect_points
+from polars_dp.domains.attributes import Ordinal
 from polars_dp.domains.box import Box, as_box
 from polars_dp.kernels.grid import flat_cells, grid_boxes, grid_cells
+from polars_dp.mechanisms.privelet import privelet
 from polars_dp.noise import SeedLike, check_epsilon, check_fraction, histogram_sensitivity, laplace, make_rng
 from polars_dp.params import check_int
 from polars_dp.progress import Progress, rows_hint
@@ -74,6 +78,8 @@ def uniform_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsil
                  nulls: str = "raise", progress: bool | None = None) -> TreeRelease:
     """UG: noisy counts of an ``m^d`` grid over the public ``bounds`` (see module docstring).
 
+    ``n``: a public number of points, or ``None`` to use the exact count (``replace``) or a noisy
+    estimate (``add_remove``).  Never pass a count computed from the private data.
     ``progress``: stage bars on stderr (counting, noise); ``None``: on a terminal for large inputs.
     """
     box = as_box(columns, bounds)
@@ -106,6 +112,7 @@ def adaptive_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsi
                   progress: bool | None = None) -> TreeRelease:
     """AG: a two-level adaptive grid with constrained inference (see module docstring).
 
+    ``n``: as for :func:`uniform_grid` — public knowledge only, never computed from the private data.
     ``progress``: stage bars on stderr (counting, noise); ``None``: on a terminal for large inputs.
     """
     box = as_box(columns, bounds)
@@ -165,9 +172,6 @@ def privelet_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsi
     (``2 rho / epsilon`` under replace), see :func:`polars_dp.privelet`.  ``progress``: stage
     bars on stderr (reading points, then Privelet's); ``None``: on a terminal for large inputs.
     """
-    from polars_dp.domains.attributes import Ordinal
-    from polars_dp.mechanisms.privelet import privelet
-
     box = as_box(columns, bounds)
     epsilon = check_epsilon(epsilon)
     k = max(1, 16 // box.d) if bits is None else check_int(bits, "bits", lo=1, hi=20)

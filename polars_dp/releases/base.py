@@ -10,21 +10,29 @@ reproducible (``seeded``), the public domain and the library version.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
+import numpy as np
 import polars as pl
 import pyarrow as pa
 
 from polars_dp._version import __version__
 from polars_dp.errors import ReleaseFormatError
 from polars_dp.progress import Progress
+from polars_dp.releases.integrity import (
+    CHECKSUM_KEY,
+    check_epsilon,
+    check_mechanism,
+    check_neighbours,
+    field,
+    payload_checksum,
+)
 from polars_dp.releases.io import write_table_atomic
-from polars_dp.releases.metadata import attach_metadata
+from polars_dp.releases.metadata import attach_metadata, encode_metadata
 
 #: How noise was drawn: exact integer/lattice samplers, or numpy's floating-point Laplace.
 NOISE_KINDS = ("exact", "float")
@@ -70,28 +78,63 @@ class Release:
             "created": self.created,
         }
 
+    def export_metadata(self) -> dict[str, str]:
+        """The metadata entries as stored (text), with the ``checksum`` of the content
+        (:func:`polars_dp.releases.integrity.payload_checksum`)."""
+        text = encode_metadata(self.metadata())
+        text[CHECKSUM_KEY] = payload_checksum(text, self._payload_arrays())
+        return text
+
+    def _payload_arrays(self) -> list[np.ndarray]:
+        """The published values in canonical order (what the checksum covers); by default the
+        Arrow IPC bytes of the release table."""
+        sink = pa.BufferOutputStream()
+        table = self._table()
+        with pa.ipc.new_stream(sink, table.schema) as writer:
+            writer.write_table(table)
+        return [np.frombuffer(sink.getvalue(), dtype=np.uint8)]
+
     @staticmethod
     def _common_from_metadata(meta: Mapping[str, str]) -> dict[str, Any]:
-        """Constructor arguments shared by every release type, from decoded metadata.
+        """Constructor arguments shared by every release type, from decoded metadata, each
+        field checked (a malformed one is a ReleaseFormatError naming it).
 
         Files written before ``noise``/``seeded`` were recorded (0.1.0) used the float sampler;
         whether a seed was used is unknown there and read as ``False``.
         """
-        try:
-            return {
-                "mechanism": meta["mechanism"],
-                "epsilon": json.loads(meta["epsilon"]),
-                "neighbours": meta["neighbours"],
-                "params": json.loads(meta.get("params", "{}")),
-                "created": meta.get("created"),
-                "library_version": meta.get("version"),
-                "noise": meta.get("noise", "float"),
-                "seeded": json.loads(meta.get("seeded", "false")),
-            }
-        except KeyError as exc:
-            raise ReleaseFormatError(f"release metadata has no {exc.args[0]!r} entry") from None
-        except ValueError as exc:
-            raise ReleaseFormatError(f"release metadata is not valid JSON: {exc}") from None
+
+        def params(value: Any) -> dict[str, Any]:
+            if not isinstance(value, dict):
+                raise ReleaseFormatError(f"release metadata field 'params' must be an object, got {value!r}")
+            return value
+
+        def noise(value: Any) -> str:
+            if value not in NOISE_KINDS:
+                raise ReleaseFormatError(f"release metadata field 'noise' must be one of {NOISE_KINDS}, "
+                                         f"got {value!r}")
+            return value
+
+        def flag(value: Any) -> bool:
+            if not isinstance(value, bool):
+                raise ReleaseFormatError(
+                    f"release metadata field 'seeded' must be true or false, got {value!r}")
+            return value
+
+        def text(value: Any) -> str | None:
+            if value is not None and not isinstance(value, str):
+                raise ReleaseFormatError(f"release metadata text field is not text: {value!r}")
+            return value
+
+        return {
+            "mechanism": field(meta, "mechanism", check_mechanism, json_value=False),
+            "epsilon": field(meta, "epsilon", check_epsilon),
+            "neighbours": field(meta, "neighbours", check_neighbours, json_value=False),
+            "params": field(meta, "params", params, default={}),
+            "created": field(meta, "created", text, json_value=False, default=None),
+            "library_version": field(meta, "version", text, json_value=False, default=None),
+            "noise": field(meta, "noise", noise, json_value=False, default="float"),
+            "seeded": field(meta, "seeded", flag, default=False),
+        }
 
     def _repr_flags(self) -> str:
         """``, seeded`` / ``, noise='float'`` for the repr of releases that are not production-grade."""
@@ -106,11 +149,15 @@ class Release:
         raise NotImplementedError
 
     def to_arrow(self) -> pa.Table:
-        """The release as a pyarrow Table with ``polars_dp.*`` schema metadata."""
-        return attach_metadata(self._table(), self.metadata())
+        """The release as a pyarrow Table with ``polars_dp.*`` schema metadata (and a checksum)."""
+        return attach_metadata(self._table(), self.export_metadata())
 
     def to_polars(self) -> pl.DataFrame:
-        """The release as a Polars DataFrame (Polars keeps no schema metadata)."""
+        """The release as a Polars DataFrame (Polars keeps no schema metadata).
+
+        Its dtypes are those of ``pl.read_parquet`` on the release's Parquet file: string
+        labels are dictionary-encoded in Arrow (one small code per cell, whatever the size
+        of the grid), so both give ``Categorical`` label columns."""
         return pl.from_arrow(self._table())
 
     def write_parquet(self, path: str | os.PathLike, *, compression: str = "zstd",

@@ -9,7 +9,6 @@ noise model.  Everything here is post-processing of the mechanism's output.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -19,16 +18,26 @@ import polars as pl
 import pyarrow as pa
 
 from polars_dp.domains.attributes import Attribute, Nominal, attribute_from_json
-from polars_dp.errors import ParameterError, QueryError, ReleaseFormatError
+from polars_dp.errors import ParameterError, PolarsDPError, QueryError, ReleaseFormatError
 from polars_dp.kernels.prefix import box_sums, prefix_sums, streamed_box_sums
-from polars_dp.kernels.wavelets import range_variance_factor
+from polars_dp.kernels.wavelets import generalized_sensitivity, range_variance_factor
+from polars_dp.noise import SeedLike, histogram_sensitivity
 from polars_dp.progress import Progress
 from polars_dp.releases import sql_grid
 from polars_dp.releases.base import Release
 from polars_dp.releases.grid_queries import as_query_frame, predicate_ranges, query_ranges
+from polars_dp.releases.integrity import (
+    check_equal,
+    check_noise_scale,
+    field,
+    positive_number,
+    verify_checksum,
+)
 from polars_dp.releases.io import register_release_type
 from polars_dp.releases.metadata import read_metadata
-from polars_dp.releases.noise_model import WaveletLaplace
+from polars_dp.releases.noise_model import Correlated, NoiseModel, WaveletLaplace
+from polars_dp.releases.postprocess import GRID_POSTPROCESSING, postprocess_counts, postprocessed_noise_model
+from polars_dp.releases.sampling import sample_grid
 
 
 def _axis_index(shape: tuple[int, ...], axis: int, start: int = 0, stop: int | None = None
@@ -65,6 +74,131 @@ def _label_array(labels: list | np.ndarray, codes: np.ndarray) -> pa.Array:
     if len(labels) and isinstance(labels[0], str):
         return pa.DictionaryArray.from_arrays(pa.array(codes, pa.int32()), pa.array(labels, pa.string()))
     return pa.array(np.asarray(labels)[codes])
+
+
+def _check_grid_parameters(attrs: tuple[Attribute, ...], scale: float, common: Mapping[str, Any]) -> None:
+    """The declared noise scale against ``sensitivity * rho / epsilon`` (Basic: ``rho = 1``;
+    Privelet: ``rho = prod P(A)`` over the transformed axes, recomputed from the attributes)."""
+    params = common["params"]
+    sens = histogram_sensitivity(common["neighbours"])
+    columns = [a.column for a in attrs]
+    transformed = params.get("transformed", [])
+    if not isinstance(transformed, list) or any(c not in columns for c in transformed):
+        raise ReleaseFormatError(f"release metadata field 'params.transformed' must list attribute "
+                                 f"columns {columns}, got {transformed!r}")
+    try:
+        rho = int(np.prod([generalized_sensitivity(a) for a in attrs if a.column in transformed],
+                          dtype=np.int64))
+    except PolarsDPError as exc:
+        raise ReleaseFormatError(f"release metadata field 'params.transformed' is invalid: {exc}") from None
+    if "rho" in params:
+        check_equal("params.rho", params["rho"], rho)
+    if "sensitivity" in params:
+        check_equal("params.sensitivity", params["sensitivity"], sens)
+    check_noise_scale("noise_scale", scale, sens * rho / common["epsilon"])
+
+
+def _dictionary_codes(column: pa.ChunkedArray, lookup: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``(codes, bad)`` per row of ``lookup`` (values -> ``(codes, bad)``) applied to the column;
+    a dictionary column is looked up once per dictionary entry, then indexed (no per-row strings)."""
+    if pa.types.is_dictionary(column.type):
+        array = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+        if array.null_count:
+            return np.zeros(len(array), dtype=np.int64), ~np.asarray(array.is_valid())
+        codes, bad = lookup(array.dictionary)
+        indices = array.indices.to_numpy(zero_copy_only=False)
+        return codes[indices], bad[indices]
+    return lookup(column)
+
+
+def _nominal_lookup(labels: list) -> Any:
+    def lookup(values: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+        series = pl.Series(values) if not isinstance(values, pl.Series) else values
+        if isinstance(series.dtype, (pl.Categorical, pl.Enum)):
+            series = series.cast(pl.String)
+        try:
+            codes = series.replace_strict(list(labels), list(range(len(labels))), default=None,
+                                          return_dtype=pl.Int64)
+        except (pl.exceptions.PolarsError, TypeError, ValueError):
+            codes = pl.Series([None] * len(series), dtype=pl.Int64)
+        return codes.fill_null(0).to_numpy().astype(np.int64), codes.is_null().to_numpy()
+    return lookup
+
+
+def _label_codes(table: pa.Table, column: str, attribute: Attribute) -> np.ndarray:
+    """Cell index along ``attribute`` of every row, from its label column; a label that is
+    not one of the attribute's cells is a ReleaseFormatError."""
+    if column not in table.column_names:
+        raise ReleaseFormatError(f"grid release has no {column!r} column")
+    data = table.column(column)
+    if isinstance(attribute, Nominal):
+        codes, bad = _dictionary_codes(data, _nominal_lookup(attribute.cell_labels()))
+    else:
+        values = data.to_numpy()
+        if not np.issubdtype(values.dtype, np.number):
+            raise ReleaseFormatError(f"grid release column {column!r} has type {data.type}, not numbers")
+        if attribute.integer and np.issubdtype(values.dtype, np.integer):  # labels lo + k width
+            offset = values.astype(np.int64) - attribute.lo
+            codes = offset // attribute.width
+            bad = (offset % attribute.width != 0) | (codes < 0) | (codes >= attribute.n_cells)
+            codes = np.clip(codes, 0, attribute.n_cells - 1)
+        else:
+            labels = np.asarray(attribute.cell_labels())
+            codes = np.clip(np.searchsorted(labels, values), 0, len(labels) - 1)
+            bad = ~(labels[codes] == values)
+    if bad.any():
+        raise ReleaseFormatError(
+            f"grid release column {column!r} holds {data[int(np.flatnonzero(bad)[0])].as_py()!r}, which is "
+            f"not a cell of {attribute.column} {attribute.domain_text()}; the table was edited"
+        )
+    return codes.astype(np.int64)
+
+
+def _check_level_column(table: pa.Table, column: str, attribute: Nominal, labels: list, leaf: np.ndarray
+                        ) -> None:
+    """The ``<column>_<level>`` column must name each row's ancestor at that level."""
+    if column not in table.column_names:
+        raise ReleaseFormatError(f"grid release has no {column!r} column")
+    texts = list(dict.fromkeys(str(x) for x in labels))
+    expected = np.array([texts.index(str(x)) for x in labels], dtype=np.int64)[leaf]
+    got, bad = _dictionary_codes(table.column(column), _nominal_lookup(texts))
+    if bad.any() or not np.array_equal(got, expected):
+        raise ReleaseFormatError(f"grid release column {column!r} disagrees with the hierarchy of "
+                                 f"{attribute.column}; the table was edited")
+
+
+def _counts_by_label(table: pa.Table, attrs: tuple[Attribute, ...], shape: tuple[int, ...]) -> np.ndarray:
+    """The counts array, each row placed at the cell its label columns name (row order is not
+    trusted); refuses a table that misses or repeats a cell, or whose level columns disagree
+    with the hierarchy."""
+    if "count" not in table.column_names:
+        raise ReleaseFormatError("grid release has no 'count' column")
+    n_cells = int(np.prod(shape, dtype=np.int64))
+    if table.num_rows != n_cells:
+        raise ReleaseFormatError(
+            f"grid release has {table.num_rows} rows but its metadata declares shape {list(shape)} "
+            f"({n_cells} cells): rows were removed or added"
+        )
+    flat = np.zeros(table.num_rows, dtype=np.int64)
+    for a in attrs:
+        codes = _label_codes(table, a.column, a)
+        flat = flat * a.n_cells + codes
+        if isinstance(a, Nominal):
+            for lvl, labels in a.hierarchy.level_labels().items():
+                _check_level_column(table, f"{a.column}_{lvl}", a, labels, codes)
+    seen = np.bincount(flat, minlength=n_cells)
+    if np.any(seen != 1):
+        cell = int(np.flatnonzero(seen != 1)[0])
+        raise ReleaseFormatError(
+            f"grid release has {int(seen[cell])} rows for cell {np.unravel_index(cell, shape)} (each cell "
+            "must appear once): rows were removed or repeated"
+        )
+    count = table.column("count").to_numpy()
+    if not np.issubdtype(count.dtype, np.number):
+        raise ReleaseFormatError(f"grid release column 'count' has type {count.dtype}, not numbers")
+    counts = np.empty(n_cells, dtype=count.dtype)  # the stored type (the constructor decides)
+    counts[flat] = count
+    return counts.reshape(shape)
 
 
 @register_release_type
@@ -169,22 +303,27 @@ class GridRelease(Release):
 
     @classmethod
     def from_arrow(cls, table: pa.Table) -> GridRelease:
+        """The release of a table written by :meth:`to_arrow`, verified before it answers
+        (:mod:`polars_dp.releases.integrity`): metadata types, the noise scale recomputed from
+        epsilon, the neighbour relation and ``rho``, every cell located by its label columns
+        (any row order; a missing or repeated cell is refused), the level columns, and the
+        checksum when there is one."""
         meta = read_metadata(table)
-        try:
-            attrs = tuple(attribute_from_json(x) for x in json.loads(meta["attributes"]))
-            shape = tuple(json.loads(meta["shape"]))
-            common = cls._common_from_metadata(meta)
-            scale = json.loads(meta["noise_scale"])
-        except (KeyError, ValueError, TypeError) as exc:
-            raise ReleaseFormatError(f"grid release metadata is incomplete or corrupt: {exc}") from None
-        if "count" not in table.column_names:
-            raise ReleaseFormatError("grid release has no 'count' column")
-        counts = table.column("count").to_numpy()
-        if counts.size != int(np.prod(shape, dtype=np.int64)):
-            raise ReleaseFormatError(
-                f"grid release has {counts.size} rows but its metadata declares shape {shape}"
-            )
-        return cls(counts.reshape(shape), attrs, noise_scale=scale, **common)
+        common = cls._common_from_metadata(meta)
+        attrs = field(meta, "attributes", lambda x: tuple(attribute_from_json(a) for a in x))
+        shape = field(meta, "shape", lambda x: tuple(int(n) for n in x))
+        scale = field(meta, "noise_scale", lambda x: positive_number(x, "noise_scale"))
+        if shape != tuple(a.n_cells for a in attrs):
+            raise ReleaseFormatError(f"release metadata field 'shape' is {list(shape)} but the attributes "
+                                     f"declare {[a.n_cells for a in attrs]}")
+        _check_grid_parameters(attrs, scale, common)
+        counts = _counts_by_label(table, attrs, shape)
+        release = cls(counts, attrs, noise_scale=scale, **common)
+        verify_checksum(meta, release._payload_arrays())
+        return release
+
+    def _payload_arrays(self) -> list[np.ndarray]:
+        return [self.counts]
 
     def _payload_equal(self, other: Release) -> bool:
         return (isinstance(other, GridRelease) and self.attributes == other.attributes
@@ -192,10 +331,11 @@ class GridRelease(Release):
 
     # ------------------------------------------------------------------ noise model
     @property
-    def noise_model(self) -> WaveletLaplace:
+    def noise_model(self) -> NoiseModel:
         """Laplace ``noise_scale / W(c)`` per wavelet coefficient along :attr:`transformed`
-        (no transformed axis: i.i.d. Laplace ``noise_scale`` per cell)."""
-        return WaveletLaplace(self.noise_scale, self.transformed)
+        (no transformed axis: i.i.d. Laplace ``noise_scale`` per cell); :class:`Correlated`
+        once post-processed (:meth:`postprocess`)."""
+        return postprocessed_noise_model(self.params) or WaveletLaplace(self.noise_scale, self.transformed)
 
     @property
     def transformed(self) -> tuple[str, ...]:
@@ -224,6 +364,8 @@ class GridRelease(Release):
         """Exact noise variance of range counts; ``starts``/``stops`` have shape (queries, d)."""
         starts = np.atleast_2d(np.asarray(starts, dtype=np.int64))
         stops = np.atleast_2d(np.asarray(stops, dtype=np.int64))
+        if isinstance(self.noise_model, Correlated):  # post-processed: no exact error bar (NaN)
+            return np.full(starts.shape[0], np.nan)
         var = np.full(starts.shape[0], self.noise_model.unit_variance())
         for axis in range(len(self.attributes)):
             var *= self.axis_variance(axis, starts[:, axis], stops[:, axis])
@@ -259,35 +401,41 @@ class GridRelease(Release):
             return box_sums(self.prefix, starts, stops)
         return streamed_box_sums(self.counts, starts, stops)
 
-    def range_count(self, **predicates: Any) -> float:
+    def range_count(self, *, align: str = "exact", **predicates: Any) -> float:
         """Noisy count of rows matching every predicate.
 
         ``column=(lo, hi)`` (inclusive, in value space; ``None`` for an open side) for an
         ordinal attribute, and ``column=label`` (a leaf or any group of the hierarchy) for a
         nominal one; an absent column means its whole domain.  ``2^d`` look-ups in
         :attr:`prefix` (:mod:`polars_dp.releases.grid_queries`).
+
+        ``align``: an ordinal bound inside a bin raises :class:`QueryError` naming the nearest
+        aligned ranges (``"exact"``, the default), or widens the range to the bins it touches
+        (``"outer"``) or narrows it to the bins inside it (``"inner"``); the answer is then the
+        count of those whole bins.
         """
-        starts, stops = predicate_ranges(self.attributes, predicates)
+        starts, stops = predicate_ranges(self.attributes, predicates, align)
         return float(self._box_sums(starts[None], stops[None])[0])
 
-    def range_std(self, **predicates: Any) -> float:
+    def range_std(self, *, align: str = "exact", **predicates: Any) -> float:
         """Standard deviation of :meth:`range_count`'s noise: ``sqrt(range_variance)``."""
-        starts, stops = predicate_ranges(self.attributes, predicates)
+        starts, stops = predicate_ranges(self.attributes, predicates, align)
         return float(np.sqrt(self.range_variance(starts[None], stops[None])[0]))
 
     def range_counts(self, queries: Any, std: bool = False, *,
-                     passthrough: Iterable[str] = ("id",), progress: bool | None = None) -> pl.DataFrame:
+                     passthrough: Iterable[str] = ("id",), align: str = "exact",
+                     progress: bool | None = None) -> pl.DataFrame:
         """Answer a batch of range-count queries; returns ``queries`` with ``count`` (and
         ``std``, the noise standard deviation of each answer) added.
 
         ``queries``: a Polars frame with ``<col>_lo`` / ``<col>_hi`` columns for ordinal
         attributes and ``<col>`` (a hierarchy label) for nominal ones; null = unrestricted.
-        Other columns raise :class:`QueryError` unless listed in ``passthrough``.
-        ``progress``: stage bars on stderr (prefix sums, variance); ``None``: on a terminal
-        for large releases.
+        Other columns raise :class:`QueryError` unless listed in ``passthrough``.  ``align``
+        as in :meth:`range_count`.  ``progress``: stage bars on stderr (prefix sums,
+        variance); ``None``: on a terminal for large releases.
         """
         frame = as_query_frame(queries)
-        starts, stops = query_ranges(self.attributes, frame, passthrough=passthrough)
+        starts, stops = query_ranges(self.attributes, frame, passthrough=passthrough, align=align)
         bar = Progress("range_counts", progress, self.n_cells)
         bar.step("prefix sums and corners")
         out = {"count": self._box_sums(starts, stops)}
@@ -295,17 +443,37 @@ class GridRelease(Release):
             bar.step("variance")
             out["std"] = np.sqrt(self.range_variance(starts, stops))
         bar.close()
-        return frame.with_columns(pl.Series(name, values) for name, values in out.items())
+        return frame.with_columns(pl.Series(name, values, nan_to_null=True) for name, values in out.items())
 
-    def to_duckdb(self, con: Any, name: str) -> Any:
+    # ------------------------------------------------------------------ outputs
+    def sample(self, n: int, *, seed: SeedLike = None) -> pl.DataFrame:
+        """``n`` synthetic rows drawn from the counts (negatives read as 0), one column per
+        attribute; see :mod:`polars_dp.releases.sampling`.  Post-processing: no data, no budget."""
+        return sample_grid(self.counts, self.attributes, n, seed)
+
+    def postprocess(self, *methods: str) -> GridRelease:
+        """A new release with the counts post-processed by ``methods`` in order: ``"nonnegative"``
+        (least-squares projection onto non-negative counts with the same total) and/or
+        ``"integer"`` (integers keeping the rounded total); recorded in
+        ``params["postprocessed"]``.  Its ``std`` is NULL: see :mod:`polars_dp.releases.postprocess`."""
+        counts, params = postprocess_counts(self.counts, self.params, methods, GRID_POSTPROCESSING)
+        return GridRelease(counts, self.attributes, mechanism=self.mechanism, epsilon=self.epsilon,
+                           neighbours=self.neighbours, noise_scale=self.noise_scale, params=params,
+                           created=self.created, noise=self.noise, seeded=self.seeded)
+
+    def to_duckdb(self, con: Any, name: str, *, replace: bool = False) -> Any:
         """Register this release in a DuckDB connection: a native table ``name``, its metadata
-        and range-count table macros; see :func:`polars_dp.releases.sql_grid.register_grid`."""
-        return sql_grid.register_grid(con, name, self)
+        and range-count table macros; see :func:`polars_dp.releases.sql_grid.register_grid`.
+
+        Refuses (:class:`ParameterError` naming them) when a table, view or macro it would
+        create exists; ``replace=True`` overwrites them."""
+        return sql_grid.register_grid(con, name, self, replace=replace)
 
     def __repr__(self) -> str:
         dims = " x ".join(f"{a.column}:{a.n_cells}" for a in self.attributes)
         return (f"GridRelease(mechanism={self.mechanism!r}, epsilon={self.epsilon}, "
-                f"neighbours={self.neighbours!r}, cells={self.n_cells:,} [{dims}]{self._repr_flags()})")
+                f"neighbours={self.neighbours!r}, cells={self.n_cells:,} [{dims}]{self._repr_flags()})"
+                + (f"  # {self.params['note']}" if "note" in self.params else ""))
 
 
 __all__ = ["GridRelease"]

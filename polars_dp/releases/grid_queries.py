@@ -2,9 +2,19 @@
 
 A range-count query selects, on every axis ``k``, a contiguous range of cells
 ``[start_k, stop_k)``: an ordinal predicate ``(lo, hi)`` (inclusive, in value space) covers
-the cells from the one holding ``lo`` to the one holding ``hi``; a nominal predicate names a
-hierarchy node (a leaf or any group), whose leaves are contiguous in depth-first order
-(Privelet paper, Xiao et al. 2010, Sec. IV-B); an absent predicate is the whole axis.
+whole bins (:func:`ordinal_ranges`); a nominal predicate names a hierarchy node (a leaf or
+any group), whose leaves are contiguous in depth-first order (Privelet paper, Xiao et al.
+2010, Sec. IV-B); an absent predicate is the whole axis.
+
+Bin alignment.  A release only knows whole bins, so an ordinal range is answered exactly only
+when it is a union of bins.  An integer attribute (integer ``lo``, ``hi``, ``width``) has bins
+of the integers ``[e_k, e_k + width - 1]`` (``e_k = lo + k width``, the last bin capped at
+``hi``); a float attribute has half-open bins ``[e_k, e_{k+1})`` (the last one closed at the
+domain's ``hi``), and a range whose ``hi`` is a bin edge ``e_{k+1}`` ends at that edge (the
+single value ``hi`` belongs to the next bin and is not counted).  ``align`` says what to do
+with a bound inside a bin: ``"exact"`` (default) raises :class:`QueryError` naming the
+nearest aligned ranges, ``"outer"`` widens the range to the whole bins it touches and
+``"inner"`` narrows it to the whole bins inside it.  The SQL macros take the same option.
 
 Answers come from the summed-area (prefix-sum) array by inclusion-exclusion over the ``2^d``
 corners of the box (:mod:`polars_dp.kernels.prefix`).
@@ -20,18 +30,22 @@ the text of a non-string leaf), an integer or Boolean column names leaves of tha
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import polars as pl
 
-from polars_dp.domains.attributes import Attribute, Nominal, Ordinal
+from polars_dp.domains.attributes import FLOAT_TOLERANCE, Attribute, Nominal, Ordinal
 from polars_dp.domains.hierarchy import Label
 from polars_dp.errors import QueryError
+from polars_dp.params import check_option
 
 #: Extra columns of a batch query frame that are passed through to the answer by default.
 PASSTHROUGH = ("id",)
+#: What to do with an ordinal bound inside a bin (see the module docstring).
+ALIGN = ("exact", "outer", "inner")
 
 
 # ---------------------------------------------------------------------- labels
@@ -84,13 +98,103 @@ def _ordinal_pair(attribute: Ordinal, predicate: Any) -> tuple[Any, Any]:
     return lo, hi
 
 
-def predicate_ranges(attributes: Sequence[Attribute], predicates: Mapping[str, Any]
-                     ) -> tuple[np.ndarray, np.ndarray]:
+# ---------------------------------------------------------------------- bin alignment
+def cell_bounds(attribute: Ordinal, starts: np.ndarray, stops: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The aligned inclusive ``(lo, hi)`` values of the cell ranges ``[start, stop)``."""
+    starts = np.asarray(starts, dtype=np.int64)
+    stops = np.asarray(stops, dtype=np.int64)
+    n, w = attribute.n_cells, attribute.width
+    if attribute.integer:
+        return attribute.lo + starts * w, np.minimum(attribute.lo + stops * w - 1, attribute.hi)
+    magnitude = max(abs(attribute.lo), abs(attribute.hi), abs(attribute.width))
+    digits = 12 - math.floor(math.log10(magnitude))  # the rounding of Ordinal.cell_labels
+
+    def edge(k: np.ndarray) -> np.ndarray:
+        return np.where(k >= n, float(attribute.hi), np.round(attribute.lo + k * float(w), digits))
+
+    return edge(starts), edge(stops)
+
+
+def _position(attribute: Ordinal, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(cell, on_edge)`` of in-domain values: the bin holding each value and whether the
+    value is that bin's lower edge (exact integer arithmetic for integer attributes and
+    integer values; otherwise within ``FLOAT_TOLERANCE`` widths, as :meth:`Ordinal.value_to_cell`)."""
+    if attribute.integer and np.issubdtype(values.dtype, np.integer):
+        offset = values.astype(np.int64) - attribute.lo
+        return offset // attribute.width, offset % attribute.width == 0
+    t = (values.astype(np.float64) - attribute.lo) / attribute.width
+    cell = np.clip(np.floor(t + FLOAT_TOLERANCE), 0, attribute.n_cells - 1).astype(np.int64)
+    return cell, (t - cell) <= FLOAT_TOLERANCE
+
+
+def _range_text(attribute: Ordinal, lo: Any, hi: Any) -> str:
+    return f"{attribute.column}=({lo!r}, {hi!r})"
+
+
+def ordinal_ranges(attribute: Ordinal, lo: np.ndarray, lo_given: np.ndarray, hi: np.ndarray,
+                   hi_given: np.ndarray, align: str = "exact", where: Any = None
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Cell ranges ``[start, stop)`` of inclusive ordinal ranges ``[lo, hi]`` (values inside
+    the domain, ``lo <= hi``; ``*_given`` False = open side), aligned as ``align`` says.
+
+    ``where(i)`` describes query ``i`` in error messages.
+    """
+    align = check_option(align, "align", ALIGN)
+    n = attribute.n_cells
+    lo_cell, lo_edge = _position(attribute, lo)
+    hi_cell, hi_edge = _position(attribute, hi)
+    lo_edge = lo_edge | ~lo_given
+    lo_cell = np.where(lo_given, lo_cell, 0)
+    if attribute.integer:
+        last = np.minimum(attribute.lo + (hi_cell + 1) * attribute.width - 1, attribute.hi)
+        hi_aligned = (hi == last) | ~hi_given
+        aligned_stop = hi_cell + 1
+    else:
+        at_top = hi >= attribute.hi
+        hi_aligned = at_top | hi_edge | ~hi_given
+        aligned_stop = np.where(at_top, n, hi_cell)
+    aligned_stop = np.where(hi_given, aligned_stop, n)
+    outer = (lo_cell, np.where(hi_aligned, aligned_stop, hi_cell + 1))
+    inner = (lo_cell + ~lo_edge, np.where(hi_aligned, aligned_stop, hi_cell))
+    bad = np.flatnonzero(~(lo_edge & hi_aligned))
+    if align == "exact" and bad.size:
+        i = int(bad[0])
+        q_lo = lo[i].item() if lo_given[i] else None
+        q_hi = hi[i].item() if hi_given[i] else None
+        o_lo, o_hi = cell_bounds(attribute, outer[0][i:i + 1], outer[1][i:i + 1])
+        text = (f"{_range_text(attribute, q_lo, q_hi)} does not fall on bin edges of "
+                f"{attribute.domain_text()} (a release only knows whole bins); nearest aligned: "
+                f"{_range_text(attribute, o_lo[0].item(), o_hi[0].item())} (align='outer')")
+        if inner[0][i] < inner[1][i]:
+            i_lo, i_hi = cell_bounds(attribute, inner[0][i:i + 1], inner[1][i:i + 1])
+            text += f" or {_range_text(attribute, i_lo[0].item(), i_hi[0].item())} (align='inner')"
+        else:
+            text += "; no whole bin lies inside it"
+        raise QueryError(text + (f" ({where(i)})" if where else ""))
+    starts, stops = inner if align == "inner" else outer
+    if align == "exact":
+        starts, stops = lo_cell, aligned_stop
+    empty = np.flatnonzero(starts >= stops)
+    if empty.size:
+        i = int(empty[0])
+        q_lo = lo[i].item() if lo_given[i] else None
+        q_hi = hi[i].item() if hi_given[i] else None
+        raise QueryError(
+            f"{_range_text(attribute, q_lo, q_hi)} contains no whole bin of {attribute.domain_text()}"
+            + ("; use align='outer' for the bins it touches" if align != "outer" else "")
+            + (f" ({where(i)})" if where else "")
+        )
+    return starts, stops
+
+
+def predicate_ranges(attributes: Sequence[Attribute], predicates: Mapping[str, Any],
+                     align: str = "exact") -> tuple[np.ndarray, np.ndarray]:
     """Cell ranges ``(starts, stops)`` (shape (d,)) of one query given as ``column=predicate``.
 
-    Ordinal: ``(lo, hi)`` inclusive (``None`` for an open side); nominal: a hierarchy label;
-    ``None`` or an absent column: the whole axis.
+    Ordinal: ``(lo, hi)`` inclusive (``None`` for an open side), aligned to bins as
+    ``align`` says; nominal: a hierarchy label; ``None`` or an absent column: the whole axis.
     """
+    align = check_option(align, "align", ALIGN)
     columns = [a.column for a in attributes]
     starts = np.zeros(len(attributes), dtype=np.int64)
     stops = np.array([a.n_cells for a in attributes], dtype=np.int64)
@@ -104,9 +208,11 @@ def predicate_ranges(attributes: Sequence[Attribute], predicates: Mapping[str, A
         if isinstance(a, Nominal):
             starts[axis], stops[axis] = a.leaf_range(predicate)
         else:
+            given = [x is not None for x in predicate] if isinstance(predicate, (tuple, list)) else []
             lo, hi = _ordinal_pair(a, predicate)
-            starts[axis] = int(a.value_to_cell(lo))
-            stops[axis] = int(a.value_to_cell(hi)) + 1
+            s, t = ordinal_ranges(a, np.array([lo]), np.array([given[0]]), np.array([hi]),
+                                  np.array([given[1]]), align)
+            starts[axis], stops[axis] = int(s[0]), int(t[0])
     return starts, stops
 
 
@@ -129,8 +235,9 @@ def _row_text(queries: pl.DataFrame, row: int) -> str:
     return f"query row {row}"
 
 
-def _ordinal_cells(attribute: Ordinal, series: pl.Series, queries: pl.DataFrame) -> np.ndarray:
-    """Cell of every value of a ``_lo``/``_hi`` column (null -> -1); QueryError names the
+def _ordinal_values(attribute: Ordinal, series: pl.Series, queries: pl.DataFrame
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """``(values, given)`` of a ``_lo``/``_hi`` column (null: not given); QueryError names the
     column, the value and the query."""
     if not series.dtype.is_numeric():
         raise QueryError(
@@ -149,8 +256,7 @@ def _ordinal_cells(attribute: Ordinal, series: pl.Series, queries: pl.DataFrame)
             f"{series.name}: {series[row]!r} is outside the declared domain "
             f"{attribute.domain_text()} ({_row_text(queries, row)})"
         )
-    cells = attribute.value_to_cell(raw)
-    return np.where(present, cells, -1)
+    return raw, present
 
 
 def _nominal_ranges(attribute: Nominal, series: pl.Series, queries: pl.DataFrame
@@ -179,13 +285,10 @@ def _nominal_ranges(attribute: Nominal, series: pl.Series, queries: pl.DataFrame
         value = series[row]
         try:
             attribute.leaf_range(value)
-            hint = ""
-        except QueryError as exc:
-            hint = f"; {exc}"
-        raise QueryError(
-            f"{attribute.column}: {value!r} is not a label of its hierarchy{hint} "
-            f"({_row_text(queries, row)})"
-        )
+            message = f"{attribute.column}: {value!r} is not a label of this hierarchy"
+        except QueryError as exc:  # the hierarchy's own sentence, with its "did you mean" hint
+            message = str(exc)
+        raise QueryError(f"{message} ({_row_text(queries, row)})")
     starts = joined["start"].fill_null(0).to_numpy()
     stops = joined["stop"].fill_null(attribute.n_cells).to_numpy()
     return starts, stops
@@ -205,8 +308,11 @@ def check_query_columns(attributes: Sequence[Attribute], columns: Iterable[str],
 
 
 def query_ranges(attributes: Sequence[Attribute], queries: pl.DataFrame, *,
-                 passthrough: Iterable[str] = PASSTHROUGH) -> tuple[np.ndarray, np.ndarray]:
-    """Cell ranges ``(starts, stops)`` (shape (queries, d)) of a batch query frame."""
+                 passthrough: Iterable[str] = PASSTHROUGH, align: str = "exact"
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """Cell ranges ``(starts, stops)`` (shape (queries, d)) of a batch query frame; ordinal
+    ranges aligned to bins as ``align`` says (module docstring)."""
+    align = check_option(align, "align", ALIGN)
     attributes = tuple(attributes)
     check_query_columns(attributes, queries.columns, passthrough)
     n = queries.height
@@ -218,21 +324,21 @@ def query_ranges(attributes: Sequence[Attribute], queries: pl.DataFrame, *,
                 starts[:, axis], stops[:, axis] = _nominal_ranges(a, queries[a.column], queries)
             continue
         lo_col, hi_col = f"{a.column}_lo", f"{a.column}_hi"
-        lo = _ordinal_cells(a, queries[lo_col], queries) if lo_col in queries.columns else None
-        hi = _ordinal_cells(a, queries[hi_col], queries) if hi_col in queries.columns else None
-        if lo is not None and hi is not None:
-            bad = np.flatnonzero((lo >= 0) & (hi >= 0) & (queries[lo_col].cast(pl.Float64).to_numpy()
-                                                          > queries[hi_col].cast(pl.Float64).to_numpy()))
-            if bad.size:
-                row = int(bad[0])
-                raise QueryError(
-                    f"{a.column}: lo={queries[lo_col][row]!r} > hi={queries[hi_col][row]!r}; "
-                    f"the range is empty ({_row_text(queries, row)})"
-                )
-        if lo is not None:
-            starts[:, axis] = np.where(lo >= 0, lo, 0)
-        if hi is not None:
-            stops[:, axis] = np.where(hi >= 0, hi + 1, a.n_cells)
+        absent = (np.full(n, a.lo), np.zeros(n, dtype=bool))
+        lo, lo_given = _ordinal_values(a, queries[lo_col], queries) if lo_col in queries.columns else absent
+        absent = (np.full(n, a.hi), np.zeros(n, dtype=bool))
+        hi, hi_given = _ordinal_values(a, queries[hi_col], queries) if hi_col in queries.columns else absent
+        bad = np.flatnonzero(lo_given & hi_given & (lo.astype(np.float64) > hi.astype(np.float64)))
+        if bad.size:
+            row = int(bad[0])
+            raise QueryError(
+                f"{a.column}: lo={queries[lo_col][row]!r} > hi={queries[hi_col][row]!r}; "
+                f"the range is empty ({_row_text(queries, row)})"
+            )
+        lo = np.where(lo_given, lo, a.lo)
+        hi = np.where(hi_given, hi, a.hi)
+        starts[:, axis], stops[:, axis] = ordinal_ranges(
+            a, lo, lo_given, hi, hi_given, align, lambda row: _row_text(queries, row))
     return starts, stops
 
 
@@ -250,5 +356,6 @@ def as_query_frame(queries: Any) -> pl.DataFrame:
         ) from None
 
 
-__all__ = ["PASSTHROUGH", "as_query_frame", "check_query_columns", "label_ranges", "label_text",
+__all__ = ["ALIGN", "PASSTHROUGH", "as_query_frame", "cell_bounds", "check_query_columns", "label_ranges",
+           "label_text", "ordinal_ranges",
            "predicate_columns", "predicate_ranges", "query_ranges"]

@@ -75,7 +75,12 @@ def read_table(source: str | os.PathLike | pa.Table) -> pa.Table:
 
 
 def read_release(source: str | os.PathLike | pa.Table) -> Release:
-    """Read a release from a Parquet file (or an Arrow table) written by polars-dp."""
+    """Read a release from a Parquet file (or an Arrow table) written by polars-dp.
+
+    The release class verifies the table before anything is answered from it (metadata
+    types, recomputed noise parameters, cells or leaves located by their label columns, the
+    checksum; :mod:`polars_dp.releases.integrity`): an edited, reordered-and-damaged or
+    truncated file raises :class:`ReleaseFormatError` naming what is wrong."""
     table = read_table(source)
     kind = read_metadata(table).get("release_type")
     if kind is None:

@@ -16,11 +16,15 @@ import pyarrow as pa
 META_PREFIX = "polars_dp."
 
 
+def encode_metadata(metadata: Mapping[str, Any]) -> dict[str, str]:
+    """The text of every entry as stored: JSON unless the value is a str."""
+    return {key: value if isinstance(value, str) else json.dumps(value) for key, value in metadata.items()}
+
+
 def attach_metadata(table: pa.Table, metadata: Mapping[str, Any]) -> pa.Table:
     """Return ``table`` with ``polars_dp.*`` schema metadata (values JSON-encoded unless str)."""
     meta = dict(table.schema.metadata or {})
-    for key, value in metadata.items():
-        text = value if isinstance(value, str) else json.dumps(value)
+    for key, text in encode_metadata(metadata).items():
         meta[(META_PREFIX + key).encode()] = text.encode()
     return table.replace_schema_metadata(meta)
 
@@ -36,4 +40,4 @@ def read_metadata(table_or_schema: pa.Table | pa.Schema) -> dict[str, str]:
     return out
 
 
-__all__ = ["META_PREFIX", "attach_metadata", "read_metadata"]
+__all__ = ["META_PREFIX", "attach_metadata", "encode_metadata", "read_metadata"]

@@ -20,7 +20,7 @@ import pyarrow as pa
 from polars_dp.errors import ParameterError, ReleaseFormatError
 from polars_dp.releases.base import Release
 from polars_dp.releases.io import read_release as read_arrow_release
-from polars_dp.releases.metadata import attach_metadata, read_metadata
+from polars_dp.releases.metadata import attach_metadata
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
@@ -72,16 +72,51 @@ def check_identifier(name: str) -> None:
         )
 
 
-def small_table(con: Any, view: str, table: str, data: pa.Table) -> None:
+def small_table(con: Any, view: str, table: str, data: pa.Table, *, replace: bool = False) -> None:
     con.register(view, data)
     try:
-        con.execute(f"CREATE OR REPLACE TABLE {ident(table)} AS SELECT * FROM {ident(view)}")
+        con.execute(f"CREATE {create_mode(replace)}TABLE {ident(table)} AS SELECT * FROM {ident(view)}")
     finally:
         con.unregister(view)
 
 
+def create_mode(replace: bool) -> str:
+    """``"OR REPLACE "`` when ``replace`` else ``""``: the words after ``CREATE``."""
+    return "OR REPLACE " if replace else ""
+
+
+def check_free(con: Any, tables: list[str], macros: list[str], *, replace: bool) -> None:
+    """Refuse (ParameterError naming them) when any table/view or macro that a registration
+    would create already exists in the connection's current schema (or as a temporary view);
+    with ``replace=True`` drop the tables/views of those names instead (the macros are
+    replaced by ``CREATE OR REPLACE``).  DuckDB names are case-insensitive."""
+    where = ("database_name IN (current_database(), 'temp') "
+             "AND schema_name IN (current_schema(), 'main')")
+    found_tables = {
+        row[0].lower(): row[1] for row in con.execute(
+            f"SELECT table_name, 'TABLE' FROM duckdb_tables() WHERE {where} "
+            f"UNION ALL SELECT view_name, 'VIEW' FROM duckdb_views() WHERE NOT internal AND {where}"
+        ).fetchall()}
+    found_macros = {row[0].lower() for row in con.execute(
+        f"SELECT function_name FROM duckdb_functions() WHERE function_type IN ('macro', 'table_macro') "
+        f"AND {where}").fetchall()}
+    clash = [t for t in tables if t.lower() in found_tables]
+    clash += [m for m in macros if m.lower() in found_macros]
+    if not clash:
+        return
+    if not replace:
+        raise ParameterError(
+            f"registering would overwrite {', '.join(map(repr, clash))} in this DuckDB connection; "
+            "choose another name, drop them, or pass replace=True to overwrite"
+        )
+    for t in tables:
+        kind = found_tables.get(t.lower())
+        if kind is not None:
+            con.execute(f"DROP {kind} {ident(t)}")
+
+
 def metadata_table(release: Release) -> pa.Table:
-    meta = read_metadata(attach_metadata(pa.table({}), release.metadata()))
+    meta = release.export_metadata()
     return pa.table({"key": list(meta), "value": list(meta.values())})
 
 
@@ -133,5 +168,6 @@ def read_release(con: Any, name: str) -> Release:
     return read_arrow_release(to_arrow(con, name))
 
 
-__all__ = ["BATCH_WHERE", "check_identifier", "comment", "ident", "in_transaction", "literal",
-           "metadata_table", "number", "read_release", "render", "small_table", "sql_dir", "to_arrow"]
+__all__ = ["BATCH_WHERE", "check_free", "check_identifier", "comment", "create_mode", "ident",
+           "in_transaction", "literal", "metadata_table", "number", "read_release", "render", "small_table",
+           "sql_dir", "to_arrow"]

@@ -9,8 +9,10 @@ import pyarrow as pa
 
 from polars_dp.releases.sql import (
     BATCH_WHERE,
+    check_free,
     check_identifier,
     comment,
+    create_mode,
     ident,
     in_transaction,
     literal,
@@ -39,7 +41,7 @@ def _tree_answers(release: TreeRelease, name: str, queries: str, where: str) -> 
                   overlap=" AND ".join(overlap))
 
 
-def register_tree(con: Any, name: str, release: TreeRelease) -> Any:
+def register_tree(con: Any, name: str, release: TreeRelease, *, replace: bool = False) -> Any:
     """Register a spatial :class:`~polars_dp.TreeRelease` in ``con``, in one transaction:
 
     * ``name``: one row per leaf (``<col>_lo``, ``<col>_hi``, ``depth``, ``count``, and the
@@ -50,7 +52,9 @@ def register_tree(con: Any, name: str, release: TreeRelease) -> Any:
       column and ``<col>_lo`` / ``<col>_hi`` columns (missing or NULL = the whole range).
 
     Answers use the same uniformity assumption as ``release.range_counts``: a leaf adds
-    ``count * vol(leaf ∩ box) / vol(leaf)``.
+    ``count * vol(leaf ∩ box) / vol(leaf)``; rows come in ``id`` order.  Refuses
+    (:class:`ParameterError` naming them) when a table, view or macro it would create exists,
+    unless ``replace=True``.
     """
     check_identifier(name)
     source, meta_source = f"__pdp_source_{name}", f"__pdp_meta_{name}"
@@ -60,11 +64,14 @@ def register_tree(con: Any, name: str, release: TreeRelease) -> Any:
         for side in ("lo", "hi")) + ")"
 
     def build() -> None:
-        con.execute(render("tree_register.sql", table=ident(name), source=ident(source),
+        check_free(con, [name, f"{name}_meta"], [f"{name}_range_count", f"{name}_range_counts"],
+                   replace=replace)
+        create = create_mode(replace)
+        con.execute(render("tree_register.sql", table=ident(name), source=ident(source), create=create,
                            meta_table=ident(f"{name}_meta"), meta_source=ident(meta_source),
                            comment=comment(release, name)))
         con.execute(render(
-            "tree_macros.sql", name=name,
+            "tree_macros.sql", name=name, create=create,
             single_macro=ident(f"{name}_range_count"), batch_macro=ident(f"{name}_range_counts"),
             parameters=params,
             single_answers=_tree_answers(release, name, single_source, "''"),

@@ -9,7 +9,6 @@ post-processing of the mechanism's output; the release holds no reference to the
 
 from __future__ import annotations
 
-import json
 import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -20,6 +19,7 @@ import pyarrow as pa
 
 from polars_dp.domains.box import Box, as_box
 from polars_dp.errors import QueryError, ReleaseFormatError
+from polars_dp.kernels.grid import grid_boxes
 from polars_dp.kernels.morton import MortonLayout
 from polars_dp.kernels.prefix import prefix_sums
 from polars_dp.kernels.spatial_sums import (
@@ -28,9 +28,18 @@ from polars_dp.kernels.spatial_sums import (
     morton_tree_sums,
     two_level_grid_sums,
 )
+from polars_dp.noise import SeedLike, histogram_sensitivity
 from polars_dp.progress import Progress
 from polars_dp.releases import sql_tree
 from polars_dp.releases.base import Release
+from polars_dp.releases.integrity import (
+    RELATIVE_SLACK,
+    check_equal,
+    check_noise_scale,
+    field,
+    positive_number,
+    verify_checksum,
+)
 from polars_dp.releases.io import register_release_type
 from polars_dp.releases.metadata import read_metadata
 from polars_dp.releases.noise_model import (
@@ -40,6 +49,8 @@ from polars_dp.releases.noise_model import (
     noise_model_from_json,
     noise_model_to_json,
 )
+from polars_dp.releases.postprocess import TREE_POSTPROCESSING, postprocess_counts, postprocessed_noise_model
+from polars_dp.releases.sampling import sample_boxes
 
 LAYOUTS = ("morton", "grid", "two_level_grid")
 
@@ -114,20 +125,47 @@ class TreeRelease(Release):
 
     @classmethod
     def from_arrow(cls, table: pa.Table) -> TreeRelease:
+        """The release of a table written by :meth:`to_arrow`, verified before it answers
+        (:mod:`polars_dp.releases.integrity`): metadata types, the noise parameters recomputed
+        from epsilon and the neighbour relation, every leaf put in its place by its geometry
+        (any row order; the leaves must tile the box as the layout says), and the checksum
+        when there is one."""
         meta = read_metadata(table)
+        common = cls._common_from_metadata(meta)
+        box = field(meta, "bounds", lambda b: as_box(field(meta, "columns"), b))
+        layout = field(meta, "layout", _check_layout)
+        model = field(meta, "noise_model", noise_model_from_json, default=None)
         try:
-            box = as_box(json.loads(meta["columns"]), json.loads(meta["bounds"]))
-            layout = json.loads(meta["layout"])
-            common = cls._common_from_metadata(meta)
-            lo = np.column_stack([table.column(f"{c}_lo").to_numpy() for c in box.columns])
-            hi = np.column_stack([table.column(f"{c}_hi").to_numpy() for c in box.columns])
+            lo = np.column_stack([_float_column(table, f"{c}_lo") for c in box.columns])
+            hi = np.column_stack([_float_column(table, f"{c}_hi") for c in box.columns])
             depth = table.column("depth").to_numpy()
-            count = table.column("count").to_numpy()
+            count = table.column("count").to_numpy()  # the stored type (the constructor decides)
+            if not np.issubdtype(count.dtype, np.number):
+                raise ReleaseFormatError(f"tree release column 'count' has type {count.dtype}, not numbers")
             codes = table.column("morton").to_numpy() if "morton" in table.column_names else None
-            model = noise_model_from_json(json.loads(meta["noise_model"])) if "noise_model" in meta else None
-        except (KeyError, ValueError, TypeError) as exc:
-            raise ReleaseFormatError(f"tree release table is incomplete or corrupt: {exc}") from None
-        return cls(box, lo, hi, depth, count, layout=layout, codes=codes, noise_model=model, **common)
+        except KeyError as exc:
+            raise ReleaseFormatError(f"tree release table has no {exc.args[0]!r} column") from None
+        n_leaves = field(meta, "n_leaves", int, default=table.num_rows)
+        if n_leaves != table.num_rows:
+            raise ReleaseFormatError(f"tree release has {table.num_rows} rows but its metadata declares "
+                                     f"{n_leaves} leaves: rows were removed or added")
+        try:
+            order = _leaf_order(box, layout, lo, hi, depth, codes)
+        except (KeyError, TypeError, ValueError, OverflowError) as exc:
+            if isinstance(exc, ReleaseFormatError):
+                raise
+            raise ReleaseFormatError(
+                f"release metadata field 'layout' is malformed ({layout!r}): {exc!r}") from None
+        codes = None if codes is None else codes[order]
+        release = cls(box, lo[order], hi[order], depth[order], count[order], layout=layout, codes=codes,
+                      noise_model=model, **common)
+        _check_tree_parameters(release)
+        verify_checksum(meta, release._payload_arrays())
+        return release
+
+    def _payload_arrays(self) -> list[np.ndarray]:
+        arrays = [self.lo, self.hi, self.depth, self.count]
+        return arrays if self.codes is None else [*arrays, self.codes]
 
     # ------------------------------------------------------------------ queries
     @staticmethod
@@ -173,20 +211,24 @@ class TreeRelease(Release):
         its volume inside the box (the same shape of answer as
         :meth:`GridRelease.range_counts`).
 
-        ``std=True`` adds each answer's noise standard deviation ``sqrt(2 b^2 sum_leaves w^2)``
-        (``b`` the leaves' Laplace scale, ``w`` each leaf's weight in the answer) for releases
-        whose leaf counts carry independent noise (PrivTree, UG).  It is the noise of the leaf
-        counts only: the uniformity assumption inside a leaf adds a bias it cannot see.
+        ``std=True`` adds a ``noise_std`` column: each answer's noise standard deviation
+        ``sqrt(2 b^2 sum_leaves w^2)`` (``b`` the leaves' Laplace scale, ``w`` each leaf's
+        weight in the answer), exact, for releases whose leaf counts carry independent noise
+        (PrivTree, UG).  It is the noise of the leaf counts only: the **uniformity error**
+        inside partially covered leaves (points are not spread evenly in a leaf) is **not
+        included**, and on real data it can dominate (the column is named ``noise_std``, not
+        ``std``, to say so; grid releases' ``std`` is the whole error of an unbiased answer).
 
         ``progress``: a stage bar on stderr; ``None``: on a terminal for large work.
         """
         frame = self._as_frame(boxes)
         bar = Progress("range_counts", progress, frame.height * max(self.n_leaves, 1))
         bar.step("queries")
-        if not std:
+        if not std or postprocessed_noise_model(self.params) is not None:  # post-processed: std NULL
             counts = self.range_count_array(frame, passthrough=passthrough)
+            nulls = [pl.lit(None, pl.Float64).alias("noise_std")] if std else []
             bar.close()
-            return frame.with_columns(pl.Series("count", counts))
+            return frame.with_columns(pl.Series("count", counts), *nulls)
         scale = self._leaf_noise_scale()
         q_lo, q_hi = self._query_arrays(frame, passthrough)
         if self.layout["kind"] == "morton":
@@ -198,7 +240,7 @@ class TreeRelease(Release):
             squares = grid_weight_squares(int(self.layout["m"]), self.box, q_lo, q_hi)
         bar.close()
         return frame.with_columns(pl.Series("count", counts),
-                                  pl.Series("std", np.sqrt(2.0 * scale**2 * squares)))
+                                  pl.Series("noise_std", np.sqrt(2.0 * scale**2 * squares)))
 
     def _leaf_noise_scale(self) -> float:
         """Laplace scale of every leaf count, when the leaf noise is i.i.d. (the noise model says)."""
@@ -209,11 +251,13 @@ class TreeRelease(Release):
         )
 
     def range_std(self, **ranges: tuple[float, float]) -> float:
-        """Noise standard deviation of :meth:`range_count` (see :meth:`range_counts`)."""
+        """Noise standard deviation of :meth:`range_count` (the ``noise_std`` of
+        :meth:`range_counts`: leaf noise only, the uniformity error inside leaves is not included)."""
         query = self._single_query(ranges)
         if not query:
             query = {f"{self.box.columns[0]}_lo": [float(self.box.lo[0])]}
-        return float(self.range_counts(query, std=True)["std"][0])
+        std = self.range_counts(query, std=True)["noise_std"][0]
+        return float("nan") if std is None else float(std)  # None: post-processed, no error bar
 
     def range_sums(self, boxes: Any, *, passthrough: Iterable[str] = ("id",)) -> np.ndarray:
         """Deprecated name of :meth:`range_count_array`."""
@@ -276,18 +320,158 @@ class TreeRelease(Release):
             query[f"{col}_lo"], query[f"{col}_hi"] = [float(pred[0])], [float(pred[1])]
         return query
 
+    # ------------------------------------------------------------------ outputs
+    def sample(self, n: int, *, seed: SeedLike = None) -> pl.DataFrame:
+        """``n`` synthetic points: a leaf drawn by its count (negatives read as 0), then a point
+        uniform in its box; see :mod:`polars_dp.releases.sampling`.  No data, no budget."""
+        return sample_boxes(self.lo, self.hi, self.count, self.columns, n, seed)
+
+    def postprocess(self, *methods: str) -> TreeRelease:
+        """A new release with the leaf counts post-processed: ``"nonnegative"`` (least-squares
+        projection onto non-negative counts with the same total), recorded in
+        ``params["postprocessed"]``.  Its noise model becomes :class:`Correlated` and
+        ``range_counts(std=True)`` gives a NULL ``std``: see :mod:`polars_dp.releases.postprocess`."""
+        count, params = postprocess_counts(self.count, self.params, methods, TREE_POSTPROCESSING)
+        return TreeRelease(self.box, self.lo, self.hi, self.depth, count, layout=self.layout,
+                           mechanism=self.mechanism, epsilon=self.epsilon, neighbours=self.neighbours,
+                           params=params, codes=self.codes, noise_model=postprocessed_noise_model(params),
+                           created=self.created, noise=self.noise, seeded=self.seeded)
+
     def _payload_equal(self, other: Release) -> bool:
         return isinstance(other, TreeRelease) and self._table().equals(other._table())
 
-    def to_duckdb(self, con: Any, name: str) -> Any:
+    def to_duckdb(self, con: Any, name: str, *, replace: bool = False) -> Any:
         """Register this release in a DuckDB connection: a leaf table ``name``, its metadata and
-        box range-count macros; see :func:`polars_dp.releases.sql_tree.register_tree`."""
-        return sql_tree.register_tree(con, name, self)
+        box range-count macros; see :func:`polars_dp.releases.sql_tree.register_tree`.
+
+        Refuses (:class:`ParameterError` naming them) when a table, view or macro it would
+        create exists; ``replace=True`` overwrites them."""
+        return sql_tree.register_tree(con, name, self, replace=replace)
 
     def __repr__(self) -> str:
         return (f"TreeRelease(mechanism={self.mechanism!r}, epsilon={self.epsilon}, "
                 f"neighbours={self.neighbours!r}, columns={self.columns}, leaves={self.n_leaves:,}"
                 f"{self._repr_flags()})")
+
+
+def _float_column(table: pa.Table, name: str) -> np.ndarray:
+    values = table.column(name).to_numpy()
+    if not np.issubdtype(values.dtype, np.number):
+        raise ReleaseFormatError(f"tree release column {name!r} has type {values.dtype}, not numbers")
+    return values.astype(np.float64)
+
+
+def _check_layout(layout: Any) -> dict[str, Any]:
+    if not isinstance(layout, dict) or layout.get("kind") not in LAYOUTS:
+        raise ReleaseFormatError(f"release metadata field 'layout' must be one of the layouts {LAYOUTS}, "
+                                 f"got {layout!r}")
+    return layout
+
+
+def _leaf_order(box: Box, layout: Mapping[str, Any], lo: np.ndarray, hi: np.ndarray, depth: np.ndarray,
+                codes: np.ndarray | None) -> np.ndarray:
+    """Permutation putting the rows in the release's leaf order, after checking that the
+    leaves tile ``box`` as ``layout`` says (a missing, repeated or moved leaf is refused).
+
+    Morton: sorted by first code, consecutive code ranges, boxes recomputed from the codes.
+    Grid: the ``m^d`` cells in C order, boxes recomputed.  Two-level grid: first-level cells in
+    C order, each holding exactly its ``m2^d`` sub-cells (on its sub-grid, each once) in C order.
+    """
+    n, d = lo.shape
+    if n == 0:
+        raise ReleaseFormatError("tree release has no leaves")
+    kind = layout["kind"]
+    if kind == "morton":
+        if codes is None:
+            raise ReleaseFormatError("a Morton-layout tree release needs its 'morton' column")
+        order = np.argsort(codes, kind="stable")
+        layout_ = MortonLayout(box.d, int(layout["bits"]), int(layout["split_bits"]))
+        c, dep = codes[order].astype(np.int64), depth[order].astype(np.int64)
+        if np.any(dep < 0) or np.any(dep > layout_.max_depth):
+            raise ReleaseFormatError("tree release has a leaf depth outside its layout")
+        span = np.left_shift(np.int64(1), box.d * layout_.bits - dep * layout_.split_bits)
+        ends = c + span
+        if c[0] != 0 or np.any(c[1:] != ends[:-1]) or ends[-1] != np.int64(1) << (box.d * layout_.bits):
+            raise ReleaseFormatError("tree release leaves do not tile the box (a leaf is missing, repeated "
+                                     "or moved): the table was edited")
+        want_lo, want_hi = layout_.node_boxes(c, dep, box)
+    elif kind == "grid":
+        m = int(layout["m"])
+        if n != m**d:
+            raise ReleaseFormatError(f"tree release has {n} leaves but its grid layout has {m**d} cells: "
+                                     "rows were removed or added")
+        order = np.lexsort(lo.T[::-1])  # C order: first column slowest
+        want_lo, want_hi = grid_boxes(box, m)
+    else:
+        m1 = int(layout["m1"])
+        m2 = np.asarray(layout["m2"], dtype=np.int64)
+        if m2.size != m1**d or np.any(m2 < 1) or n != int((m2**d).sum()):
+            raise ReleaseFormatError("tree release leaves do not match its two-level grid layout: rows were "
+                                     "removed or added")
+        centre = (lo + hi) / 2
+        first = np.clip(np.floor((centre - box.lo) / box.width * m1), 0, m1 - 1).astype(np.int64)
+        cell = np.ravel_multi_index(tuple(first.T), (m1,) * d)
+        side = m2[cell]
+        sub = (box.width / m1) / side[:, None]
+        pos = (lo - (box.lo + first * (box.width / m1))) / sub
+        k = np.rint(pos).astype(np.int64)
+        sub_flat = np.zeros(n, dtype=np.int64)
+        for j in range(d):
+            sub_flat = sub_flat * side + k[:, j]
+        order = np.lexsort((sub_flat, cell))
+        expected_cells = np.repeat(np.arange(m1**d), m2**d)
+        expected_sub = np.arange(n) - np.repeat(np.cumsum(m2**d) - m2**d, m2**d)
+        ok = (np.array_equal(cell[order], expected_cells) and np.array_equal(sub_flat[order], expected_sub)
+              and np.all((k >= 0) & (k < side[:, None])) and np.allclose(pos, k, atol=1e-6)
+              and np.allclose(hi - lo, sub, rtol=1e-9))
+        if not ok:
+            raise ReleaseFormatError("tree release leaves do not tile the box as its two-level grid layout "
+                                     "says: the table was edited")
+        return order
+    if not (np.allclose(lo[order], want_lo, rtol=0, atol=1e-12 * float(box.width.max()))
+            and np.allclose(hi[order], want_hi, rtol=0, atol=1e-12 * float(box.width.max()))):
+        raise ReleaseFormatError("tree release leaf boxes disagree with their layout: the table was edited")
+    return order
+
+
+def _check_tree_parameters(release: TreeRelease) -> None:
+    """Noise parameters recomputed from the declared ones (only those the release records):
+    ``epsilon_tree + epsilon_leaf = epsilon`` and ``epsilon_tree = tree_share * epsilon``,
+    ``epsilon_grid <= epsilon``, ``leaf_noise_scale`` from ``epsilon_leaf``, a grid's
+    ``noise_scale`` from ``epsilon_grid`` or ``rho``, and the noise model's scale from those
+    (or at least ``sensitivity / epsilon``: leaf counts partition the data)."""
+    p, eps = release.params, release.epsilon
+    sens = histogram_sensitivity(release.neighbours)
+
+    def number(key: str) -> float:
+        if key not in p:
+            raise ReleaseFormatError(f"release metadata field 'params' has no {key!r} entry, which the "
+                                     "recorded noise parameters need")
+        return positive_number(p[key], f"params.{key}")
+
+    if "epsilon_tree" in p and "epsilon_leaf" in p:
+        check_equal("params.epsilon_leaf", number("epsilon_tree") + number("epsilon_leaf"), eps)
+        if "tree_share" in p:
+            check_equal("params.epsilon_tree", number("epsilon_tree"), number("tree_share") * eps)
+    if "epsilon_grid" in p and number("epsilon_grid") > eps * (1 + RELATIVE_SLACK):
+        raise ReleaseFormatError(f"release metadata field 'params.epsilon_grid' ({p['epsilon_grid']!r}) "
+                                 f"exceeds epsilon ({eps!r})")
+    scale = None
+    if "leaf_noise_scale" in p:
+        scale = number("leaf_noise_scale")
+        check_noise_scale("params.leaf_noise_scale", scale, sens / number("epsilon_leaf"))
+    if "noise_scale" in p:
+        scale = number("noise_scale")
+        if "rho" in p:
+            check_noise_scale("params.noise_scale", scale, sens * number("rho") / eps)
+        elif "epsilon_grid" in p:
+            check_noise_scale("params.noise_scale", scale, sens / number("epsilon_grid"))
+    model = release.noise_model
+    if isinstance(model, IndependentLaplace):
+        if scale is not None:
+            check_equal("noise_model.scale", model.scale, scale)
+        else:
+            check_noise_scale("noise_model.scale", max(model.scale, sens / eps), sens / eps)
 
 
 def _legacy_noise_model(mechanism: str, params: Mapping[str, Any]) -> NoiseModel:

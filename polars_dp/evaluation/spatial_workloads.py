@@ -6,8 +6,8 @@ range-count queries per size class, by volume as a fraction of the domain: small
 ``|est - true| / max(true, rho)`` with smoothing ``rho = 0.1%`` of the number of points.
 The query shape is not recovered; here queries are squares (cubes) in coordinates scaled to
 the unit box, i.e. every side covers the same fraction ``volume^(1/d)`` of its range.
-
-:func:`exact_range_counts` reads the private points: it is for evaluation only.
+The generator depends on the public box and the seed only; the exact answers it is compared
+with come from :mod:`polars_dp.evaluation.references` (not private).
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from polars_dp.counting.points import collect_points
 from polars_dp.domains.box import as_box
 from polars_dp.errors import ParameterError
 from polars_dp.noise import SeedLike, make_rng
@@ -52,39 +51,6 @@ def random_boxes(columns: str | Sequence[str], bounds: Any, n_queries: int, *,
     return pl.DataFrame(out)
 
 
-def exact_range_counts(frame: Any, columns: str | Sequence[str], bounds: Any, boxes: pl.DataFrame,
-                       *, max_work: int = 20_000_000) -> np.ndarray:
-    """True number of points in each closed box (evaluation only: reads the private data).
-
-    Points sorted by the first column: each box scans only its slice of that column and
-    checks the other columns there, in chunks of about ``max_work`` point checks.
-    """
-    box = as_box(columns, bounds)
-    pts = collect_points(frame, box)
-    order = np.argsort(pts[0], kind="stable")
-    pts = [p[order] for p in pts]
-    q_lo = np.column_stack([boxes[f"{c}_lo"].to_numpy() for c in box.columns])
-    q_hi = np.column_stack([boxes[f"{c}_hi"].to_numpy() for c in box.columns])
-    first = np.searchsorted(pts[0], q_lo[:, 0], side="left")
-    length = np.searchsorted(pts[0], q_hi[:, 0], side="right") - first
-    out = np.zeros(len(q_lo), dtype=np.int64)
-    ends = np.cumsum(length)
-    start_q = 0
-    while start_q < len(q_lo):
-        base = ends[start_q - 1] if start_q else 0
-        stop_q = max(int(np.searchsorted(ends, base + max_work, side="right")), start_q + 1)
-        qi = np.repeat(np.arange(start_q, stop_q), length[start_q:stop_q])
-        pos = np.arange(qi.size) - np.repeat(np.cumsum(length[start_q:stop_q]) - length[start_q:stop_q],
-                                             length[start_q:stop_q]) + first[qi]
-        ok = np.ones(qi.size, dtype=bool)
-        for j in range(1, box.d):
-            x = pts[j][pos]
-            ok &= (x >= q_lo[qi, j]) & (x <= q_hi[qi, j])
-        out[start_q:stop_q] = np.bincount(qi[ok] - start_q, minlength=stop_q - start_q)
-        start_q = stop_q
-    return out
-
-
 def relative_errors(estimates: np.ndarray, truth: np.ndarray, n_points: int, *,
                     smoothing: float = 0.001) -> np.ndarray:
     """``|estimate - truth| / max(truth, smoothing * n_points)`` per query (spec §2.12)."""
@@ -93,4 +59,4 @@ def relative_errors(estimates: np.ndarray, truth: np.ndarray, n_points: int, *,
     return np.abs(np.asarray(estimates, dtype=np.float64) - truth) / np.maximum(truth, rho)
 
 
-__all__ = ["SIZE_CLASSES", "exact_range_counts", "random_boxes", "relative_errors"]
+__all__ = ["SIZE_CLASSES", "random_boxes", "relative_errors"]

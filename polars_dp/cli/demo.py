@@ -1,14 +1,18 @@
-"""Command line: ``python -m polars_dp demo`` (or ``polars-dp demo``)."""
+"""``polars-dp demo``: release bundled and synthetic tables and compare noisy range counts with the truth."""
 
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from collections.abc import Callable
 
 import numpy as np
 import polars as pl
+
+import polars_dp as pdp
+from polars_dp.counting.frequency import frequency_matrix
+from polars_dp.datasets import load_military, military_attributes
+from polars_dp.evaluation.references import exact_range_count, exact_range_counts
 
 
 def _timed(make: Callable):
@@ -29,17 +33,12 @@ def _table(rows: list[tuple[str, dict]], truth, releases: dict) -> None:
 
 
 def _truth(frame, attrs):
-    """Exact counts, only to show the error next to the noisy answers; not a release."""
-    from polars_dp.counting.frequency import frequency_matrix
-    from polars_dp.releases.grid import GridRelease
-
-    return GridRelease(frequency_matrix(frame, attrs), attrs, mechanism="none: exact counts",
-                       epsilon=float("inf"), neighbours="replace", noise_scale=0)
+    """Exact answers (NOT private), only to show the error next to the noisy answers."""
+    counts = frequency_matrix(frame, attrs)
+    return lambda predicates: exact_range_count(counts, attrs, **predicates)
 
 
 def _military(args: argparse.Namespace) -> None:
-    from polars_dp.datasets import load_military, military_attributes
-
     frame = load_military(lazy=True)
     attrs = military_attributes()
     n = frame.select(pl.len()).collect().item()
@@ -61,7 +60,7 @@ def _military(args: argparse.Namespace) -> None:
         ("female officers", {"gender": "female", "grade": "officer"}),
         ("asian/pacific, commissioned", {"race": "asian/pacific", "grade": "commissioned"}),
         ("hispanic marines, rank 1..3", {"hisp": True, "branch": "marine corps", "rank": (1, 3)}),
-    ], lambda p: truth.range_count(**p), releases)
+    ], truth, releases)
     meta = releases["basic"].to_arrow().schema.metadata
     print("\n   Arrow schema metadata of a release: " + ", ".join(
         f"{k.decode()}={meta[k].decode()}" for k in (b"polars_dp.mechanism", b"polars_dp.epsilon",
@@ -70,7 +69,6 @@ def _military(args: argparse.Namespace) -> None:
 
 
 def _incomes(args: argparse.Namespace) -> None:
-    import polars_dp as pdp
 
     rng = np.random.default_rng(2010)  # synthetic data: a public generator, not a secret
     n = 1_000_000
@@ -91,14 +89,11 @@ def _incomes(args: argparse.Namespace) -> None:
         ("age 30..49, income $40k..$100k", {"age": (30, 49), "income": (40_000, 99_999)}),
         ("age 65..100", {"age": (65, 100)}),
         ("age 40, income $31,200..$31,299", {"age": (40, 40), "income": (31_200, 31_299)}),
-    ], lambda p: truth.range_count(**p), releases)
+    ], truth, releases)
     print()
 
 
 def _points(args: argparse.Namespace) -> None:
-    import polars_dp  # noqa: F401  (registers df.dp)
-    from polars_dp.evaluation.spatial import exact_range_counts
-
     rng = np.random.default_rng(2016)  # synthetic points: a public generator, not a secret
     centres = np.array([[-74.0, 40.7], [2.35, 48.9], [139.7, 35.7], [-46.6, -23.5]])
     which = rng.choice(len(centres), 400_000, p=[0.4, 0.3, 0.2, 0.1])
@@ -109,8 +104,7 @@ def _points(args: argparse.Namespace) -> None:
           "[-180, 180] x [-90, 90]\n")
     tree, secs = _timed(lambda: frame.dp.privtree(["lon", "lat"], bounds=bounds, epsilon=args.epsilon,
                                                   seed=args.seed))
-    grid = frame.dp.uniform_grid(["lon", "lat"], bounds=bounds, epsilon=args.epsilon, n=frame.height,
-                                 seed=args.seed)
+    grid = frame.dp.uniform_grid(["lon", "lat"], bounds=bounds, epsilon=args.epsilon, seed=args.seed)
     print(f"   privtree  {tree.n_leaves:,} leaves, deepest at depth {int(tree.depth.max())}, {secs:.2f} s "
           f"(uniform grid: {grid.n_leaves:,} cells)\n")
     boxes = pl.DataFrame({"lon_lo": [-75.0, -74.2, 0.0, -180.0], "lon_hi": [-73.0, -73.8, 5.0, 180.0],
@@ -138,16 +132,19 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="polars-dp", description="Differentially private synopses.")
-    sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="release bundled and synthetic tables and compare range counts")
+EXAMPLES = """\
+example:
+  polars-dp demo                       # epsilon 1 per release, noise from OS entropy
+  polars-dp demo --epsilon 0.5 --seed 3   # reproducible (never use a known seed for a real release)
+"""
+
+
+def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    demo = sub.add_parser("demo", parents=[common], epilog=EXAMPLES,
+                          formatter_class=argparse.RawDescriptionHelpFormatter,
+                          help="release bundled and synthetic tables and compare range counts",
+                          description="Release a bundled 1.4M-row table and synthetic data with several "
+                                      "mechanisms and print noisy range counts next to the exact ones.")
     demo.add_argument("--epsilon", type=float, default=1.0, help="privacy budget per release (default 1.0)")
     demo.add_argument("--seed", type=int, default=None, help="reproducible noise (never in production)")
     demo.set_defaults(func=_demo)
-    args = parser.parse_args(argv)
-    return args.func(args)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

@@ -1,0 +1,94 @@
+"""Command line: ``polars-dp <command>`` (or ``python -m polars_dp <command>``).
+
+Commands: ``release`` (a release from a data file and a TOML domain file), ``info``,
+``query``, ``sql``, ``plot`` and ``demo``; ``polars-dp <command> --help`` shows an example
+of each.  Exit codes: 0 success, 2 bad input (one line on stderr, nothing written), 1 any
+other failure.  The commands use only the public API (``import polars_dp as pdp``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from typing import NoReturn
+
+import duckdb
+import polars as pl
+
+import polars_dp as pdp
+from polars_dp.cli import demo, info, plot, query, release, sql
+from polars_dp.cli.common import BadInput, Failure, one_line
+
+DESCRIPTION = "Differentially private synopses from the command line."
+EPILOG = """\
+examples:
+  polars-dp release people.parquet --spec domain.toml -o release.parquet
+  polars-dp info release.parquet
+  polars-dp query release.parquet --where "age=20..30" --where "occupation=Sales" --std
+  polars-dp sql release.parquet "SELECT sum(count) FROM release WHERE age BETWEEN 20 AND 30"
+  polars-dp plot release.parquet -o figure.png --x age
+  polars-dp demo
+
+exit codes: 0 ok, 2 bad input (one line on stderr, nothing written), 1 other errors.
+"""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with one-line usage errors (exit code 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("-q", "--quiet", action="store_true",
+                        help="hide progress messages and summaries (results, warnings, errors still print)")
+    common.add_argument("--traceback", action="store_true",
+                        help="on an error, print the Python traceback (for bug reports)")
+    parser = Parser(prog="polars-dp", description=DESCRIPTION, epilog=EPILOG,
+                    formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"polars-dp {pdp.__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=Parser)
+    for module in (release, info, query, sql, plot, demo):
+        module.register(sub, common)
+    return parser
+
+
+def _bad_input(exc: BaseException) -> bool:
+    """Errors the user fixes by changing the input (exit code 2)."""
+    if isinstance(exc, (BadInput, pdp.PolarsDPError, pl.exceptions.PolarsError, FileNotFoundError,
+                        PermissionError, IsADirectoryError, NotADirectoryError)):
+        return True
+    return isinstance(exc, duckdb.Error)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one command; returns the exit code (0 ok, 2 bad input, 1 other errors)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version, usage errors
+        return exc.code if isinstance(exc.code, int) else 1
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:
+        print("polars-dp: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # e.g. piped into `head`
+        return 0
+    except Exception as exc:
+        if args.traceback:
+            traceback.print_exc()
+        bad = _bad_input(exc)
+        kind = "error" if bad or isinstance(exc, Failure) else f"error ({type(exc).__name__})"
+        print(f"polars-dp {args.command}: {kind}: {one_line(exc)}", file=sys.stderr)
+        return 2 if bad else 1
+
+
+__all__ = ["build_parser", "main"]
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

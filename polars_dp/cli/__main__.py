@@ -1,0 +1,5 @@
+import sys
+
+from polars_dp.cli import main
+
+sys.exit(main())

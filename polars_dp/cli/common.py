@@ -1,0 +1,173 @@
+"""Plumbing shared by the commands: bad-input errors, reading data, atomic output, messages.
+
+Exit codes: 0 success, 2 bad input (:class:`BadInput`, any :class:`polars_dp.PolarsDPError`,
+unreadable data or SQL), 1 anything else.  Every output file is written to a temporary file
+beside its destination and renamed into place, so a failure never leaves a partial file.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+import polars_dp as pdp
+
+#: Formats by file extension (input data, query files, answer files).
+FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".tsv": "tsv", ".arrow": "ipc",
+           ".ipc": "ipc", ".feather": "ipc", ".ndjson": "ndjson", ".jsonl": "ndjson"}
+
+
+class BadInput(Exception):
+    """Input the user must fix (exit code 2); the message is one line saying what to change."""
+
+
+class Failure(Exception):
+    """A failure that is not the input's fault (exit code 1), e.g. a missing optional dependency."""
+
+
+def one_line(exc: BaseException) -> str:
+    """The first non-empty line of an exception's message (Polars and DuckDB messages run long)."""
+    for line in str(exc).splitlines():
+        if line.strip():
+            return line.strip()
+    return type(exc).__name__
+
+
+class Messages:
+    """Stage messages and warnings on stderr; stage messages are silenced by ``--quiet``."""
+
+    def __init__(self, quiet: bool):
+        self.quiet = quiet
+
+    def stage(self, text: str) -> None:
+        if not self.quiet:
+            print(f"polars-dp: {text}", file=sys.stderr, flush=True)
+
+    @staticmethod
+    def warn(text: str) -> None:
+        print(f"polars-dp: warning: {text}", file=sys.stderr, flush=True)
+
+
+def file_format(path: str | os.PathLike, given: str | None = None, *, what: str = "file") -> str:
+    """Format of ``path`` from ``given`` (``--format``) or its extension."""
+    if given:
+        return given
+    fmt = FORMATS.get(Path(path).suffix.lower())
+    if fmt is None:
+        hint = " (or --format)" if what == "DATA" else ""
+        raise BadInput(f"cannot tell the format of {what} {str(path)!r} from its extension; use one of "
+                       f"{', '.join(sorted(FORMATS))}{hint}")
+    return fmt
+
+
+def scan(source: str, fmt: str | None = None, *, what: str = "DATA") -> pl.LazyFrame:
+    """A lazy scan of a Parquet / CSV / TSV / IPC / NDJSON file or glob (nothing is read yet)."""
+    if glob.has_magic(source):
+        matches = sorted(glob.glob(source))
+        if not matches:
+            raise BadInput(f"{what} {source!r} matches no file")
+        suffixes = sorted({Path(m).suffix.lower() for m in matches})
+        if fmt is None and len(suffixes) > 1:
+            raise BadInput(f"{what} {source!r} matches files of several formats ({', '.join(suffixes)}); "
+                           "narrow the glob")
+        fmt = file_format(matches[0], fmt, what=what)
+    else:
+        path = Path(source)
+        if path.is_dir():
+            raise BadInput(f"{what} {source!r} is a directory; give a file or a glob such as "
+                           f"'{source.rstrip('/')}/*.parquet'")
+        if not path.exists():
+            raise BadInput(f"{what} {source!r} does not exist")
+        fmt = file_format(path, fmt, what=what)
+    if fmt == "parquet":
+        return pl.scan_parquet(source)
+    if fmt in ("csv", "tsv"):
+        return pl.scan_csv(source, separator="\t" if fmt == "tsv" else ",", infer_schema_length=10_000)
+    if fmt == "ipc":
+        return pl.scan_ipc(source)
+    return pl.scan_ndjson(source)
+
+
+def check_output(path: str | os.PathLike, *, formats: tuple[str, ...] | None = None,
+                 what: str = "output") -> Path:
+    """Refuse an output path that cannot be written, before any work is done."""
+    path = Path(path)
+    if path.is_dir():
+        raise BadInput(f"{what} {str(path)!r} is a directory; give a file path")
+    if not path.parent.exists():
+        raise BadInput(f"directory {str(path.parent)!r} of {what} {str(path)!r} does not exist; "
+                       "create it first")
+    if formats is not None:
+        fmt = FORMATS.get(path.suffix.lower())
+        if fmt not in formats:
+            raise BadInput(f"{what} {str(path)!r}: use one of the extensions "
+                           f"{', '.join(sorted(k for k, v in FORMATS.items() if v in formats))}")
+    return path
+
+
+def write_atomic(path: str | os.PathLike, write: Callable[[Path], object]) -> Path:
+    """Call ``write(tmp)`` on a temporary file beside ``path``, then rename it to ``path``.
+
+    A failure removes the temporary file and leaves any existing ``path`` untouched.
+    """
+    path = check_output(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix, dir=path.parent)
+    os.close(fd)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the file the usual permissions
+    try:
+        write(Path(tmp))
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def write_frame(frame: pl.DataFrame, path: str | os.PathLike) -> Path:
+    """Write ``frame`` atomically in the format of ``path``'s extension."""
+    fmt = file_format(path, what="output")
+    writers = {
+        "parquet": lambda p: frame.write_parquet(p),
+        "csv": lambda p: frame.write_csv(p),
+        "tsv": lambda p: frame.write_csv(p, separator="\t"),
+        "ipc": lambda p: frame.write_ipc(p),
+        "ndjson": lambda p: frame.write_ndjson(p),
+    }
+    return write_atomic(path, writers[fmt])
+
+
+def open_release(path: str) -> Any:
+    """:func:`polars_dp.read_release`, with the file named in every error."""
+    try:
+        return pdp.read_release(path)
+    except pdp.ReleaseFormatError as exc:
+        message = str(exc)
+        if repr(str(path)) not in message:
+            raise BadInput(f"{str(path)!r} is not a polars-dp release: {message}") from None
+        raise
+
+
+def human_size(n_bytes: int) -> str:
+    size = float(n_bytes)
+    for unit in ("B", "kB", "MB", "GB"):
+        if size < 1000 or unit == "GB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1000
+    return f"{n_bytes} B"  # pragma: no cover
+
+
+def fmt_number(x: float) -> str:
+    """A count or scale for people: thousands separators, at most 3 decimals."""
+    if x == int(x) and abs(x) < 1e15:
+        return f"{int(x):,}"
+    return f"{x:,.3f}".rstrip("0").rstrip(".") if abs(x) >= 0.001 else f"{x:.3g}"

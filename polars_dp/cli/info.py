@@ -1,0 +1,116 @@
+"""``polars-dp info release.parquet``: what a release is, as text or JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from typing import Any
+
+import polars_dp as pdp
+from polars_dp.cli.common import fmt_number, human_size, open_release
+from polars_dp.cli.release import noise_scale, noise_text, size_text
+
+EXAMPLES = """\
+examples:
+  polars-dp info release.parquet
+  polars-dp info release.parquet --json | jq .epsilon
+"""
+
+NEIGHBOUR_TEXT = {"replace": "replace (one row modified)",
+                  "add_remove": "add_remove (one row added or removed)"}
+
+
+def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser(
+        "info", parents=[common], epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
+        help="show a release's mechanism, epsilon, neighbours, domain and size",
+        description="Show what a release file states: mechanism, epsilon, neighbour relation, whether its "
+                    "noise was seeded, the public domain, its size, creation time and library version.")
+    p.add_argument("release", metavar="RELEASE.parquet")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    p.set_defaults(func=run)
+
+
+def _seeded(release: pdp.Release) -> bool | None:
+    value = release.params.get("seeded")
+    return value if isinstance(value, bool) else None
+
+
+def domain(release: pdp.Release) -> dict[str, Any]:
+    """The public domain of a release, as JSON-ready data."""
+    meta = release.metadata()
+    if isinstance(release, pdp.GridRelease):
+        return {"attributes": [a.to_json() for a in release.attributes]}
+    if isinstance(release, pdp.TreeRelease):
+        return {"columns": release.columns, "bounds": meta["bounds"]}
+    return {"alphabet": list(release.alphabet), "max_length": release.max_length}
+
+
+def size(release: pdp.Release) -> dict[str, Any]:
+    if isinstance(release, pdp.GridRelease):
+        return {"cells": release.n_cells, "shape": list(release.shape)}
+    if isinstance(release, pdp.TreeRelease):
+        return {"leaves": release.n_leaves, "layout": release.metadata()["layout"]["kind"]}
+    return {"nodes": release.n_nodes, "height": release.height}
+
+
+def summary(path: str, release: pdp.Release) -> dict[str, Any]:
+    params = {k: v for k, v in release.params.items() if k != "seeded"}
+    return {
+        "file": str(path), "file_bytes": os.path.getsize(path), "release_type": type(release).__name__,
+        "mechanism": release.mechanism, "epsilon": release.epsilon, "neighbours": release.neighbours,
+        "seeded": _seeded(release), "noise_scale": noise_scale(release), "domain": domain(release),
+        "size": size(release), "created": release.created, "version": release.library_version,
+        "params": params,
+    }
+
+
+def _domain_lines(release: pdp.Release) -> list[str]:
+    if isinstance(release, pdp.GridRelease):
+        out = []
+        for a in release.attributes:
+            if isinstance(a, pdp.Nominal):
+                h = a.hierarchy
+                levels = f", hierarchy of height {h.height}" if h.height > 2 else ""
+                out.append(f"{a.column}: nominal {a.domain_text()}{levels}")
+            else:
+                out.append(f"{a.column}: ordinal {a.domain_text()} ({a.n_cells:,} cells)")
+        return out
+    if isinstance(release, pdp.TreeRelease):
+        bounds = release.metadata()["bounds"]
+        return [f"{c}: [{fmt_number(a)}, {fmt_number(b)}]"
+                for c, (a, b) in zip(release.columns, bounds, strict=True)]
+    shown = " ".join(map(str, release.alphabet[:30])) + (" ..." if len(release.alphabet) > 30 else "")
+    return [f"alphabet of {len(release.alphabet)}: {shown}", f"max_length {release.max_length}"]
+
+
+def run(args: argparse.Namespace) -> int:
+    release = open_release(args.release)
+    info = summary(args.release, release)
+    if args.json:
+        print(json.dumps(info, indent=2, default=str))
+        return 0
+    seeded = {True: "yes: reproducible noise, for tests only (do not publish)",
+              False: "no (noise from the operating system's entropy)",
+              None: "not recorded (made outside the command line)"}[info["seeded"]]
+    rows = [
+        ("mechanism", release.mechanism),
+        ("epsilon", f"{release.epsilon:g}"),
+        ("neighbours", NEIGHBOUR_TEXT.get(release.neighbours, release.neighbours)),
+        ("seeded", seeded),
+    ]
+    if info["noise_scale"] is not None:
+        rows.append(("noise scale", noise_text(release)))
+    lines = _domain_lines(release)
+    rows.append(("domain", lines[0]))
+    rows.extend(("", line) for line in lines[1:])
+    rows += [("size", size_text(release)), ("created", release.created),
+             ("version", f"polars-dp {release.library_version}")]
+    params = ", ".join(f"{k}={v}" for k, v in info["params"].items() if k not in ("coefficients",))
+    if params:
+        rows.append(("params", params))
+    print(f"{args.release}: {type(release).__name__}, {human_size(info['file_bytes'])}")
+    for key, value in rows:
+        print(f"  {key:<12} {value}")
+    return 0

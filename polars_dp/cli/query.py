@@ -1,0 +1,265 @@
+"""``polars-dp query``: range counts (one from ``--where``, or a batch file) and sequence frequencies.
+
+Answers are post-processing of the release: they cost no privacy budget.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import sys
+from typing import Any
+
+import polars as pl
+
+import polars_dp as pdp
+from polars_dp.cli.common import BadInput, check_output, one_line, open_release, scan, write_frame
+
+EXAMPLES = """\
+examples:
+  polars-dp query release.parquet                                   # the total count
+  polars-dp query release.parquet --where "age=20..30" --where "occupation=Sales" --std
+  polars-dp query release.parquet --where "age=..17"                # open range: age <= 17
+  polars-dp query tree.parquet --where "lon=-75..-73" --where "lat=40..42"
+  polars-dp query release.parquet --queries queries.csv -o answers.parquet --std --keep label
+  polars-dp query pst.parquet --frequency "1 1 2" --frequency "3"    # sequence models
+  polars-dp query pst.parquet --top-k 10
+
+A --where is COLUMN=LO..HI (either side may be left out), COLUMN=VALUE, or for a nominal attribute
+COLUMN=LABEL (a category or any group of its hierarchy).  A query file has <col>_lo / <col>_hi
+columns (ordinal and spatial), <col> columns (nominal labels), optionally an id; a null or a
+missing column means the whole domain.  For a sequence model it has a column `string`.
+"""
+
+_INT = re.compile(r"^[+-]?\d+$")
+
+
+def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser(
+        "query", parents=[common], epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
+        help="noisy range counts (with their noise std) or sequence frequencies from a release",
+        description="Answer range-count queries from a release: one query from --where options, or a "
+                    "batch from --queries.  Queries are post-processing: they spend no budget.")
+    p.add_argument("release", metavar="RELEASE.parquet")
+    p.add_argument("-w", "--where", action="append", default=[], metavar="COL=LO..HI",
+                   help="a predicate of the query (repeat for several columns)")
+    p.add_argument("--queries", metavar="FILE", help="a batch of queries (Parquet, CSV, ...)")
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="write the batch's answers here (Parquet, CSV, ...) instead of CSV on stdout")
+    p.add_argument("--std", action="store_true", help="add the noise standard deviation of each answer")
+    p.add_argument("--frequency", action="append", default=[], metavar="STRING",
+                   help="sequence models: estimated occurrences of STRING (symbols separated by spaces "
+                        "or commas; one-character symbols may be written together)")
+    p.add_argument("--top-k", type=int, metavar="K", help="sequence models: the K most frequent strings")
+    p.add_argument("--keep", action="append", default=[], metavar="COLUMN",
+                   help="a column of --queries to copy to the answers as it is (besides id)")
+    p.add_argument("--json", action="store_true", help="print answers as JSON")
+    p.add_argument("--align", choices=("exact", "outer", "inner"), default="exact",
+                   help="grid releases: an ordinal bound inside a bin is an error (exact, the default), "
+                        "or the range is widened (outer) or narrowed (inner) to whole bins")
+    p.set_defaults(func=run)
+
+
+# ---------------------------------------------------------------------- parsing --where
+def _split(text: str) -> tuple[str, str]:
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip() or not value.strip():
+        raise BadInput(f"--where {text!r}: write COLUMN=LO..HI, COLUMN=VALUE or COLUMN=LABEL")
+    return name.strip(), value.strip()
+
+
+def _number(text: str, where: str) -> int | float:
+    text = text.strip()
+    try:
+        value = int(text) if _INT.match(text) else float(text)
+    except ValueError:
+        raise BadInput(f"--where {where!r}: {text!r} is not a number") from None
+    if isinstance(value, float) and math.isnan(value):
+        raise BadInput(f"--where {where!r}: NaN is not a bound")
+    return value
+
+
+def parse_range(value: str, where: str) -> tuple[int | float | None, int | float | None]:
+    """``"20..30"`` -> (20, 30); ``"..30"`` -> (None, 30); ``"20.."`` -> (20, None); ``"25"`` -> (25, 25)."""
+    if ".." not in value:
+        v = _number(value, where)
+        return v, v
+    left, right = value.split("..", 1)
+    lo = _number(left, where) if left.strip() else None
+    hi = _number(right, where) if right.strip() else None
+    if lo is not None and hi is not None and lo > hi:
+        raise BadInput(f"--where {where!r}: lo > hi; write the range as LO..HI with LO <= HI")
+    return lo, hi
+
+
+def nominal_label(attribute: pdp.Nominal, value: str, where: str) -> Any:
+    """The hierarchy label ``value`` names (labels may be strings, integers or booleans)."""
+    labels = attribute.hierarchy.labels
+    candidates: list[Any] = [value]
+    if _INT.match(value):
+        candidates.append(int(value))
+    if value.lower() in ("true", "false"):
+        candidates.append(value.lower() == "true")
+    for c in candidates:
+        if any(type(c) is type(label) and c == label for label in labels):
+            return c
+    close = [str(x) for x in labels if str(x).lower() == value.lower()]
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    shown = ", ".join(map(repr, labels[1:11])) + (", ..." if len(labels) > 11 else "")
+    raise BadInput(f"--where {where!r}: {value!r} is not a label of {attribute.column!r}{hint} "
+                   f"(labels: {shown})")
+
+
+def grid_predicates(release: pdp.GridRelease, wheres: list[str]) -> dict[str, Any]:
+    preds: dict[str, Any] = {}
+    for text in wheres:
+        name, value = _split(text)
+        if name not in release.columns:
+            raise BadInput(f"--where {text!r}: {name!r} is not an attribute of this release; attributes: "
+                           f"{', '.join(release.columns)}")
+        if name in preds:
+            raise BadInput(f"--where {text!r}: {name!r} is restricted twice; give one range per attribute")
+        attribute = release.attribute(name)
+        if isinstance(attribute, pdp.Nominal):
+            if ".." in value:
+                raise BadInput(f"--where {text!r}: {name!r} is nominal; give one label (a category or a "
+                               "group of its hierarchy), not a range")
+            preds[name] = nominal_label(attribute, value, text)
+        else:
+            preds[name] = parse_range(value, text)
+    return preds
+
+
+def tree_predicates(release: pdp.TreeRelease, wheres: list[str]) -> dict[str, tuple[float, float]]:
+    bounds = dict(zip(release.columns, release.metadata()["bounds"], strict=True))
+    preds: dict[str, tuple[float, float]] = {}
+    for text in wheres:
+        name, value = _split(text)
+        if name not in bounds:
+            raise BadInput(f"--where {text!r}: {name!r} is not a column of this release; columns: "
+                           f"{', '.join(release.columns)}")
+        if name in preds:
+            raise BadInput(f"--where {text!r}: {name!r} is restricted twice; give one range per column")
+        lo, hi = parse_range(value, text)
+        preds[name] = (bounds[name][0] if lo is None else lo, bounds[name][1] if hi is None else hi)
+    return preds
+
+
+def sequence_string(model: pdp.SequenceModel, text: str) -> list[Any]:
+    """``"1 1 2"`` / ``"1,1,2"`` -> [1, 1, 2]; ``"abc"`` -> ["a", "b", "c"] for one-character symbols."""
+    parts = [p for p in re.split(r"[\s,]+", text.strip()) if p]
+    if not parts:
+        raise BadInput(f"--frequency {text!r}: give at least one symbol")
+    alphabet = model.alphabet
+    if isinstance(alphabet[0], int):
+        bad = [p for p in parts if not _INT.match(p)]
+        if bad:
+            raise BadInput(f"--frequency {text!r}: {bad[0]!r} is not a symbol; the alphabet holds integers")
+        return [int(p) for p in parts]
+    if len(parts) == 1 and parts[0] not in alphabet:
+        return list(parts[0])  # one-character symbols written together
+    return parts
+
+
+# ---------------------------------------------------------------------- answering
+def _print_answer(count: float, std: float | None, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps({"count": count} | ({} if std is None else {"std": std})))
+    else:
+        print(f"{count:.1f}" + ("" if std is None else f" ± {std:.1f}"))
+
+
+def _sequence(args: argparse.Namespace, model: pdp.SequenceModel) -> int:
+    if args.where:
+        raise BadInput("a sequence model answers --frequency STRING, --top-k K or --queries (not --where)")
+    if args.std:
+        raise BadInput("--std is not available for sequence models (their estimates are products of noisy "
+                       "ratios)")
+    if args.queries:
+        return _batch(args, model)
+    if args.top_k is not None:
+        if args.top_k < 1:
+            raise BadInput(f"--top-k must be >= 1, got {args.top_k}")
+        top = model.top_k(args.top_k)
+        rows = [{"string": s, "count": c} for s, c in zip(top["string"].to_list(), top["count"], strict=True)]
+        if args.json:
+            print(json.dumps(rows))
+        else:
+            for r in rows:
+                print(f"{r['count']:>12.1f}  {' '.join(map(str, r['string']))}")
+        return 0
+    if not args.frequency:
+        raise BadInput("give --frequency STRING, --top-k K or --queries FILE for a sequence model")
+    strings = [sequence_string(model, s) for s in args.frequency]
+    counts = model.frequencies(strings)
+    if args.json:
+        print(json.dumps([{"string": s, "count": float(c)} for s, c in zip(strings, counts, strict=True)]))
+    else:
+        for s, c in zip(strings, counts, strict=True):
+            print(f"{c:>12.1f}  {' '.join(map(str, s))}")
+    return 0
+
+
+def _align(release: pdp.Release, args: argparse.Namespace) -> dict[str, str]:
+    """``align=`` for a grid release; spatial releases have no bins to align to."""
+    if isinstance(release, pdp.GridRelease):
+        return {"align": args.align}
+    if args.align != "exact":
+        raise BadInput("--align is for grid releases (bins); a spatial release answers any box")
+    return {}
+
+
+def _batch(args: argparse.Namespace, release: pdp.Release) -> int:
+    if args.where:
+        raise BadInput("give either --where (one query) or --queries FILE (a batch), not both")
+    if args.output:
+        check_output(args.output, formats=("parquet", "csv", "tsv", "ipc", "ndjson"), what="output")
+    try:
+        frame = scan(args.queries, what="--queries").collect()
+    except pl.exceptions.PolarsError as exc:
+        raise BadInput(f"cannot read {args.queries}: {one_line(exc)}") from None
+    if isinstance(release, pdp.SequenceModel):
+        if "string" not in frame.columns:
+            raise BadInput(f"--queries {args.queries!r} needs a column 'string' for a sequence model")
+        col = frame["string"]
+        strings = ([sequence_string(release, s) for s in col.to_list()] if col.dtype == pl.String
+                   else col.to_list())
+        answers = frame.with_columns(pl.Series("count", release.frequencies(strings)))
+    else:
+        try:
+            answers = release.range_counts(frame, std=args.std, passthrough=("id", *args.keep),
+                                           **_align(release, args))
+        except pdp.QueryError as exc:
+            raise BadInput(str(exc).replace("pass passthrough=[...]", "use --keep COLUMN")) from None
+    if args.output:
+        write_frame(answers, args.output)
+        if not args.quiet:
+            print(f"wrote {answers.height:,} answers to {args.output}", file=sys.stderr)
+    elif args.json:
+        print(answers.write_json())
+    else:
+        sys.stdout.write(answers.write_csv())
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.output and not args.queries:
+        raise BadInput("-o is for the answers of --queries FILE; a single query prints its answer")
+    release = open_release(args.release)
+    if isinstance(release, pdp.SequenceModel):
+        return _sequence(args, release)
+    if args.frequency or args.top_k is not None:
+        raise BadInput("--frequency and --top-k are for sequence models; this release is a "
+                       f"{type(release).__name__} (use --where)")
+    if args.queries:
+        return _batch(args, release)
+    if isinstance(release, pdp.GridRelease):
+        preds = grid_predicates(release, args.where)
+    else:
+        preds = tree_predicates(release, args.where)
+    count = release.range_count(**preds, **_align(release, args))
+    std = release.range_std(**preds, **_align(release, args)) if args.std else None
+    _print_answer(count, std, args.json)
+    return 0

@@ -1,0 +1,147 @@
+"""``polars-dp release DATA --spec domain.toml -o release.parquet``: make and write a release."""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import sys
+import time
+from pathlib import Path
+
+import polars as pl
+
+import polars_dp as pdp
+from polars_dp.cli.common import BadInput, Messages, check_output, fmt_number, human_size, one_line, scan
+from polars_dp.cli.spec import load_spec
+
+EXAMPLES = """\
+examples:
+  polars-dp release people.parquet --spec examples/specs/privelet.toml -o people_release.parquet
+  polars-dp release "points/*.parquet" --spec examples/specs/privtree.toml -o tree.parquet
+  polars-dp release sessions.csv --spec examples/specs/privtree_sequences.toml -o pst.parquet
+  polars-dp release people.parquet --spec domain.toml --check     # validate only; reads no rows
+
+The domain file (TOML) declares the mechanism, epsilon, neighbours, the columns and their public
+domain; see examples/specs/ and the README's "Command line" section.  Each release of the same data
+spends its epsilon again.
+"""
+
+
+def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser(
+        "release", parents=[common], epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
+        help="release DATA as declared by a TOML domain file and write it to Parquet",
+        description="Read DATA once (lazily), release it with the mechanism of the domain file and write "
+                    "the release atomically to Parquet.  Prints a summary.")
+    p.add_argument("data", metavar="DATA",
+                   help="Parquet / CSV / TSV / IPC / NDJSON file or glob (quote globs)")
+    p.add_argument("--spec", required=True, metavar="DOMAIN.toml", help="the domain file")
+    p.add_argument("-o", "--output", metavar="RELEASE.parquet", help="where to write the release")
+    p.add_argument("--format", choices=["parquet", "csv", "tsv", "ipc", "ndjson"],
+                   help="format of DATA (default: from its extension)")
+    p.add_argument("--check", action="store_true",
+                   help="validate the domain file and DATA's columns, then stop (no rows read, no release)")
+    p.add_argument("--seed", type=int, default=None,
+                   help="reproducible noise, for tests only: anyone who knows the seed can remove the noise")
+    p.set_defaults(func=run)
+
+
+def _in_domain_file_terms(message: str) -> str:
+    """Library hints name keyword arguments; say where they go in a domain file."""
+    for key, value in (("nulls", "drop"), ("on_out_of_domain", "clamp")):
+        if f"{key}='{value}'" in message:
+            message += f" [domain file: add {key} = \"{value}\" under [options]]"
+    return message
+
+
+def noise_scale(release: pdp.Release) -> float | None:
+    """The Laplace scale of the released values (per coefficient for wavelets), if a single one."""
+    if isinstance(release, pdp.GridRelease):
+        return release.noise_scale
+    for key in ("leaf_noise_scale", "noise_scale"):
+        if key in release.params:
+            return float(release.params[key])
+    return None
+
+
+def noise_text(release: pdp.Release) -> str | None:
+    scale = noise_scale(release)
+    if scale is None:
+        return None
+    per = ", per wavelet coefficient" if "rho" in release.params else ""
+    return f"{fmt_number(scale)} (Laplace{per})"
+
+
+def size_text(release: pdp.Release) -> str:
+    if isinstance(release, pdp.GridRelease):
+        return f"{release.n_cells:,} cells"
+    if isinstance(release, pdp.TreeRelease):
+        return f"{release.n_leaves:,} leaves"
+    return f"{release.n_nodes:,} nodes (height {release.height})"
+
+
+def run(args: argparse.Namespace) -> int:
+    msg = Messages(args.quiet)
+    spec = load_spec(args.spec)
+    if args.output is None and not args.check:
+        raise BadInput("give -o RELEASE.parquet (or --check to only validate)")
+    if args.output is not None:
+        out = check_output(args.output, what="output")
+        if out.suffix.lower() not in (".parquet", ".pq"):
+            raise BadInput(f"output {args.output!r}: a release is written as Parquet; use a .parquet name")
+    frame = scan(args.data, args.format)
+    if args.output is not None:
+        inputs = glob.glob(args.data) if glob.has_magic(args.data) else [args.data]
+        if Path(args.output).resolve() in {Path(p).resolve() for p in inputs}:
+            raise BadInput(f"output {args.output!r} is the input DATA; writing it would replace the "
+                           "private data")
+    try:
+        schema = frame.collect_schema()
+    except pl.exceptions.PolarsError as exc:
+        raise BadInput(f"cannot read {args.data}: {one_line(exc)}") from None
+    names = schema.names()
+    missing = [c for c in spec.input_columns if c not in names]
+    if missing:
+        raise BadInput(f"column {missing[0]!r} (declared at {spec.where(missing[0])}) is not in {args.data}; "
+                       f"its columns: {', '.join(names)}")
+    if spec.separator is not None and schema[spec.column] != pl.String:
+        raise BadInput(f"column {spec.column!r} of {args.data} has type {schema[spec.column]}; separator "
+                       f"(at {spec.where(spec.column)}) is for text columns: remove it")
+    plan = f"{spec.mechanism} (epsilon={spec.epsilon:g}, neighbours={spec.effective_neighbours})"
+    if args.check:
+        if not args.quiet:
+            print(f"ok: {args.spec} declares {plan} over {spec.domain_text()}; {args.data} has the "
+                  f"columns {', '.join(spec.input_columns)}")
+        return 0
+    if args.seed is not None:
+        msg.warn(f"--seed {args.seed} makes the noise reproducible: anyone who knows the seed can remove "
+                 "it. Never publish this release.")
+    msg.stage(f"releasing {args.data} with {plan} over {spec.size_text()}")
+    t0 = time.perf_counter()
+    try:
+        release = spec.run(frame, seed=args.seed, progress=not args.quiet)
+    except pl.exceptions.PolarsError as exc:
+        raise BadInput(f"cannot read {args.data}: {one_line(exc)}") from None
+    except pdp.ParameterError as exc:
+        raise BadInput(spec.locate(str(exc))) from None
+    except pdp.PolarsDPError as exc:
+        message = _in_domain_file_terms(str(exc))
+        if spec.separator is not None and "null symbol" in message:
+            message += " (with separator, a piece of text that is not an integer reads as null)"
+        raise BadInput(message) from None
+    secs = time.perf_counter() - t0
+    release.params["seeded"] = args.seed is not None  # recorded so that `info` can tell
+    msg.stage(f"writing {args.output}")
+    path = release.write_parquet(args.output)
+    if not args.quiet:
+        scale = noise_scale(release)
+        print(f"wrote {path} ({human_size(os.path.getsize(path))})")
+        print(f"  mechanism    {release.mechanism}")
+        print(f"  epsilon      {release.epsilon:g} (neighbours: {release.neighbours})")
+        print(f"  size         {size_text(release)}")
+        if scale is not None:
+            print(f"  noise scale  {noise_text(release)}")
+        print(f"  time         {secs:.2f} s")
+        sys.stdout.flush()
+    return 0

@@ -1,0 +1,153 @@
+"""Checks that a release read from a file (or a DuckDB table) is what its metadata declares.
+
+:func:`polars_dp.read_release` answers only after the release class has verified
+
+* every metadata field's type (a malformed field is a :class:`ReleaseFormatError` naming it);
+* ``epsilon`` (a finite number > 0), ``neighbours`` (``"replace"`` / ``"add_remove"``) and
+  ``mechanism`` (one of :data:`KNOWN_MECHANISMS`; the list validates names only, no
+  behaviour depends on it);
+* the derived parameters, recomputed from the declared ones (the noise scale from epsilon,
+  the neighbour relation's sensitivity and ``rho``; see each release's ``from_arrow``), with
+  :func:`check_noise_scale` as the single tolerance rule;
+* the cells or leaves, located by their label columns rather than by row order (a reordered
+  table is restored exactly; a filtered or duplicated one is refused);
+* the optional ``checksum`` entry: ``sha256`` over the metadata text and the canonical
+  payload (:func:`payload_checksum`).  It detects accidental edits and truncation; it is not
+  a signature (whoever edits a file can recompute it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import numpy as np
+
+from polars_dp.errors import ReleaseFormatError
+from polars_dp.noise import NEIGHBOURS
+
+#: Mechanism names a release file may declare (validation only; no behaviour depends on them).
+KNOWN_MECHANISMS = ("basic", "privelet", "privelet+", "privtree", "uniform_grid", "adaptive_grid",
+                    "privelet_grid", "privtree_sequences", "ngram")
+
+#: A recorded noise scale may exceed the one recomputed from the declared parameters by this
+#: relative amount: exact samplers round the scale *up* to a lattice (spending at most the
+#: declared epsilon); a smaller scale, or a larger one beyond this, is refused.
+SCALE_ROUNDING = 1e-3
+#: Relative slack for float arithmetic when comparing recomputed values.
+RELATIVE_SLACK = 1e-9
+
+CHECKSUM_KEY = "checksum"
+
+
+def field(meta: Mapping[str, str], key: str, parse: Callable[[Any], Any] = lambda x: x, *,
+          json_value: bool = True, default: Any = ...) -> Any:
+    """``parse(value)`` of metadata entry ``key`` (JSON-decoded unless ``json_value=False``);
+    any failure is a ReleaseFormatError naming the field."""
+    if key not in meta:
+        if default is not ...:
+            return default
+        raise ReleaseFormatError(f"release metadata has no {key!r} entry")
+    text = meta[key]
+    try:
+        return parse(json.loads(text) if json_value else text)
+    except ReleaseFormatError:
+        raise
+    except Exception as exc:  # any decoding or declaration error of that one field
+        raise ReleaseFormatError(
+            f"release metadata field {key!r} is malformed ({text[:80]!r}): {exc}") from None
+
+
+def positive_number(value: Any, name: str = "value") -> float:
+    """A finite number > 0 (not a bool), else ReleaseFormatError."""
+    if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+            or value <= 0):
+        raise ReleaseFormatError(
+            f"release metadata field {name!r} must be a finite number > 0, got {value!r}")
+    return float(value)
+
+
+def check_epsilon(value: Any) -> float:
+    return positive_number(value, "epsilon")
+
+
+def check_neighbours(value: Any) -> str:
+    if value not in NEIGHBOURS:
+        raise ReleaseFormatError(
+            f"release metadata field 'neighbours' must be one of {NEIGHBOURS}, got {value!r}")
+    return value
+
+
+def check_mechanism(value: Any) -> str:
+    if value not in KNOWN_MECHANISMS:
+        raise ReleaseFormatError(
+            f"release metadata field 'mechanism' is {value!r}, not a known mechanism {KNOWN_MECHANISMS}")
+    return value
+
+
+def check_noise_scale(name: str, recorded: float, nominal: float) -> None:
+    """The one tolerance rule for a recorded noise scale against the scale recomputed from the
+    declared epsilon, sensitivity and mechanism parameters:
+    ``nominal (1 - RELATIVE_SLACK) <= recorded <= nominal (1 + SCALE_ROUNDING)``.
+
+    A smaller recorded scale would overstate the privacy and understate every error bar; a
+    larger one is accepted only as the documented rounding up to a lattice.
+    """
+    if not (nominal * (1 - RELATIVE_SLACK) <= recorded <= nominal * (1 + SCALE_ROUNDING)):
+        raise ReleaseFormatError(
+            f"release metadata field {name!r} is {recorded!r} but the declared parameters give "
+            f"{nominal!r} (epsilon, neighbours and the mechanism's parameters); the file was edited "
+            "or is corrupt"
+        )
+
+
+def check_equal(name: str, recorded: Any, expected: Any) -> None:
+    """``recorded == expected`` (numbers within RELATIVE_SLACK), else ReleaseFormatError naming ``name``."""
+    if isinstance(expected, float) or isinstance(recorded, float):
+        ok = (isinstance(recorded, (int, float)) and not isinstance(recorded, bool)
+              and math.isclose(recorded, expected, rel_tol=RELATIVE_SLACK, abs_tol=0.0))
+    else:
+        ok = recorded == expected
+    if not ok:
+        raise ReleaseFormatError(
+            f"release metadata field {name!r} is {recorded!r} but the declared parameters give "
+            f"{expected!r}; the file was edited or is corrupt"
+        )
+
+
+def payload_checksum(metadata_text: Mapping[str, str], arrays: Iterable[np.ndarray]) -> str:
+    """``sha256:<hex>`` of the metadata entries (sorted, ``checksum`` itself excluded) and the
+    payload arrays in canonical order (C-contiguous, little-endian)."""
+    h = hashlib.sha256()
+    for key in sorted(metadata_text):
+        if key != CHECKSUM_KEY:
+            h.update(key.encode() + b"\0" + metadata_text[key].encode() + b"\0")
+    for array in arrays:
+        a = np.asarray(array)
+        if a.dtype.kind in "biu":  # integers of any width hash alike (a reader may widen them)
+            a = a.astype("<i8", copy=False)
+        elif a.dtype.kind == "f":
+            a = a.astype("<f8", copy=False)
+        h.update(a.dtype.kind.encode() + str(a.shape).encode())
+        h.update(np.ascontiguousarray(a).tobytes())
+    return "sha256:" + h.hexdigest()
+
+
+def verify_checksum(metadata_text: Mapping[str, str], arrays: Iterable[np.ndarray]) -> None:
+    """Compare the stored ``checksum`` entry (if any) with :func:`payload_checksum`."""
+    stored = metadata_text.get(CHECKSUM_KEY)
+    if stored is None:
+        return  # files written before checksums (0.1.0) have none
+    if payload_checksum(metadata_text, arrays) != stored:
+        raise ReleaseFormatError(
+            "release checksum does not match its content: the file's values or metadata were "
+            "changed after it was written (or it is corrupt); refusing to answer from it"
+        )
+
+
+__all__ = ["CHECKSUM_KEY", "KNOWN_MECHANISMS", "RELATIVE_SLACK", "SCALE_ROUNDING", "check_epsilon",
+           "check_equal", "check_mechanism", "check_neighbours", "check_noise_scale", "field",
+           "payload_checksum", "positive_number", "verify_checksum"]

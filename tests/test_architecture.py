@@ -1,0 +1,168 @@
+"""The package's structure, checked from its source: layers, cycles, local imports, noise path.
+
+Layers, bottom to top (a module may import its own layer and the ones below, never above):
+
+0. ``errors``, ``_version``, ``params``, ``noise``, ``progress``, ``budget``
+1. ``domains/``      public declarations
+2. ``counting/``     the only code that reads private rows
+3. ``kernels/``      pure numpy
+4. ``releases/``     published outputs and their queries (post-processing only)
+5. ``mechanisms/``   the only callers of the noise samplers; they build releases
+6. ``evaluation/``   workloads and exact, not-private references
+7. ``duckdb``, ``namespace``, ``session``, ``datasets``; 8. the package root; 9. ``cli``, ``__main__``
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "polars_dp"
+
+LAYERS = {
+    "errors": 0, "_version": 0, "params": 0, "noise": 0, "progress": 0, "budget": 0,
+    "domains": 1, "counting": 2, "kernels": 3, "releases": 4, "mechanisms": 5, "evaluation": 6,
+    "duckdb": 7, "namespace": 7, "session": 7, "datasets": 7, "__init__": 8, "cli": 9, "__main__": 9,
+}
+#: Optional dependencies that may be imported inside a function (so the package imports without them).
+OPTIONAL = {"pyspark", "matplotlib", "tqdm", "opendp", "randomgen", "scipy"}
+#: Names of polars_dp.noise that draw no random numbers (anyone may import them).
+NOT_SAMPLERS = {"make_rng", "SeedLike", "Neighbours", "NoiseKind", "NEIGHBOURS", "NOISE_KINDS",
+                "check_epsilon", "check_fraction", "check_neighbours", "check_noise", "histogram_sensitivity",
+                "is_seeded", "RandomSource", "NoiseSource"}
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in PACKAGE.rglob("*.py"):
+        rel = path.relative_to(PACKAGE).with_suffix("")
+        parts = list(rel.parts)
+        if parts[-1] == "__init__" and len(parts) > 1:
+            parts = parts[:-1]
+        out["polars_dp." + ".".join(parts) if parts != ["__init__"] else "polars_dp"] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def _layer(module: str) -> int:
+    parts = module.split(".")
+    return LAYERS["__init__" if len(parts) == 1 else parts[1]]
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _imports(path: Path, *, module_level_only: bool = True):
+    """``(node, imported module, names, at module level)`` for the runtime imports of a file."""
+    tree = ast.parse(path.read_text())
+    found = []
+
+    def visit(node: ast.AST, top: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and _is_type_checking(child):
+                continue
+            if isinstance(child, ast.Import):
+                found.extend((child, alias.name, [], top) for alias in child.names)
+            elif isinstance(child, ast.ImportFrom) and child.level == 0 and child.module:
+                found.append((child, child.module, [a.name for a in child.names], top))
+            inner = top and not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            visit(child, inner)
+
+    visit(tree, True)
+    return found
+
+
+def _targets(module: str, names: list[str]) -> list[str]:
+    """The package modules an import statement loads (``from polars_dp import x`` may name a module)."""
+    out = []
+    if module.startswith("polars_dp"):
+        subs = [f"{module}.{n}" for n in names if f"{module}.{n}" in MODULES]
+        out.extend(subs or [module])
+    return [m for m in out if m in MODULES]
+
+
+@functools.cache
+def _graph() -> dict[str, set[str]]:
+    graph = {}
+    for module, path in MODULES.items():
+        graph[module] = {t for _, imported, names, top in _imports(path) if top
+                         for t in _targets(imported, names) if t != module}
+    return graph
+
+
+def test_every_module_has_a_layer():
+    for module in MODULES:
+        _layer(module)
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_imports_point_downwards(module):
+    mine = _layer(module)
+    for target in _graph()[module]:
+        assert _layer(target) <= mine, f"{module} (layer {mine}) imports {target} (layer {_layer(target)})"
+
+
+def test_no_import_cycle():
+    graph = _graph()
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                cycle = stack[stack.index(nxt):] + [nxt]
+                raise AssertionError("import cycle: " + " -> ".join(cycle))
+            if nxt not in state:
+                visit(nxt)
+        stack.pop()
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node)
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_function_local_imports_but_optional_dependencies(module):
+    for node, imported, _, top in _imports(MODULES[module]):
+        if not top:
+            assert imported.split(".")[0] in OPTIONAL, (
+                f"{module}:{node.lineno} imports {imported} inside a function; import it at the top "
+                "(function-local imports are for optional dependencies only)")
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_only_mechanisms_draw_noise(module):
+    if module.startswith("polars_dp.mechanisms") or module == "polars_dp.noise":
+        return
+    source = MODULES[module].read_text()
+    tree = ast.parse(source)
+    for node, imported, names, _ in _imports(MODULES[module]):
+        if imported == "polars_dp.noise":
+            samplers = set(names) - NOT_SAMPLERS
+            assert not samplers, f"{module}:{node.lineno} imports sampler(s) {sorted(samplers)} from noise.py"
+        if imported == "polars_dp" and "noise" in names:
+            raise AssertionError(f"{module}:{node.lineno} imports the noise module")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in {"laplace", "exponential", "geometric"}:
+            raise AssertionError(f"{module}:{node.lineno} draws .{node.attr}(); noise comes from mechanisms")
+
+
+def test_the_checks_see_a_violation(tmp_path):
+    """The walker finds what it should: a function-local import and an upward import."""
+    path = tmp_path / "m.py"
+    path.write_text("from polars_dp.mechanisms import basic\n\ndef f():\n    import polars_dp.releases\n")
+    found = _imports(path)
+    assert [(imp, top) for _, imp, _, top in found] == [("polars_dp.mechanisms", True),
+                                                        ("polars_dp.releases", False)]
+    assert _layer("polars_dp.domains.box") < _layer("polars_dp.mechanisms.basic")

@@ -1,0 +1,43 @@
+"""The command line as a user runs it: ``python -m polars_dp`` in a fresh interpreter."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+import pytest
+from cli_helpers import SPECS, data_for, png_size, run_subprocess
+
+import polars_dp as pdp
+from polars_dp.cli.spec import load_spec
+
+
+def test_release_query_plot_as_subprocesses(tmp_path):
+    spec = SPECS / "basic.toml"
+    data_for(load_spec(spec), 2000, seed=5).write_csv(tmp_path / "people.csv")
+    done = run_subprocess("release", "people.csv", "--spec", spec, "-o", "people.parquet", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "wrote people.parquet" in done.stdout and "656 cells" in done.stdout
+    release = pdp.read_release(tmp_path / "people.parquet")
+
+    done = run_subprocess("query", "people.parquet", "--where", "age=30..39", "--where", "gender=male",
+                          "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["count"] == pytest.approx(release.counts[12:22, 1].sum())
+
+    done = run_subprocess("plot", "people.parquet", "-o", "age.png", "--x", "age", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert png_size(tmp_path / "age.png") == (800, 600)
+
+
+def test_bad_input_as_a_subprocess(tmp_path):
+    pl.DataFrame({"age": [20, 30]}).write_parquet(tmp_path / "people.parquet")
+    (tmp_path / "domain.toml").write_text('mechanism = "basic"\nepsilon = 1\n[[attributes]]\ncolumn = "age"\n'
+                                          'kind = "ordinal"\nlo = 90\nhi = 10\n')
+    done = run_subprocess("release", "people.parquet", "--spec", "domain.toml", "-o", "out.parquet",
+                          cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr == ("polars-dp release: error: domain.toml:7: attributes[1].hi: hi = 10 is below "
+                           "lo = 90; swap them\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["domain.toml", "people.parquet"]
