@@ -7,6 +7,8 @@ from collections import Counter
 
 import numpy as np
 
+from polars_dp.counting.sequences import EncodedSequences
+
 START, END = "#", "&"
 
 
@@ -48,3 +50,34 @@ def substring_counts(seqs: list[list], max_len: int) -> Counter:
             for j in range(i + 1, min(len(s), i + max_len) + 1):
                 c[tuple(s[i:j])] += 1
     return c
+
+
+# Dense context histograms, the brute-force reference of the context tree's counts.
+def context_codes(enc: EncodedSequences, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Positions having a context suffix of exact length ``k`` and its code (base ``beta``)."""
+    positions = np.flatnonzero(enc.n_before >= k - 1) if k > 0 else np.arange(enc.n_positions)
+    code = np.zeros(positions.size, dtype=np.int64)
+    for offset in range(1, k + 1):
+        code += enc.context_digit(positions, offset) * enc.beta ** (offset - 1)
+    return positions, code
+
+
+def context_histograms(enc: EncodedSequences, k: int) -> np.ndarray:
+    """Dense counts ``H[c, y]``: positions whose length-``k`` context code is ``c`` and which
+    predict ``y`` (``y = |I|`` is ``&``); shape ``(beta**k, beta)``.
+
+    One sequence contributes at most ``l_top = max_length + 1`` to ``H`` (each of its
+    positions increments one cell), so ``H`` has L1 sensitivity ``l_top`` under add/remove-one
+    sequence.
+    """
+    beta = enc.beta
+    positions, code = context_codes(enc, k)
+    flat = code * beta + enc.next_symbol[positions]
+    return np.bincount(flat, minlength=beta ** (k + 1)).astype(np.float64).reshape(beta**k, beta)
+
+
+def decode_context(code: int, k: int, alphabet_size: int) -> list[int]:
+    """Symbol codes of a length-``k`` context code, oldest first (``alphabet_size`` is ``#``)."""
+    beta = alphabet_size + 1
+    digits = [(code // beta**i) % beta for i in range(k)]
+    return digits[::-1]

@@ -134,8 +134,8 @@ def test_sequence_experiment_truncation_without_loss_is_exact():
     frame = pl.DataFrame({"pages": seqs})
     models = sequence_experiment.models(alphabet=(1, 2, 3), max_length=5)
     res = sequence_experiment.run(frame, epsilons=(0.5, 2.0), ks=(3, 5), alphabet=(1, 2, 3),
-                                  models_=models, show_progress=False)
-    assert res.height == 2 * 3
+                                  models_=models, show_progress=False, max_length=5, samples=5000)
+    assert res.height == 2 * len(models)
     # sequences are at most 5 long, so truncation to 5 keeps every occurrence: exact answers
     truncate = res.filter(pl.col("mechanism") == sequence_experiment.TRUNCATE)
     assert truncate["precision@3"].to_list() == [1.0, 1.0]
@@ -143,6 +143,7 @@ def test_sequence_experiment_truncation_without_loss_is_exact():
     assert truncate["tv_pairs"].max() == pytest.approx(0.0, abs=1e-12)
     private = res.filter(pl.col("mechanism") != sequence_experiment.TRUNCATE)
     assert private["tv_pairs"].is_between(0, 1).all()
+    assert private["tv_length"].is_between(0, 1).all() and truncate["tv_length"].max() == 0.0
 
 
 def test_cli_without_real_data_stops_with_a_message(tmp_path, capsys):

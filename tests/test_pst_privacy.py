@@ -85,14 +85,19 @@ def test_mechanism_uses_the_formula_and_leaf_scale(monkeypatch):
     monkeypatch.setattr(seqmech, "laplace", spy_laplace)
     df = pl.DataFrame({"s": ["abcab", "ba", "ccc", "a"] * 30})
     model = seqmech.privtree_sequences(df, "s", alphabet="abc", max_length=4, epsilon=2.0, tree_share=0.3,
-                                       seed=4)
-    beta, l_top, eps_tree, eps_leaf = 4, 5, 0.6, 1.4
+                                       length_share=0.1, seed=4)
+    beta, l_top, eps_tree, eps_length = 4, 5, 0.6, 0.2
+    eps_leaf = 2.0 - eps_tree - eps_length
     lam = (2 * beta - 1) / (beta - 1) * l_top / eps_tree
     ((got_lam, got_delta, theta),) = seen["split"]
     assert got_lam == pytest.approx(lam) and got_delta == pytest.approx(lam * math.log(beta)) and theta == 0
-    ((scale, size),) = seen["laplace"]
+    (scale, size), (length_scale, length_size) = seen["laplace"]
     assert scale == pytest.approx(l_top / eps_leaf)
     assert size == (int(model.is_leaf.sum()), beta)
+    # the length law: one count per truncated length 0..max_length, sensitivity 1
+    assert length_scale == pytest.approx(1 / eps_length) and tuple(length_size) == (4 + 1,)
+    assert model.params["eps_length"] == pytest.approx(eps_length)
+    assert len(model.params["length_counts"]) == 5
     assert model.params["lambda"] == pytest.approx(lam)
     assert model.params["leaf_noise_scale"] == pytest.approx(l_top / eps_leaf)
     assert model.neighbours == "add_remove"

@@ -1,9 +1,18 @@
 import numpy as np
 import polars as pl
 import pytest
-from seq_helpers import END, START, all_nodes, histogram, pairs_of, random_sequences
+from seq_helpers import (
+    END,
+    START,
+    all_nodes,
+    context_histograms,
+    decode_context,
+    histogram,
+    pairs_of,
+    random_sequences,
+)
 
-from polars_dp.counting.sequences import context_histograms, decode_context, encode_sequences
+from polars_dp.counting.sequences import encode_sequences
 from polars_dp.errors import ColumnNotFoundError, DomainError, ParameterError
 from polars_dp.kernels.pst import grow_context_tree
 
@@ -37,7 +46,7 @@ def test_full_tree_growth_matches_brute_force():
     rng = np.random.default_rng(5)
     seqs = random_sequences(rng, 40, ALPHABET, 5)
     enc = encode_sequences(_frame(seqs), "s", alphabet=ALPHABET, max_length=4)
-    tree = grow_context_tree(enc, lambda h, d, hashed: np.ones(h.shape[0], bool), max_depth=3)
+    tree = grow_context_tree(enc, lambda h, d, starts_with_start: np.ones(h.shape[0], bool), max_depth=3)
     pairs = [p for s in seqs for p in pairs_of(s, 4)]
     labels = [*ALPHABET, START]
     strings = {0: ()}

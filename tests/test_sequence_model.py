@@ -36,25 +36,51 @@ def _brute_strings(model):
     return strings
 
 
-def _brute_frequency(model, q, strings):
-    h = model.hist
+def _brute_frequency(model, q, strings, usable, chain=False):
+    """The estimator of SequenceModel.frequencies written out per string (plain Python)."""
+    h = np.maximum(model.hist, 0.0)
     f = h[0, model.alphabet.index(q[0])]
     for j in range(1, len(q)):
         ctx = tuple(q[:j])
-        node = max((strings[ctx[i:]] for i in range(len(ctx) + 1) if ctx[i:] in strings),
-                   key=lambda v: model.depth[v])
-        tot = h[node].sum()
-        f *= h[node, model.alphabet.index(q[j])] / tot if tot > 0 else 0.0
+        # deepest suffix node reached through usable nodes only
+        node = 0
+        for i in range(1, len(ctx) + 1):
+            v = strings.get(ctx[len(ctx) - i:])
+            if v is None or not usable[v]:
+                break
+            node = v
+        y = model.alphabet.index(q[j])
+        if model.depth[node] == j and not chain:  # the node holds the whole prefix: count directly
+            f = min(f, h[node, y])
+        else:
+            tot = h[node].sum()
+            f *= h[node, y] / tot if tot > 0 else 0.0
     return f
 
 
-def test_frequencies_follow_the_spec_formula(model):
+@pytest.mark.parametrize("backoff", [0.0, 3.0])
+def test_frequencies_follow_the_documented_estimator(model, backoff):
     strings = _brute_strings(model)
+    usable = model.usable(backoff)
+    assert usable[0]
     queries = [list(t) for k in range(1, 5) for t in itertools.product(ALPHABET, repeat=k)]
-    got = model.frequencies(queries)
-    want = [_brute_frequency(model, q, strings) for q in queries]
+    got = model.frequencies(queries, backoff=backoff)
+    want = [_brute_frequency(model, q, strings, usable) for q in queries]
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-9)
-    assert model.frequency("ab") == pytest.approx(got[queries.index(["a", "b"])])
+    assert model.frequency("ab", backoff=backoff) == pytest.approx(got[queries.index(["a", "b"])])
+
+
+def test_chain_estimator_is_the_papers_formula(model):
+    strings = _brute_strings(model)
+    usable = np.ones(model.n_nodes, dtype=bool)
+    queries = [list(t) for k in range(1, 5) for t in itertools.product(ALPHABET, repeat=k)]
+    got = model.frequencies(queries, backoff=None, estimator="chain")
+    want = [_brute_frequency(model, q, strings, usable, chain=True) for q in queries]
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-9)
+    top = model.top_k(10, max_len=4, backoff=None, estimator="chain")
+    np.testing.assert_allclose(np.sort(got)[::-1][:10], top["count"].to_numpy(), rtol=1e-12)
+    with pytest.raises(ParameterError, match="estimator"):
+        model.frequencies(["a"], estimator="mle")
 
 
 def test_single_symbols_converge_at_large_epsilon(data):
@@ -101,7 +127,7 @@ def test_sample_first_symbol_follows_the_model(model):
     """Chi-square test of the first symbol (incl. 'ended at once') against the '#'-context
     histogram; the 1e-6 quantile of chi2 with 3 degrees of freedom is 30.7."""
     n = 20000
-    out = model.sample(n, seed=17)
+    out = model.sample(n, seed=17, calibrate=False)
     first = out["sequence"].list.first()
     observed = np.array([(first == x).sum() for x in ALPHABET] + [first.is_null().sum()], dtype=float)
     node = model.first_child[0] + model.alphabet_size  # the '#' child of the root

@@ -106,7 +106,10 @@ def plot_sequences(results: pl.DataFrame, path: Path, *, title: str) -> Path:
               for c in results.columns if c.startswith("precision@")]
     plot_panels(panels, "epsilon", path, title=title, xlabel="ε", ylabel="precision", log_y=False,
                 ylim=(-0.03, 1.03), legend_panel=0)
-    return plot_panels([("length-2 strings", results, "tv_pairs")], "epsilon",
+    tv = [(label, results.filter(pl.col(column) > 0), column)  # 0: the reference itself
+          for label, column in (("sampled lengths", "tv_length"), ("length-2 strings", "tv_pairs"))
+          if column in results.columns]
+    return plot_panels(tv, "epsilon",
                        path.with_name(path.stem + "_tv.png"), title=title, xlabel="ε",
                        ylabel="total variation distance")
 

@@ -2,9 +2,16 @@
 
 Each model (the private prediction suffix tree, the fixed-depth n-gram baseline, and
 non-private truncation to the same length) reports its top-k strings; precision is the
-overlap with the exact top-k of the full (untruncated) data, over ``k``.  The total
-variation distance compares the true distribution of length-2 strings (occurrences of each
-of the |I|^2 pairs, normalised) with the model's estimate.
+overlap with the exact top-k of the full (untruncated) data, over ``k``.  Two total
+variation distances: ``tv_length`` between the length law of ``SAMPLES`` sequences sampled from
+the model and that of the truncated data; ``tv_pairs`` between the true distribution of
+length-2 strings (occurrences of each of the |I|^2 pairs, normalised) and the model's estimate.
+
+Both private models run twice: with the library's defaults (the PST with ``tree_share=0.25``
+and a length law from 5% of epsilon that calibrates its sampler; both answering with the
+direct estimator and the back-off of :mod:`polars_dp.releases.sequence`) and in the paper's
+configuration (``tree_share=0.5``, no length law, the chain formula for frequencies, no
+back-off), which is what the library did before.
 """
 
 from __future__ import annotations
@@ -19,16 +26,35 @@ import polars as pl
 
 import polars_dp  # noqa: F401  (registers df.dp)
 from polars_dp.evaluation.sequences import exact_top_k_strings, top_k_precision
+from polars_dp.releases.sequence import BACKOFF_Z
 
 from .data import MSNBC_ALPHABET, MSNBC_MAX_LENGTH
 from .metrics import total_variation
 from .progress import progress, seeds
 
-EPSILONS = (0.05, 0.1, 0.2, 0.4, 0.8, 1.6)
+EPSILONS = (0.05, 0.1, 0.2, 0.4, 0.8, 1.6, 16.0)
+SAMPLES = 200_000
 KS = (10, 50, 100)
 TRUNCATE = "Truncate (non-private)"
 
 Model = Callable[[pl.DataFrame, float, Any], Any]
+
+
+class Configured:
+    """A released model answered with fixed query options (``backoff``, ``estimator``)."""
+
+    def __init__(self, model: Any, **options: Any):
+        self.model, self.options = model, options
+
+    def top_k(self, k: int) -> pl.DataFrame:
+        return self.model.top_k(k, **self.options)
+
+    def frequencies(self, strings: Sequence[Sequence[Any]]) -> np.ndarray:
+        return self.model.frequencies(strings, **self.options)
+
+    def sample(self, n: int, *, seed: Any) -> pl.DataFrame:
+        return self.model.sample(n, seed=seed, backoff=self.options.get("backoff", BACKOFF_Z),
+                                 calibrate=self.options.get("estimator") != "chain")
 
 
 class ExactModel:
@@ -54,20 +80,30 @@ class ExactModel:
 
 def models(alphabet: Sequence[int] = MSNBC_ALPHABET, max_length: int = MSNBC_MAX_LENGTH
            ) -> dict[str, Model]:
-    """The PST and the n-gram baseline (both epsilon-DP, add/remove one sequence) and the
-    exact truncation reference (no privacy)."""
-    def pst(frame: pl.DataFrame, eps: float, seed: Any) -> Any:
-        return frame.dp.privtree_sequences("pages", alphabet=list(alphabet), max_length=max_length,
-                                           epsilon=eps, seed=seed)
+    """The PST and the n-gram baseline (both epsilon-DP, add/remove one sequence), each with the
+    library's defaults and in the paper's configuration, and the exact truncation reference."""
+    paper = {"backoff": None, "estimator": "chain"}
 
-    def ngram(frame: pl.DataFrame, eps: float, seed: Any) -> Any:
-        return frame.dp.ngram_sequences("pages", alphabet=list(alphabet), max_length=max_length,
-                                        epsilon=eps, seed=seed)
+    def pst(share: float | None, options: dict) -> Model:
+        def build(frame: pl.DataFrame, eps: float, seed: Any) -> Any:
+            extra = {} if share is None else {"tree_share": share, "length_share": 0.0}
+            return Configured(frame.dp.privtree_sequences(
+                "pages", alphabet=list(alphabet), max_length=max_length, epsilon=eps, seed=seed, **extra),
+                **options)
+        return build
+
+    def ngram(options: dict) -> Model:
+        def build(frame: pl.DataFrame, eps: float, seed: Any) -> Any:
+            return Configured(frame.dp.ngram_sequences(
+                "pages", alphabet=list(alphabet), max_length=max_length, epsilon=eps, seed=seed), **options)
+        return build
 
     def truncate(frame: pl.DataFrame, eps: float, seed: Any) -> Any:
         return ExactModel(frame, "pages", list(alphabet), max_length)
 
-    return {"PrivTree (PST)": pst, "N-gram": ngram, TRUNCATE: truncate}
+    return {"PrivTree (PST)": pst(None, {}), "N-gram": ngram({}),
+            "PrivTree, paper settings": pst(0.5, paper), "N-gram, paper settings": ngram(paper),
+            TRUNCATE: truncate}
 
 
 def all_pairs(alphabet: Sequence[int]) -> list[list[int]]:
@@ -76,11 +112,14 @@ def all_pairs(alphabet: Sequence[int]) -> list[list[int]]:
 
 def run(frame: pl.DataFrame, *, epsilons: Sequence[float] = EPSILONS, ks: Sequence[int] = KS,
         repeats: int = 1, seed: int = 0, alphabet: Sequence[int] = MSNBC_ALPHABET,
-        models_: dict[str, Model] | None = None, show_progress: bool = True) -> pl.DataFrame:
+        models_: dict[str, Model] | None = None, show_progress: bool = True,
+        max_length: int = MSNBC_MAX_LENGTH, samples: int = SAMPLES) -> pl.DataFrame:
     """One row per (model, epsilon): precision at every k, TV distance, build time.  The
     non-private truncation does not depend on epsilon: it is built once."""
     chosen = models_ or models(alphabet)
     exact = ExactModel(frame, "pages", list(alphabet), None)
+    lengths = np.minimum(frame["pages"].list.len().to_numpy(), max_length)
+    true_lengths = np.bincount(lengths, minlength=max_length + 1) / frame.height
     truth = exact.top_k(max(ks))
     pairs = all_pairs(alphabet)
     true_pairs = exact.frequencies(pairs)
@@ -93,6 +132,12 @@ def run(frame: pl.DataFrame, *, epsilons: Sequence[float] = EPSILONS, ks: Sequen
         seconds = time.perf_counter() - t0
         top = model.top_k(max(ks))
         result = {f"precision@{k}": top_k_precision(top.head(k), truth.head(k)) for k in ks}
+        if name == TRUNCATE:
+            result["tv_length"] = 0.0  # the truncated data are the reference
+        else:
+            drawn = model.sample(samples, seed=seeds(seed, "sample", name, eps, r))["sequence"]
+            got = np.bincount(drawn.list.len().to_numpy(), minlength=max_length + 1)
+            result["tv_length"] = total_variation(true_lengths, got)
         result["tv_pairs"] = total_variation(true_pairs, model.frequencies(pairs))
         result["seconds"] = time.perf_counter() - t0 if name == TRUNCATE else seconds
         acc.setdefault(name, {}).setdefault(eps, []).append(result)

@@ -1,10 +1,10 @@
-"""The frequency matrix (data cube base cuboid) of a table, computed by Polars.
+"""The frequency matrix (data cube base cuboid) of a table, counted where the data lives.
 
-One flat cell index per row is built as a Polars expression (C order over the declared
-attributes: ``cell = sum_i idx_i * stride_i``), grouped with ``group_by("cell").len()``
-(the streaming engine for lazy inputs; on a single integer key it is several times faster
-and leaner than grouping on the attribute columns), and scattered once into a dense numpy
-array.  Only that aggregate leaves Polars: the private rows are read once, here.
+One flat cell index per row (C order over the declared attributes: ``cell = sum_i idx_i *
+stride_i``), as a Polars expression or compiled to SQL for DuckDB and Spark
+(:mod:`polars_dp.counting.engines`).  Polars inputs are scattered with ``np.bincount`` into the
+one result array (streamed batch by batch for LazyFrames); SQL engines group by the cell and
+return only (cell, count).  The private rows are read once, here.
 """
 
 from __future__ import annotations
@@ -17,8 +17,10 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from polars_dp.counting import engines
+from polars_dp.counting.spec import CountSpec, strides
 from polars_dp.domains.attributes import Attribute, as_attributes
-from polars_dp.errors import ColumnNotFoundError, DomainError, DomainTooLargeError, ParameterError
+from polars_dp.errors import ColumnNotFoundError, DomainTooLargeError, ParameterError
 from polars_dp.params import NULLS, ON_OUT_OF_DOMAIN, check_option
 
 
@@ -68,15 +70,6 @@ def check_domain_size(shape: tuple[int, ...], *, bytes_per_cell: int = 24,
     return n
 
 
-def strides(shape: tuple[int, ...]) -> list[int]:
-    """Row-major (C order) strides in cells."""
-    out, acc = [], 1
-    for s in reversed(shape):
-        out.append(acc)
-        acc *= s
-    return out[::-1]
-
-
 def _check_columns(schema: pl.Schema, attrs: tuple[Attribute, ...]) -> None:
     missing = [a.column for a in attrs if a.column not in schema]
     if missing:
@@ -99,11 +92,7 @@ def cell_index_frame(frame: Any, attributes: Iterable[Attribute], *,
     schema = lf.collect_schema()
     _check_columns(schema, attrs)
     clamp = on_out_of_domain == "clamp"
-    if clamp and all(a.kind != "ordinal" for a in attrs):
-        raise ParameterError(
-            f"on_out_of_domain='clamp' applies to ordinal attributes only; {attrs[0].column!r} "
-            "is nominal (add its missing categories to the hierarchy instead)"
-        )
+    _check_clamp(clamp, attrs)
     if nulls == "drop":
         lf = lf.filter(pl.all_horizontal(a.valid_expr(schema[a.column]) for a in attrs))
     shape = tuple(a.n_cells for a in attrs)
@@ -115,55 +104,30 @@ def cell_index_frame(frame: Any, attributes: Iterable[Attribute], *,
 
 def frequency_matrix(frame: Any, attributes: Iterable[Attribute], *,
                      on_out_of_domain: str = "raise", nulls: str = "raise",
-                     bytes_per_cell: int = 24) -> np.ndarray:
+                     bytes_per_cell: int = 24, count_column: str | None = None) -> np.ndarray:
     """Dense d-dimensional count matrix (float64, shape = cells per attribute, in order).
 
-    Raises DomainError naming the column and an offending value when a row is null, NaN
-    or outside its declared domain (unless an opt-in handles it), and DomainTooLargeError
-    before allocating a matrix that cannot fit in memory.
+    ``frame`` is any input of :mod:`polars_dp.counting.engines` (Polars, Arrow, DuckDB, Spark);
+    the count runs in that engine.  ``count_column`` names a column of non-negative integer
+    counts (pre-aggregated rows, see :mod:`polars_dp.counting.spec`).  Raises DomainError naming
+    the column and an offending value when a row is null, NaN or outside its declared domain
+    (unless an opt-in handles it), and DomainTooLargeError before allocating a matrix that
+    cannot fit in memory.
     """
-    lf, flat, attrs = cell_index_frame(frame, attributes, on_out_of_domain=on_out_of_domain,
-                                       nulls=nulls)
-    shape = tuple(a.n_cells for a in attrs)
-    n_cells = check_domain_size(shape, bytes_per_cell=bytes_per_cell, attributes=attrs)
-    agg = lf.select(flat).group_by("cell").len().collect(engine="streaming")
-    if agg["cell"].null_count():
-        raise _explain_invalid(lf, attrs, on_out_of_domain)
-    counts = np.zeros(n_cells, dtype=np.float64)
-    counts[agg["cell"].to_numpy()] = agg["len"].to_numpy()
-    return counts.reshape(shape)
+    attrs = as_attributes(attributes)
+    spec = CountSpec.make(attrs, on_out_of_domain=on_out_of_domain, nulls=nulls, count_column=count_column)
+    _check_clamp(spec.clamp, attrs)
+    shape = spec.shape
+    check_domain_size(shape, bytes_per_cell=bytes_per_cell, attributes=attrs)
+    return engines.count(frame, spec, dense=True).reshape(shape)
 
 
-def _explain_invalid(lf: pl.LazyFrame, attrs: tuple[Attribute, ...], on_out_of_domain: str
-                     ) -> DomainError:
-    """Second pass, on the error path only: which column, how many rows, which value."""
-    schema = lf.collect_schema()
-    clamp = on_out_of_domain == "clamp"
-    for a in attrs:
-        dtype = schema[a.column]
-        col = pl.col(a.column)
-        stats = lf.select(
-            (~a.valid_expr(dtype)).sum().alias("missing"),
-            (a.valid_expr(dtype) & a.index_expr(dtype, clamp=clamp).is_null()).sum().alias("outside"),
-            col.filter(a.valid_expr(dtype) & a.index_expr(dtype, clamp=clamp).is_null())
-            .first().cast(pl.String).alias("example"),
-        ).collect()
-        missing, outside, example = stats.row(0)
-        if missing:
-            what = "null or NaN" if dtype.is_float() else "null"
-            return DomainError(
-                f"column {a.column!r} has {missing} {what} value(s); drop or fill them first, "
-                "or pass nulls='drop' (drops those rows; each row is kept or dropped on its own, "
-                "so the privacy guarantee is unchanged)"
-            )
-        if outside:
-            fix = ("declare a wider domain or pass on_out_of_domain='clamp'"
-                   if a.kind == "ordinal" else "add the value to the hierarchy or filter it out")
-            return DomainError(
-                f"column {a.column!r} has {outside} value(s) outside the declared domain "
-                f"{a.domain_text()}, e.g. {example!r}; {fix}"
-            )
-    return DomainError("some rows fall outside the declared domain")  # pragma: no cover
+def _check_clamp(clamp: bool, attrs: tuple[Attribute, ...]) -> None:
+    if clamp and all(a.kind != "ordinal" for a in attrs):
+        raise ParameterError(
+            f"on_out_of_domain='clamp' applies to ordinal attributes only; {attrs[0].column!r} "
+            "is nominal (add its missing categories to the hierarchy instead)"
+        )
 
 
 __all__ = ["as_lazy", "cell_index_frame", "check_domain_size", "frequency_matrix", "strides"]

@@ -1,4 +1,8 @@
-"""Polars glue of the spatial mechanisms: read the point columns once, validate them.
+"""Points of the spatial mechanisms: counts per grid cell (any engine) or the points themselves.
+
+:func:`grid_counts` and :func:`finest_cells` count the points per cell of a public grid of the
+box in the engine holding them (:mod:`polars_dp.counting.engines`); :func:`collect_points` reads
+the point columns of a Polars input into numpy (exact references for experiments).
 
 Only the declared columns are collected (streaming engine on a LazyFrame).  A null, NaN or a
 value outside the declared box raises :class:`DomainError` by default.  Opt-ins:
@@ -9,32 +13,52 @@ outside values onto the nearest face of the box (a per-row map, again privacy-ne
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import polars as pl
 
-from polars_dp.counting.frequency import as_lazy, check_row_options
-from polars_dp.domains.box import Box
+from polars_dp.counting import engines
+from polars_dp.counting.frequency import check_row_options
+from polars_dp.counting.spec import CountSpec, check_count_dtype, check_counts
+from polars_dp.domains.box import Box, grid_axes
 from polars_dp.errors import ColumnNotFoundError, DomainError, ParameterError
 
 
 def collect_points(frame: Any, box: Box, *, on_out_of_domain: str = "raise",
                    nulls: str = "raise") -> list[np.ndarray]:
-    """One float64 numpy array per column of ``box`` (the private points, read once)."""
+    """One float64 numpy array per column of ``box`` (the private points, read once; any input
+    of :mod:`polars_dp.counting.engines`)."""
+    return collect_weighted_points(frame, box, on_out_of_domain=on_out_of_domain, nulls=nulls)[0]
+
+
+def collect_weighted_points(frame: Any, box: Box, *, on_out_of_domain: str = "raise", nulls: str = "raise",
+                            count_column: str | None = None) -> tuple[list[np.ndarray], np.ndarray | None]:
+    """:func:`collect_points` plus the int64 counts of ``count_column`` (None without one)."""
     check_row_options(on_out_of_domain, nulls)
-    lf = as_lazy(frame)
+    wanted = [*box.columns, *([count_column] if count_column else [])]
+    lf = engines.point_columns(frame, wanted)
     schema = lf.collect_schema()
-    for c in box.columns:
+    for c in wanted:
         if c not in schema:
             raise ColumnNotFoundError(f"column {c!r} is not in the input; columns: {schema.names()}")
+    for c in box.columns:
         if not schema[c].is_numeric():
             raise ParameterError(f"column {c!r} has type {schema[c]}; spatial columns must be numeric")
-    lf = lf.select(pl.col(c).cast(pl.Float64) for c in box.columns)
+    if count_column:
+        check_count_dtype(count_column, schema[count_column])
+    lf = lf.select(*(pl.col(c).cast(pl.Float64) for c in box.columns),
+                   *([pl.col(count_column).cast(pl.Int64).alias("_w")] if count_column else []))
     if nulls == "drop":
         lf = lf.filter(pl.all_horizontal(pl.col(c).is_not_null() & pl.col(c).is_not_nan()
                                          for c in box.columns))
     df = lf.collect(engine="streaming")
+    weights = None
+    if count_column:
+        w = df["_w"]
+        check_counts(count_column, w.null_count(), w.min())
+        weights = w.to_numpy()
     out = []
     for j, c in enumerate(box.columns):
         s = df[c]
@@ -57,7 +81,26 @@ def collect_points(frame: Any, box: Box, *, on_out_of_domain: str = "raise",
                     f"e.g. {bad[0]!r}; declare wider bounds or pass on_out_of_domain='clamp'"
                 )
         out.append(x)
-    return out
+    return out, weights
 
 
-__all__ = ["collect_points"]
+def grid_counts(data: Any, box: Box, m: int, *, on_out_of_domain: str = "raise", nulls: str = "raise",
+                count_column: str | None = None) -> np.ndarray:
+    """Points per cell of the ``m``-per-side grid of ``box``: flat float64, C order over
+    ``box.columns`` (cell rule of :func:`polars_dp.kernels.grid.grid_cells`)."""
+    spec = CountSpec.make(grid_axes(box, m), on_out_of_domain=on_out_of_domain, nulls=nulls,
+                          count_column=count_column)
+    return engines.count(data, spec, dense=True)
+
+
+def finest_cells(data: Any, box: Box, bits: int, key: Callable[[list[np.ndarray]], np.ndarray], *,
+                 on_out_of_domain: str = "raise", nulls: str = "raise", count_column: str | None = None
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """Points snapped to the ``2^bits``-per-side grid of ``box``: sorted unique int64 keys
+    ``key(per-dimension cells)`` (e.g. Morton codes) and their int64 counts."""
+    spec = CountSpec.make(grid_axes(box, 1 << bits), on_out_of_domain=on_out_of_domain, nulls=nulls,
+                          count_column=count_column, key=key)
+    return engines.count(data, spec, dense=False)
+
+
+__all__ = ["collect_points", "collect_weighted_points", "finest_cells", "grid_counts"]

@@ -23,12 +23,15 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from polars_dp.domains import sql
 from polars_dp.domains.hierarchy import Hierarchy, Label
-from polars_dp.errors import ParameterError, QueryError
+from polars_dp.errors import DomainError, ParameterError, QueryError
 
 #: Values this many cell widths below a float bin boundary count as on it (absorbs the
 #: rounding of decimal widths such as 0.1; integer domains use exact integer arithmetic).
 FLOAT_TOLERANCE = 1e-9
+#: Nominal string attributes with at most this many leaves are matched by comparisons.
+SMALL_NOMINAL = 8
 
 
 def _is_int(x: Any) -> bool:
@@ -60,6 +63,39 @@ class Attribute:
         if dtype.is_float():
             expr = expr & pl.col(self.column).is_not_nan()
         return expr
+
+    def index_sql(self, column_sql: str, dtype: pl.DataType, dialect: str, *, clamp: bool = False) -> str:
+        """The SQL twin of :meth:`index_expr` for ``dialect`` ("duckdb" or "spark"): a BIGINT
+        expression over the (quoted) column, NULL where the value is invalid.  ``dtype`` is the
+        column's type as Polars would see it (:func:`polars_dp.domains.sql.dtype_from_engine`)."""
+        raise NotImplementedError
+
+    def valid_sql(self, column_sql: str, dtype: pl.DataType, dialect: str) -> str:
+        """The SQL twin of :meth:`valid_expr`."""
+        expr = f"({column_sql} IS NOT NULL)"
+        if dtype.is_float():
+            expr = f"({expr} AND NOT {sql.is_nan_sql(column_sql)})"
+        return expr
+
+    def invalid_error(self, dtype: pl.DataType, nulls: int, nans: int, outside: int, example: Any
+                      ) -> DomainError | None:
+        """The error for ``nulls`` null, ``nans`` NaN and ``outside`` out-of-domain values
+        (``example`` one of the latter), or None when there are none."""
+        if nulls or nans:
+            what = "null or NaN" if dtype.is_float() else "null"
+            return DomainError(
+                f"column {self.column!r} has {nulls + nans} {what} value(s); drop or fill them first, "
+                "or pass nulls='drop' (drops those rows; each row is kept or dropped on its own, "
+                "so the privacy guarantee is unchanged)"
+            )
+        if outside:
+            fix = ("declare a wider domain or pass on_out_of_domain='clamp'"
+                   if self.kind == "ordinal" else "add the value to the hierarchy or filter it out")
+            return DomainError(
+                f"column {self.column!r} has {outside} value(s) outside the declared domain "
+                f"{self.domain_text()}, e.g. {example!r}; {fix}"
+            )
+        return None
 
     def cell_labels(self) -> np.ndarray | list:
         """One label per cell (ordinal: bin lower value; nominal: leaf label)."""
@@ -112,19 +148,42 @@ class Ordinal(Attribute):
                 )
             self.n_cells = math.floor(cells) + 1
 
-    def index_expr(self, dtype: pl.DataType, *, clamp: bool = False) -> pl.Expr:
-        col = pl.col(self.column)
+    def _exact(self, dtype: pl.DataType) -> bool:
+        """Whether cells are computed in exact integer arithmetic (else float64)."""
         if not (dtype.is_numeric() or dtype == pl.Boolean):
             raise ParameterError(
                 f"column {self.column!r} has type {dtype}; an Ordinal attribute needs numbers "
                 "(cast it, or declare it Nominal)"
             )
-        exact = self.integer and dtype.is_integer()
+        return self.integer and dtype.is_integer()
+
+    def index_sql(self, column_sql: str, dtype: pl.DataType, dialect: str, *, clamp: bool = False) -> str:
+        exact = self._exact(dtype)
+        num = sql.int_sql if exact else sql.double_sql
+        lo, hi = num(self.lo), num(self.hi)
+        value = f"CAST({column_sql} AS {'BIGINT' if exact else 'DOUBLE'})"
+        if clamp:
+            value = f"(CASE WHEN {value} < {lo} THEN {lo} WHEN {value} > {hi} THEN {hi} ELSE {value} END)"
+        if exact:
+            idx = sql.int_div_sql(f"{value} - {lo}", sql.int_sql(self.width), dialect)
+        else:
+            tol = sql.double_sql(FLOAT_TOLERANCE)
+            raw = f"FLOOR(({value} - {lo}) / {sql.double_sql(self.width)} + {tol})"
+            idx = f"LEAST(GREATEST({raw}, {sql.double_sql(0)}), {sql.double_sql(self.n_cells - 1)})"
+        inside = f"{value} >= {lo} AND {value} <= {hi}"
+        if dtype.is_float():  # NaN sorts above every number in both engines: test it first
+            inside = f"NOT {sql.is_nan_sql(column_sql)} AND {inside}"
+        return f"(CASE WHEN {inside} THEN CAST({idx} AS BIGINT) END)"
+
+    def index_expr(self, dtype: pl.DataType, *, clamp: bool = False) -> pl.Expr:
+        col = pl.col(self.column)
+        exact = self._exact(dtype)
         value = col.cast(pl.Int64) if exact else col.cast(pl.Float64)
         if clamp:
             value = value.clip(self.lo, self.hi)
         if exact:
-            idx = (value - self.lo) // self.width
+            idx = value if self.lo == 0 else value - self.lo
+            idx = idx if self.width == 1 else idx // self.width
         else:
             idx = ((value - self.lo) / self.width + FLOAT_TOLERANCE).floor()
             idx = idx.clip(0, self.n_cells - 1).cast(pl.Int64)
@@ -206,23 +265,62 @@ class Nominal(Attribute):
             )
         self._leaf_type = types.pop()
 
+    def _check_dtype(self, dtype: pl.DataType) -> None:
+        if self._leaf_type is bool and dtype != pl.Boolean:
+            raise ParameterError(f"column {self.column!r} has type {dtype} but its categories are booleans")
+        if self._leaf_type not in (str, bool) and not dtype.is_integer():
+            raise ParameterError(
+                f"column {self.column!r} has type {dtype} but its categories are integers; "
+                "declare string categories or cast the column"
+            )
+
+    def _contiguous_start(self) -> int | None:
+        """``a`` when the integer leaves are exactly ``a, a+1, ..., a+n-1`` in this order."""
+        leaves = self.hierarchy.leaves
+        if self._leaf_type in (str, bool):
+            return None
+        a = int(leaves[0])
+        return a if all(int(x) == a + i for i, x in enumerate(leaves)) else None
+
+    def index_sql(self, column_sql: str, dtype: pl.DataType, dialect: str, *, clamp: bool = False) -> str:
+        self._check_dtype(dtype)
+        if self._leaf_type is str:
+            return sql.lookup_sql(f"CAST({column_sql} AS {sql.string_type(dialect)})",
+                                  list(self.hierarchy.leaves), dialect)
+        if self._leaf_type is bool:
+            leaves = list(self.hierarchy.leaves)
+            cases = " ".join(f"WHEN {column_sql} = {sql.literal_sql(v, dialect)} THEN {sql.int_sql(i)}"
+                             for i, v in enumerate(leaves))
+            return f"(CASE {cases} END)"
+        value = f"CAST({column_sql} AS BIGINT)"
+        a = self._contiguous_start()
+        if a is not None:
+            b = a + self.n_cells - 1
+            return (f"(CASE WHEN {value} >= {sql.int_sql(a)} AND {value} <= {sql.int_sql(b)} "
+                    f"THEN {value} - {sql.int_sql(a)} END)")
+        return sql.lookup_sql(value, [int(x) for x in self.hierarchy.leaves], dialect)
+
     def index_expr(self, dtype: pl.DataType, *, clamp: bool = False) -> pl.Expr:
         col = pl.col(self.column)
+        self._check_dtype(dtype)
         if self._leaf_type is str:
             value = col.cast(pl.String)
-        elif self._leaf_type is bool:
-            if dtype != pl.Boolean:
-                raise ParameterError(
-                    f"column {self.column!r} has type {dtype} but its categories are booleans"
-                )
+            leaves = list(self.hierarchy.leaves)
+            if len(leaves) <= SMALL_NOMINAL:  # a few comparisons beat a hash lookup
+                expr = pl.when(value == leaves[0]).then(0)
+                for i, leaf in enumerate(leaves[1:], 1):
+                    expr = expr.when(value == leaf).then(i)
+                return expr.otherwise(None).cast(pl.Int64)
+            # an Enum cast is a hash lookup; unknown labels become null
+            return value.cast(pl.Enum(leaves), strict=False).to_physical().cast(pl.Int64)
+        if self._leaf_type is bool:
             value = col
         else:
-            if not dtype.is_integer():
-                raise ParameterError(
-                    f"column {self.column!r} has type {dtype} but its categories are integers; "
-                    "declare string categories or cast the column"
-                )
             value = col.cast(pl.Int64)
+            a = self._contiguous_start()
+            if a is not None:  # leaves a..a+n-1 in order: the cell is value - a
+                inside = (value >= a) & (value <= a + self.n_cells - 1)
+                return pl.when(inside).then(value if a == 0 else value - a).otherwise(None).cast(pl.Int64)
         return value.replace_strict(
             list(self.hierarchy.leaves), list(range(self.n_cells)), default=None,
             return_dtype=pl.Int64,

@@ -12,8 +12,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import polars as pl
 
-from polars_dp.errors import ParameterError
+from polars_dp.domains import sql
+from polars_dp.errors import DomainError, ParameterError
 
 MAX_DIMENSIONS = 8
 
@@ -42,6 +44,92 @@ class Box:
                 and np.array_equal(self.lo, other.lo) and np.array_equal(self.hi, other.hi))
 
     __hash__ = None
+
+
+@dataclass(frozen=True)
+class GridAxis:
+    """One dimension of a box cut into ``m`` equal cells, as a counting axis.
+
+    Point value ``x`` (as float64) lies in cell ``clip(floor((x - lo) * (m / (hi - lo))), 0,
+    m - 1)``: the arithmetic of :func:`polars_dp.kernels.grid.grid_cells`, spelled for Polars and
+    SQL with the same float64 operations, so every engine puts every point in the same cell.
+    Null, NaN and values outside ``[lo, hi]`` get no cell (``clamp`` moves outside values onto
+    the nearest face first).
+    """
+
+    column: str
+    lo: float
+    hi: float
+    m: int
+    kind: str = "spatial"
+
+    @property
+    def n_cells(self) -> int:
+        return self.m
+
+    @property
+    def scale(self) -> float:
+        return float(self.m / (np.float64(self.hi) - np.float64(self.lo)))
+
+    def _check(self, dtype: pl.DataType) -> None:
+        if not dtype.is_numeric():
+            raise ParameterError(f"column {self.column!r} has type {dtype}; spatial columns must be numeric")
+
+    def valid_expr(self, dtype: pl.DataType) -> pl.Expr:
+        x = pl.col(self.column).cast(pl.Float64)
+        return x.is_not_null() & x.is_not_nan()
+
+    def index_expr(self, dtype: pl.DataType, *, clamp: bool = False) -> pl.Expr:
+        self._check(dtype)
+        x = pl.col(self.column).cast(pl.Float64)
+        if clamp:
+            x = x.clip(self.lo, self.hi)
+        inside = x.is_not_nan() & (x >= self.lo) & (x <= self.hi)
+        if self.m == 1:  # one cell: only validity matters (the row count of the box)
+            idx = pl.lit(0, dtype=pl.Int64)
+        else:
+            idx = ((x - self.lo) * self.scale).floor().clip(0, self.m - 1).cast(pl.Int64)
+        return pl.when(inside).then(idx).otherwise(None).cast(pl.Int64)
+
+    def valid_sql(self, column_sql: str, dtype: pl.DataType, dialect: str) -> str:
+        x = f"CAST({column_sql} AS DOUBLE)"
+        return f"({x} IS NOT NULL AND NOT {sql.is_nan_sql(x)})"
+
+    def index_sql(self, column_sql: str, dtype: pl.DataType, dialect: str, *, clamp: bool = False) -> str:
+        self._check(dtype)
+        x = f"CAST({column_sql} AS DOUBLE)"
+        lo, hi = sql.double_sql(self.lo), sql.double_sql(self.hi)
+        nan = sql.is_nan_sql(x)
+        if clamp:
+            x = f"(CASE WHEN {x} < {lo} THEN {lo} WHEN {x} > {hi} THEN {hi} ELSE {x} END)"
+        raw = f"FLOOR(({x} - {lo}) * {sql.double_sql(self.scale)})"
+        idx = (sql.double_sql(0) if self.m == 1
+               else f"LEAST(GREATEST({raw}, {sql.double_sql(0)}), {sql.double_sql(self.m - 1)})")
+        return f"(CASE WHEN NOT {nan} AND {x} >= {lo} AND {x} <= {hi} THEN CAST({idx} AS BIGINT) END)"
+
+    def invalid_error(self, dtype: pl.DataType, nulls: int, nans: int, outside: int, example: object
+                      ) -> DomainError | None:
+        if nulls:
+            return DomainError(f"column {self.column!r} has {nulls} null value(s); drop or fill them first, "
+                               "or pass nulls='drop'")
+        if nans:
+            return DomainError(f"column {self.column!r} has {nans} NaN value(s); drop or fill them first, "
+                               "or pass nulls='drop'")
+        if outside:
+            return DomainError(
+                f"column {self.column!r} has {outside} value(s) outside the declared bounds "
+                f"[{self.lo}, {self.hi}], e.g. {example!r}; declare wider bounds or pass "
+                "on_out_of_domain='clamp'"
+            )
+        return None
+
+    def domain_text(self) -> str:
+        return f"[{self.lo}, {self.hi}]"
+
+
+def grid_axes(box: Box, m: int) -> tuple[GridAxis, ...]:
+    """The ``m``-per-side grid of ``box`` as counting axes (C order = ``box.columns`` order)."""
+    return tuple(GridAxis(c, float(box.lo[j]), float(box.hi[j]), int(m)) for j, c in enumerate(box.columns))
 
 
 def as_box(columns: str | Sequence[str], bounds: Any) -> Box:
@@ -86,4 +174,4 @@ def as_box(columns: str | Sequence[str], bounds: Any) -> Box:
     return Box(cols, np.array(lo), np.array(hi))
 
 
-__all__ = ["MAX_DIMENSIONS", "Box", "as_box"]
+__all__ = ["MAX_DIMENSIONS", "Box", "GridAxis", "as_box", "grid_axes"]

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from polars_dp.counting.sequences import EncodedSequences
+from polars_dp.params import check_int
 
 
 def pst_scores(hist: np.ndarray, starts_with_start: np.ndarray) -> np.ndarray:
@@ -30,6 +31,22 @@ def pst_scores(hist: np.ndarray, starts_with_start: np.ndarray) -> np.ndarray:
     return np.where(starts_with_start, 0.0, score)
 
 
+#: Histogram cells (nodes times ``beta``) of the default node cap: 2**25 float64, 256 MB.
+DEFAULT_MAX_CELLS = 2**25
+
+
+def default_max_nodes(beta: int) -> int:
+    """Default public node cap: ``max(2**25 // beta, 1 + beta)`` (the root can always split)."""
+    return max(DEFAULT_MAX_CELLS // beta, 1 + beta)
+
+
+def check_max_nodes(max_nodes: int | None, beta: int) -> int:
+    """``max_nodes`` (``None``: :func:`default_max_nodes`): an integer >= 1."""
+    if max_nodes is None:
+        return default_max_nodes(beta)
+    return check_int(max_nodes, "max_nodes (a public cap on tree nodes)", lo=1)
+
+
 @dataclass
 class ContextTree:
     """Structure and exact (private) histograms of a grown PST."""
@@ -39,6 +56,7 @@ class ContextTree:
     depth: np.ndarray
     first_child: np.ndarray
     hist: np.ndarray
+    capped: bool = False
 
     @property
     def n_nodes(self) -> int:
@@ -56,8 +74,14 @@ class ContextTree:
 SplitRule = Callable[[np.ndarray, int, np.ndarray], np.ndarray]
 
 
-def grow_context_tree(enc: EncodedSequences, decide: SplitRule, *, max_depth: int) -> ContextTree:
+def grow_context_tree(enc: EncodedSequences, decide: SplitRule, *, max_depth: int,
+                      max_nodes: int | None = None) -> ContextTree:
     """Grow a PST level by level; ``decide(hist, depth, starts_with_start) -> split mask``.
+
+    ``max_nodes`` (public; default :func:`default_max_nodes`) caps the tree: when the split
+    nodes of a level would add more children than fit, only the first ones in BFS order
+    split (as many as fit) and growth stops; ``ContextTree.capped`` records it.  Memory is
+    therefore bounded by ``max_nodes * beta`` histogram cells whatever the data or epsilon.
 
     Each level is one ``bincount`` over the positions still inside split nodes (a position
     lies in exactly one node per level: the node whose predictor is the suffix of its context
@@ -71,14 +95,20 @@ def grow_context_tree(enc: EncodedSequences, decide: SplitRule, *, max_depth: in
     level_parent = np.array([-1], dtype=np.int64)
     level_prepended = np.array([-1], dtype=np.int64)
     offset = 0
+    capped = False
+    max_nodes = check_max_nodes(max_nodes, beta)
     for depth in range(max_depth + 1):
         n_level = level_parent.size
         hist = np.bincount(local * beta + enc.next_symbol[positions], minlength=n_level * beta)
         hist = hist.reshape(n_level, beta).astype(np.float64)
-        hashed = level_prepended == beta - 1
-        split = np.asarray(decide(hist, depth, hashed), dtype=bool) & ~hashed
+        starts_with_start = level_prepended == beta - 1
+        split = np.asarray(decide(hist, depth, starts_with_start), dtype=bool) & ~starts_with_start
         if depth == max_depth:
             split[:] = False
+        room = (max_nodes - offset - n_level) // beta
+        if split.sum() > room:
+            split[np.flatnonzero(split)[max(room, 0):]] = False
+            capped = True
         rank = np.cumsum(split) - 1
         first_child = np.where(split, offset + n_level + rank * beta, -1)
         parents.append(level_parent)
@@ -97,24 +127,30 @@ def grow_context_tree(enc: EncodedSequences, decide: SplitRule, *, max_depth: in
         offset += n_level
     return ContextTree(parent=np.concatenate(parents), prepended=np.concatenate(prepended),
                        depth=np.concatenate(depths), first_child=np.concatenate(first_children),
-                       hist=np.concatenate(hists))
+                       hist=np.concatenate(hists), capped=capped)
 
 
-def deepest_nodes(first_child: np.ndarray, contexts: np.ndarray) -> np.ndarray:
+def deepest_nodes(first_child: np.ndarray, contexts: np.ndarray,
+                  usable: np.ndarray | None = None) -> np.ndarray:
     """Deepest node whose predictor string is a suffix of each context.
 
     ``contexts[i, j]`` is the code of the symbol ``j + 1`` places back (``|I|`` for ``#``,
-    ``-1`` past the context's start).  Walks down all rows at once, one level per step.
+    ``-1`` past the context's start).  Walks down all rows at once, one level per step.  With
+    ``usable`` (a node mask), a walk also stops before the first node that is not usable.
     """
     contexts = np.asarray(contexts, dtype=np.int64)
     node = np.zeros(contexts.shape[0], dtype=np.int64)
+    live = np.ones(contexts.shape[0], dtype=bool)
     for j in range(contexts.shape[1]):
         child = first_child[node]
         digit = contexts[:, j]
-        move = (child >= 0) & (digit >= 0)
+        move = live & (child >= 0) & (digit >= 0)
+        if usable is not None:
+            move &= usable[np.where(move, child + digit, 0)]
         if not move.any():
             break
         node[move] = child[move] + digit[move]
+        live = move
     return node
 
 
@@ -128,4 +164,5 @@ def sums_of_children(parent: np.ndarray, depth: np.ndarray, leaf_hist: np.ndarra
     return hist
 
 
-__all__ = ["ContextTree", "deepest_nodes", "grow_context_tree", "pst_scores", "sums_of_children"]
+__all__ = ["DEFAULT_MAX_CELLS", "ContextTree", "check_max_nodes", "default_max_nodes", "deepest_nodes",
+           "grow_context_tree", "pst_scores", "sums_of_children"]

@@ -49,18 +49,25 @@ def basic_scale(epsilon: float, neighbours: str) -> float:
 
 def basic(frame: Any, attributes: Attribute | Iterable[Attribute], *, epsilon: float,
           neighbours: str = "replace", seed: SeedLike = None, on_out_of_domain: str = "raise",
-          nulls: str = "raise", progress: bool | None = None) -> GridRelease:
+          nulls: str = "raise", count_column: str | None = None,
+          progress: bool | None = None) -> GridRelease:
     """Release the frequency matrix of ``attributes`` with Laplace noise on every cell.
 
     Parameters
     ----------
-    frame : Polars DataFrame / LazyFrame or pyarrow Table (private; read once).
+    frame : private rows: a Polars DataFrame / LazyFrame, pyarrow Table or Arrow stream
+        (``__arrow_c_stream__``), a DuckDB relation or a Spark DataFrame; counted in that
+        engine, read once.
     attributes : public declarations (:class:`~polars_dp.Ordinal`, :class:`~polars_dp.Nominal`).
     epsilon : privacy budget, > 0.
     neighbours : ``"replace"`` (Lap(2/epsilon) per cell) or ``"add_remove"`` (Lap(1/epsilon)).
     seed : ``None`` draws OS entropy; an int makes the release reproducible (tests only,
         never for production).
     on_out_of_domain, nulls : see :mod:`polars_dp.domains.attributes`.
+    count_column : a column of non-negative integer counts when each row is a group of
+        individuals already counted (pre-aggregated input); the guarantee holds when each
+        individual contributes to exactly one row with weight 1 (see
+        :mod:`polars_dp.counting.spec`).
     progress : stage bars on stderr (counting, noise); ``None``: on a terminal for large domains.
     """
     scale = basic_scale(epsilon, neighbours)
@@ -69,7 +76,7 @@ def basic(frame: Any, attributes: Attribute | Iterable[Attribute], *, epsilon: f
     bar = Progress("basic", progress, max(_cells(attrs), rows_hint(frame) or 0))
     bar.step("counting")
     counts = frequency_matrix(frame, attributes, on_out_of_domain=on_out_of_domain, nulls=nulls,
-                              bytes_per_cell=16)
+                              bytes_per_cell=16, count_column=count_column)
     add_laplace(counts, rng, scale, bar.step("noise", counts.size, "cells"))
     bar.close()
     return GridRelease(counts, attrs, mechanism="basic", epsilon=epsilon, neighbours=neighbours,

@@ -11,8 +11,9 @@ After truncation to ``max_length`` symbols a sequence has at most ``l_top = max_
 positions.  At each level (context length ``k``) every position with a context of that
 length increments exactly one cell, so each level's counts have L1 sensitivity ``l_top``.
 The budget is split evenly over the ``height`` levels: ``Lap(height * l_top / epsilon)`` per
-cell, empty cells included; ``epsilon``-DP by sequential composition.  Negative counts are
-clipped to 0 (post-processing).  The noise grows with the height: the dilemma of a fixed
+cell, empty cells included; ``epsilon``-DP by sequential composition.  The release keeps the
+unclipped noisy counts (so every bin's noise variance is ``2 s^2``); queries clip them at 0
+(post-processing).  The noise grows with the height: the dilemma of a fixed
 height that PrivTree removes.
 """
 
@@ -48,15 +49,16 @@ def ngram_sequences(frame: Any, column: str, *, alphabet: Sequence[Any], max_len
     bar.step("counting (encoding sequences)")
     enc = encode_sequences(frame, column, alphabet=alphabet, max_length=max_length)
     beta = enc.beta
-    check_domain_size((sum(beta**k for k in range(height)), beta), bytes_per_cell=64)
+    n_nodes = sum(beta**k for k in range(height))
+    check_domain_size((n_nodes, beta), bytes_per_cell=64)
     rng = make_rng(seed)
     bar.step("n-gram tree")
-    tree = grow_context_tree(enc, lambda hist, depth, hashed: np.ones(hist.shape[0], dtype=bool),
-                             max_depth=height - 1)
+    tree = grow_context_tree(enc, lambda hist, depth, starts_with_start: np.ones(hist.shape[0], dtype=bool),
+                             max_depth=height - 1, max_nodes=n_nodes)
     l_top = enc.max_length + 1
     scale = height * l_top / epsilon
     bar.step("noise")
-    hist = np.maximum(tree.hist + laplace(rng, scale, tree.hist.shape), 0.0)
+    hist = tree.hist + laplace(rng, scale, tree.hist.shape)  # unclipped: queries clip at 0
     bar.close()
     params = {"height": height, "l_top": l_top, "noise_scale": scale, "sensitivity_per_level": l_top}
     return SequenceModel(alphabet=alphabet, max_length=enc.max_length, parent=tree.parent,

@@ -121,12 +121,14 @@ def add_wavelet_noise(counts: np.ndarray, attributes: Sequence[Attribute], trans
 def privelet(frame: Any, attributes: Attribute | Iterable[Attribute], *, epsilon: float,
              untransformed: str | Iterable[str] = (), neighbours: str = "replace",
              seed: SeedLike = None, on_out_of_domain: str = "raise", nulls: str = "raise",
-             progress: bool | None = None) -> GridRelease:
+             count_column: str | None = None, progress: bool | None = None) -> GridRelease:
     """Release the frequency matrix of ``attributes`` with Privelet (or Privelet+) noise.
 
     Parameters
     ----------
-    frame : Polars DataFrame / LazyFrame or pyarrow Table (private; read once).
+    frame : private rows: a Polars DataFrame / LazyFrame, pyarrow Table or Arrow stream
+        (``__arrow_c_stream__``), a DuckDB relation or a Spark DataFrame; counted in that
+        engine, read once.
     attributes : public declarations; ordinal axes get the Haar transform (zero padded to a
         power of two), nominal axes the nominal transform over their hierarchy.
     epsilon : privacy budget, > 0.
@@ -137,6 +139,10 @@ def privelet(frame: Any, attributes: Attribute | Iterable[Attribute], *, epsilon
         (``lambda = rho / epsilon``).
     seed : ``None`` draws OS entropy; an int makes the release reproducible (tests only).
     on_out_of_domain, nulls : see :mod:`polars_dp.domains.attributes`.
+    count_column : a column of non-negative integer counts when each row is a group of
+        individuals already counted (pre-aggregated input); the guarantee holds when each
+        individual contributes to exactly one row with weight 1 (see
+        :mod:`polars_dp.counting.spec`).
     progress : stage bars on stderr (counting, noise + inverse transform); ``None``: on a
         terminal for large domains.
 
@@ -157,7 +163,7 @@ def privelet(frame: Any, attributes: Attribute | Iterable[Attribute], *, epsilon
     bar = Progress(mechanism_name(transformed), progress, max(coefficients, rows_hint(frame) or 0))
     bar.step("counting")
     counts = frequency_matrix(frame, attrs, on_out_of_domain=on_out_of_domain, nulls=nulls,
-                              bytes_per_cell=24)
+                              bytes_per_cell=24, count_column=count_column)
     add_wavelet_noise(counts, attrs, transformed, scale, rng,
                       advance=bar.step("noise + inverse transform", coefficients, "coef"))
     bar.close()

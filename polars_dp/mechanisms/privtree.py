@@ -28,23 +28,23 @@ The leaves partition the box, so their counts have L1 sensitivity 1 and get
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-import polars as pl
 
-from polars_dp.counting.points import collect_points
+from polars_dp.counting.points import finest_cells
 from polars_dp.domains.box import as_box
 from polars_dp.kernels.morton import (
     MortonLayout,
     check_fanout,
-    grid_coordinates,
     morton_codes,
     resolution_bits,
 )
 from polars_dp.mechanisms.privtree_rule import check_theta, privtree_delta, privtree_lambda, privtree_split
 from polars_dp.noise import SeedLike, check_epsilon, check_fraction, histogram_sensitivity, laplace, make_rng
+from polars_dp.params import check_int
 from polars_dp.progress import Progress, rows_hint
 from polars_dp.releases.tree import TreeRelease
 
@@ -126,20 +126,19 @@ def _child_ranges(codes: np.ndarray, parent: np.ndarray, lo: np.ndarray, hi: np.
     return bounds[:, :-1].ravel(), bounds[:, 1:].ravel()
 
 
-def sorted_codes(codes: np.ndarray) -> np.ndarray:
-    """``codes`` sorted (Polars' multi-threaded sort; the same values as ``np.sort``)."""
-    return pl.Series(codes, dtype=pl.Int64).sort().to_numpy()
-
-
 def privtree(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: float,
              fanout: int | None = None, theta: float = 0.0, tree_share: float = 0.5,
              neighbours: str = "add_remove", seed: SeedLike = None, on_out_of_domain: str = "raise",
-             nulls: str = "raise", progress: bool | None = None) -> TreeRelease:
+             nulls: str = "raise", resolution: int | None = None, count_column: str | None = None,
+             progress: bool | None = None) -> TreeRelease:
     """Release a PrivTree decomposition of the points ``columns`` inside the public ``bounds``.
 
     Parameters
     ----------
-    frame : Polars DataFrame / LazyFrame or pyarrow Table (private; only ``columns`` are read).
+    frame : private points: a Polars DataFrame / LazyFrame, pyarrow Table or Arrow stream, a
+        DuckDB relation or a Spark DataFrame.  The points are snapped to the public grid of
+        ``2^resolution`` cells per axis in that engine, which returns only the counts per
+        finest cell; the tree is grown from those weighted cells.
     columns : 1 to 8 numeric columns; ``bounds`` gives one public ``(lo, hi)`` per column
         (or a mapping column -> pair).  Never derive bounds from the data.
     epsilon : total budget; ``tree_share`` of it builds the tree, the rest the leaf counts.
@@ -150,7 +149,12 @@ def privtree(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: 
         module docstring).
     seed : ``None`` draws OS entropy; an int makes the release reproducible (tests only).
     on_out_of_domain, nulls : ``"raise"`` by default; see :mod:`polars_dp.counting.points`.
-    progress : stage bars on stderr (reading points, Morton codes, tree, noise); ``None``: on a
+    resolution : bits per axis of the finest grid (public; default and maximum
+        ``min(31, 62 // d)``).  Lower values give a coarser grid and a smaller aggregate.
+    count_column : a column of non-negative integer counts when each row stands for several
+        points (pre-aggregated rows; the guarantee holds when each individual contributes to
+        exactly one row with weight 1, see :mod:`polars_dp.counting.spec`).
+    progress : stage bars on stderr (counting finest cells, tree, noise); ``None``: on a
         terminal for large inputs.
     """
     box = as_box(columns, bounds)
@@ -166,15 +170,15 @@ def privtree(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: 
     rng = make_rng(seed)
 
     bar = Progress("privtree", progress, rows_hint(frame))
-    bar.step("counting (reading points)")
-    points = collect_points(frame, box, on_out_of_domain=on_out_of_domain, nulls=nulls)
-    bar.step("Morton codes")
-    layout = MortonLayout(box.d, resolution_bits(box.d), split_bits)
-    codes = sorted_codes(morton_codes(grid_coordinates(points, box, layout.bits), layout.bits))
-    del points
-    start, depth, count = grow_tree(codes, None, layout, lam=lam, delta=delta, theta=theta, rng=rng,
+    bar.step("counting (finest cells)")
+    top = resolution_bits(box.d)
+    bits = top if resolution is None else check_int(resolution, "resolution", lo=1, hi=top)
+    layout = MortonLayout(box.d, bits, split_bits)
+    codes, weights = finest_cells(frame, box, bits, functools.partial(morton_codes, bits=bits),
+                                  on_out_of_domain=on_out_of_domain, nulls=nulls, count_column=count_column)
+    start, depth, count = grow_tree(codes, weights, layout, lam=lam, delta=delta, theta=theta, rng=rng,
                                     advance=bar.step("tree", unit="nodes"))
-    del codes
+    del codes, weights
     bar.step("noise")
     count += laplace(rng, factor / eps_leaf, count.shape)
     bar.close()
@@ -187,4 +191,4 @@ def privtree(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: 
                        layout={"kind": "morton", "bits": layout.bits, "split_bits": split_bits})
 
 
-__all__ = ["check_theta", "grow_tree", "sorted_codes", "privtree", "privtree_delta", "privtree_lambda"]
+__all__ = ["check_theta", "grow_tree", "privtree", "privtree_delta", "privtree_lambda"]

@@ -32,14 +32,15 @@ The number of points ``N``
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 import polars as pl
 
+from polars_dp.counting.engines import rereadable
 from polars_dp.counting.frequency import check_domain_size
-from polars_dp.counting.points import collect_points
+from polars_dp.counting.points import collect_weighted_points, grid_counts
 from polars_dp.domains.attributes import Ordinal
 from polars_dp.domains.box import Box, as_box
 from polars_dp.kernels.grid import flat_cells, grid_boxes, grid_cells
@@ -49,14 +50,18 @@ from polars_dp.params import check_int
 from polars_dp.progress import Progress, rows_hint
 from polars_dp.releases.tree import TreeRelease
 
+#: Name of the count column of the grid handed from Privelet* to Privelet.
+COUNT = "__polars_dp_count__"
+
 
 def grid_side(n: float, epsilon: float, c: float, d: int) -> int:
     """Cells per side ``ceil((n eps / c)^(2/(d+2)))``, at least 1."""
     return max(1, math.ceil((max(n, 0.0) * epsilon / c) ** (2.0 / (d + 2))))
 
 
-def _budget_for_n(points: list[np.ndarray], n: int | None, n_share: float, epsilon: float, neighbours: str,
-                  rng: np.random.Generator, nulls: str = "raise") -> tuple[float, float, str]:
+def _budget_for_n(count_points: Callable[[], float], n: int | None, n_share: float, epsilon: float,
+                  neighbours: str, rng: np.random.Generator, nulls: str = "raise"
+                  ) -> tuple[float, float, str]:
     """``(N used for the grid size, epsilon left for the counts, how N was obtained)``.
 
     Under ``replace`` neighbours the row count is public, so the exact N is free, but only
@@ -66,17 +71,22 @@ def _budget_for_n(points: list[np.ndarray], n: int | None, n_share: float, epsil
     if n is not None:
         return float(check_int(n, "n (a public number of points)", lo=0)), epsilon, "public"
     if neighbours == "replace" and nulls == "raise":
-        return float(points[0].size), epsilon, "exact (public under replace neighbours)"
+        return float(count_points()), epsilon, "exact (public under replace neighbours)"
     share = check_fraction(n_share, "n_share")
-    noisy = points[0].size + float(laplace(rng, 1.0 / (share * epsilon), ()))
+    noisy = float(count_points()) + float(laplace(rng, 1.0 / (share * epsilon), ()))
     return max(noisy, 0.0), epsilon * (1 - share), f"noisy (n_share={share})"
 
 
 def uniform_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: float,
                  n: int | None = None, n_share: float = 0.05, c: float = 10.0,
                  neighbours: str = "add_remove", seed: SeedLike = None, on_out_of_domain: str = "raise",
-                 nulls: str = "raise", progress: bool | None = None) -> TreeRelease:
+                 nulls: str = "raise", count_column: str | None = None,
+                 progress: bool | None = None) -> TreeRelease:
     """UG: noisy counts of an ``m^d`` grid over the public ``bounds`` (see module docstring).
+
+    ``frame``: any input of :mod:`polars_dp.counting.engines`; the grid counts (and, when needed,
+    the number of points) are computed in that engine.  ``count_column``: pre-aggregated rows
+    (see :mod:`polars_dp.counting.spec`).
 
     ``n``: a public number of points, or ``None`` to use the exact count (``replace``) or a noisy
     estimate (``add_remove``).  Never pass a count computed from the private data.
@@ -89,12 +99,14 @@ def uniform_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsil
     rng = make_rng(seed)
     bar = Progress("uniform_grid", progress, rows_hint(frame))
     bar.step("counting")
-    points = collect_points(frame, box, on_out_of_domain=on_out_of_domain, nulls=nulls)
-    n_used, eps_grid, n_how = _budget_for_n(points, n, n_share, epsilon, neighbours, rng, nulls)
+    opts = {"on_out_of_domain": on_out_of_domain, "nulls": nulls, "count_column": count_column}
+    if n is None:  # two passes (N, then the grid): a one-shot stream keeps the point columns only
+        frame = rereadable(frame, [*box.columns, *([count_column] if count_column else [])])
+    n_used, eps_grid, n_how = _budget_for_n(lambda: grid_counts(frame, box, 1, **opts).sum(), n, n_share,
+                                            epsilon, neighbours, rng, nulls)
     m = grid_side(n_used, eps_grid, c, box.d)
     cells = check_domain_size((m,) * box.d, bytes_per_cell=64)
-    flat = flat_cells(grid_cells(points, box, m), m)
-    count = np.bincount(flat, minlength=cells).astype(np.float64)
+    count = grid_counts(frame, box, m, **opts)
     bar.step("noise")
     count += laplace(rng, sens / eps_grid, count.shape)
     bar.close()
@@ -108,9 +120,13 @@ def uniform_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsil
 def adaptive_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: float,
                   n: int | None = None, n_share: float = 0.05, alpha: float = 0.5, c: float = 10.0,
                   c2: float = 5.0, neighbours: str = "add_remove", seed: SeedLike = None,
-                  on_out_of_domain: str = "raise", nulls: str = "raise",
+                  on_out_of_domain: str = "raise", nulls: str = "raise", count_column: str | None = None,
                   progress: bool | None = None) -> TreeRelease:
     """AG: a two-level adaptive grid with constrained inference (see module docstring).
+
+    ``frame``: any input of :mod:`polars_dp.counting.engines`; the second level's cells depend
+    on the noisy first level, so AG reads the point columns themselves (only those, from DuckDB
+    or Spark).  ``count_column``: pre-aggregated rows (see :mod:`polars_dp.counting.spec`).
 
     ``n``: as for :func:`uniform_grid` — public knowledge only, never computed from the private data.
     ``progress``: stage bars on stderr (counting, noise); ``None``: on a terminal for large inputs.
@@ -124,15 +140,17 @@ def adaptive_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsi
     rng = make_rng(seed)
     bar = Progress("adaptive_grid", progress, rows_hint(frame))
     bar.step("counting")
-    points = collect_points(frame, box, on_out_of_domain=on_out_of_domain, nulls=nulls)
-    n_used, eps_grid, n_how = _budget_for_n(points, n, n_share, epsilon, neighbours, rng, nulls)
+    points, weights = collect_weighted_points(frame, box, on_out_of_domain=on_out_of_domain, nulls=nulls,
+                                              count_column=count_column)
+    n_points = points[0].size if weights is None else int(weights.sum())
+    n_used, eps_grid, n_how = _budget_for_n(lambda: n_points, n, n_share, epsilon, neighbours, rng, nulls)
     eps1, eps2 = alpha * eps_grid, (1 - alpha) * eps_grid
     m1 = max(10, math.ceil(grid_side(n_used, eps_grid, c, d) / 4))
     n_cells = check_domain_size((m1,) * d, bytes_per_cell=64)
 
     per_dim = grid_cells(points, box, m1)
     cell = flat_cells(per_dim, m1)
-    v = np.bincount(cell, minlength=n_cells) + laplace(rng, sens / eps1, n_cells)
+    v = np.bincount(cell, weights, minlength=n_cells) + laplace(rng, sens / eps1, n_cells)
     m2 = np.maximum(1, np.ceil((np.maximum(v, 0.0) * eps2 / c2) ** (2.0 / (d + 2)))).astype(np.int64)
     sub_cells = m2**d
     check_domain_size((int(sub_cells.sum()),), bytes_per_cell=64)
@@ -144,7 +162,7 @@ def adaptive_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsi
     for j, x in enumerate(points):
         pos = (x - box.lo[j]) * (m1 / box.width[j]) - per_dim[j]
         leaf = leaf + np.clip(np.floor(pos * pm2), 0, pm2 - 1).astype(np.int64) * pm2 ** (d - 1 - j)
-    u = np.bincount(leaf, minlength=n_leaves) + laplace(rng, sens / eps2, n_leaves)
+    u = np.bincount(leaf, weights, minlength=n_leaves) + laplace(rng, sens / eps2, n_leaves)
 
     bar.step("noise and constrained inference")
     owner = np.repeat(np.arange(n_cells), sub_cells)
@@ -161,7 +179,7 @@ def adaptive_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsi
 
 def privelet_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: float,
                   bits: int | None = None, neighbours: str = "add_remove", seed: SeedLike = None,
-                  on_out_of_domain: str = "raise", nulls: str = "raise",
+                  on_out_of_domain: str = "raise", nulls: str = "raise", count_column: str | None = None,
                   progress: bool | None = None) -> TreeRelease:
     """Privelet* (the PrivTree paper's baseline): Privelet over a fixed ``2^bits``-per-dimension
     grid of the public box, each axis an ordinal attribute with the Haar transform.
@@ -169,8 +187,12 @@ def privelet_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsi
     ``bits`` (public; default ``max(1, 16 // d)``, i.e. about 65,536 cells) fixes the grid; the
     paper's resolution is not recovered (spec §2.12).  Privacy is Privelet's: Laplace
     ``rho / epsilon`` per wavelet coefficient with ``rho = prod_j (1 + bits)`` under add/remove
-    (``2 rho / epsilon`` under replace), see :func:`polars_dp.privelet`.  ``progress``: stage
-    bars on stderr (reading points, then Privelet's); ``None``: on a terminal for large inputs.
+    (``2 rho / epsilon`` under replace), see :func:`polars_dp.privelet`.
+
+    ``frame``: any input of :mod:`polars_dp.counting.engines` (the grid counts are computed in
+    that engine); ``count_column``: pre-aggregated rows (see :mod:`polars_dp.counting.spec`).
+    ``progress``: stage bars on stderr (counting, then Privelet's); ``None``: on a terminal
+    for large inputs.
     """
     box = as_box(columns, bounds)
     epsilon = check_epsilon(epsilon)
@@ -178,14 +200,17 @@ def privelet_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsi
     m = 1 << int(k)
     check_domain_size((m,) * box.d, bytes_per_cell=64)
     bar = Progress("privelet_grid", progress, rows_hint(frame))
-    bar.step("reading points")
-    points = collect_points(frame, box, on_out_of_domain=on_out_of_domain, nulls=nulls)
+    bar.step("counting")
+    counts = grid_counts(frame, box, m, on_out_of_domain=on_out_of_domain, nulls=nulls,
+                         count_column=count_column)
     bar.close()
-    per_dim = grid_cells(points, box, m)
-    cells = pl.DataFrame({c: idx for c, idx in zip(box.columns, per_dim, strict=True)})
-    del points, per_dim
+    nonzero = np.flatnonzero(counts)
+    cells = pl.DataFrame({c: idx for c, idx in zip(box.columns, np.unravel_index(nonzero, (m,) * box.d),
+                                                  strict=True)})
+    cells = cells.with_columns(pl.Series(COUNT, counts[nonzero].astype(np.int64)))
+    del counts, nonzero
     grid = privelet(cells, [Ordinal(c, 0, m - 1) for c in box.columns], epsilon=epsilon,
-                    neighbours=neighbours, seed=seed, progress=bar.enabled)
+                    neighbours=neighbours, seed=seed, count_column=COUNT, progress=bar.enabled)
     lo, hi = grid_boxes(box, m)
     params = {**grid.params, "bits": int(k), "m": m, "noise_scale": grid.noise_scale}
     return TreeRelease(box, lo, hi, np.ones(m**box.d, dtype=np.int32), grid.counts.reshape(-1),

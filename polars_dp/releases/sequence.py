@@ -1,18 +1,66 @@
 """SequenceModel: a released prediction suffix tree (variable-order Markov model) and its queries.
 
 Everything here is post-processing of a differentially private release: the model holds the
-public tree (built by a public rule or by PrivTree's private decisions) and noisy, clipped
-histograms; it never sees the input data.
+public tree (built by a public rule or by PrivTree's private decisions) and the noisy
+histograms (unclipped sums of the noisy leaves for the PST, one noisy count per bin for the
+n-gram baseline); it never sees the input data.  Queries clip bins at 0 when they use them.
 
-Queries (PrivTree paper Sec. 4; spec §2.10)
--------------------------------------------
-* frequency of ``q = q1 … qk`` (estimated number of occurrences as a substring):
-  ``f(q) = h(root)[q1] * prod_{j=2..k} h(u_j)[q_j] / |h(u_j)|_1`` with ``u_j`` the deepest node
-  whose predictor string is a suffix of ``q1 … q_{j-1}``;
-* top-k frequent strings: ``f`` is anti-monotone under extension, so the search keeps only
-  strings whose ``f`` reaches the current k-th best and extends them all at once per length;
-* sampling: from context ``#``, draw the next symbol from the histogram of the deepest node
-  matching the context until ``&`` (or ``max_length`` symbols).
+The model (PrivTree paper Sec. 4; spec §2.10)
+---------------------------------------------
+A sequence ``s1 … sn`` is written ``# s1 … sn &`` and truncated to ``max_length`` symbols.
+``h(v)[y]`` counts the positions ``j`` whose context ``# s1 … s_{j-1}`` ends with ``str(v)``
+and whose symbol is ``y`` (``s_{n+1} = &``).  ``str(child) = x · str(parent)``: a node is
+reached by reading its context *backwards*; ``#`` is a context symbol only (nodes whose string
+starts with ``#`` are leaves and match only a whole context, i.e. the position since the start
+is then known), ``&`` a predicted symbol only (the last bin).
+
+Sampling draws, at step ``t = 0, 1, …``, the next symbol of ``c_t = # s1 … st`` from
+``h+(u) / |h+(u)|_1`` (``h+ = max(h, 0)``), where ``u`` is the deepest node whose string is a
+suffix of ``c_t``, walking down from the root through *usable* nodes only (:meth:`usable`).
+``&`` ends the sequence: ``P(stop after t symbols | c_t) = h+(u)[&] / |h+(u)|_1``; after
+``max_length`` symbols it always stops (the truncated data do).  This is the paper's procedure
+(start from ``#``, match the longest suffix, sample, stop at ``&``) plus the cap, the back-off
+and, when the model released a length law, a per-step calibration of the stop probabilities
+(:meth:`sample`).  With exact counts and no back-off it is the maximum-likelihood variable-order chain
+of the truncated data: wherever the tree resolves the context down to ``#`` the empirical law
+of the prefix is reproduced; a node PrivTree left unsplit has at most ``depth * delta``
+positions off its majority symbol (``delta -> 0`` as epsilon grows, leaving only pure nodes
+unsplit, whose law every longer context shares).  tests/test_sequence_markov.py checks the
+length law against known variable-order sources, one with a position-dependent stop.
+
+Why samples used to be too long: the model is right (msnbc with the noise removed: length TV
+0.003, sampling error only), the *noise* was not.  A clipped empty leaf bin is
+``max(Lap(b), 0)``, mean ``b / 2``, so a leaf with few positions carries about
+``(beta - 1) b / 2`` spurious counts spread evenly over the symbols: its stop probability drifts
+to ``1 / beta``, and the spurious symbols lead into contexts never seen, whose leaves are pure
+noise and keep the walk going at stop probability ``~1 / beta`` until ``max_length``.  The
+back-off answers such contexts from the deepest ancestor whose total is significant instead.
+A second, structural cause: the stop probability of a context not anchored at ``#`` is pooled
+over every position where that context occurs, so a suffix tree knows the position since the
+start only where it resolves contexts down to ``#``.  Over a large alphabet (words: 26 letters,
+lengths concentrated around 9) almost no context is resolved that far and the sampled length
+law becomes nearly geometric even without noise.  PrivTree sequence models therefore also
+release a noisy length law (``length_share``) and :meth:`sample` calibrates its stop
+probabilities to it (synthetic words: length TV 0.56 before, 0.004 after).
+
+Estimators
+----------
+* ``frequency(q)``, ``q = q1 … qk`` (occurrences as a substring): ``f(q1) = h+(root)[q1]``; then
+  for ``j = 2..k`` with ``u_j`` the deepest usable suffix node of ``q1 … q_{j-1}``:
+  ``f(q1 … qj) = min(f(q1 … q_{j-1}), h+(u_j)[qj])`` when ``str(u_j) = q1 … q_{j-1}`` (the node
+  *holds* the string: its bin counts the occurrences directly, one linear estimate instead of
+  a product of ratios of many noisy sums; the ``min`` keeps ``f`` anti-monotone like true
+  counts), else the paper's extrapolation ``f(q1 … q_{j-1}) * h+(u_j)[qj] / |h+(u_j)|_1``.  With
+  exact counts both branches give the paper's value (the chain telescopes).  Bias: the clip at
+  0 (upward, only for bins within a few noise sds of 0) and, for strings longer than the tree
+  resolves, the Markov assumption of the extrapolation.
+* ``frequencies(..., std=True)``: the noise sd of each bin is public (:meth:`bin_noise_variance`).
+  For a directly counted string it is exact (``sqrt(2 b^2 L(u))``; ``sqrt(2) s`` for the n-gram);
+  for an extrapolated one, a first-order (delta-method) approximation that treats the factors
+  as independent: ``Var f ~ f^2 (Var f_prev / f_prev^2 + Var r / r^2)`` with, for
+  ``r = a / t`` from one node (``Var a = v, Var t = beta v, Cov = v``),
+  ``Var r ~ v (1 - 2 r + beta r^2) / t^2``.  Checked against seeded repetitions in the tests.
+* ``top_k``: best-first batches over the same estimator (anti-monotone, so the search is exact).
 """
 
 from __future__ import annotations
@@ -30,9 +78,13 @@ from polars_dp.counting.sequences import check_alphabet, check_max_length
 from polars_dp.errors import ParameterError, QueryError, ReleaseFormatError
 from polars_dp.kernels.pst import deepest_nodes
 from polars_dp.noise import SeedLike, make_rng
+from polars_dp.releases import sql_sequence
 from polars_dp.releases.base import Release
 from polars_dp.releases.io import register_release_type
 from polars_dp.releases.metadata import read_metadata
+
+#: Default significance (in noise standard deviations) a node's total needs to be used.
+BACKOFF_Z = 3.0
 
 
 def _padded(values: np.ndarray, lengths: np.ndarray, fill: int = -1) -> np.ndarray:
@@ -57,6 +109,33 @@ def _reversed_contexts(strings: np.ndarray, ends: np.ndarray) -> np.ndarray:
     col = ends[:, None] - 1 - np.arange(strings.shape[1])[None, :]
     ok = col >= 0
     return np.where(ok, np.take_along_axis(strings, np.where(ok, col, 0), axis=1), -1)
+
+
+def calibrated_stops(stop_p: np.ndarray, free: np.ndarray, target: float, iterations: int = 60) -> np.ndarray:
+    """Stop probabilities with one common log-odds shift on the ``free`` rows so that their mean
+    over all rows equals ``target`` (as nearly as the fixed rows allow); others unchanged."""
+    out = np.asarray(stop_p, dtype=np.float64).copy()
+    if not free.any():
+        return out
+    p = np.clip(out[free], 1e-12, 1 - 1e-12)
+    logit = np.log(p) - np.log1p(-p)
+    fixed_sum = out[~free].sum()
+    want = target * out.size - fixed_sum  # what the free rows must add up to
+    lo, hi = -60.0, 60.0
+    for _ in range(iterations):
+        mid = 0.5 * (lo + hi)
+        if (1.0 / (1.0 + np.exp(-(logit + mid)))).sum() < want:
+            lo = mid
+        else:
+            hi = mid
+    out[free] = 1.0 / (1.0 + np.exp(-(logit + 0.5 * (lo + hi))))
+    return out
+
+
+def _check_estimator(estimator: str) -> None:
+    if estimator not in ("direct", "chain"):
+        raise ParameterError(
+            f"estimator={estimator!r}; use 'direct' (default) or 'chain' (the paper's formula)")
 
 
 def symbol_array(alphabet: Sequence[Any], codes: np.ndarray) -> pa.Array:
@@ -179,45 +258,133 @@ class SequenceModel(Release):
         return _padded(flat.to_numpy(zero_copy_only=False), lengths), lengths
 
     def _conditional(self, nodes: np.ndarray) -> np.ndarray:
-        """Normalised histograms ``h(v) / |h(v)|_1`` (all zero where the histogram is empty)."""
-        h = self.hist[nodes]
+        """Normalised clipped histograms ``h+(v) / |h+(v)|_1`` (all zero where ``h+(v)`` is empty)."""
+        h = np.maximum(self.hist[nodes], 0.0)
         total = h.sum(axis=1, keepdims=True)
         return np.divide(h, total, out=np.zeros_like(h), where=total > 0)
 
+    def bin_noise_variance(self) -> np.ndarray:
+        """Variance of the noise in each bin of each node's histogram (public: tree + scales).
+
+        PrivTree PST (``leaf_noise_scale = b``): leaves carry ``Lap(b)`` per bin and a node's
+        histogram is the sum of the ``L(v)`` leaves below it, so ``2 b^2 L(v)``.  N-gram
+        (``noise_scale = s`` on every node): ``2 s^2``.  NaN when the release records neither.
+        """
+        if "leaf_noise_scale" in self.params:
+            n_leaves = self.is_leaf.astype(np.float64)
+            for d in range(self.height, 0, -1):
+                nodes = np.flatnonzero(self.depth == d)
+                np.add.at(n_leaves, self.parent[nodes], n_leaves[nodes])
+            return 2.0 * float(self.params["leaf_noise_scale"]) ** 2 * n_leaves
+        if "noise_scale" in self.params:
+            return np.full(self.n_nodes, 2.0 * float(self.params["noise_scale"]) ** 2)
+        return np.full(self.n_nodes, np.nan)
+
+    def usable(self, backoff: float | None = BACKOFF_Z) -> np.ndarray:
+        """Nodes whose noisy total is significant: ``|h(v)|_1 >= backoff * sd(|h(v)|_1)``.
+
+        ``sd(|h(v)|_1) = sqrt(beta * bin_noise_variance)`` (independent bins).  A node without
+        data passes with probability about ``1 - Phi(backoff)`` (0.13% at the default 3), so
+        contexts backed off this way are never answered from a histogram that is mostly noise
+        (whose clipped bins would spread ``~0.4 sd`` of spurious mass over every empty bin).
+        The root is always usable; ``backoff=0`` uses every node with a non-negative total and
+        ``backoff=None`` every node (the paper's procedure).
+        """
+        if backoff is None:
+            return np.ones(self.n_nodes, dtype=bool)
+        var = self.bin_noise_variance()
+        sd = np.sqrt(np.nan_to_num(var, nan=0.0) * (self.alphabet_size + 1))
+        ok = self.hist.sum(axis=1) >= float(backoff) * sd
+        ok[0] = True
+        return ok
+
     # ------------------------------------------------------------------ queries
-    def frequencies(self, strings: Iterable[Any]) -> np.ndarray:
-        """Estimated occurrence counts of many strings at once (spec §2.10 formula)."""
+    def _extend(self, freq: np.ndarray, var: np.ndarray, prefixes: np.ndarray, length: np.ndarray,
+                symbols: np.ndarray, usable: np.ndarray, noise_var: np.ndarray, estimator: str = "direct"
+                ) -> tuple[np.ndarray, np.ndarray]:
+        """Estimates (and noise variances) of ``prefix + symbol`` from those of ``prefix``.
+
+        ``u`` is the deepest usable node whose string is a suffix of the prefix.  If ``str(u)``
+        is the whole prefix, ``h(u)[symbol]`` counts the extension's occurrences directly:
+        ``f = min(f(prefix), max(h(u)[symbol], 0))`` (linear in the noisy leaves; the ``min``
+        keeps ``f`` anti-monotone as true counts are).  Otherwise the Markov extrapolation of
+        the paper: ``f = f(prefix) * h+(u)[symbol] / |h+(u)|_1``.
+        """
+        nodes = deepest_nodes(self.first_child, _reversed_contexts(prefixes, length), usable)
+        direct = (self.depth[nodes] == length) & (estimator == "direct")
+        count = np.maximum(self.hist[nodes, symbols], 0.0)
+        h = self.hist[nodes]
+        total = np.maximum(h, 0.0).sum(axis=1)
+        ratio = np.divide(count, total, out=np.zeros_like(count), where=total > 0)
+        out = np.where(direct, np.minimum(freq, count), freq * ratio)
+        # delta method for the ratio a / t of one node: Var a = v, Var t = beta v, Cov = v
+        v = noise_var[nodes]
+        beta = self.alphabet_size + 1
+        safe = np.where(total > 0, total, 1.0)
+        rel_ratio = np.divide(v * (1 - 2 * ratio + beta * ratio**2), (ratio * safe) ** 2,
+                              out=np.zeros_like(v), where=(ratio > 0) & (total > 0))
+        rel_prev = np.divide(var, freq**2, out=np.zeros_like(var), where=freq > 0)
+        chained = out**2 * (rel_prev + rel_ratio)
+        capped = direct & (freq < count)
+        new_var = np.where(direct, np.where(capped, var, v), chained)
+        return out, new_var
+
+    def frequencies(self, strings: Iterable[Any], *, std: bool = False, backoff: float | None = BACKOFF_Z,
+                    estimator: str = "direct") -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+        """Estimated occurrence counts (as substrings) of many strings at once.
+
+        Estimator (see the module docstring): the longest prefix ``q1 … qm`` whose first
+        ``m - 1`` symbols are a (usable) node ``u`` of the tree is counted directly,
+        ``h(u)[qm]``; the rest of the string is extrapolated with the conditionals of the
+        deepest usable suffix nodes (the paper's formula).  With exact counts both agree.
+
+        ``std=True`` also returns the noise standard deviation of each estimate: exact (before
+        the clip at 0) when the estimate is one node's bin, ``sqrt(bin_noise_variance(u))``;
+        otherwise a first-order (delta-method) approximation that treats the factors as
+        independent.  Returns ``(estimates, std)`` then.
+
+        ``estimator="chain"`` is the paper's formula throughout (``h+(root)[q1]`` times the
+        conditionals), for comparison; ``backoff`` is explained at :meth:`usable`.
+        """
+        _check_estimator(estimator)
         q, lengths = self._encode(strings)
         if q.shape[0] == 0:
-            return np.zeros(0)
-        freq = self.hist[0, q[:, 0]].copy()
-        rows, cols = np.nonzero(np.arange(q.shape[1])[None, :] < lengths[:, None])
-        later = cols >= 1
-        rows, cols = rows[later], cols[later]
-        if rows.size:
-            nodes = deepest_nodes(self.first_child, _reversed_contexts(q[rows], cols))
-            prob = self._conditional(nodes)[np.arange(rows.size), q[rows, cols]]
-            np.multiply.at(freq, rows, prob)
-        return freq
+            return (np.zeros(0), np.zeros(0)) if std else np.zeros(0)
+        usable = self.usable(backoff)
+        noise_var = self.bin_noise_variance()
+        freq = np.maximum(self.hist[0, q[:, 0]], 0.0)
+        var = np.full(freq.shape, noise_var[0])
+        for j in range(1, q.shape[1]):
+            rows = np.flatnonzero(lengths > j)
+            freq[rows], var[rows] = self._extend(freq[rows], var[rows], q[rows], np.full(rows.size, j),
+                                                 q[rows, j], usable, noise_var, estimator)
+        return (freq, np.sqrt(var)) if std else freq
 
-    def frequency(self, string: Any) -> float:
+    def frequency(self, string: Any, *, backoff: float | None = BACKOFF_Z,
+                  estimator: str = "direct") -> float:
         """Estimated number of occurrences of ``string`` (a str or a list of symbols)."""
-        return float(self.frequencies([string])[0])
+        return float(self.frequencies([string], backoff=backoff, estimator=estimator)[0])
 
-    def top_k(self, k: int, max_len: int | None = None) -> pl.DataFrame:
-        """The ``k`` strings of highest estimated frequency, most frequent first.
+    def top_k(self, k: int, max_len: int | None = None, *, backoff: float | None = BACKOFF_Z,
+              estimator: str = "direct") -> pl.DataFrame:
+        """The ``k`` strings of highest estimated frequency (:meth:`frequencies`), most frequent first.
 
         Best-first search in batches: per length, every string whose frequency reaches the
-        current k-th best is extended by all symbols at once; extensions can only lose
-        frequency, so nothing below that bar can reach the top ``k``.  ``max_len`` defaults to
-        ``max_length`` (no substring of a truncated sequence is longer).
+        current k-th best is extended by all symbols at once; the estimate is anti-monotone
+        (an extension never exceeds its prefix), so nothing below that bar can reach the top
+        ``k``.  ``max_len`` defaults to ``max_length`` (no substring of a truncated sequence is
+        longer).
         """
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
             raise ParameterError(f"k must be an integer >= 1, got {k!r}")
+        _check_estimator(estimator)
         max_len = self.max_length if max_len is None else check_max_length(max_len)
+        usable = self.usable(backoff)
+        noise_var = self.bin_noise_variance()
         a = self.alphabet_size
         strings = np.arange(a, dtype=np.int64)[:, None]
-        freq = self.hist[0, :a].copy()
+        freq = np.maximum(self.hist[0, :a], 0.0)
+        var = np.zeros(a)
         found_s: list[np.ndarray] = []
         found_f: list[np.ndarray] = []
         for length in range(1, max_len + 1):
@@ -230,13 +397,12 @@ class SequenceModel(Release):
                 keep = keep[np.argsort(-freq[keep], kind="stable")[:k]]
             if keep.size == 0 or length == max_len:
                 break
-            parents = strings[keep]
-            nodes = deepest_nodes(self.first_child,
-                                  _reversed_contexts(parents, np.full(keep.size, length)))
-            probs = self._conditional(nodes)[:, :a]
-            freq = (freq[keep][:, None] * probs).reshape(-1)
-            strings = np.concatenate([np.repeat(parents, a, axis=0),
-                                      np.tile(np.arange(a), keep.size)[:, None]], axis=1)
+            parents = np.repeat(strings[keep], a, axis=0)
+            symbols = np.tile(np.arange(a), keep.size)
+            freq, var = self._extend(np.repeat(freq[keep], a), np.repeat(var[keep], a), parents,
+                                     np.full(parents.shape[0], length), symbols, usable, noise_var,
+                                     estimator)
+            strings = np.concatenate([parents, symbols[:, None]], axis=1)
         width = found_s[-1].shape[1]
         padded = np.concatenate([np.pad(m, ((0, 0), (0, width - m.shape[1])), constant_values=-1)
                                  for m in found_s])
@@ -245,16 +411,36 @@ class SequenceModel(Release):
         order = order[flat_f[order] > 0]  # strings of estimated frequency 0 are not listed
         return strings_frame(self.alphabet, padded[order], flat_f[order])
 
-    def sample(self, n: int, seed: SeedLike = None) -> pl.DataFrame:
+    def length_law(self) -> np.ndarray | None:
+        """The released noisy counts of the truncated lengths ``0 .. max_length`` (clipped at 0),
+        or ``None`` when the model has none (``length_share=0``, the n-gram baseline)."""
+        counts = self.params.get("length_counts")
+        if counts is None:
+            return None
+        law = np.maximum(np.asarray(counts, dtype=np.float64), 0.0)
+        return law if law.size == self.max_length + 1 and law.sum() > 0 else None
+
+    def sample(self, n: int, *, seed: SeedLike = None, backoff: float | None = BACKOFF_Z,
+               calibrate: bool = True) -> pl.DataFrame:
         """``n`` synthetic sequences (List column ``sequence``), all advancing one symbol per step.
 
-        Each step finds, for every unfinished sequence, the deepest node matching ``# s1 … st``
-        and draws the next symbol from its histogram; ``&`` (or an all-zero histogram) ends the
-        sequence, and none grows past ``max_length`` symbols.
+        Each step finds, for every unfinished sequence, the deepest usable node (see
+        :meth:`usable`) whose string is a suffix of ``# s1 … st`` and takes its clipped histogram:
+        stop probability ``p = h+[&] / |h+|``, next symbol from the other bins.  ``&`` (or an
+        all-zero histogram) ends the sequence, and none grows past ``max_length`` symbols.
+
+        ``calibrate`` (when the model released a length law, :meth:`length_law`): at step ``t``
+        every unfinished sequence's stop probability is moved by one common shift ``c_t`` of its
+        log-odds, ``p' = 1 / (1 + exp(-(logit p + c_t)))``, chosen (by bisection) so that the
+        mean of ``p'`` over the unfinished sequences equals the released hazard
+        ``n_t / sum_{u >= t} n_u``.  The sampled lengths then follow the released law (up to
+        sampling error), while the contexts keep their relative stop odds.
         """
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
             raise ParameterError(f"n must be an integer >= 0, got {n!r}")
         rng = make_rng(seed)
+        usable = self.usable(backoff)
+        law = self.length_law() if calibrate else None
         a = self.alphabet_size
         generated = np.full((n, self.max_length), -1, dtype=np.int64)
         lengths = np.zeros(n, dtype=np.int64)
@@ -263,15 +449,31 @@ class SequenceModel(Release):
             if alive.size == 0:
                 break
             ctx = np.concatenate([generated[alive, :t][:, ::-1], np.full((alive.size, 1), a)], axis=1)
-            cdf = np.cumsum(self._conditional(deepest_nodes(self.first_child, ctx)), axis=1)
-            draw = (cdf < rng.random(alive.size)[:, None] * cdf[:, -1:]).sum(axis=1)
-            draw = np.where(cdf[:, -1] > 0, np.minimum(draw, a), a)
-            cont = draw < a
+            probs = self._conditional(deepest_nodes(self.first_child, ctx, usable))
+            can_go = probs[:, :a].sum(axis=1) > 0
+            stop_p = np.where(can_go, probs[:, a], 1.0)
+            if law is not None:
+                rest = law[t:].sum()
+                stop_p = calibrated_stops(stop_p, can_go, law[t] / rest if rest > 0 else 1.0)
+            stop = rng.random(alive.size) < stop_p
+            sym = probs[:, :a]
+            cdf = np.cumsum(sym, axis=1)
+            total = np.where(cdf[:, -1] > 0, cdf[:, -1], 1.0)
+            draw = np.minimum((cdf < rng.random(alive.size)[:, None] * total[:, None]).sum(axis=1), a - 1)
+            cont = ~stop & can_go
             generated[alive[cont], t] = draw[cont]
             lengths[alive[cont]] += 1
             alive = alive[cont]
         codes = generated[generated >= 0]
         return pl.from_arrow(pa.table({"sequence": _list_array(self._symbols(codes), lengths)}))
+
+    # ------------------------------------------------------------------ DuckDB
+    def to_duckdb(self, con: Any, name: str, *, replace: bool = False) -> Any:
+        """Register the model in a DuckDB connection: tables ``name`` (one row per node and
+        next symbol), ``name_nodes``, ``name_meta`` and the table macros ``name_frequency(string)``
+        and ``name_frequencies(queries_table)``; see :mod:`polars_dp.releases.sql_sequence`.  Existing
+        objects of those names are refused unless ``replace=True``."""
+        return sql_sequence.register_sequences(con, name, self, replace=replace)
 
     # ------------------------------------------------------------------ Arrow
     def predictor_strings(self) -> tuple[np.ndarray, np.ndarray]:
@@ -286,13 +488,18 @@ class SequenceModel(Release):
             node = np.where(live, self.parent[node], node)
         return out[:, :height], self.depth.copy()
 
+    def node_contexts(self) -> tuple[np.ndarray, pa.Array]:
+        """Per node: whether its predictor string starts with the start marker ``#``, and the
+        string's symbols oldest first without ``#`` (a list array)."""
+        strings, depth = self.predictor_strings()
+        starts_with_start = np.zeros(self.n_nodes, dtype=bool)
+        starts_with_start[depth > 0] = strings[depth > 0, 0] == self.alphabet_size
+        mask = (np.arange(strings.shape[1])[None, :] < depth[:, None]) & (strings != self.alphabet_size)
+        return starts_with_start, _list_array(self._symbols(strings[mask]), mask.sum(axis=1))
+
     def _table(self) -> pa.Table:
         beta = self.alphabet_size + 1
-        strings, depth = self.predictor_strings()
-        hashed = np.zeros(self.n_nodes, dtype=bool)
-        hashed[depth > 0] = strings[depth > 0, 0] == self.alphabet_size
-        mask = (np.arange(strings.shape[1])[None, :] < depth[:, None]) & (strings != self.alphabet_size)
-        context = _list_array(self._symbols(strings[mask]), mask.sum(axis=1))
+        starts_with_start, context = self.node_contexts()
         node = np.repeat(np.arange(self.n_nodes), beta)
         nxt = np.tile(np.arange(beta), self.n_nodes)
         end = nxt == self.alphabet_size
@@ -300,10 +507,10 @@ class SequenceModel(Release):
         return pa.table({
             "node": pa.array(node, pa.int32()),
             "parent": pa.array(self.parent[node], pa.int32()),
-            "depth": pa.array(depth[node], pa.int16()),
+            "depth": pa.array(self.depth[node], pa.int16()),
             "is_leaf": pa.array(self.is_leaf[node]),
             "prepended_code": pa.array(self.prepended[node], pa.int16()),
-            "starts_with_start": pa.array(hashed[node]),
+            "starts_with_start": pa.array(starts_with_start[node]),
             "context": context.take(pa.array(node)),
             "next_code": pa.array(nxt, pa.int16()),
             "next_symbol": pc.if_else(pa.array(end), pa.nulls(node.size, next_symbol.type), next_symbol),

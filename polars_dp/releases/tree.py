@@ -32,6 +32,7 @@ from polars_dp.noise import SeedLike, histogram_sensitivity
 from polars_dp.progress import Progress
 from polars_dp.releases import sql_tree
 from polars_dp.releases.base import Release
+from polars_dp.releases.grid_queries import as_query_frame
 from polars_dp.releases.integrity import (
     RELATIVE_SLACK,
     check_equal,
@@ -168,14 +169,8 @@ class TreeRelease(Release):
         return arrays if self.codes is None else [*arrays, self.codes]
 
     # ------------------------------------------------------------------ queries
-    @staticmethod
-    def _as_frame(boxes: Any) -> pl.DataFrame:
-        if isinstance(boxes, pl.LazyFrame):
-            return boxes.collect()
-        return boxes if isinstance(boxes, pl.DataFrame) else pl.DataFrame(boxes)
-
     def _query_arrays(self, boxes: Any, passthrough: Iterable[str] = ()) -> tuple[np.ndarray, np.ndarray]:
-        frame = self._as_frame(boxes)
+        frame = as_query_frame(boxes)
         known = {f"{c}_{s}" for c in self.box.columns for s in ("lo", "hi")} | set(passthrough)
         unknown = [c for c in frame.columns if c not in known]
         if unknown:
@@ -221,7 +216,7 @@ class TreeRelease(Release):
 
         ``progress``: a stage bar on stderr; ``None``: on a terminal for large work.
         """
-        frame = self._as_frame(boxes)
+        frame = as_query_frame(boxes)
         bar = Progress("range_counts", progress, frame.height * max(self.n_leaves, 1))
         bar.step("queries")
         if not std or postprocessed_noise_model(self.params) is not None:  # post-processed: std NULL

@@ -1,0 +1,88 @@
+"""Adding up (key, count) pieces from any engine into one aggregate.
+
+Dense (a frequency matrix or a grid): the float64 result is allocated once, by
+``np.bincount`` of the first piece (its int64 output converted to float64 in its own buffer,
+so nothing is allocated twice).  A later piece that is large against the domain is added with
+``np.bincount``; a small one is reduced with ``np.unique`` first and added at its few cells.
+
+Sparse (PrivTree's finest cells): pieces are reduced to sorted unique keys with summed counts
+(re-reduced whenever they pile up), returned as int64 ``(keys, counts)``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: Sparse pieces are merged once they hold this many keys in total.
+MERGE_KEYS = 1 << 23
+
+
+def _reduce(keys: np.ndarray, counts: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted unique keys and their summed counts (int64)."""
+    if counts is None:
+        u, c = np.unique(keys, return_counts=True)
+        return u, c.astype(np.int64)
+    u, inv = np.unique(keys, return_inverse=True)
+    return u, np.bincount(inv, weights=counts, minlength=u.size).round().astype(np.int64)
+
+
+class Accumulator:
+    """Sum of counts per key over pieces (one piece per batch or per engine result)."""
+
+    def __init__(self, n_cells: int, dense: bool):
+        self.n_cells = n_cells
+        self.dense_mode = dense
+        self._dense: np.ndarray | None = None
+        self._pieces: list[tuple[np.ndarray, np.ndarray]] = []
+        self._held = 0
+
+    def add(self, keys: np.ndarray, counts: np.ndarray | None = None) -> None:
+        """Add one count per key (``counts=None``) or ``counts[i]`` at ``keys[i]``."""
+        keys = np.asarray(keys, dtype=np.int64)
+        if keys.size == 0:
+            return
+        if counts is not None:
+            counts = np.asarray(counts)
+        if not self.dense_mode:
+            self._pieces.append(_reduce(keys, counts))
+            self._held += self._pieces[-1][0].size
+            if self._held > MERGE_KEYS and len(self._pieces) > 1:
+                self._pieces = [self._merge()]
+                self._held = self._pieces[0][0].size
+            return
+        w = None if counts is None else counts.astype(np.float64)
+        if self._dense is None:  # the first piece allocates the result: bincount writes it
+            if w is not None:
+                self._dense = np.bincount(keys, weights=w, minlength=self.n_cells)
+            else:
+                out = np.bincount(keys, minlength=self.n_cells)
+                self._dense = out.view(np.float64)
+                np.copyto(self._dense, out, casting="unsafe")
+            return
+        if 4 * keys.size >= self.n_cells:
+            self._dense += np.bincount(keys, weights=w, minlength=self.n_cells)
+        else:
+            u, c = _reduce(keys, w)
+            self._dense[u] += c
+
+    def _merge(self) -> tuple[np.ndarray, np.ndarray]:
+        if not self._pieces:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        if len(self._pieces) == 1:
+            return self._pieces[0]
+        keys = np.concatenate([p[0] for p in self._pieces])
+        counts = np.concatenate([p[1] for p in self._pieces])
+        return _reduce(keys, counts.astype(np.float64))
+
+    def dense(self) -> np.ndarray:
+        """Flat float64 counts over all ``n_cells`` keys."""
+        if self._dense is None:
+            self._dense = np.zeros(self.n_cells, dtype=np.float64)
+        return self._dense
+
+    def sparse(self) -> tuple[np.ndarray, np.ndarray]:
+        """Sorted unique int64 keys and int64 counts."""
+        return self._merge()
+
+
+__all__ = ["Accumulator"]

@@ -1,0 +1,46 @@
+"""Counting an Arrow stream (pyarrow RecordBatchReader or any ``__arrow_c_stream__`` object).
+
+The stream is read once, batch by batch (each batch viewed as a Polars DataFrame without a
+copy), never materialised.  A stream cannot be read twice, so once a batch has a row without
+a cell the remaining batches are only scanned for the error's statistics.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+
+from polars_dp.counting.aggregate import Accumulator
+from polars_dp.counting.engines.polars import add_batch, prepare
+from polars_dp.counting.invalid import Stats, invalid_error, merge_stats, polars_stats
+from polars_dp.counting.spec import CountSpec
+
+
+def as_reader(data: Any) -> pa.RecordBatchReader:
+    if isinstance(data, pa.RecordBatchReader):
+        return data
+    return pa.RecordBatchReader.from_stream(data)
+
+
+def count_stream(data: Any, spec: CountSpec, *, dense: bool) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+    reader = as_reader(data)
+    schema = pl.DataFrame(pl.from_arrow(reader.schema.empty_table())).schema
+    keys, drop, dtypes = prepare(schema, spec)
+    acc = Accumulator(spec.n_cells, dense)
+    stats: Stats | None = None
+    for record_batch in reader:
+        frame = pl.DataFrame(pl.from_arrow(record_batch))
+        if drop is not None:
+            frame = frame.filter(drop)
+        if stats is None and add_batch(acc, frame.select(keys), spec):
+            continue
+        stats = merge_stats(stats, polars_stats(frame, spec, schema))
+    if stats is not None:
+        raise invalid_error(spec, dtypes, stats)
+    return acc.dense() if dense else acc.sparse()
+
+
+__all__ = ["as_reader", "count_stream"]

@@ -1,0 +1,31 @@
+"""Counting a DuckDB relation inside DuckDB (out of core, within the connection's memory limit).
+
+Only the (cell, count) aggregate is fetched, as Arrow.  A missing column raises
+:class:`~polars_dp.errors.ColumnNotFoundError` before any query runs.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from polars_dp.counting.engines import sql as sqlgen
+from polars_dp.counting.invalid import invalid_error, stats_from_row
+from polars_dp.counting.spec import CountSpec
+
+
+def count_duckdb(rel: Any, spec: CountSpec, *, dense: bool) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+    dtypes = sqlgen.column_dtypes(spec, rel.columns, [str(t) for t in rel.types])
+    view = f"_polars_dp_rows_{uuid.uuid4().hex}"
+    query = sqlgen.aggregate_sql(spec, dtypes, "duckdb", view)
+    agg = pl.DataFrame(pl.from_arrow(rel.query(view, query).arrow().read_all()))
+    if agg["cell"].null_count():
+        row = rel.query(view, sqlgen.stats_sql(spec, dtypes, "duckdb", view)).fetchall()[0]
+        raise invalid_error(spec, dtypes, stats_from_row(row, len(spec.axes)))
+    return sqlgen.finish(agg, spec, dense=dense)
+
+
+__all__ = ["count_duckdb"]

@@ -1,0 +1,89 @@
+"""Counting in Polars: DataFrame, LazyFrame and pyarrow Table inputs.
+
+The cell key is one Polars expression per row (the C-order flat index, or the per-axis cells
+when the caller maps them to another key).  A DataFrame is evaluated in one go; a LazyFrame
+runs on the streaming engine and is consumed batch by batch, each batch added to the single
+result buffer (:class:`~polars_dp.counting.aggregate.Accumulator`), so no cell column of the
+whole input is ever held.  Invalid rows are explained in a second pass (error path only).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+import polars as pl
+
+from polars_dp.counting.aggregate import Accumulator
+from polars_dp.counting.invalid import invalid_error, polars_stats
+from polars_dp.counting.spec import CountSpec, check_count_dtype, check_counts, strides
+
+#: Rows per batch when a LazyFrame is streamed.
+BATCH_ROWS = 1 << 21
+
+
+def prepare(schema: pl.Schema, spec: CountSpec) -> tuple[list[pl.Expr], pl.Expr | None, list[pl.DataType]]:
+    """(key expressions, row filter for ``nulls="drop"``, column dtypes); checks columns and types."""
+    spec.check_columns(schema.names())
+    dtypes = [schema[a.column] for a in spec.axes]
+    if spec.count_column:
+        check_count_dtype(spec.count_column, schema[spec.count_column])
+    idx = [a.index_expr(d, clamp=spec.clamp) for a, d in zip(spec.axes, dtypes, strict=True)]
+    if spec.key is None:
+        terms = [e if s == 1 else e * s for e, s in zip(idx, strides(spec.shape), strict=True)]
+        flat = terms[0]
+        for term in terms[1:]:
+            flat = flat + term
+        keys = [flat.alias("_cell")]
+    else:
+        keys = [e.alias(f"_i{k}") for k, e in enumerate(idx)]
+    if spec.count_column:
+        keys.append(pl.col(spec.count_column).alias("_w"))
+    drop = (pl.all_horizontal(a.valid_expr(d) for a, d in zip(spec.axes, dtypes, strict=True))
+            if spec.drop_nulls else None)
+    return keys, drop, dtypes
+
+
+def add_batch(acc: Accumulator, batch: pl.DataFrame, spec: CountSpec) -> bool:
+    """Add one batch of key columns; False (nothing added) when a row has no cell."""
+    if spec.key is None:
+        cell = batch["_cell"]
+        if cell.null_count():
+            return False
+        keys = cell.to_numpy()
+    else:
+        cols = [batch[f"_i{k}"] for k in range(len(spec.axes))]
+        if any(c.null_count() for c in cols):
+            return False
+        keys = spec.keys_from_axes([c.to_numpy() for c in cols])
+    weights = None
+    if spec.count_column:
+        w = batch["_w"]
+        check_counts(spec.count_column, w.null_count(), w.min())
+        weights = w.to_numpy()
+    acc.add(keys, weights)
+    return True
+
+
+def count_polars(frame: pl.DataFrame | pl.LazyFrame, spec: CountSpec, *, dense: bool
+                 ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+    lf = frame.lazy()
+    schema = lf.collect_schema()
+    keys, drop, dtypes = prepare(schema, spec)
+    if drop is not None:
+        lf = lf.filter(drop)
+    batches: Iterable[pl.DataFrame]
+    if isinstance(frame, pl.DataFrame):  # eager: no query-plan overhead
+        batches = [(frame if drop is None else frame.filter(drop)).select(keys)]
+    else:
+        batches = lf.select(keys).collect_batches(chunk_size=BATCH_ROWS, maintain_order=False,
+                                                  engine="streaming")
+    acc = Accumulator(spec.n_cells, dense)
+    complete = all(add_batch(acc, batch, spec) for batch in batches)
+    if not complete:
+        del batches  # stops the stream before the second (error-path) pass
+        raise invalid_error(spec, dtypes, polars_stats(lf, spec, schema))
+    return acc.dense() if dense else acc.sparse()
+
+
+__all__ = ["BATCH_ROWS", "add_batch", "count_polars", "prepare"]

@@ -1,0 +1,82 @@
+"""The count stage as one SQL query, for the engines that count where the data lives.
+
+``SELECT <flat cell> AS cell, COUNT(*) (or SUM(count column)) FROM rows [WHERE valid]
+GROUP BY cell``: the flat cell is compiled from the public declarations
+(:meth:`index_sql <polars_dp.domains.attributes.Attribute.index_sql>` of every axis, times its
+C-order stride); it is NULL for a row without a cell, and a NULL group sends the caller to the
+statistics query of :mod:`polars_dp.counting.invalid`.  Only the (cell, count) aggregate leaves
+the engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import polars as pl
+
+from polars_dp.counting.aggregate import Accumulator
+from polars_dp.counting.invalid import sql_stats_select
+from polars_dp.counting.spec import CountSpec, check_count_dtype, check_counts, strides
+from polars_dp.domains import sql
+
+
+def column_dtypes(spec: CountSpec, names: Sequence[str], types: Sequence[str]) -> list[pl.DataType]:
+    """Check the columns exist and map the axes' engine types to Polars dtypes."""
+    spec.check_columns(list(names))
+    by_name = dict(zip(names, types, strict=True))
+    if spec.count_column:
+        check_count_dtype(spec.count_column, sql.dtype_from_engine(by_name[spec.count_column]))
+    return [sql.dtype_from_engine(by_name[a.column]) for a in spec.axes]
+
+
+def where_sql(spec: CountSpec, dtypes: Sequence[pl.DataType], dialect: str) -> str:
+    if not spec.drop_nulls:
+        return ""
+    conds = [a.valid_sql(sql.quote_ident(a.column, dialect), d, dialect)
+             for a, d in zip(spec.axes, dtypes, strict=True)]
+    return " WHERE " + " AND ".join(conds)
+
+
+def cell_sql(spec: CountSpec, dtypes: Sequence[pl.DataType], dialect: str) -> str:
+    terms = []
+    for a, d, s in zip(spec.axes, dtypes, strides(spec.shape), strict=True):
+        idx = a.index_sql(sql.quote_ident(a.column, dialect), d, dialect, clamp=spec.clamp)
+        terms.append(idx if s == 1 else f"{idx} * {sql.int_sql(s)}")
+    return " + ".join(terms)
+
+
+def aggregate_sql(spec: CountSpec, dtypes: Sequence[pl.DataType], dialect: str, table: str) -> str:
+    if spec.count_column:
+        w = sql.quote_ident(spec.count_column, dialect)
+        counts = (f"CAST(SUM(CAST({w} AS BIGINT)) AS BIGINT) AS n, MIN(CAST({w} AS BIGINT)) AS n_min, "
+                  f"CAST(SUM(CASE WHEN {w} IS NULL THEN 1 ELSE 0 END) AS BIGINT) AS n_null")
+    else:
+        counts = "CAST(COUNT(*) AS BIGINT) AS n"
+    return (f"SELECT {cell_sql(spec, dtypes, dialect)} AS cell, {counts} "
+            f"FROM {table}{where_sql(spec, dtypes, dialect)} GROUP BY 1")
+
+
+def stats_sql(spec: CountSpec, dtypes: Sequence[pl.DataType], dialect: str, table: str) -> str:
+    return f"SELECT {sql_stats_select(spec, dtypes, dialect)} FROM {table}{where_sql(spec, dtypes, dialect)}"
+
+
+def finish(agg: pl.DataFrame, spec: CountSpec, *, dense: bool) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+    """Turn the engine's (cell, n) rows (no NULL cell) into the aggregate the caller wants."""
+    if spec.count_column:
+        mins = agg["n_min"].drop_nulls()
+        check_counts(spec.count_column, int(agg["n_null"].sum()), mins.min() if mins.len() else None)
+    cells = agg["cell"].cast(pl.Int64).to_numpy()
+    counts = agg["n"].cast(pl.Int64).fill_null(0).to_numpy()
+    if dense:
+        out = np.zeros(spec.n_cells, dtype=np.float64)
+        out[cells] = counts
+        return out
+    acc = Accumulator(spec.n_cells, dense=False)
+    if spec.key is not None:
+        cells = spec.keys_from_axes(spec.axes_from_flat(cells))
+    acc.add(cells, counts.astype(np.float64))
+    return acc.sparse()
+
+
+__all__ = ["aggregate_sql", "cell_sql", "column_dtypes", "finish", "stats_sql", "where_sql"]

@@ -1,0 +1,128 @@
+"""What the count stage computes, independent of the engine holding the rows.
+
+A :class:`CountSpec` lists the public counting axes (:class:`~polars_dp.domains.attributes.Attribute`
+or :class:`~polars_dp.domains.box.GridAxis`: each maps a column to a cell index, null where the
+value is invalid), the row options, an optional count column, and the key of the aggregate:
+
+* ``key=None``: the C-order flat cell ``sum_i idx_i * stride_i`` (frequency matrices, grids);
+* ``key=f``: ``f(per-axis cell arrays)`` -> int64 keys, e.g. Morton codes for PrivTree (the
+  caller passes the function, so this layer needs no geometry).
+
+Every engine returns the same aggregate, (key, count) pairs over the valid rows (or the dense
+vector of counts over the flat keys), and raises the same typed errors.
+
+Pre-aggregated input (``count_column``): each row stands for ``count`` individuals.  The
+guarantee of every mechanism holds, with its stated neighbour relation on individuals, when
+each individual contributes to exactly one row with weight 1 (the rows are the groups of a
+``GROUP BY`` over a table with one row per individual); counts must be non-negative integers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from polars_dp.errors import ColumnNotFoundError, DomainError, ParameterError
+from polars_dp.params import NULLS, ON_OUT_OF_DOMAIN, check_option
+
+
+def strides(shape: tuple[int, ...]) -> list[int]:
+    """Row-major (C order) strides in cells."""
+    out, acc = [], 1
+    for s in reversed(shape):
+        out.append(acc)
+        acc *= s
+    return out[::-1]
+
+
+@dataclass(frozen=True)
+class CountSpec:
+    """Axes, row options, count column and aggregate key of one count stage."""
+
+    axes: tuple[Any, ...]
+    clamp: bool = False
+    drop_nulls: bool = False
+    count_column: str | None = None
+    key: Callable[[list[np.ndarray]], np.ndarray] | None = None
+
+    @staticmethod
+    def make(axes: Sequence[Any], *, on_out_of_domain: str = "raise", nulls: str = "raise",
+             count_column: str | None = None,
+             key: Callable[[list[np.ndarray]], np.ndarray] | None = None) -> CountSpec:
+        check_option(on_out_of_domain, "on_out_of_domain", ON_OUT_OF_DOMAIN)
+        check_option(nulls, "nulls", NULLS)
+        if count_column is not None and (not isinstance(count_column, str) or not count_column):
+            raise ParameterError(f"count_column must be a column name or None, got {count_column!r}")
+        if count_column is not None and count_column in {a.column for a in axes}:
+            raise ParameterError(f"count_column {count_column!r} is also a declared attribute")
+        return CountSpec(tuple(axes), on_out_of_domain == "clamp", nulls == "drop", count_column, key)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(int(a.n_cells) for a in self.axes)
+
+    @property
+    def n_cells(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    @property
+    def columns(self) -> list[str]:
+        cols = [a.column for a in self.axes]
+        return cols + ([self.count_column] if self.count_column else [])
+
+    def check_columns(self, names: Sequence[str]) -> None:
+        self.check_names(self.columns, names)
+
+    @staticmethod
+    def check_names(wanted: Sequence[str], names: Sequence[str]) -> None:
+        """ColumnNotFoundError for the first of ``wanted`` not among ``names``."""
+        missing = [c for c in wanted if c not in names]
+        if missing:
+            raise ColumnNotFoundError(
+                f"column {missing[0]!r} is not in the input; available columns: {list(names)}"
+            )
+
+    def keys_from_axes(self, idx: Sequence[np.ndarray]) -> np.ndarray:
+        """Aggregate keys (int64) from per-axis cell arrays."""
+        if self.key is not None:
+            return self.key(list(idx))
+        flat = np.zeros(len(idx[0]), dtype=np.int64)
+        for i, s in zip(idx, strides(self.shape), strict=True):
+            flat += i * s
+        return flat
+
+    def axes_from_flat(self, flat: np.ndarray) -> list[np.ndarray]:
+        """Per-axis cells of C-order flat keys."""
+        out = []
+        for s, n in zip(strides(self.shape), self.shape, strict=True):
+            out.append((flat // s) % n)
+        return out
+
+
+def check_count_dtype(column: str, dtype: pl.DataType) -> None:
+    """A count column must hold integers."""
+    if not dtype.is_integer():
+        raise DomainError(
+            f"count column {column!r} has type {dtype}; counts must be non-negative integers "
+            "(cast it to an integer type)"
+        )
+
+
+def check_counts(column: str, nulls: int, minimum: Any) -> None:
+    """DomainError naming ``column`` for null or negative counts."""
+    if nulls:
+        raise DomainError(f"count column {column!r} has {nulls} null value(s); counts must be "
+                          "non-negative integers")
+    if minimum is not None and minimum < 0:
+        raise DomainError(f"count column {column!r} has a negative count ({minimum}); counts must be "
+                          "non-negative integers")
+
+
+__all__ = ["CountSpec", "check_count_dtype", "check_counts", "strides"]

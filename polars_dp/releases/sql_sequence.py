@@ -1,0 +1,103 @@
+"""A :class:`~polars_dp.SequenceModel` in DuckDB: node tables and substring-frequency table macros.
+
+``register_sequences(con, name, model)`` (or ``model.to_duckdb(con, name)``) creates, in one
+transaction:
+
+* ``name``: one row per (node, next symbol), the columns of ``model.to_arrow()`` plus ``cell``
+  (``node * beta + next_code``, the release order);
+* ``name_nodes``: one row per node (``node``, ``depth``, ``context`` oldest first without
+  ``#``, ``starts_with_start``, ``total`` of the bins clipped at 0, ``noise_var`` of a bin,
+  ``reach``: usable at the default back-off, and so are its ancestors);
+* ``name_meta(key, value)``: the release metadata, and a table comment;
+* ``name_frequency(string)``: one row (``count``, ``std``) for a list of symbols;
+* ``name_frequencies(queries_table)``: ``id``, ``count``, ``std`` for a table with an ``id``
+  and a list column ``string``.
+
+The macros compute what ``model.frequencies(strings, std=True)`` does at the default back-off
+(see :mod:`polars_dp.releases.sequence`), with a recursive CTE over the positions of each
+string (``sql/sequence_answers.sql``).  An empty string or a symbol outside the alphabet raises
+a DuckDB error naming it.  Existing objects are refused unless ``replace=True``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from polars_dp.releases.sql import (
+    BATCH_WHERE,
+    check_free,
+    check_identifier,
+    comment,
+    ident,
+    in_transaction,
+    literal,
+    metadata_table,
+    render,
+)
+
+
+def object_names(name: str) -> tuple[list[str], list[str]]:
+    """Tables and macros that :func:`register_sequences` creates for ``name``."""
+    return [name, f"{name}_nodes", f"{name}_meta"], [f"{name}_frequency", f"{name}_frequencies"]
+
+
+def _nodes_table(model: Any) -> pa.Table:
+    starts_with_start, context = model.node_contexts()
+    usable = model.usable()
+    reach = usable.copy()
+    for d in range(1, model.height + 1):
+        nodes = np.flatnonzero(model.depth == d)
+        reach[nodes] &= reach[model.parent[nodes]]
+    return pa.table({
+        "node": pa.array(np.arange(model.n_nodes), pa.int32()),
+        "depth": pa.array(model.depth, pa.int32()),
+        "context": context,
+        "starts_with_start": pa.array(starts_with_start),
+        "total": pa.array(np.maximum(model.hist, 0.0).sum(axis=1), pa.float64()),
+        "noise_var": pa.array(np.nan_to_num(model.bin_noise_variance(), nan=0.0), pa.float64()),
+        "reach": pa.array(reach),
+    })
+
+
+def _answers(model: Any, name: str, queries: str, where: str) -> str:
+    is_text = isinstance(model.alphabet[0], str)
+    alphabet = "[" + ", ".join(literal(s) if is_text else str(int(s)) for s in model.alphabet) + "]"
+    return render("sequence_answers.sql", queries=queries, where=where,
+                  list_type="VARCHAR[]" if is_text else "BIGINT[]", alphabet=alphabet,
+                  height=model.height, beta=model.alphabet_size + 1,
+                  table=ident(name), nodes_table=ident(f"{name}_nodes"))
+
+
+def register_sequences(con: Any, name: str, model: Any, *, replace: bool = False) -> Any:
+    """Register ``model`` in ``con`` (see the module doc); returns the relation of table ``name``."""
+    check_identifier(name)
+    tables, macros = object_names(name)
+    source, nodes_source, meta_source = (f"__pdp_{kind}_{name}" for kind in ("source", "nodes", "meta"))
+    table = model._table()
+    beta = model.alphabet_size + 1
+    cell = table.column("node").to_numpy().astype(np.int64) * beta + table.column("next_code").to_numpy()
+    table = table.append_column("cell", pa.array(cell, pa.int64()))
+    single = "(SELECT 0 AS id, string AS string)"
+
+    def build() -> None:
+        check_free(con, tables, macros, replace=replace)
+        for m in macros:
+            con.execute(f"DROP MACRO TABLE IF EXISTS {ident(m)}")
+        con.execute(render("sequence_register.sql", table=ident(name), source=ident(source),
+                           nodes_table=ident(f"{name}_nodes"), nodes_source=ident(nodes_source),
+                           meta_table=ident(f"{name}_meta"), meta_source=ident(meta_source),
+                           comment=comment(model, name)))
+        con.execute(render("sequence_macros.sql", name=name,
+                           single_macro=ident(f"{name}_frequency"), batch_macro=ident(f"{name}_frequencies"),
+                           single_answers=_answers(model, name, single, "''"),
+                           batch_answers=_answers(model, name, "query_table(queries)", BATCH_WHERE)))
+
+    in_transaction(con, {source: table, nodes_source: _nodes_table(model),
+                          meta_source: metadata_table(model)}, build)
+    return con.table(name)
+
+
+__all__ = ["object_names", "register_sequences"]

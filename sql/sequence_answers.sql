@@ -1,0 +1,54 @@
+-- Estimated substring frequencies (and their noise sd) of a relation {{queries}} with columns
+-- id and string (a list of symbols), as SequenceModel.frequencies(..., std=True) at the default
+-- back-off: f(q1) = max(h(root)[q1], 0); then for each j the deepest reachable node u whose
+-- context is a suffix of q1..qj: if it holds the whole prefix, f = min(f, max(h(u)[q_{j+1}], 0)),
+-- else f = f * max(h(u)[q_{j+1}], 0) / total(u).
+WITH RECURSIVE q AS (
+    SELECT id,
+           CASE WHEN string IS NULL OR len(string) = 0
+                THEN error('the empty string has no frequency; give at least one symbol' || {{where}})
+                WHEN len(list_filter(CAST(string AS {{list_type}}), lambda x: x IS NULL OR NOT list_contains({{alphabet}}, x))) > 0
+                THEN error('symbols outside the alphabet: ' || CAST(list_filter(CAST(string AS {{list_type}}),
+                           lambda x: x IS NULL OR NOT list_contains({{alphabet}}, x)) AS VARCHAR) || {{where}})
+                ELSE CAST(string AS {{list_type}}) END AS s
+    FROM {{queries}} AS q
+),
+pos AS (                                   -- step j: the prefix s[1..j] predicts s[j + 1]
+    SELECT id, s, unnest(range(1, len(s))) AS j FROM q
+),
+suf AS (                                   -- every suffix length d a node could have
+    SELECT id, s, j, unnest(range(0, least(j, {{height}}) + 1)) AS d FROM pos
+),
+step AS (
+    SELECT suf.id, suf.j, arg_max(n.node, n.depth) AS node, max(n.depth) AS depth
+    FROM suf JOIN {{nodes_table}} AS n
+      ON n.depth = suf.d AND n.context = list_slice(suf.s, suf.j - suf.d + 1, suf.j)
+    WHERE n.reach AND NOT n.starts_with_start
+    GROUP BY suf.id, suf.j
+),
+terms AS (
+    SELECT step.id, step.j, step.depth = step.j AS direct, greatest(t.count, 0.0) AS a,
+           n.total AS tot, n.noise_var AS v
+    FROM step
+    JOIN pos ON pos.id = step.id AND pos.j = step.j
+    JOIN {{nodes_table}} AS n ON n.node = step.node
+    JOIN {{table}} AS t ON t.node = step.node AND t.next_symbol = pos.s[pos.j + 1]
+),
+fold(id, j, f, var) AS (
+    SELECT q.id, 0, greatest(t.count, 0.0), n.noise_var
+    FROM q JOIN {{table}} AS t ON t.node = 0 AND t.next_symbol = q.s[1]
+    JOIN {{nodes_table}} AS n ON n.node = 0
+    UNION ALL
+    SELECT fold.id, fold.j + 1,
+           CASE WHEN x.direct THEN least(fold.f, x.a)
+                ELSE fold.f * (CASE WHEN x.tot > 0 THEN x.a / x.tot ELSE 0.0 END) END,
+           CASE WHEN x.direct THEN (CASE WHEN fold.f < x.a THEN fold.var ELSE x.v END)
+                ELSE (fold.f * (CASE WHEN x.tot > 0 THEN x.a / x.tot ELSE 0.0 END)) ** 2
+                     * ((CASE WHEN fold.f > 0 THEN fold.var / fold.f ** 2 ELSE 0.0 END)
+                        + (CASE WHEN x.tot > 0 AND x.a > 0
+                                THEN x.v * (1 - 2 * (x.a / x.tot) + {{beta}} * (x.a / x.tot) ** 2) / x.a ** 2
+                                ELSE 0.0 END)) END
+    FROM fold JOIN terms AS x ON x.id = fold.id AND x.j = fold.j + 1
+)
+SELECT id, arg_max(f, j)::DOUBLE AS count, sqrt(arg_max(var, j))::DOUBLE AS std
+FROM fold GROUP BY id
