@@ -31,6 +31,7 @@ import pyarrow as pa
 
 from polars_dp.counting.frequency import as_lazy
 from polars_dp.errors import ColumnNotFoundError, DomainError, ParameterError
+from polars_dp.params import check_int
 
 MAX_ALPHABET = 2**15 - 2
 
@@ -63,9 +64,7 @@ def check_alphabet(alphabet: Sequence[Any]) -> tuple:
 
 def check_max_length(max_length: int) -> int:
     """``max_length`` must be an int >= 1 (a public truncation length)."""
-    if isinstance(max_length, bool) or not isinstance(max_length, (int, np.integer)) or max_length < 1:
-        raise ParameterError(f"max_length must be an integer >= 1 (a public bound), got {max_length!r}")
-    return int(max_length)
+    return check_int(max_length, "max_length (a public bound)", lo=1)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,8 @@ import polars as pl
 from polars_dp.counting.frequency import as_lazy
 from polars_dp.counting.sequences import _symbol_lists, check_alphabet, encode_sequences
 from polars_dp.errors import ParameterError
+from polars_dp.kernels.topk import best_k, frontier
+from polars_dp.params import check_int
 from polars_dp.releases.sequence import strings_frame
 
 
@@ -30,8 +32,7 @@ def exact_top_k_strings(frame: Any, column: str, *, alphabet: Sequence[Any], k: 
     all their occurrences at once).  Returns columns ``string`` (List of symbols) and
     ``count``, most frequent first.
     """
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise ParameterError(f"k must be an integer >= 1, got {k!r}")
+    k = check_int(k, "k", lo=1)
     symbols = check_alphabet(alphabet)
     lf = as_lazy(frame)
     if max_length is None:
@@ -51,11 +52,7 @@ def exact_top_k_strings(frame: Any, column: str, *, alphabet: Sequence[Any], k: 
     for length in range(1, int(max_len or max_length) + 1):
         found_s.append(strings)
         found_c.append(counts)
-        seen = np.concatenate(found_c)
-        bar = np.partition(seen, seen.size - k)[seen.size - k] if seen.size >= k else 1
-        keep = np.flatnonzero(counts >= bar)
-        if keep.size > k:
-            keep = keep[np.argsort(-counts[keep], kind="stable")[:k]]
+        keep = frontier(found_c, counts, k)
         rank = np.full(strings.shape[0], -1)
         rank[keep] = np.arange(keep.size)
         live = (rank[occ_id] >= 0) & (remaining[starts] >= length + 1)
@@ -65,12 +62,8 @@ def exact_top_k_strings(frame: Any, column: str, *, alphabet: Sequence[Any], k: 
         key = occ_id * a + sym[starts + length]
         uniq, occ_id, counts = np.unique(key, return_inverse=True, return_counts=True)
         strings = np.concatenate([strings[keep][uniq // a], (uniq % a)[:, None]], axis=1)
-    width = found_s[-1].shape[1]
-    padded = np.concatenate([np.pad(m, ((0, 0), (0, width - m.shape[1])), constant_values=-1)
-                             for m in found_s])
-    flat = np.concatenate(found_c)
-    order = np.lexsort((np.arange(flat.size), -flat))[:k]
-    return strings_frame(symbols, padded[order], flat[order].astype(np.float64))
+    strings, counts = best_k(found_s, found_c, k)
+    return strings_frame(symbols, strings, counts.astype(np.float64))
 
 
 def top_k_precision(found: pl.DataFrame, truth: pl.DataFrame) -> float:

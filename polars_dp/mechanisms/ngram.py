@@ -26,9 +26,9 @@ import numpy as np
 
 from polars_dp.counting.frequency import check_domain_size
 from polars_dp.counting.sequences import encode_sequences
-from polars_dp.errors import ParameterError
 from polars_dp.kernels.pst import grow_context_tree
 from polars_dp.noise import SeedLike, check_epsilon, laplace, make_rng
+from polars_dp.params import check_int
 from polars_dp.progress import Progress, rows_hint
 from polars_dp.releases.sequence import SequenceModel
 
@@ -42,9 +42,7 @@ def ngram_sequences(frame: Any, column: str, *, alphabet: Sequence[Any], max_len
     for large inputs.
     """
     epsilon = check_epsilon(epsilon)
-    if isinstance(height, bool) or not isinstance(height, (int, np.integer)) or height < 1:
-        raise ParameterError(f"height must be an integer >= 1, got {height!r}")
-    height = int(height)
+    height = check_int(height, "height", lo=1)
     bar = Progress("ngram_sequences", progress, rows_hint(frame))
     bar.step("counting (encoding sequences)")
     enc = encode_sequences(frame, column, alphabet=alphabet, max_length=max_length)

@@ -77,7 +77,9 @@ import pyarrow.compute as pc
 from polars_dp.counting.sequences import check_alphabet, check_max_length
 from polars_dp.errors import ParameterError, QueryError, ReleaseFormatError
 from polars_dp.kernels.pst import deepest_nodes
+from polars_dp.kernels.topk import best_k, frontier
 from polars_dp.noise import SeedLike, make_rng
+from polars_dp.params import check_int
 from polars_dp.releases import sql_sequence
 from polars_dp.releases.base import Release
 from polars_dp.releases.io import register_release_type
@@ -375,8 +377,7 @@ class SequenceModel(Release):
         ``k``.  ``max_len`` defaults to ``max_length`` (no substring of a truncated sequence is
         longer).
         """
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-            raise ParameterError(f"k must be an integer >= 1, got {k!r}")
+        k = check_int(k, "k", lo=1)
         _check_estimator(estimator)
         max_len = self.max_length if max_len is None else check_max_length(max_len)
         usable = self.usable(backoff)
@@ -390,11 +391,7 @@ class SequenceModel(Release):
         for length in range(1, max_len + 1):
             found_s.append(strings)
             found_f.append(freq)
-            seen = np.concatenate(found_f)
-            bar = np.partition(seen, seen.size - k)[seen.size - k] if seen.size >= k else 0.0
-            keep = np.flatnonzero((freq >= bar) & (freq > 0))
-            if keep.size > k:
-                keep = keep[np.argsort(-freq[keep], kind="stable")[:k]]
+            keep = frontier(found_f, freq, k)
             if keep.size == 0 or length == max_len:
                 break
             parents = np.repeat(strings[keep], a, axis=0)
@@ -403,13 +400,9 @@ class SequenceModel(Release):
                                      np.full(parents.shape[0], length), symbols, usable, noise_var,
                                      estimator)
             strings = np.concatenate([parents, symbols[:, None]], axis=1)
-        width = found_s[-1].shape[1]
-        padded = np.concatenate([np.pad(m, ((0, 0), (0, width - m.shape[1])), constant_values=-1)
-                                 for m in found_s])
-        flat_f = np.concatenate(found_f)
-        order = np.argsort(-flat_f, kind="stable")[:k]
-        order = order[flat_f[order] > 0]  # strings of estimated frequency 0 are not listed
-        return strings_frame(self.alphabet, padded[order], flat_f[order])
+        strings, freq = best_k(found_s, found_f, k)
+        listed = freq > 0  # strings of estimated frequency 0 are not listed
+        return strings_frame(self.alphabet, strings[listed], freq[listed])
 
     def length_law(self) -> np.ndarray | None:
         """The released noisy counts of the truncated lengths ``0 .. max_length`` (clipped at 0),
@@ -436,8 +429,7 @@ class SequenceModel(Release):
         ``n_t / sum_{u >= t} n_u``.  The sampled lengths then follow the released law (up to
         sampling error), while the contexts keep their relative stop odds.
         """
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
-            raise ParameterError(f"n must be an integer >= 0, got {n!r}")
+        n = check_int(n, "n", lo=0)
         rng = make_rng(seed)
         usable = self.usable(backoff)
         law = self.length_law() if calibrate else None
