@@ -1,5 +1,6 @@
 """PrivTree: the privacy proof obligations (spec §2.4, §2.7) and input validation."""
 
+import importlib
 import math
 
 import numpy as np
@@ -7,10 +8,20 @@ import polars as pl
 import pytest
 
 import polars_dp  # noqa: F401  (registers df.dp)
+from polars_dp.domains.box import as_box
 from polars_dp.errors import ColumnNotFoundError, DomainError, ParameterError
-from polars_dp.kernels.morton import MortonLayout
+from polars_dp.kernels.morton import (
+    MortonLayout,
+    check_fanout,
+    grid_coordinates,
+    morton_codes,
+    resolution_bits,
+)
 from polars_dp.mechanisms.privtree import grow_tree, privtree, privtree_delta, privtree_lambda
+from polars_dp.mechanisms.privtree_rule import privtree_split
 from polars_dp.noise import make_rng
+
+privtree_module = importlib.import_module("polars_dp.mechanisms.privtree")
 
 Z = 4.89  # two-sided normal quantile for a false-failure probability of 1e-6
 
@@ -236,3 +247,49 @@ def test_opt_ins_clamp_and_drop():
                        on_out_of_domain="clamp", seed=0)
     assert r.range_count() == pytest.approx(2.0, abs=1e-3)
     assert r.range_count(x=(0.99, 1.0)) == pytest.approx(1.0, abs=0.05)  # 1.5 was clamped onto x = 1
+
+
+def reference_grow_tree(codes, layout, *, lam, delta, theta, rng):
+    """The level loop by its definition: every node counted with two searchsorted calls."""
+    prefixes = np.zeros(1, dtype=np.int64)
+    children = np.arange(layout.fanout, dtype=np.int64)
+    starts, depths, counts = [], [], []
+    for depth in range(layout.max_depth + 1):
+        shift = layout.shift(depth)
+        first = prefixes << shift
+        c = (np.searchsorted(codes, first + (np.int64(1) << shift)) - np.searchsorted(codes, first))
+        split = (np.zeros(prefixes.size, dtype=bool) if depth == layout.max_depth
+                 else privtree_split(c, depth, lam=lam, delta=delta, theta=theta, rng=rng))
+        starts.append(first[~split])
+        depths.append(np.full(int((~split).sum()), depth))
+        counts.append(c[~split])
+        if not split.any():
+            break
+        prefixes = ((prefixes[split] << layout.split_bits)[:, None] | children).ravel()
+    start = np.concatenate(starts)
+    order = np.argsort(start, kind="stable")
+    return start[order], np.concatenate(depths)[order], np.concatenate(counts)[order]
+
+
+@pytest.mark.parametrize(("d", "fanout"), [(2, 4), (2, 2), (3, 8), (1, 2)])
+@pytest.mark.parametrize("scan", [0, 16, 10**9])  # binary search only, mixed, scans only
+def test_grow_tree_matches_reference_and_accepts_cell_counts(d, fanout, scan, monkeypatch):
+    monkeypatch.setattr(privtree_module, "SCAN_PER_BOUNDARY", scan)
+    layout = MortonLayout(d, resolution_bits(d), check_fanout(fanout, d))
+    box = as_box([f"c{j}" for j in range(d)], [(0.0, 1.0)] * d)
+    rng = np.random.default_rng(d)
+    pts = [np.clip(np.r_[rng.normal(0.3, 0.01, 3000), rng.uniform(0, 1, 2000)], 0, 1) for _ in range(d)]
+    coarse = layout.bits - 12  # many points share a finest cell: duplicates and weights
+    codes = np.sort(morton_codes([g >> coarse << coarse for g in grid_coordinates(pts, box, layout.bits)],
+                                 layout.bits))
+    lam = privtree_lambda(0.5, layout.fanout)
+    kw = dict(lam=lam, delta=privtree_delta(lam, layout.fanout), theta=0.0)
+    ref = reference_grow_tree(codes, layout, rng=make_rng(5), **kw)
+    raw = grow_tree(codes, None, layout, rng=make_rng(5), **kw)
+    cells, weights = np.unique(codes, return_counts=True)
+    weighted = grow_tree(cells, weights, layout, rng=make_rng(5), **kw)
+    assert ref[0].size > 20
+    for got in (raw, weighted):
+        for a, b in zip(got, ref, strict=True):
+            np.testing.assert_array_equal(a, b)
+    assert raw[2].sum() == codes.size

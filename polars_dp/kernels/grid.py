@@ -18,8 +18,10 @@ def grid_cells(points: Sequence[np.ndarray], box: Box, m: int) -> list[np.ndarra
     """Integer cell (int64) of every point along each dimension of an ``m``-per-side grid."""
     out = []
     for j, x in enumerate(points):
-        g = np.floor((np.asarray(x, dtype=np.float64) - box.lo[j]) * (m / box.width[j]))
-        out.append(np.clip(g, 0, m - 1).astype(np.int64))
+        g = np.subtract(np.asarray(x, dtype=np.float64), box.lo[j])
+        g *= m / box.width[j]
+        np.clip(g, 0, m - 1, out=g)  # then truncation is floor (g >= 0), and hi lands in m - 1
+        out.append(g.astype(np.int64))
     return out
 
 

@@ -51,43 +51,69 @@ def grid_coordinates(points: Sequence[np.ndarray], box: Box, bits: int) -> list[
     return grid_cells(points, box, 1 << bits)
 
 
-def _spread_table(d: int, chunk_bits: int) -> np.ndarray:
-    """``T[v]``: the bits of ``v`` (< 2^chunk_bits) moved from position ``b`` to ``b * d``."""
-    v = np.arange(1 << chunk_bits, dtype=np.int64)
-    out = np.zeros_like(v)
-    for b in range(chunk_bits):
-        out |= ((v >> b) & 1) << (b * d)
-    return out
+def _spread_steps(d: int, bits: int) -> list[tuple[int, int]]:
+    """Shift-or-mask steps moving bit ``b`` (< ``bits`` <= 32) to bit ``b * d``: at block size
+    ``s`` = 16, 8, 4, 2, 1 every ``s``-bit block ``k`` moves to bit ``k s d`` (classic
+    bit-interleaving magic numbers, generated for any ``d``)."""
+    steps = []
+    s = 16
+    while s >= 1:
+        if s < bits:
+            mask = 0
+            for k in range(0, 64, s * d):
+                mask |= ((1 << s) - 1) << k
+            steps.append((s * (d - 1), mask & ((1 << 63) - 1)))
+        s //= 2
+    return steps
+
+
+def _spread(g: np.ndarray, d: int, bits: int) -> np.ndarray:
+    x = np.asarray(g, dtype=np.int64) & ((1 << bits) - 1)
+    tmp = np.empty_like(x)
+    for shift, mask in _spread_steps(d, bits):
+        np.left_shift(x, shift, out=tmp)
+        np.bitwise_or(x, tmp, out=x)
+        np.bitwise_and(x, mask, out=x)
+    return x
 
 
 def morton_codes(coords: Sequence[np.ndarray], bits: int) -> np.ndarray:
     """Interleave ``d`` coordinate arrays of ``bits`` bits into int64 Morton codes.
 
     Dimension ``j``'s bit ``b`` lands at code bit ``b*d + (d - 1 - j)`` (dimension 0 most
-    significant within each group), via 16-bit lookup tables: ``d * ceil(bits/16)`` gathers.
+    significant within each group), by in-place shift/or/mask steps (about 15 vectorised
+    passes per dimension, no gathers).
     """
     d = len(coords)
     if d == 1:
         return np.asarray(coords[0], dtype=np.int64).copy()
-    chunk = min(16, bits)
-    table = _spread_table(d, chunk)
-    mask = (1 << chunk) - 1
-    code = np.zeros(len(coords[0]), dtype=np.int64)
-    for j, g in enumerate(coords):
-        for start in range(0, bits, chunk):
-            part = table[(g >> start) & mask] if start else table[g & mask]
-            code |= part << (start * d + (d - 1 - j))
+    code = _spread(coords[0], d, bits)
+    code <<= d - 1
+    for j in range(1, d):
+        part = _spread(coords[j], d, bits)
+        if d - 1 - j:
+            part <<= d - 1 - j
+        code |= part
     return code
 
 
+def _compact(x: np.ndarray, d: int, bits: int) -> np.ndarray:
+    """Inverse of :func:`_spread` on the bits at positions ``b * d`` of ``x`` (in place)."""
+    steps = _spread_steps(d, bits)  # block sizes 16, 8, ..., 1 (those below ``bits``)
+    masks = [mask for _, mask in steps][::-1] + [(1 << bits) - 1]
+    x &= masks[0]
+    for (shift, _), mask in zip(steps[::-1], masks[1:], strict=True):
+        x |= x >> shift
+        x &= mask
+    return x
+
+
 def deinterleave(codes: np.ndarray, d: int, bits: int) -> list[np.ndarray]:
-    """Inverse of :func:`morton_codes` (loops over the ``d * bits`` code bits)."""
+    """Inverse of :func:`morton_codes` (the shift/mask steps in reverse)."""
     codes = np.asarray(codes, dtype=np.int64)
-    out = [np.zeros(codes.shape, dtype=np.int64) for _ in range(d)]
-    for b in range(bits):
-        for j in range(d):
-            out[j] |= ((codes >> (b * d + (d - 1 - j))) & 1) << b
-    return out
+    if d == 1:
+        return [codes.copy()]
+    return [_compact(codes >> (d - 1 - j), d, bits) for j in range(d)]
 
 
 @dataclass(frozen=True)

@@ -29,24 +29,35 @@ from polars_dp.counting.sequences import encode_sequences
 from polars_dp.kernels.pst import grow_context_tree
 from polars_dp.noise import SeedLike, check_epsilon, laplace, make_rng
 from polars_dp.params import check_int
+from polars_dp.progress import Progress, rows_hint
 from polars_dp.releases.sequence import SequenceModel
 
 
 def ngram_sequences(frame: Any, column: str, *, alphabet: Sequence[Any], max_length: int,
-                    epsilon: float, height: int = 5, seed: SeedLike = None) -> SequenceModel:
-    """Release noisy n-gram counts up to ``n = height`` (public) as a complete-tree SequenceModel."""
+                    epsilon: float, height: int = 5, seed: SeedLike = None,
+                    progress: bool | None = None) -> SequenceModel:
+    """Release noisy n-gram counts up to ``n = height`` (public) as a complete-tree SequenceModel.
+
+    ``progress``: stage bars on stderr (counting, n-gram tree, noise); ``None``: on a terminal
+    for large inputs.
+    """
     epsilon = check_epsilon(epsilon)
     height = check_int(height, "height", lo=1)
+    bar = Progress("ngram_sequences", progress, rows_hint(frame))
+    bar.step("counting (encoding sequences)")
     enc = encode_sequences(frame, column, alphabet=alphabet, max_length=max_length)
     beta = enc.beta
     n_nodes = sum(beta**k for k in range(height))
     check_domain_size((n_nodes, beta), bytes_per_cell=64)
     rng = make_rng(seed)
+    bar.step("n-gram tree")
     tree = grow_context_tree(enc, lambda hist, depth, starts_with_start: np.ones(hist.shape[0], dtype=bool),
                              max_depth=height - 1, max_nodes=n_nodes)
     l_top = enc.max_length + 1
     scale = height * l_top / epsilon
+    bar.step("noise")
     hist = tree.hist + laplace(rng, scale, tree.hist.shape)  # unclipped: queries clip at 0
+    bar.close()
     params = {"height": height, "l_top": l_top, "noise_scale": scale, "sensitivity_per_level": l_top}
     return SequenceModel(alphabet=alphabet, max_length=enc.max_length, parent=tree.parent,
                          prepended=tree.prepended, hist=hist, mechanism="ngram", epsilon=epsilon,

@@ -19,10 +19,13 @@ Implementation
 The release is ``inverse(forward(M) + eta)``.  The inverse is linear and inverts the
 forward transform exactly (mean subtraction is a no-op on exact coefficients), so this
 equals ``M + inverse(eta)``: the counts never need the forward transform, and the noise
-field ``inverse(eta)`` is built in slabs (i.i.d. Laplace drawn in the C order of the full
-coefficient array, so a seed gives the same release as the direct formula).  Peak memory
-is the count matrix plus, when the first axis is transformed, one buffer of its
-coefficient length times the other axes' cells.
+field ``inverse(eta)`` is built by the blocked kernel
+:func:`polars_dp.kernels.wavelets.hn_inverse_blocked` (i.i.d. Laplace drawn block by block
+in the C order of the full coefficient array, so a seed gives the same release as the
+direct formula; about two passes over the cube whatever the number of transformed axes).
+Peak memory is the count matrix plus, when the first axis is transformed, one buffer of its
+coefficient length times the other axes' cells.  The exact-noise pipeline (integer
+coefficients, noise, float inverse) is :func:`polars_dp.kernels.wavelets.hn_lattice_inverse`.
 
 Utility: every range count has noise variance ``2 lambda^2 prod_axes f_axis``, exposed by
 :meth:`GridRelease.range_variance`; ``f <= H(A)`` on transformed axes (Theorem 3, Eq. 7).
@@ -30,7 +33,7 @@ Utility: every range count has noise variance ``2 lambda^2 prod_axes f_axis``, e
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -40,6 +43,7 @@ from polars_dp.domains.attributes import Attribute, Nominal, as_attributes
 from polars_dp.errors import HierarchyError, ParameterError
 from polars_dp.kernels import wavelets as transforms
 from polars_dp.noise import SeedLike, check_epsilon, histogram_sensitivity, laplace, make_rng
+from polars_dp.progress import Progress, rows_hint
 from polars_dp.releases.grid import GridRelease
 
 #: Target size (cells) of one slab of the noise field.
@@ -89,67 +93,35 @@ def privelet_rho(attributes: Sequence[Attribute], transformed: Sequence[bool]) -
     return rho
 
 
+def mechanism_name(transformed: Sequence[bool]) -> str:
+    """``"privelet"`` when every attribute is transformed, else ``"privelet+"``."""
+    return "privelet" if all(transformed) else "privelet+"
+
+
 def privelet_scale(rho: int, epsilon: float, neighbours: str) -> float:
     """``lambda = 2 rho / epsilon`` (replace, Lemma 1) or ``rho / epsilon`` (add_remove)."""
     return histogram_sensitivity(neighbours) * rho / check_epsilon(epsilon)
 
 
-def _inverse_slab(slab: np.ndarray, attributes: Sequence[Attribute],
-                  transformed: Sequence[bool]) -> np.ndarray:
-    """Inverse along the transformed axes of a slab whose axis ``k + 1`` is ``attributes[k]``."""
-    for k in reversed(range(len(attributes))):
-        if transformed[k]:
-            slab = transforms.inverse(slab, attributes[k], k + 1)
-    return slab
-
-
 def add_wavelet_noise(counts: np.ndarray, attributes: Sequence[Attribute], transformed: Sequence[bool],
-                      scale: float, rng: np.random.Generator) -> None:
+                      scale: float, rng: np.random.Generator,
+                      advance: Callable[[int], None] | None = None) -> None:
     """``counts += inverse_HN(eta)`` in place, ``eta`` i.i.d. ``Lap(scale)`` per coefficient.
 
-    The noise is drawn slab by slab along the leading axes, in the C order of the full
-    coefficient array.  Leading untransformed axes are sliced directly; if the first axis is
-    transformed, the slabs fill a buffer that is then inverted along that axis in column
-    blocks.
+    The noise is drawn block by block in the C order of the full coefficient array (so a seed
+    gives the same release as the direct formula) and inverted by the blocked kernel
+    :func:`polars_dp.kernels.wavelets.hn_inverse_blocked` (about two passes over the cube
+    whatever the number of transformed axes; a buffer of the outer coefficients only when
+    the first axis is transformed and a batch item does not fit one block).
     """
-    d = counts.ndim
-    coef = [transforms.coefficient_count(a) if t else a.n_cells
-            for a, t in zip(attributes, transformed, strict=True)]
-    lead = 0
-    while lead < d and not transformed[lead]:
-        lead += 1
-    if lead == d:  # nothing transformed: Basic
-        counts += laplace(rng, scale, counts.shape)
-        return
-    if lead > 0:
-        outer = int(np.prod(counts.shape[:lead]))
-        flat = counts.reshape(outer, *counts.shape[lead:])
-        inner = int(np.prod(coef[lead:]))
-        step = max(1, SLAB_CELLS // inner)
-        for i in range(0, outer, step):
-            rows = min(step, outer - i)
-            eta = laplace(rng, scale, (rows, *coef[lead:]))
-            flat[i:i + rows] += _inverse_slab(eta, attributes[lead:], transformed[lead:])
-        return
-    buffer = np.empty((coef[0], *counts.shape[1:]))
-    inner = int(np.prod(coef[1:]))
-    step = max(1, SLAB_CELLS // inner)
-    for i in range(0, coef[0], step):
-        rows = min(step, coef[0] - i)
-        eta = laplace(rng, scale, (rows, *coef[1:]))
-        buffer[i:i + rows] = _inverse_slab(eta, attributes[1:], transformed[1:])
-    cols = int(np.prod(counts.shape[1:]))
-    buf2 = buffer.reshape(coef[0], cols)
-    out2 = counts.reshape(counts.shape[0], cols)
-    step = max(1, SLAB_CELLS // coef[0])
-    for j in range(0, cols, step):
-        out2[:, j:j + step] += transforms.inverse(buf2[:, j:j + step], attributes[0], 0)
+    transforms.hn_inverse_blocked(lambda i, j: laplace(rng, scale, j - i), attributes, transformed,
+                                  counts, add=True, slab_cells=SLAB_CELLS, advance=advance)
 
 
 def privelet(frame: Any, attributes: Attribute | Iterable[Attribute], *, epsilon: float,
              untransformed: str | Iterable[str] = (), neighbours: str = "replace",
              seed: SeedLike = None, on_out_of_domain: str = "raise", nulls: str = "raise",
-             count_column: str | None = None) -> GridRelease:
+             count_column: str | None = None, progress: bool | None = None) -> GridRelease:
     """Release the frequency matrix of ``attributes`` with Privelet (or Privelet+) noise.
 
     Parameters
@@ -171,6 +143,8 @@ def privelet(frame: Any, attributes: Attribute | Iterable[Attribute], *, epsilon
         individuals already counted (pre-aggregated input); the guarantee holds when each
         individual contributes to exactly one row with weight 1 (see
         :mod:`polars_dp.counting.spec`).
+    progress : stage bars on stderr (counting, noise + inverse transform); ``None``: on a
+        terminal for large domains.
 
     The release's ``noise_scale`` is ``lambda``; ``params`` records ``rho``, the
     ``transformed`` and ``untransformed`` columns and ``untransformed_auto``.  Its mechanism
@@ -184,9 +158,15 @@ def privelet(frame: Any, attributes: Attribute | Iterable[Attribute], *, epsilon
     rho = privelet_rho(attrs, transformed)
     scale = privelet_scale(rho, epsilon, neighbours)
     rng = make_rng(seed)
+    coefficients = int(np.prod([transforms.coefficient_count(a) if t else a.n_cells
+                                for a, t in zip(attrs, transformed, strict=True)], dtype=np.float64))
+    bar = Progress(mechanism_name(transformed), progress, max(coefficients, rows_hint(frame) or 0))
+    bar.step("counting")
     counts = frequency_matrix(frame, attrs, on_out_of_domain=on_out_of_domain, nulls=nulls,
                               bytes_per_cell=24, count_column=count_column)
-    add_wavelet_noise(counts, attrs, transformed, scale, rng)
+    add_wavelet_noise(counts, attrs, transformed, scale, rng,
+                      advance=bar.step("noise + inverse transform", coefficients, "coef"))
+    bar.close()
     params = {
         "rho": rho,
         "sensitivity": histogram_sensitivity(neighbours),

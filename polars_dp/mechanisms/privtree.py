@@ -29,7 +29,7 @@ The leaves partition the box, so their counts have L1 sensitivity 1 and get
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -45,53 +45,92 @@ from polars_dp.kernels.morton import (
 from polars_dp.mechanisms.privtree_rule import check_theta, privtree_delta, privtree_lambda, privtree_split
 from polars_dp.noise import SeedLike, check_epsilon, check_fraction, histogram_sensitivity, laplace, make_rng
 from polars_dp.params import check_int
+from polars_dp.progress import Progress, rows_hint
 from polars_dp.releases.tree import TreeRelease
 
 
 def grow_tree(codes: np.ndarray, counts: np.ndarray | None, layout: MortonLayout, *, lam: float,
-              delta: float, theta: float, rng: np.random.Generator
-              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Run PrivTree's split decisions on sorted Morton ``codes`` carrying ``counts`` points each
-    (the finest cells and their counts; ``None``: one point per code), one level at a time.
+              delta: float, theta: float, rng: np.random.Generator,
+              advance: Callable[[int], None] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Run PrivTree's split decisions level by level on sorted finest-resolution Morton codes.
 
-    Returns the leaves' first codes (sorted), depths and exact counts.  Every node of a level
-    gets its count from two ``searchsorted`` calls over the cumulative counts and its own
-    Laplace draw, so unique weighted codes give the same tree as the repeated codes.
+    ``codes``: non-decreasing int64 Morton codes at the layout's resolution (typically unique
+    cells); ``counts``: int64 weight of each code (the number of points in that cell), or
+    ``None`` for one point per code.  An engine that counts points per finest cell passes
+    ``np.unique(codes, return_counts=True)``; raw sorted codes can be passed with ``None``.
+
+    The codes are sorted once and reused by every level: a node is the index range of its
+    prefix, and only the frontier (the nodes of the current level) is looked up: a split node
+    ``[a, b)`` gets its ``beta - 1`` interior child boundaries from one ``searchsorted`` each,
+    and counts are differences of the cumulative weights.  Each node of a level gets its own
+    Laplace draw (:func:`privtree_split`), in code order.  Returns the leaves' first codes
+    (sorted), depths and exact counts (float64).  ``advance(n)`` reports the nodes decided.
     """
-    if counts is None:
-        cum = np.arange(codes.size + 1, dtype=np.int64)
-    else:
-        cum = np.zeros(codes.size + 1, dtype=np.int64)
-        np.cumsum(counts, out=cum[1:])
+    codes = np.asarray(codes, dtype=np.int64)
+    cum = None if counts is None else np.r_[0, np.cumsum(np.asarray(counts, dtype=np.int64))]
     prefixes = np.zeros(1, dtype=np.int64)
+    lo = np.zeros(1, dtype=np.int64)
+    hi = np.full(1, codes.size, dtype=np.int64)
+    interior = np.arange(1, layout.fanout, dtype=np.int64)
     children = np.arange(layout.fanout, dtype=np.int64)
-    starts, depths, counts = [], [], []
+    starts, depths, leaf_counts = [], [], []
     for depth in range(layout.max_depth + 1):
         shift = layout.shift(depth)
-        first = prefixes << shift
-        c = (cum[np.searchsorted(codes, first + (np.int64(1) << shift), side="left")]
-             - cum[np.searchsorted(codes, first, side="left")])
+        c = hi - lo if cum is None else cum[hi] - cum[lo]
         if depth == layout.max_depth:
             split = np.zeros(prefixes.size, dtype=bool)
         else:
             split = privtree_split(c, depth, lam=lam, delta=delta, theta=theta, rng=rng)
+        if advance is not None:
+            advance(prefixes.size)
         leaf = ~split
-        starts.append(first[leaf])
+        starts.append(prefixes[leaf] << shift)
         depths.append(np.full(int(leaf.sum()), depth, dtype=np.int32))
-        counts.append(c[leaf])
+        leaf_counts.append(c[leaf])
         if not split.any():
             break
-        prefixes = ((prefixes[split] << layout.split_bits)[:, None] | children).ravel()
+        parent = prefixes[split] << layout.split_bits
+        lo, hi = _child_ranges(codes, parent, lo[split], hi[split], interior, layout.shift(depth + 1),
+                               layout.fanout)
+        prefixes = (parent[:, None] | children).ravel()
     start = np.concatenate(starts)
     order = np.argsort(start, kind="stable")
-    return start[order], np.concatenate(depths)[order], np.concatenate(counts)[order].astype(np.float64)
+    count = np.concatenate(leaf_counts)[order].astype(np.float64)
+    return start[order], np.concatenate(depths)[order], count
+
+
+#: A level finds its child boundaries by scanning the codes of the split nodes when they hold
+#: fewer than this many codes per boundary, else by binary search over all codes.
+SCAN_PER_BOUNDARY = 16
+
+
+def _child_ranges(codes: np.ndarray, parent: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                  interior: np.ndarray, child_shift: int, fanout: int) -> tuple[np.ndarray, np.ndarray]:
+    """Index ranges ``[lo, hi)`` (flat, children in code order) of the children of the split
+    nodes with first child prefixes ``parent`` and index ranges ``[lo, hi)``.
+
+    Small nodes: one pass over their codes (child digit, then a bincount per node); large
+    ones: ``searchsorted`` of the ``beta - 1`` interior boundaries.  Both give the same ranges.
+    """
+    sizes = hi - lo
+    total = int(sizes.sum())
+    if total <= SCAN_PER_BOUNDARY * parent.size * interior.size:
+        owner = np.repeat(np.arange(parent.size, dtype=np.int64), sizes)
+        pos = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(sizes) - sizes - lo, sizes)
+        digit = (codes[pos] >> child_shift) & (fanout - 1)
+        per_child = np.bincount(owner * fanout + digit, minlength=parent.size * fanout)
+        ends = np.cumsum(per_child.reshape(parent.size, fanout), axis=1) + lo[:, None]
+        return (ends - per_child.reshape(parent.size, fanout)).ravel(), ends.ravel()
+    inner = np.searchsorted(codes, ((parent[:, None] | interior) << child_shift).ravel(), side="left")
+    bounds = np.concatenate([lo[:, None], inner.reshape(parent.size, -1), hi[:, None]], axis=1)
+    return bounds[:, :-1].ravel(), bounds[:, 1:].ravel()
 
 
 def privtree(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: float,
              fanout: int | None = None, theta: float = 0.0, tree_share: float = 0.5,
              neighbours: str = "add_remove", seed: SeedLike = None, on_out_of_domain: str = "raise",
-             nulls: str = "raise", resolution: int | None = None, count_column: str | None = None
-             ) -> TreeRelease:
+             nulls: str = "raise", resolution: int | None = None, count_column: str | None = None,
+             progress: bool | None = None) -> TreeRelease:
     """Release a PrivTree decomposition of the points ``columns`` inside the public ``bounds``.
 
     Parameters
@@ -115,6 +154,8 @@ def privtree(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: 
     count_column : a column of non-negative integer counts when each row stands for several
         points (pre-aggregated rows; the guarantee holds when each individual contributes to
         exactly one row with weight 1, see :mod:`polars_dp.counting.spec`).
+    progress : stage bars on stderr (counting finest cells, tree, noise); ``None``: on a
+        terminal for large inputs.
     """
     box = as_box(columns, bounds)
     split_bits = check_fanout(fanout, box.d)
@@ -128,14 +169,19 @@ def privtree(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: 
     delta = privtree_delta(lam, beta)
     rng = make_rng(seed)
 
+    bar = Progress("privtree", progress, rows_hint(frame))
+    bar.step("counting (finest cells)")
     top = resolution_bits(box.d)
     bits = top if resolution is None else check_int(resolution, "resolution", lo=1, hi=top)
     layout = MortonLayout(box.d, bits, split_bits)
     codes, weights = finest_cells(frame, box, bits, functools.partial(morton_codes, bits=bits),
                                   on_out_of_domain=on_out_of_domain, nulls=nulls, count_column=count_column)
-    start, depth, count = grow_tree(codes, weights, layout, lam=lam, delta=delta, theta=theta, rng=rng)
+    start, depth, count = grow_tree(codes, weights, layout, lam=lam, delta=delta, theta=theta, rng=rng,
+                                    advance=bar.step("tree", unit="nodes"))
     del codes, weights
+    bar.step("noise")
     count += laplace(rng, factor / eps_leaf, count.shape)
+    bar.close()
     lo, hi = layout.node_boxes(start, depth, box)
     params = {"lambda": lam, "delta": delta, "theta": theta, "fanout": beta, "tree_share": share,
               "epsilon_tree": eps_tree, "epsilon_leaf": eps_leaf, "leaf_noise_scale": factor / eps_leaf,

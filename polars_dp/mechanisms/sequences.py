@@ -70,6 +70,7 @@ from polars_dp.kernels.pst import (
 )
 from polars_dp.mechanisms.privtree_rule import check_theta, privtree_sequence_params, privtree_split
 from polars_dp.noise import SeedLike, check_epsilon, check_fraction, laplace, make_rng
+from polars_dp.progress import Progress, rows_hint
 from polars_dp.releases.sequence import SequenceModel
 
 POSTPROCESS = ("sum_then_clip", "clip_then_sum")
@@ -78,7 +79,8 @@ POSTPROCESS = ("sum_then_clip", "clip_then_sum")
 def privtree_sequences(frame: Any, column: str, *, alphabet: Sequence[Any], max_length: int,
                        epsilon: float, tree_share: float = 0.25, theta: float = 0.0,
                        postprocess: str = "sum_then_clip", max_nodes: int | None = None,
-                       length_share: float = 0.05, seed: SeedLike = None) -> SequenceModel:
+                       length_share: float = 0.05, seed: SeedLike = None,
+                       progress: bool | None = None) -> SequenceModel:
     """Release a PST of the sequences in ``column`` with PrivTree's depth-independent noise.
 
     Parameters
@@ -97,6 +99,8 @@ def privtree_sequences(frame: Any, column: str, *, alphabet: Sequence[Any], max_
         the module docstring.
     length_share : fraction of ``epsilon`` spent on the noisy length law (0 for none).
     seed : ``None`` draws OS entropy; an int is for tests and experiments only.
+    progress : stage bars on stderr (counting, tree and noise); ``None``: on a terminal for
+        large inputs.
     """
     epsilon = check_epsilon(epsilon)
     tree_share = check_fraction(tree_share, "tree_share")
@@ -105,10 +109,15 @@ def privtree_sequences(frame: Any, column: str, *, alphabet: Sequence[Any], max_
     if postprocess not in POSTPROCESS:
         raise ParameterError(f"postprocess={postprocess!r}; use one of {POSTPROCESS}")
     max_nodes = check_max_nodes(max_nodes, len(check_alphabet(alphabet)) + 1)
+    bar = Progress("privtree_sequences", progress, rows_hint(frame))
+    bar.step("counting (encoding sequences)")
     enc = encode_sequences(frame, column, alphabet=alphabet, max_length=max_length)
-    return privtree_from_encoded(enc, alphabet=alphabet, epsilon=epsilon, tree_share=tree_share,
-                                 theta=theta, postprocess=postprocess, rng=make_rng(seed),
-                                 max_nodes=max_nodes, length_share=length_share)
+    bar.step("tree and noise")
+    model = privtree_from_encoded(enc, alphabet=alphabet, epsilon=epsilon, tree_share=tree_share,
+                                  theta=theta, postprocess=postprocess, rng=make_rng(seed),
+                                  max_nodes=max_nodes, length_share=length_share)
+    bar.close()
+    return model
 
 
 def privtree_from_encoded(enc: EncodedSequences, *, alphabet: Sequence[Any], epsilon: float,

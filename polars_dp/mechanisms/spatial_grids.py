@@ -47,6 +47,7 @@ from polars_dp.kernels.grid import flat_cells, grid_boxes, grid_cells
 from polars_dp.mechanisms.privelet import privelet
 from polars_dp.noise import SeedLike, check_epsilon, check_fraction, histogram_sensitivity, laplace, make_rng
 from polars_dp.params import check_int
+from polars_dp.progress import Progress, rows_hint
 from polars_dp.releases.tree import TreeRelease
 
 #: Name of the count column of the grid handed from Privelet* to Privelet.
@@ -79,7 +80,8 @@ def _budget_for_n(count_points: Callable[[], float], n: int | None, n_share: flo
 def uniform_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: float,
                  n: int | None = None, n_share: float = 0.05, c: float = 10.0,
                  neighbours: str = "add_remove", seed: SeedLike = None, on_out_of_domain: str = "raise",
-                 nulls: str = "raise", count_column: str | None = None) -> TreeRelease:
+                 nulls: str = "raise", count_column: str | None = None,
+                 progress: bool | None = None) -> TreeRelease:
     """UG: noisy counts of an ``m^d`` grid over the public ``bounds`` (see module docstring).
 
     ``frame``: any input of :mod:`polars_dp.counting.engines`; the grid counts (and, when needed,
@@ -88,12 +90,15 @@ def uniform_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsil
 
     ``n``: a public number of points, or ``None`` to use the exact count (``replace``) or a noisy
     estimate (``add_remove``).  Never pass a count computed from the private data.
+    ``progress``: stage bars on stderr (counting, noise); ``None``: on a terminal for large inputs.
     """
     box = as_box(columns, bounds)
     epsilon = check_epsilon(epsilon)
     c = check_epsilon(c, "c")
     sens = histogram_sensitivity(neighbours)
     rng = make_rng(seed)
+    bar = Progress("uniform_grid", progress, rows_hint(frame))
+    bar.step("counting")
     opts = {"on_out_of_domain": on_out_of_domain, "nulls": nulls, "count_column": count_column}
     if n is None:  # two passes (N, then the grid): a one-shot stream keeps the point columns only
         frame = rereadable(frame, [*box.columns, *([count_column] if count_column else [])])
@@ -102,7 +107,9 @@ def uniform_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsil
     m = grid_side(n_used, eps_grid, c, box.d)
     cells = check_domain_size((m,) * box.d, bytes_per_cell=64)
     count = grid_counts(frame, box, m, **opts)
+    bar.step("noise")
     count += laplace(rng, sens / eps_grid, count.shape)
+    bar.close()
     lo, hi = grid_boxes(box, m)
     params = {"c": c, "m": m, "n_used": n_used, "n_source": n_how, "epsilon_grid": eps_grid,
               "noise_scale": sens / eps_grid}
@@ -113,8 +120,8 @@ def uniform_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsil
 def adaptive_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: float,
                   n: int | None = None, n_share: float = 0.05, alpha: float = 0.5, c: float = 10.0,
                   c2: float = 5.0, neighbours: str = "add_remove", seed: SeedLike = None,
-                  on_out_of_domain: str = "raise", nulls: str = "raise", count_column: str | None = None
-                  ) -> TreeRelease:
+                  on_out_of_domain: str = "raise", nulls: str = "raise", count_column: str | None = None,
+                  progress: bool | None = None) -> TreeRelease:
     """AG: a two-level adaptive grid with constrained inference (see module docstring).
 
     ``frame``: any input of :mod:`polars_dp.counting.engines`; the second level's cells depend
@@ -122,6 +129,7 @@ def adaptive_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsi
     or Spark).  ``count_column``: pre-aggregated rows (see :mod:`polars_dp.counting.spec`).
 
     ``n``: as for :func:`uniform_grid` — public knowledge only, never computed from the private data.
+    ``progress``: stage bars on stderr (counting, noise); ``None``: on a terminal for large inputs.
     """
     box = as_box(columns, bounds)
     d = box.d
@@ -130,6 +138,8 @@ def adaptive_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsi
     c, c2 = check_epsilon(c, "c"), check_epsilon(c2, "c2")
     sens = histogram_sensitivity(neighbours)
     rng = make_rng(seed)
+    bar = Progress("adaptive_grid", progress, rows_hint(frame))
+    bar.step("counting")
     points, weights = collect_weighted_points(frame, box, on_out_of_domain=on_out_of_domain, nulls=nulls,
                                               count_column=count_column)
     n_points = points[0].size if weights is None else int(weights.sum())
@@ -154,8 +164,10 @@ def adaptive_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsi
         leaf = leaf + np.clip(np.floor(pos * pm2), 0, pm2 - 1).astype(np.int64) * pm2 ** (d - 1 - j)
     u = np.bincount(leaf, weights, minlength=n_leaves) + laplace(rng, sens / eps2, n_leaves)
 
+    bar.step("noise and constrained inference")
     owner = np.repeat(np.arange(n_cells), sub_cells)
     u = constrained_inference(v, u, owner, alpha)
+    bar.close()
 
     lo, hi = _two_level_boxes(box, m1, m2, owner, leaf_start)
     depth = np.where(sub_cells[owner] > 1, 2, 1).astype(np.int32)
@@ -167,8 +179,8 @@ def adaptive_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsi
 
 def privelet_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: float,
                   bits: int | None = None, neighbours: str = "add_remove", seed: SeedLike = None,
-                  on_out_of_domain: str = "raise", nulls: str = "raise", count_column: str | None = None
-                  ) -> TreeRelease:
+                  on_out_of_domain: str = "raise", nulls: str = "raise", count_column: str | None = None,
+                  progress: bool | None = None) -> TreeRelease:
     """Privelet* (the PrivTree paper's baseline): Privelet over a fixed ``2^bits``-per-dimension
     grid of the public box, each axis an ordinal attribute with the Haar transform.
 
@@ -179,21 +191,26 @@ def privelet_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsi
 
     ``frame``: any input of :mod:`polars_dp.counting.engines` (the grid counts are computed in
     that engine); ``count_column``: pre-aggregated rows (see :mod:`polars_dp.counting.spec`).
+    ``progress``: stage bars on stderr (counting, then Privelet's); ``None``: on a terminal
+    for large inputs.
     """
     box = as_box(columns, bounds)
     epsilon = check_epsilon(epsilon)
     k = max(1, 16 // box.d) if bits is None else check_int(bits, "bits", lo=1, hi=20)
     m = 1 << int(k)
     check_domain_size((m,) * box.d, bytes_per_cell=64)
+    bar = Progress("privelet_grid", progress, rows_hint(frame))
+    bar.step("counting")
     counts = grid_counts(frame, box, m, on_out_of_domain=on_out_of_domain, nulls=nulls,
                          count_column=count_column)
+    bar.close()
     nonzero = np.flatnonzero(counts)
     cells = pl.DataFrame({c: idx for c, idx in zip(box.columns, np.unravel_index(nonzero, (m,) * box.d),
                                                   strict=True)})
     cells = cells.with_columns(pl.Series(COUNT, counts[nonzero].astype(np.int64)))
     del counts, nonzero
     grid = privelet(cells, [Ordinal(c, 0, m - 1) for c in box.columns], epsilon=epsilon,
-                    neighbours=neighbours, seed=seed, count_column=COUNT)
+                    neighbours=neighbours, seed=seed, count_column=COUNT, progress=bar.enabled)
     lo, hi = grid_boxes(box, m)
     params = {**grid.params, "bits": int(k), "m": m, "noise_scale": grid.noise_scale}
     return TreeRelease(box, lo, hi, np.ones(m**box.d, dtype=np.int32), grid.counts.reshape(-1),

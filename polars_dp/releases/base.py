@@ -22,6 +22,7 @@ import pyarrow as pa
 
 from polars_dp._version import __version__
 from polars_dp.errors import ReleaseFormatError
+from polars_dp.progress import Progress
 from polars_dp.releases.integrity import (
     CHECKSUM_KEY,
     check_epsilon,
@@ -159,9 +160,24 @@ class Release:
         of the grid), so both give ``Categorical`` label columns."""
         return pl.from_arrow(self._table())
 
-    def write_parquet(self, path: str | os.PathLike, *, compression: str = "zstd") -> Path:
-        """Write the release (with metadata) to Parquet atomically; returns the path."""
-        return write_table_atomic(self.to_arrow(), path, compression=compression)
+    def write_parquet(self, path: str | os.PathLike, *, compression: str = "zstd",
+                      progress: bool | None = None) -> Path:
+        """Write the release (with metadata) to Parquet atomically; returns the path.
+
+        ``progress``: stage bars on stderr (building the table, writing); ``None``: on a
+        terminal for large releases.
+        """
+        bar = Progress("write_parquet", progress, self._size())
+        bar.step("building the table")
+        table = self.to_arrow()
+        bar.step("writing")
+        written = write_table_atomic(table, path, compression=compression)
+        bar.close()
+        return written
+
+    def _size(self) -> int:
+        """Rows of the release table, for progress decisions (0 when not cheap to know)."""
+        return int(getattr(self, "n_cells", 0) or getattr(self, "n_leaves", 0) or 0)
 
     @classmethod
     def from_arrow(cls, table: pa.Table) -> Release:

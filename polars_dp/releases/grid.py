@@ -9,6 +9,7 @@ noise model.  Everything here is post-processing of the mechanism's output.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -18,9 +19,10 @@ import pyarrow as pa
 
 from polars_dp.domains.attributes import Attribute, Nominal, attribute_from_json
 from polars_dp.errors import ParameterError, PolarsDPError, QueryError, ReleaseFormatError
-from polars_dp.kernels.prefix import box_sums, prefix_sums
+from polars_dp.kernels.prefix import box_sums, prefix_sums, streamed_box_sums
 from polars_dp.kernels.wavelets import generalized_sensitivity, range_variance_factor
 from polars_dp.noise import SeedLike, histogram_sensitivity
+from polars_dp.progress import Progress
 from polars_dp.releases import sql_grid
 from polars_dp.releases.base import Release
 from polars_dp.releases.grid_queries import as_query_frame, predicate_ranges, query_ranges
@@ -49,6 +51,22 @@ def _axis_index(shape: tuple[int, ...], axis: int, start: int = 0, stop: int | N
     outer = int(np.prod(shape[:axis], dtype=np.int64))
     base = np.arange(shape[axis], dtype=np.int32)
     return np.tile(np.repeat(base, inner), outer)
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available now (``MemAvailable`` of /proc/meminfo, else free pages), or
+    None when unknown."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 def _label_array(labels: list | np.ndarray, codes: np.ndarray) -> pa.Array:
@@ -194,6 +212,11 @@ class GridRelease(Release):
     """
 
     release_type = "grid"
+
+    #: Largest summed-area array (bytes) kept for later queries; ``None``: half of the memory
+    #: available when it is first needed.  Beyond it, queries stream the prefix sums instead
+    #: (same answers, bit for bit; one pass over the counts per batch of queries).
+    prefix_cache_bytes: int | None = None
 
     def __init__(self, counts: np.ndarray, attributes: tuple[Attribute, ...], *, mechanism: str,
                  epsilon: float, neighbours: str, noise_scale: float,
@@ -359,6 +382,25 @@ class GridRelease(Release):
             self.__dict__["_prefix_cache"] = cached
         return cached[1]
 
+    def _prefix_fits(self) -> bool:
+        """Whether the summed-area array may be built and cached (see :attr:`prefix_cache_bytes`)."""
+        cached = self.__dict__.get("_prefix_cache")
+        if cached is not None and cached[0] is self.counts:
+            return True
+        size = 8 * int(np.prod([n + 1 for n in self.shape], dtype=np.float64))
+        limit = self.prefix_cache_bytes
+        if limit is None:
+            available = available_memory()
+            return available is None or size <= available // 2
+        return size <= limit
+
+    def _box_sums(self, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
+        """Range sums over cell boxes: from the cached summed-area array when it fits in
+        memory, else streamed (:func:`polars_dp.kernels.prefix.streamed_box_sums`)."""
+        if self._prefix_fits():
+            return box_sums(self.prefix, starts, stops)
+        return streamed_box_sums(self.counts, starts, stops)
+
     def range_count(self, *, align: str = "exact", **predicates: Any) -> float:
         """Noisy count of rows matching every predicate.
 
@@ -373,7 +415,7 @@ class GridRelease(Release):
         count of those whole bins.
         """
         starts, stops = predicate_ranges(self.attributes, predicates, align)
-        return float(box_sums(self.prefix, starts[None], stops[None])[0])
+        return float(self._box_sums(starts[None], stops[None])[0])
 
     def range_std(self, *, align: str = "exact", **predicates: Any) -> float:
         """Standard deviation of :meth:`range_count`'s noise: ``sqrt(range_variance)``."""
@@ -381,20 +423,26 @@ class GridRelease(Release):
         return float(np.sqrt(self.range_variance(starts[None], stops[None])[0]))
 
     def range_counts(self, queries: Any, std: bool = False, *,
-                     passthrough: Iterable[str] = ("id",), align: str = "exact") -> pl.DataFrame:
+                     passthrough: Iterable[str] = ("id",), align: str = "exact",
+                     progress: bool | None = None) -> pl.DataFrame:
         """Answer a batch of range-count queries; returns ``queries`` with ``count`` (and
         ``std``, the noise standard deviation of each answer) added.
 
         ``queries``: a Polars frame with ``<col>_lo`` / ``<col>_hi`` columns for ordinal
         attributes and ``<col>`` (a hierarchy label) for nominal ones; null = unrestricted.
         Other columns raise :class:`QueryError` unless listed in ``passthrough``.  ``align``
-        as in :meth:`range_count`.
+        as in :meth:`range_count`.  ``progress``: stage bars on stderr (prefix sums,
+        variance); ``None``: on a terminal for large releases.
         """
         frame = as_query_frame(queries)
         starts, stops = query_ranges(self.attributes, frame, passthrough=passthrough, align=align)
-        out = {"count": box_sums(self.prefix, starts, stops)}
+        bar = Progress("range_counts", progress, self.n_cells)
+        bar.step("prefix sums and corners")
+        out = {"count": self._box_sums(starts, stops)}
         if std:
+            bar.step("variance")
             out["std"] = np.sqrt(self.range_variance(starts, stops))
+        bar.close()
         return frame.with_columns(pl.Series(name, values, nan_to_null=True) for name, values in out.items())
 
     # ------------------------------------------------------------------ outputs

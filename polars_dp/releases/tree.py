@@ -29,6 +29,7 @@ from polars_dp.kernels.spatial_sums import (
     two_level_grid_sums,
 )
 from polars_dp.noise import SeedLike, histogram_sensitivity
+from polars_dp.progress import Progress
 from polars_dp.releases import sql_tree
 from polars_dp.releases.base import Release
 from polars_dp.releases.grid_queries import as_query_frame
@@ -195,7 +196,7 @@ class TreeRelease(Release):
         return q_lo, q_hi
 
     def range_counts(self, boxes: Any, std: bool = False, *,
-                     passthrough: Iterable[str] = ("id",)) -> pl.DataFrame:
+                     passthrough: Iterable[str] = ("id",), progress: bool | None = None) -> pl.DataFrame:
         """Noisy counts of many boxes at once: ``boxes`` with a ``count`` column added.
 
         ``boxes``: a Polars frame (or anything ``pl.DataFrame`` accepts) with ``<col>_lo`` /
@@ -212,11 +213,16 @@ class TreeRelease(Release):
         inside partially covered leaves (points are not spread evenly in a leaf) is **not
         included**, and on real data it can dominate (the column is named ``noise_std``, not
         ``std``, to say so; grid releases' ``std`` is the whole error of an unbiased answer).
+
+        ``progress``: a stage bar on stderr; ``None``: on a terminal for large work.
         """
         frame = as_query_frame(boxes)
+        bar = Progress("range_counts", progress, frame.height * max(self.n_leaves, 1))
+        bar.step("queries")
         if not std or postprocessed_noise_model(self.params) is not None:  # post-processed: std NULL
             counts = self.range_count_array(frame, passthrough=passthrough)
             nulls = [pl.lit(None, pl.Float64).alias("noise_std")] if std else []
+            bar.close()
             return frame.with_columns(pl.Series("count", counts), *nulls)
         scale = self._leaf_noise_scale()
         q_lo, q_hi = self._query_arrays(frame, passthrough)
@@ -227,6 +233,7 @@ class TreeRelease(Release):
         else:
             counts = self.range_count_array(frame, passthrough=passthrough)
             squares = grid_weight_squares(int(self.layout["m"]), self.box, q_lo, q_hi)
+        bar.close()
         return frame.with_columns(pl.Series("count", counts),
                                   pl.Series("noise_std", np.sqrt(2.0 * scale**2 * squares)))
 

@@ -1,0 +1,380 @@
+"""Mechanisms against the plain-numpy floor, measured in the same process, interleaved.
+
+The floor of a grid mechanism is what any implementation must do at least: the cell index
+computed from the columns as numpy arrays (integer codes: nominal leaves are looked up in a
+table), ``np.bincount(minlength=cells)``, the same noise sampler on every coefficient and,
+for Privelet, the same inverse kernel (:func:`polars_dp.kernels.wavelets.hn_inverse` on the
+whole noise array).  Ratios are medians of mechanism / floor over interleaved repeats.
+
+Cases (``--cases``):
+  census   Age 101 x Gender 2 x Occupation 512 (8 x 64) x Income 1001 = 1.04e8 cells, 1e7 rows
+  1d       one ordinal axis of 2^20 cells, 1e7 rows
+  nominal  Age 100 x Region 20 x Education 16 x Marital 9 x Hours 100 (three small nominal
+           hierarchies), 2.9e7 cells, 1e7 rows
+  privtree PrivTree on 1e7 clustered 2-D points vs the uniform grid (UG) on the same points
+  memory   peak memory of each mechanism on the census shape (fresh process each) / the size of
+           the dense count array (float64)
+
+The wavelet and prefix stages are also timed alone (noise + inverse on zeros; the first
+prefix-sum build; one streamed batch of range counts), since the count stage is being
+improved separately.  ``--noise exact`` passes ``noise="exact"`` to the mechanisms when they
+accept it (else the float sampler is used and the table says so) and uses the exact discrete
+Laplace sampler in the floor when :mod:`polars_dp.noise` has one.
+
+The machine is shared: every number is a median of ``--repeats`` interleaved runs; treat
+absolute times as +-30 %, ratios as the result.
+
+    python -m benchmarks.bench_floor [--quick] [--cases census,1d,...] [--noise float|exact]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import inspect
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from fractions import Fraction
+
+import numpy as np
+
+TARGETS = {"basic": 1.3, "privelet+": 1.8, "privelet": 3.0}
+TARGET_PRIVTREE = 2.0
+TARGET_PRIVTREE_1E6_S = 0.3
+TARGET_MEMORY = 2.5
+CASES = ("census", "1d", "nominal", "privtree", "memory")
+
+
+# ---------------------------------------------------------------------------- data
+def case_attributes(case: str, quick: bool) -> tuple[list, list[str]]:
+    """Attributes of a case and the Privelet+ untransformed columns."""
+    import polars_dp as pdp
+    if case == "census":
+        groups, per = (8, 8) if quick else (8, 64)
+        occ = pdp.Hierarchy.from_dict({f"g{g}": list(range(g * per, (g + 1) * per)) for g in range(groups)})
+        return ([pdp.Ordinal("age", 0, 100), pdp.Nominal("gender", categories=[0, 1]),
+                 pdp.Nominal("occupation", occ), pdp.Ordinal("income", 0, 1000)], ["age", "gender"])
+    if case == "1d":
+        return [pdp.Ordinal("x", 0, (1 << (16 if quick else 20)) - 1)], []
+
+    def nested(groups: int, per: int, base: int):
+        return pdp.Hierarchy.from_dict({f"h{base}_{g}": [base + g * per + j for j in range(per)]
+                                        for g in range(groups)})
+    return ([pdp.Ordinal("age", 0, 99), pdp.Nominal("region", nested(4, 5, 0)),
+             pdp.Nominal("education", nested(4, 4, 0)), pdp.Nominal("marital", nested(3, 3, 0)),
+             pdp.Ordinal("hours", 0, 49 if quick else 99)], ["age"])
+
+
+def case_rows(case: str, attrs: list, n: int, seed: int = 2010):
+    """Synthetic rows (integer columns; nominal leaves are integers)."""
+    import polars as pl
+    rng = np.random.default_rng(seed)
+    cols = {}
+    for a in attrs:
+        m = a.n_cells
+        if hasattr(a, "hierarchy"):
+            leaves = np.asarray(a.hierarchy.leaves)
+            cols[a.column] = leaves[np.minimum(rng.zipf(1.3, n) - 1, m - 1)]
+        elif m > 100_000:
+            cols[a.column] = np.minimum(rng.lognormal(np.log(m) - 3, 1.5, n), m - 1).astype(np.int64)
+        else:
+            cols[a.column] = np.clip(rng.normal(m / 3, m / 5, n), 0, m - 1).astype(np.int64)
+    return pl.DataFrame(cols)
+
+
+# ---------------------------------------------------------------------------- noise
+def accepts_noise(fn) -> bool:
+    return "noise" in inspect.signature(fn).parameters
+
+
+def exact_sampler():
+    """``(source, sample(src, scale: Fraction, size) -> int64)`` of the exact sampler, or None."""
+    import polars_dp.noise as nz
+    if not all(hasattr(nz, f) for f in ("noise_source", "discrete_laplace")):
+        return None
+    return nz.noise_source(1), lambda src, scale, size: nz.discrete_laplace(
+        src, scale.numerator, scale.denominator, size)
+
+
+# ---------------------------------------------------------------------------- floors
+def cell_index(columns: list[np.ndarray], attrs: list) -> np.ndarray:
+    """Flat C-order cell of every row, from integer numpy columns (nominal: a lookup table)."""
+    idx = np.zeros(columns[0].size, dtype=np.int64)
+    for x, a in zip(columns, attrs, strict=True):
+        idx *= a.n_cells
+        if hasattr(a, "hierarchy"):
+            labels = np.asarray(a.cell_labels())
+            table = np.empty(int(labels.max()) + 1, dtype=np.int64)
+            table[labels] = np.arange(labels.size)
+            idx += table[x]
+        else:
+            idx += x - int(a.lo)
+    return idx
+
+
+def floor_basic(columns, attrs, scale: float, noise: str):
+    shape = tuple(a.n_cells for a in attrs)
+    counts = np.bincount(cell_index(columns, attrs), minlength=int(np.prod(shape)))
+    exact = exact_sampler() if noise == "exact" else None
+    if exact:
+        src, sample = exact
+        return counts + sample(src, Fraction(scale).limit_denominator(1 << 20), counts.size)
+    return counts + np.random.default_rng(1).laplace(0.0, scale, counts.size)
+
+
+def floor_privelet(columns, attrs, transformed, scale: float, noise: str):
+    from polars_dp.kernels import wavelets as W
+    shape = tuple(a.n_cells for a in attrs)
+    counts = np.bincount(cell_index(columns, attrs), minlength=int(np.prod(shape))).reshape(shape)
+    exact = exact_sampler() if noise == "exact" else None
+    if exact:  # exact lattice coefficients + DLap(D t), then the float inverse
+        src, sample = exact
+        num = W.hn_forward_int(counts, attrs, transformed)
+        den = np.ones((), dtype=np.int64)
+        for p in W.hn_denominators(attrs, transformed):
+            den = np.multiply.outer(den, p)
+        den = np.broadcast_to(den, num.shape)
+        t = Fraction(scale).limit_denominator(1 << 20)
+        noisy = num.astype(np.float64)
+        for d in np.unique(den):
+            where = den == d
+            noisy[where] = (num[where] + sample(src, t * int(d), int(where.sum()))) / int(d)
+        return W.hn_inverse(noisy, attrs, transformed)
+    coef = tuple(W.coefficient_count(a) if t else a.n_cells for a, t in zip(attrs, transformed, strict=True))
+    field = W.hn_inverse(np.random.default_rng(1).laplace(0.0, scale, coef), attrs, transformed)
+    field += counts
+    return field
+
+
+# ---------------------------------------------------------------------------- grid cases
+def grid_case(case: str, quick: bool, rows: int, repeats: int, noise: str) -> dict:
+    import polars_dp as pdp
+    from polars_dp.kernels import wavelets as W
+    from polars_dp.kernels.prefix import prefix_sums, streamed_box_sums
+    privelet_module = importlib.import_module("polars_dp.mechanisms.privelet")
+
+    attrs, plus_untransformed = case_attributes(case, quick)
+    frame = case_rows(case, attrs, rows)
+    columns = [frame[a.column].to_numpy() for a in attrs]
+    cells = int(np.prod([a.n_cells for a in attrs]))
+    out = {"case": case, "cells": cells, "rows": rows, "noise": noise, "mechanisms": {}, "stages": {}}
+    variants = [("basic", None), ("privelet", [])]
+    if plus_untransformed:
+        variants.insert(1, ("privelet+", plus_untransformed))
+    for name, untransformed in variants:
+        fn = pdp.basic if name == "basic" else pdp.privelet
+        kwargs = {"epsilon": 1.0, "seed": 1}
+        if untransformed is not None:
+            kwargs["untransformed"] = untransformed
+        used = noise if noise == "float" or accepts_noise(fn) else "float (noise= not accepted)"
+        if noise == "exact" and accepts_noise(fn):
+            kwargs["noise"] = "exact"
+        transformed = [a.column not in (untransformed or []) for a in attrs]
+        if name == "basic":
+            scale = 2.0
+        else:
+            scale = privelet_module.privelet_scale(privelet_module.privelet_rho(attrs, transformed), 1.0,
+                                                   "replace")
+        mech_t, floor_t = [], []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            release = fn(frame, attrs, **kwargs)
+            mech_t.append(time.perf_counter() - t0)
+            del release
+            t0 = time.perf_counter()
+            if name == "basic":
+                result = floor_basic(columns, attrs, scale, noise)
+            else:
+                result = floor_privelet(columns, attrs, transformed, scale, noise)
+            floor_t.append(time.perf_counter() - t0)
+            del result
+        m, f = statistics.median(mech_t), statistics.median(floor_t)
+        out["mechanisms"][name] = {"seconds": m, "floor": f, "ratio": m / f, "noise_used": used}
+        if name != "basic":  # the wavelet stage alone: noise + blocked inverse into zeros
+            zeros = np.zeros(tuple(a.n_cells for a in attrs))
+            t0 = time.perf_counter()
+            privelet_module.add_wavelet_noise(zeros, attrs, transformed, scale, np.random.default_rng(1))
+            stage = time.perf_counter() - t0
+            coef = tuple(W.coefficient_count(a) if t else a.n_cells
+                         for a, t in zip(attrs, transformed, strict=True))
+            t0 = time.perf_counter()
+            eta = np.random.default_rng(1).laplace(0.0, scale, coef)
+            draw = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            W.hn_inverse(eta, attrs, transformed)
+            inverse = time.perf_counter() - t0
+            del eta
+            out["stages"][f"{name}: noise + blocked inverse"] = stage
+            out["stages"][f"{name}: noise draw alone"] = draw
+            out["stages"][f"{name}: hn_inverse alone"] = inverse
+            zeros[...] = np.random.default_rng(2).laplace(size=zeros.shape)
+            t0 = time.perf_counter()
+            prefix_sums(zeros)
+            out["stages"]["prefix sums (whole array, cached by GridRelease)"] = time.perf_counter() - t0
+            starts = np.zeros((1000, len(attrs)), dtype=np.int64)
+            stops = np.tile([a.n_cells for a in attrs], (1000, 1))
+            t0 = time.perf_counter()
+            streamed_box_sums(zeros, starts, stops)
+            out["stages"]["1,000 range counts, prefix streamed (memory tight)"] = time.perf_counter() - t0
+            del zeros
+    return out
+
+
+# ---------------------------------------------------------------------------- privtree
+def privtree_case(quick: bool, repeats: int) -> dict:
+    import polars_dp  # noqa: F401
+    from benchmarks.bench_privtree import skewed_frame
+    out = {"case": "privtree", "sizes": []}
+    for n in ((100_000, 1_000_000) if quick else (1_000_000, 10_000_000)):
+        frame = skewed_frame(n, 2)
+        cols, bounds = list(frame.columns), [(0.0, 1.0)] * 2
+        ug, pt = [], []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            frame.dp.uniform_grid(cols, bounds=bounds, epsilon=1.0, seed=1)
+            ug.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            frame.dp.privtree(cols, bounds=bounds, epsilon=1.0, seed=1)
+            pt.append(time.perf_counter() - t0)
+        out["sizes"].append({"points": n, "ug": statistics.median(ug), "privtree": statistics.median(pt)})
+    return out
+
+
+# ---------------------------------------------------------------------------- memory
+def _hwm_bytes() -> int:
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def _rss_bytes() -> int:
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def memory_child(quick: bool, rows: int, mechanism: str, noise: str) -> dict:
+    import polars_dp as pdp
+    attrs, plus = case_attributes("census", quick)
+    frame = case_rows("census", attrs, rows)
+    pdp.basic(frame.head(1000), attrs, epsilon=1.0, seed=1)  # warm-up (imports, caches)
+    kwargs = {"epsilon": 1.0, "seed": 1}
+    fn = pdp.basic if mechanism == "basic" else pdp.privelet
+    if mechanism == "privelet+":
+        kwargs["untransformed"] = plus
+    if noise == "exact" and accepts_noise(fn):
+        kwargs["noise"] = "exact"
+    base = _rss_bytes()
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+        reset = True
+    except OSError:
+        reset = False
+    release = fn(frame, attrs, **kwargs)
+    peak = _hwm_bytes()
+    return {"mechanism": mechanism, "extra_bytes": peak - base, "count_bytes": release.counts.nbytes,
+            "reset": reset}
+
+
+def memory_case(quick: bool, rows: int, noise: str) -> dict:
+    out = {"case": "memory", "runs": []}
+    for mech in ("basic", "privelet+", "privelet"):
+        out["runs"].append(_child(["--memory-child", mech, "--rows", str(rows), "--noise", noise]
+                                  + (["--quick"] if quick else [])))
+    return out
+
+
+# ---------------------------------------------------------------------------- driver
+def _child(args: list[str]) -> dict:
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.bench_floor", *args], capture_output=True,
+                          text=True, check=False)
+    if proc.returncode:
+        sys.stderr.write(proc.stderr)
+        raise SystemExit(proc.returncode)
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def report(res: dict) -> None:
+    case = res["case"]
+    if case == "privtree":
+        print("\nPrivTree vs the uniform grid (2-D clustered points, medians)")
+        for s in res["sizes"]:
+            ratio = s["privtree"] / s["ug"]
+            print(f"  {s['points']:>12,} points: UG {s['ug']:.3f} s, PrivTree {s['privtree']:.3f} s, "
+                  f"ratio {ratio:.2f}")
+        big, small = res["sizes"][-1], res["sizes"][0]
+        ratio = big["privtree"] / big["ug"]
+        print(f"  target PrivTree <= {TARGET_PRIVTREE}x UG on {big['points']:,} points: "
+              f"{'met' if ratio <= TARGET_PRIVTREE else 'MISSED'} ({ratio:.2f}); "
+              f"{small['points']:,} points {small['privtree']:.3f} s (target < {TARGET_PRIVTREE_1E6_S} s "
+              f"on 1e6: {'met' if small['privtree'] < TARGET_PRIVTREE_1E6_S else 'MISSED'})")
+        return
+    if case == "memory":
+        print("\npeak memory on the census shape (fresh process each; growth over the frame)")
+        for r in res["runs"]:
+            ratio = r["extra_bytes"] / r["count_bytes"]
+            print(f"  {r['mechanism']:<10} {r['extra_bytes'] / 2**30:6.2f} GiB = {ratio:.2f} x the count "
+                  "array "
+                  f"({r['count_bytes'] / 2**30:.2f} GiB); target <= {TARGET_MEMORY}: "
+                  f"{'met' if ratio <= TARGET_MEMORY else 'MISSED'}"
+                  f"{'' if r['reset'] else ' (peak not resettable: running maximum)'}")
+        return
+    print(f"\n{case}: {res['cells']:,} cells, {res['rows']:,} rows, noise={res['noise']}")
+    print(f"  {'mechanism':<11}{'seconds':>9}{'floor s':>9}{'ratio':>7}{'target':>8}  noise used")
+    for name, m in res["mechanisms"].items():
+        target = TARGETS[name]
+        print(f"  {name:<11}{m['seconds']:>9.2f}{m['floor']:>9.2f}{m['ratio']:>7.2f}{target:>7.1f}"
+              f"{'' if m['ratio'] <= target else '!'}  {m['noise_used']}")
+    for stage, seconds in res["stages"].items():
+        print(f"    stage {stage}: {seconds:.2f} s")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="1e6 rows, smaller domains")
+    parser.add_argument("--rows", type=int, default=None)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--cases", default=",".join(CASES))
+    parser.add_argument("--noise", choices=("float", "exact"), default="float")
+    parser.add_argument("--case-child", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--memory-child", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    rows = args.rows or (1_000_000 if args.quick else 10_000_000)
+    if args.memory_child:
+        print(json.dumps(memory_child(args.quick, rows, args.memory_child, args.noise)))
+        return 0
+    if args.case_child:
+        if args.case_child == "privtree":
+            res = privtree_case(args.quick, args.repeats)
+        else:
+            res = grid_case(args.case_child, args.quick, rows, args.repeats, args.noise)
+        print(json.dumps(res))
+        return 0
+    print("mechanism / numpy floor, medians of interleaved repeats (shared machine: +-30 % on times)")
+    common = ["--rows", str(rows), "--repeats", str(args.repeats), "--noise", args.noise]
+    common += ["--quick"] if args.quick else []
+    for case in args.cases.split(","):
+        if case == "memory":
+            report(memory_case(args.quick, rows, args.noise))
+        elif case in CASES:
+            report(_child(["--case-child", case, *common]))
+        else:
+            print(f"unknown case {case!r}; choose from {', '.join(CASES)}")
+            return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:] if sys.argv[0].endswith("bench_floor.py") else []))
