@@ -30,7 +30,10 @@ def _reduce(keys: np.ndarray, counts: np.ndarray | None) -> tuple[np.ndarray, np
         first[0] = True
         np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
         starts = np.flatnonzero(first)
-        return ordered[starts], np.diff(np.append(starts, ordered.size)).astype(np.int64)
+        runs = np.empty(starts.size, dtype=np.int64)
+        np.subtract(starts[1:], starts[:-1], out=runs[:-1])
+        runs[-1] = ordered.size - starts[-1]
+        return ordered[starts], runs
     summed = (pl.DataFrame({"key": keys, "count": np.rint(counts).astype(np.int64)})
               .group_by("key").agg(pl.col("count").sum()).sort("key"))
     return summed["key"].to_numpy(), summed["count"].to_numpy().astype(np.int64)
