@@ -67,6 +67,7 @@ random bits).  It is for experiments and comparisons; its releases record ``nois
 
 from __future__ import annotations
 
+import itertools
 import math
 import numbers
 import os
@@ -203,7 +204,8 @@ class NoiseSource:
             return None
         if self._cipher is None or self._pid != os.getpid() or self._left < nbytes:
             # fresh key and zero counter: at most 2^32 words (2^27 ChaCha blocks) per key
-            self._cipher = _Cipher(_ChaCha20(os.urandom(32), bytes(4) + os.urandom(12)), mode=None).encryptor()
+            key, nonce = os.urandom(32), bytes(4) + os.urandom(12)
+            self._cipher = _Cipher(_ChaCha20(key, nonce), mode=None).encryptor()
             self._pid = os.getpid()
             self._left = 8 << 32
         self._left -= nbytes
@@ -421,7 +423,7 @@ class _Table:
         prec = 192
         while (floors := self._build(prec)) is None:
             prec += 128
-        if any(a <= b for a, b in zip(floors, floors[1:])):
+        if any(a <= b for a, b in itertools.pairwise(floors)):
             raise ParameterError(f"noise scale {law.t}/{law.s} is outside the supported range")
         self.ascending = np.array(floors[::-1], dtype=np.uint64)
         shift = 63 - GUIDE_BITS
