@@ -344,6 +344,8 @@ def _exp_pos_interval(a: int, b: int, prec: int) -> tuple[int, int]:
 
 def _q_pow_interval(s: int, t: int, m: int, prec: int) -> tuple[int, int]:
     """Integers ``lo <= q^m 2^prec <= hi`` for ``q = exp(-s/t)``."""
+    if 10 * s * m >= 7 * prec * t:  # m s / t >= 0.7 prec > prec ln 2: q^m 2^prec < 1
+        return 0, 1
     lo, hi = _exp_pos_interval(s * m, t, prec)
     return (1 << (2 * prec)) // hi, (1 << (2 * prec)) // lo + 1
 
@@ -585,6 +587,26 @@ def add_discrete_laplace(values: np.ndarray, scale: Fraction, src: NoiseSource) 
         flat[a:b] += discrete_laplace(src, scale.numerator, scale.denominator, b - a)
 
 
+def add_noise(values: np.ndarray, scale: float | Fraction, src: NoiseSource, noise: str) -> None:
+    """``values += noise`` in place: exact discrete Laplace (``values`` hold integers) or float
+    Laplace of ``scale``; one independent draw per entry."""
+    if check_noise(noise) == "exact":
+        add_discrete_laplace(values, Fraction(scale), src)
+    else:
+        values += laplace(src, float(scale), values.shape)
+
+
+def noise_params(sensitivity: int | Fraction, scale: float | Fraction, noise: str,
+                 prefix: str = "") -> dict[str, object]:
+    """What a release records about one noise scale: for exact noise the rational scale and
+    the epsilon actually spent, ``sensitivity / scale``."""
+    if check_noise(noise) != "exact":
+        return {}
+    scale = Fraction(scale)
+    return {f"{prefix}noise_scale_exact": f"{scale.numerator}/{scale.denominator}",
+            f"{prefix}epsilon_effective": float(Fraction(sensitivity) / scale)}
+
+
 def sample_noise(src: NoiseSource, scale: float | Fraction, size: int | tuple[int, ...],
                  noise: str) -> np.ndarray:
     """Noise of ``scale`` for counts: exact discrete Laplace (int64) or float Laplace."""
@@ -650,6 +672,7 @@ __all__ = [
     "NoiseKind",
     "NoiseSource",
     "add_discrete_laplace",
+    "add_noise",
     "as_source",
     "bernoulli_exp",
     "check_epsilon",
@@ -664,6 +687,7 @@ __all__ = [
     "laplace",
     "laplace_scale",
     "make_rng",
+    "noise_params",
     "noise_source",
     "privtree_decision",
     "sample_noise",

@@ -31,18 +31,20 @@ def pst_scores(hist: np.ndarray, starts_with_start: np.ndarray) -> np.ndarray:
     return np.where(starts_with_start, 0.0, score)
 
 
-def privtree_sequence_params(alphabet_size: int, max_length: int, eps_tree: float) -> tuple[float, float]:
+def privtree_sequence_params(alphabet_size: int, max_length: int, eps_tree: float,
+                             noise: str = "float") -> tuple[float, float]:
     """``(lambda, delta)`` of the sequence PrivTree (Theorem 4.1 as reconstructed, spec §2.10).
 
     ``beta = |I| + 1``, ``l_top = max_length + 1`` (end marker included):
     ``lambda = (2 beta - 1) / (beta - 1) * l_top / eps_tree`` and ``delta = lambda * ln(beta)``.
     The ``l_top`` factor is group privacy: adding/removing one sequence adds/removes at most
     ``l_top`` (context, symbol) pairs, each changing the scores of one root-to-leaf path by
-    at most 1 (spec §2.9, general monotone scores).
+    at most 1 (spec §2.9, general monotone scores).  ``noise="exact"``: both on the ``2^-20``
+    grid, rounded safely (:mod:`polars_dp.privtree_rule`).
     """
     beta = alphabet_size + 1
-    lam = privtree_lambda(eps_tree / (max_length + 1), beta)
-    return lam, privtree_delta(lam, beta)
+    lam = privtree_lambda(eps_tree, beta, group=max_length + 1, noise=noise)
+    return lam, privtree_delta(lam, beta, noise=noise)
 
 
 @dataclass

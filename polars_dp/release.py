@@ -105,10 +105,14 @@ class Release:
     params: dict[str, Any]
     created: str
     library_version: str
+    noise: str
+    seeded: bool
 
     def _init_common(self, *, mechanism: str, epsilon: float, neighbours: str,
                      params: Mapping[str, Any] | None, created: str | None,
-                     library_version: str | None) -> None:
+                     library_version: str | None, noise: str = "float", seeded: bool = False) -> None:
+        self.noise = noise
+        self.seeded = bool(seeded)
         self.mechanism = mechanism
         self.epsilon = float(epsilon)
         self.neighbours = neighbours
@@ -123,6 +127,8 @@ class Release:
             "mechanism": self.mechanism,
             "epsilon": self.epsilon,
             "neighbours": self.neighbours,
+            "noise": self.noise,
+            "seeded": self.seeded,
             "params": self.params,
             "version": self.library_version,
             "created": self.created,
@@ -134,10 +140,15 @@ class Release:
             "mechanism": meta["mechanism"],
             "epsilon": json.loads(meta["epsilon"]),
             "neighbours": meta["neighbours"],
+            "noise": meta.get("noise", "float"),  # files written before exact noise
+            "seeded": bool(json.loads(meta.get("seeded", "false"))),
             "params": json.loads(meta.get("params", "{}")),
             "created": meta.get("created"),
             "library_version": meta.get("version"),
         }
+
+    def _seeded_repr(self) -> str:
+        return ", seeded=True (not for production)" if self.seeded else ""
 
     def _table(self) -> pa.Table:
         raise NotImplementedError
@@ -241,7 +252,7 @@ class GridRelease(Release):
     def __init__(self, counts: np.ndarray, attributes: tuple[Attribute, ...], *, mechanism: str,
                  epsilon: float, neighbours: str, noise_scale: float,
                  params: Mapping[str, Any] | None = None, created: str | None = None,
-                 library_version: str | None = None):
+                 library_version: str | None = None, noise: str = "float", seeded: bool = False):
         counts = np.asarray(counts, dtype=np.float64)
         attributes = tuple(attributes)
         if counts.shape != tuple(a.n_cells for a in attributes):
@@ -253,7 +264,8 @@ class GridRelease(Release):
         self.attributes = attributes
         self.noise_scale = float(noise_scale)
         self._init_common(mechanism=mechanism, epsilon=epsilon, neighbours=neighbours,
-                          params=params, created=created, library_version=library_version)
+                          params=params, created=created, library_version=library_version,
+                          noise=noise, seeded=seeded)
         self._check_column_names()
 
     # ------------------------------------------------------------------ basics
@@ -423,7 +435,8 @@ class GridRelease(Release):
     def __repr__(self) -> str:
         dims = " x ".join(f"{a.column}:{a.n_cells}" for a in self.attributes)
         return (f"GridRelease(mechanism={self.mechanism!r}, epsilon={self.epsilon}, "
-                f"neighbours={self.neighbours!r}, cells={self.n_cells:,} [{dims}])")
+                f"neighbours={self.neighbours!r}, noise={self.noise!r}{self._seeded_repr()}, "
+                f"cells={self.n_cells:,} [{dims}])")
 
 
 __all__ = ["GridRelease", "Release", "attach_metadata", "read_metadata", "read_release",

@@ -88,7 +88,8 @@ class SequenceModel(Release):
     def __init__(self, *, alphabet: Sequence[Any], max_length: int, parent: np.ndarray,
                  prepended: np.ndarray, hist: np.ndarray, mechanism: str, epsilon: float,
                  neighbours: str = "add_remove", params: dict[str, Any] | None = None,
-                 created: str | None = None, library_version: str | None = None):
+                 created: str | None = None, library_version: str | None = None, noise: str = "float",
+                 seeded: bool = False):
         self.alphabet = check_alphabet(alphabet)
         self.max_length = check_max_length(max_length)
         self.parent = np.asarray(parent, dtype=np.int64)
@@ -107,7 +108,7 @@ class SequenceModel(Release):
         for v_range in self._levels_from_parents():
             self.depth[v_range] = self.depth[self.parent[v_range]] + 1
         self._init_common(mechanism=mechanism, epsilon=epsilon, neighbours=neighbours, params=params,
-                          created=created, library_version=library_version)
+                          created=created, library_version=library_version, noise=noise, seeded=seeded)
 
     def _levels_from_parents(self) -> Iterable[np.ndarray]:
         """Non-root nodes grouped by depth (parents precede children in BFS order)."""
@@ -334,8 +335,8 @@ class SequenceModel(Release):
 
     def __repr__(self) -> str:
         return (f"SequenceModel(mechanism={self.mechanism!r}, epsilon={self.epsilon}, "
-                f"alphabet_size={self.alphabet_size}, max_length={self.max_length}, nodes={self.n_nodes:,}, "
-                f"height={self.height})")
+                f"noise={self.noise!r}{self._seeded_repr()}, alphabet_size={self.alphabet_size}, "
+                f"max_length={self.max_length}, nodes={self.n_nodes:,}, height={self.height})")
 
 
 __all__ = ["SequenceModel", "strings_frame", "symbol_array"]

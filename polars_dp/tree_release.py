@@ -47,7 +47,8 @@ class TreeRelease(Release):
     def __init__(self, box: Box, lo: np.ndarray, hi: np.ndarray, depth: np.ndarray, count: np.ndarray,
                  *, layout: Mapping[str, Any], mechanism: str, epsilon: float, neighbours: str,
                  params: Mapping[str, Any] | None = None, codes: np.ndarray | None = None,
-                 created: str | None = None, library_version: str | None = None):
+                 created: str | None = None, library_version: str | None = None, noise: str = "float",
+                 seeded: bool = False):
         if layout.get("kind") not in LAYOUTS:
             raise ReleaseFormatError(f"unknown tree layout {layout.get('kind')!r}; known: {LAYOUTS}")
         if layout["kind"] == "morton" and codes is None:
@@ -60,7 +61,7 @@ class TreeRelease(Release):
         self.codes = None if codes is None else np.asarray(codes, dtype=np.int64)
         self.layout = dict(layout)
         self._init_common(mechanism=mechanism, epsilon=epsilon, neighbours=neighbours, params=params,
-                          created=created, library_version=library_version)
+                          created=created, library_version=library_version, noise=noise, seeded=seeded)
         self._grid_cache: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
     # ------------------------------------------------------------------ basics
@@ -255,7 +256,8 @@ class TreeRelease(Release):
 
     def __repr__(self) -> str:
         return (f"TreeRelease(mechanism={self.mechanism!r}, epsilon={self.epsilon}, "
-                f"neighbours={self.neighbours!r}, columns={self.columns}, leaves={self.n_leaves:,})")
+                f"neighbours={self.neighbours!r}, noise={self.noise!r}{self._seeded_repr()}, "
+                f"columns={self.columns}, leaves={self.n_leaves:,})")
 
 
 __all__ = ["TreeRelease"]

@@ -7,6 +7,14 @@ The frequency matrix ``M`` has L1 sensitivity ``Delta = 2`` under ``replace`` ne
 Adding i.i.d. ``Lap(Delta / epsilon)`` to every cell (empty cells included, each with its own
 draw) is epsilon-DP by the Laplace mechanism.  Each cell's noise variance is
 ``2 (Delta / epsilon)^2``; a range covering ``k`` cells has variance ``2 k (Delta/epsilon)^2``.
+
+Exact noise (``noise="exact"``, the default): the counts are integers and every cell gets
+discrete Laplace noise of scale ``lambda' = t/s``, ``Delta / epsilon`` rounded up to the
+``2^-20`` grid (:func:`polars_dp.noise.exact_scale`).  The pmf ratio of two neighbouring
+outputs is at most ``exp(||M - M'||_1 / lambda') <= exp(Delta / lambda')``, so the release is
+``epsilon_effective = Delta / lambda' <= epsilon``-DP; the noisy counts are integers (stored as
+float64, exact below 2^53).  Its variance is ``2 q / (1 - q)^2 < 2 lambda'^2``,
+``q = exp(-1/lambda')``.  ``noise="float"`` adds numpy's float Laplace instead (experiments).
 """
 
 from __future__ import annotations
@@ -16,18 +24,28 @@ from typing import Any
 
 from polars_dp.counts import frequency_matrix
 from polars_dp.domain import Attribute, as_attributes
-from polars_dp.noise import SeedLike, check_epsilon, histogram_sensitivity, laplace, make_rng
+from polars_dp.noise import (
+    SeedLike,
+    add_noise,
+    check_epsilon,
+    check_noise,
+    histogram_sensitivity,
+    laplace_scale,
+    noise_params,
+    noise_source,
+)
 from polars_dp.release import GridRelease
 
 
-def basic_scale(epsilon: float, neighbours: str) -> float:
-    """Laplace magnitude of Basic: ``Delta / epsilon`` with Delta = 2 (replace) or 1 (add/remove)."""
-    return histogram_sensitivity(neighbours) / check_epsilon(epsilon)
+def basic_scale(epsilon: float, neighbours: str, noise: str = "float") -> float:
+    """Laplace magnitude of Basic: ``Delta / epsilon`` with Delta = 2 (replace) or 1 (add/remove);
+    on the exact path rounded up to the grid (returned as the exactly representable float)."""
+    return float(laplace_scale(histogram_sensitivity(neighbours), check_epsilon(epsilon), noise))
 
 
 def basic(frame: Any, attributes: Attribute | Iterable[Attribute], *, epsilon: float,
           neighbours: str = "replace", seed: SeedLike = None, on_out_of_domain: str = "raise",
-          nulls: str = "raise") -> GridRelease:
+          nulls: str = "raise", noise: str = "exact") -> GridRelease:
     """Release the frequency matrix of ``attributes`` with Laplace noise on every cell.
 
     Parameters
@@ -36,15 +54,20 @@ def basic(frame: Any, attributes: Attribute | Iterable[Attribute], *, epsilon: f
     attributes : public declarations (:class:`~polars_dp.Ordinal`, :class:`~polars_dp.Nominal`).
     epsilon : privacy budget, > 0.
     neighbours : ``"replace"`` (Lap(2/epsilon) per cell) or ``"add_remove"`` (Lap(1/epsilon)).
-    seed : ``None`` draws OS entropy; an int makes the release reproducible (tests only,
-        never for production).
+    seed : ``None`` draws cryptographic randomness; an int makes the release reproducible
+        (tests only, never for production; the release is marked ``seeded``).
     on_out_of_domain, nulls : see :mod:`polars_dp.domain`.
+    noise : ``"exact"`` (discrete Laplace on the integer counts, default) or ``"float"``.
     """
-    scale = basic_scale(epsilon, neighbours)
-    rng = make_rng(seed)
+    epsilon = check_epsilon(epsilon)
+    noise = check_noise(noise)
+    sens = histogram_sensitivity(neighbours)
+    scale = laplace_scale(sens, epsilon, noise)
+    src = noise_source(seed)
     counts = frequency_matrix(frame, attributes, on_out_of_domain=on_out_of_domain, nulls=nulls,
                               bytes_per_cell=16)
     attrs = as_attributes(attributes)
-    counts += laplace(rng, scale, counts.shape)
+    add_noise(counts, scale, src, noise)
+    params = {"sensitivity": sens, **noise_params(sens, scale, noise)}
     return GridRelease(counts, attrs, mechanism="basic", epsilon=epsilon, neighbours=neighbours,
-                       noise_scale=scale, params={"sensitivity": histogram_sensitivity(neighbours)})
+                       noise_scale=float(scale), params=params, noise=noise, seeded=src.seeded)

@@ -13,7 +13,9 @@ length increments exactly one cell, so each level's counts have L1 sensitivity `
 The budget is split evenly over the ``height`` levels: ``Lap(height * l_top / epsilon)`` per
 cell, empty cells included; ``epsilon``-DP by sequential composition.  Negative counts are
 clipped to 0 (post-processing).  The noise grows with the height: the dilemma of a fixed
-height that PrivTree removes.
+height that PrivTree removes.  Exact noise (``noise="exact"``, the default): the integer cells
+get discrete Laplace noise of scale ``height * l_top / epsilon`` rounded up to the ``2^-20`` grid
+(``params["epsilon_effective"]`` is what it spends).
 """
 
 from __future__ import annotations
@@ -25,32 +27,43 @@ import numpy as np
 
 from polars_dp.counts import check_domain_size
 from polars_dp.errors import ParameterError
-from polars_dp.noise import SeedLike, check_epsilon, laplace, make_rng
+from polars_dp.noise import (
+    SeedLike,
+    check_epsilon,
+    check_noise,
+    laplace_scale,
+    noise_params,
+    noise_source,
+    sample_noise,
+)
 from polars_dp.pst import grow_context_tree
 from polars_dp.sequence_counts import encode_sequences
 from polars_dp.sequence_model import SequenceModel
 
 
 def ngram_sequences(frame: Any, column: str, *, alphabet: Sequence[Any], max_length: int,
-                    epsilon: float, height: int = 5, seed: SeedLike = None) -> SequenceModel:
+                    epsilon: float, height: int = 5, seed: SeedLike = None,
+                    noise: str = "exact") -> SequenceModel:
     """Release noisy n-gram counts up to ``n = height`` (public) as a complete-tree SequenceModel."""
     epsilon = check_epsilon(epsilon)
     if isinstance(height, bool) or not isinstance(height, (int, np.integer)) or height < 1:
         raise ParameterError(f"height must be an integer >= 1, got {height!r}")
     height = int(height)
+    noise = check_noise(noise)
     enc = encode_sequences(frame, column, alphabet=alphabet, max_length=max_length)
     beta = enc.beta
     check_domain_size((sum(beta**k for k in range(height)), beta), bytes_per_cell=64)
-    rng = make_rng(seed)
+    src = noise_source(seed)
     tree = grow_context_tree(enc, lambda hist, depth, hashed: np.ones(hist.shape[0], dtype=bool),
                              max_depth=height - 1)
     l_top = enc.max_length + 1
-    scale = height * l_top / epsilon
-    hist = np.maximum(tree.hist + laplace(rng, scale, tree.hist.shape), 0.0)
-    params = {"height": height, "l_top": l_top, "noise_scale": scale, "sensitivity_per_level": l_top}
+    scale = laplace_scale(height * l_top, epsilon, noise)
+    hist = np.maximum(tree.hist + sample_noise(src, scale, tree.hist.shape, noise), 0.0)
+    params = {"height": height, "l_top": l_top, "noise_scale": float(scale), "sensitivity_per_level": l_top,
+              **noise_params(height * l_top, scale, noise)}
     return SequenceModel(alphabet=alphabet, max_length=enc.max_length, parent=tree.parent,
                          prepended=tree.prepended, hist=hist, mechanism="ngram", epsilon=epsilon,
-                         neighbours="add_remove", params=params)
+                         neighbours="add_remove", params=params, noise=noise, seeded=src.seeded)
 
 
 __all__ = ["ngram_sequences"]

@@ -24,13 +24,38 @@ coefficient array, so a seed gives the same release as the direct formula).  Pea
 is the count matrix plus, when the first axis is transformed, one buffer of its
 coefficient length times the other axes' cells.
 
+Exact noise (``noise="exact"``, the default; note §5b)
+-----------------------------------------------------
+Every noisy value that depends on the data lives on an integer lattice:
+
+* Haar: the unnormalised coefficients of integer counts are integers (sums and differences of
+  cell sums); lattice factor ``d = 1``.
+* Nominal: ``u_N = (f L_N - L_parent) / (2 (f - 1))`` (``f`` the parent's fanout, ``L`` leaf
+  sums), so ``d_N u_N`` is an integer for ``d_N = 2 (f - 1)``; the root has ``d = 1``.
+* HN: the factors multiply across transformed axes, ``D(c) = prod_axes d``; untransformed
+  axes have ``d = 1``.
+
+Each integer ``D(c) u(c)`` gets discrete Laplace noise of scale ``D(c) lambda'``, with
+``lambda' = t/s`` the Privelet scale rounded up to the ``2^-20`` grid.  The pmf ratio of
+neighbouring outputs is ``exp(sum_c |D(c) (u(c) - u'(c))| / (D(c) lambda')) =
+exp(||u - u'||_1 / lambda') <= exp(Delta rho / lambda')``, so the release is
+``epsilon_effective = Delta rho / lambda' <= epsilon``-DP, the same calibration as above.
+The noisy coefficients ``(D u + Z) / D`` are then inverted in floating point: post-processing
+of the noisy coefficients alone (the float shortcut ``M + inverse(eta)`` is not used, since
+its rounding would depend on ``M``).  The slabs along leading untransformed axes keep the
+memory bounded as above; when the first axis is transformed the whole coefficient array is
+built at once.  ``noise="float"`` keeps the float path described above.
+
 Utility: every range count has noise variance ``2 lambda^2 prod_axes f_axis``, exposed by
 :meth:`GridRelease.range_variance`; ``f <= H(A)`` on transformed axes (Theorem 3, Eq. 7).
+(Exact noise has variance ``2 q / (1 - q)^2 < 2 lambda'^2`` per unit, so the formula is an
+upper bound there.)
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -39,7 +64,19 @@ from polars_dp import transforms
 from polars_dp.counts import frequency_matrix
 from polars_dp.domain import Attribute, Nominal, as_attributes
 from polars_dp.errors import HierarchyError, ParameterError
-from polars_dp.noise import SeedLike, check_epsilon, histogram_sensitivity, laplace, make_rng
+from polars_dp.hierarchy import Hierarchy
+from polars_dp.noise import (
+    NoiseSource,
+    SeedLike,
+    check_epsilon,
+    check_noise,
+    discrete_laplace,
+    histogram_sensitivity,
+    laplace,
+    laplace_scale,
+    noise_params,
+    noise_source,
+)
 from polars_dp.release import GridRelease
 
 #: Target size (cells) of one slab of the noise field.
@@ -89,9 +126,10 @@ def privelet_rho(attributes: Sequence[Attribute], transformed: Sequence[bool]) -
     return rho
 
 
-def privelet_scale(rho: int, epsilon: float, neighbours: str) -> float:
-    """``lambda = 2 rho / epsilon`` (replace, Lemma 1) or ``rho / epsilon`` (add_remove)."""
-    return histogram_sensitivity(neighbours) * rho / check_epsilon(epsilon)
+def privelet_scale(rho: int, epsilon: float, neighbours: str, noise: str = "float") -> float | Fraction:
+    """``lambda = 2 rho / epsilon`` (replace, Lemma 1) or ``rho / epsilon`` (add_remove); for
+    ``noise="exact"`` the exact rational rounded up to the ``2^-20`` grid."""
+    return laplace_scale(histogram_sensitivity(neighbours) * rho, check_epsilon(epsilon), noise)
 
 
 def _inverse_slab(slab: np.ndarray, attributes: Sequence[Attribute],
@@ -104,7 +142,7 @@ def _inverse_slab(slab: np.ndarray, attributes: Sequence[Attribute],
 
 
 def add_wavelet_noise(counts: np.ndarray, attributes: Sequence[Attribute], transformed: Sequence[bool],
-                      scale: float, rng: np.random.Generator) -> None:
+                      scale: float, rng) -> None:
     """``counts += inverse_HN(eta)`` in place, ``eta`` i.i.d. ``Lap(scale)`` per coefficient.
 
     The noise is drawn slab by slab along the leading axes, in the C order of the full
@@ -146,9 +184,95 @@ def add_wavelet_noise(counts: np.ndarray, attributes: Sequence[Attribute], trans
         out2[:, j:j + step] += transforms.inverse(buf2[:, j:j + step], attributes[0], 0)
 
 
+# ---------------------------------------------------------------------------- exact path
+def nominal_lattice(x: np.ndarray, hierarchy: Hierarchy, axis: int) -> tuple[np.ndarray, np.ndarray]:
+    """Integer nominal coefficients ``d_N u_N`` along ``axis`` (BFS node order) and ``d_N``:
+    the root's leaf sum (``d = 1``) and ``f L_N - L_parent`` (``d_N = 2 (f - 1)``) elsewhere."""
+    x = np.moveaxis(np.asarray(x, dtype=np.int64), axis, 0)
+    cum = np.zeros((x.shape[0] + 1, *x.shape[1:]), dtype=np.int64)
+    np.cumsum(x, axis=0, out=cum[1:])
+    leafsum = cum[hierarchy.node_stop] - cum[hierarchy.node_start]
+    parent = hierarchy.node_parent[1:]
+    f = hierarchy.fanouts[parent]
+    out = np.empty_like(leafsum)
+    out[0] = leafsum[0]
+    out[1:] = f.reshape(-1, *[1] * (x.ndim - 1)) * leafsum[1:] - leafsum[parent]
+    return np.moveaxis(out, 0, axis), np.r_[1, 2 * (f - 1)].astype(np.int64)
+
+
+def lattice_forward(x: np.ndarray, attributes: Sequence[Attribute], transformed: Sequence[bool],
+                    first_axis: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """``D u`` (int64) of the integer array ``x`` whose axis ``first_axis + k`` is
+    ``attributes[k]``, and ``D`` broadcastable to it (product of the per-axis factors)."""
+    x = np.asarray(x, dtype=np.int64)
+    d = np.ones([1] * x.ndim, dtype=np.int64)
+    for k, (a, t) in enumerate(zip(attributes, transformed, strict=True)):
+        if not t:
+            continue
+        axis = first_axis + k
+        if isinstance(a, Nominal):
+            x, dk = nominal_lattice(x, a.hierarchy, axis)
+            shape = [1] * x.ndim
+            shape[axis] = dk.size
+            d = d * dk.reshape(shape)
+        else:  # integer sums and differences: exact in float64 below 2^53 (checked by the caller)
+            x = transforms.haar_forward(x.astype(np.float64), axis).astype(np.int64)
+    return x, d
+
+
+def _lattice_bound(attributes: Sequence[Attribute], transformed: Sequence[bool]) -> int:
+    """``max |D u| / total``: the nominal lattice multiplies leaf sums by at most ``2 f_max``."""
+    bound = 1
+    for a, t in zip(attributes, transformed, strict=True):
+        if t and isinstance(a, Nominal):
+            bound *= 2 * int(a.hierarchy.fanouts.max())
+    return bound
+
+
+def add_wavelet_noise_exact(counts: np.ndarray, attributes: Sequence[Attribute], transformed: Sequence[bool],
+                            scale: Fraction, src: NoiseSource) -> None:
+    """``counts <- inverse_HN((D u + Z) / D)`` in place, ``Z ~ DLap(D lambda')`` per coefficient.
+
+    Slabs run along the leading untransformed axes (one slab when the first axis is
+    transformed); within a slab the noise is drawn group by group of equal ``D``, in the C
+    order of each group's coefficients.
+    """
+    scale = Fraction(scale)
+    total = float(np.abs(counts).sum())
+    if total * _lattice_bound(attributes, transformed) >= 2.0**52:
+        raise ParameterError("the counts are too large for exact lattice noise (total x lattice factor "
+                             ">= 2^52); use noise='float'")
+    lead = 0
+    while lead < counts.ndim and not transformed[lead]:
+        lead += 1
+    outer = int(np.prod(counts.shape[:lead], dtype=np.int64))
+    flat = counts.reshape(outer, *counts.shape[lead:])
+    if lead == counts.ndim:
+        step = max(1, SLAB_CELLS)
+        plain = flat.reshape(-1)
+        for i in range(0, plain.size, step):
+            plain[i:i + step] += discrete_laplace(src, scale.numerator, scale.denominator,
+                                                  min(step, plain.size - i))
+        return
+    inner = int(np.prod(counts.shape[lead:], dtype=np.int64))
+    step = max(1, SLAB_CELLS // inner) if lead > 0 else outer
+    for i in range(0, outer, step):
+        slab = flat[i:i + step]
+        coef, d = lattice_forward(np.rint(slab).astype(np.int64), attributes[lead:], transformed[lead:], 1)
+        coef = np.ascontiguousarray(coef)
+        d_full = np.broadcast_to(d, coef.shape).reshape(-1)
+        noisy = coef.reshape(-1)  # a view: the noise lands in coef
+        for value in np.unique(d):
+            idx = np.flatnonzero(d_full == value)
+            noisy[idx] += discrete_laplace(src, int(value) * scale.numerator, scale.denominator, idx.size)
+        noisy_u = coef / np.broadcast_to(d, coef.shape)  # post-processing from here on
+        slab[...] = _inverse_slab(noisy_u, attributes[lead:], transformed[lead:])
+
+
 def privelet(frame: Any, attributes: Attribute | Iterable[Attribute], *, epsilon: float,
              untransformed: str | Iterable[str] = (), neighbours: str = "replace",
-             seed: SeedLike = None, on_out_of_domain: str = "raise", nulls: str = "raise") -> GridRelease:
+             seed: SeedLike = None, on_out_of_domain: str = "raise", nulls: str = "raise",
+             noise: str = "exact") -> GridRelease:
     """Release the frequency matrix of ``attributes`` with Privelet (or Privelet+) noise.
 
     Parameters
@@ -162,8 +286,10 @@ def privelet(frame: Any, attributes: Attribute | Iterable[Attribute], *, epsilon
         column.  The choice depends on the public domain only.
     neighbours : ``"replace"`` (``lambda = 2 rho / epsilon``) or ``"add_remove"``
         (``lambda = rho / epsilon``).
-    seed : ``None`` draws OS entropy; an int makes the release reproducible (tests only).
+    seed : ``None`` draws cryptographic randomness; an int makes the release reproducible (tests
+        only; the release is marked ``seeded``).
     on_out_of_domain, nulls : see :mod:`polars_dp.domain`.
+    noise : ``"exact"`` (lattice coefficients + discrete Laplace, default) or ``"float"``.
 
     The release's ``noise_scale`` is ``lambda``; ``params`` records ``rho``, the
     ``transformed`` and ``untransformed`` columns and ``untransformed_auto``.  Its mechanism
@@ -173,23 +299,30 @@ def privelet(frame: Any, attributes: Attribute | Iterable[Attribute], *, epsilon
     epsilon = check_epsilon(epsilon)
     transformed, auto = resolve_untransformed(attrs, untransformed)
     rho = privelet_rho(attrs, transformed)
-    scale = privelet_scale(rho, epsilon, neighbours)
-    rng = make_rng(seed)
+    noise = check_noise(noise)
+    scale = privelet_scale(rho, epsilon, neighbours, noise)
+    src = noise_source(seed)
     counts = frequency_matrix(frame, attrs, on_out_of_domain=on_out_of_domain, nulls=nulls,
                               bytes_per_cell=24)
-    add_wavelet_noise(counts, attrs, transformed, scale, rng)
+    if noise == "exact":
+        add_wavelet_noise_exact(counts, attrs, transformed, scale, src)
+    else:
+        add_wavelet_noise(counts, attrs, transformed, scale, src)
     params = {
         "rho": rho,
         "sensitivity": histogram_sensitivity(neighbours),
         "transformed": [a.column for a, t in zip(attrs, transformed, strict=True) if t],
         "untransformed": [a.column for a, t in zip(attrs, transformed, strict=True) if not t],
         "untransformed_auto": auto,
-        "coefficients": "unnormalised (W*c) with i.i.d. Lap(noise_scale)",
+        "coefficients": ("unnormalised (W*c) with i.i.d. Lap(noise_scale)" if noise == "float" else
+                         "lattice D*W*c (D = prod 2(f-1) over nominal axes) with DLap(D*noise_scale)"),
+        **noise_params(histogram_sensitivity(neighbours) * rho, scale, noise),
     }
     mechanism = "privelet" if all(transformed) else "privelet+"
     return GridRelease(counts, attrs, mechanism=mechanism, epsilon=epsilon, neighbours=neighbours,
-                       noise_scale=scale, params=params)
+                       noise_scale=float(scale), params=params, noise=noise, seeded=src.seeded)
 
 
-__all__ = ["add_wavelet_noise", "auto_untransformed", "privelet", "privelet_rho", "privelet_scale",
+__all__ = ["add_wavelet_noise", "add_wavelet_noise_exact", "auto_untransformed", "lattice_forward",
+           "nominal_lattice", "privelet", "privelet_rho", "privelet_scale",
            "resolve_untransformed"]

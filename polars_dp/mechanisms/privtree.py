@@ -23,19 +23,38 @@ The leaves partition the box, so their counts have L1 sensitivity 1 and get
 
 ``neighbours="replace"`` (modify one point) is a remove followed by an add: by group privacy
 (factor 2) the tree uses ``lambda`` computed for ``eps_tree / 2`` and the leaf counts
-``Lap(2 / eps_leaf)`` (L1 sensitivity 2).
+``Lap(2 / eps_leaf)`` (L1 sensitivity 2: the point leaves one leaf and enters another, the
+partition being fixed by the first part).
+
+Exact noise (``noise="exact"``, the default): ``eps_tree = share * epsilon`` and ``eps_leaf =
+epsilon - eps_tree`` are exact rationals (they add up to ``epsilon``); the split decisions are
+drawn exactly with ``lambda``/``delta``/``theta`` on the ``2^-20`` grid (rounded safely, see
+:mod:`polars_dp.privtree_rule`), and the integer leaf counts get discrete Laplace noise of
+scale ``factor / eps_leaf`` rounded up to the grid (``params["leaf_epsilon_effective"]`` is
+what it spends).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
-from polars_dp.noise import SeedLike, check_epsilon, check_fraction, histogram_sensitivity, laplace, make_rng
+from polars_dp.noise import (
+    SeedLike,
+    add_noise,
+    check_epsilon,
+    check_fraction,
+    check_noise,
+    histogram_sensitivity,
+    laplace_scale,
+    noise_params,
+    noise_source,
+)
 from polars_dp.points import collect_points
-from polars_dp.privtree_rule import check_theta, privtree_delta, privtree_lambda, privtree_split
+from polars_dp.privtree_rule import check_theta, grid_theta, privtree_delta, privtree_lambda, privtree_split
 from polars_dp.spatial import (
     MortonLayout,
     as_box,
@@ -48,7 +67,7 @@ from polars_dp.tree_release import TreeRelease
 
 
 def grow_tree(codes: np.ndarray, layout: MortonLayout, *, lam: float, delta: float, theta: float,
-              rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+              rng, noise: str = "exact") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Run PrivTree's split decisions on sorted Morton ``codes``, one level at a time.
 
     Returns the leaves' first codes (sorted), depths and exact counts.  Every node of a level
@@ -65,7 +84,7 @@ def grow_tree(codes: np.ndarray, layout: MortonLayout, *, lam: float, delta: flo
         if depth == layout.max_depth:
             split = np.zeros(prefixes.size, dtype=bool)
         else:
-            split = privtree_split(c, depth, lam=lam, delta=delta, theta=theta, rng=rng)
+            split = privtree_split(c, depth, lam=lam, delta=delta, theta=theta, rng=rng, noise=noise)
         leaf = ~split
         starts.append(first[leaf])
         depths.append(np.full(int(leaf.sum()), depth, dtype=np.int32))
@@ -81,7 +100,7 @@ def grow_tree(codes: np.ndarray, layout: MortonLayout, *, lam: float, delta: flo
 def privtree(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: float,
              fanout: int | None = None, theta: float = 0.0, tree_share: float = 0.5,
              neighbours: str = "add_remove", seed: SeedLike = None, on_out_of_domain: str = "raise",
-             nulls: str = "raise") -> TreeRelease:
+             nulls: str = "raise", noise: str = "exact") -> TreeRelease:
     """Release a PrivTree decomposition of the points ``columns`` inside the public ``bounds``.
 
     Parameters
@@ -95,8 +114,10 @@ def privtree(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: 
     theta : split threshold (default 0, the paper's recommendation).
     neighbours : ``"add_remove"`` (the paper's relation) or ``"replace"`` (group privacy, see
         module docstring).
-    seed : ``None`` draws OS entropy; an int makes the release reproducible (tests only).
+    seed : ``None`` draws cryptographic randomness; an int makes the release reproducible (tests
+        only; the release is marked ``seeded``).
     on_out_of_domain, nulls : ``"raise"`` by default; see :mod:`polars_dp.points`.
+    noise : ``"exact"`` (exact decisions and discrete Laplace leaf counts, default) or ``"float"``.
     """
     box = as_box(columns, bounds)
     split_bits = check_fanout(fanout, box.d)
@@ -105,24 +126,32 @@ def privtree(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: 
     share = check_fraction(tree_share, "tree_share")
     factor = histogram_sensitivity(neighbours)
     theta = check_theta(theta)
-    eps_tree, eps_leaf = epsilon * share, epsilon * (1 - share)
-    lam = privtree_lambda(eps_tree / factor, beta)
-    delta = privtree_delta(lam, beta)
-    rng = make_rng(seed)
+    noise = check_noise(noise)
+    if noise == "exact":
+        eps_tree = Fraction(epsilon) * Fraction(share)
+        eps_leaf = Fraction(epsilon) - eps_tree
+        theta = grid_theta(theta)
+    else:
+        eps_tree, eps_leaf = epsilon * share, epsilon * (1 - share)
+    lam = privtree_lambda(eps_tree, beta, group=factor, noise=noise)
+    delta = privtree_delta(lam, beta, noise=noise)
+    leaf_scale = laplace_scale(factor, eps_leaf, noise)
+    src = noise_source(seed)
 
     points = collect_points(frame, box, on_out_of_domain=on_out_of_domain, nulls=nulls)
     layout = MortonLayout(box.d, resolution_bits(box.d), split_bits)
     codes = np.sort(morton_codes(grid_coordinates(points, box, layout.bits), layout.bits))
     del points
-    start, depth, count = grow_tree(codes, layout, lam=lam, delta=delta, theta=theta, rng=rng)
+    start, depth, count = grow_tree(codes, layout, lam=lam, delta=delta, theta=theta, rng=src, noise=noise)
     del codes
-    count += laplace(rng, factor / eps_leaf, count.shape)
+    add_noise(count, leaf_scale, src, noise)
     lo, hi = layout.node_boxes(start, depth, box)
     params = {"lambda": lam, "delta": delta, "theta": theta, "fanout": beta, "tree_share": share,
-              "epsilon_tree": eps_tree, "epsilon_leaf": eps_leaf, "leaf_noise_scale": factor / eps_leaf,
-              "resolution_bits": layout.bits}
+              "epsilon_tree": float(eps_tree), "epsilon_leaf": float(eps_leaf),
+              "leaf_noise_scale": float(leaf_scale), "resolution_bits": layout.bits,
+              **noise_params(factor, leaf_scale, noise, prefix="leaf_")}
     return TreeRelease(box, lo, hi, depth, count, codes=start, mechanism="privtree", epsilon=epsilon,
-                       neighbours=neighbours, params=params,
+                       neighbours=neighbours, params=params, noise=noise, seeded=src.seeded,
                        layout={"kind": "morton", "bits": layout.bits, "split_bits": split_bits})
 
 

@@ -17,6 +17,11 @@ its insertion is a chain of at most ``l_top`` additions of one (context, symbol)
   each position increments one leaf bin, so the leaf histograms have L1 sensitivity ``l_top``
   and ``Lap(l_top / eps_leaf)`` per bin is eps_leaf-DP (Theorem 4.2).
 * Total: ``epsilon``-DP by sequential composition.  What follows is post-processing.
+* Exact noise (``noise="exact"``, the default): ``eps_tree`` and ``eps_leaf`` are exact
+  rationals adding up to ``epsilon``; the split decisions are drawn exactly (integer scores,
+  ``lambda``/``delta``/``theta`` on the ``2^-20`` grid, :mod:`polars_dp.privtree_rule`) and the
+  integer leaf bins get discrete Laplace noise of scale ``l_top / eps_leaf`` rounded up to the
+  grid (``params["leaf_epsilon_effective"]``).
 
 Post-processing (``postprocess``)
 ---------------------------------
@@ -35,13 +40,24 @@ than ``l_top`` splits (no context is longer than ``l_top``).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
 from polars_dp.errors import ParameterError
-from polars_dp.noise import SeedLike, check_epsilon, check_fraction, laplace, make_rng
-from polars_dp.privtree_rule import check_theta
+from polars_dp.noise import (
+    NoiseSource,
+    SeedLike,
+    check_epsilon,
+    check_fraction,
+    check_noise,
+    laplace_scale,
+    noise_params,
+    noise_source,
+    sample_noise,
+)
+from polars_dp.privtree_rule import check_theta, grid_theta
 from polars_dp.pst import (
     grow_context_tree,
     privtree_sequence_params,
@@ -57,7 +73,8 @@ POSTPROCESS = ("sum_then_clip", "clip_then_sum")
 
 def privtree_sequences(frame: Any, column: str, *, alphabet: Sequence[Any], max_length: int,
                        epsilon: float, tree_share: float = 0.5, theta: float = 0.0,
-                       postprocess: str = "sum_then_clip", seed: SeedLike = None) -> SequenceModel:
+                       postprocess: str = "sum_then_clip", seed: SeedLike = None,
+                       noise: str = "exact") -> SequenceModel:
     """Release a PST of the sequences in ``column`` with PrivTree's depth-independent noise.
 
     Parameters
@@ -72,7 +89,9 @@ def privtree_sequences(frame: Any, column: str, *, alphabet: Sequence[Any], max_
     tree_share : fraction of ``epsilon`` spent on the tree (the rest on leaf histograms).
     theta : PrivTree threshold (0, spec §2.6).
     postprocess : ``"sum_then_clip"`` or ``"clip_then_sum"`` (see the module docstring).
-    seed : ``None`` draws OS entropy; an int is for tests and experiments only.
+    seed : ``None`` draws cryptographic randomness; an int is for tests and experiments only
+        (the model is marked ``seeded``).
+    noise : ``"exact"`` (exact decisions and discrete Laplace bins, default) or ``"float"``.
     """
     epsilon = check_epsilon(epsilon)
     tree_share = check_fraction(tree_share, "tree_share")
@@ -80,37 +99,46 @@ def privtree_sequences(frame: Any, column: str, *, alphabet: Sequence[Any], max_
     if postprocess not in POSTPROCESS:
         raise ParameterError(f"postprocess={postprocess!r}; use one of {POSTPROCESS}")
     enc = encode_sequences(frame, column, alphabet=alphabet, max_length=max_length)
+    noise = check_noise(noise)
     return privtree_from_encoded(enc, alphabet=alphabet, epsilon=epsilon, tree_share=tree_share,
-                                 theta=theta, postprocess=postprocess, rng=make_rng(seed))
+                                 theta=theta, postprocess=postprocess, rng=noise_source(seed), noise=noise)
 
 
 def privtree_from_encoded(enc: EncodedSequences, *, alphabet: Sequence[Any], epsilon: float,
-                          tree_share: float, theta: float, rng: np.random.Generator,
-                          postprocess: str = "sum_then_clip") -> SequenceModel:
+                          tree_share: float, theta: float, rng: NoiseSource | np.random.Generator,
+                          postprocess: str = "sum_then_clip", noise: str = "exact") -> SequenceModel:
     """The mechanism on already encoded positions (see :func:`privtree_sequences`)."""
-    eps_tree, eps_leaf = tree_share * epsilon, (1.0 - tree_share) * epsilon
-    lam, delta = privtree_sequence_params(enc.alphabet_size, enc.max_length, eps_tree)
+    src = noise_source(rng)
     l_top = enc.max_length + 1
-    leaf_scale = l_top / eps_leaf
+    if check_noise(noise) == "exact":
+        eps_tree = Fraction(tree_share) * Fraction(epsilon)
+        eps_leaf = Fraction(epsilon) - eps_tree
+        theta = grid_theta(theta)
+    else:
+        eps_tree, eps_leaf = tree_share * epsilon, (1.0 - tree_share) * epsilon
+    lam, delta = privtree_sequence_params(enc.alphabet_size, enc.max_length, eps_tree, noise=noise)
+    leaf_scale = laplace_scale(l_top, eps_leaf, noise)
 
     def decide(hist: np.ndarray, depth: int, hashed: np.ndarray) -> np.ndarray:
         return privtree_split(pst_scores(hist, hashed), depth, lam=lam, delta=delta, theta=float(theta),
-                              rng=rng)
+                              rng=src, noise=noise)
 
     tree = grow_context_tree(enc, decide, max_depth=l_top)
     leaves = tree.is_leaf
     noisy = tree.hist.copy()
-    noisy[leaves] += laplace(rng, leaf_scale, (int(leaves.sum()), enc.beta))
+    noisy[leaves] += sample_noise(src, leaf_scale, (int(leaves.sum()), enc.beta), noise)
     if postprocess == "clip_then_sum":
         hist = sums_of_children(tree.parent, tree.depth, np.maximum(noisy, 0.0), leaves)
     else:
         hist = np.maximum(sums_of_children(tree.parent, tree.depth, noisy, leaves), 0.0)
     params = {"lambda": lam, "delta": delta, "tree_share": tree_share, "theta": float(theta),
-              "eps_tree": eps_tree, "eps_leaf": eps_leaf, "leaf_noise_scale": leaf_scale, "l_top": l_top,
-              "beta": enc.beta, "postprocess": postprocess}
+              "eps_tree": float(eps_tree), "eps_leaf": float(eps_leaf), "leaf_noise_scale": float(leaf_scale),
+              "l_top": l_top, "beta": enc.beta, "postprocess": postprocess,
+              **noise_params(l_top, leaf_scale, noise, prefix="leaf_")}
     return SequenceModel(alphabet=alphabet, max_length=enc.max_length, parent=tree.parent,
                          prepended=tree.prepended, hist=hist, mechanism="privtree_sequences",
-                         epsilon=epsilon, neighbours="add_remove", params=params)
+                         epsilon=epsilon, neighbours="add_remove", params=params, noise=noise,
+                         seeded=src.seeded)
 
 
 __all__ = ["privtree_from_encoded", "privtree_sequences"]
