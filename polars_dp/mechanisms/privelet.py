@@ -54,6 +54,7 @@ upper bound there.)
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Sequence
 from fractions import Fraction
 from typing import Any
@@ -229,13 +230,34 @@ def _lattice_bound(attributes: Sequence[Attribute], transformed: Sequence[bool])
     return bound
 
 
+def _runs(values: np.ndarray) -> list[slice]:
+    """Maximal runs of equal values of a 1-D array, as slices."""
+    cuts = np.flatnonzero(np.diff(values)) + 1
+    edges = [0, *cuts.tolist(), values.size]
+    return [slice(a, b) for a, b in itertools.pairwise(edges)]
+
+
+def _add_lattice_noise(coef: np.ndarray, d: np.ndarray, scale: Fraction, src: NoiseSource) -> None:
+    """``coef += DLap(D scale)`` per entry, ``D = broadcast(d)`` an outer product of per-axis
+    factors: one box per combination of per-axis runs, drawn in bounded row blocks."""
+    runs = [_runs(d.reshape(-1)) if n > 1 else [slice(None)]
+            for n, d in ((n, np.moveaxis(d, k, -1)[(0,) * (d.ndim - 1)]) for k, n in enumerate(d.shape))]
+    for box in itertools.product(*runs):
+        value = int(d[tuple(slice(b.start, b.start + 1) if b.start is not None else b for b in box)].item())
+        view = coef[box]
+        rows = max(1, SLAB_CELLS // max(1, view[0].size if view.ndim else 1))
+        for i in range(0, view.shape[0], rows):
+            part = view[i:i + rows]
+            part += discrete_laplace(src, value * scale.numerator, scale.denominator, part.shape)
+
+
 def add_wavelet_noise_exact(counts: np.ndarray, attributes: Sequence[Attribute], transformed: Sequence[bool],
                             scale: Fraction, src: NoiseSource) -> None:
     """``counts <- inverse_HN((D u + Z) / D)`` in place, ``Z ~ DLap(D lambda')`` per coefficient.
 
     Slabs run along the leading untransformed axes (one slab when the first axis is
-    transformed); within a slab the noise is drawn group by group of equal ``D``, in the C
-    order of each group's coefficients.
+    transformed); within a slab the noise is drawn box by box of constant ``D`` (the product
+    of per-axis runs of equal ``d``), in C order within each box.
     """
     scale = Fraction(scale)
     total = float(np.abs(counts).sum())
@@ -259,12 +281,7 @@ def add_wavelet_noise_exact(counts: np.ndarray, attributes: Sequence[Attribute],
     for i in range(0, outer, step):
         slab = flat[i:i + step]
         coef, d = lattice_forward(np.rint(slab).astype(np.int64), attributes[lead:], transformed[lead:], 1)
-        coef = np.ascontiguousarray(coef)
-        d_full = np.broadcast_to(d, coef.shape).reshape(-1)
-        noisy = coef.reshape(-1)  # a view: the noise lands in coef
-        for value in np.unique(d):
-            idx = np.flatnonzero(d_full == value)
-            noisy[idx] += discrete_laplace(src, int(value) * scale.numerator, scale.denominator, idx.size)
+        _add_lattice_noise(coef, d, scale, src)
         noisy_u = coef / np.broadcast_to(d, coef.shape)  # post-processing from here on
         slab[...] = _inverse_slab(noisy_u, attributes[lead:], transformed[lead:])
 
