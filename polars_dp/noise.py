@@ -182,6 +182,18 @@ def laplace_scale(sensitivity: int | Fraction, epsilon: float | Fraction, noise:
 
 
 # ============================================================================ randomness
+_ZERO_CHUNK = 1 << 24
+
+
+@lru_cache(maxsize=1)
+def _zero_block() -> memoryview:
+    return memoryview(bytes(_ZERO_CHUNK))
+
+
+def _zero_bytes(n: int) -> memoryview:
+    return _zero_block()[:n]
+
+
 class NoiseSource:
     """Random 64-bit words for the samplers, and a flag saying whether they are seeded.
 
@@ -199,17 +211,22 @@ class NoiseSource:
         self._pid = -1
         self._left = 0
 
-    def _keystream(self, nbytes: int) -> bytes | None:
+    def _keystream(self, nbytes: int) -> np.ndarray | None:
         if _ChaCha20 is None:
             return None
         if self._cipher is None or self._pid != os.getpid() or self._left < nbytes:
-            # fresh key and zero counter: at most 2^32 words (2^27 ChaCha blocks) per key
+            # fresh key, zero 32-bit block counter: at most 2^32 words (2^29 blocks) per key
             key, nonce = os.urandom(32), bytes(4) + os.urandom(12)
             self._cipher = _Cipher(_ChaCha20(key, nonce), mode=None).encryptor()
             self._pid = os.getpid()
             self._left = 8 << 32
         self._left -= nbytes
-        return self._cipher.update(bytes(nbytes))
+        out = np.empty(nbytes + 64, dtype=np.uint8)  # update_into wants room for a block
+        zeros = _zero_bytes(min(nbytes, _ZERO_CHUNK))
+        for a in range(0, nbytes, _ZERO_CHUNK):
+            m = min(_ZERO_CHUNK, nbytes - a)
+            self._cipher.update_into(zeros[:m], out[a:a + m + 64])
+        return out[:nbytes]
 
     @property
     def kind(self) -> str:
@@ -224,7 +241,9 @@ class NoiseSource:
         if self.generator is not None:
             return np.asarray(self.generator.bit_generator.random_raw(n), dtype=np.uint64)
         stream = self._keystream(8 * n)
-        return np.frombuffer(os.urandom(8 * n) if stream is None else stream, dtype=np.uint64)
+        if stream is None:
+            return np.frombuffer(os.urandom(8 * n), dtype=np.uint64)
+        return stream.view(np.uint64)
 
     def integers_below(self, bound: int, n: int) -> np.ndarray:
         """``n`` uniform integers in ``[0, bound)`` (``1 <= bound <= 2^63``) by rejection:

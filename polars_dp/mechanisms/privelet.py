@@ -189,16 +189,19 @@ def add_wavelet_noise(counts: np.ndarray, attributes: Sequence[Attribute], trans
 def nominal_lattice(x: np.ndarray, hierarchy: Hierarchy, axis: int) -> tuple[np.ndarray, np.ndarray]:
     """Integer nominal coefficients ``d_N u_N`` along ``axis`` (BFS node order) and ``d_N``:
     the root's leaf sum (``d = 1``) and ``f L_N - L_parent`` (``d_N = 2 (f - 1)``) elsewhere."""
-    x = np.moveaxis(np.asarray(x, dtype=np.int64), axis, 0)
-    cum = np.zeros((x.shape[0] + 1, *x.shape[1:]), dtype=np.int64)
-    np.cumsum(x, axis=0, out=cum[1:])
-    leafsum = cum[hierarchy.node_stop] - cum[hierarchy.node_start]
+    v, shape, axis = transforms._as3d(np.asarray(x, dtype=np.int64), axis)
+    cum = np.zeros((v.shape[0], v.shape[1] + 1, v.shape[2]), dtype=np.int64)
+    np.cumsum(v, axis=1, out=cum[:, 1:])
+    leafsum = cum[:, hierarchy.node_stop] - cum[:, hierarchy.node_start]
+    del cum
     parent = hierarchy.node_parent[1:]
     f = hierarchy.fanouts[parent]
     out = np.empty_like(leafsum)
-    out[0] = leafsum[0]
-    out[1:] = f.reshape(-1, *[1] * (x.ndim - 1)) * leafsum[1:] - leafsum[parent]
-    return np.moveaxis(out, 0, axis), np.r_[1, 2 * (f - 1)].astype(np.int64)
+    out[:, 0] = leafsum[:, 0]
+    np.multiply(leafsum[:, 1:], f[:, None], out=out[:, 1:])
+    out[:, 1:] -= leafsum[:, parent]
+    n = hierarchy.n_nodes
+    return out.reshape(*shape[:axis], n, *shape[axis + 1:]), np.r_[1, 2 * (f - 1)].astype(np.int64)
 
 
 def lattice_forward(x: np.ndarray, attributes: Sequence[Attribute], transformed: Sequence[bool],
@@ -237,13 +240,24 @@ def _runs(values: np.ndarray) -> list[slice]:
     return [slice(a, b) for a, b in itertools.pairwise(edges)]
 
 
-def _add_lattice_noise(coef: np.ndarray, d: np.ndarray, scale: Fraction, src: NoiseSource) -> None:
-    """``coef += DLap(D scale)`` per entry, ``D = broadcast(d)`` an outer product of per-axis
-    factors: one box per combination of per-axis runs, drawn in bounded row blocks."""
-    runs = [_runs(d.reshape(-1)) if n > 1 else [slice(None)]
-            for n, d in ((n, np.moveaxis(d, k, -1)[(0,) * (d.ndim - 1)]) for k, n in enumerate(d.shape))]
+def _lattice_boxes(d: np.ndarray) -> list[tuple[tuple[slice, ...], int]]:
+    """Boxes of constant ``D = broadcast(d)`` (an outer product of per-axis factors): one per
+    combination of per-axis runs of equal factors, with that ``D``."""
+    runs = []
+    for k, n in enumerate(d.shape):
+        line = np.moveaxis(d, k, -1)[(0,) * (d.ndim - 1)]
+        runs.append(_runs(line) if n > 1 else [slice(None)])
+    boxes = []
     for box in itertools.product(*runs):
-        value = int(d[tuple(slice(b.start, b.start + 1) if b.start is not None else b for b in box)].item())
+        corner = tuple(slice(b.start, b.start + 1) if b.start is not None else b for b in box)
+        boxes.append((box, int(d[corner].item())))
+    return boxes
+
+
+def _add_lattice_noise(coef: np.ndarray, d: np.ndarray, scale: Fraction, src: NoiseSource) -> None:
+    """``coef += DLap(D scale)`` per entry, box by box of constant ``D`` (:func:`_lattice_boxes`),
+    in bounded row blocks, C order within a block."""
+    for box, value in _lattice_boxes(d):
         view = coef[box]
         rows = max(1, SLAB_CELLS // max(1, view[0].size if view.ndim else 1))
         for i in range(0, view.shape[0], rows):
@@ -260,7 +274,7 @@ def add_wavelet_noise_exact(counts: np.ndarray, attributes: Sequence[Attribute],
     of per-axis runs of equal ``d``), in C order within each box.
     """
     scale = Fraction(scale)
-    total = float(np.abs(counts).sum())
+    total = float(counts.sum())  # counts are >= 0
     if total * _lattice_bound(attributes, transformed) >= 2.0**52:
         raise ParameterError("the counts are too large for exact lattice noise (total x lattice factor "
                              ">= 2^52); use noise='float'")
@@ -280,9 +294,13 @@ def add_wavelet_noise_exact(counts: np.ndarray, attributes: Sequence[Attribute],
     step = max(1, SLAB_CELLS // inner) if lead > 0 else outer
     for i in range(0, outer, step):
         slab = flat[i:i + step]
-        coef, d = lattice_forward(np.rint(slab).astype(np.int64), attributes[lead:], transformed[lead:], 1)
+        coef, d = lattice_forward(slab.astype(np.int64), attributes[lead:], transformed[lead:], 1)
         _add_lattice_noise(coef, d, scale, src)
-        noisy_u = coef / np.broadcast_to(d, coef.shape)  # post-processing from here on
+        noisy_u = coef.astype(np.float64)  # post-processing from here on: (D u + Z) / D, then inverse
+        del coef
+        for box, value in _lattice_boxes(d):
+            if value != 1:
+                noisy_u[box] /= value
         slab[...] = _inverse_slab(noisy_u, attributes[lead:], transformed[lead:])
 
 
