@@ -140,6 +140,21 @@ def test_privelet_nominal_lattice(neighbours, sens, monkeypatch):
     np.testing.assert_allclose(r.counts, expected, rtol=0, atol=1e-9 * np.abs(expected).max())
 
 
+def test_privelet_haar_shortcut_equals_the_inverse_of_the_noisy_coefficients(monkeypatch):
+    """``D u + H^-1(Z)`` (no Haar forward) is bit for bit ``H^-1(H(D u) + Z)`` under the guard."""
+    attrs = _nominal_attrs()[::-1] + [pdp.Ordinal("b", 0, 40)]
+    rng = np.random.default_rng(11)
+    frame = pl.DataFrame({"occ": _occupations(rng, 2000), "a": rng.integers(0, 64, 2000),
+                          "b": rng.integers(0, 41, 2000)})
+    fast = pdp.privelet(frame, attrs, epsilon=1.0, untransformed=["occ"], seed=12)
+    monkeypatch.setattr(privelet_module, "EXACT_HAAR_ROOM", 0.0)  # force the forward transform
+    slow = pdp.privelet(frame, attrs, epsilon=1.0, untransformed=["occ"], seed=12)
+    np.testing.assert_array_equal(fast.counts, slow.counts)
+    both = pdp.privelet(frame, attrs, epsilon=1.0, seed=12)  # nominal and Haar axes
+    monkeypatch.setattr(privelet_module, "EXACT_HAAR_ROOM", 2.0**52)
+    np.testing.assert_array_equal(both.counts, pdp.privelet(frame, attrs, epsilon=1.0, seed=12).counts)
+
+
 @pytest.mark.parametrize(("neighbours", "sens"), RELATIONS)
 def test_privelet_plus_untransformed_axis(neighbours, sens):
     attrs = _nominal_attrs()[::-1] + [pdp.Ordinal("b", 0, 31)]

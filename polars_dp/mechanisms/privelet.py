@@ -82,6 +82,8 @@ from polars_dp.release import GridRelease
 
 #: Target size (cells) of one slab of the noise field.
 SLAB_CELLS = 1 << 21
+#: Exact float64 range of the Haar shortcut of the exact path: |values| * prod(P) below it.
+EXACT_HAAR_ROOM = 2.0**52
 
 
 def auto_untransformed(attribute: Attribute) -> bool:
@@ -271,7 +273,11 @@ def add_wavelet_noise_exact(counts: np.ndarray, attributes: Sequence[Attribute],
 
     Slabs run along the leading untransformed axes (one slab when the first axis is
     transformed); within a slab the noise is drawn box by box of constant ``D`` (the product
-    of per-axis runs of equal ``d``), in C order within each box.
+    of per-axis runs of equal ``d``), in C order within each box.  The inverse runs the Haar
+    axes first on the integer noisy coefficients (exact in float64 under the guard
+    ``|values| prod P < 2^52``, so it is computed as ``D u_nom + H^-1(Z)`` without the Haar
+    forward transform), then divides by ``D`` and runs the nominal inverses: a deterministic
+    function of the noisy coefficients alone.
     """
     scale = Fraction(scale)
     total = float(counts.sum())  # counts are >= 0
@@ -292,16 +298,42 @@ def add_wavelet_noise_exact(counts: np.ndarray, attributes: Sequence[Attribute],
         return
     inner = int(np.prod(counts.shape[lead:], dtype=np.int64))
     step = max(1, SLAB_CELLS // inner) if lead > 0 else outer
+    attrs, trans = attributes[lead:], transformed[lead:]
+    nominal = [t and isinstance(a, Nominal) for a, t in zip(attrs, trans, strict=True)]
+    haar = [(k + 1, a) for k, (a, t) in enumerate(zip(attrs, trans, strict=True)) if t and not nominal[k]]
+    # inverse Haar of integer coefficients is exact in float64 while |values| * prod(P) < 2^52
+    room = EXACT_HAAR_ROOM / np.prod([float(transforms.haar_padded_length(a.n_cells)) for _, a in haar])
+    growth = np.prod([float(1 + transforms.haar_levels(a.n_cells)) for _, a in haar])
+    lattice_max = total * _lattice_bound(attributes, transformed)
     for i in range(0, outer, step):
         slab = flat[i:i + step]
-        coef, d = lattice_forward(slab.astype(np.int64), attributes[lead:], transformed[lead:], 1)
-        _add_lattice_noise(coef, d, scale, src)
-        noisy_u = coef.astype(np.float64)  # post-processing from here on: (D u + Z) / D, then inverse
-        del coef
+        du, d = lattice_forward(slab.astype(np.int64), attrs, nominal, 1)  # nominal axes only
+        shape = list(du.shape)
+        for axis, a in haar:
+            shape[axis] = transforms.haar_padded_length(a.n_cells)
+        z = np.zeros(shape)  # integer draws, held exactly in float64
+        _add_lattice_noise(z, d, scale, src)
+        if lattice_max + float(np.abs(z).max(initial=0.0)) * growth < room:
+            # H^-1(H(D u) + Z) = D u + H^-1(Z), every float operation exact (note §5b)
+            for axis, a in haar:
+                z = transforms.haar_inverse(z, a.n_cells, axis)
+            x = du + z
+        else:  # the noisy coefficients themselves, then their (rounded) inverse
+            c = du.astype(np.float64)
+            for axis, _ in haar:
+                c = transforms.haar_forward(c, axis)
+            x = c + z
+            for axis, a in haar:
+                x = transforms.haar_inverse(x, a.n_cells, axis)
+        del du, z
+        # post-processing of H^-1(noisy coefficients): divide by D, then the nominal inverses
         for box, value in _lattice_boxes(d):
             if value != 1:
-                noisy_u[box] /= value
-        slab[...] = _inverse_slab(noisy_u, attributes[lead:], transformed[lead:])
+                x[box] /= value
+        for k in reversed(range(len(attrs))):
+            if nominal[k]:
+                x = transforms.inverse(x, attrs[k], k + 1)
+        slab[...] = x
 
 
 def privelet(frame: Any, attributes: Attribute | Iterable[Attribute], *, epsilon: float,
