@@ -98,8 +98,8 @@ def privtree_sequences(frame: Any, column: str, *, alphabet: Sequence[Any], max_
     theta = check_theta(theta)
     if postprocess not in POSTPROCESS:
         raise ParameterError(f"postprocess={postprocess!r}; use one of {POSTPROCESS}")
-    enc = encode_sequences(frame, column, alphabet=alphabet, max_length=max_length)
     noise = check_noise(noise)
+    enc = encode_sequences(frame, column, alphabet=alphabet, max_length=max_length)
     return privtree_from_encoded(enc, alphabet=alphabet, epsilon=epsilon, tree_share=tree_share,
                                  theta=theta, postprocess=postprocess, rng=noise_source(seed), noise=noise)
 

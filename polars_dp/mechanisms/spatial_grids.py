@@ -212,6 +212,7 @@ def privelet_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsi
 
     box = as_box(columns, bounds)
     epsilon = check_epsilon(epsilon)
+    noise = check_noise(noise)
     k = max(1, 16 // box.d) if bits is None else bits
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= 20:
         raise ParameterError(f"bits must be an integer in [1, 20], got {bits!r}")
