@@ -151,7 +151,12 @@ def test_privelet_haar_shortcut_equals_the_inverse_of_the_noisy_coefficients(mon
     slow = pdp.privelet(frame, attrs, epsilon=1.0, untransformed=["occ"], seed=12)
     np.testing.assert_array_equal(fast.counts, slow.counts)
     both = pdp.privelet(frame, attrs, epsilon=1.0, seed=12)  # nominal and Haar axes
+    haar_first = [attrs[1], attrs[0], attrs[2]]
+    monkeypatch.setattr(privelet_module, "SLAB_CELLS", 1000)  # many column and row blocks
+    first = pdp.privelet(frame, haar_first, epsilon=1.0, seed=13)
     monkeypatch.setattr(privelet_module, "EXACT_HAAR_ROOM", 2.0**52)
+    np.testing.assert_array_equal(first.counts, pdp.privelet(frame, haar_first, epsilon=1.0, seed=13).counts)
+    monkeypatch.setattr(privelet_module, "SLAB_CELLS", 1 << 21)
     np.testing.assert_array_equal(both.counts, pdp.privelet(frame, attrs, epsilon=1.0, seed=12).counts)
 
 

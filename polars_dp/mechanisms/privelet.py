@@ -296,6 +296,10 @@ def add_wavelet_noise_exact(counts: np.ndarray, attributes: Sequence[Attribute],
             plain[i:i + step] += discrete_laplace(src, scale.numerator, scale.denominator,
                                                   min(step, plain.size - i))
         return
+    if lead == 0 and not isinstance(attributes[0], Nominal):
+        _exact_haar_first(counts, attributes, transformed, scale, src, total * _lattice_bound(attributes,
+                                                                                               transformed))
+        return
     inner = int(np.prod(counts.shape[lead:], dtype=np.int64))
     step = max(1, SLAB_CELLS // inner) if lead > 0 else outer
     attrs, trans = attributes[lead:], transformed[lead:]
@@ -334,6 +338,68 @@ def add_wavelet_noise_exact(counts: np.ndarray, attributes: Sequence[Attribute],
             if nominal[k]:
                 x = transforms.inverse(x, attrs[k], k + 1)
         slab[...] = x
+
+
+def _finish_rows(x: np.ndarray, du: np.ndarray, d: np.ndarray, attributes: Sequence[Attribute],
+                 nominal: Sequence[bool]) -> np.ndarray:
+    """``(D u + H^-1(Z)) / D``, then the nominal inverses (post-processing)."""
+    x = du + x
+    for box, value in _lattice_boxes(d):
+        if value != 1:
+            x[box] /= value
+    for k in reversed(range(len(attributes))):
+        if nominal[k]:
+            x = transforms.inverse(x, attributes[k], k)
+    return x
+
+
+def _exact_haar_first(counts: np.ndarray, attributes: Sequence[Attribute], transformed: Sequence[bool],
+                      scale: Fraction, src: NoiseSource, lattice_max: float) -> None:
+    """The exact path when the first axis is a transformed ordinal (no slabs along it).
+
+    Memory stays at the count matrix plus one noise array: ``Z`` is drawn in full (float64
+    holding integers), inverted along axis 0 in column blocks in place, then row blocks get
+    the other Haar inverses, ``D u`` (computed from the same count rows), ``/D`` and the
+    nominal inverses.  Under the guard every Haar step is exact, so the result is the same
+    function of the noisy coefficients as in :func:`add_wavelet_noise_exact`.
+    """
+    nominal = [t and isinstance(a, Nominal) for a, t in zip(attributes, transformed, strict=True)]
+    haar = [k for k, t in enumerate(transformed) if t and not nominal[k]]
+    _, d = lattice_forward(np.zeros((1, *counts.shape[1:]), dtype=np.int64), attributes, nominal, 0)
+    shape = [a.n_cells for a in attributes]
+    for k, a in enumerate(attributes):
+        if nominal[k]:
+            shape[k] = a.hierarchy.n_nodes
+        elif k in haar:
+            shape[k] = transforms.haar_padded_length(a.n_cells)
+    z = np.zeros(shape)  # integer draws, held exactly in float64
+    _add_lattice_noise(z, d, scale, src)
+    room = EXACT_HAAR_ROOM / np.prod([float(shape[k]) for k in haar])
+    growth = np.prod([float(1 + transforms.haar_levels(attributes[k].n_cells)) for k in haar])
+    if lattice_max + float(np.abs(z).max(initial=0.0)) * growth >= room:  # rounded inverse of C + Z
+        c, _ = lattice_forward(counts.astype(np.int64), attributes, nominal, 0)
+        c = c.astype(np.float64)
+        for k in haar:
+            c = transforms.haar_forward(c, k)
+        c += z
+        for k in haar:
+            c = transforms.haar_inverse(c, attributes[k].n_cells, k)
+        counts[...] = _finish_rows(c, np.zeros(1), d, attributes, nominal)
+        return
+    n0, p0 = attributes[0].n_cells, shape[0]
+    cols = int(np.prod(shape[1:], dtype=np.int64))
+    flat = z.reshape(p0, cols)
+    step = max(1, SLAB_CELLS // p0)
+    for j in range(0, cols, step):  # axis-0 inverse in place: rows [0, n0) of each column block
+        flat[:n0, j:j + step] = transforms.haar_inverse(flat[:, j:j + step], n0, 0)
+    y = z[:n0]
+    rows = max(1, SLAB_CELLS // cols)
+    for i in range(0, n0, rows):
+        x = y[i:i + rows]
+        for k in haar[1:]:
+            x = transforms.haar_inverse(x, attributes[k].n_cells, k)
+        du, _ = lattice_forward(counts[i:i + rows].astype(np.int64), attributes, nominal, 0)
+        counts[i:i + rows] = _finish_rows(x, du, d, attributes, nominal)
 
 
 def privelet(frame: Any, attributes: Attribute | Iterable[Attribute], *, epsilon: float,
