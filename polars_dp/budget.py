@@ -14,6 +14,10 @@ Releases under different neighbour relations do not compose directly (an ``epsil
 release under ``add_remove`` is ``2 epsilon``-DP under ``replace``); the accountant keeps to
 one relation and refuses the other.  A charge is never refunded: a mechanism that fails
 after reading the data (say, on an out-of-domain value) has already let something out.
+
+Seeded releases do not compose: the noise of a seeded release is a known function of the
+seed, so two seeded releases of neighbouring tables can cancel it exactly.  ``run`` refuses a
+``seed``.
 """
 
 from __future__ import annotations
@@ -77,6 +81,12 @@ class Accountant:
         Mechanisms without a ``neighbours`` parameter (the sequence models) are add/remove-one
         only, so they run only under an ``add_remove`` accountant.
         """
+        if kwargs.get("seed") is not None:
+            raise ParameterError(
+                "the Accountant does not run seeded releases: a seed fixes the noise, so seeded "
+                "releases of neighbouring data cancel it and compose with nothing; drop seed= "
+                "(releases then draw cryptographic randomness)"
+            )
         given = kwargs.pop("neighbours", self.neighbours)
         if given != self.neighbours:
             raise ParameterError(

@@ -208,11 +208,12 @@ def test_weighted_finest_cells_grow_the_same_tree_as_the_snapped_points():
         codes = np.sort(morton_codes(cells, bits))
         unique, counts = np.unique(codes, return_counts=True)
         assert unique.size < codes.size or bits > 6
-        kw = {"lam": 2.0, "delta": 2.0 * np.log(4), "theta": 0.0}
-        one = grow_tree(codes, None, layout, rng=make_rng(3), **kw)
-        weighted = grow_tree(unique, counts, layout, rng=make_rng(3), **kw)
-        for u, v in zip(one, weighted, strict=True):
-            np.testing.assert_array_equal(u, v)
+        for noise, delta in (("float", 2.0 * np.log(4)), ("exact", 2.8125)):  # exact: on the 2^-20 grid
+            kw = {"lam": 2.0, "delta": delta, "theta": 0.0, "noise": noise}
+            one = grow_tree(codes, None, layout, rng=make_rng(3), **kw)
+            weighted = grow_tree(unique, counts, layout, rng=make_rng(3), **kw)
+            for u, v in zip(one, weighted, strict=True):
+                np.testing.assert_array_equal(u, v)
         assert one[2].sum() == pts.height
 
 

@@ -96,7 +96,7 @@ def paper_release(frame, attrs, transformed, scale, seed) -> np.ndarray:
 def test_release_equals_inverse_of_noisy_coefficients(untransformed, slab, monkeypatch):
     monkeypatch.setattr(privelet_module, "SLAB_CELLS", slab)
     frame, attrs = small_frame(), small_attrs()
-    r = pdp.privelet(frame, attrs, epsilon=1.0, untransformed=untransformed, seed=7)
+    r = pdp.privelet(frame, attrs, epsilon=1.0, untransformed=untransformed, seed=7, noise="float")
     transformed = [a.column not in untransformed for a in attrs]
     expected = paper_release(frame, attrs, transformed, r.noise_scale, seed=7)
     np.testing.assert_allclose(r.counts, expected, atol=1e-8 * r.noise_scale)

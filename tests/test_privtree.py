@@ -99,11 +99,12 @@ def node_counts(starts, depths, fanout):
     return starts.size + (starts.size - 1) // (fanout - 1)
 
 
-def test_empty_data_split_probabilities_and_tree_size():
+@pytest.mark.parametrize("noise", ["exact", "float"])
+def test_empty_data_split_probabilities_and_tree_size(noise):
     layout = MortonLayout(2, 31, 2)
     beta = layout.fanout
-    lam = privtree_lambda(0.5, beta)
-    delta = privtree_delta(lam, beta)
+    lam = privtree_lambda(0.5, beta, noise=noise)
+    delta = privtree_delta(lam, beta, noise=noise)
     rng = make_rng(2024)
     runs = 20000
     sizes = np.empty(runs)
@@ -111,7 +112,8 @@ def test_empty_data_split_probabilities_and_tree_size():
     depth1_nodes = depth1_split = 0
     empty = np.zeros(0, dtype=np.int64)
     for i in range(runs):
-        starts, depths, counts = grow_tree(empty, None, layout, lam=lam, delta=delta, theta=0.0, rng=rng)
+        starts, depths, counts = grow_tree(empty, None, layout, lam=lam, delta=delta, theta=0.0, rng=rng,
+                                           noise=noise)
         assert not counts.any()
         sizes[i] = node_counts(starts, depths, beta)
         if starts.size > 1:
@@ -126,18 +128,20 @@ def test_empty_data_split_probabilities_and_tree_size():
     assert abs(sizes.mean() - (1 + beta)) <= Z * math.sqrt((3 * beta**2 - beta) / runs)
 
 
+@pytest.mark.parametrize("noise", ["exact", "float"])
 @pytest.mark.parametrize("count", [3, 12, 40])
-def test_split_probability_of_a_populated_node_follows_the_biased_clamped_count(count):
+def test_split_probability_of_a_populated_node_follows_the_biased_clamped_count(count, noise):
     layout = MortonLayout(2, 31, 2)
     beta, theta = layout.fanout, 2.0
-    lam = privtree_lambda(1.0, beta)
-    delta = privtree_delta(lam, beta)
+    lam = privtree_lambda(1.0, beta, noise=noise)
+    delta = privtree_delta(lam, beta, noise=noise)
     codes = np.zeros(count, dtype=np.int64)  # all points in the lowest corner cell
     rng = make_rng(99)
     runs = 4000
     root = child = 0
     for _ in range(runs):
-        starts, depths, _ = grow_tree(codes, None, layout, lam=lam, delta=delta, theta=theta, rng=rng)
+        starts, depths, _ = grow_tree(codes, None, layout, lam=lam, delta=delta, theta=theta, rng=rng,
+                                      noise=noise)
         if starts.size > 1:
             root += 1
             child += int(depths[0] > 1)  # the populated depth-1 child (first in code order) split
@@ -282,8 +286,8 @@ def test_grow_tree_matches_reference_and_accepts_cell_counts(d, fanout, scan, mo
     coarse = layout.bits - 12  # many points share a finest cell: duplicates and weights
     codes = np.sort(morton_codes([g >> coarse << coarse for g in grid_coordinates(pts, box, layout.bits)],
                                  layout.bits))
-    lam = privtree_lambda(0.5, layout.fanout)
-    kw = dict(lam=lam, delta=privtree_delta(lam, layout.fanout), theta=0.0)
+    lam = privtree_lambda(0.5, layout.fanout, noise="exact")
+    kw = dict(lam=lam, delta=privtree_delta(lam, layout.fanout, noise="exact"), theta=0.0)
     ref = reference_grow_tree(codes, layout, rng=make_rng(5), **kw)
     raw = grow_tree(codes, None, layout, rng=make_rng(5), **kw)
     cells, weights = np.unique(codes, return_counts=True)

@@ -71,21 +71,21 @@ def test_lambda_and_delta_formula():
 
 def test_mechanism_uses_the_formula_and_leaf_scale(monkeypatch):
     seen = {"split": set(), "laplace": []}
-    real_split, real_laplace = seqmech.privtree_split, seqmech.laplace
+    real_split, real_noise = seqmech.privtree_split, seqmech.sample_noise
 
-    def spy_split(score, depth, *, lam, delta, theta, rng):
+    def spy_split(score, depth, *, lam, delta, theta, rng, noise):
         seen["split"].add((lam, delta, theta))
-        return real_split(score, depth, lam=lam, delta=delta, theta=theta, rng=rng)
+        return real_split(score, depth, lam=lam, delta=delta, theta=theta, rng=rng, noise=noise)
 
-    def spy_laplace(rng, scale, size=None):
+    def spy_noise(src, scale, size, noise):
         seen["laplace"].append((scale, size))
-        return real_laplace(rng, scale, size)
+        return real_noise(src, scale, size, noise)
 
     monkeypatch.setattr(seqmech, "privtree_split", spy_split)
-    monkeypatch.setattr(seqmech, "laplace", spy_laplace)
+    monkeypatch.setattr(seqmech, "sample_noise", spy_noise)
     df = pl.DataFrame({"s": ["abcab", "ba", "ccc", "a"] * 30})
     model = seqmech.privtree_sequences(df, "s", alphabet="abc", max_length=4, epsilon=2.0, tree_share=0.3,
-                                       length_share=0.1, seed=4)
+                                       length_share=0.1, seed=4, noise="float")
     beta, l_top, eps_tree, eps_length = 4, 5, 0.6, 0.2
     eps_leaf = 2.0 - eps_tree - eps_length
     lam = (2 * beta - 1) / (beta - 1) * l_top / eps_tree
@@ -123,7 +123,7 @@ def test_leaf_noise_variance_matches_scale():
 def test_split_law_on_empty_counts_kernel():
     rng = np.random.default_rng(7)
     beta, n = 5, 200_000
-    lam, delta = privtree_sequence_params(beta - 1, 9, 1.0)
+    lam, delta = privtree_sequence_params(beta - 1, 9, 1.0, noise="exact")
     zeros = np.zeros(n)
     for depth, p in [(0, 0.5), (1, 1 / (2 * beta)), (6, 1 / (2 * beta))]:
         frac = privtree_split(zeros, depth, lam=lam, delta=delta, theta=0.0, rng=rng).mean()

@@ -12,9 +12,11 @@ positions.  At each level (context length ``k``) every position with a context o
 length increments exactly one cell, so each level's counts have L1 sensitivity ``l_top``.
 The budget is split evenly over the ``height`` levels: ``Lap(height * l_top / epsilon)`` per
 cell, empty cells included; ``epsilon``-DP by sequential composition.  The release keeps the
-unclipped noisy counts (so every bin's noise variance is ``2 s^2``); queries clip them at 0
-(post-processing).  The noise grows with the height: the dilemma of a fixed
-height that PrivTree removes.
+unclipped noisy counts (so every bin's noise variance is that of one draw); queries clip them
+at 0 (post-processing).  The noise grows with the height: the dilemma of a fixed height that
+PrivTree removes.  Exact noise (``noise="exact"``, the default): the integer cells get discrete
+Laplace noise of scale ``height * l_top / epsilon`` rounded up to the ``2^-20`` grid
+(``params["epsilon_effective"]`` is what it spends).
 """
 
 from __future__ import annotations
@@ -27,7 +29,15 @@ import numpy as np
 from polars_dp.counting.frequency import check_domain_size
 from polars_dp.counting.sequences import encode_sequences
 from polars_dp.kernels.pst import grow_context_tree
-from polars_dp.noise import SeedLike, check_epsilon, laplace, make_rng
+from polars_dp.noise import (
+    SeedLike,
+    check_epsilon,
+    check_noise,
+    laplace_scale,
+    noise_params,
+    noise_source,
+    sample_noise,
+)
 from polars_dp.params import check_int
 from polars_dp.progress import Progress, rows_hint
 from polars_dp.releases.sequence import SequenceModel
@@ -35,33 +45,35 @@ from polars_dp.releases.sequence import SequenceModel
 
 def ngram_sequences(frame: Any, column: str, *, alphabet: Sequence[Any], max_length: int,
                     epsilon: float, height: int = 5, seed: SeedLike = None,
-                    progress: bool | None = None) -> SequenceModel:
+                    noise: str = "exact", progress: bool | None = None) -> SequenceModel:
     """Release noisy n-gram counts up to ``n = height`` (public) as a complete-tree SequenceModel.
 
-    ``progress``: stage bars on stderr (counting, n-gram tree, noise); ``None``: on a terminal
-    for large inputs.
+    ``noise``: ``"exact"`` (discrete Laplace, default) or ``"float"``.  ``progress``: stage bars
+    on stderr (counting, n-gram tree, noise); ``None``: on a terminal for large inputs.
     """
     epsilon = check_epsilon(epsilon)
     height = check_int(height, "height", lo=1)
+    noise = check_noise(noise)
     bar = Progress("ngram_sequences", progress, rows_hint(frame))
     bar.step("counting (encoding sequences)")
     enc = encode_sequences(frame, column, alphabet=alphabet, max_length=max_length)
     beta = enc.beta
     n_nodes = sum(beta**k for k in range(height))
     check_domain_size((n_nodes, beta), bytes_per_cell=64)
-    rng = make_rng(seed)
+    src = noise_source(seed)
     bar.step("n-gram tree")
     tree = grow_context_tree(enc, lambda hist, depth, starts_with_start: np.ones(hist.shape[0], dtype=bool),
                              max_depth=height - 1, max_nodes=n_nodes)
     l_top = enc.max_length + 1
-    scale = height * l_top / epsilon
+    scale = laplace_scale(height * l_top, epsilon, noise)
     bar.step("noise")
-    hist = tree.hist + laplace(rng, scale, tree.hist.shape)  # unclipped: queries clip at 0
+    hist = tree.hist + sample_noise(src, scale, tree.hist.shape, noise)  # unclipped: queries clip at 0
     bar.close()
-    params = {"height": height, "l_top": l_top, "noise_scale": scale, "sensitivity_per_level": l_top}
+    params = {"height": height, "l_top": l_top, "noise_scale": float(scale), "sensitivity_per_level": l_top,
+              **noise_params(height * l_top, scale, noise)}
     return SequenceModel(alphabet=alphabet, max_length=enc.max_length, parent=tree.parent,
                          prepended=tree.prepended, hist=hist, mechanism="ngram", epsilon=epsilon,
-                         neighbours="add_remove", params=params)
+                         neighbours="add_remove", params=params, noise=noise, seeded=src.seeded)
 
 
 __all__ = ["ngram_sequences"]

@@ -23,13 +23,22 @@ The leaves partition the box, so their counts have L1 sensitivity 1 and get
 
 ``neighbours="replace"`` (modify one point) is a remove followed by an add: by group privacy
 (factor 2) the tree uses ``lambda`` computed for ``eps_tree / 2`` and the leaf counts
-``Lap(2 / eps_leaf)`` (L1 sensitivity 2).
+``Lap(2 / eps_leaf)`` (L1 sensitivity 2: the point leaves one leaf and enters another, the
+partition being fixed by the first part).
+
+Exact noise (``noise="exact"``, the default): ``eps_tree = share * epsilon`` and ``eps_leaf =
+epsilon - eps_tree`` are exact rationals (they add up to ``epsilon``); the split decisions are
+drawn exactly with ``lambda``/``delta``/``theta`` on the ``2^-20`` grid (rounded safely, see
+:mod:`polars_dp.mechanisms.privtree_rule`), and the integer leaf counts get discrete Laplace noise of
+scale ``factor / eps_leaf`` rounded up to the grid (``params["leaf_epsilon_effective"]`` is
+what it spends).
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -42,15 +51,32 @@ from polars_dp.kernels.morton import (
     morton_codes,
     resolution_bits,
 )
-from polars_dp.mechanisms.privtree_rule import check_theta, privtree_delta, privtree_lambda, privtree_split
-from polars_dp.noise import SeedLike, check_epsilon, check_fraction, histogram_sensitivity, laplace, make_rng
+from polars_dp.mechanisms.privtree_rule import (
+    check_theta,
+    grid_theta,
+    privtree_delta,
+    privtree_lambda,
+    privtree_split,
+)
+from polars_dp.noise import (
+    SeedLike,
+    add_noise,
+    check_epsilon,
+    check_fraction,
+    check_noise,
+    histogram_sensitivity,
+    laplace_scale,
+    noise_params,
+    noise_source,
+)
 from polars_dp.params import check_int
 from polars_dp.progress import Progress, rows_hint
+from polars_dp.releases.noise_model import IndependentLaplace
 from polars_dp.releases.tree import TreeRelease
 
 
 def grow_tree(codes: np.ndarray, counts: np.ndarray | None, layout: MortonLayout, *, lam: float,
-              delta: float, theta: float, rng: np.random.Generator,
+              delta: float, theta: float, rng: Any, noise: str = "exact",
               advance: Callable[[int], None] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Run PrivTree's split decisions level by level on sorted finest-resolution Morton codes.
 
@@ -80,7 +106,7 @@ def grow_tree(codes: np.ndarray, counts: np.ndarray | None, layout: MortonLayout
         if depth == layout.max_depth:
             split = np.zeros(prefixes.size, dtype=bool)
         else:
-            split = privtree_split(c, depth, lam=lam, delta=delta, theta=theta, rng=rng)
+            split = privtree_split(c, depth, lam=lam, delta=delta, theta=theta, rng=rng, noise=noise)
         if advance is not None:
             advance(prefixes.size)
         leaf = ~split
@@ -130,7 +156,7 @@ def privtree(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: 
              fanout: int | None = None, theta: float = 0.0, tree_share: float = 0.5,
              neighbours: str = "add_remove", seed: SeedLike = None, on_out_of_domain: str = "raise",
              nulls: str = "raise", resolution: int | None = None, count_column: str | None = None,
-             progress: bool | None = None) -> TreeRelease:
+             noise: str = "exact", progress: bool | None = None) -> TreeRelease:
     """Release a PrivTree decomposition of the points ``columns`` inside the public ``bounds``.
 
     Parameters
@@ -147,13 +173,15 @@ def privtree(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: 
     theta : split threshold (default 0, the paper's recommendation).
     neighbours : ``"add_remove"`` (the paper's relation) or ``"replace"`` (group privacy, see
         module docstring).
-    seed : ``None`` draws OS entropy; an int makes the release reproducible (tests only).
+    seed : ``None`` draws cryptographic randomness; an int makes the release reproducible (tests
+        only; the release is marked ``seeded``).
     on_out_of_domain, nulls : ``"raise"`` by default; see :mod:`polars_dp.counting.points`.
     resolution : bits per axis of the finest grid (public; default and maximum
         ``min(31, 62 // d)``).  Lower values give a coarser grid and a smaller aggregate.
     count_column : a column of non-negative integer counts when each row stands for several
         points (pre-aggregated rows; the guarantee holds when each individual contributes to
         exactly one row with weight 1, see :mod:`polars_dp.counting.spec`).
+    noise : ``"exact"`` (exact decisions and discrete Laplace leaf counts, default) or ``"float"``.
     progress : stage bars on stderr (counting finest cells, tree, noise); ``None``: on a
         terminal for large inputs.
     """
@@ -164,10 +192,17 @@ def privtree(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: 
     share = check_fraction(tree_share, "tree_share")
     factor = histogram_sensitivity(neighbours)
     theta = check_theta(theta)
-    eps_tree, eps_leaf = epsilon * share, epsilon * (1 - share)
-    lam = privtree_lambda(eps_tree / factor, beta)
-    delta = privtree_delta(lam, beta)
-    rng = make_rng(seed)
+    noise = check_noise(noise)
+    if noise == "exact":
+        eps_tree = Fraction(epsilon) * Fraction(share)
+        eps_leaf = Fraction(epsilon) - eps_tree
+        theta = grid_theta(theta)
+    else:
+        eps_tree, eps_leaf = epsilon * share, epsilon * (1 - share)
+    lam = privtree_lambda(eps_tree, beta, group=factor, noise=noise)
+    delta = privtree_delta(lam, beta, noise=noise)
+    leaf_scale = laplace_scale(factor, eps_leaf, noise)
+    src = noise_source(seed)
 
     bar = Progress("privtree", progress, rows_hint(frame))
     bar.step("counting (finest cells)")
@@ -176,18 +211,20 @@ def privtree(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: 
     layout = MortonLayout(box.d, bits, split_bits)
     codes, weights = finest_cells(frame, box, bits, functools.partial(morton_codes, bits=bits),
                                   on_out_of_domain=on_out_of_domain, nulls=nulls, count_column=count_column)
-    start, depth, count = grow_tree(codes, weights, layout, lam=lam, delta=delta, theta=theta, rng=rng,
-                                    advance=bar.step("tree", unit="nodes"))
+    start, depth, count = grow_tree(codes, weights, layout, lam=lam, delta=delta, theta=theta, rng=src,
+                                    noise=noise, advance=bar.step("tree", unit="nodes"))
     del codes, weights
     bar.step("noise")
-    count += laplace(rng, factor / eps_leaf, count.shape)
+    add_noise(count, leaf_scale, src, noise)
     bar.close()
     lo, hi = layout.node_boxes(start, depth, box)
     params = {"lambda": lam, "delta": delta, "theta": theta, "fanout": beta, "tree_share": share,
-              "epsilon_tree": eps_tree, "epsilon_leaf": eps_leaf, "leaf_noise_scale": factor / eps_leaf,
-              "resolution_bits": layout.bits}
+              "epsilon_tree": float(eps_tree), "epsilon_leaf": float(eps_leaf),
+              "leaf_noise_scale": float(leaf_scale), "resolution_bits": layout.bits,
+              **noise_params(factor, leaf_scale, noise, prefix="leaf_")}
     return TreeRelease(box, lo, hi, depth, count, codes=start, mechanism="privtree", epsilon=epsilon,
-                       neighbours=neighbours, params=params,
+                       neighbours=neighbours, params=params, noise=noise, seeded=src.seeded,
+                       noise_model=IndependentLaplace(float(leaf_scale)),
                        layout={"kind": "morton", "bits": layout.bits, "split_bits": split_bits})
 
 

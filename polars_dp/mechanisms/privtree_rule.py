@@ -9,26 +9,77 @@ changes by at most 1 along one root-to-leaf path) gets the biased, clamped score
 and splits iff ``b(v) + Lap(lambda) > theta``.  With ``delta = lambda ln(beta)`` the split
 decisions are ``eps``-DP when ``lambda >= (2 beta - 1) / ((beta - 1) eps)``, whatever the
 depth.  On empty data the root splits w.p. 1/2 and deeper nodes w.p. ``1 / (2 beta)``.
+
+Exact decisions (``noise="exact"``, note §5c)
+---------------------------------------------
+``lambda``, ``delta`` and ``theta`` live on the grid ``2^-GRID_BITS``: ``lambda`` is rounded
+*up* from the exact rational ``(2 beta - 1) group / ((beta - 1) eps_tree)`` (so the decisions
+spend at most ``eps_tree``), ``delta`` is rounded up from a rigorous upper bound of
+``lambda ln(beta)`` and ``theta`` to the nearest grid point (a public threshold: any value is
+private).  The proof only needs ``delta = gamma lambda`` with ``lambda >= (2 e^gamma - 1) /
+((e^gamma - 1) eps)``; the right side decreases in ``gamma``, so ``gamma = delta / lambda >=
+ln(beta)`` keeps the guarantee (and spurious splits stay below ``1 / (2 beta)``).  Then
+``x = theta - b`` is an integer multiple of the grid (scores are integers) and
+:func:`polars_dp.noise.privtree_decision` draws the event ``Lap(lambda) > x`` exactly.
 """
 
 from __future__ import annotations
 
 import math
+from decimal import Context, Decimal
+from fractions import Fraction
 
 import numpy as np
 
 from polars_dp.errors import ParameterError
-from polars_dp.noise import check_epsilon, laplace
+from polars_dp.noise import (
+    GRID_BITS,
+    as_source,
+    check_epsilon,
+    check_noise,
+    grid_ceil,
+    laplace,
+    privtree_decision,
+)
 
 
-def privtree_lambda(eps_tree: float, fanout: int) -> float:
-    """Noise scale of the split decisions: ``(2 beta - 1) / ((beta - 1) eps_tree)`` (spec §2.4)."""
-    return (2 * fanout - 1) / ((fanout - 1) * check_epsilon(eps_tree, "eps_tree"))
+def privtree_lambda(eps_tree: float | Fraction, fanout: int, *, group: int = 1,
+                    noise: str = "float") -> float:
+    """Noise scale of the split decisions: ``(2 beta - 1) group / ((beta - 1) eps_tree)`` (spec §2.4;
+    ``group`` is the group-privacy factor).  ``noise="exact"``: the exact rational rounded up to
+    the ``2^-GRID_BITS`` grid, returned as the (exactly representable) float."""
+    if not isinstance(eps_tree, Fraction):
+        check_epsilon(eps_tree, "eps_tree")
+    if check_noise(noise) == "exact":
+        return float(grid_ceil(Fraction(2 * fanout - 1) * group / ((fanout - 1) * Fraction(eps_tree))))
+    return (2 * fanout - 1) / ((fanout - 1) * (float(eps_tree) / group))
 
 
-def privtree_delta(lam: float, fanout: int) -> float:
-    """Depth bias per level: ``delta = lambda * ln(beta)`` (gamma = ln beta, spec §2.4)."""
+def _ln_upper(fanout: int) -> Fraction:
+    """A rational ``>= ln(fanout)``: the correctly rounded 40-digit ``ln`` plus one unit of its last digit."""
+    value = Context(prec=40).ln(Decimal(fanout))
+    return Fraction(value) + Fraction(1, 10**38)
+
+
+def privtree_delta(lam: float, fanout: int, *, noise: str = "float") -> float:
+    """Depth bias per level: ``delta = lambda * ln(beta)`` (gamma = ln beta, spec §2.4).
+    ``noise="exact"``: rounded up to the grid from an upper bound of ``ln(beta)``."""
+    if check_noise(noise) == "exact":
+        return float(grid_ceil(Fraction(lam) * _ln_upper(fanout)))
     return lam * math.log(fanout)
+
+
+def grid_theta(theta: float) -> float:
+    """``theta`` rounded to the nearest point of the ``2^-GRID_BITS`` grid (exact decisions)."""
+    return float(Fraction(round(Fraction(theta) * (1 << GRID_BITS)), 1 << GRID_BITS))
+
+
+def _on_grid(value: float, name: str) -> int:
+    scaled = Fraction(value) * (1 << GRID_BITS)
+    if scaled.denominator != 1:
+        raise ParameterError(
+            f"exact PrivTree decisions need {name} on the 2^-{GRID_BITS} grid, got {value!r}")
+    return int(scaled)
 
 
 def check_theta(theta: float) -> float:
@@ -48,27 +99,42 @@ def check_theta(theta: float) -> float:
 
 
 def privtree_split(score: np.ndarray, depth: int, *, lam: float, delta: float, theta: float,
-                   rng: np.random.Generator) -> np.ndarray:
-    """PrivTree decisions for the nodes of one level, one Laplace draw per node.
+                   rng, noise: str = "exact") -> np.ndarray:
+    """PrivTree decisions for the nodes of one level, one noisy comparison per node.
 
     ``b = max(score - depth * delta, theta - delta)``; split iff ``b + Lap(lam) > theta``.
+    ``noise="exact"`` (``lam``, ``delta``, ``theta`` on the grid, integer ``score``): the event
+    is drawn exactly with ``x = theta - b`` in grid units; ``"float"``: a float Laplace draw.
     """
+    if check_noise(noise) == "exact":
+        lam_i, delta_i, theta_i = _on_grid(lam, "lambda"), _on_grid(delta, "delta"), _on_grid(theta, "theta")
+        s = np.asarray(score)
+        if s.size and not np.array_equal(s, np.round(s)):
+            raise ParameterError("exact PrivTree decisions need integer scores")
+        s = s.astype(np.int64)
+        if s.size and int(s.max()) >= 1 << (62 - GRID_BITS):
+            raise ParameterError(f"scores above 2^{62 - GRID_BITS} are not supported by exact decisions")
+        biased = np.maximum((s << GRID_BITS) - depth * delta_i, theta_i - delta_i)
+        return privtree_decision(as_source(rng), theta_i - biased, lam_i).reshape(s.shape)
     biased = np.maximum(np.asarray(score, dtype=np.float64) - depth * delta, theta - delta)
     return biased + laplace(rng, lam, biased.shape) > theta
 
 
-def privtree_sequence_params(alphabet_size: int, max_length: int, eps_tree: float) -> tuple[float, float]:
+def privtree_sequence_params(alphabet_size: int, max_length: int, eps_tree: float,
+                             noise: str = "float") -> tuple[float, float]:
     """``(lambda, delta)`` of the sequence PrivTree (Theorem 4.1 as reconstructed, spec §2.10).
 
     ``beta = |I| + 1``, ``l_top = max_length + 1`` (end marker included):
     ``lambda = (2 beta - 1) / (beta - 1) * l_top / eps_tree`` and ``delta = lambda * ln(beta)``.
     The ``l_top`` factor is group privacy: adding/removing one sequence adds/removes at most
     ``l_top`` (context, symbol) pairs, each changing the scores of one root-to-leaf path by
-    at most 1 (spec §2.9, general monotone scores).
+    at most 1 (spec §2.9, general monotone scores).  ``noise="exact"``: both on the ``2^-20``
+    grid, rounded safely (see above).
     """
     beta = alphabet_size + 1
-    lam = privtree_lambda(eps_tree / (max_length + 1), beta)
-    return lam, privtree_delta(lam, beta)
+    lam = privtree_lambda(eps_tree, beta, group=max_length + 1, noise=noise)
+    return lam, privtree_delta(lam, beta, noise=noise)
 
 
-__all__ = ["check_theta", "privtree_delta", "privtree_lambda", "privtree_sequence_params", "privtree_split"]
+__all__ = ["check_theta", "grid_theta", "privtree_delta", "privtree_lambda", "privtree_sequence_params",
+           "privtree_split"]

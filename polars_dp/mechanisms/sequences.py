@@ -23,6 +23,11 @@ its insertion is a chain of at most ``l_top`` additions of one (context, symbol)
   the position since the start only where its contexts reach ``#``, which they rarely do for
   long sequences over a large alphabet (words: mean sampled length 10.2 against 9.3).
 * Total: ``epsilon``-DP by sequential composition.  What follows is post-processing.
+* Exact noise (``noise="exact"``, the default): ``eps_tree``, ``eps_length`` and ``eps_leaf`` are
+  exact rationals adding up to ``epsilon``; the split decisions are drawn exactly (integer scores,
+  ``lambda``/``delta``/``theta`` on the ``2^-20`` grid, :mod:`polars_dp.mechanisms.privtree_rule`) and the
+  integer leaf bins get discrete Laplace noise of scale ``l_top / eps_leaf`` rounded up to the
+  grid (``params["leaf_epsilon_effective"]``).
 
 Memory guard (public cap)
 -------------------------
@@ -56,6 +61,7 @@ than ``l_top`` splits (no context is longer than ``l_top``), and the ``max_nodes
 from __future__ import annotations
 
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -68,8 +74,23 @@ from polars_dp.kernels.pst import (
     pst_scores,
     sums_of_children,
 )
-from polars_dp.mechanisms.privtree_rule import check_theta, privtree_sequence_params, privtree_split
-from polars_dp.noise import SeedLike, check_epsilon, check_fraction, laplace, make_rng
+from polars_dp.mechanisms.privtree_rule import (
+    check_theta,
+    grid_theta,
+    privtree_sequence_params,
+    privtree_split,
+)
+from polars_dp.noise import (
+    NoiseSource,
+    SeedLike,
+    check_epsilon,
+    check_fraction,
+    check_noise,
+    laplace_scale,
+    noise_params,
+    noise_source,
+    sample_noise,
+)
 from polars_dp.progress import Progress, rows_hint
 from polars_dp.releases.sequence import SequenceModel
 
@@ -79,7 +100,7 @@ POSTPROCESS = ("sum_then_clip", "clip_then_sum")
 def privtree_sequences(frame: Any, column: str, *, alphabet: Sequence[Any], max_length: int,
                        epsilon: float, tree_share: float = 0.25, theta: float = 0.0,
                        postprocess: str = "sum_then_clip", max_nodes: int | None = None,
-                       length_share: float = 0.05, seed: SeedLike = None,
+                       length_share: float = 0.05, seed: SeedLike = None, noise: str = "exact",
                        progress: bool | None = None) -> SequenceModel:
     """Release a PST of the sequences in ``column`` with PrivTree's depth-independent noise.
 
@@ -98,7 +119,9 @@ def privtree_sequences(frame: Any, column: str, *, alphabet: Sequence[Any], max_
     max_nodes : public cap on the number of tree nodes (default ``2**25 // (|I| + 1)``); see
         the module docstring.
     length_share : fraction of ``epsilon`` spent on the noisy length law (0 for none).
-    seed : ``None`` draws OS entropy; an int is for tests and experiments only.
+    seed : ``None`` draws cryptographic randomness; an int is for tests and experiments only
+        (the model is marked ``seeded``).
+    noise : ``"exact"`` (exact decisions and discrete Laplace bins, default) or ``"float"``.
     progress : stage bars on stderr (counting, tree and noise); ``None``: on a terminal for
         large inputs.
     """
@@ -108,58 +131,68 @@ def privtree_sequences(frame: Any, column: str, *, alphabet: Sequence[Any], max_
     length_share = check_length_share(length_share, tree_share)
     if postprocess not in POSTPROCESS:
         raise ParameterError(f"postprocess={postprocess!r}; use one of {POSTPROCESS}")
+    noise = check_noise(noise)
     max_nodes = check_max_nodes(max_nodes, len(check_alphabet(alphabet)) + 1)
     bar = Progress("privtree_sequences", progress, rows_hint(frame))
     bar.step("counting (encoding sequences)")
     enc = encode_sequences(frame, column, alphabet=alphabet, max_length=max_length)
     bar.step("tree and noise")
     model = privtree_from_encoded(enc, alphabet=alphabet, epsilon=epsilon, tree_share=tree_share,
-                                  theta=theta, postprocess=postprocess, rng=make_rng(seed),
-                                  max_nodes=max_nodes, length_share=length_share)
+                                  theta=theta, postprocess=postprocess, rng=noise_source(seed),
+                                  max_nodes=max_nodes, length_share=length_share, noise=noise)
     bar.close()
     return model
 
 
 def privtree_from_encoded(enc: EncodedSequences, *, alphabet: Sequence[Any], epsilon: float,
-                          tree_share: float, theta: float, rng: np.random.Generator,
+                          tree_share: float, theta: float, rng: NoiseSource | np.random.Generator,
                           postprocess: str = "sum_then_clip", max_nodes: int | None = None,
-                          length_share: float = 0.0) -> SequenceModel:
+                          length_share: float = 0.0, noise: str = "exact") -> SequenceModel:
     """The mechanism on already encoded positions (see :func:`privtree_sequences`)."""
+    src = noise_source(rng)
     max_nodes = check_max_nodes(max_nodes, enc.beta)
     length_share = check_length_share(length_share, tree_share)
-    eps_tree, eps_length = tree_share * epsilon, length_share * epsilon
-    eps_leaf = epsilon - eps_tree - eps_length
-    lam, delta = privtree_sequence_params(enc.alphabet_size, enc.max_length, eps_tree)
     l_top = enc.max_length + 1
-    leaf_scale = l_top / eps_leaf
+    if check_noise(noise) == "exact":  # exact rationals that add up to epsilon
+        eps_tree = Fraction(tree_share) * Fraction(epsilon)
+        eps_length = Fraction(length_share) * Fraction(epsilon)
+        eps_leaf = Fraction(epsilon) - eps_tree - eps_length
+        theta = grid_theta(theta)
+    else:
+        eps_tree, eps_length = tree_share * epsilon, length_share * epsilon
+        eps_leaf = epsilon - eps_tree - eps_length
+    lam, delta = privtree_sequence_params(enc.alphabet_size, enc.max_length, eps_tree, noise=noise)
+    leaf_scale = laplace_scale(l_top, eps_leaf, noise)
 
     def decide(hist: np.ndarray, depth: int, starts_with_start: np.ndarray) -> np.ndarray:
         scores = pst_scores(hist, starts_with_start)
-        return privtree_split(scores, depth, lam=lam, delta=delta, theta=float(theta), rng=rng)
+        return privtree_split(scores, depth, lam=lam, delta=delta, theta=float(theta), rng=src, noise=noise)
 
     tree = grow_context_tree(enc, decide, max_depth=l_top, max_nodes=max_nodes)
     leaves = tree.is_leaf
     noisy = tree.hist.copy()
-    noisy[leaves] += laplace(rng, leaf_scale, (int(leaves.sum()), enc.beta))
+    noisy[leaves] += sample_noise(src, leaf_scale, (int(leaves.sum()), enc.beta), noise)
     if postprocess == "clip_then_sum":
         hist = sums_of_children(tree.parent, tree.depth, np.maximum(noisy, 0.0), leaves)
     else:  # unclipped sums: unbiased, linear in the noisy leaves; queries clip at 0
         hist = sums_of_children(tree.parent, tree.depth, noisy, leaves)
-    length_counts = None
-    if eps_length > 0:
+    params = {"lambda": lam, "delta": delta, "tree_share": tree_share, "theta": float(theta),
+              "eps_tree": float(eps_tree), "eps_leaf": float(eps_leaf), "leaf_noise_scale": float(leaf_scale),
+              "l_top": l_top, "beta": enc.beta, "postprocess": postprocess,
+              "max_nodes": max_nodes, "capped": tree.capped, "length_share": length_share,
+              **noise_params(l_top, leaf_scale, noise, prefix="leaf_")}
+    if eps_length > 0:  # the length law: one bin per truncated length, sensitivity 1
         ends = enc.n_before[enc.next_symbol == enc.alphabet_size].astype(np.int64)
         exact = np.bincount(ends, minlength=enc.max_length + 1).astype(np.float64)
-        length_counts = exact + laplace(rng, 1.0 / eps_length, exact.shape)
-    params = {"lambda": lam, "delta": delta, "tree_share": tree_share, "theta": float(theta),
-              "eps_tree": eps_tree, "eps_leaf": eps_leaf, "leaf_noise_scale": leaf_scale, "l_top": l_top,
-              "beta": enc.beta, "postprocess": postprocess,
-              "max_nodes": max_nodes, "capped": tree.capped, "length_share": length_share}
-    if length_counts is not None:
-        params.update({"eps_length": eps_length, "length_noise_scale": 1.0 / eps_length,
-                       "length_counts": [float(x) for x in length_counts]})
+        length_scale = laplace_scale(1, eps_length, noise)
+        length_counts = exact + sample_noise(src, length_scale, exact.shape, noise)
+        params.update({"eps_length": float(eps_length), "length_noise_scale": float(length_scale),
+                       "length_counts": [float(x) for x in length_counts],
+                       **noise_params(1, length_scale, noise, prefix="length_")})
     return SequenceModel(alphabet=alphabet, max_length=enc.max_length, parent=tree.parent,
                          prepended=tree.prepended, hist=hist, mechanism="privtree_sequences",
-                         epsilon=epsilon, neighbours="add_remove", params=params)
+                         epsilon=epsilon, neighbours="add_remove", params=params, noise=noise,
+                         seeded=src.seeded)
 
 
 def check_length_share(length_share: float, tree_share: float) -> float:

@@ -27,12 +27,21 @@ The number of points ``N``
     remaining ``(1 - n_share) eps``).  ``n=`` must be public knowledge (a published total, a
     number fixed by the study design), never computed from the private data: it is released
     as is, in the grid size and in ``params["n_used"]``.
+
+Exact noise (``noise="exact"``, the default)
+    The budget shares are exact rationals (``eps_n + eps_grid = eps``, ``eps1 + eps2 =
+    eps_grid``), the integer counts (and ``N``) get discrete Laplace noise of scale
+    ``sensitivity / share`` rounded up to the ``2^-20`` grid (:func:`polars_dp.noise.exact_scale`),
+    and everything after the noisy counts (grid sizes from noisy ``N`` or ``v``, constrained
+    inference) is post-processing.  ``params`` records the exact scales and the epsilon each
+    spends.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -45,9 +54,21 @@ from polars_dp.domains.attributes import Ordinal
 from polars_dp.domains.box import Box, as_box
 from polars_dp.kernels.grid import flat_cells, grid_boxes, grid_cells
 from polars_dp.mechanisms.privelet import privelet
-from polars_dp.noise import SeedLike, check_epsilon, check_fraction, histogram_sensitivity, laplace, make_rng
+from polars_dp.noise import (
+    NoiseSource,
+    SeedLike,
+    check_epsilon,
+    check_fraction,
+    check_noise,
+    histogram_sensitivity,
+    laplace_scale,
+    noise_params,
+    noise_source,
+    sample_noise,
+)
 from polars_dp.params import check_int
 from polars_dp.progress import Progress, rows_hint
+from polars_dp.releases.noise_model import Correlated, IndependentLaplace
 from polars_dp.releases.tree import TreeRelease
 
 #: Name of the count column of the grid handed from Privelet* to Privelet.
@@ -60,27 +81,34 @@ def grid_side(n: float, epsilon: float, c: float, d: int) -> int:
 
 
 def _budget_for_n(count_points: Callable[[], float], n: int | None, n_share: float, epsilon: float,
-                  neighbours: str, rng: np.random.Generator, nulls: str = "raise"
-                  ) -> tuple[float, float, str]:
+                  neighbours: str, rng: NoiseSource, nulls: str = "raise", noise: str = "float"
+                  ) -> tuple[float, float | Fraction, str]:
     """``(N used for the grid size, epsilon left for the counts, how N was obtained)``.
 
     Under ``replace`` neighbours the row count is public, so the exact N is free, but only
     while no row is dropped: with ``nulls="drop"`` a neighbour may turn one row into a null
     and change N, so N is then estimated with ``Lap(1 / (n_share epsilon))`` (sensitivity 1).
+    On the exact path the epsilon left is the exact rational ``epsilon - n_share epsilon``.
     """
+    if noise == "exact":
+        epsilon = Fraction(epsilon)
     if n is not None:
         return float(check_int(n, "n (a public number of points)", lo=0)), epsilon, "public"
     if neighbours == "replace" and nulls == "raise":
         return float(count_points()), epsilon, "exact (public under replace neighbours)"
     share = check_fraction(n_share, "n_share")
-    noisy = float(count_points()) + float(laplace(rng, 1.0 / (share * epsilon), ()))
+    if noise == "exact":
+        eps_n = Fraction(share) * epsilon
+        noisy = int(count_points()) + int(sample_noise(rng, laplace_scale(1, eps_n, noise), 1, noise)[0])
+        return float(max(noisy, 0)), epsilon - eps_n, f"noisy (n_share={share})"
+    noisy = float(count_points()) + float(sample_noise(rng, 1.0 / (share * epsilon), (), noise))
     return max(noisy, 0.0), epsilon * (1 - share), f"noisy (n_share={share})"
 
 
 def uniform_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: float,
                  n: int | None = None, n_share: float = 0.05, c: float = 10.0,
                  neighbours: str = "add_remove", seed: SeedLike = None, on_out_of_domain: str = "raise",
-                 nulls: str = "raise", count_column: str | None = None,
+                 nulls: str = "raise", count_column: str | None = None, noise: str = "exact",
                  progress: bool | None = None) -> TreeRelease:
     """UG: noisy counts of an ``m^d`` grid over the public ``bounds`` (see module docstring).
 
@@ -96,32 +124,35 @@ def uniform_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsil
     epsilon = check_epsilon(epsilon)
     c = check_epsilon(c, "c")
     sens = histogram_sensitivity(neighbours)
-    rng = make_rng(seed)
+    noise = check_noise(noise)
+    src = noise_source(seed)
     bar = Progress("uniform_grid", progress, rows_hint(frame))
     bar.step("counting")
     opts = {"on_out_of_domain": on_out_of_domain, "nulls": nulls, "count_column": count_column}
     if n is None:  # two passes (N, then the grid): a one-shot stream keeps the point columns only
         frame = rereadable(frame, [*box.columns, *([count_column] if count_column else [])])
     n_used, eps_grid, n_how = _budget_for_n(lambda: grid_counts(frame, box, 1, **opts).sum(), n, n_share,
-                                            epsilon, neighbours, rng, nulls)
-    m = grid_side(n_used, eps_grid, c, box.d)
+                                            epsilon, neighbours, src, nulls, noise)
+    m = grid_side(n_used, float(eps_grid), c, box.d)
     cells = check_domain_size((m,) * box.d, bytes_per_cell=64)
     count = grid_counts(frame, box, m, **opts)
     bar.step("noise")
-    count += laplace(rng, sens / eps_grid, count.shape)
+    scale = laplace_scale(sens, eps_grid, noise)
+    count += sample_noise(src, scale, count.shape, noise)
     bar.close()
     lo, hi = grid_boxes(box, m)
-    params = {"c": c, "m": m, "n_used": n_used, "n_source": n_how, "epsilon_grid": eps_grid,
-              "noise_scale": sens / eps_grid}
+    params = {"c": c, "m": m, "n_used": n_used, "n_source": n_how, "epsilon_grid": float(eps_grid),
+              "noise_scale": float(scale), **noise_params(sens, scale, noise)}
     return TreeRelease(box, lo, hi, np.ones(cells, dtype=np.int32), count, layout={"kind": "grid", "m": m},
-                       mechanism="uniform_grid", epsilon=epsilon, neighbours=neighbours, params=params)
+                       mechanism="uniform_grid", epsilon=epsilon, neighbours=neighbours, params=params,
+                       noise=noise, seeded=src.seeded, noise_model=IndependentLaplace(float(scale)))
 
 
 def adaptive_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: float,
                   n: int | None = None, n_share: float = 0.05, alpha: float = 0.5, c: float = 10.0,
                   c2: float = 5.0, neighbours: str = "add_remove", seed: SeedLike = None,
                   on_out_of_domain: str = "raise", nulls: str = "raise", count_column: str | None = None,
-                  progress: bool | None = None) -> TreeRelease:
+                  noise: str = "exact", progress: bool | None = None) -> TreeRelease:
     """AG: a two-level adaptive grid with constrained inference (see module docstring).
 
     ``frame``: any input of :mod:`polars_dp.counting.engines`; the second level's cells depend
@@ -137,21 +168,28 @@ def adaptive_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsi
     alpha = check_fraction(alpha, "alpha")
     c, c2 = check_epsilon(c, "c"), check_epsilon(c2, "c2")
     sens = histogram_sensitivity(neighbours)
-    rng = make_rng(seed)
+    noise = check_noise(noise)
+    src = noise_source(seed)
     bar = Progress("adaptive_grid", progress, rows_hint(frame))
     bar.step("counting")
     points, weights = collect_weighted_points(frame, box, on_out_of_domain=on_out_of_domain, nulls=nulls,
                                               count_column=count_column)
     n_points = points[0].size if weights is None else int(weights.sum())
-    n_used, eps_grid, n_how = _budget_for_n(lambda: n_points, n, n_share, epsilon, neighbours, rng, nulls)
-    eps1, eps2 = alpha * eps_grid, (1 - alpha) * eps_grid
-    m1 = max(10, math.ceil(grid_side(n_used, eps_grid, c, d) / 4))
+    n_used, eps_grid, n_how = _budget_for_n(lambda: n_points, n, n_share, epsilon, neighbours, src, nulls,
+                                            noise)
+    if noise == "exact":
+        eps1 = Fraction(alpha) * eps_grid
+        eps2 = eps_grid - eps1
+    else:
+        eps1, eps2 = alpha * eps_grid, (1 - alpha) * eps_grid
+    scale1, scale2 = laplace_scale(sens, eps1, noise), laplace_scale(sens, eps2, noise)
+    m1 = max(10, math.ceil(grid_side(n_used, float(eps_grid), c, d) / 4))
     n_cells = check_domain_size((m1,) * d, bytes_per_cell=64)
 
     per_dim = grid_cells(points, box, m1)
     cell = flat_cells(per_dim, m1)
-    v = np.bincount(cell, weights, minlength=n_cells) + laplace(rng, sens / eps1, n_cells)
-    m2 = np.maximum(1, np.ceil((np.maximum(v, 0.0) * eps2 / c2) ** (2.0 / (d + 2)))).astype(np.int64)
+    v = np.bincount(cell, weights, minlength=n_cells) + sample_noise(src, scale1, n_cells, noise)
+    m2 = np.maximum(1, np.ceil((np.maximum(v, 0.0) * float(eps2) / c2) ** (2.0 / (d + 2)))).astype(np.int64)
     sub_cells = m2**d
     check_domain_size((int(sub_cells.sum()),), bytes_per_cell=64)
     leaf_start = np.concatenate([[0], np.cumsum(sub_cells)])
@@ -162,7 +200,7 @@ def adaptive_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsi
     for j, x in enumerate(points):
         pos = (x - box.lo[j]) * (m1 / box.width[j]) - per_dim[j]
         leaf = leaf + np.clip(np.floor(pos * pm2), 0, pm2 - 1).astype(np.int64) * pm2 ** (d - 1 - j)
-    u = np.bincount(leaf, weights, minlength=n_leaves) + laplace(rng, sens / eps2, n_leaves)
+    u = np.bincount(leaf, weights, minlength=n_leaves) + sample_noise(src, scale2, n_leaves, noise)
 
     bar.step("noise and constrained inference")
     owner = np.repeat(np.arange(n_cells), sub_cells)
@@ -172,15 +210,21 @@ def adaptive_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsi
     lo, hi = _two_level_boxes(box, m1, m2, owner, leaf_start)
     depth = np.where(sub_cells[owner] > 1, 2, 1).astype(np.int32)
     params = {"alpha": alpha, "c": c, "c2": c2, "m1": m1, "n_used": n_used, "n_source": n_how,
-              "epsilon_grid": eps_grid}
-    return TreeRelease(box, lo, hi, depth, u, layout={"kind": "two_level_grid", "m1": m1, "m2": m2.tolist()},
-                       mechanism="adaptive_grid", epsilon=epsilon, neighbours=neighbours, params=params)
+              "epsilon_grid": float(eps_grid), "level1_noise_scale": float(scale1),
+              "level2_noise_scale": float(scale2), **noise_params(sens, scale1, noise, "level1_"),
+              **noise_params(sens, scale2, noise, "level2_")}
+    return TreeRelease(box, lo, hi, depth, u.astype(np.float64),
+                       layout={"kind": "two_level_grid", "m1": m1, "m2": m2.tolist()},
+                       mechanism="adaptive_grid", epsilon=epsilon, neighbours=neighbours, params=params,
+                       noise=noise, seeded=src.seeded,
+                       noise_model=Correlated("its leaf counts are not independent (constrained "
+                                              "inference over two noisy levels)"))
 
 
 def privelet_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: float,
                   bits: int | None = None, neighbours: str = "add_remove", seed: SeedLike = None,
                   on_out_of_domain: str = "raise", nulls: str = "raise", count_column: str | None = None,
-                  progress: bool | None = None) -> TreeRelease:
+                  noise: str = "exact", progress: bool | None = None) -> TreeRelease:
     """Privelet* (the PrivTree paper's baseline): Privelet over a fixed ``2^bits``-per-dimension
     grid of the public box, each axis an ordinal attribute with the Haar transform.
 
@@ -196,6 +240,7 @@ def privelet_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsi
     """
     box = as_box(columns, bounds)
     epsilon = check_epsilon(epsilon)
+    noise = check_noise(noise)
     k = max(1, 16 // box.d) if bits is None else check_int(bits, "bits", lo=1, hi=20)
     m = 1 << int(k)
     check_domain_size((m,) * box.d, bytes_per_cell=64)
@@ -210,12 +255,13 @@ def privelet_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsi
     cells = cells.with_columns(pl.Series(COUNT, counts[nonzero].astype(np.int64)))
     del counts, nonzero
     grid = privelet(cells, [Ordinal(c, 0, m - 1) for c in box.columns], epsilon=epsilon,
-                    neighbours=neighbours, seed=seed, count_column=COUNT, progress=bar.enabled)
+                    neighbours=neighbours, seed=seed, count_column=COUNT, noise=noise, progress=bar.enabled)
     lo, hi = grid_boxes(box, m)
     params = {**grid.params, "bits": int(k), "m": m, "noise_scale": grid.noise_scale}
     return TreeRelease(box, lo, hi, np.ones(m**box.d, dtype=np.int32), grid.counts.reshape(-1),
                        layout={"kind": "grid", "m": m}, mechanism="privelet_grid", epsilon=epsilon,
-                       neighbours=neighbours, params=params)
+                       neighbours=neighbours, params=params, noise=grid.noise, seeded=grid.seeded,
+                       noise_model=Correlated("its leaf counts are not independent (wavelet noise)"))
 
 
 def constrained_inference(v: np.ndarray, u: np.ndarray, owner: np.ndarray, alpha: float) -> np.ndarray:

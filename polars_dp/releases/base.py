@@ -142,7 +142,7 @@ class Release:
         if self.noise != "exact":
             flags += f", noise={self.noise!r}"
         if self.seeded:
-            flags += ", SEEDED (not for publication)"
+            flags += ", seeded=True (not for publication)"
         return flags
 
     def _table(self) -> pa.Table:

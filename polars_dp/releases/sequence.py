@@ -537,7 +537,7 @@ class SequenceModel(Release):
     def __repr__(self) -> str:
         return (f"SequenceModel(mechanism={self.mechanism!r}, epsilon={self.epsilon}, "
                 f"alphabet_size={self.alphabet_size}, max_length={self.max_length}, nodes={self.n_nodes:,}, "
-                f"height={self.height})")
+                f"height={self.height}{self._repr_flags()})")
 
 
 __all__ = ["SequenceModel", "strings_frame", "symbol_array"]
