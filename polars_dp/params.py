@@ -38,6 +38,14 @@ def check_int(value: Any, name: str, *, lo: int | None = None, hi: int | None = 
     raise ParameterError(f"{name} must be {want}, got {value!r}")
 
 
+def check_positive(value: Any, name: str) -> float:
+    """``value`` as a float if it is a finite real number > 0 (not a bool or a string)."""
+    ok = not isinstance(value, bool) and isinstance(value, (int, float, np.integer, np.floating))
+    if ok and np.isfinite(value) and value > 0:
+        return float(value)
+    raise ParameterError(f"{name} must be a finite number > 0, got {value!r}")
+
+
 def check_option(value: Any, name: str, options: Sequence[str]) -> str:
     """``value`` if it is one of ``options``, else a ParameterError listing them."""
     if not isinstance(value, str) or value not in options:
@@ -45,4 +53,5 @@ def check_option(value: Any, name: str, options: Sequence[str]) -> str:
     return value
 
 
-__all__ = ["NULLS", "ON_OUT_OF_DOMAIN", "Nulls", "OnOutOfDomain", "check_int", "check_option"]
+__all__ = ["NULLS", "ON_OUT_OF_DOMAIN", "Nulls", "OnOutOfDomain", "check_int", "check_option",
+           "check_positive"]

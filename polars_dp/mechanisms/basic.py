@@ -27,6 +27,8 @@ import numpy as np
 from polars_dp.counting.frequency import frequency_matrix
 from polars_dp.domains.attributes import Attribute, as_attributes
 from polars_dp.noise import (
+    Neighbours,
+    NoiseKind,
     NoiseSource,
     SeedLike,
     add_noise,
@@ -37,6 +39,7 @@ from polars_dp.noise import (
     noise_params,
     noise_source,
 )
+from polars_dp.params import Nulls, OnOutOfDomain
 from polars_dp.progress import Progress, rows_hint
 from polars_dp.releases.grid import GridRelease
 
@@ -67,8 +70,9 @@ def basic_scale(epsilon: float, neighbours: str, noise: str = "float") -> float:
 
 
 def basic(frame: Any, attributes: Attribute | Iterable[Attribute], *, epsilon: float,
-          neighbours: str = "replace", seed: SeedLike = None, on_out_of_domain: str = "raise",
-          nulls: str = "raise", count_column: str | None = None, noise: str = "exact",
+          neighbours: Neighbours = "replace", seed: SeedLike = None,
+          on_out_of_domain: OnOutOfDomain = "raise",
+          nulls: Nulls = "raise", count_column: str | None = None, noise: NoiseKind = "exact",
           progress: bool | None = None) -> GridRelease:
     """Release the frequency matrix of ``attributes`` with Laplace noise on every cell.
 

@@ -30,6 +30,7 @@ from polars_dp.counting.frequency import check_domain_size
 from polars_dp.counting.sequences import encode_sequences
 from polars_dp.kernels.pst import grow_context_tree
 from polars_dp.noise import (
+    NoiseKind,
     SeedLike,
     check_epsilon,
     check_noise,
@@ -45,7 +46,7 @@ from polars_dp.releases.sequence import SequenceModel
 
 def ngram_sequences(frame: Any, column: str, *, alphabet: Sequence[Any], max_length: int,
                     epsilon: float, height: int = 5, seed: SeedLike = None,
-                    noise: str = "exact", progress: bool | None = None) -> SequenceModel:
+                    noise: NoiseKind = "exact", progress: bool | None = None) -> SequenceModel:
     """Release noisy n-gram counts up to ``n = height`` (public) as a complete-tree SequenceModel.
 
     ``noise``: ``"exact"`` (discrete Laplace, default) or ``"float"``.  ``progress``: stage bars

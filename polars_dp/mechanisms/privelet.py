@@ -69,6 +69,8 @@ from polars_dp.domains.hierarchy import Hierarchy
 from polars_dp.errors import HierarchyError, ParameterError
 from polars_dp.kernels import wavelets as transforms
 from polars_dp.noise import (
+    Neighbours,
+    NoiseKind,
     NoiseSource,
     SeedLike,
     check_epsilon,
@@ -80,6 +82,7 @@ from polars_dp.noise import (
     noise_params,
     noise_source,
 )
+from polars_dp.params import Nulls, OnOutOfDomain
 from polars_dp.progress import Progress, rows_hint
 from polars_dp.releases.grid import GridRelease
 
@@ -374,9 +377,9 @@ def _exact_haar_first(counts: np.ndarray, attributes: Sequence[Attribute], trans
 
 
 def privelet(frame: Any, attributes: Attribute | Iterable[Attribute], *, epsilon: float,
-             untransformed: str | Iterable[str] = (), neighbours: str = "replace",
-             seed: SeedLike = None, on_out_of_domain: str = "raise", nulls: str = "raise",
-             count_column: str | None = None, noise: str = "exact",
+             untransformed: str | Iterable[str] = (), neighbours: Neighbours = "replace",
+             seed: SeedLike = None, on_out_of_domain: OnOutOfDomain = "raise", nulls: Nulls = "raise",
+             count_column: str | None = None, noise: NoiseKind = "exact",
              progress: bool | None = None) -> GridRelease:
     """Release the frequency matrix of ``attributes`` with Privelet (or Privelet+) noise.
 

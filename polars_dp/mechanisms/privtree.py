@@ -59,6 +59,8 @@ from polars_dp.mechanisms.privtree_rule import (
     privtree_split,
 )
 from polars_dp.noise import (
+    Neighbours,
+    NoiseKind,
     SeedLike,
     add_noise,
     check_epsilon,
@@ -69,14 +71,14 @@ from polars_dp.noise import (
     noise_params,
     noise_source,
 )
-from polars_dp.params import check_int
+from polars_dp.params import Nulls, OnOutOfDomain, check_int
 from polars_dp.progress import Progress, rows_hint
 from polars_dp.releases.noise_model import IndependentLaplace
 from polars_dp.releases.tree import TreeRelease
 
 
 def grow_tree(codes: np.ndarray, counts: np.ndarray | None, layout: MortonLayout, *, lam: float,
-              delta: float, theta: float, rng: Any, noise: str = "exact",
+              delta: float, theta: float, rng: Any, noise: NoiseKind = "exact",
               advance: Callable[[int], None] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Run PrivTree's split decisions level by level on sorted finest-resolution Morton codes.
 
@@ -154,9 +156,10 @@ def _child_ranges(codes: np.ndarray, parent: np.ndarray, lo: np.ndarray, hi: np.
 
 def privtree(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: float,
              fanout: int | None = None, theta: float = 0.0, tree_share: float = 0.5,
-             neighbours: str = "add_remove", seed: SeedLike = None, on_out_of_domain: str = "raise",
-             nulls: str = "raise", resolution: int | None = None, count_column: str | None = None,
-             noise: str = "exact", progress: bool | None = None) -> TreeRelease:
+             neighbours: Neighbours = "add_remove", seed: SeedLike = None,
+             on_out_of_domain: OnOutOfDomain = "raise",
+             nulls: Nulls = "raise", resolution: int | None = None, count_column: str | None = None,
+             noise: NoiseKind = "exact", progress: bool | None = None) -> TreeRelease:
     """Release a PrivTree decomposition of the points ``columns`` inside the public ``bounds``.
 
     Parameters

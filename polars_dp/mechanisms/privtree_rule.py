@@ -34,6 +34,7 @@ import numpy as np
 from polars_dp.errors import ParameterError
 from polars_dp.noise import (
     GRID_BITS,
+    NoiseKind,
     as_source,
     check_epsilon,
     check_noise,
@@ -99,7 +100,7 @@ def check_theta(theta: float) -> float:
 
 
 def privtree_split(score: np.ndarray, depth: int, *, lam: float, delta: float, theta: float,
-                   rng, noise: str = "exact") -> np.ndarray:
+                   rng, noise: NoiseKind = "exact") -> np.ndarray:
     """PrivTree decisions for the nodes of one level, one noisy comparison per node.
 
     ``b = max(score - depth * delta, theta - delta)``; split iff ``b + Lap(lam) > theta``.

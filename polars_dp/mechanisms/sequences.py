@@ -81,6 +81,7 @@ from polars_dp.mechanisms.privtree_rule import (
     privtree_split,
 )
 from polars_dp.noise import (
+    NoiseKind,
     NoiseSource,
     SeedLike,
     check_epsilon,
@@ -100,7 +101,7 @@ POSTPROCESS = ("sum_then_clip", "clip_then_sum")
 def privtree_sequences(frame: Any, column: str, *, alphabet: Sequence[Any], max_length: int,
                        epsilon: float, tree_share: float = 0.25, theta: float = 0.0,
                        postprocess: str = "sum_then_clip", max_nodes: int | None = None,
-                       length_share: float = 0.05, seed: SeedLike = None, noise: str = "exact",
+                       length_share: float = 0.05, seed: SeedLike = None, noise: NoiseKind = "exact",
                        progress: bool | None = None) -> SequenceModel:
     """Release a PST of the sequences in ``column`` with PrivTree's depth-independent noise.
 
@@ -147,7 +148,7 @@ def privtree_sequences(frame: Any, column: str, *, alphabet: Sequence[Any], max_
 def privtree_from_encoded(enc: EncodedSequences, *, alphabet: Sequence[Any], epsilon: float,
                           tree_share: float, theta: float, rng: NoiseSource | np.random.Generator,
                           postprocess: str = "sum_then_clip", max_nodes: int | None = None,
-                          length_share: float = 0.0, noise: str = "exact") -> SequenceModel:
+                          length_share: float = 0.0, noise: NoiseKind = "exact") -> SequenceModel:
     """The mechanism on already encoded positions (see :func:`privtree_sequences`)."""
     src = noise_source(rng)
     max_nodes = check_max_nodes(max_nodes, enc.beta)

@@ -55,6 +55,8 @@ from polars_dp.domains.box import Box, as_box
 from polars_dp.kernels.grid import flat_cells, grid_boxes, grid_cells
 from polars_dp.mechanisms.privelet import privelet
 from polars_dp.noise import (
+    Neighbours,
+    NoiseKind,
     NoiseSource,
     SeedLike,
     check_epsilon,
@@ -66,7 +68,7 @@ from polars_dp.noise import (
     noise_source,
     sample_noise,
 )
-from polars_dp.params import check_int
+from polars_dp.params import Nulls, OnOutOfDomain, check_int, check_positive
 from polars_dp.progress import Progress, rows_hint
 from polars_dp.releases.noise_model import Correlated, IndependentLaplace
 from polars_dp.releases.tree import TreeRelease
@@ -81,7 +83,7 @@ def grid_side(n: float, epsilon: float, c: float, d: int) -> int:
 
 
 def _budget_for_n(count_points: Callable[[], float], n: int | None, n_share: float, epsilon: float,
-                  neighbours: str, rng: NoiseSource, nulls: str = "raise", noise: str = "float"
+                  neighbours: str, rng: NoiseSource, nulls: Nulls = "raise", noise: str = "float"
                   ) -> tuple[float, float | Fraction, str]:
     """``(N used for the grid size, epsilon left for the counts, how N was obtained)``.
 
@@ -107,8 +109,9 @@ def _budget_for_n(count_points: Callable[[], float], n: int | None, n_share: flo
 
 def uniform_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: float,
                  n: int | None = None, n_share: float = 0.05, c: float = 10.0,
-                 neighbours: str = "add_remove", seed: SeedLike = None, on_out_of_domain: str = "raise",
-                 nulls: str = "raise", count_column: str | None = None, noise: str = "exact",
+                 neighbours: Neighbours = "add_remove", seed: SeedLike = None,
+                 on_out_of_domain: OnOutOfDomain = "raise",
+                 nulls: Nulls = "raise", count_column: str | None = None, noise: NoiseKind = "exact",
                  progress: bool | None = None) -> TreeRelease:
     """UG: noisy counts of an ``m^d`` grid over the public ``bounds`` (see module docstring).
 
@@ -122,7 +125,7 @@ def uniform_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsil
     """
     box = as_box(columns, bounds)
     epsilon = check_epsilon(epsilon)
-    c = check_epsilon(c, "c")
+    c = check_positive(c, "c")
     sens = histogram_sensitivity(neighbours)
     noise = check_noise(noise)
     src = noise_source(seed)
@@ -150,9 +153,10 @@ def uniform_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsil
 
 def adaptive_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: float,
                   n: int | None = None, n_share: float = 0.05, alpha: float = 0.5, c: float = 10.0,
-                  c2: float = 5.0, neighbours: str = "add_remove", seed: SeedLike = None,
-                  on_out_of_domain: str = "raise", nulls: str = "raise", count_column: str | None = None,
-                  noise: str = "exact", progress: bool | None = None) -> TreeRelease:
+                  c2: float = 5.0, neighbours: Neighbours = "add_remove", seed: SeedLike = None,
+                  on_out_of_domain: OnOutOfDomain = "raise", nulls: Nulls = "raise",
+                  count_column: str | None = None,
+                  noise: NoiseKind = "exact", progress: bool | None = None) -> TreeRelease:
     """AG: a two-level adaptive grid with constrained inference (see module docstring).
 
     ``frame``: any input of :mod:`polars_dp.counting.engines`; the second level's cells depend
@@ -166,7 +170,7 @@ def adaptive_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsi
     d = box.d
     epsilon = check_epsilon(epsilon)
     alpha = check_fraction(alpha, "alpha")
-    c, c2 = check_epsilon(c, "c"), check_epsilon(c2, "c2")
+    c, c2 = check_positive(c, "c"), check_positive(c2, "c2")
     sens = histogram_sensitivity(neighbours)
     noise = check_noise(noise)
     src = noise_source(seed)
@@ -222,9 +226,10 @@ def adaptive_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsi
 
 
 def privelet_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: float,
-                  bits: int | None = None, neighbours: str = "add_remove", seed: SeedLike = None,
-                  on_out_of_domain: str = "raise", nulls: str = "raise", count_column: str | None = None,
-                  noise: str = "exact", progress: bool | None = None) -> TreeRelease:
+                  bits: int | None = None, neighbours: Neighbours = "add_remove", seed: SeedLike = None,
+                  on_out_of_domain: OnOutOfDomain = "raise", nulls: Nulls = "raise",
+                  count_column: str | None = None,
+                  noise: NoiseKind = "exact", progress: bool | None = None) -> TreeRelease:
     """Privelet* (the PrivTree paper's baseline): Privelet over a fixed ``2^bits``-per-dimension
     grid of the public box, each axis an ordinal attribute with the Haar transform.
 
