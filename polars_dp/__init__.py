@@ -5,6 +5,8 @@
 >>> release.write_parquet("age.parquet")                                  # doctest: +SKIP
 """
 
+import warnings
+
 from polars_dp import duckdb, releases  # noqa: F401  (pdp.duckdb, pdp.releases)
 from polars_dp import namespace as _namespace  # noqa: F401  (registers df.dp / lf.dp)
 from polars_dp._version import __version__
@@ -35,7 +37,7 @@ from polars_dp.mechanisms import (
     privtree_sequences,
     uniform_grid,
 )
-from polars_dp.releases import GridRelease, Release, SequenceModel, TreeRelease, read_release
+from polars_dp.releases import GridRelease, Release, SequenceRelease, SpatialRelease, read_release
 from polars_dp.session import Session
 
 __all__ = [
@@ -57,7 +59,9 @@ __all__ = [
     "Release",
     "ReleaseFormatError",
     "SequenceModel",
+    "SequenceRelease",
     "Session",
+    "SpatialRelease",
     "TreeRelease",
     "__version__",
     "adaptive_grid",
@@ -74,3 +78,15 @@ __all__ = [
     "uniform_grid",
 ]
 
+#: Former names, kept as deprecated aliases: a spatial release also holds plain grids (UG, AG),
+#: and every output type is named ``*Release``.
+_RENAMED = {"TreeRelease": "SpatialRelease", "SequenceModel": "SequenceRelease"}
+
+
+def __getattr__(name: str):
+    if name in _RENAMED:
+        new = _RENAMED[name]
+        warnings.warn(f"polars_dp.{name} is deprecated; use polars_dp.{new}", DeprecationWarning,
+                      stacklevel=2)
+        return globals()[new]
+    raise AttributeError(f"module 'polars_dp' has no attribute {name!r}")

@@ -27,7 +27,8 @@ def register(con: Any, name: str, release: Release, *, replace: bool = False) ->
     Refuses when a table, view or macro it would create exists; ``replace=True`` overwrites."""
     to_duckdb = getattr(release, "to_duckdb", None)
     if not isinstance(release, Release) or to_duckdb is None:
-        raise ParameterError(f"register expects a GridRelease or TreeRelease, got {type(release).__name__}")
+        raise ParameterError(f"register expects a polars-dp release (GridRelease, SpatialRelease or "
+                             f"SequenceRelease), got {type(release).__name__}")
     return to_duckdb(con, name, replace=replace)
 
 

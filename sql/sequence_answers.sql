@@ -1,5 +1,5 @@
 -- Estimated substring frequencies (and their noise sd) of a relation {{queries}} with columns
--- id and string (a list of symbols), as SequenceModel.frequencies(..., std=True) at the default
+-- id and string (a list of symbols), as SequenceRelease.frequencies(..., std=True) at the default
 -- back-off: f(q1) = max(h(root)[q1], 0); then for each j the deepest reachable node u whose
 -- context is a suffix of q1..qj: if it holds the whole prefix, f = min(f, max(h(u)[q_{j+1}], 0)),
 -- else f = f * max(h(u)[q_{j+1}], 0) / total(u).

@@ -1,4 +1,4 @@
-"""SequenceModel in DuckDB: node tables, frequency macros equal to Python, round trip, errors."""
+"""SequenceRelease in DuckDB: node tables, frequency macros equal to Python, round trip, errors."""
 
 import itertools
 
@@ -58,4 +58,4 @@ def test_round_trip_through_duckdb(model):
     con = duckdb.connect()
     pdp.duckdb.register(con, "seq", model)
     back = pdp.duckdb.read_release(con, "seq")
-    assert isinstance(back, pdp.SequenceModel) and back == model
+    assert isinstance(back, pdp.SequenceRelease) and back == model

@@ -21,7 +21,7 @@ def points() -> pl.DataFrame:
 
 
 @pytest.fixture(scope="module", params=["privtree", "uniform_grid", "adaptive_grid"])
-def release(request, points) -> pdp.TreeRelease:
+def release(request, points) -> pdp.SpatialRelease:
     kwargs = {} if request.param == "privtree" else {"n": points.height}
     return getattr(points.dp, request.param)(COLUMNS, bounds=BOUNDS, epsilon=1.0, seed=2, **kwargs)
 

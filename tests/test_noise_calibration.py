@@ -362,7 +362,7 @@ def test_releases_record_noise_and_seeded(tmp_path):
 def test_tree_and_sequence_releases_record_noise():
     frame = pl.DataFrame({"x": [0.1, 0.2], "y": [0.3, 0.4]})
     t = pdp.privtree(frame, ["x", "y"], bounds=[(0, 1), (0, 1)], epsilon=1.0, seed=1)
-    back = pdp.TreeRelease.from_arrow(t.to_arrow())
+    back = pdp.SpatialRelease.from_arrow(t.to_arrow())
     assert (back.noise, back.seeded) == ("exact", True) and "seeded" in repr(t)
     s = pdp.ngram_sequences(pl.DataFrame({"s": ["ab", "ba"]}), "s", alphabet="ab", max_length=3, epsilon=1.0,
                             height=2, noise="float")

@@ -48,3 +48,11 @@ def test_old_grid_release_answers_queries():
 def test_old_tree_release_answers_queries():
     release = pdp.read_release(DATA / "v0_1_0_privtree.parquet")
     assert release.range_count(x=(0.0, 1.0), y=(0.0, 1.0)) == pytest.approx(float(release.count.sum()))
+
+
+@pytest.mark.parametrize(("old", "new"), [("TreeRelease", "SpatialRelease"),
+                                          ("SequenceModel", "SequenceRelease")])
+def test_former_class_names_are_deprecated_aliases(old, new):
+    with pytest.warns(DeprecationWarning, match=new):
+        assert getattr(pdp, old) is getattr(pdp, new)
+    assert old in pdp.__all__

@@ -49,7 +49,7 @@ def points() -> pl.DataFrame:
 
 
 @pytest.fixture(scope="module", params=["privtree", "uniform_grid", "adaptive_grid", "privelet_grid"])
-def tree(request, points) -> pdp.TreeRelease:
+def tree(request, points) -> pdp.SpatialRelease:
     kw = {"bits": 3} if request.param == "privelet_grid" else {}
     return getattr(points.dp, request.param)(["x", "y"], bounds=[(0, 1), (0, 1)], epsilon=1.0, seed=4, **kw)
 

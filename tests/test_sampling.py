@@ -136,7 +136,7 @@ def test_tree_sample_bad_input():
     r = spatial()
     with pytest.raises(ParameterError):
         r.sample(-2)
-    empty = pdp.TreeRelease(r.box, r.lo, r.hi, r.depth, -np.abs(r.count), codes=r.codes,
+    empty = pdp.SpatialRelease(r.box, r.lo, r.hi, r.depth, -np.abs(r.count), codes=r.codes,
                             layout=r.layout, mechanism=r.mechanism, epsilon=r.epsilon,
                             neighbours=r.neighbours, params=r.params)
     with pytest.raises(EmptyReleaseError):

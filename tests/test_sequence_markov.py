@@ -123,8 +123,8 @@ def test_position_dependent_stop_needs_the_start_marker(noiseless):
 
 
 def test_sample_signature():
-    from polars_dp.releases.sequence import SequenceModel
-    sig = inspect.signature(SequenceModel.sample)
+    from polars_dp.releases.sequence import SequenceRelease
+    sig = inspect.signature(SequenceRelease.sample)
     assert list(sig.parameters)[:2] == ["self", "n"]
     assert sig.parameters["seed"].kind is inspect.Parameter.KEYWORD_ONLY
 
@@ -222,13 +222,13 @@ def test_default_cap_bounds_a_huge_alphabet_at_huge_epsilon():
 # ---------------------------------------------------------------------- back-off
 def _hand_model(leaf_scale):
     """Root split into children 0, 1, 2 and '#' (code 3); bins: symbols 0..2 and '&' (code 3)."""
-    from polars_dp.releases.sequence import SequenceModel
+    from polars_dp.releases.sequence import SequenceRelease
     hist = np.array([[600.0, 300.0, 100.0, 1000.0],   # root
                      [200.0, 100.0, 0.0, 300.0],      # '0'
                      [100.0, 100.0, 50.0, 50.0],      # '1'
                      [0.0, 100.0, 50.0, 650.0],       # '2'
                      [3.0, 0.0, 0.0, 1.0]])           # '#': a noise-sized total
-    return SequenceModel(alphabet=[0, 1, 2], max_length=4, parent=[-1, 0, 0, 0, 0],
+    return SequenceRelease(alphabet=[0, 1, 2], max_length=4, parent=[-1, 0, 0, 0, 0],
                          prepended=[-1, 0, 1, 2, 3], hist=hist, mechanism="test", epsilon=1.0,
                          params={"leaf_noise_scale": leaf_scale})
 

@@ -37,7 +37,7 @@ def _brute_strings(model):
 
 
 def _brute_frequency(model, q, strings, usable, chain=False):
-    """The estimator of SequenceModel.frequencies written out per string (plain Python)."""
+    """The estimator of SequenceRelease.frequencies written out per string (plain Python)."""
     h = np.maximum(model.hist, 0.0)
     f = h[0, model.alphabet.index(q[0])]
     for j in range(1, len(q)):
@@ -155,7 +155,7 @@ def test_arrow_round_trip_and_metadata(model, tmp_path):
     assert meta["neighbours"] == "add_remove"
     path = model.write_parquet(tmp_path / "pst.parquet")
     again = pdp.read_release(path)
-    assert isinstance(again, pdp.SequenceModel) and again == model
+    assert isinstance(again, pdp.SequenceRelease) and again == model
     np.testing.assert_array_equal(again.frequencies(["abc", "c"]), model.frequencies(["abc", "c"]))
     # the root's rows are the symbol totals; '&' has a null next_symbol
     root = pl.from_arrow(table).filter(pl.col("node") == 0)
@@ -165,7 +165,7 @@ def test_arrow_round_trip_and_metadata(model, tmp_path):
 def test_corrupt_table_is_rejected(model):
     table = model.to_arrow().slice(0, 5)
     with pytest.raises(ReleaseFormatError):
-        pdp.SequenceModel.from_arrow(table)
+        pdp.SequenceRelease.from_arrow(table)
 
 
 def test_query_errors(model):

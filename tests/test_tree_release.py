@@ -1,4 +1,4 @@
-"""TreeRelease (PrivTree, UG, AG): partition, range counts, Arrow/Parquet, baselines, workloads."""
+"""SpatialRelease (PrivTree, UG, AG): partition, range counts, Arrow/Parquet, baselines, workloads."""
 
 import math
 
@@ -106,7 +106,7 @@ def test_arrow_metadata_and_parquet_round_trip(tmp_path):
     for rel in (r, release("uniform_grid", 2), release("adaptive_grid", 2)):
         path = rel.write_parquet(tmp_path / f"{rel.mechanism}.parquet")
         back = pdp.read_release(path)
-        assert isinstance(back, pdp.TreeRelease) and back == rel
+        assert isinstance(back, pdp.SpatialRelease) and back == rel
         boxes = random_boxes(rel.columns, [(-5, 5)] * 2, 50, volume="medium", seed=1)
         np.testing.assert_array_equal(back.range_count_array(boxes), rel.range_count_array(boxes))
 

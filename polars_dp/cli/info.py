@@ -42,7 +42,7 @@ def domain(release: pdp.Release) -> dict[str, Any]:
     meta = release.metadata()
     if isinstance(release, pdp.GridRelease):
         return {"attributes": [a.to_json() for a in release.attributes]}
-    if isinstance(release, pdp.TreeRelease):
+    if isinstance(release, pdp.SpatialRelease):
         return {"columns": release.columns, "bounds": meta["bounds"]}
     return {"alphabet": list(release.alphabet), "max_length": release.max_length}
 
@@ -50,7 +50,7 @@ def domain(release: pdp.Release) -> dict[str, Any]:
 def size(release: pdp.Release) -> dict[str, Any]:
     if isinstance(release, pdp.GridRelease):
         return {"cells": release.n_cells, "shape": list(release.shape)}
-    if isinstance(release, pdp.TreeRelease):
+    if isinstance(release, pdp.SpatialRelease):
         return {"leaves": release.n_leaves, "layout": release.metadata()["layout"]["kind"]}
     return {"nodes": release.n_nodes, "height": release.height}
 
@@ -77,7 +77,7 @@ def _domain_lines(release: pdp.Release) -> list[str]:
             else:
                 out.append(f"{a.column}: ordinal {a.domain_text()} ({a.n_cells:,} cells)")
         return out
-    if isinstance(release, pdp.TreeRelease):
+    if isinstance(release, pdp.SpatialRelease):
         bounds = release.metadata()["bounds"]
         return [f"{c}: [{fmt_number(a)}, {fmt_number(b)}]"
                 for c, (a, b) in zip(release.columns, bounds, strict=True)]

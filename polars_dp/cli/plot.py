@@ -183,7 +183,7 @@ def _ticks(setter: Any, attribute: pdp.Attribute, labels: list[str], *, rotate: 
 
 
 # ---------------------------------------------------------------------- spatial releases
-def _tree(fig: Any, release: pdp.TreeRelease, args: argparse.Namespace) -> None:
+def _tree(fig: Any, release: pdp.SpatialRelease, args: argparse.Namespace) -> None:
     from matplotlib.collections import PatchCollection
     from matplotlib.patches import Rectangle
 
@@ -246,7 +246,7 @@ def _tree(fig: Any, release: pdp.TreeRelease, args: argparse.Namespace) -> None:
 
 
 # ---------------------------------------------------------------------- sequence models
-def _sequences(fig: Any, model: pdp.SequenceModel, args: argparse.Namespace) -> None:
+def _sequences(fig: Any, model: pdp.SequenceRelease, args: argparse.Namespace) -> None:
     if args.top_k < 1:
         raise BadInput(f"--top-k must be >= 1, got {args.top_k}")
     top = model.top_k(args.top_k)
@@ -273,7 +273,7 @@ def run(args: argparse.Namespace) -> int:
     release = open_release(args.release)
     if isinstance(release, pdp.GridRelease):
         _grid(fig, release, args)
-    elif isinstance(release, pdp.TreeRelease):
+    elif isinstance(release, pdp.SpatialRelease):
         _tree(fig, release, args)
     else:
         _sequences(fig, release, args)

@@ -132,7 +132,7 @@ def grid_predicates(release: pdp.GridRelease, wheres: list[str]) -> dict[str, An
     return preds
 
 
-def tree_predicates(release: pdp.TreeRelease, wheres: list[str]) -> dict[str, tuple[float, float]]:
+def tree_predicates(release: pdp.SpatialRelease, wheres: list[str]) -> dict[str, tuple[float, float]]:
     bounds = dict(zip(release.columns, release.metadata()["bounds"], strict=True))
     preds: dict[str, tuple[float, float]] = {}
     for text in wheres:
@@ -147,7 +147,7 @@ def tree_predicates(release: pdp.TreeRelease, wheres: list[str]) -> dict[str, tu
     return preds
 
 
-def sequence_string(model: pdp.SequenceModel, text: str) -> list[Any]:
+def sequence_string(model: pdp.SequenceRelease, text: str) -> list[Any]:
     """``"1 1 2"`` / ``"1,1,2"`` -> [1, 1, 2]; ``"abc"`` -> ["a", "b", "c"] for one-character symbols."""
     parts = [p for p in re.split(r"[\s,]+", text.strip()) if p]
     if not parts:
@@ -171,7 +171,7 @@ def _print_answer(count: float, std: float | None, as_json: bool) -> None:
         print(f"{count:.1f}" + ("" if std is None else f" ± {std:.1f}"))
 
 
-def _sequence(args: argparse.Namespace, model: pdp.SequenceModel) -> int:
+def _sequence(args: argparse.Namespace, model: pdp.SequenceRelease) -> int:
     if args.where:
         raise BadInput("a sequence model answers --frequency STRING, --top-k K or --queries (not --where)")
     if args.std:
@@ -220,7 +220,7 @@ def _batch(args: argparse.Namespace, release: pdp.Release) -> int:
         frame = scan(args.queries, what="--queries").collect()
     except pl.exceptions.PolarsError as exc:
         raise BadInput(f"cannot read {args.queries}: {one_line(exc)}") from None
-    if isinstance(release, pdp.SequenceModel):
+    if isinstance(release, pdp.SequenceRelease):
         if "string" not in frame.columns:
             raise BadInput(f"--queries {args.queries!r} needs a column 'string' for a sequence model")
         col = frame["string"]
@@ -248,7 +248,7 @@ def run(args: argparse.Namespace) -> int:
     if args.output and not args.queries:
         raise BadInput("-o is for the answers of --queries FILE; a single query prints its answer")
     release = open_release(args.release)
-    if isinstance(release, pdp.SequenceModel):
+    if isinstance(release, pdp.SequenceRelease):
         return _sequence(args, release)
     if args.frequency or args.top_k is not None:
         raise BadInput("--frequency and --top-k are for sequence models; this release is a "

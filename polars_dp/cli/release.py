@@ -76,7 +76,7 @@ def noise_text(release: pdp.Release) -> str | None:
 def size_text(release: pdp.Release) -> str:
     if isinstance(release, pdp.GridRelease):
         return f"{release.n_cells:,} cells"
-    if isinstance(release, pdp.TreeRelease):
+    if isinstance(release, pdp.SpatialRelease):
         return f"{release.n_leaves:,} leaves"
     return f"{release.n_nodes:,} nodes (height {release.height})"
 

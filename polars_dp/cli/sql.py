@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
         check_output(args.output, formats=("parquet", "csv", "tsv", "ipc", "ndjson"), what="output")
     release = open_release(args.release)
     con = duckdb.connect()
-    if isinstance(release, pdp.SequenceModel):  # no macros: its node table and its metadata
+    if isinstance(release, pdp.SequenceRelease):  # no macros: its node table and its metadata
         con.from_arrow(release.to_arrow()).create(args.name)
         meta = {k: v if isinstance(v, str) else json.dumps(v) for k, v in release.metadata().items()}
         table = pa.table({"key": list(meta), "value": list(meta.values())})

@@ -3,7 +3,7 @@
 For a score that never grows when a string is extended (anti-monotone: exact substring
 counts, or a sequence model's frequency estimates), only strings scoring at least the current
 k-th best of everything seen so far can have an extension in the top ``k``; each length keeps
-at most ``k`` of them to extend.  Used by :meth:`SequenceModel.top_k` and by the exact
+at most ``k`` of them to extend.  Used by :meth:`SequenceRelease.top_k` and by the exact
 reference in :mod:`polars_dp.evaluation.sequences`.
 """
 

@@ -41,13 +41,13 @@ from polars_dp.noise import (
 )
 from polars_dp.params import check_int
 from polars_dp.progress import Progress, rows_hint
-from polars_dp.releases.sequence import SequenceModel
+from polars_dp.releases.sequence import SequenceRelease
 
 
 def ngram_sequences(frame: Any, column: str, *, alphabet: Sequence[Any], max_length: int,
                     epsilon: float, height: int = 5, seed: SeedLike = None,
-                    noise: NoiseKind = "exact", progress: bool | None = None) -> SequenceModel:
-    """Release noisy n-gram counts up to ``n = height`` (public) as a complete-tree SequenceModel.
+                    noise: NoiseKind = "exact", progress: bool | None = None) -> SequenceRelease:
+    """Release noisy n-gram counts up to ``n = height`` (public) as a complete-tree SequenceRelease.
 
     ``noise``: ``"exact"`` (discrete Laplace, default) or ``"float"``.  ``progress``: stage bars
     on stderr (counting, n-gram tree, noise); ``None``: on a terminal for large inputs.
@@ -72,7 +72,7 @@ def ngram_sequences(frame: Any, column: str, *, alphabet: Sequence[Any], max_len
     bar.close()
     params = {"height": height, "l_top": l_top, "noise_scale": float(scale), "sensitivity_per_level": l_top,
               **noise_params(height * l_top, scale, noise)}
-    return SequenceModel(alphabet=alphabet, max_length=enc.max_length, parent=tree.parent,
+    return SequenceRelease(alphabet=alphabet, max_length=enc.max_length, parent=tree.parent,
                          prepended=tree.prepended, hist=hist, mechanism="ngram", epsilon=epsilon,
                          neighbours="add_remove", params=params, noise=noise, seeded=src.seeded)
 

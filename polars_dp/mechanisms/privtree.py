@@ -74,7 +74,7 @@ from polars_dp.noise import (
 from polars_dp.params import Nulls, OnOutOfDomain, check_int
 from polars_dp.progress import Progress, rows_hint
 from polars_dp.releases.noise_model import IndependentLaplace
-from polars_dp.releases.tree import TreeRelease
+from polars_dp.releases.tree import SpatialRelease
 
 
 def grow_tree(codes: np.ndarray, counts: np.ndarray | None, layout: MortonLayout, *, lam: float,
@@ -159,7 +159,7 @@ def privtree(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: 
              neighbours: Neighbours = "add_remove", seed: SeedLike = None,
              on_out_of_domain: OnOutOfDomain = "raise",
              nulls: Nulls = "raise", resolution: int | None = None, count_column: str | None = None,
-             noise: NoiseKind = "exact", progress: bool | None = None) -> TreeRelease:
+             noise: NoiseKind = "exact", progress: bool | None = None) -> SpatialRelease:
     """Release a PrivTree decomposition of the points ``columns`` inside the public ``bounds``.
 
     Parameters
@@ -225,7 +225,7 @@ def privtree(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: 
               "epsilon_tree": float(eps_tree), "epsilon_leaf": float(eps_leaf),
               "leaf_noise_scale": float(leaf_scale), "resolution_bits": layout.bits,
               **noise_params(factor, leaf_scale, noise, prefix="leaf_")}
-    return TreeRelease(box, lo, hi, depth, count, codes=start, mechanism="privtree", epsilon=epsilon,
+    return SpatialRelease(box, lo, hi, depth, count, codes=start, mechanism="privtree", epsilon=epsilon,
                        neighbours=neighbours, params=params, noise=noise, seeded=src.seeded,
                        noise_model=IndependentLaplace(float(leaf_scale)),
                        layout={"kind": "morton", "bits": layout.bits, "split_bits": split_bits})

@@ -19,7 +19,7 @@ its insertion is a chain of at most ``l_top`` additions of one (context, symbol)
 * Length law (``eps_length = length_share * epsilon``, not in the paper): the counts of the
   truncated lengths ``0 .. max_length``; one sequence adds 1 to one bin, so L1 sensitivity 1
   and ``Lap(1 / eps_length)`` per bin.  ``length_share=0`` releases none.  The sampler uses it
-  to calibrate its stop probabilities (see :meth:`SequenceModel.sample`): a suffix tree knows
+  to calibrate its stop probabilities (see :meth:`SequenceRelease.sample`): a suffix tree knows
   the position since the start only where its contexts reach ``#``, which they rarely do for
   long sequences over a large alphabet (words: mean sampled length 10.2 against 9.3).
 * Total: ``epsilon``-DP by sequential composition.  What follows is post-processing.
@@ -43,7 +43,7 @@ Post-processing (``postprocess``)
 ``"sum_then_clip"`` (default): the release stores, for every node, the *unclipped* sum of the
 noisy leaf histograms below it (unbiased and linear in the leaf noise, so the noise variance
 of every bin is ``2 b^2 L(v)`` for ``L(v)`` leaves below ``v``, which
-:meth:`SequenceModel.frequencies` reports); every query clips bins at 0 when it uses them.
+:meth:`SequenceRelease.frequencies` reports); every query clips bins at 0 when it uses them.
 ``"clip_then_sum"`` (the spec's reconstruction): clip the leaf bins, then sum.  Each clipped
 empty bin adds about ``b / 2``, which accumulates over large subtrees and flattens the
 conditionals (on msnbc it cost 0.1 to 0.45 top-k precision); its error bars are not exact.
@@ -93,7 +93,7 @@ from polars_dp.noise import (
     sample_noise,
 )
 from polars_dp.progress import Progress, rows_hint
-from polars_dp.releases.sequence import SequenceModel
+from polars_dp.releases.sequence import SequenceRelease
 
 POSTPROCESS = ("sum_then_clip", "clip_then_sum")
 
@@ -102,7 +102,7 @@ def privtree_sequences(frame: Any, column: str, *, alphabet: Sequence[Any], max_
                        epsilon: float, tree_share: float = 0.25, theta: float = 0.0,
                        postprocess: str = "sum_then_clip", max_nodes: int | None = None,
                        length_share: float = 0.05, seed: SeedLike = None, noise: NoiseKind = "exact",
-                       progress: bool | None = None) -> SequenceModel:
+                       progress: bool | None = None) -> SequenceRelease:
     """Release a PST of the sequences in ``column`` with PrivTree's depth-independent noise.
 
     Parameters
@@ -148,7 +148,7 @@ def privtree_sequences(frame: Any, column: str, *, alphabet: Sequence[Any], max_
 def privtree_from_encoded(enc: EncodedSequences, *, alphabet: Sequence[Any], epsilon: float,
                           tree_share: float, theta: float, rng: NoiseSource | np.random.Generator,
                           postprocess: str = "sum_then_clip", max_nodes: int | None = None,
-                          length_share: float = 0.0, noise: NoiseKind = "exact") -> SequenceModel:
+                          length_share: float = 0.0, noise: NoiseKind = "exact") -> SequenceRelease:
     """The mechanism on already encoded positions (see :func:`privtree_sequences`)."""
     src = noise_source(rng)
     max_nodes = check_max_nodes(max_nodes, enc.beta)
@@ -190,7 +190,7 @@ def privtree_from_encoded(enc: EncodedSequences, *, alphabet: Sequence[Any], eps
         params.update({"eps_length": float(eps_length), "length_noise_scale": float(length_scale),
                        "length_counts": [float(x) for x in length_counts],
                        **noise_params(1, length_scale, noise, prefix="length_")})
-    return SequenceModel(alphabet=alphabet, max_length=enc.max_length, parent=tree.parent,
+    return SequenceRelease(alphabet=alphabet, max_length=enc.max_length, parent=tree.parent,
                          prepended=tree.prepended, hist=hist, mechanism="privtree_sequences",
                          epsilon=epsilon, neighbours="add_remove", params=params, noise=noise,
                          seeded=src.seeded)

@@ -1,6 +1,6 @@
 """Grid baselines of the PrivTree paper: UG and AG (Qardaji, Yang, Li, ICDE 2013; spec §2.12).
 
-All return a :class:`~polars_dp.TreeRelease` whose leaves are grid cells; Privelet* (Privelet
+All return a :class:`~polars_dp.SpatialRelease` whose leaves are grid cells; Privelet* (Privelet
 on a fixed grid) is :func:`privelet_grid`.
 
 UG (uniform grid)
@@ -71,7 +71,7 @@ from polars_dp.noise import (
 from polars_dp.params import Nulls, OnOutOfDomain, check_int, check_positive
 from polars_dp.progress import Progress, rows_hint
 from polars_dp.releases.noise_model import Correlated, IndependentLaplace
-from polars_dp.releases.tree import TreeRelease
+from polars_dp.releases.tree import SpatialRelease
 
 #: Name of the count column of the grid handed from Privelet* to Privelet.
 COUNT = "__polars_dp_count__"
@@ -112,7 +112,7 @@ def uniform_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsil
                  neighbours: Neighbours = "add_remove", seed: SeedLike = None,
                  on_out_of_domain: OnOutOfDomain = "raise",
                  nulls: Nulls = "raise", count_column: str | None = None, noise: NoiseKind = "exact",
-                 progress: bool | None = None) -> TreeRelease:
+                 progress: bool | None = None) -> SpatialRelease:
     """UG: noisy counts of an ``m^d`` grid over the public ``bounds`` (see module docstring).
 
     ``frame``: any input of :mod:`polars_dp.counting.engines`; the grid counts (and, when needed,
@@ -146,7 +146,7 @@ def uniform_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsil
     lo, hi = grid_boxes(box, m)
     params = {"c": c, "m": m, "n_used": n_used, "n_source": n_how, "epsilon_grid": float(eps_grid),
               "noise_scale": float(scale), **noise_params(sens, scale, noise)}
-    return TreeRelease(box, lo, hi, np.ones(cells, dtype=np.int32), count, layout={"kind": "grid", "m": m},
+    return SpatialRelease(box, lo, hi, np.ones(cells, dtype=np.int32), count, layout={"kind": "grid", "m": m},
                        mechanism="uniform_grid", epsilon=epsilon, neighbours=neighbours, params=params,
                        noise=noise, seeded=src.seeded, noise_model=IndependentLaplace(float(scale)))
 
@@ -156,7 +156,7 @@ def adaptive_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsi
                   c2: float = 5.0, neighbours: Neighbours = "add_remove", seed: SeedLike = None,
                   on_out_of_domain: OnOutOfDomain = "raise", nulls: Nulls = "raise",
                   count_column: str | None = None,
-                  noise: NoiseKind = "exact", progress: bool | None = None) -> TreeRelease:
+                  noise: NoiseKind = "exact", progress: bool | None = None) -> SpatialRelease:
     """AG: a two-level adaptive grid with constrained inference (see module docstring).
 
     ``frame``: any input of :mod:`polars_dp.counting.engines`; the second level's cells depend
@@ -217,7 +217,7 @@ def adaptive_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsi
               "epsilon_grid": float(eps_grid), "level1_noise_scale": float(scale1),
               "level2_noise_scale": float(scale2), **noise_params(sens, scale1, noise, "level1_"),
               **noise_params(sens, scale2, noise, "level2_")}
-    return TreeRelease(box, lo, hi, depth, u.astype(np.float64),
+    return SpatialRelease(box, lo, hi, depth, u.astype(np.float64),
                        layout={"kind": "two_level_grid", "m1": m1, "m2": m2.tolist()},
                        mechanism="adaptive_grid", epsilon=epsilon, neighbours=neighbours, params=params,
                        noise=noise, seeded=src.seeded,
@@ -229,7 +229,7 @@ def privelet_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsi
                   bits: int | None = None, neighbours: Neighbours = "add_remove", seed: SeedLike = None,
                   on_out_of_domain: OnOutOfDomain = "raise", nulls: Nulls = "raise",
                   count_column: str | None = None,
-                  noise: NoiseKind = "exact", progress: bool | None = None) -> TreeRelease:
+                  noise: NoiseKind = "exact", progress: bool | None = None) -> SpatialRelease:
     """Privelet* (the PrivTree paper's baseline): Privelet over a fixed ``2^bits``-per-dimension
     grid of the public box, each axis an ordinal attribute with the Haar transform.
 
@@ -263,7 +263,7 @@ def privelet_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsi
                     neighbours=neighbours, seed=seed, count_column=COUNT, noise=noise, progress=bar.enabled)
     lo, hi = grid_boxes(box, m)
     params = {**grid.params, "bits": int(k), "m": m, "noise_scale": grid.noise_scale}
-    return TreeRelease(box, lo, hi, np.ones(m**box.d, dtype=np.int32), grid.counts.reshape(-1),
+    return SpatialRelease(box, lo, hi, np.ones(m**box.d, dtype=np.int32), grid.counts.reshape(-1),
                        layout={"kind": "grid", "m": m}, mechanism="privelet_grid", epsilon=epsilon,
                        neighbours=neighbours, params=params, noise=grid.noise, seeded=grid.seeded,
                        noise_model=Correlated("its leaf counts are not independent (wavelet noise)"))

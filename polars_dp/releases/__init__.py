@@ -6,7 +6,8 @@ Importing this package registers every release type with :func:`read_release`.
 from polars_dp.releases.base import Release
 from polars_dp.releases.grid import GridRelease
 from polars_dp.releases.io import read_release, write_table_atomic
-from polars_dp.releases.sequence import SequenceModel
-from polars_dp.releases.tree import TreeRelease
+from polars_dp.releases.sequence import SequenceRelease
+from polars_dp.releases.tree import SpatialRelease
 
-__all__ = ["GridRelease", "Release", "SequenceModel", "TreeRelease", "read_release", "write_table_atomic"]
+__all__ = ["GridRelease", "Release", "SequenceRelease", "SpatialRelease", "read_release",
+           "write_table_atomic"]

@@ -1,4 +1,4 @@
-"""SequenceModel: a released prediction suffix tree (variable-order Markov model) and its queries.
+"""SequenceRelease: a released prediction suffix tree (variable-order Markov model) and its queries.
 
 Everything here is post-processing of a differentially private release: the model holds the
 public tree (built by a public rule or by PrivTree's private decisions) and the noisy
@@ -158,7 +158,7 @@ def strings_frame(alphabet: Sequence[Any], strings: np.ndarray, counts: np.ndarr
 
 
 @register_release_type
-class SequenceModel(Release):
+class SequenceRelease(Release):
     """A released PST: node structure (BFS order) and one noisy histogram per node.
 
     ``hist[v, y]`` estimates how often symbol ``y`` (``y = |I|`` is the end marker ``&``)
@@ -511,7 +511,7 @@ class SequenceModel(Release):
         })
 
     @classmethod
-    def from_arrow(cls, table: pa.Table) -> SequenceModel:
+    def from_arrow(cls, table: pa.Table) -> SequenceRelease:
         meta = read_metadata(table)
         try:
             common = cls._common_from_metadata(meta)
@@ -531,13 +531,13 @@ class SequenceModel(Release):
                    hist=hist, **common)
 
     def _payload_equal(self, other: Release) -> bool:
-        return (isinstance(other, SequenceModel) and np.array_equal(self.parent, other.parent)
+        return (isinstance(other, SequenceRelease) and np.array_equal(self.parent, other.parent)
                 and np.array_equal(self.prepended, other.prepended) and np.array_equal(self.hist, other.hist))
 
     def __repr__(self) -> str:
-        return (f"SequenceModel(mechanism={self.mechanism!r}, epsilon={self.epsilon}, "
+        return (f"SequenceRelease(mechanism={self.mechanism!r}, epsilon={self.epsilon}, "
                 f"alphabet_size={self.alphabet_size}, max_length={self.max_length}, nodes={self.n_nodes:,}, "
                 f"height={self.height}{self._repr_flags()})")
 
 
-__all__ = ["SequenceModel", "strings_frame", "symbol_array"]
+__all__ = ["SequenceRelease", "strings_frame", "symbol_array"]

@@ -1,4 +1,4 @@
-"""A :class:`~polars_dp.SequenceModel` in DuckDB: node tables and substring-frequency table macros.
+"""A :class:`~polars_dp.SequenceRelease` in DuckDB: node tables and substring-frequency table macros.
 
 ``register_sequences(con, name, model)`` (or ``model.to_duckdb(con, name)``) creates, in one
 transaction:

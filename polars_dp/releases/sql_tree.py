@@ -21,10 +21,10 @@ from polars_dp.releases.sql import (
 )
 
 if TYPE_CHECKING:
-    from polars_dp.releases.tree import TreeRelease
+    from polars_dp.releases.tree import SpatialRelease
 
 
-def _tree_answers(release: TreeRelease, name: str, queries: str, where: str) -> str:
+def _tree_answers(release: SpatialRelease, name: str, queries: str, where: str) -> str:
     cols, box = release.columns, release.box
     bounds, fractions, overlap, typed = [], [], [], []
     for k, c in enumerate(cols):
@@ -41,8 +41,8 @@ def _tree_answers(release: TreeRelease, name: str, queries: str, where: str) -> 
                   overlap=" AND ".join(overlap))
 
 
-def register_tree(con: Any, name: str, release: TreeRelease, *, replace: bool = False) -> Any:
-    """Register a spatial :class:`~polars_dp.TreeRelease` in ``con``, in one transaction:
+def register_tree(con: Any, name: str, release: SpatialRelease, *, replace: bool = False) -> Any:
+    """Register a spatial :class:`~polars_dp.SpatialRelease` in ``con``, in one transaction:
 
     * ``name``: one row per leaf (``<col>_lo``, ``<col>_hi``, ``depth``, ``count``, and the
       leaf's position ``leaf`` in the release);

@@ -1,4 +1,4 @@
-"""TreeRelease: a partition of a public box into leaf boxes with noisy counts.
+"""SpatialRelease: a partition of a public box into leaf boxes with noisy counts.
 
 The output of PrivTree and of the grid baselines (UG, AG).  One row per leaf: ``<col>_lo``,
 ``<col>_hi`` for each column, ``depth`` and the noisy ``count`` (plus, for a PrivTree, the
@@ -57,7 +57,7 @@ LAYOUTS = ("morton", "grid", "two_level_grid")
 
 
 @register_release_type
-class TreeRelease(Release):
+class SpatialRelease(Release):
     """Leaves of a spatial decomposition with noisy counts.
 
     ``layout`` says how the leaves tile the box: ``{"kind": "morton", "bits": k,
@@ -125,7 +125,7 @@ class TreeRelease(Release):
         return pa.table(cols)
 
     @classmethod
-    def from_arrow(cls, table: pa.Table) -> TreeRelease:
+    def from_arrow(cls, table: pa.Table) -> SpatialRelease:
         """The release of a table written by :meth:`to_arrow`, verified before it answers
         (:mod:`polars_dp.releases.integrity`): metadata types, the noise parameters recomputed
         from epsilon and the neighbour relation, every leaf put in its place by its geometry
@@ -256,7 +256,7 @@ class TreeRelease(Release):
 
     def range_sums(self, boxes: Any, *, passthrough: Iterable[str] = ("id",)) -> np.ndarray:
         """Deprecated name of :meth:`range_count_array`."""
-        warnings.warn("TreeRelease.range_sums is deprecated; use range_count_array", DeprecationWarning,
+        warnings.warn("SpatialRelease.range_sums is deprecated; use range_count_array", DeprecationWarning,
                       stacklevel=2)
         return self.range_count_array(boxes, passthrough=passthrough)
 
@@ -321,19 +321,19 @@ class TreeRelease(Release):
         uniform in its box; see :mod:`polars_dp.releases.sampling`.  No data, no budget."""
         return sample_boxes(self.lo, self.hi, self.count, self.columns, n, seed)
 
-    def postprocess(self, *methods: str) -> TreeRelease:
+    def postprocess(self, *methods: str) -> SpatialRelease:
         """A new release with the leaf counts post-processed: ``"nonnegative"`` (least-squares
         projection onto non-negative counts with the same total), recorded in
         ``params["postprocessed"]``.  Its noise model becomes :class:`Correlated` and
         ``range_counts(std=True)`` gives a NULL ``std``: see :mod:`polars_dp.releases.postprocess`."""
         count, params = postprocess_counts(self.count, self.params, methods, TREE_POSTPROCESSING)
-        return TreeRelease(self.box, self.lo, self.hi, self.depth, count, layout=self.layout,
+        return SpatialRelease(self.box, self.lo, self.hi, self.depth, count, layout=self.layout,
                            mechanism=self.mechanism, epsilon=self.epsilon, neighbours=self.neighbours,
                            params=params, codes=self.codes, noise_model=postprocessed_noise_model(params),
                            created=self.created, noise=self.noise, seeded=self.seeded)
 
     def _payload_equal(self, other: Release) -> bool:
-        return isinstance(other, TreeRelease) and self._table().equals(other._table())
+        return isinstance(other, SpatialRelease) and self._table().equals(other._table())
 
     def to_duckdb(self, con: Any, name: str, *, replace: bool = False) -> Any:
         """Register this release in a DuckDB connection: a leaf table ``name``, its metadata and
@@ -344,7 +344,7 @@ class TreeRelease(Release):
         return sql_tree.register_tree(con, name, self, replace=replace)
 
     def __repr__(self) -> str:
-        return (f"TreeRelease(mechanism={self.mechanism!r}, epsilon={self.epsilon}, "
+        return (f"SpatialRelease(mechanism={self.mechanism!r}, epsilon={self.epsilon}, "
                 f"neighbours={self.neighbours!r}, columns={self.columns}, leaves={self.n_leaves:,}"
                 f"{self._repr_flags()})")
 
@@ -429,7 +429,7 @@ def _leaf_order(box: Box, layout: Mapping[str, Any], lo: np.ndarray, hi: np.ndar
     return order
 
 
-def _check_tree_parameters(release: TreeRelease) -> None:
+def _check_tree_parameters(release: SpatialRelease) -> None:
     """Noise parameters recomputed from the declared ones (only those the release records):
     ``epsilon_tree + epsilon_leaf = epsilon`` and ``epsilon_tree = tree_share * epsilon``,
     ``epsilon_grid <= epsilon``, ``leaf_noise_scale`` from ``epsilon_leaf``, a grid's
@@ -479,4 +479,4 @@ def _legacy_noise_model(mechanism: str, params: Mapping[str, Any]) -> NoiseModel
     return Correlated("its leaf counts are not independent (constrained inference or a wavelet)")
 
 
-__all__ = ["TreeRelease"]
+__all__ = ["SpatialRelease"]
