@@ -1,0 +1,355 @@
+"""Exact samplers on integer arithmetic: discrete Laplace, Bernoulli(exp(-gamma)), PrivTree decisions.
+
+See :mod:`polars_dp.noise` (Exact noise) for the algorithms and their proofs of exactness.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import lru_cache
+
+import numpy as np
+
+from polars_dp.errors import ParameterError
+
+try:  # the default cryptographic bit source (falls back to os.urandom without it)
+    from cryptography.hazmat.primitives.ciphers import Cipher as _Cipher
+    from cryptography.hazmat.primitives.ciphers.algorithms import ChaCha20 as _ChaCha20
+except ImportError:  # pragma: no cover - exercised only without the package
+    _Cipher = _ChaCha20 = None
+
+
+from polars_dp.noise.sources import _MASK63, _U64, NoiseSource
+
+#: Draws generated per chunk (bounds the temporary memory of the samplers).
+CHUNK = 1 << 20
+#: Largest single inversion table (entries): scales up to TABLE_CAP / TAIL_SCALES use one table.
+TABLE_CAP = 1 << 12
+#: Larger scales split the magnitude into base-DIGIT digits (one table and one word per digit).
+DIGIT = 1 << 11
+#: Table length in units of the scale: the tail beyond it has probability <= e^-TAIL_SCALES.
+TAIL_SCALES = 12
+#: Bits of the guide table of every inversion table (2^GUIDE_BITS int64 entries).
+GUIDE_BITS = 16
+
+
+
+# ============================================================================ exact arithmetic
+def _exp_pos_interval(a: int, b: int, prec: int) -> tuple[int, int]:
+    """Integers ``lo <= exp(a/b) * 2^prec <= hi`` (``a >= 0``, ``b >= 1``) from the positive
+    Taylor series, every term floored (lo) and the remainder bounded (hi)."""
+    one = 1 << prec
+    term = one
+    total = one
+    k = 0
+    while True:
+        k += 1
+        term = term * a // (b * k)
+        total += term
+        # remainder after term k: <= term_{k+1} / (1 - a/(b(k+2))) once a/(b(k+2)) < 1/2
+        if 2 * a < b * (k + 2) and term * a <= b * (k + 1):
+            break
+    # floored terms lose at most sum_{i<k} x^i/i! <= 3^ceil(x) units each; the remainder
+    # after term k is <= 2 T_{k+1} <= 2 (1 + 3^ceil(x))
+    return total, total + (k + 2) * 3 ** (-(-a // b)) + 2
+
+
+def _q_pow_interval(s: int, t: int, m: int, prec: int) -> tuple[int, int]:
+    """Integers ``lo <= q^m 2^prec <= hi`` for ``q = exp(-s/t)``."""
+    if 10 * s * m >= 7 * prec * t:  # m s / t >= 0.7 prec > prec ln 2: q^m 2^prec < 1
+        return 0, 1
+    lo, hi = _exp_pos_interval(s * m, t, prec)
+    return (1 << (2 * prec)) // hi, (1 << (2 * prec)) // lo + 1
+
+
+def _floor_ratio(num: tuple[int, int], den: tuple[int, int], bits: int) -> int | None:
+    """``floor(2^bits x)`` for ``x`` in ``[num_lo/den_hi, num_hi/den_lo]`` if that interval
+    fixes it, else None (more precision needed)."""
+    lo = (num[0] << bits) // den[1]
+    hi = (num[1] << bits) // den[0]
+    return lo if lo == hi else None
+
+
+@dataclass(frozen=True)
+class _Law:
+    """A family of thresholds ``x_j`` (decreasing in ``j``) of an inversion sampler, with
+    ``q = exp(-s/t)``:
+
+    * ``"two_sided"``: ``x_j = 2 q^j / (1 + q)`` (``P(|Y| >= j)`` of the discrete Laplace);
+    * ``"two_sided_trunc"``: ``x_j = 2 (q^j - q^(c+1)) / ((1 + q)(1 - q^c))``, ``j = 1..c``
+      (``P(W >= j)`` for ``W = 0`` if ``|Y| = 0`` else ``1 + ((|Y| - 1) mod c)``);
+    * ``"geometric"``: ``x_j = q^j``;
+    * ``"truncated"``: ``x_j = (q^j - q^c) / (1 - q^c)`` (geometric modulo ``c``).
+    """
+
+    kind: str
+    t: int
+    s: int
+    c: int = 0
+
+    def powers(self, prec: int) -> dict[str, tuple[int, int]]:
+        pw = {"q1": _q_pow_interval(self.s, self.t, 1, prec)}
+        if self.kind in ("truncated", "two_sided_trunc"):
+            pw["qc"] = _q_pow_interval(self.s, self.t, self.c, prec)
+            pw["qc1"] = _q_pow_interval(self.s, self.t, self.c + 1, prec)
+        return pw
+
+    def interval(self, j: int, prec: int, qj: tuple[int, int] | None = None,
+                 pw: dict[str, tuple[int, int]] | None = None
+                 ) -> tuple[tuple[int, int], tuple[int, int]]:
+        """``(numerator, denominator)`` intervals of ``x_j``, both scaled by ``2^prec``."""
+        one = 1 << prec
+        pw = pw or self.powers(prec)
+        qj = qj or _q_pow_interval(self.s, self.t, j, prec)
+        q1 = pw["q1"]
+        if self.kind == "geometric":
+            return qj, (one, one)
+        if self.kind == "two_sided":
+            return (2 * qj[0], 2 * qj[1]), (one + q1[0], one + q1[1])
+        qc = pw["qc"]
+        if self.kind == "truncated":
+            return (max(qj[0] - qc[1], 0), qj[1] - qc[0]), (one - qc[1], one - qc[0])
+        qc1 = pw["qc1"]
+        num = (2 * max(qj[0] - qc1[1], 0) << prec, 2 * (qj[1] - qc1[0]) << prec)
+        return num, ((one + q1[0]) * (one - qc[1]), (one + q1[1]) * (one - qc[0]))
+
+    def bits(self, j: int, nbits: int) -> int:
+        """``floor(2^nbits x_j)``, exactly (precision raised until the interval decides)."""
+        prec = nbits + 64
+        while (value := _floor_ratio(*self.interval(j, prec), nbits)) is None:
+            prec += 64
+        return value
+
+
+class _Table:
+    """Thresholds ``F_j = floor(2^63 x_j)``, ``j = 1..L``, of one law, and a guide table.
+
+    ``count_below(u)`` returns ``#{j : U < x_j}`` for ``U = (u + further bits) / 2^63``.  The
+    guide (Chen and Asau's "guide table" for inversion) splits ``[0, 2^63)`` into ``2^GUIDE_BITS``
+    buckets by the top bits of ``u``; a bucket that contains no threshold and lies above
+    ``F_L`` fixes the answer, so most draws cost one table look-up.  The rest go through
+    ``searchsorted`` and, when ``u`` equals a threshold, through exact bit refinement.
+    """
+
+    def __init__(self, law: _Law, length: int):
+        self.law = law
+        self.length = length
+        prec = 192
+        while (floors := self._build(prec)) is None:
+            prec += 128
+        if any(a <= b for a, b in itertools.pairwise(floors)):
+            raise ParameterError(f"noise scale {law.t}/{law.s} is outside the supported range")
+        self.ascending = np.array(floors[::-1], dtype=np.uint64)
+        shift = 63 - GUIDE_BITS
+        starts = np.arange(1 << GUIDE_BITS, dtype=np.uint64) << np.uint64(shift)
+        ends = starts + np.uint64((1 << shift) - 1)
+        at_least = length - np.searchsorted(self.ascending, starts, side="left")  # #{F >= start}
+        above = length - np.searchsorted(self.ascending, ends, side="right")  # #{F > end}
+        fixed = (at_least == above) & (above < length)
+        self.guide = np.where(fixed, above, -1).astype(np.int64)
+
+    def _build(self, prec: int) -> list[int] | None:
+        law = self.law
+        pw = law.powers(prec)
+        q1 = pw["q1"]
+        lo, hi = q1
+        out = []
+        for j in range(1, self.length + 1):
+            if j > 1:  # interval powers: floor the lower, round up the upper bound
+                lo = lo * q1[0] >> prec
+                hi = (hi * q1[1] >> prec) + 1
+            num, den = law.interval(j, prec, qj=(lo, hi), pw=pw)
+            value = _floor_ratio(num, den, 63)
+            if value is None:
+                return None
+            out.append(value)
+        return out
+
+    def search(self, u: np.ndarray, src: NoiseSource) -> np.ndarray:
+        """``#{j : U < x_j}`` by binary search, ties refined with further random bits."""
+        idx = np.searchsorted(self.ascending, u, side="right")
+        count = self.length - idx
+        tie = np.flatnonzero(idx > 0)
+        tie = tie[self.ascending[idx[tie] - 1] == u[tie]]
+        for i in tie:  # u == F_j: compare further bits of U and x_j (probability ~2^-50 per draw)
+            j = int(count[i]) + 1
+            level = 1
+            while True:
+                v = int(src.words(1)[0])
+                want = self.law.bits(j, 63 + 64 * level) & (_U64 - 1)
+                if v != want:
+                    if v < want:
+                        count[i] += 1
+                    break
+                level += 1
+        return count
+
+    def count_below(self, u: np.ndarray, src: NoiseSource) -> np.ndarray:
+        """``#{j : U < x_j}`` for 63-bit ``u`` (guide first, then :meth:`search`)."""
+        count = self.guide[u >> np.uint64(63 - GUIDE_BITS)]
+        open_ = np.flatnonzero(count < 0)
+        if open_.size:
+            count[open_] = self.search(u[open_], src)
+        return count
+
+
+@lru_cache(maxsize=256)
+def _table(kind: str, t: int, s: int, c: int, length: int) -> _Table:
+    return _Table(_Law(kind, t, s, c), length)
+
+
+def _table_length(t: int, s: int) -> int:
+    """Entries to reach ``q^L <= e^-TAIL_SCALES`` (``L >= TAIL_SCALES * t / s``), at least 1."""
+    return max(1, -(-TAIL_SCALES * t // s))
+
+
+def _check_ratio(t: int, s: int) -> tuple[int, int]:
+    if isinstance(t, bool) or isinstance(s, bool) or int(t) != t or int(s) != s or t < 1 or s < 1:
+        raise ParameterError(f"an exact scale t/s needs integers t, s >= 1, got {t!r}/{s!r}")
+    g = math.gcd(int(t), int(s))
+    return int(t) // g, int(s) // g
+
+
+def geometric(src: NoiseSource, t: int, s: int, n: int) -> np.ndarray:
+    """``n`` draws of ``G`` with ``P(G >= j) = q^j``, ``q = exp(-s/t)`` (exact, int64).
+
+    If ``L = ceil(12 t / s) <= TABLE_CAP``, ``G`` is read by inversion from one table and the
+    tail ``G >= L`` recurses (memorylessness).  Otherwise ``G = low + c * high`` with
+    ``c = DIGIT``, ``low`` the truncated geometric on ``[0, c)`` and ``high`` a geometric of
+    ratio ``q^c`` (the base-``c`` digits of a geometric are independent).
+    """
+    t, s = _check_ratio(t, s)
+    out = np.zeros(n, dtype=np.int64)
+    length = _table_length(t, s)
+    if length <= TABLE_CAP:
+        tab = _table("geometric", t, s, 0, length)
+        out = tab.count_below(src.words(n) & _MASK63, src)
+        todo = np.flatnonzero(out == length)
+        while todo.size:
+            g = tab.count_below(src.words(todo.size) & _MASK63, src)
+            out[todo] += g
+            todo = todo[g == length]
+        return out
+    tab = _table("truncated", t, s, DIGIT, DIGIT - 1)
+    out += tab.count_below(src.words(n) & _MASK63, src)
+    out += DIGIT * geometric(src, t, s * DIGIT, n)
+    return out
+
+
+def discrete_laplace(src: NoiseSource, t: int, s: int, size: int | tuple[int, ...]) -> np.ndarray:
+    """I.i.d. discrete Laplace (two-sided geometric) with scale ``t/s``, as int64:
+    ``P(Y = y) = (1 - q)/(1 + q) q^|y|``, ``q = exp(-s/t)``.  Exact (module docstring).
+
+    One 64-bit word per draw: the top bit is the sign, the other 63 bits ``U`` give the
+    magnitude ``M = #{m : U < 2 q^m / (1 + q)}``; the signed guide table (indexed by the sign
+    and the top ``GUIDE_BITS`` bits of ``U``) returns ``+-M`` directly unless the bucket holds a
+    threshold or the tail (then :meth:`_Table.search`, and a geometric for ``M >= L``).
+    Scales above ``TABLE_CAP / 12`` read ``W = 0`` (``M = 0``) or ``1 + (M - 1) mod c`` from the
+    first word and add ``c * Geometric(q^c)`` from a second one (``c = DIGIT``).
+    """
+    t, s = _check_ratio(t, s)
+    shape = (size,) if isinstance(size, (int, np.integer)) else tuple(size)
+    n = int(np.prod(shape, dtype=np.int64))
+    out = np.empty(n, dtype=np.int64)
+    length = _table_length(t, s)
+    split = length > TABLE_CAP
+    tab = _table("two_sided_trunc", t, s, DIGIT, DIGIT) if split else _table("two_sided", t, s, 0, length)
+    signed = _signed_guide(tab)
+    shift = np.uint64(63 - GUIDE_BITS)
+    for a in range(0, n, CHUNK):
+        m = min(CHUNK, n - a)
+        w = src.words(m)
+        y = signed[w >> shift]
+        open_ = np.flatnonzero(y == _OPEN)
+        if open_.size:
+            wo = w[open_]
+            mag = tab.search(wo & _MASK63, src)
+            if not split:
+                tail = np.flatnonzero(mag == length)
+                if tail.size:
+                    mag[tail] += geometric(src, t, s, tail.size)
+            y[open_] = np.where(wo >> np.uint64(63) == 1, -mag, mag)
+        if split:  # |Y| = W + c * high when W >= 1 (sign(0) = 0 leaves Y = 0 alone)
+            high = geometric(src, t, s * DIGIT, m)
+            high *= np.sign(y)
+            y += high * DIGIT
+        out[a:a + m] = y
+    return out.reshape(shape)
+
+
+_OPEN = np.iinfo(np.int64).min
+
+
+@lru_cache(maxsize=256)
+def _signed_guide(tab: _Table) -> np.ndarray:
+    """``[+guide, -guide]``, open buckets marked ``_OPEN``: indexed by ``w >> (63 - GUIDE_BITS)``."""
+    g = np.where(tab.guide < 0, _OPEN, tab.guide)
+    return np.concatenate([g, np.where(g == _OPEN, _OPEN, -g)])
+
+
+def add_discrete_laplace(values: np.ndarray, scale: Fraction, src: NoiseSource) -> None:
+    """``values += DLap(scale)`` in place, chunk by chunk (``values`` float64 or int64,
+    C-contiguous; float64 values hold integers exactly below 2^53)."""
+    scale = Fraction(scale)
+    flat = values.reshape(-1)
+    if not np.shares_memory(flat, values):
+        raise ParameterError("add_discrete_laplace needs a contiguous array")
+    for a in range(0, flat.size, CHUNK):
+        b = min(flat.size, a + CHUNK)
+        flat[a:b] += discrete_laplace(src, scale.numerator, scale.denominator, b - a)
+
+
+
+# ============================================================================ Bernoulli(exp(-gamma))
+def _bernoulli_exp_unit(src: NoiseSource, num: np.ndarray, den: int) -> np.ndarray:
+    """CKS Bernoulli(exp(-num/den)) for ``0 <= num <= den``: ``K`` = first ``k`` with
+    ``A_k = 0``, ``A_k ~ Bernoulli(num / (den k))``; returns ``K`` odd.  Lockstep rounds."""
+    out = np.empty(num.size, dtype=bool)
+    alive = np.arange(num.size)
+    k = 1
+    while alive.size:
+        a = src.integers_below(den * k, alive.size) < num[alive].astype(np.uint64)
+        out[alive[~a]] = k % 2 == 1
+        alive = alive[a]
+        k += 1
+    return out
+
+
+def bernoulli_exp(src: NoiseSource, num: np.ndarray, den: int) -> np.ndarray:
+    """Exact Bernoulli(``exp(-num/den)``) per element (``num >= 0`` int64, ``den >= 1``).
+
+    Canonne, Kamath, Steinke 2020, Alg. 1: ``exp(-gamma) = exp(-1)^floor(gamma) *
+    exp(-frac(gamma))``, each factor an independent CKS trial, stopping at the first failure.
+    """
+    num = np.asarray(num, dtype=np.int64).reshape(-1)
+    den = int(den)
+    if den < 1 or np.any(num < 0):
+        raise ParameterError("bernoulli_exp needs num >= 0 and den >= 1")
+    whole, frac = num // den, num % den
+    out = np.ones(num.size, dtype=bool)
+    alive = np.flatnonzero(whole > 0)
+    k = 0
+    while alive.size:
+        ok = _bernoulli_exp_unit(src, np.ones(alive.size, dtype=np.int64), 1)
+        out[alive[~ok]] = False
+        k += 1
+        alive = alive[ok & (whole[alive] > k)]
+    idx = np.flatnonzero(out & (frac > 0))
+    out[idx[~_bernoulli_exp_unit(src, frac[idx], den)]] = False
+    return out
+
+
+def privtree_decision(src: NoiseSource, x: np.ndarray, lam: int) -> np.ndarray:
+    """Exact ``P[Lap(lam) > x]`` events, ``x`` and ``lam`` on one integer grid (``x = theta - b``
+    scaled by ``2^k``, ``lam`` likewise): ``H and E`` if ``x >= 0`` else ``not (H and E)`` with
+    ``E ~ Bernoulli(exp(-|x|/lam))``, ``H`` a fair bit."""
+    x = np.asarray(x, dtype=np.int64).reshape(-1)
+    he = bernoulli_exp(src, np.abs(x), int(lam)) & src.fair_bits(x.size)
+    return np.where(x >= 0, he, ~he)
+
+
+__all__ = ["CHUNK", "add_discrete_laplace", "bernoulli_exp", "discrete_laplace", "geometric",
+           "privtree_decision"]

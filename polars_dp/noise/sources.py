@@ -1,0 +1,165 @@
+"""Random bits: a ChaCha20 keystream keyed from the OS by default, seeded PCG64 for tests.
+
+See :mod:`polars_dp.noise` (Randomness) for the choice of generator.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from functools import lru_cache
+from typing import TypeAlias
+
+import numpy as np
+
+from polars_dp.errors import ParameterError
+
+try:  # the default cryptographic bit source (falls back to os.urandom without it)
+    from cryptography.hazmat.primitives.ciphers import Cipher as _Cipher
+    from cryptography.hazmat.primitives.ciphers.algorithms import ChaCha20 as _ChaCha20
+except ImportError:  # pragma: no cover - exercised only without the package
+    _Cipher = _ChaCha20 = None
+
+
+#: Masks of random 64-bit words.
+_MASK63 = np.uint64((1 << 63) - 1)
+_U64 = 1 << 64
+
+SeedLike: TypeAlias = "int | np.random.SeedSequence | np.random.Generator | None"
+
+
+# ============================================================================ randomness
+_ZERO_CHUNK = 1 << 24
+
+
+@lru_cache(maxsize=1)
+def _zero_block() -> memoryview:
+    return memoryview(bytes(_ZERO_CHUNK))
+
+
+def _zero_bytes(n: int) -> memoryview:
+    return _zero_block()[:n]
+
+
+class NoiseSource:
+    """Random 64-bit words for the samplers, and a flag saying whether they are seeded.
+
+    ``NoiseSource()`` is cryptographic: a ChaCha20 keystream (pyca ``cryptography``, i.e.
+    OpenSSL) under a fresh 256-bit key from :func:`os.urandom`, re-keyed after ``fork`` and
+    every ``2^32`` words; without ``cryptography`` it reads :func:`os.urandom` directly.
+    ``NoiseSource(generator)`` takes words from a numpy Generator (``bit_generator.random_raw``),
+    which is what a seed gives.  :attr:`generator` is that Generator (None when cryptographic).
+    """
+
+    def __init__(self, generator: np.random.Generator | None = None):
+        self.generator = generator
+        self.seeded = generator is not None
+        self._cipher = None
+        self._pid = -1
+        self._left = 0
+
+    def _keystream(self, nbytes: int) -> np.ndarray | None:
+        if _ChaCha20 is None:
+            return None
+        if self._cipher is None or self._pid != os.getpid() or self._left < nbytes:
+            # fresh key, zero 32-bit block counter: at most 2^32 words (2^29 blocks) per key
+            key, nonce = os.urandom(32), bytes(4) + os.urandom(12)
+            self._cipher = _Cipher(_ChaCha20(key, nonce), mode=None).encryptor()
+            self._pid = os.getpid()
+            self._left = 8 << 32
+        self._left -= nbytes
+        out = np.empty(nbytes + 64, dtype=np.uint8)  # update_into wants room for a block
+        zeros = _zero_bytes(min(nbytes, _ZERO_CHUNK))
+        for a in range(0, nbytes, _ZERO_CHUNK):
+            m = min(_ZERO_CHUNK, nbytes - a)
+            self._cipher.update_into(zeros[:m], out[a:a + m + 64])
+        return out[:nbytes]
+
+    @property
+    def kind(self) -> str:
+        """``"pcg64 (seeded)"``, ``"chacha20"`` or ``"os.urandom"``."""
+        if self.seeded:
+            return "pcg64 (seeded)"
+        return "os.urandom" if _ChaCha20 is None else "chacha20"
+
+    def words(self, n: int) -> np.ndarray:
+        """``n`` independent uniform uint64 words."""
+        n = int(n)
+        if self.generator is not None:
+            return np.asarray(self.generator.bit_generator.random_raw(n), dtype=np.uint64)
+        stream = self._keystream(8 * n)
+        if stream is None:
+            return np.frombuffer(os.urandom(8 * n), dtype=np.uint64)
+        return stream.view(np.uint64)
+
+    def integers_below(self, bound: int, n: int) -> np.ndarray:
+        """``n`` uniform integers in ``[0, bound)`` (``1 <= bound <= 2^63``) by rejection:
+        a word ``w`` is kept iff ``w < floor(2^64 / bound) * bound``, then ``w mod bound``."""
+        bound = int(bound)
+        if not 1 <= bound <= 1 << 63:
+            raise ParameterError(f"integers_below needs 1 <= bound <= 2^63, got {bound}")
+        out = np.empty(n, dtype=np.uint64)
+        limit = (_U64 // bound) * bound
+        todo = np.arange(n)
+        while todo.size:
+            w = self.words(todo.size)
+            if limit < _U64:
+                ok = w < np.uint64(limit)
+                out[todo[ok]] = w[ok] % np.uint64(bound)
+                todo = todo[~ok]
+            else:
+                out[todo] = w % np.uint64(bound)
+                break
+        return out
+
+    def fair_bits(self, n: int) -> np.ndarray:
+        """``n`` independent fair booleans."""
+        w = self.words(-(-n // 64))
+        return np.unpackbits(w.view(np.uint8))[:n].astype(bool)
+
+    def __repr__(self) -> str:
+        return f"NoiseSource({self.kind})"
+
+
+def make_rng(seed: SeedLike = None) -> np.random.Generator:
+    """A numpy Generator (PCG64) for randomness that is not privacy noise.
+
+    ``None`` seeds from 128 bits of OS entropy (:func:`secrets.randbits`).  An int or
+    SeedSequence gives a reproducible stream.  An existing Generator is returned as is.
+    Mechanisms use :func:`noise_source` instead.
+    """
+    if isinstance(seed, np.random.Generator):
+        return seed
+    if seed is None:
+        return np.random.Generator(np.random.PCG64(np.random.SeedSequence(secrets.randbits(128))))
+    if isinstance(seed, np.random.SeedSequence):
+        return np.random.Generator(np.random.PCG64(seed))
+    if isinstance(seed, (bool, float, np.bool_)) or not isinstance(seed, (int, np.integer)):
+        raise ParameterError(f"seed must be an int, a numpy Generator or None, got {seed!r}")
+    if seed < 0:
+        raise ParameterError(f"seed must be >= 0, got {seed}")
+    return np.random.Generator(np.random.PCG64(int(seed)))
+
+
+def noise_source(seed: SeedLike | NoiseSource = None) -> NoiseSource:
+    """The random source of a mechanism: the OS CSPRNG for ``None``, else a seeded PCG64
+    stream (:func:`make_rng`; the release is then marked ``seeded``)."""
+    if isinstance(seed, NoiseSource):
+        return seed
+    if seed is None:
+        return NoiseSource()
+    return NoiseSource(make_rng(seed))
+
+
+def as_source(rng: np.random.Generator | NoiseSource | None) -> NoiseSource:
+    """A NoiseSource for ``rng`` (a Generator is wrapped and counts as seeded)."""
+    if isinstance(rng, NoiseSource):
+        return rng
+    if rng is None:
+        return NoiseSource()
+    if isinstance(rng, np.random.Generator):
+        return NoiseSource(rng)
+    raise ParameterError(f"expected a NoiseSource or a numpy Generator, got {rng!r}")
+
+
+__all__ = ["NoiseSource", "SeedLike", "as_source", "make_rng", "noise_source"]
