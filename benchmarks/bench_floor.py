@@ -33,7 +33,6 @@ import argparse
 import importlib
 import inspect
 import json
-import resource
 import statistics
 import subprocess
 import sys
@@ -41,6 +40,8 @@ import time
 from fractions import Fraction
 
 import numpy as np
+
+from benchmarks.memory import hwm_bytes
 
 TARGETS = {"basic": 1.3, "privelet+": 1.8, "privelet": 3.0}
 TARGET_PRIVTREE = 2.0
@@ -245,17 +246,6 @@ def privtree_case(quick: bool, repeats: int) -> dict:
 
 
 # ---------------------------------------------------------------------------- memory
-def _hwm_bytes() -> int:
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-
-
 def _rss_bytes() -> int:
     with open("/proc/self/status") as fh:
         for line in fh:
@@ -283,7 +273,7 @@ def memory_child(quick: bool, rows: int, mechanism: str, noise: str) -> dict:
     except OSError:
         reset = False
     release = fn(frame, attrs, **kwargs)
-    peak = _hwm_bytes()
+    peak = hwm_bytes()
     return {"mechanism": mechanism, "extra_bytes": peak - base, "count_bytes": release.counts.nbytes,
             "reset": reset}
 

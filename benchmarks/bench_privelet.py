@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import subprocess
 import sys
 import time
 
 import numpy as np
+
+from benchmarks.memory import hwm_bytes
 
 TARGET_RATIO = 2.0
 TARGET_PEAK_GIB = 4.0
@@ -47,17 +48,6 @@ def census_rows(n: int, n_occupations: int, seed: int = 2010):
     income = np.minimum(rng.lognormal(5.0, 0.9, n), 1000).astype(np.int64)
     gender = np.where(rng.random(n) < 0.5, "female", "male")
     return pl.DataFrame({"age": age, "gender": gender, "occupation": occupation, "income": income})
-
-
-def _hwm_bytes() -> int:
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def _reset_hwm() -> bool:
@@ -111,13 +101,13 @@ def child(rows: int, groups: int, per_group: int) -> None:
     out["quintile_coverage"] = [float(cover[bucket == b].mean()) for b in range(5)]
     out["quintile_variance"] = {}
     frequency_matrix(frame.head(1000), attrs)  # warm-up: the first stage should not pay it
-    out["baseline_bytes"] = _hwm_bytes()
+    out["baseline_bytes"] = hwm_bytes()
     for name, run in stages:
         reset = _reset_hwm()
         t0 = time.perf_counter()
         result = run()
         seconds = time.perf_counter() - t0
-        out["stages"].append({"name": name, "seconds": seconds, "peak_bytes": _hwm_bytes(), "reset": reset})
+        out["stages"].append({"name": name, "seconds": seconds, "peak_bytes": hwm_bytes(), "reset": reset})
         if name != "counts":
             var = result.range_variance(starts, stops)
             out["quintile_variance"][name] = (np.bincount(bucket, var, 5)

@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
+
+from benchmarks.memory import hwm_bytes
 
 OUT = Path(__file__).parent / "out"
 TARGET_PEAK_GIB = 4.0
@@ -65,17 +66,6 @@ def generate(path: Path, rows: int, seed: int = 2010) -> None:
             writer.write_table(pa.table([age, gender, occupation, income], schema=schema),
                                row_group_size=1 << 20)
     tmp.rename(path)
-
-
-def _hwm_bytes() -> int:
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def child(task: str, path: str, duckdb_memory: str) -> None:
@@ -116,7 +106,7 @@ def child(task: str, path: str, duckdb_memory: str) -> None:
         out["seconds"] = time.perf_counter() - t0
         out["total"] = float(release.counts.sum())
         out["mechanism"] = release.mechanism
-    out["peak_bytes"] = _hwm_bytes()
+    out["peak_bytes"] = hwm_bytes()
     print(json.dumps(out))
 
 

@@ -104,10 +104,16 @@ def haar_weights(m: int) -> np.ndarray:
 
 def haar_forward(x: np.ndarray, axis: int = -1) -> np.ndarray:
     """Unnormalised Haar coefficients ``W * c`` along ``axis`` (length ``P``)."""
-    v, shape, axis = _as3d(np.asarray(x, dtype=np.float64), axis)
+    return _haar_sums_and_differences(np.asarray(x, dtype=np.float64), axis)
+
+
+def _haar_sums_and_differences(x: np.ndarray, axis: int) -> np.ndarray:
+    """Unnormalised Haar coefficients of ``x`` along ``axis`` in ``x``'s dtype (float64 or int64):
+    level by level, the details ``even - odd`` and the sums ``even + odd`` passed up."""
+    v, shape, axis = _as3d(x, axis)
     m = v.shape[1]
     p = haar_padded_length(m)
-    s = np.zeros((v.shape[0], p, v.shape[2]))
+    s = np.zeros((v.shape[0], p, v.shape[2]), dtype=x.dtype)
     s[:, :m] = v
     out = np.empty_like(s)
     half = p
@@ -326,20 +332,7 @@ def haar_forward_int(x: np.ndarray, axis: int = -1) -> np.ndarray:
     Every unnormalised Haar coefficient is a sum of cells with signs in {-1, 0, 1} (the total,
     or ``sum(left half) - sum(right half)``), so it is an integer; its denominator is 1.
     """
-    v, shape, axis = _as3d(_check_integer(x), axis)
-    m = v.shape[1]
-    p = haar_padded_length(m)
-    s = np.zeros((v.shape[0], p, v.shape[2]), dtype=np.int64)
-    s[:, :m] = v
-    out = np.empty_like(s)
-    half = p
-    while half > 1:
-        half //= 2
-        even, odd = s[:, 0:2 * half:2], s[:, 1:2 * half:2]
-        np.subtract(even, odd, out=out[:, half:2 * half])
-        s = even + odd
-    out[:, 0] = s[:, 0]
-    return out.reshape(_with_axis(shape, axis, p))
+    return _haar_sums_and_differences(_check_integer(x), axis)
 
 
 def nominal_denominators(hierarchy: Hierarchy) -> np.ndarray:
