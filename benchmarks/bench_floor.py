@@ -3,7 +3,7 @@
 The floor of a grid mechanism is what any implementation must do at least: the cell index
 computed from the columns as numpy arrays (integer codes: nominal leaves are looked up in a
 table), ``np.bincount(minlength=cells)``, the same noise sampler on every coefficient and,
-for Privelet, the same inverse kernel (:func:`polars_dp.kernels.wavelets.hn_inverse` on the
+for Privelet, the same inverse kernel (:func:`polars_dp.kernels.wavelet_blocks.hn_inverse` on the
 whole noise array).  Ratios are medians of mechanism / floor over interleaved repeats.
 
 Cases (``--cases``):
@@ -128,15 +128,17 @@ def floor_basic(columns, attrs, scale: float, noise: str):
 
 
 def floor_privelet(columns, attrs, transformed, scale: float, noise: str):
+    from polars_dp.kernels import wavelet_blocks as WB
+    from polars_dp.kernels import wavelet_exact as WE
     from polars_dp.kernels import wavelets as W
     shape = tuple(a.n_cells for a in attrs)
     counts = np.bincount(cell_index(columns, attrs), minlength=int(np.prod(shape))).reshape(shape)
     exact = exact_sampler() if noise == "exact" else None
     if exact:  # exact lattice coefficients + DLap(D t), then the float inverse
         src, sample = exact
-        num = W.hn_forward_int(counts, attrs, transformed)
+        num = WE.hn_forward_int(counts, attrs, transformed)
         den = np.ones((), dtype=np.int64)
-        for p in W.hn_denominators(attrs, transformed):
+        for p in WE.hn_denominators(attrs, transformed):
             den = np.multiply.outer(den, p)
         den = np.broadcast_to(den, num.shape)
         t = Fraction(scale).limit_denominator(1 << 20)
@@ -144,9 +146,9 @@ def floor_privelet(columns, attrs, transformed, scale: float, noise: str):
         for d in np.unique(den):
             where = den == d
             noisy[where] = (num[where] + sample(src, t * int(d), int(where.sum()))) / int(d)
-        return W.hn_inverse(noisy, attrs, transformed)
+        return WB.hn_inverse(noisy, attrs, transformed)
     coef = tuple(W.coefficient_count(a) if t else a.n_cells for a, t in zip(attrs, transformed, strict=True))
-    field = W.hn_inverse(np.random.default_rng(1).laplace(0.0, scale, coef), attrs, transformed)
+    field = WB.hn_inverse(np.random.default_rng(1).laplace(0.0, scale, coef), attrs, transformed)
     field += counts
     return field
 
@@ -154,7 +156,7 @@ def floor_privelet(columns, attrs, transformed, scale: float, noise: str):
 # ---------------------------------------------------------------------------- grid cases
 def grid_case(case: str, quick: bool, rows: int, repeats: int, noise: str) -> dict:
     import polars_dp as pdp
-    from polars_dp.kernels import wavelets as W
+    from polars_dp.kernels import wavelet_blocks as WB
     from polars_dp.kernels.prefix import prefix_sums, streamed_box_sums
     privelet_module = importlib.import_module("polars_dp.mechanisms.privelet")
 
@@ -206,7 +208,7 @@ def grid_case(case: str, quick: bool, rows: int, repeats: int, noise: str) -> di
             eta = np.random.default_rng(1).laplace(0.0, scale, coef)
             draw = time.perf_counter() - t0
             t0 = time.perf_counter()
-            W.hn_inverse(eta, attrs, transformed)
+            WB.hn_inverse(eta, attrs, transformed)
             inverse = time.perf_counter() - t0
             del eta
             out["stages"][f"{name}: noise + blocked inverse"] = stage

@@ -10,6 +10,8 @@ import pytest
 
 from polars_dp import Hierarchy, Nominal, Ordinal
 from polars_dp.errors import ParameterError
+from polars_dp.kernels import wavelet_blocks as TB
+from polars_dp.kernels import wavelet_exact as TE
 from polars_dp.kernels import wavelets as T
 
 UNEVEN = Hierarchy.from_dict({"g1": ["a", "b", "c"], "g2": ["d", "e", "f", "g", "h"], "g3": ["i", "j"]})
@@ -53,13 +55,13 @@ CASES = [
 
 @pytest.mark.parametrize(("names", "transformed"), CASES)
 @pytest.mark.parametrize("slab", [1, 37, 500, 1 << 21])
-@pytest.mark.parametrize("dense", [0, T.DENSE_INVERSE_ENTRIES])
+@pytest.mark.parametrize("dense", [0, TB.DENSE_INVERSE_ENTRIES])
 def test_blocked_inverse_equals_per_axis_inverse(names, transformed, slab, dense, monkeypatch):
-    monkeypatch.setattr(T, "DENSE_INVERSE_ENTRIES", dense)  # 0: level kernels on every axis
+    monkeypatch.setattr(TB, "DENSE_INVERSE_ENTRIES", dense)  # 0: level kernels on every axis
     attrs = [AXES[n] for n in names]
     u = np.random.default_rng(len(names) + slab).normal(size=coef_shape(attrs, transformed))
     expected = reference_inverse(u, attrs, transformed)
-    got = T.hn_inverse(u, attrs, transformed, slab_cells=slab)
+    got = TB.hn_inverse(u, attrs, transformed, slab_cells=slab)
     np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
 
 
@@ -68,10 +70,10 @@ def test_dense_inverse_matrix_matches_level_kernels(name):
     a = AXES[name]
     u = np.random.default_rng(3).normal(size=(4, T.coefficient_count(a), 3))
     for axis in (1,):
-        np.testing.assert_allclose(T.inverse_axis(u, a, axis), T.inverse(u, a, axis), atol=1e-12)
+        np.testing.assert_allclose(TB.inverse_axis(u, a, axis), T.inverse(u, a, axis), atol=1e-12)
     v = u[0].T.copy()  # axis last, then first
-    np.testing.assert_allclose(T.inverse_axis(v, a, 1), T.inverse(v, a, 1), atol=1e-12)
-    np.testing.assert_allclose(T.inverse_axis(v.T, a, 0), T.inverse(v.T, a, 0), atol=1e-12)
+    np.testing.assert_allclose(TB.inverse_axis(v, a, 1), T.inverse(v, a, 1), atol=1e-12)
+    np.testing.assert_allclose(TB.inverse_axis(v.T, a, 0), T.inverse(v.T, a, 0), atol=1e-12)
 
 
 def test_blocked_inverse_adds_into_out():
@@ -80,7 +82,7 @@ def test_blocked_inverse_adds_into_out():
     base = np.random.default_rng(1).normal(size=(5, 10))
     out = base.copy()
     flat = u.reshape(-1)
-    T.hn_inverse_blocked(lambda i, j: flat[i:j], attrs, transformed, out, add=True, slab_cells=7)
+    TB.hn_inverse_blocked(lambda i, j: flat[i:j], attrs, transformed, out, add=True, slab_cells=7)
     np.testing.assert_allclose(out, base + reference_inverse(u, attrs, transformed), atol=1e-12)
 
 
@@ -92,7 +94,7 @@ def test_blocked_inverse_reads_every_coefficient_once_in_order():
         seen.append((i, j))
         return np.zeros(j - i)
 
-    T.hn_inverse_blocked(source, attrs, transformed, np.zeros((10, 5, 2)), slab_cells=16)
+    TB.hn_inverse_blocked(source, attrs, transformed, np.zeros((10, 5, 2)), slab_cells=16)
     starts = [s for s, _ in seen]
     assert starts == sorted(starts) and seen[0][0] == 0
     assert all(a[1] == b[0] for a, b in itertools.pairwise(seen))
@@ -103,9 +105,9 @@ def test_blocked_inverse_reads_every_coefficient_once_in_order():
 def test_integer_forward_is_exact(name):
     a = AXES[name]
     x = np.random.default_rng(5).integers(0, 1000, size=(3, a.n_cells, 2))
-    num = T.forward_int(x, a, 1)
+    num = TE.forward_int(x, a, 1)
     assert num.dtype == np.int64
-    den = T.denominators(a)
+    den = TE.denominators(a)
     np.testing.assert_allclose(num / den[None, :, None], T.forward(x.astype(float), a, 1), rtol=1e-13)
     # the numerators are the exact integers: recompute them with Python fractions-free int math
     exact = T.forward(x.astype(float), a, 1) * den[None, :, None]
@@ -113,14 +115,14 @@ def test_integer_forward_is_exact(name):
 
 
 def test_nominal_denominators_are_two_f_minus_one():
-    d = T.nominal_denominators(UNEVEN)
+    d = TE.nominal_denominators(UNEVEN)
     # root, then the 3 groups (fanout 3), then leaves under fanouts 3, 5, 2
     assert d.tolist() == [1, 4, 4, 4] + [4] * 3 + [8] * 5 + [2] * 2
 
 
 def test_integer_forward_rejects_floats():
     with pytest.raises(ParameterError, match="integer"):
-        T.forward_int(np.ones(5), AXES["haar5"])
+        TE.forward_int(np.ones(5), AXES["haar5"])
 
 
 @pytest.mark.parametrize(("names", "transformed"), CASES)
@@ -141,10 +143,10 @@ def test_lattice_pipeline_equals_direct_formula(names, transformed, slab):
         calls.append(start)
         return num / den + flat_noise[start:start + num.size].reshape(num.shape)
 
-    got = T.hn_lattice_inverse(m, attrs, transformed, perturb, slab_cells=slab)
-    num = T.hn_forward_int(m, attrs, transformed)
+    got = TB.hn_lattice_inverse(m, attrs, transformed, perturb, slab_cells=slab)
+    num = TE.hn_forward_int(m, attrs, transformed)
     den = np.ones((), dtype=np.int64)
-    for p in T.hn_denominators(attrs, transformed):
+    for p in TE.hn_denominators(attrs, transformed):
         den = np.multiply.outer(den, p)
     expected = reference_inverse(num / den + noise, attrs, transformed)
     np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-9)
@@ -156,7 +158,7 @@ def test_lattice_pipeline_may_write_over_the_counts():
     m = np.random.default_rng(2).integers(0, 9, size=(10, 70))
     expected = reference_inverse(T.hn_forward(m.astype(float), attrs, transformed), attrs, transformed)
     work = m.copy()
-    got = T.hn_lattice_inverse(work, attrs, transformed, lambda n, d, s: n / d,
+    got = TB.hn_lattice_inverse(work, attrs, transformed, lambda n, d, s: n / d,
                                out=work.view(np.float64), slab_cells=64)
     np.testing.assert_allclose(got, expected, atol=1e-9)
     np.testing.assert_allclose(got, m, atol=1e-9)

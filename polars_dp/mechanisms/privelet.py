@@ -20,7 +20,7 @@ The release is ``inverse(forward(M) + eta)``.  The inverse is linear and inverts
 forward transform exactly (mean subtraction is a no-op on exact coefficients), so this
 equals ``M + inverse(eta)``: the counts never need the forward transform, and the noise
 field ``inverse(eta)`` is built by the blocked kernel
-:func:`polars_dp.kernels.wavelets.hn_inverse_blocked` (i.i.d. Laplace drawn block by block
+:func:`polars_dp.kernels.wavelet_blocks.hn_inverse_blocked` (i.i.d. Laplace drawn block by block
 in the C order of the full coefficient array, so a seed gives the same release as the
 direct formula; about two passes over the cube whatever the number of transformed axes).
 Peak memory is the count matrix plus, when the first axis is transformed, one buffer of its
@@ -67,6 +67,7 @@ from polars_dp.counting.frequency import frequency_matrix
 from polars_dp.domains.attributes import Attribute, Nominal, as_attributes
 from polars_dp.domains.hierarchy import Hierarchy
 from polars_dp.errors import HierarchyError, ParameterError
+from polars_dp.kernels import wavelet_blocks
 from polars_dp.kernels import wavelets as transforms
 from polars_dp.noise import (
     Neighbours,
@@ -153,11 +154,11 @@ def add_wavelet_noise(counts: np.ndarray, attributes: Sequence[Attribute], trans
 
     The noise is drawn block by block in the C order of the full coefficient array (so a seed
     gives the same release as the direct formula) and inverted by the blocked kernel
-    :func:`polars_dp.kernels.wavelets.hn_inverse_blocked` (about two passes over the cube
+    :func:`polars_dp.kernels.wavelet_blocks.hn_inverse_blocked` (about two passes over the cube
     whatever the number of transformed axes; a buffer of the outer coefficients only when
     the first axis is transformed and a batch item does not fit one block).
     """
-    transforms.hn_inverse_blocked(lambda i, j: laplace(rng, scale, j - i), attributes, transformed,
+    wavelet_blocks.hn_inverse_blocked(lambda i, j: laplace(rng, scale, j - i), attributes, transformed,
                                   counts, add=True, slab_cells=SLAB_CELLS, advance=advance)
 
 

@@ -20,7 +20,8 @@ import pyarrow as pa
 from polars_dp.domains.attributes import Attribute, Nominal, attribute_from_json
 from polars_dp.errors import ParameterError, PolarsDPError, QueryError, ReleaseFormatError
 from polars_dp.kernels.prefix import box_sums, prefix_sums, streamed_box_sums
-from polars_dp.kernels.wavelets import generalized_sensitivity, range_variance_factor
+from polars_dp.kernels.wavelet_variance import range_variance_factor
+from polars_dp.kernels.wavelets import generalized_sensitivity
 from polars_dp.noise import SeedLike, histogram_sensitivity
 from polars_dp.progress import Progress
 from polars_dp.releases import sql_grid
@@ -351,7 +352,7 @@ class GridRelease(Release):
         ``Var = 2 * noise_scale**2 * prod_axis f_axis`` (Privelet paper, Theorem 3).  An
         untransformed axis (Basic; Privelet+'s S_A) has ``f = stop - start`` (one unit-weight
         coefficient per cell); a transformed axis gets its factor from
-        :func:`polars_dp.kernels.wavelets.range_variance_factor`.
+        :func:`polars_dp.kernels.wavelet_variance.range_variance_factor`.
         """
         starts = np.asarray(starts, dtype=np.int64)
         stops = np.asarray(stops, dtype=np.int64)

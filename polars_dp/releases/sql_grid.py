@@ -26,7 +26,7 @@ column and value.
 paper, Theorem 3; Basic: ``f_k`` = cells in the range).  For an ordinal axis the mechanism
 transformed, ``f_k`` is computed in SQL per query from the Haar tree's levels
 (:func:`haar_factor_sql`, the arithmetic of
-:func:`polars_dp.kernels.wavelets.haar_range_variance_factor`): exact for every axis size.
+:func:`polars_dp.kernels.wavelet_variance.haar_range_variance_factor`): exact for every axis size.
 
 Both macros take ``align := 'exact'`` (default; an ordinal bound inside a bin is an error
 naming the nearest aligned bounds), ``'outer'`` or ``'inner'``, as the Python methods do
@@ -76,7 +76,7 @@ BATCH_CELLS = 1 << 21
 
 
 def haar_factor_sql(start: str, stop: str, m: int) -> str:
-    """SQL of :func:`polars_dp.kernels.wavelets.haar_range_variance_factor` for one range
+    """SQL of :func:`polars_dp.kernels.wavelet_variance.haar_range_variance_factor` for one range
     ``[start, stop)`` of ``m`` cells: exact for every ``m`` (no stored table).
 
     The base term is ``((stop - start) / P)^2``; each level of node width ``w`` (``P, ..., 2``,

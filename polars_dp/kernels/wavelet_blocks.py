@@ -1,0 +1,352 @@
+"""The HN inverse for large cubes (pure numpy): fused over all axes, blocked, in place.
+
+* :func:`hn_inverse_blocked`: the inverse of coefficients pulled block by block from a source
+  (e.g. a noise sampler): inner axes per cache-sized block, outer transformed axes in column
+  blocks of one buffer; small axes by their dense inverse matrix (:func:`inverse_axis`).
+* :func:`hn_lattice_inverse`: counts -> exact int64 forward -> ``perturb`` (the caller's
+  noise on the numerators) -> float64 inverse, blocked, in the C order of the coefficients.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+from threadpoolctl import ThreadpoolController
+
+from polars_dp.domains.attributes import Attribute, Nominal
+from polars_dp.domains.hierarchy import Hierarchy
+from polars_dp.errors import ParameterError
+from polars_dp.kernels.wavelet_exact import (
+    _check_integer,
+    forward_int,
+    hn_denominators,
+)
+from polars_dp.kernels.wavelets import (
+    _as3d,
+    _tree,
+    _with_axis,
+    coefficient_count,
+    haar_inverse,
+    haar_padded_length,
+    inverse,
+    nominal_inverse,
+)
+
+# ---------------------------------------------------------------------------- fast 1-D inverse
+#: Axes whose inverse as a dense (cells x coefficients) matrix has at most this many entries
+#: are inverted with one matrix product instead of the level-by-level kernels.
+DENSE_INVERSE_ENTRIES = 16384
+
+
+@lru_cache(maxsize=128)
+def _haar_matrix(m: int) -> np.ndarray:
+    p = haar_padded_length(m)
+    return np.ascontiguousarray(haar_inverse(np.eye(p), m, axis=1).T)
+
+
+@lru_cache(maxsize=128)
+def _nominal_matrix(h: Hierarchy) -> np.ndarray:
+    n = _tree(h).n_nodes
+    return np.ascontiguousarray(nominal_inverse(np.eye(n), h, axis=1).T)
+
+
+def inverse_matrix(attribute: Attribute) -> np.ndarray:
+    """The 1-D inverse as a dense ``(cells, coefficients)`` matrix ``L``: ``inverse(u) = L u``."""
+    if isinstance(attribute, Nominal):
+        return _nominal_matrix(attribute.hierarchy)
+    return _haar_matrix(attribute.n_cells)
+
+
+@lru_cache(maxsize=1)
+def _threadpools() -> ThreadpoolController:
+    return ThreadpoolController()
+
+
+def blas_single_thread() -> Any:
+    """Context limiting BLAS to one thread: the small-axis products are many small matrix
+    products, for which BLAS threads cost more than they give (badly so on a busy machine)."""
+    return _threadpools().limit(limits=1, user_api="blas")
+
+
+def inverse_axis(u: np.ndarray, attribute: Attribute, axis: int = -1) -> np.ndarray:
+    """:func:`inverse` along ``axis``, by a matrix product on small axes (at most
+    :data:`DENSE_INVERSE_ENTRIES` matrix entries), else by the level-by-level kernels."""
+    m, c = attribute.n_cells, coefficient_count(attribute)
+    if m * c > DENSE_INVERSE_ENTRIES:
+        return inverse(u, attribute, axis)
+    v, shape, axis = _as3d(np.asarray(u, dtype=np.float64), axis)
+    if v.shape[1] != c:
+        raise ParameterError(f"{attribute.column}: {c} coefficients expected along axis {axis}, "
+                             f"got {v.shape[1]}")
+    mat = inverse_matrix(attribute)
+    if v.shape[2] == 1:
+        out = v[:, :, 0] @ mat.T
+    elif v.shape[0] == 1:
+        out = mat @ v[0]
+    else:
+        out = np.matmul(mat, v)
+    return out.reshape(_with_axis(shape, axis, m))
+
+
+def _inverse_axes(block: np.ndarray, attributes: Sequence[Attribute], transformed: Sequence[bool],
+                  first_axis: int) -> np.ndarray:
+    """Inverse along the transformed axes of ``block`` (axis ``first_axis + k`` is attribute k)."""
+    for k in reversed(range(len(attributes))):
+        if transformed[k]:
+            block = inverse_axis(block, attributes[k], first_axis + k)
+    return block
+
+
+# ---------------------------------------------------------------------------- blocked HN inverse
+#: Target size (coefficients) of one block of the blocked kernels.
+SLAB_CELLS = 1 << 21
+
+#: ``source(start, stop)``: the coefficients ``[start, stop)`` of the flat (C order) coefficient
+#: array, as an array of that many float64 values (any shape).
+Source = Callable[[int, int], np.ndarray]
+
+#: ``perturb(numerators, denominators, start)``: the float64 coefficients (same shape as the
+#: int64 ``numerators``) of a block that starts at flat coefficient ``start``; ``denominators``
+#: (int64) broadcasts to the block.  ``numerators / denominators`` are the exact coefficients.
+Perturb = Callable[[np.ndarray, np.ndarray, int], np.ndarray]
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """How a cube is cut into blocks: ``lead`` leading untransformed axes (batch items), then
+    outer transformed axes ``[lead, split)`` (a buffer, inverted in column blocks), then inner
+    axes ``[split, d)`` (one block of rows holds at most ``slab`` coefficients)."""
+
+    coef: tuple[int, ...]
+    cells: tuple[int, ...]
+    lead: int
+    split: int
+
+    @property
+    def batch(self) -> int:
+        return _prod(self.cells[:self.lead])
+
+    @property
+    def per_item(self) -> int:  # coefficients per batch item
+        return _prod(self.coef[self.lead:])
+
+
+def _prod(xs: Sequence[int]) -> int:
+    return int(np.prod(xs, dtype=np.int64)) if len(xs) else 1
+
+
+def _plan(attributes: Sequence[Attribute], transformed: Sequence[bool], slab: int) -> _Plan:
+    coef = tuple(coefficient_count(a) if t else a.n_cells
+                 for a, t in zip(attributes, transformed, strict=True))
+    cells = tuple(a.n_cells for a in attributes)
+    d = len(cells)
+    lead = 0
+    while lead < d and not transformed[lead]:
+        lead += 1
+    split = lead
+    while split < d and _prod(coef[split:]) > slab:
+        split += 1
+    return _Plan(coef, cells, lead, split)
+
+
+def _store(target: np.ndarray, values: np.ndarray, add: bool) -> None:
+    if add:
+        target += values.reshape(target.shape)
+    else:
+        target[...] = values.reshape(target.shape)
+
+
+def hn_inverse_blocked(source: Source, attributes: Sequence[Attribute], transformed: Sequence[bool],
+                       out: np.ndarray, *, add: bool = False, slab_cells: int = SLAB_CELLS,
+                       buffer: np.ndarray | None = None,
+                       advance: Callable[[int], None] | None = None) -> np.ndarray:
+    """``out (+)= inverse_HN(U)`` with the coefficients ``U`` pulled block by block from
+    ``source`` in their C order (each coefficient exactly once).
+
+    Blocks: leading untransformed axes are batch items (their cells map one to one); the
+    remaining axes are split so that one block of rows of the inner axes holds at most
+    ``slab_cells`` coefficients.  Each block is inverted along the inner axes while it is in
+    cache and written to a buffer of shape (outer coefficients, inner cells); the buffer is
+    then inverted along the outer transformed axes in column blocks straight into ``out``.
+    So the cube is read and written about twice whatever the number of transformed axes, and
+    the extra memory is the buffer (none if a batch item fits one block).  ``buffer`` (a flat
+    float64 array of at least that size) may alias storage that ``source`` has finished
+    reading: rows are written only after the source returned them.  ``advance(n)`` is called
+    with the number of coefficients consumed after every block (progress).
+    """
+    attrs = tuple(attributes)
+    tr = [bool(t) for t in transformed]
+    plan = _plan(attrs, tr, slab_cells)
+    if out.shape != plan.cells or out.dtype != np.float64 or not out.flags.c_contiguous:
+        raise ParameterError(f"out must be a C-contiguous float64 array of shape {plan.cells}")
+    with blas_single_thread():
+        return _run_blocks(source, attrs, tr, plan, out, add, slab_cells, buffer, advance)
+
+
+def _run_blocks(source: Source, attrs: tuple[Attribute, ...], tr: list[bool], plan: _Plan, out: np.ndarray,
+                add: bool, slab_cells: int, buffer: np.ndarray | None,
+                advance: Callable[[int], None] | None) -> np.ndarray:
+    tick = advance or (lambda n: None)
+    d = len(attrs)
+    if plan.lead == d:  # nothing transformed: coefficients are cells
+        flat = out.reshape(-1)
+        for i in range(0, flat.size, slab_cells):
+            j = min(i + slab_cells, flat.size)
+            _store(flat[i:j], source(i, j), add)
+            tick(j - i)
+        return out
+    lead, split = plan.lead, plan.split
+    batch, sub = plan.batch, plan.per_item
+    rows_out = out.reshape(batch, -1)
+    if split == lead:  # a whole batch item fits one block: groups of items
+        group = max(1, slab_cells // sub)
+        for b in range(0, batch, group):
+            g = min(group, batch - b)
+            blk = np.asarray(source(b * sub, (b + g) * sub)).reshape(g, *plan.coef[lead:])
+            _store(rows_out[b:b + g], _inverse_axes(blk, attrs[lead:], tr[lead:], 1), add)
+            tick(g * sub)
+        return out
+    outer_coef = plan.coef[lead:split]
+    n_outer, n_outer_cells = _prod(outer_coef), _prod(plan.cells[lead:split])
+    inner, inner_cells = _prod(plan.coef[split:]), _prod(plan.cells[split:])
+    if buffer is None:
+        buf = np.empty((n_outer, inner_cells))
+    else:
+        buf = buffer.reshape(-1)[:n_outer * inner_cells].reshape(n_outer, inner_cells)
+    row_step = max(1, slab_cells // inner)
+    col_step = max(1, slab_cells // n_outer)
+    for b in range(batch):
+        base = b * sub
+        for r in range(0, n_outer, row_step):
+            rr = min(row_step, n_outer - r)
+            blk = np.asarray(source(base + r * inner, base + (r + rr) * inner))
+            blk = blk.reshape(rr, *plan.coef[split:])
+            buf[r:r + rr] = _inverse_axes(blk, attrs[split:], tr[split:], 1).reshape(rr, inner_cells)
+            tick(rr * inner)
+        item = rows_out[b].reshape(n_outer_cells, inner_cells)
+        for j in range(0, inner_cells, col_step):
+            jj = min(col_step, inner_cells - j)
+            blk = buf[:, j:j + jj].reshape(*outer_coef, jj)
+            res = _inverse_axes(blk, attrs[lead:split], tr[lead:split], 0)
+            _store(item[:, j:j + jj], res.reshape(n_outer_cells, jj), add)
+    return out
+
+
+def hn_inverse(u: np.ndarray, attributes: Sequence[Attribute], transformed: Sequence[bool], *,
+               out: np.ndarray | None = None, slab_cells: int = SLAB_CELLS) -> np.ndarray:
+    """Inverse HN transform (the 1-D inverses along every transformed axis), blocked.
+
+    ``u`` is the full coefficient array; see :func:`hn_inverse_blocked` for the blocking.
+    Small axes use their dense inverse matrix (:func:`inverse_axis`).  Returns float64 cells
+    (in ``out`` if given).
+    """
+    attrs = tuple(attributes)
+    plan = _plan(attrs, list(transformed), slab_cells)
+    u = np.asarray(u, dtype=np.float64)
+    if u.shape != plan.coef:
+        raise ParameterError(f"expected coefficients of shape {plan.coef}, got {u.shape}")
+    flat = np.ascontiguousarray(u).reshape(-1)
+    if out is None:
+        out = np.empty(plan.cells)
+    return hn_inverse_blocked(lambda i, j: flat[i:j], attrs, transformed, out, slab_cells=slab_cells)
+
+
+def _outer_product(parts: Sequence[np.ndarray]) -> np.ndarray:
+    """Outer product of 1-D int64 arrays, shape ``(len(p) for p in parts)``."""
+    out = np.ones((), dtype=np.int64)
+    for p in parts:
+        out = np.multiply.outer(out, p)
+    return out
+
+
+def hn_lattice_inverse(counts: np.ndarray, attributes: Sequence[Attribute], transformed: Sequence[bool],
+                       perturb: Perturb, *, out: np.ndarray | None = None, slab_cells: int = SLAB_CELLS,
+                       advance: Callable[[int], None] | None = None) -> np.ndarray:
+    """``inverse_HN(perturb(forward_HN(counts)))``: exact int64 forward, float64 inverse, blocked.
+
+    The integer numerators ``D * u`` of every coefficient (:func:`hn_forward_int`, with the
+    denominators ``D`` of :func:`hn_denominators`) are handed to ``perturb`` block by block,
+    in the C order of the full coefficient array; ``perturb`` returns the float64 (noisy)
+    coefficients of the block, and the inverse of those is written to ``out``.
+
+    Memory: the forward along the outer transformed axes is one int64 buffer of (outer
+    coefficients x inner cells), reused in place (as float64) by the inverse; with ``out``
+    given as ``counts.view(np.float64)`` (the counts are consumed) nothing else of cube size
+    is allocated.  The inner axes are forward-transformed, perturbed and inverted one block at
+    a time.
+    """
+    attrs = tuple(attributes)
+    tr = [bool(t) for t in transformed]
+    counts = _check_integer(counts)
+    plan = _plan(attrs, tr, slab_cells)
+    if counts.shape != plan.cells:
+        raise ParameterError(f"counts has shape {counts.shape} but the attributes declare {plan.cells}")
+    counts = np.ascontiguousarray(counts)
+    if out is None:
+        out = np.empty(plan.cells)
+    dens = hn_denominators(attrs, tr)
+    lead, split, d = plan.lead, plan.split, len(attrs)
+    flat_counts = counts.reshape(plan.batch, -1)
+    if lead == d or split == lead:  # batch items (or all cells) go block by block
+        lo = min(lead, d)
+        item_den = _outer_product(dens[lo:])[None]
+        sub = plan.per_item
+
+        def small_source(i: int, j: int) -> np.ndarray:
+            if lead == d:
+                x = counts.reshape(-1)[i:j]
+                return perturb(x.copy(), np.ones((), dtype=np.int64), i)
+            b, g = i // sub, (j - i) // sub
+            x = flat_counts[b:b + g].reshape(g, *plan.cells[lead:])
+            num = x
+            for k in range(lead, d):
+                if tr[k]:
+                    num = forward_int(num, attrs[k], k - lead + 1)
+            if num is x:
+                num = x.copy()
+            return perturb(num, item_den, i)
+
+        return hn_inverse_blocked(small_source, attrs, tr, out, slab_cells=slab_cells, advance=advance)
+    outer_coef = plan.coef[lead:split]
+    n_outer = _prod(outer_coef)
+    inner, inner_cells = _prod(plan.coef[split:]), _prod(plan.cells[split:])
+    n_outer_cells = _prod(plan.cells[lead:split])
+    store = np.empty((n_outer, inner_cells), dtype=np.int64)
+    outer_den = _outer_product(dens[lead:split]).reshape(-1)
+    inner_den = _outer_product(dens[split:])[None]
+    sub = plan.per_item
+    col_step = max(1, slab_cells // n_outer)
+
+    def source(i: int, j: int) -> np.ndarray:
+        b, offset = divmod(i, sub)
+        r, rr = offset // inner, (j - i) // inner
+        if r == 0:  # a new batch item: forward along the outer axes, column block by block
+            item = flat_counts[b].reshape(n_outer_cells, inner_cells)
+            for c in range(0, inner_cells, col_step):
+                cc = min(col_step, inner_cells - c)
+                blk = item[:, c:c + cc].reshape(*plan.cells[lead:split], cc)
+                for k in range(lead, split):
+                    if tr[k]:
+                        blk = forward_int(blk, attrs[k], k - lead)
+                store[:, c:c + cc] = blk.reshape(n_outer, cc)
+        x = store[r:r + rr].reshape(rr, *plan.cells[split:])
+        num = x
+        for k in range(split, d):
+            if tr[k]:
+                num = forward_int(num, attrs[k], k - split + 1)
+        if np.shares_memory(num, store):
+            num = num.copy()
+        den = outer_den[r:r + rr].reshape(rr, *([1] * (d - split))) * inner_den
+        return perturb(num, den, i)
+
+    return hn_inverse_blocked(source, attrs, tr, out, slab_cells=slab_cells,
+                              buffer=store.view(np.float64), advance=advance)
+
+
+
+__all__ = ["DENSE_INVERSE_ENTRIES", "Perturb", "SLAB_CELLS", "Source", "hn_inverse", "hn_inverse_blocked",
+           "hn_lattice_inverse", "inverse_axis", "inverse_matrix"]

@@ -1,0 +1,112 @@
+"""Exact integer forward transforms of counts (int64 numerators ``D * u``, pure numpy).
+
+Haar coefficients of integer counts are integers (``D = 1``); nominal ones have
+``D = 2 (f_parent - 1)`` (:func:`nominal_denominators`); across axes the denominators
+multiply (:func:`hn_denominators`).  Used by the exact Privelet path and by
+:func:`polars_dp.kernels.wavelet_blocks.hn_lattice_inverse`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from polars_dp.domains.attributes import Attribute, Nominal
+from polars_dp.domains.hierarchy import Hierarchy
+from polars_dp.errors import ParameterError
+from polars_dp.kernels.prefix import cumsum_inplace
+from polars_dp.kernels.wavelets import (
+    _as3d,
+    _haar_sums_and_differences,
+    _tree,
+    _with_axis,
+    haar_padded_length,
+)
+
+
+# ---------------------------------------------------------------------------- exact integer forward
+def _check_integer(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x)
+    if not (np.issubdtype(x.dtype, np.integer) or x.dtype == np.bool_):
+        raise ParameterError(f"the exact forward transform needs integer counts, got dtype {x.dtype}")
+    return x.astype(np.int64, copy=False)
+
+
+def haar_forward_int(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    """:func:`haar_forward` of integer cells, exactly, in int64.
+
+    Every unnormalised Haar coefficient is a sum of cells with signs in {-1, 0, 1} (the total,
+    or ``sum(left half) - sum(right half)``), so it is an integer; its denominator is 1.
+    """
+    return _haar_sums_and_differences(_check_integer(x), axis)
+
+
+def nominal_denominators(hierarchy: Hierarchy) -> np.ndarray:
+    """Per node (BFS order) the int64 ``D`` with ``D * u`` an integer for integer leaves:
+    1 for the root, ``2 (f_parent - 1)`` for a node below a parent of fanout ``f_parent``."""
+    t = _tree(hierarchy)
+    return np.r_[1, 2 * (t.parent_fanout.astype(np.int64) - 1)].astype(np.int64)
+
+
+def nominal_forward_int(x: np.ndarray, hierarchy: Hierarchy, axis: int = -1) -> np.ndarray:
+    """Integer numerators ``D * u`` of the nominal coefficients of integer leaves (int64).
+
+    ``u_root = leafsum(root)``; below a parent ``p`` of fanout ``f``:
+    ``u_N = f/(2f-2) (leafsum(N) - leafsum(p)/f) = (f leafsum(N) - leafsum(p)) / (2 (f - 1))``,
+    so the numerator is ``f leafsum(N) - leafsum(p)`` and the denominator
+    :func:`nominal_denominators`.  ``nominal_forward = numerators / denominators``.
+    """
+    t = _tree(hierarchy)
+    v, shape, axis = _as3d(_check_integer(x), axis)
+    if v.shape[1] != t.n_leaves:
+        raise ParameterError(f"the hierarchy has {t.n_leaves} leaves but axis {axis} has {v.shape[1]}")
+    cum = np.zeros((v.shape[0], t.n_leaves + 1, v.shape[2]), dtype=np.int64)
+    cum[:, 1:] = v
+    cumsum_inplace(cum[:, 1:], 1)  # the same sums as np.cumsum, one vector add per leaf
+    leafsum = cum[:, t.stop] - cum[:, t.start]
+    out = np.empty_like(leafsum)
+    out[:, 0] = leafsum[:, 0]
+    f = t.parent_fanout.astype(np.int64)[:, None]
+    np.subtract(leafsum[:, 1:] * f, leafsum[:, t.parent[1:]], out=out[:, 1:])
+    return out.reshape(_with_axis(shape, axis, t.n_nodes))
+
+
+def denominators(attribute: Attribute) -> np.ndarray:
+    """Per coefficient the int64 denominator of :func:`forward_int` (all 1 for Haar)."""
+    if isinstance(attribute, Nominal):
+        return nominal_denominators(attribute.hierarchy)
+    return np.ones(haar_padded_length(attribute.n_cells), dtype=np.int64)
+
+
+def forward_int(x: np.ndarray, attribute: Attribute, axis: int = -1) -> np.ndarray:
+    """Exact int64 numerators of the 1-D transform: ``forward = forward_int / denominators``."""
+    if isinstance(attribute, Nominal):
+        return nominal_forward_int(x, attribute.hierarchy, axis)
+    return haar_forward_int(x, axis)
+
+
+def hn_forward_int(x: np.ndarray, attributes: Sequence[Attribute], transformed: Sequence[bool]) -> np.ndarray:
+    """Exact int64 numerators of the HN transform of integer counts (whole array).
+
+    ``hn_forward(x) = hn_forward_int(x) / prod_axes denominators`` (the per-axis
+    denominators of :func:`hn_denominators` multiply, as the 1-D maps are applied along
+    every transformed axis in turn).
+    """
+    x = _check_integer(x)
+    for axis, (a, t) in enumerate(zip(attributes, transformed, strict=True)):
+        if t:
+            x = forward_int(x, a, axis)
+    return x
+
+
+def hn_denominators(attributes: Sequence[Attribute], transformed: Sequence[bool]) -> list[np.ndarray]:
+    """Per axis the int64 denominators of :func:`hn_forward_int` (ones on untransformed axes);
+    a coefficient's denominator is the product over axes (an outer product)."""
+    return [denominators(a) if t else np.ones(a.n_cells, dtype=np.int64)
+            for a, t in zip(attributes, transformed, strict=True)]
+
+
+
+__all__ = ["denominators", "forward_int", "haar_forward_int", "hn_denominators", "hn_forward_int",
+           "nominal_denominators", "nominal_forward_int"]
