@@ -157,6 +157,7 @@ def floor_privelet(columns, attrs, transformed, scale: float, noise: str):
 def grid_case(case: str, quick: bool, rows: int, repeats: int, noise: str) -> dict:
     import polars_dp as pdp
     from polars_dp.kernels import wavelet_blocks as WB
+    from polars_dp.kernels import wavelets as W
     from polars_dp.kernels.prefix import prefix_sums, streamed_box_sums
     privelet_module = importlib.import_module("polars_dp.mechanisms.privelet")
 
