@@ -8,11 +8,22 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
+import duckdb
 import polars as pl
 
 import polars_dp as pdp
-from polars_dp.cli.common import BadInput, Messages, check_output, fmt_number, human_size, one_line, scan
+from polars_dp.cli.common import (
+    BadInput,
+    Messages,
+    check_output,
+    file_format,
+    fmt_number,
+    human_size,
+    one_line,
+    scan,
+)
 from polars_dp.cli.spec import load_spec
 
 EXAMPLES = """\
@@ -21,6 +32,7 @@ examples:
   polars-dp release "points/*.parquet" --spec examples/specs/privtree.toml -o tree.parquet
   polars-dp release sessions.csv --spec examples/specs/privtree_sequences.toml -o pst.parquet
   polars-dp release people.parquet --spec domain.toml --check     # validate only; reads no rows
+  polars-dp release "lake/*.parquet" --spec examples/specs/basic.toml -o r.parquet --engine duckdb
 
 The domain file (TOML) declares the mechanism, epsilon, neighbours, the columns and their public
 domain; see examples/specs/ and the README's "Command line" section.  Each release of the same data
@@ -40,6 +52,11 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("-o", "--output", metavar="RELEASE.parquet", help="where to write the release")
     p.add_argument("--format", choices=["parquet", "csv", "tsv", "ipc", "ndjson"],
                    help="format of DATA (default: from its extension)")
+    p.add_argument("--engine", choices=["polars", "duckdb"], default="polars",
+                   help="where the rows are counted: Polars (streaming, default) or DuckDB (out of core, "
+                        "within --memory-limit); grid and spatial mechanisms only")
+    p.add_argument("--memory-limit", default="1GB", metavar="SIZE",
+                   help="DuckDB's memory_limit with --engine duckdb (default 1GB; it spills beyond)")
     p.add_argument("--check", action="store_true",
                    help="validate the domain file and DATA's columns, then stop (no rows read, no release)")
     p.add_argument("--seed", type=int, default=None,
@@ -69,7 +86,7 @@ def noise_text(release: pdp.Release) -> str | None:
     scale = noise_scale(release)
     if scale is None:
         return None
-    per = ", per wavelet coefficient" if "rho" in release.params else ""
+    per = ", per wavelet coefficient" if release.params.get("transformed") else ""
     return f"{fmt_number(scale)} (Laplace{per})"
 
 
@@ -79,6 +96,23 @@ def size_text(release: pdp.Release) -> str:
     if isinstance(release, pdp.SpatialRelease):
         return f"{release.n_leaves:,} leaves"
     return f"{release.n_nodes:,} nodes (height {release.height})"
+
+
+def duckdb_relation(source: str, fmt: str | None, spec: Any, memory_limit: str) -> Any:
+    """DATA as a DuckDB relation (Parquet or CSV/TSV, file or glob), counted inside DuckDB."""
+    if spec.shape == "sequences":
+        raise BadInput("--engine duckdb counts grid and spatial releases; sequence models read their "
+                       "sequences with Polars (drop --engine)")
+    fmt = file_format(sorted(glob.glob(source))[0] if glob.has_magic(source) else source, fmt)
+    if fmt not in ("parquet", "csv", "tsv"):
+        raise BadInput(f"--engine duckdb reads Parquet or CSV/TSV, not {fmt}")
+    try:
+        con = duckdb.connect(config={"memory_limit": memory_limit})
+    except duckdb.Error as exc:
+        raise BadInput(f"--memory-limit {memory_limit!r}: {one_line(exc)}") from None
+    if fmt == "parquet":
+        return con.read_parquet(source)
+    return con.read_csv(source, sep="\t" if fmt == "tsv" else ",")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -117,10 +151,13 @@ def run(args: argparse.Namespace) -> int:
     if args.seed is not None:
         msg.warn(f"--seed {args.seed} makes the noise reproducible: anyone who knows the seed can remove "
                  "it. Never publish this release.")
-    msg.stage(f"releasing {args.data} with {plan} over {spec.size_text()}")
+    data = frame
+    if args.engine == "duckdb":
+        data = duckdb_relation(args.data, args.format, spec, args.memory_limit)
+    msg.stage(f"releasing {args.data} with {plan} over {spec.size_text()} (counting in {args.engine})")
     t0 = time.perf_counter()
     try:
-        release = spec.run(frame, seed=args.seed, progress=not args.quiet)
+        release = spec.run(data, seed=args.seed, progress=not args.quiet)
     except pl.exceptions.PolarsError as exc:
         raise BadInput(f"cannot read {args.data}: {one_line(exc)}") from None
     except pdp.ParameterError as exc:
