@@ -30,6 +30,7 @@ from polars_dp.kernels.morton import MortonLayout, grid_coordinates, morton_code
 
 ngram_module = importlib.import_module("polars_dp.mechanisms.ngram")
 privelet_module = importlib.import_module("polars_dp.mechanisms.privelet")
+privelet_exact = importlib.import_module("polars_dp.mechanisms.privelet_exact")
 privtree_module = importlib.import_module("polars_dp.mechanisms.privtree")
 seq_module = importlib.import_module("polars_dp.mechanisms.sequences")
 grids_module = importlib.import_module("polars_dp.mechanisms.spatial_grids")
@@ -111,14 +112,14 @@ def test_privelet_nominal_lattice(neighbours, sens, monkeypatch):
     (The inverse's sibling-mean refinement moves the release's own coefficients off the
     lattice, so the draws are taken from a spy on the sampler.)"""
     calls = []
-    real = privelet_module.discrete_laplace
+    real = privelet_exact.discrete_laplace
 
     def spy_dlap(src, t, s, n):
         out = real(src, t, s, n)
         calls.append((Fraction(t, s), out))
         return out
 
-    monkeypatch.setattr(privelet_module, "discrete_laplace", spy_dlap)
+    monkeypatch.setattr(privelet_exact, "discrete_laplace", spy_dlap)
     attrs = _nominal_attrs()
     rng = np.random.default_rng(0)
     frame = pl.DataFrame({"a": rng.integers(0, 64, 3000), "occ": _occupations(rng, 3000)})
@@ -131,10 +132,10 @@ def test_privelet_nominal_lattice(neighbours, sens, monkeypatch):
     assert_dlap(draws[126.0], 126 * float(lam))  # 64 x 256 leaf coefficients
     assert_dlap(draws[6.0], 6 * float(lam), alternatives=False)
     # the release is the float inverse of the noisy lattice coefficients (same seed, same draws)
-    coef, d = privelet_module.lattice_forward(frequency_matrix(frame, attrs), attrs, [True, True])
+    coef, d = privelet_exact.lattice_forward(frequency_matrix(frame, attrs), attrs, [True, True])
     z = np.zeros(coef.shape, dtype=np.int64)
-    monkeypatch.setattr(privelet_module, "discrete_laplace", real)
-    privelet_module._add_lattice_noise(z, d, lam, pdp.noise.noise_source(3))
+    monkeypatch.setattr(privelet_exact, "discrete_laplace", real)
+    privelet_exact._add_lattice_noise(z, d, lam, pdp.noise.noise_source(3))
     lattice = np.broadcast_to(d, coef.shape)
     assert sorted({float(v) for v in np.unique(lattice)}) == [1.0, 6.0, 126.0]
     assert_dlap(z[lattice == 126], 126 * float(lam), alternatives=False)
@@ -149,16 +150,16 @@ def test_privelet_haar_shortcut_equals_the_inverse_of_the_noisy_coefficients(mon
     frame = pl.DataFrame({"occ": _occupations(rng, 2000), "a": rng.integers(0, 64, 2000),
                           "b": rng.integers(0, 41, 2000)})
     fast = pdp.privelet(frame, attrs, epsilon=1.0, untransformed=["occ"], seed=12)
-    monkeypatch.setattr(privelet_module, "EXACT_HAAR_ROOM", 0.0)  # force the forward transform
+    monkeypatch.setattr(privelet_exact, "EXACT_HAAR_ROOM", 0.0)  # force the forward transform
     slow = pdp.privelet(frame, attrs, epsilon=1.0, untransformed=["occ"], seed=12)
     np.testing.assert_array_equal(fast.counts, slow.counts)
     both = pdp.privelet(frame, attrs, epsilon=1.0, seed=12)  # nominal and Haar axes
     haar_first = [attrs[1], attrs[0], attrs[2]]
-    monkeypatch.setattr(privelet_module, "SLAB_CELLS", 1000)  # many column and row blocks
+    monkeypatch.setattr(privelet_exact, "SLAB_CELLS", 1000)  # many column and row blocks
     first = pdp.privelet(frame, haar_first, epsilon=1.0, seed=13)
-    monkeypatch.setattr(privelet_module, "EXACT_HAAR_ROOM", 2.0**52)
+    monkeypatch.setattr(privelet_exact, "EXACT_HAAR_ROOM", 2.0**52)
     np.testing.assert_array_equal(first.counts, pdp.privelet(frame, haar_first, epsilon=1.0, seed=13).counts)
-    monkeypatch.setattr(privelet_module, "SLAB_CELLS", 1 << 21)
+    monkeypatch.setattr(privelet_exact, "SLAB_CELLS", 1 << 21)
     np.testing.assert_array_equal(both.counts, pdp.privelet(frame, attrs, epsilon=1.0, seed=12).counts)
 
 
