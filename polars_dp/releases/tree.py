@@ -19,7 +19,6 @@ import pyarrow as pa
 
 from polars_dp.domains.box import Box, as_box
 from polars_dp.errors import QueryError, ReleaseFormatError
-from polars_dp.kernels.grid import grid_boxes
 from polars_dp.kernels.morton import MortonLayout
 from polars_dp.kernels.prefix import prefix_sums
 from polars_dp.kernels.spatial_sums import (
@@ -28,23 +27,18 @@ from polars_dp.kernels.spatial_sums import (
     morton_tree_sums,
     two_level_grid_sums,
 )
-from polars_dp.noise import SeedLike, histogram_sensitivity
+from polars_dp.noise import SeedLike
 from polars_dp.progress import Progress
 from polars_dp.releases import sql_tree
 from polars_dp.releases.base import Release
 from polars_dp.releases.grid_queries import as_query_frame
 from polars_dp.releases.integrity import (
-    RELATIVE_SLACK,
-    check_equal,
-    check_noise_scale,
     field,
-    positive_number,
     verify_checksum,
 )
 from polars_dp.releases.io import register_release_type
 from polars_dp.releases.metadata import read_metadata
 from polars_dp.releases.noise_model import (
-    Correlated,
     IndependentLaplace,
     NoiseModel,
     noise_model_from_json,
@@ -52,8 +46,14 @@ from polars_dp.releases.noise_model import (
 )
 from polars_dp.releases.postprocess import TREE_POSTPROCESSING, postprocess_counts, postprocessed_noise_model
 from polars_dp.releases.sampling import sample_boxes
-
-LAYOUTS = ("morton", "grid", "two_level_grid")
+from polars_dp.releases.tree_format import (
+    LAYOUTS,
+    _check_layout,
+    _check_tree_parameters,
+    _float_column,
+    _leaf_order,
+    _legacy_noise_model,
+)
 
 
 @register_release_type
@@ -348,135 +348,6 @@ class SpatialRelease(Release):
                 f"neighbours={self.neighbours!r}, columns={self.columns}, leaves={self.n_leaves:,}"
                 f"{self._repr_flags()})")
 
-
-def _float_column(table: pa.Table, name: str) -> np.ndarray:
-    values = table.column(name).to_numpy()
-    if not np.issubdtype(values.dtype, np.number):
-        raise ReleaseFormatError(f"tree release column {name!r} has type {values.dtype}, not numbers")
-    return values.astype(np.float64)
-
-
-def _check_layout(layout: Any) -> dict[str, Any]:
-    if not isinstance(layout, dict) or layout.get("kind") not in LAYOUTS:
-        raise ReleaseFormatError(f"release metadata field 'layout' must be one of the layouts {LAYOUTS}, "
-                                 f"got {layout!r}")
-    return layout
-
-
-def _leaf_order(box: Box, layout: Mapping[str, Any], lo: np.ndarray, hi: np.ndarray, depth: np.ndarray,
-                codes: np.ndarray | None) -> np.ndarray:
-    """Permutation putting the rows in the release's leaf order, after checking that the
-    leaves tile ``box`` as ``layout`` says (a missing, repeated or moved leaf is refused).
-
-    Morton: sorted by first code, consecutive code ranges, boxes recomputed from the codes.
-    Grid: the ``m^d`` cells in C order, boxes recomputed.  Two-level grid: first-level cells in
-    C order, each holding exactly its ``m2^d`` sub-cells (on its sub-grid, each once) in C order.
-    """
-    n, d = lo.shape
-    if n == 0:
-        raise ReleaseFormatError("tree release has no leaves")
-    kind = layout["kind"]
-    if kind == "morton":
-        if codes is None:
-            raise ReleaseFormatError("a Morton-layout tree release needs its 'morton' column")
-        order = np.argsort(codes, kind="stable")
-        layout_ = MortonLayout(box.d, int(layout["bits"]), int(layout["split_bits"]))
-        c, dep = codes[order].astype(np.int64), depth[order].astype(np.int64)
-        if np.any(dep < 0) or np.any(dep > layout_.max_depth):
-            raise ReleaseFormatError("tree release has a leaf depth outside its layout")
-        span = np.left_shift(np.int64(1), box.d * layout_.bits - dep * layout_.split_bits)
-        ends = c + span
-        if c[0] != 0 or np.any(c[1:] != ends[:-1]) or ends[-1] != np.int64(1) << (box.d * layout_.bits):
-            raise ReleaseFormatError("tree release leaves do not tile the box (a leaf is missing, repeated "
-                                     "or moved): the table was edited")
-        want_lo, want_hi = layout_.node_boxes(c, dep, box)
-    elif kind == "grid":
-        m = int(layout["m"])
-        if n != m**d:
-            raise ReleaseFormatError(f"tree release has {n} leaves but its grid layout has {m**d} cells: "
-                                     "rows were removed or added")
-        order = np.lexsort(lo.T[::-1])  # C order: first column slowest
-        want_lo, want_hi = grid_boxes(box, m)
-    else:
-        m1 = int(layout["m1"])
-        m2 = np.asarray(layout["m2"], dtype=np.int64)
-        if m2.size != m1**d or np.any(m2 < 1) or n != int((m2**d).sum()):
-            raise ReleaseFormatError("tree release leaves do not match its two-level grid layout: rows were "
-                                     "removed or added")
-        centre = (lo + hi) / 2
-        first = np.clip(np.floor((centre - box.lo) / box.width * m1), 0, m1 - 1).astype(np.int64)
-        cell = np.ravel_multi_index(tuple(first.T), (m1,) * d)
-        side = m2[cell]
-        sub = (box.width / m1) / side[:, None]
-        pos = (lo - (box.lo + first * (box.width / m1))) / sub
-        k = np.rint(pos).astype(np.int64)
-        sub_flat = np.zeros(n, dtype=np.int64)
-        for j in range(d):
-            sub_flat = sub_flat * side + k[:, j]
-        order = np.lexsort((sub_flat, cell))
-        expected_cells = np.repeat(np.arange(m1**d), m2**d)
-        expected_sub = np.arange(n) - np.repeat(np.cumsum(m2**d) - m2**d, m2**d)
-        ok = (np.array_equal(cell[order], expected_cells) and np.array_equal(sub_flat[order], expected_sub)
-              and np.all((k >= 0) & (k < side[:, None])) and np.allclose(pos, k, atol=1e-6)
-              and np.allclose(hi - lo, sub, rtol=1e-9))
-        if not ok:
-            raise ReleaseFormatError("tree release leaves do not tile the box as its two-level grid layout "
-                                     "says: the table was edited")
-        return order
-    if not (np.allclose(lo[order], want_lo, rtol=0, atol=1e-12 * float(box.width.max()))
-            and np.allclose(hi[order], want_hi, rtol=0, atol=1e-12 * float(box.width.max()))):
-        raise ReleaseFormatError("tree release leaf boxes disagree with their layout: the table was edited")
-    return order
-
-
-def _check_tree_parameters(release: SpatialRelease) -> None:
-    """Noise parameters recomputed from the declared ones (only those the release records):
-    ``epsilon_tree + epsilon_leaf = epsilon`` and ``epsilon_tree = tree_share * epsilon``,
-    ``epsilon_grid <= epsilon``, ``leaf_noise_scale`` from ``epsilon_leaf``, a grid's
-    ``noise_scale`` from ``epsilon_grid`` or ``rho``, and the noise model's scale from those
-    (or at least ``sensitivity / epsilon``: leaf counts partition the data)."""
-    p, eps = release.params, release.epsilon
-    sens = histogram_sensitivity(release.neighbours)
-
-    def number(key: str) -> float:
-        if key not in p:
-            raise ReleaseFormatError(f"release metadata field 'params' has no {key!r} entry, which the "
-                                     "recorded noise parameters need")
-        return positive_number(p[key], f"params.{key}")
-
-    if "epsilon_tree" in p and "epsilon_leaf" in p:
-        check_equal("params.epsilon_leaf", number("epsilon_tree") + number("epsilon_leaf"), eps)
-        if "tree_share" in p:
-            check_equal("params.epsilon_tree", number("epsilon_tree"), number("tree_share") * eps)
-    if "epsilon_grid" in p and number("epsilon_grid") > eps * (1 + RELATIVE_SLACK):
-        raise ReleaseFormatError(f"release metadata field 'params.epsilon_grid' ({p['epsilon_grid']!r}) "
-                                 f"exceeds epsilon ({eps!r})")
-    scale = None
-    if "leaf_noise_scale" in p:
-        scale = number("leaf_noise_scale")
-        check_noise_scale("params.leaf_noise_scale", scale, sens / number("epsilon_leaf"))
-    if "noise_scale" in p:
-        scale = number("noise_scale")
-        if "rho" in p:
-            check_noise_scale("params.noise_scale", scale, sens * number("rho") / eps)
-        elif "epsilon_grid" in p:
-            check_noise_scale("params.noise_scale", scale, sens / number("epsilon_grid"))
-    model = release.noise_model
-    if isinstance(model, IndependentLaplace):
-        if scale is not None:
-            check_equal("noise_model.scale", model.scale, scale)
-        else:
-            check_noise_scale("noise_model.scale", max(model.scale, sens / eps), sens / eps)
-
-
-def _legacy_noise_model(mechanism: str, params: Mapping[str, Any]) -> NoiseModel:
-    """The noise of a release written by 0.1.0, which recorded no ``noise_model``: read from
-    the mechanism and its params (for those files only; newer files carry the model)."""
-    if mechanism == "privtree" and "leaf_noise_scale" in params:
-        return IndependentLaplace(float(params["leaf_noise_scale"]))
-    if mechanism == "uniform_grid" and "noise_scale" in params:
-        return IndependentLaplace(float(params["noise_scale"]))
-    return Correlated("its leaf counts are not independent (constrained inference or a wavelet)")
 
 
 __all__ = ["SpatialRelease"]
