@@ -131,36 +131,50 @@ def test_privelet_nominal_lattice(neighbours, sens, monkeypatch):
     assert sorted(draws) == [1.0, 6.0, 126.0]
     assert_dlap(draws[126.0], 126 * float(lam))  # 64 x 256 leaf coefficients
     assert_dlap(draws[6.0], 6 * float(lam), alternatives=False)
-    # the release is the float inverse of the noisy lattice coefficients (same seed, same draws)
-    coef, d = privelet_exact.lattice_forward(frequency_matrix(frame, attrs), attrs, [True, True])
-    z = np.zeros(coef.shape, dtype=np.int64)
-    monkeypatch.setattr(privelet_exact, "discrete_laplace", real)
-    privelet_exact._add_lattice_noise(z, d, lam, pdp.noise.noise_source(3))
-    lattice = np.broadcast_to(d, coef.shape)
-    assert sorted({float(v) for v in np.unique(lattice)}) == [1.0, 6.0, 126.0]
-    assert_dlap(z[lattice == 126], 126 * float(lam), alternatives=False)
-    expected = TB.hn_inverse((coef + z) / lattice, attrs, [True, True])
+    # the release is the float inverse of the noisy lattice coefficients and of nothing else
+    assert_release_is_inverse_of_noisy_lattice(monkeypatch, frame, attrs, epsilon=eps, neighbours=neighbours,
+                                               seed=3)
+
+
+def assert_release_is_inverse_of_noisy_lattice(monkeypatch, frame, attrs, **kw):
+    """Record the noisy coefficients the pipeline hands to the inverse, block by block; check that
+    ``D`` times them are integers (the lattice) and that the release is exactly their inverse."""
+    blocks = []
+    real_perturb = privelet_exact.lattice_perturb
+
+    def recording(scale, src, factors):
+        perturb = real_perturb(scale, src, factors)
+
+        def record(numerators, denominators, start):
+            out = perturb(numerators, denominators, start)
+            d = np.broadcast_to(denominators, out.shape)
+            assert np.allclose(out * d, np.round(out * d), rtol=0, atol=1e-6), "off the lattice"
+            blocks.append((start, out.ravel().copy()))
+            return out
+
+        return record
+
+    monkeypatch.setattr(privelet_exact, "lattice_perturb", recording)
+    r = pdp.privelet(frame, attrs, **kw)
+    monkeypatch.setattr(privelet_exact, "lattice_perturb", real_perturb)
+    shape = [T.coefficient_count(a) for a in attrs]
+    coef = np.full(int(np.prod(shape)), np.nan)
+    for start, values in blocks:
+        coef[start:start + values.size] = values
+    assert not np.isnan(coef).any()  # every coefficient was noised exactly once
+    expected = TB.hn_inverse(coef.reshape(shape), attrs, [True] * len(attrs))
     np.testing.assert_allclose(r.counts, expected, rtol=0, atol=1e-9 * np.abs(expected).max())
 
 
-def test_privelet_haar_shortcut_equals_the_inverse_of_the_noisy_coefficients(monkeypatch):
-    """``D u + H^-1(Z)`` (no Haar forward) is bit for bit ``H^-1(H(D u) + Z)`` under the guard."""
-    attrs = _nominal_attrs()[::-1] + [pdp.Ordinal("b", 0, 40)]
+def test_privelet_exact_blocks_cover_the_coefficients_once(monkeypatch):
+    """Many small blocks (Haar axis first, nominal and Haar axes): the release is still the
+    inverse of its noisy lattice coefficients, each drawn once."""
+    attrs = [pdp.Ordinal("a", 0, 63), _nominal_attrs()[1], pdp.Ordinal("b", 0, 40)]
     rng = np.random.default_rng(11)
-    frame = pl.DataFrame({"occ": _occupations(rng, 2000), "a": rng.integers(0, 64, 2000),
+    frame = pl.DataFrame({"a": rng.integers(0, 64, 2000), "occ": _occupations(rng, 2000),
                           "b": rng.integers(0, 41, 2000)})
-    fast = pdp.privelet(frame, attrs, epsilon=1.0, untransformed=["occ"], seed=12)
-    monkeypatch.setattr(privelet_exact, "EXACT_HAAR_ROOM", 0.0)  # force the forward transform
-    slow = pdp.privelet(frame, attrs, epsilon=1.0, untransformed=["occ"], seed=12)
-    np.testing.assert_array_equal(fast.counts, slow.counts)
-    both = pdp.privelet(frame, attrs, epsilon=1.0, seed=12)  # nominal and Haar axes
-    haar_first = [attrs[1], attrs[0], attrs[2]]
-    monkeypatch.setattr(privelet_exact, "SLAB_CELLS", 1000)  # many column and row blocks
-    first = pdp.privelet(frame, haar_first, epsilon=1.0, seed=13)
-    monkeypatch.setattr(privelet_exact, "EXACT_HAAR_ROOM", 2.0**52)
-    np.testing.assert_array_equal(first.counts, pdp.privelet(frame, haar_first, epsilon=1.0, seed=13).counts)
-    monkeypatch.setattr(privelet_exact, "SLAB_CELLS", 1 << 21)
-    np.testing.assert_array_equal(both.counts, pdp.privelet(frame, attrs, epsilon=1.0, seed=12).counts)
+    monkeypatch.setattr(privelet_exact, "SLAB_CELLS", 1000)
+    assert_release_is_inverse_of_noisy_lattice(monkeypatch, frame, attrs, epsilon=1.0, seed=13)
 
 
 @pytest.mark.parametrize(("neighbours", "sens"), RELATIONS)

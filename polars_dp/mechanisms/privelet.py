@@ -44,9 +44,9 @@ exp(||u - u'||_1 / lambda') <= exp(Delta rho / lambda')``, so the release is
 ``epsilon_effective = Delta rho / lambda' <= epsilon``-DP, the same calibration as above.
 The noisy coefficients ``(D u + Z) / D`` are then inverted in floating point: post-processing
 of the noisy coefficients alone (the float shortcut ``M + inverse(eta)`` is not used, since
-its rounding would depend on ``M``).  The slabs along leading untransformed axes keep the
-memory bounded as above; when the first axis is a transformed nominal axis the whole
-coefficient array is built at once.  ``noise="float"`` keeps the float path described above.
+its rounding would depend on ``M``).  The whole pipeline (exact forward, noise, inverse) runs
+block by block over the counts (:mod:`polars_dp.mechanisms.privelet_exact`).
+``noise="float"`` keeps the float path described above.
 
 Utility: every range count has noise variance ``2 lambda^2 prod_axes f_axis``, exposed by
 :meth:`GridRelease.range_variance`; ``f <= H(A)`` on transformed axes (Theorem 3, Eq. 7).
@@ -210,7 +210,7 @@ def privelet(frame: Any, attributes: Attribute | Iterable[Attribute], *, epsilon
                               bytes_per_cell=24, count_column=count_column)
     advance = bar.step("noise + inverse transform", coefficients, "coef")
     if noise == "exact":
-        add_wavelet_noise_exact(counts, attrs, transformed, scale, src)
+        add_wavelet_noise_exact(counts, attrs, transformed, scale, src, advance=advance)
     else:
         add_wavelet_noise(counts, attrs, transformed, scale, src, advance=advance)
     bar.close()
