@@ -272,3 +272,17 @@ def test_cli_query_refuses_unaligned_bounds_unless_align_is_given(grid, tree, tm
     tree_path = tree.write_parquet(tmp_path / "t.parquet")
     assert main(["query", str(tree_path), "--where", "x=0.1..0.2", "--align", "outer"]) == 2
     assert "--align is for grid releases" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("epsilon", [1e5, 1e7])
+def test_exact_releases_at_huge_epsilon_read_back(epsilon):
+    """The exact scale is rounded up to the 2^-20 grid: a large relative step when the scale is
+    tiny, and still the documented rounding (regression: such releases were refused on read)."""
+    points = pl.DataFrame({"x": [0.1, 0.5], "y": [0.2, 0.3]})
+    releases = [pdp.basic(pl.DataFrame({"a": [1, 2, 3]}), [pdp.Ordinal("a", 0, 9)], epsilon=epsilon),
+                pdp.privelet(pl.DataFrame({"a": [1, 2, 3]}), [pdp.Ordinal("a", 0, 9)], epsilon=epsilon)]
+    releases += [getattr(pdp, m)(points, ["x", "y"], bounds=[(0, 1), (0, 1)], epsilon=epsilon)
+                 for m in ("privtree", "uniform_grid", "adaptive_grid")]
+    for r in releases:
+        assert r.noise == "exact"
+        assert pdp.read_release(r.to_arrow()) == r

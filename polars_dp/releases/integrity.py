@@ -27,15 +27,16 @@ from typing import Any
 import numpy as np
 
 from polars_dp.errors import ReleaseFormatError
-from polars_dp.noise import NEIGHBOURS
+from polars_dp.noise import GRID_BITS, NEIGHBOURS
 
 #: Mechanism names a release file may declare (validation only; no behaviour depends on them).
 KNOWN_MECHANISMS = ("basic", "privelet", "privelet+", "privtree", "uniform_grid", "adaptive_grid",
                     "privelet_grid", "privtree_sequences", "ngram")
 
 #: A recorded noise scale may exceed the one recomputed from the declared parameters by this
-#: relative amount: exact samplers round the scale *up* to a lattice (spending at most the
-#: declared epsilon); a smaller scale, or a larger one beyond this, is refused.
+#: relative amount, or by one step of the ``2^-GRID_BITS`` grid: exact samplers round the scale
+#: *up* to that grid (spending at most the declared epsilon), which is a large relative step for
+#: tiny scales (huge epsilons); a smaller scale, or a larger one beyond both, is refused.
 SCALE_ROUNDING = 1e-3
 #: Relative slack for float arithmetic when comparing recomputed values.
 RELATIVE_SLACK = 1e-9
@@ -91,12 +92,14 @@ def check_mechanism(value: Any) -> str:
 def check_noise_scale(name: str, recorded: float, nominal: float) -> None:
     """The one tolerance rule for a recorded noise scale against the scale recomputed from the
     declared epsilon, sensitivity and mechanism parameters:
-    ``nominal (1 - RELATIVE_SLACK) <= recorded <= nominal (1 + SCALE_ROUNDING)``.
+    ``nominal (1 - RELATIVE_SLACK) <= recorded <= max(nominal (1 + SCALE_ROUNDING),
+    nominal (1 + RELATIVE_SLACK) + 2^-GRID_BITS)``.
 
     A smaller recorded scale would overstate the privacy and understate every error bar; a
     larger one is accepted only as the documented rounding up to a lattice.
     """
-    if not (nominal * (1 - RELATIVE_SLACK) <= recorded <= nominal * (1 + SCALE_ROUNDING)):
+    upper = max(nominal * (1 + SCALE_ROUNDING), nominal * (1 + RELATIVE_SLACK) + 2.0**-GRID_BITS)
+    if not (nominal * (1 - RELATIVE_SLACK) <= recorded <= upper):
         raise ReleaseFormatError(
             f"release metadata field {name!r} is {recorded!r} but the declared parameters give "
             f"{nominal!r} (epsilon, neighbours and the mechanism's parameters); the file was edited "
