@@ -30,7 +30,7 @@ LAYERS = {
 #: Optional dependencies that may be imported inside a function (so the package imports without them).
 OPTIONAL = {"pyspark", "matplotlib", "tqdm", "opendp", "randomgen", "scipy"}
 #: Names of polars_dp.noise that draw no random numbers (anyone may import them).
-NOT_SAMPLERS = {"make_rng", "SeedLike", "Neighbours", "NoiseKind", "NEIGHBOURS", "NOISE_KINDS",
+NOT_SAMPLERS = {"make_rng", "SeedLike", "Neighbours", "NoiseKind", "NEIGHBOURS", "NOISE_KINDS", "GRID_BITS",
                 "check_epsilon", "check_fraction", "check_neighbours", "check_noise", "histogram_sensitivity",
                 "is_seeded", "RandomSource", "NoiseSource"}
 
