@@ -14,6 +14,7 @@ from scipy import stats
 
 from polars_dp import noise as N
 from polars_dp.errors import ParameterError
+from polars_dp.noise.discrete import DIGIT
 
 ALPHA = 1e-6  # false-failure probability of each statistical check
 DRAWS = 1_000_000
@@ -63,6 +64,17 @@ def test_discrete_laplace_pmf(t, s):
     y = N.discrete_laplace(N.noise_source(100 + t), t, s, DRAWS)
     assert y.dtype == np.int64
     assert_dlap(y, t / s, alternatives=t / s >= 0.5)
+
+
+def test_split_digit_and_quotient_are_independent():
+    """Above TABLE_CAP / 12 the quotient reads the bits the digit's guide look-up left unused:
+    the digit and the quotient must stay independent (a contingency table on 10^6 draws)."""
+    y = np.abs(N.discrete_laplace(N.noise_source(77), 5000, 1, DRAWS))
+    m = y[y > 0] - 1
+    digit_half = (m % DIGIT) >= DIGIT // 2
+    quotient = np.minimum(m // DIGIT, 3)
+    table = np.array([[np.sum((digit_half == d) & (quotient == k)) for k in range(4)] for d in (False, True)])
+    assert stats.chi2_contingency(table).pvalue > ALPHA
 
 
 def test_discrete_laplace_symmetry_and_tail():

@@ -16,6 +16,8 @@ from polars_dp.kernels import wavelets as T
 
 UNEVEN = Hierarchy.from_dict({"g1": ["a", "b", "c"], "g2": ["d", "e", "f", "g", "h"], "g3": ["i", "j"]})
 UNBALANCED = Hierarchy.from_dict(["solo", {"g": ["a", {"deep": ["x", "y", "z"]}]}, {"h": ["p", "q"]}])
+DEEP = Hierarchy.from_dict({f"g{i}": {f"s{i}{j}": [f"l{i}{j}{k}" for k in range(3)] for j in range(2)}
+                           for i in range(2)})  # three levels, uniform fanouts
 BIG = Hierarchy.from_dict({f"g{i}": [f"o{i}_{j}" for j in range(9 + i)] for i in range(6)})  # > dense limit
 
 AXES = {
@@ -24,6 +26,7 @@ AXES = {
     "uneven": Nominal("c", UNEVEN),
     "unbalanced": Nominal("d", UNBALANCED),
     "big": Nominal("e", BIG),
+    "deep": Nominal("g", DEEP),
     "two": Nominal("f", categories=["x", "y"]),
 }
 
@@ -112,6 +115,20 @@ def test_integer_forward_is_exact(name):
     # the numerators are the exact integers: recompute them with Python fractions-free int math
     exact = T.forward(x.astype(float), a, 1) * den[None, :, None]
     assert np.array_equal(num, np.rint(exact).astype(np.int64))
+
+
+@pytest.mark.parametrize("name", ["uneven", "big", "deep", "two"])
+def test_integer_forward_by_level_equals_the_segment_sums(name, monkeypatch):
+    """Balanced hierarchies take the level-by-level kernel; it gives the same integers as the
+    cumulative-sum kernel used for every hierarchy."""
+    h = AXES[name].hierarchy
+    tree = T._tree(h)
+    assert tree.balanced
+    x = np.random.default_rng(9).integers(-50, 1000, size=(4, h.n_leaves, 3))
+    fast = TE.nominal_forward_int(x, h, 1)
+    monkeypatch.setattr(tree, "balanced", False)
+    assert np.array_equal(fast, TE.nominal_forward_int(x, h, 1))
+    assert not T._tree(UNBALANCED).balanced
 
 
 def test_nominal_denominators_are_two_f_minus_one():

@@ -19,6 +19,7 @@ from polars_dp.kernels.prefix import cumsum_inplace
 from polars_dp.kernels.wavelets import (
     _as3d,
     _haar_sums_and_differences,
+    _Tree,
     _tree,
     _with_axis,
     haar_padded_length,
@@ -61,6 +62,8 @@ def nominal_forward_int(x: np.ndarray, hierarchy: Hierarchy, axis: int = -1) -> 
     v, shape, axis = _as3d(_check_integer(x), axis)
     if v.shape[1] != t.n_leaves:
         raise ParameterError(f"the hierarchy has {t.n_leaves} leaves but axis {axis} has {v.shape[1]}")
+    if t.balanced:
+        return _nominal_forward_int_by_level(v, t).reshape(_with_axis(shape, axis, t.n_nodes))
     cum = np.zeros((v.shape[0], t.n_leaves + 1, v.shape[2]), dtype=np.int64)
     cum[:, 1:] = v
     cumsum_inplace(cum[:, 1:], 1)  # the same sums as np.cumsum, one vector add per leaf
@@ -70,6 +73,32 @@ def nominal_forward_int(x: np.ndarray, hierarchy: Hierarchy, axis: int = -1) -> 
     f = t.parent_fanout.astype(np.int64)[:, None]
     np.subtract(leafsum[:, 1:] * f, leafsum[:, t.parent[1:]], out=out[:, 1:])
     return out.reshape(_with_axis(shape, axis, t.n_nodes))
+
+
+def _nominal_forward_int_by_level(v: np.ndarray, t: _Tree) -> np.ndarray:
+    """:func:`nominal_forward_int` of ``v`` (pre, leaves, post) when all leaves share one depth
+    (BFS lists them last, in leaf order): leaf sums bottom-up by ``reduceat`` over the sibling
+    runs, then per level ``f leafsum(N) - leafsum(p)`` with the parents broadcast over their
+    children.  Two passes over the leaves instead of a cumulative sum and gathers."""
+    levels = [(0, 1), *t.level_bounds]
+    sums = [v]  # leaf sums per depth, deepest first
+    for a, b in reversed(levels[:-1]):
+        fan = t.fanout[a:b]
+        sums.append(np.add.reduceat(sums[-1], np.r_[0, np.cumsum(fan)[:-1]], axis=1))
+    sums.reverse()
+    out = np.empty((v.shape[0], t.n_nodes, v.shape[2]), dtype=np.int64)
+    out[:, 0] = sums[0][:, 0]
+    for depth in range(1, len(levels)):
+        a, b = levels[depth]
+        pa, pb = levels[depth - 1]
+        fan = t.fanout[pa:pb].astype(np.int64)
+        kids = out[:, a:b]
+        np.multiply(sums[depth], np.repeat(fan, fan)[:, None], out=kids)
+        if np.all(fan == fan[0]):  # uniform fanout: broadcast the parents over their children
+            kids.reshape(v.shape[0], pb - pa, int(fan[0]), v.shape[2])[...] -= sums[depth - 1][:, :, None]
+        else:
+            kids -= np.repeat(sums[depth - 1], fan, axis=1)
+    return out
 
 
 def denominators(attribute: Attribute) -> np.ndarray:

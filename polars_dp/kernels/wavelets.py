@@ -171,6 +171,9 @@ class _Tree:
         leaves = np.flatnonzero(fan == 0)
         self.leaf_nodes = leaves[np.argsort(self.start[leaves])]  # BFS node of DFS leaf j
         self.leaves_contiguous = bool(np.all(np.diff(self.leaf_nodes) == 1))
+        # every leaf at the greatest depth, so BFS lists the leaves last and in leaf order
+        self.balanced = bool(np.all(depth[leaves] == depth.max())) and self.leaves_contiguous \
+            and int(self.leaf_nodes[0]) == self.n_nodes - self.n_leaves
         group_of_node = np.repeat(np.arange(self.group_start.size), self.group_size)  # node - 1
         self.group_parent = child_parent[self.group_start]
         self.group_k = (2.0 * fan[self.group_parent] - 2.0) / fan[self.group_parent]  # 1 / W

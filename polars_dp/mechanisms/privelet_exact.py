@@ -47,20 +47,57 @@ def lattice_factors(attributes: Sequence[Attribute], transformed: Sequence[bool]
     return sorted({int(np.prod(combo, dtype=np.int64)) for combo in itertools.product(*per_axis)})
 
 
+#: Up to this many runs of equal ``D`` per block are noised slice by slice (else by row index).
+MAX_RUNS = 256
+
+
+def _rows_of_equal_denominator(shape: tuple[int, ...], denominators: np.ndarray) -> tuple[int, np.ndarray]:
+    """``(R, D per row)``: the block viewed as rows of ``R`` cells along which ``D`` is constant
+    (the trailing axes where ``denominators`` has length 1)."""
+    den = np.asarray(denominators).reshape((1,) * (len(shape) - np.ndim(denominators)) + np.shape(denominators))
+    k = len(shape)
+    while k > 0 and den.shape[k - 1] == 1:
+        k -= 1
+    run = int(np.prod(shape[k:], dtype=np.int64))
+    rows = np.broadcast_to(den[(...,) + (0,) * (len(shape) - k)], shape[:k]).reshape(-1)
+    return run, rows
+
+
 def lattice_perturb(scale: Fraction, src: NoiseSource, factors: Sequence[int]
                     ) -> Callable[[np.ndarray, np.ndarray, int], np.ndarray]:
     """``perturb`` for :func:`~polars_dp.kernels.wavelet_blocks.hn_lattice_inverse`: the integer
-    numerators ``D u`` of a block get ``DLap(D lambda')`` each, then ``(D u + Z) / D``."""
+    numerators ``D u`` of a block get ``DLap(D lambda')`` each, then ``(D u + Z) / D``.
+
+    The draws are taken value by value of ``D``, each value's coefficients in C order.  The
+    numerators (a fresh int64 array) are overwritten; the result is a float64 view of them.
+    """
 
     def perturb(numerators: np.ndarray, denominators: np.ndarray, start: int) -> np.ndarray:
-        noisy = np.array(numerators, dtype=np.int64)
-        d = np.broadcast_to(denominators, noisy.shape)
+        noisy = np.ascontiguousarray(numerators, dtype=np.int64)
+        if noisy is numerators and not noisy.flags.writeable:
+            noisy = noisy.copy()
+        run, row_den = _rows_of_equal_denominator(noisy.shape, denominators)
+        rows = noisy.reshape(-1, run)
+        cut = np.flatnonzero(np.diff(row_den)) + 1  # runs of rows with one D
+        bounds = np.r_[0, cut, row_den.size]
         for value in factors:
-            where = d == value
-            k = int(np.count_nonzero(where))
-            if k:
-                noisy[where] += discrete_laplace(src, value * scale.numerator, scale.denominator, k)
-        return noisy / d  # post-processing of the noisy lattice values
+            if not np.any(row_den == value):
+                continue
+            t, s = value * scale.numerator, scale.denominator
+            if bounds.size - 1 <= MAX_RUNS:
+                a_b = [(a, b) for a, b in itertools.pairwise(bounds.tolist()) if row_den[a] == value]
+                z = discrete_laplace(src, t, s, sum(b - a for a, b in a_b) * run)
+                used = 0
+                for a, b in a_b:
+                    n = (b - a) * run
+                    rows[a:b] += z[used:used + n].reshape(b - a, run)
+                    used += n
+            else:
+                which = np.flatnonzero(row_den == value)
+                rows[which] += discrete_laplace(src, t, s, (which.size, run))
+        out = noisy.view(np.float64)
+        np.divide(noisy, np.broadcast_to(denominators, noisy.shape), out=out)  # post-processing
+        return out
 
     return perturb
 

@@ -18,7 +18,7 @@ OpenSSL through pyca ``cryptography`` (a widely audited library), keyed per sour
 fresh bits from :func:`os.urandom`.  ChaCha20 is the generator inside Linux's own
 ``getrandom(2)``; run in process it delivers about 3 GB/s here, against 0.35 GB/s for
 ``os.urandom`` (23 ns per 64-bit word, more than numpy's whole float Laplace draw), and the
-samplers below need one or two words per draw.  The key is replaced after ``fork`` (a child
+samplers below need about one word per draw.  The key is replaced after ``fork`` (a child
 never replays its parent's stream) and every 2^32 words.  Without ``cryptography`` the source
 falls back to reading :func:`os.urandom` in bulk.  A ``seed`` gives a PCG64
 stream instead: reproducible, for tests and experiments only (anyone who knows the seed
@@ -44,9 +44,12 @@ leaks).
   ``M >= L`` (probability ``<= e^-12``) adds a geometric drawn the same way (memorylessness).
   The 64th bit is the sign.  A guide table (Chen and Asau 1974) indexed by the top 17 bits
   answers most draws with one look-up; buckets that hold a threshold fall back to
-  ``searchsorted``.  Scales above ``TABLE_CAP / 12`` (about 341) take a second word: the first
-  gives ``|Y| = 0`` or ``1 + (|Y| - 1) mod 2048``, the second the geometric quotient (the base-c
-  digits of a geometric are independent).  This is the note's exact inversion taken to its
+  ``searchsorted``.  Scales above ``TABLE_CAP / 12`` (about 341) split the magnitude: the word
+  gives ``|Y| = 0`` or ``1 + (|Y| - 1) mod 2048``, and the geometric quotient (the base-c
+  digits of a geometric are independent) reads its uniform from the 47 bits of ``U`` that the
+  guide look-up left unused (independent of the bucket that decided the digit; 16 fresh bits
+  complete it in the rare buckets that need more, and draws that went to the search take a
+  fresh word).  This is the note's exact inversion taken to its
   end: about one word per draw instead of CKS's 6 to 9 uniforms, and as fast as numpy's float
   sampler.  The thresholds are computed once per scale (cached) by a Python loop over at most
   ``TABLE_CAP`` entries.

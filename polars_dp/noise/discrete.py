@@ -273,14 +273,50 @@ def discrete_laplace(src: NoiseSource, t: int, s: int, size: int | tuple[int, ..
                     mag[tail] += geometric(src, t, s, tail.size)
             y[open_] = np.where(wo >> np.uint64(63) == 1, -mag, mag)
         if split:  # |Y| = W + c * high when W >= 1 (sign(0) = 0 leaves Y = 0 alone)
-            high = geometric(src, t, s * DIGIT, m)
+            high = _digit_quotients(src, t, s, w, open_)
             high *= np.sign(y)
-            y += high * DIGIT
+            high *= DIGIT
+            y += high
         out[a:a + m] = y
     return out.reshape(shape)
 
 
 _OPEN = np.iinfo(np.int64).min
+#: Low bits of ``U`` that the guide look-up leaves undecided (and so free for the quotient).
+_LOW_BITS = 63 - GUIDE_BITS
+_MASK_LOW = np.uint64((1 << _LOW_BITS) - 1)
+
+
+def _digit_quotients(src: NoiseSource, t: int, s: int, w: np.ndarray, open_: np.ndarray) -> np.ndarray:
+    """The quotients ``Geometric(q^c)`` (``c = DIGIT``) of the split discrete Laplace, reusing
+    the first words ``w``.
+
+    Where the guide bucket (sign and top ``GUIDE_BITS`` bits of ``U``) decided ``W``, the low
+    ``63 - GUIDE_BITS`` bits of ``U`` are uniform and independent of ``W`` (and of whether the
+    bucket decided, a function of the bucket alone), so they serve as the leading bits of the
+    quotient's own uniform.  Its guide table decides from those leading bits unless the bucket
+    holds a threshold; then 16 fresh bits complete 63 bits and the exact inversion (ties
+    refined, tail by memorylessness) takes over.  Draws whose first word went to the search
+    (``open_``) take fresh words.  So the quotient is exact and independent of ``W``, and most
+    draws cost one word instead of two.
+    """
+    t2, s2 = _check_ratio(t, s * DIGIT)
+    length = _table_length(t2, s2)
+    if length > TABLE_CAP:  # scales above ~700,000: fresh words (digit by digit)
+        return geometric(src, t2, s2, w.size)
+    tab = _table("geometric", t2, s2, 0, length)
+    out = tab.guide[(w & _MASK_LOW) >> np.uint64(_LOW_BITS - GUIDE_BITS)]
+    out[open_] = 0
+    redo = np.flatnonzero(out < 0)
+    if redo.size:
+        fill = src.words(redo.size) >> np.uint64(64 - GUIDE_BITS)
+        out[redo] = tab.count_below(((w[redo] & _MASK_LOW) << np.uint64(GUIDE_BITS)) | fill, src)
+        tail = redo[out[redo] == length]
+        if tail.size:  # G >= L: G = L + G' (memorylessness)
+            out[tail] += geometric(src, t2, s2, tail.size)
+    if open_.size:
+        out[open_] = geometric(src, t2, s2, open_.size)
+    return out
 
 
 @lru_cache(maxsize=256)
