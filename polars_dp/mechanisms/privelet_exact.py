@@ -54,7 +54,8 @@ MAX_RUNS = 256
 def _rows_of_equal_denominator(shape: tuple[int, ...], denominators: np.ndarray) -> tuple[int, np.ndarray]:
     """``(R, D per row)``: the block viewed as rows of ``R`` cells along which ``D`` is constant
     (the trailing axes where ``denominators`` has length 1)."""
-    den = np.asarray(denominators).reshape((1,) * (len(shape) - np.ndim(denominators)) + np.shape(denominators))
+    den = np.asarray(denominators)
+    den = den.reshape((1,) * (len(shape) - den.ndim) + den.shape)
     k = len(shape)
     while k > 0 and den.shape[k - 1] == 1:
         k -= 1
