@@ -270,3 +270,19 @@ def test_sql_cells_equal_polars_cells_at_bin_boundaries(kind, attribute, values)
 def test_namespace_exposes_the_new_options():
     assert "count_column" in inspect.signature(pl.DataFrame({"a": [1]}).dp.basic).parameters
     assert "resolution" in inspect.signature(pl.DataFrame({"a": [1]}).dp.privtree).parameters
+
+
+def test_sparse_accumulator_keeps_one_unweighted_piece_raw_and_merges_mixed_pieces():
+    """One unweighted piece: its keys sorted, repeats kept, counts None (PrivTree reads them as
+    one point per key).  Several pieces, weighted or not: sorted unique keys, summed counts."""
+    from polars_dp.counting.aggregate import Accumulator
+
+    keys = np.array([9, 3, 3, 7, 9, 9])
+    acc = Accumulator(16, dense=False)
+    acc.add(keys)
+    ordered, counts = acc.sparse()
+    assert ordered.tolist() == [3, 3, 7, 9, 9, 9] and counts is None
+    acc.add(np.array([7, 1]), np.array([2.0, 5.0]))
+    acc.add(np.array([3]))
+    u, c = acc.sparse()
+    assert u.tolist() == [1, 3, 7, 9] and c.tolist() == [5, 3, 3, 3] and c.dtype == np.int64

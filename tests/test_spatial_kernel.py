@@ -79,3 +79,20 @@ def test_fanout_and_bounds_validation():
         as_box([f"c{j}" for j in range(9)], [(0, 1)] * 9)
     assert as_box("x", (0, 1)).d == 1
     assert as_box(["y", "x"], {"x": (0, 1), "y": (2, 3)}).lo.tolist() == [2, 0]
+
+
+@pytest.mark.parametrize("d", [2, 3])
+def test_morton_codes_block_by_block_and_any_integer_dtype(d, monkeypatch):
+    """Blocks that do not divide the points, int32 and uint32 coordinates: the same codes."""
+    from polars_dp.kernels import morton
+
+    bits = resolution_bits(d)
+    rng = np.random.default_rng(20 + d)
+    coords = [rng.integers(0, 2**bits, 101) for _ in range(d)]
+    expected = naive_morton(coords, bits)
+    monkeypatch.setattr(morton, "MORTON_BLOCK", 7)
+    np.testing.assert_array_equal(morton_codes(coords, bits), expected)
+    small = [c.astype(np.uint32 if k else np.int32) for k, c in enumerate(coords)] if bits <= 31 else coords
+    np.testing.assert_array_equal(morton_codes(small, bits), expected)
+    with pytest.raises(ParameterError, match="integer"):
+        morton_codes([c.astype(float) for c in coords], bits)

@@ -6,7 +6,8 @@ so nothing is allocated twice).  A later piece that is large against the domain 
 ``np.bincount``; a small one is reduced to unique keys first and added at its few cells.
 
 Sparse (PrivTree's finest cells): pieces are reduced to sorted unique keys with summed counts
-(re-reduced whenever they pile up), returned as int64 ``(keys, counts)``.
+(re-reduced whenever they pile up), returned as int64 ``(keys, counts)``; a single unweighted
+piece is returned as its sorted keys with ``counts=None``.
 """
 
 from __future__ import annotations
@@ -18,22 +19,30 @@ import polars as pl
 MERGE_KEYS = 1 << 23
 
 
+def _sorted(keys: np.ndarray) -> np.ndarray:
+    """``keys`` sorted by Polars' multithreaded sort (int64)."""
+    return pl.Series(keys).sort().to_numpy().astype(np.int64, copy=False)
+
+
+def _runs(ordered: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Unique keys and run lengths of sorted keys (about 3x faster than ``np.unique``)."""
+    if ordered.size == 0:
+        return ordered.astype(np.int64), np.zeros(0, dtype=np.int64)
+    first = np.empty(ordered.size, dtype=bool)
+    first[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    starts = np.flatnonzero(first)
+    runs = np.empty(starts.size, dtype=np.int64)
+    np.subtract(starts[1:], starts[:-1], out=runs[:-1])
+    runs[-1] = ordered.size - starts[-1]
+    return ordered[starts], runs
+
+
 def _reduce(keys: np.ndarray, counts: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-    """Sorted unique keys and their summed counts (int64): Polars' multithreaded sort, then run
-    lengths (about 3x faster than ``np.unique`` on 1e7 keys); weighted counts summed exactly in
-    int64 by a Polars group-by."""
+    """Sorted unique keys and their summed counts (int64): a sort and run lengths; weighted
+    counts summed exactly in int64 by a Polars group-by."""
     if counts is None:
-        ordered = pl.Series(keys).sort().to_numpy()
-        if ordered.size == 0:
-            return ordered.astype(np.int64), np.zeros(0, dtype=np.int64)
-        first = np.empty(ordered.size, dtype=bool)
-        first[0] = True
-        np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
-        starts = np.flatnonzero(first)
-        runs = np.empty(starts.size, dtype=np.int64)
-        np.subtract(starts[1:], starts[:-1], out=runs[:-1])
-        runs[-1] = ordered.size - starts[-1]
-        return ordered[starts], runs
+        return _runs(_sorted(keys))
     summed = (pl.DataFrame({"key": keys, "count": np.rint(counts).astype(np.int64)})
               .group_by("key").agg(pl.col("count").sum()).sort("key"))
     return summed["key"].to_numpy(), summed["count"].to_numpy().astype(np.int64)
@@ -56,8 +65,8 @@ class Accumulator:
             return
         if counts is not None:
             counts = np.asarray(counts)
-        if not self.dense_mode:
-            self._pieces.append(_reduce(keys, counts))
+        if not self.dense_mode:  # unweighted pieces stay raw sorted keys until a merge
+            self._pieces.append((_sorted(keys), None) if counts is None else _reduce(keys, counts))
             self._held += self._pieces[-1][0].size
             if self._held > MERGE_KEYS and len(self._pieces) > 1:
                 self._pieces = [self._merge()]
@@ -78,13 +87,14 @@ class Accumulator:
             u, c = _reduce(keys, w)
             self._dense[u] += c
 
-    def _merge(self) -> tuple[np.ndarray, np.ndarray]:
+    def _merge(self) -> tuple[np.ndarray, np.ndarray | None]:
         if not self._pieces:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
         if len(self._pieces) == 1:
             return self._pieces[0]
-        keys = np.concatenate([p[0] for p in self._pieces])
-        counts = np.concatenate([p[1] for p in self._pieces])
+        pieces = [p if p[1] is not None else _runs(p[0]) for p in self._pieces]
+        keys = np.concatenate([p[0] for p in pieces])
+        counts = np.concatenate([p[1] for p in pieces])
         return _reduce(keys, counts.astype(np.float64))
 
     def dense(self) -> np.ndarray:
@@ -93,8 +103,10 @@ class Accumulator:
             self._dense = np.zeros(self.n_cells, dtype=np.float64)
         return self._dense
 
-    def sparse(self) -> tuple[np.ndarray, np.ndarray]:
-        """Sorted unique int64 keys and int64 counts."""
+    def sparse(self) -> tuple[np.ndarray, np.ndarray | None]:
+        """Sorted int64 keys and their int64 counts; or, when everything came in one unweighted
+        piece, the sorted keys with repeats and ``None`` (one count per key): no run-length
+        pass for a consumer that only needs sorted keys (PrivTree)."""
         return self._merge()
 
 

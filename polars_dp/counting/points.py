@@ -95,9 +95,11 @@ def grid_counts(data: Any, box: Box, m: int, *, on_out_of_domain: str = "raise",
 
 def finest_cells(data: Any, box: Box, bits: int, key: Callable[[list[np.ndarray]], np.ndarray], *,
                  on_out_of_domain: str = "raise", nulls: str = "raise", count_column: str | None = None
-                 ) -> tuple[np.ndarray, np.ndarray]:
-    """Points snapped to the ``2^bits``-per-side grid of ``box``: sorted unique int64 keys
-    ``key(per-dimension cells)`` (e.g. Morton codes) and their int64 counts."""
+                 ) -> tuple[np.ndarray, np.ndarray | None]:
+    """Points snapped to the ``2^bits``-per-side grid of ``box``: sorted int64 keys
+    ``key(per-dimension cells)`` (e.g. Morton codes) and their int64 counts, or the sorted
+    keys of all points with ``None`` (one per key) when an engine returned them in one piece
+    (:meth:`~polars_dp.counting.aggregate.Accumulator.sparse`)."""
     spec = CountSpec.make(grid_axes(box, 1 << bits), on_out_of_domain=on_out_of_domain, nulls=nulls,
                           count_column=count_column, key=key)
     return engines.count(data, spec, dense=False)
