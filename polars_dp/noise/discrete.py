@@ -262,7 +262,9 @@ def discrete_laplace(src: NoiseSource, t: int, s: int, size: int | tuple[int, ..
     for a in range(0, n, CHUNK):
         m = min(CHUNK, n - a)
         w = src.words(m)
-        y = signed[w >> shift]
+        y = out[a:a + m]
+        idx = w >> shift
+        np.take(signed, idx.view(np.int64), out=y)
         open_ = np.flatnonzero(y == _OPEN)
         if open_.size:
             wo = w[open_]
@@ -277,7 +279,6 @@ def discrete_laplace(src: NoiseSource, t: int, s: int, size: int | tuple[int, ..
             high *= np.sign(y)
             high *= DIGIT
             y += high
-        out[a:a + m] = y
     return out.reshape(shape)
 
 
