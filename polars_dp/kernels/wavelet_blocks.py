@@ -112,6 +112,8 @@ Source = Callable[[int, int], np.ndarray]
 #: ``perturb(numerators, denominators, start)``: the float64 coefficients (same shape as the
 #: int64 ``numerators``) of a block that starts at flat coefficient ``start``; ``denominators``
 #: (int64) broadcasts to the block.  ``numerators / denominators`` are the exact coefficients.
+#: ``numerators`` is always a fresh array that ``perturb`` may overwrite (its result may be a
+#: float64 view of it).
 Perturb = Callable[[np.ndarray, np.ndarray, int], np.ndarray]
 
 
