@@ -292,6 +292,15 @@ def test_query_sequence_models(released, tmp_path, capsys):
 
 
 # ---------------------------------------------------------------------- sql
+def test_sql_unknown_table_names_what_is_registered(released, capsys):
+    code, _, err = run_cli(capsys, "sql", released["basic"], "--name", "people",
+                           "SELECT * FROM range_count(age_lo := 20, age_hi := 30)")
+    assert code == 2
+    assert "range_count" in err and "registered as people, people_meta, people_range_count(...)" in err
+    code, _, err = run_cli(capsys, "sql", released["privtree_sequences"], "SELECT * FROM nodes")
+    assert code == 2 and "registered as release, release_meta)" in err
+
+
 def test_sql(released, tmp_path, capsys):
     release = pdp.read_release(released["basic"])
     code, out, _ = run_cli(capsys, "sql", released["basic"], "--name", "people", "--csv",

@@ -62,7 +62,13 @@ def run(args: argparse.Namespace) -> int:
         con.from_arrow(table).create(f"{args.name}_meta")
     else:
         release.to_duckdb(con, args.name)
-    rel = con.sql(args.query)
+    try:
+        rel = con.sql(args.query)
+    except duckdb.CatalogException as exc:
+        names = [args.name, f"{args.name}_meta"]
+        if not isinstance(release, pdp.SequenceRelease):
+            names += [f"{args.name}_range_count(...)", f"{args.name}_range_counts('queries')"]
+        raise BadInput(f"{str(exc).splitlines()[0]} (this release is registered as {', '.join(names)})") from exc
     if rel is None:  # a statement without a result
         return 0
     result = pl.from_arrow(rel.arrow())
