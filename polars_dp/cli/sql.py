@@ -68,7 +68,8 @@ def run(args: argparse.Namespace) -> int:
         names = [args.name, f"{args.name}_meta"]
         if not isinstance(release, pdp.SequenceRelease):
             names += [f"{args.name}_range_count(...)", f"{args.name}_range_counts('queries')"]
-        raise BadInput(f"{str(exc).splitlines()[0]} (this release is registered as {', '.join(names)})") from exc
+        first = str(exc).splitlines()[0]
+        raise BadInput(f"{first} (this release is registered as {', '.join(names)})") from exc
     if rel is None:  # a statement without a result
         return 0
     result = pl.from_arrow(rel.arrow())
