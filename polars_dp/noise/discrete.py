@@ -248,7 +248,8 @@ def discrete_laplace(src: NoiseSource, t: int, s: int, size: int | tuple[int, ..
     and the top ``GUIDE_BITS`` bits of ``U``) returns ``+-M`` directly unless the bucket holds a
     threshold or the tail (then :meth:`_Table.search`, and a geometric for ``M >= L``).
     Scales above ``TABLE_CAP / 12`` read ``W = 0`` (``M = 0``) or ``1 + (M - 1) mod c`` from the
-    first word and add ``c * Geometric(q^c)`` from a second one (``c = DIGIT``).
+    word and add ``c * Geometric(q^c)`` (``c = DIGIT``), read from the word's bits that the
+    guide left unused (:func:`_digit_quotients`).
     """
     t, s = _check_ratio(t, s)
     shape = (size,) if isinstance(size, (int, np.integer)) else tuple(size)
