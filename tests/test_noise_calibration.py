@@ -177,6 +177,19 @@ def test_privelet_exact_blocks_cover_the_coefficients_once(monkeypatch):
     assert_release_is_inverse_of_noisy_lattice(monkeypatch, frame, attrs, epsilon=1.0, seed=13)
 
 
+def test_privelet_exact_runs_and_row_index_draw_the_same_noise(monkeypatch):
+    """Noise is added run by run of equal ``D`` (few runs) or by row index (many runs): the same
+    draws in the same order, so the same seeded release."""
+    attrs = [pdp.Ordinal("a", 0, 63), _nominal_attrs()[1]]
+    rng = np.random.default_rng(12)
+    frame = pl.DataFrame({"a": rng.integers(0, 64, 2000), "occ": _occupations(rng, 2000)})
+    by_runs = pdp.privelet(frame, attrs, epsilon=1.0, seed=21).counts
+    monkeypatch.setattr(privelet_exact, "MAX_RUNS", 0)
+    by_rows = pdp.privelet(frame, attrs, epsilon=1.0, seed=21).counts
+    np.testing.assert_array_equal(by_runs, by_rows)
+    assert_release_is_inverse_of_noisy_lattice(monkeypatch, frame, attrs, epsilon=1.0, seed=21)
+
+
 @pytest.mark.parametrize(("neighbours", "sens"), RELATIONS)
 def test_privelet_plus_untransformed_axis(neighbours, sens):
     attrs = _nominal_attrs()[::-1] + [pdp.Ordinal("b", 0, 31)]
