@@ -141,7 +141,21 @@ def test_failed_write_leaves_nothing_behind(tmp_path, frame, attrs, monkeypatch)
             fh.write(b"partial")
         raise OSError("disk full")
 
+    class BrokenWriter:  # the batch writer of write_parquet fails the same way
+        def __init__(self, where, schema, **kwargs):
+            self.where = where
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def write_batch(self, batch, **kwargs):
+            broken(None, self.where)
+
     monkeypatch.setattr(pq, "write_table", broken)
+    monkeypatch.setattr(pq, "ParquetWriter", BrokenWriter)
     with pytest.raises(OSError, match="disk full"):
         r.write_parquet(target)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["release.parquet"]

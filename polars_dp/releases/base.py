@@ -6,12 +6,18 @@ data.  Every release converts to a pyarrow Table whose ``polars_dp.*`` schema me
 (:mod:`polars_dp.releases.metadata`) records the mechanism, epsilon, the neighbour relation,
 how the noise was drawn (``noise``: ``"exact"`` or ``"float"``), whether a seed made it
 reproducible (``seeded``), the public domain and the library version.
+
+A release is also an Arrow stream (the Arrow PyCapsule interface, ``__arrow_c_stream__`` /
+``__arrow_c_schema__``): ``pa.table(release)``, ``pl.DataFrame(release)``, DuckDB's
+replacement scan and ``con.register`` take the object itself and get the table of
+:meth:`Release.to_arrow` with its metadata, built batch by batch from the release arrays.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
@@ -21,7 +27,7 @@ import polars as pl
 import pyarrow as pa
 
 from polars_dp._version import __version__
-from polars_dp.errors import ReleaseFormatError
+from polars_dp.errors import ParameterError, ReleaseFormatError
 from polars_dp.progress import Progress
 from polars_dp.releases.integrity import (
     CHECKSUM_KEY,
@@ -31,11 +37,14 @@ from polars_dp.releases.integrity import (
     field,
     payload_checksum,
 )
-from polars_dp.releases.io import write_table_atomic
+from polars_dp.releases.io import ROW_GROUP_ROWS, write_batches_atomic
 from polars_dp.releases.metadata import attach_metadata, encode_metadata
 
 #: How noise was drawn: exact integer/lattice samplers, or numpy's floating-point Laplace.
 NOISE_KINDS = ("exact", "float")
+
+#: Rows per record batch of the Arrow stream (and per Parquet row group).
+STREAM_BATCH_ROWS = ROW_GROUP_ROWS
 
 
 class Release:
@@ -152,6 +161,32 @@ class Release:
         """The release as a pyarrow Table with ``polars_dp.*`` schema metadata (and a checksum)."""
         return attach_metadata(self._table(), self.export_metadata())
 
+    def _table_batches(self, rows: int) -> Iterator[pa.RecordBatch]:
+        """The rows of :meth:`_table` as record batches of at most ``rows`` rows, in order.
+
+        By default the table is built whole and sliced (small releases); a release whose
+        table is large builds each batch from its arrays instead (:class:`GridRelease`)."""
+        yield from self._table().to_batches(max_chunksize=rows)
+
+    def to_batches(self, rows: int = STREAM_BATCH_ROWS) -> pa.RecordBatchReader:
+        """The release as a stream of record batches (schema with the ``polars_dp.*``
+        metadata of :meth:`to_arrow`), built lazily: a batch exists only while it is read."""
+        if isinstance(rows, bool) or not isinstance(rows, int) or rows < 1:
+            raise ParameterError(f"rows must be a positive integer, got {rows!r}")
+        batches = self._table_batches(rows)
+        first = next(batches)
+        schema = attach_metadata(pa.table({}), self.export_metadata()).schema
+        schema = pa.schema(list(first.schema), metadata=schema.metadata)
+        return pa.RecordBatchReader.from_batches(schema, itertools.chain([first], batches))
+
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
+        """Arrow PyCapsule stream of :meth:`to_batches` (a fresh stream on every call)."""
+        return self.to_batches().__arrow_c_stream__(requested_schema)
+
+    def __arrow_c_schema__(self) -> object:
+        """Arrow PyCapsule of the release schema, with its ``polars_dp.*`` metadata."""
+        return self.to_batches().schema.__arrow_c_schema__()
+
     def to_polars(self) -> pl.DataFrame:
         """The release as a Polars DataFrame (Polars keeps no schema metadata).
 
@@ -161,19 +196,36 @@ class Release:
         return pl.from_arrow(self._table())
 
     def write_parquet(self, path: str | os.PathLike, *, compression: str = "zstd",
-                      progress: bool | None = None) -> Path:
+                      progress: bool | None = None, geometry: bool = False,
+                      crs: object | None = None) -> Path:
         """Write the release (with metadata) to Parquet atomically; returns the path.
 
+        Rows are written in the release's canonical order (grid cells in C order, leaves in
+        tree order) as row groups of :data:`STREAM_BATCH_ROWS` rows with column statistics,
+        so a filtered scan (:func:`polars_dp.scan_release`) skips the row groups it does not
+        need; the table is streamed batch by batch, never built whole.
+
+        ``geometry=True`` (2-D spatial releases only) adds GeoParquet leaf polygons in the
+        coordinate reference system ``crs`` (:mod:`polars_dp.releases.geoparquet`); any
+        other release refuses it with :class:`ParameterError`.
         ``progress``: stage bars on stderr (building the table, writing); ``None``: on a
         terminal for large releases.
         """
+        if crs is not None and not geometry:
+            raise ParameterError("crs= describes the geometry column: give it with geometry=True")
         bar = Progress("write_parquet", progress, self._size())
         bar.step("building the table")
-        table = self.to_arrow()
+        reader = self._geometry_batches(crs) if geometry else self.to_batches()
         bar.step("writing")
-        written = write_table_atomic(table, path, compression=compression)
+        written = write_batches_atomic(reader, path, compression=compression)
         bar.close()
         return written
+
+    def _geometry_batches(self, crs: object | None) -> pa.RecordBatchReader:
+        """The stream of :meth:`to_batches` with GeoParquet geometry columns (spatial only)."""
+        raise ParameterError(
+            f"geometry=True needs a 2-D spatial release (SpatialRelease); a {type(self).__name__} has no "
+            "geometry: write it without geometry=")
 
     def _size(self) -> int:
         """Rows of the release table, for progress decisions (0 when not cheap to know)."""
@@ -194,4 +246,4 @@ class Release:
     __hash__ = None  # mutable numpy payload
 
 
-__all__ = ["NOISE_KINDS", "Release"]
+__all__ = ["NOISE_KINDS", "STREAM_BATCH_ROWS", "Release"]

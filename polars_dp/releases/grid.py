@@ -10,7 +10,7 @@ noise model.  Everything here is post-processing of the mechanism's output.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -177,6 +177,12 @@ class GridRelease(Release):
                 cols[a.column] = pa.array(a.cell_labels()[idx])
         cols["count"] = pa.array(self.counts.reshape(-1)[start:stop])
         return pa.table(cols)
+
+    def _table_batches(self, rows: int) -> Iterator[pa.RecordBatch]:
+        """Record batches of ``rows`` cells each, built from :attr:`counts` one at a time (the
+        count column is a view of the counts; a 1e8-cell grid is never copied whole)."""
+        for start in range(0, self.n_cells, rows):
+            yield from self._table(start, min(start + rows, self.n_cells)).to_batches()
 
     @classmethod
     def from_arrow(cls, table: pa.Table) -> GridRelease:

@@ -24,6 +24,10 @@ if TYPE_CHECKING:
 
 _RELEASE_TYPES: dict[str, type[Release]] = {}
 
+#: Rows per Parquet row group of a release file: large enough for fast full reads, small
+#: enough that a filter on a sorted label column skips most of a large file.
+ROW_GROUP_ROWS = 1 << 20
+
 
 def register_release_type(cls: type[Release]) -> type[Release]:
     """Class decorator: make ``cls.release_type`` readable by :func:`read_release`."""
@@ -60,6 +64,17 @@ def write_atomic(path: str | os.PathLike, write: Callable[[Path], object], *, su
 def write_table_atomic(table: pa.Table, path: str | os.PathLike, **kwargs: Any) -> Path:
     """Write ``table`` to Parquet at ``path`` atomically (:func:`write_atomic`)."""
     return write_atomic(path, lambda tmp: pq.write_table(table, tmp, **kwargs))
+
+
+def write_batches_atomic(reader: pa.RecordBatchReader, path: str | os.PathLike, **kwargs: Any) -> Path:
+    """Write the batches of ``reader`` to Parquet at ``path`` atomically (:func:`write_atomic`),
+    in row groups of at most :data:`ROW_GROUP_ROWS` rows with column statistics; the schema
+    metadata of ``reader`` is kept."""
+    def write(tmp: Path) -> None:
+        with pq.ParquetWriter(tmp, reader.schema, write_statistics=True, **kwargs) as writer:
+            for batch in reader:
+                writer.write_batch(batch, row_group_size=ROW_GROUP_ROWS)
+    return write_atomic(path, write)
 
 
 def read_table(source: str | os.PathLike | pa.Table) -> pa.Table:
@@ -99,4 +114,5 @@ def read_release(source: str | os.PathLike | pa.Table) -> Release:
     return _RELEASE_TYPES[kind].from_arrow(table)
 
 
-__all__ = ["read_release", "read_table", "register_release_type", "write_atomic", "write_table_atomic"]
+__all__ = ["ROW_GROUP_ROWS", "read_release", "read_table", "register_release_type", "write_atomic",
+           "write_batches_atomic", "write_table_atomic"]
