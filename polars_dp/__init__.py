@@ -37,7 +37,14 @@ from polars_dp.mechanisms import (
     privtree_sequences,
     uniform_grid,
 )
-from polars_dp.releases import GridRelease, Release, SequenceRelease, SpatialRelease, read_release
+from polars_dp.releases import (
+    GridRelease,
+    Release,
+    SequenceRelease,
+    SpatialRelease,
+    read_release,
+    scan_release,
+)
 from polars_dp.session import Session
 
 __all__ = [
@@ -75,6 +82,7 @@ __all__ = [
     "random_workload",
     "read_release",
     "relative_errors",
+    "scan_release",
     "uniform_grid",
 ]
 

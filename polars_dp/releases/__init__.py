@@ -6,8 +6,9 @@ Importing this package registers every release type with :func:`read_release`.
 from polars_dp.releases.base import Release
 from polars_dp.releases.grid import GridRelease
 from polars_dp.releases.io import read_release, write_table_atomic
+from polars_dp.releases.scan import scan_release
 from polars_dp.releases.sequence import SequenceRelease
 from polars_dp.releases.tree import SpatialRelease
 
 __all__ = ["GridRelease", "Release", "SequenceRelease", "SpatialRelease", "read_release",
-           "write_table_atomic"]
+           "scan_release", "write_table_atomic"]

@@ -1,0 +1,139 @@
+"""pdp.scan_release: verified once at creation, then a lazy scan with projection and predicate pushdown."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import polars_dp as pdp
+from polars_dp.releases import io as release_io
+
+ROWS_PER_GROUP = 1_000
+
+
+@pytest.fixture
+def small_row_groups(monkeypatch):
+    monkeypatch.setattr(release_io, "ROW_GROUP_ROWS", ROWS_PER_GROUP)
+    return ROWS_PER_GROUP
+
+
+def grid(n_age=100, n_inner=1_000):
+    rng = np.random.default_rng(0)
+    n = 5_000
+    df = pl.DataFrame({"age": rng.integers(0, n_age, n), "income": rng.integers(0, n_inner, n),
+                       "city": rng.choice(["a", "b"], n)})
+    attrs = [pdp.Ordinal("age", 0, n_age - 1), pdp.Ordinal("income", 0, n_inner - 1),
+             pdp.Nominal("city", ["a", "b"])]
+    return df.dp.basic(attrs, epsilon=1.0, seed=4)
+
+
+@pytest.fixture(scope="module")
+def grid_release():
+    return grid()
+
+
+def rchar() -> int:
+    with open("/proc/self/io") as fh:
+        for line in fh:
+            if line.startswith("rchar:"):
+                return int(line.split()[1])
+    raise OSError("no rchar")
+
+
+def test_scan_equals_the_verified_release(tmp_path, grid_release, small_row_groups):
+    path = grid_release.write_parquet(tmp_path / "r.parquet")
+    lf = pdp.scan_release(path)
+    assert isinstance(lf, pl.LazyFrame)
+    expected = pdp.read_release(path).to_polars()
+    assert lf.collect().equals(expected)
+    assert lf.collect().equals(lf.collect())  # the same rows every time (no noise drawn)
+    assert lf.collect(engine="streaming").equals(expected)
+    assert lf.collect_schema() == expected.schema
+
+
+def test_projection_and_predicate(tmp_path, grid_release, small_row_groups):
+    path = grid_release.write_parquet(tmp_path / "r.parquet")
+    lf = pdp.scan_release(path)
+    got = lf.filter(pl.col("age").is_between(10, 12), pl.col("city") == "b").select("income", "count")
+    want = (grid_release.to_polars().filter(pl.col("age").is_between(10, 12), pl.col("city") == "b")
+            .select("income", "count"))
+    assert got.collect().equals(want)
+    assert got.collect(engine="streaming").equals(want)
+    assert lf.head(7).collect().equals(grid_release.to_polars().head(7))
+    total = lf.filter(pl.col("age") == 3).select(pl.col("count").sum()).collect().item()
+    assert total == pytest.approx(grid_release.range_count(age=(3, 3)), rel=1e-9, abs=1e-6)
+
+
+def test_row_groups_are_sorted_by_cell_with_statistics(tmp_path, grid_release, small_row_groups):
+    path = grid_release.write_parquet(tmp_path / "r.parquet")
+    meta = pq.ParquetFile(path).metadata
+    assert meta.num_row_groups == -(-grid_release.n_cells // ROWS_PER_GROUP)
+    age = meta.schema.to_arrow_schema().get_field_index("age")
+    stats = [meta.row_group(i).column(age).statistics for i in range(meta.num_row_groups)]
+    assert all(s is not None and s.has_min_max for s in stats)
+    mins, maxs = [s.min for s in stats], [s.max for s in stats]
+    assert mins == sorted(mins) and all(lo <= hi for lo, hi in zip(mins, maxs, strict=True))
+    assert pdp.read_release(path) == grid_release  # checksum semantics unchanged
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/io"), reason="needs Linux /proc/self/io")
+def test_a_narrow_filter_reads_a_small_part_of_the_file(tmp_path, grid_release, small_row_groups):
+    path = grid_release.write_parquet(tmp_path / "r.parquet")
+    lf = pdp.scan_release(path)
+    before = rchar()
+    lf.collect()
+    full = rchar() - before
+    before = rchar()
+    narrow = lf.filter(pl.col("age") == 42).collect()  # 1 % of the cells, 2 of 200 row groups
+    part = rchar() - before
+    assert narrow.height == grid_release.n_cells // 100
+    assert part < 0.1 * full, (part, full)
+
+
+def test_spatial_scan_filters_on_box_columns(tmp_path, small_row_groups):
+    rng = np.random.default_rng(1)
+    df = pl.DataFrame({"x": rng.uniform(0, 1, 20_000), "y": rng.uniform(0, 1, 20_000)})
+    release = df.dp.uniform_grid(["x", "y"], bounds=[(0, 1), (0, 1)], epsilon=1.0, seed=2, n=20_000)
+    path = release.write_parquet(tmp_path / "t.parquet")
+    got = pdp.scan_release(path).filter(pl.col("x_lo") >= 0.5).collect()
+    assert got.equals(release.to_polars().filter(pl.col("x_lo") >= 0.5))
+
+
+def test_not_a_release_fails_at_scan_time(tmp_path):
+    with pytest.raises(pdp.ReleaseFormatError, match="does not exist"):
+        pdp.scan_release(tmp_path / "missing.parquet")
+    plain = tmp_path / "plain.parquet"
+    pl.DataFrame({"a": [1, 2]}).write_parquet(plain)
+    with pytest.raises(pdp.ReleaseFormatError, match="release_type"):
+        pdp.scan_release(plain)
+    junk = tmp_path / "junk.parquet"
+    junk.write_bytes(b"not parquet")
+    with pytest.raises(pdp.ReleaseFormatError, match="not a readable Parquet"):
+        pdp.scan_release(junk)
+    with pytest.raises(pdp.ReleaseFormatError, match="directory"):
+        pdp.scan_release(tmp_path)
+
+
+def test_an_edited_release_fails_at_scan_time(tmp_path, grid_release):
+    path = grid_release.write_parquet(tmp_path / "r.parquet")
+    table = pq.read_table(path)
+    counts = table.column("count").to_numpy().copy()
+    counts[5] += 1.0
+    edited = table.set_column(table.schema.get_field_index("count"), "count", pa.array(counts))
+    pq.write_table(edited, path)
+    with pytest.raises(pdp.ReleaseFormatError, match="checksum"):
+        pdp.scan_release(path)
+
+
+def test_a_file_changed_after_the_scan_is_refused_at_collect(tmp_path, grid_release):
+    path = grid_release.write_parquet(tmp_path / "r.parquet")
+    lf = pdp.scan_release(path)
+    other = grid(n_age=10, n_inner=10)
+    other.write_parquet(path)  # a valid release, but not the one that was verified
+    with pytest.raises((pdp.ReleaseFormatError, pl.exceptions.PolarsError), match="changed after"):
+        lf.collect()
