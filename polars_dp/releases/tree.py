@@ -29,7 +29,7 @@ from polars_dp.kernels.spatial_sums import (
 )
 from polars_dp.noise import SeedLike
 from polars_dp.progress import Progress
-from polars_dp.releases import sql_tree
+from polars_dp.releases import geoparquet, sql_tree
 from polars_dp.releases.base import Release
 from polars_dp.releases.grid_queries import as_query_frame
 from polars_dp.releases.integrity import (
@@ -167,6 +167,11 @@ class SpatialRelease(Release):
     def _payload_arrays(self) -> list[np.ndarray]:
         arrays = [self.lo, self.hi, self.depth, self.count]
         return arrays if self.codes is None else [*arrays, self.codes]
+
+    def _geometry_batches(self, crs: object | None) -> pa.RecordBatchReader:
+        """The leaf batches with GeoParquet polygons (``write_parquet(geometry=True)``; 2-D only):
+        see :mod:`polars_dp.releases.geoparquet`."""
+        return geoparquet.with_geometry(self.to_batches(), self.box, crs)
 
     # ------------------------------------------------------------------ queries
     def _query_arrays(self, boxes: Any, passthrough: Iterable[str] = ()) -> tuple[np.ndarray, np.ndarray]:
