@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,eval,spark]'
+	$(BIN)/python -m pip install --quiet -e '.[test,eval,spark,geo]'
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 

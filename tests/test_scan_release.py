@@ -93,6 +93,11 @@ def test_a_narrow_filter_reads_a_small_part_of_the_file(tmp_path, grid_release, 
     part = rchar() - before
     assert narrow.height == grid_release.n_cells // 100
     assert part < 0.1 * full, (part, full)
+    before = rchar()
+    ages = lf.select("age").collect()  # projection: the noisy counts (most of the bytes) are not read
+    projected = rchar() - before
+    assert ages.width == 1 and ages.height == grid_release.n_cells
+    assert projected < 0.5 * full, (projected, full)
 
 
 def test_spatial_scan_filters_on_box_columns(tmp_path, small_row_groups):

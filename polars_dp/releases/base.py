@@ -174,10 +174,12 @@ class Release:
         if isinstance(rows, bool) or not isinstance(rows, int) or rows < 1:
             raise ParameterError(f"rows must be a positive integer, got {rows!r}")
         batches = self._table_batches(rows)
-        first = next(batches)
-        schema = attach_metadata(pa.table({}), self.export_metadata()).schema
-        schema = pa.schema(list(first.schema), metadata=schema.metadata)
-        return pa.RecordBatchReader.from_batches(schema, itertools.chain([first], batches))
+        first = next(batches, None)
+        head = [] if first is None else [first]
+        fields = list(self._table().schema if first is None else first.schema)
+        meta = attach_metadata(pa.table({}), self.export_metadata()).schema.metadata
+        schema = pa.schema(fields, metadata=meta)
+        return pa.RecordBatchReader.from_batches(schema, itertools.chain(head, batches))
 
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
         """Arrow PyCapsule stream of :meth:`to_batches` (a fresh stream on every call)."""
