@@ -123,3 +123,23 @@ def test_grid_batches_are_built_from_the_counts(small_batches):
 def test_bad_batch_size():
     with pytest.raises(pdp.ParameterError, match="positive integer"):
         grid_release().to_batches(0)
+
+
+def test_grid_stream_is_lazy(monkeypatch):
+    """Reading the first batch builds that batch only (never the whole table), and the count
+    column is a view of the release's counts, not a copy."""
+    release = grid_release()
+    built = []
+    original = type(release)._table
+
+    def recording(self, start=0, stop=None):
+        built.append((start, stop))
+        return original(self, start, stop)
+
+    monkeypatch.setattr(type(release), "_table", recording)
+    reader = release.to_batches(100)
+    first = reader.read_next_batch()
+    assert built == [(0, 100)]
+    assert np.shares_memory(first.column("count").to_numpy(), release.counts)
+    reader.read_next_batch()
+    assert built == [(0, 100), (100, 200)]
