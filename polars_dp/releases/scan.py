@@ -38,8 +38,9 @@ def scan_release(path: str | os.PathLike) -> pl.LazyFrame:
     streaming-engine compatible).
 
     Rows and dtypes are those of ``read_release(path).to_polars()`` (label columns
-    ``Categorical``; Polars keeps no schema metadata: read it with
-    :func:`polars_dp.read_release`).  Raises :class:`~polars_dp.ReleaseFormatError` now when
+    ``Categorical``), plus any derived columns the file holds (GeoParquet ``geometry`` and
+    ``bbox``); Polars keeps no schema metadata: read it with :func:`polars_dp.read_release`.
+    Raises :class:`~polars_dp.ReleaseFormatError` now when
     ``path`` is not a valid release, and at collect time when the file changed since.
     """
     path = Path(path)
