@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import polars_dp as pdp
-from polars_dp.releases import base as release_base
+from polars_dp.releases import io as release_io
 from polars_dp.releases.geoparquet import ACCEPTED_CRS, wkb_polygons
 
 # The essential constraints of the GeoParquet 1.1.0 ``geo`` metadata (format-specs/schema.json of
@@ -78,9 +78,9 @@ def decode_wkb(column) -> np.ndarray:
 
 
 def test_polygons_are_the_leaf_boxes_counterclockwise(tmp_path, tree, monkeypatch):
-    original = release_base.Release.to_batches
-    monkeypatch.setattr(release_base.Release, "to_batches", lambda self, rows=50: original(self, rows))
+    monkeypatch.setattr(release_io, "ROW_GROUP_ROWS", 50)  # several batches and row groups
     path = tree.write_parquet(tmp_path / "leaves.parquet", geometry=True)
+    assert pq.ParquetFile(path).metadata.num_row_groups == -(-tree.n_leaves // 50)
     table = pq.read_table(path)
     ring = decode_wkb(table.column("geometry"))
     leaves = tree.leaves

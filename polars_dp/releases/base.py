@@ -29,6 +29,7 @@ import pyarrow as pa
 from polars_dp._version import __version__
 from polars_dp.errors import ParameterError, ReleaseFormatError
 from polars_dp.progress import Progress
+from polars_dp.releases import io
 from polars_dp.releases.integrity import (
     CHECKSUM_KEY,
     check_epsilon,
@@ -37,14 +38,15 @@ from polars_dp.releases.integrity import (
     field,
     payload_checksum,
 )
-from polars_dp.releases.io import ROW_GROUP_ROWS, write_batches_atomic
+from polars_dp.releases.io import write_batches_atomic
 from polars_dp.releases.metadata import attach_metadata, encode_metadata
 
 #: How noise was drawn: exact integer/lattice samplers, or numpy's floating-point Laplace.
 NOISE_KINDS = ("exact", "float")
 
-#: Rows per record batch of the Arrow stream (and per Parquet row group).
-STREAM_BATCH_ROWS = ROW_GROUP_ROWS
+#: Rows per record batch of the Arrow stream (a consumer may hold a few batches at once; Parquet
+#: files are written in larger row groups, :data:`~polars_dp.releases.io.ROW_GROUP_ROWS`).
+STREAM_BATCH_ROWS = 1 << 19
 
 
 class Release:
@@ -203,7 +205,7 @@ class Release:
         """Write the release (with metadata) to Parquet atomically; returns the path.
 
         Rows are written in the release's canonical order (grid cells in C order, leaves in
-        tree order) as row groups of :data:`STREAM_BATCH_ROWS` rows with column statistics,
+        tree order) as row groups of ``ROW_GROUP_ROWS`` (2^20) rows with column statistics,
         so a filtered scan (:func:`polars_dp.scan_release`) skips the row groups it does not
         need; the table is streamed batch by batch, never built whole.
 
@@ -217,14 +219,15 @@ class Release:
             raise ParameterError("crs= describes the geometry column: give it with geometry=True")
         bar = Progress("write_parquet", progress, self._size())
         bar.step("building the table")
-        reader = self._geometry_batches(crs) if geometry else self.to_batches()
+        rows = io.ROW_GROUP_ROWS
+        reader = self._geometry_batches(crs, rows) if geometry else self.to_batches(rows)
         bar.step("writing")
         written = write_batches_atomic(reader, path, compression=compression)
         bar.close()
         return written
 
-    def _geometry_batches(self, crs: object | None) -> pa.RecordBatchReader:
-        """The stream of :meth:`to_batches` with GeoParquet geometry columns (spatial only)."""
+    def _geometry_batches(self, crs: object | None, rows: int) -> pa.RecordBatchReader:
+        """:meth:`to_batches` of ``rows`` rows with GeoParquet geometry columns (spatial only)."""
         raise ParameterError(
             f"geometry=True needs a 2-D spatial release (SpatialRelease); a {type(self).__name__} has no "
             "geometry: write it without geometry=")

@@ -168,10 +168,10 @@ class SpatialRelease(Release):
         arrays = [self.lo, self.hi, self.depth, self.count]
         return arrays if self.codes is None else [*arrays, self.codes]
 
-    def _geometry_batches(self, crs: object | None) -> pa.RecordBatchReader:
+    def _geometry_batches(self, crs: object | None, rows: int) -> pa.RecordBatchReader:
         """The leaf batches with GeoParquet polygons (``write_parquet(geometry=True)``; 2-D only):
         see :mod:`polars_dp.releases.geoparquet`."""
-        return geoparquet.with_geometry(self.to_batches(), self.box, crs)
+        return geoparquet.with_geometry(self.to_batches(rows), self.box, crs)
 
     # ------------------------------------------------------------------ queries
     def _query_arrays(self, boxes: Any, passthrough: Iterable[str] = ()) -> tuple[np.ndarray, np.ndarray]:
