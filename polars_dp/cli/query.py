@@ -16,6 +16,7 @@ import polars as pl
 
 import polars_dp as pdp
 from polars_dp.cli.common import BadInput, check_output, one_line, open_release, scan, write_frame
+from polars_dp.releases.grid_queries import check_query_ids
 
 EXAMPLES = """\
 examples:
@@ -223,6 +224,7 @@ def _batch(args: argparse.Namespace, release: pdp.Release) -> int:
     if isinstance(release, pdp.SequenceRelease):
         if "string" not in frame.columns:
             raise BadInput(f"--queries {args.queries!r} needs a column 'string' for a sequence model")
+        check_query_ids(frame)
         col = frame["string"]
         strings = ([sequence_string(release, s) for s in col.to_list()] if col.dtype == pl.String
                    else col.to_list())

@@ -46,6 +46,8 @@ from polars_dp.params import check_option
 PASSTHROUGH = ("id",)
 #: What to do with an ordinal bound inside a bin (see the module docstring).
 ALIGN = ("exact", "outer", "inner")
+#: The fix for a missing, null or repeated query id (Python, the SQL macros and the CLI).
+ID_RULE = "give every query row its own id (an answer row is known by its id)"
 
 
 # ---------------------------------------------------------------------- labels
@@ -342,20 +344,43 @@ def query_ranges(attributes: Sequence[Attribute], queries: pl.DataFrame, *,
     return starts, stops
 
 
+def check_query_ids(queries: pl.DataFrame) -> None:
+    """QueryError when an ``id`` column holds a null or a repeated id.
+
+    One rule for every surface: the id, when a batch has one, is the key of its answers (the
+    SQL macros return ``id`` and the answer only, so an id must be present and distinct);
+    ``sql/query_checks.sql`` refuses the same batches in DuckDB.  A batch without ``id`` is
+    answered row by row, in order."""
+    if "id" not in queries.columns:
+        return
+    ids = queries["id"]
+    if ids.null_count():
+        raise QueryError(f"{ids.null_count()} query row(s) have a null id; {ID_RULE}")
+    if ids.n_unique() < ids.len():
+        repeated = (ids.value_counts(name="n", sort=True).filter(pl.col("n") > 1).row(0))
+        raise QueryError(f"query id {repeated[0]!r} appears {repeated[1]} times; {ID_RULE}")
+
+
 def as_query_frame(queries: Any) -> pl.DataFrame:
-    """A Polars DataFrame of queries from a DataFrame, LazyFrame, dict of columns or list of rows."""
+    """A Polars DataFrame of queries from a DataFrame, LazyFrame, dict of columns or list of rows,
+    with its ids checked (:func:`check_query_ids`)."""
     if isinstance(queries, pl.LazyFrame):
-        return queries.collect()
-    if isinstance(queries, pl.DataFrame):
-        return queries
-    try:
-        return pl.DataFrame(queries)
-    except (TypeError, ValueError) as exc:
-        raise QueryError(
-            f"queries must be a Polars DataFrame (one row per query), got {type(queries).__name__}: {exc}"
-        ) from None
+        frame = queries.collect()
+    elif isinstance(queries, pl.DataFrame):
+        frame = queries
+    else:
+        try:
+            frame = pl.DataFrame(queries)
+        except (TypeError, ValueError) as exc:
+            raise QueryError(
+                f"queries must be a Polars DataFrame (one row per query), got {type(queries).__name__}: "
+                f"{exc}"
+            ) from None
+    check_query_ids(frame)
+    return frame
 
 
-__all__ = ["ALIGN", "PASSTHROUGH", "as_query_frame", "cell_bounds", "check_query_columns", "label_ranges",
+__all__ = ["ALIGN", "ID_RULE", "PASSTHROUGH", "as_query_frame", "cell_bounds", "check_query_columns",
+           "check_query_ids", "label_ranges",
            "label_text", "ordinal_ranges",
            "predicate_columns", "predicate_ranges", "query_ranges"]

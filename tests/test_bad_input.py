@@ -1,0 +1,180 @@
+"""Catalogue of bad inputs: each one through the Python API, DuckDB SQL and the command line.
+
+For every case: the error type (a typed ``polars_dp`` error in Python, a DuckDB error raised by
+the macro's ``error()`` in SQL, exit code 2 on the command line), a message of one sentence
+that names what to fix, and no file left behind in the working directory.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import polars as pl
+import pytest
+from cli_helpers import run_cli
+
+import polars_dp as pdp
+
+
+# ---------------------------------------------------------------------- helpers
+def one_sentence(message: str, *names: str) -> str:
+    """Assert ``message`` is one line, one sentence (no ``. Next`` inside), naming ``names``."""
+    message = message.strip()
+    assert message and "\n" not in message, f"not one line: {message!r}"
+    assert not re.search(r"[a-z0-9)\]]\. [A-Z]", message), f"more than one sentence: {message!r}"
+    for name in names:
+        assert name in message, f"{name!r} is not named in {message!r}"
+    return message
+
+
+def sql_error(con: duckdb.DuckDBPyConnection, query: str, *names: str) -> str:
+    """The message of the DuckDB error ``query`` raises (the macro's ``error(...)`` text)."""
+    with pytest.raises(duckdb.Error) as info:
+        con.execute(query).fetchall()
+    text = str(info.value)
+    assert text.startswith("Invalid Input Error: "), text  # raised by error(), not a binder error
+    return one_sentence(text.removeprefix("Invalid Input Error: "), *names)
+
+
+def cli_error(capsys, cwd: Path, *args: str, names: tuple[str, ...] = ()) -> str:
+    """Run the command line in ``cwd``: exit code 2, one line on stderr, no new file in ``cwd``."""
+    before = set(p.name for p in cwd.iterdir())
+    code, out, err = run_cli(capsys, *args)
+    assert code == 2, (code, out, err)
+    assert set(p.name for p in cwd.iterdir()) == before, "a file was left behind"
+    assert err.count("\n") == 1, err
+    return one_sentence(err.split(": error: ", 1)[1], *names)
+
+
+@pytest.fixture
+def in_tmp(tmp_path, monkeypatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+# ---------------------------------------------------------------------- releases
+@pytest.fixture(scope="module")
+def grid() -> pdp.GridRelease:
+    rng = np.random.default_rng(3)
+    df = pl.DataFrame({"age": rng.integers(0, 100, 500), "sex": rng.choice(["f", "m"], 500)})
+    attrs = [pdp.Ordinal("age", 0, 99, width=10), pdp.Nominal("sex", categories=["f", "m"])]
+    return pdp.basic(df, attrs, epsilon=1.0, seed=1)
+
+
+@pytest.fixture(scope="module")
+def tree() -> pdp.SpatialRelease:
+    rng = np.random.default_rng(4)
+    df = pl.DataFrame({"x": rng.uniform(0, 10, 2000), "y": rng.uniform(0, 10, 2000)})
+    return df.dp.privtree(["x", "y"], bounds=[(0.0, 10.0), (0.0, 10.0)], epsilon=1.0, seed=2)
+
+
+@pytest.fixture(scope="module")
+def seq() -> pdp.SequenceRelease:
+    df = pl.DataFrame({"s": ["abcab", "ba", "ccc", "a", "abab", "cabba"] * 40})
+    return df.dp.privtree_sequences("s", alphabet="abc", max_length=5, epsilon=3.0, seed=1)
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory, grid, tree, seq) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("releases")
+    out = {}
+    for name, release in (("grid", grid), ("tree", tree), ("seq", seq)):
+        out[name] = folder / f"{name}.parquet"
+        release.write_parquet(out[name])
+    return out
+
+
+@pytest.fixture(scope="module")
+def con(grid, tree, seq) -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect()
+    grid.to_duckdb(con, "g")
+    tree.to_duckdb(con, "t")
+    seq.to_duckdb(con, "s")
+    return con
+
+
+def register(con: duckdb.DuckDBPyConnection, name: str, frame: pl.DataFrame) -> None:
+    con.register(name, frame.to_arrow())
+
+
+# ---------------------------------------------------------------------- 1. unknown query columns
+def test_unknown_query_column_grid(grid, con, files, capsys, in_tmp):
+    queries = pl.DataFrame({"id": [1, 2], "age_lo": [0, 10], "sexx": ["f", "m"]})
+    with pytest.raises(pdp.QueryError) as info:
+        grid.range_counts(queries)
+    one_sentence(str(info.value), "'sexx'")
+    register(con, "bad_cols", queries)
+    sql_error(con, "SELECT * FROM g_range_counts('bad_cols')", "'sexx'", "age_lo", "sex")
+    queries.write_csv(in_tmp / "q.csv")
+    cli_error(capsys, in_tmp, "query", files["grid"], "--queries", "q.csv", names=("'sexx'",))
+
+
+def test_unknown_query_column_tree(tree, con, files, capsys, in_tmp):
+    queries = pl.DataFrame({"id": [1], "x_lo": [1.0], "lon_lo": [2.0]})
+    with pytest.raises(pdp.QueryError) as info:
+        tree.range_counts(queries)
+    one_sentence(str(info.value), "'lon_lo'")
+    register(con, "bad_box", queries)
+    sql_error(con, "SELECT * FROM t_range_counts('bad_box')", "'lon_lo'", "x_lo", "y_hi")
+    queries.write_csv(in_tmp / "q.csv")
+    cli_error(capsys, in_tmp, "query", files["tree"], "--queries", "q.csv", names=("'lon_lo'",))
+
+
+def test_unknown_column_in_sequence_queries(con):
+    register(con, "bad_seq", pl.DataFrame({"id": [1], "string": [["a"]], "strng": [["b"]]}))
+    sql_error(con, "SELECT * FROM s_frequencies('bad_seq')", "'strng'", "string")
+
+
+def test_sql_case_of_a_known_column_does_not_matter(con, grid):
+    con.execute("CREATE OR REPLACE TEMP TABLE upper_q AS SELECT 1 AS ID, 10 AS AGE_LO, 'f' AS SEX")
+    (qid, count, _), = con.execute("SELECT * FROM g_range_counts('upper_q')").fetchall()
+    assert qid == 1 and count == pytest.approx(grid.range_count(age=(10, None), sex="f"))
+
+
+# ---------------------------------------------------------------------- 2. duplicate / null ids
+ID_CASES = {"duplicate": ([1, 1, 2], "query id 1 appears 2 times"),
+            "null": ([None, 1, 2], "1 query row(s) have a")}
+
+
+@pytest.mark.parametrize("case", ID_CASES)
+def test_repeated_or_null_ids_grid_and_tree(case, grid, tree, con, files, capsys, in_tmp):
+    ids, said = ID_CASES[case]
+    cases = ((grid, "g", {"age_lo": [0, 10, 20]}), (tree, "t", {"x_lo": [0.0, 1.0, 2.0]}))
+    for release, table, cols in cases:
+        queries = pl.DataFrame({"id": ids, **cols})
+        with pytest.raises(pdp.QueryError) as info:
+            release.range_counts(queries)
+        one_sentence(str(info.value), said, "own id")
+        register(con, f"ids_{case}", queries)
+        sql_error(con, f"SELECT * FROM {table}_range_counts('ids_{case}')", said, "own id")
+        queries.write_csv(in_tmp / "q.csv")
+        cli_error(capsys, in_tmp, "query", files["grid" if table == "g" else "tree"], "--queries", "q.csv",
+                  names=(said,))
+        (in_tmp / "q.csv").unlink()
+
+
+@pytest.mark.parametrize("case", ID_CASES)
+def test_repeated_or_null_ids_sequences(case, con, files, capsys, in_tmp):
+    ids, said = ID_CASES[case]
+    queries = pl.DataFrame({"id": ids, "string": [["a"], ["a", "b"], ["c"]]})
+    register(con, f"seq_ids_{case}", queries)
+    sql_error(con, f"SELECT * FROM s_frequencies('seq_ids_{case}')", said, "own id")
+    queries.with_columns(pl.col("string").list.join(" ")).write_csv(in_tmp / "q.csv")
+    cli_error(capsys, in_tmp, "query", files["seq"], "--queries", "q.csv", names=(said,))
+
+
+def test_sql_queries_without_id(con):
+    register(con, "no_id", pl.DataFrame({"age_lo": [0]}))
+    sql_error(con, "SELECT * FROM g_range_counts('no_id')", "no id column")
+
+
+def test_distinct_ids_any_order_still_answer(grid, con):
+    queries = pl.DataFrame({"id": [3, 1, 2], "age_lo": [0, 10, 20]})
+    register(con, "fine", queries)
+    got = con.execute("SELECT id, count FROM g_range_counts('fine')").fetchall()
+    want = grid.range_counts(queries).sort("id")
+    assert [r[0] for r in got] == [1, 2, 3]
+    np.testing.assert_allclose([r[1] for r in got], want["count"].to_numpy(), rtol=1e-9)
