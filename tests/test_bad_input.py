@@ -45,8 +45,9 @@ def cli_error(capsys, cwd: Path, *args: str, names: tuple[str, ...] = ()) -> str
     code, out, err = run_cli(capsys, *args)
     assert code == 2, (code, out, err)
     assert set(p.name for p in cwd.iterdir()) == before, "a file was left behind"
-    assert err.count("\n") == 1, err
-    return one_sentence(err.split(": error: ", 1)[1], *names)
+    errors = [line for line in err.splitlines() if line.startswith("polars-dp ") and ": error: " in line]
+    assert len(errors) == 1 and err.endswith(errors[0] + "\n"), err  # stage lines, then one error line
+    return one_sentence(errors[0].split(": error: ", 1)[1], *names)
 
 
 @pytest.fixture
@@ -178,3 +179,83 @@ def test_distinct_ids_any_order_still_answer(grid, con):
     want = grid.range_counts(queries).sort("id")
     assert [r[0] for r in got] == [1, 2, 3]
     np.testing.assert_allclose([r[1] for r in got], want["count"].to_numpy(), rtol=1e-9)
+
+
+# ---------------------------------------------------------------------- 3. integer vs float domains
+LAT_POINTS = [44.2, 44.7, 45.3, 45.9]
+LAT_SPEC = """mechanism = "basic"
+epsilon = 1.0
+[[attributes]]
+column = "lat"
+kind = "ordinal"
+lo = 44
+hi = 46
+"""
+
+
+def test_fractions_in_an_integer_domain_are_refused(capsys, in_tmp):
+    df = pl.DataFrame({"lat": LAT_POINTS})
+    integer = pdp.Ordinal("lat", 44, 46)
+    for source in (df, df.lazy(), df.to_arrow(), duckdb.sql("SELECT unnest([44.0, 45.5]) AS lat")):
+        with pytest.raises(pdp.DomainError) as info:
+            pdp.basic(source, [integer], epsilon=1.0, seed=1)
+        one_sentence(str(info.value), "'lat'", "whole numbers", "Ordinal('lat', 44.0, 46.0",
+                     "on_out_of_domain='clamp'")
+    df.write_csv(in_tmp / "lat.csv")
+    (in_tmp / "lat.toml").write_text(LAT_SPEC)
+    cli_error(capsys, in_tmp, "release", "lat.csv", "--spec", "lat.toml", "-o", "out.parquet",
+              names=("'lat'", "whole numbers", "on_out_of_domain"))
+
+
+def test_integral_floats_and_the_clamp_opt_in_count_as_before():
+    integer = pdp.Ordinal("lat", 44, 46)
+    whole = pdp.basic(pl.DataFrame({"lat": [44.0, 45.0, 45.0, 46.0]}), [integer], epsilon=1.0, seed=1)
+    ints = pdp.basic(pl.DataFrame({"lat": [44, 45, 45, 46]}), [integer], epsilon=1.0, seed=1)
+    np.testing.assert_array_equal(whole.counts, ints.counts)
+    clamped = pdp.basic(pl.DataFrame({"lat": LAT_POINTS}), [integer], epsilon=1.0, seed=1,
+                        on_out_of_domain="clamp")
+    floored = pdp.basic(pl.DataFrame({"lat": [44, 44, 45, 45]}), [integer], epsilon=1.0, seed=1)
+    np.testing.assert_array_equal(clamped.counts, floored.counts)
+
+
+def test_float_domain_bins_end_at_their_upper_edge():
+    """One rule: a query counts the bins all of whose values lie in [lo, hi]."""
+    df = pl.DataFrame({"lat": LAT_POINTS})
+    release = pdp.basic(df, [pdp.Ordinal("lat", 44.0, 46.0, width=1.0)], epsilon=1e9, seed=1)
+    assert release.range_count(lat=(44.0, 45.0)) == pytest.approx(2, abs=1e-3)  # [44, 45)
+    assert release.range_count(lat=(44.0, 46.0)) == pytest.approx(4, abs=1e-3)
+    integer = pdp.basic(pl.DataFrame({"lat": [44, 44, 45, 45]}), [pdp.Ordinal("lat", 44, 46)],
+                        epsilon=1e9, seed=1)
+    assert integer.range_count(lat=(44.0, 45.0)) == pytest.approx(4, abs=1e-3)  # the integers 44, 45
+
+
+def test_non_integral_query_bound_in_an_integer_domain_needs_align(grid, con, files, capsys, in_tmp):
+    with pytest.raises(pdp.QueryError) as info:
+        grid.range_count(age=(20.5, 39))
+    one_sentence(str(info.value), "age=(20.5, 39)", "align='outer'")
+    sql_error(con, "SELECT * FROM g_range_count(age_lo := 20.5, age_hi := 39)", "age=(20.5, 39", "outer")
+    cli_error(capsys, in_tmp, "query", files["grid"], "--where", "age=20.5..39", names=("align",))
+    assert grid.range_count(age=(20.5, 39), align="outer") == pytest.approx(grid.range_count(age=(20, 39)))
+
+
+@pytest.fixture(scope="module")
+def lat() -> pdp.GridRelease:
+    a = pdp.Ordinal("lat", 44.0, 46.0, width=1.0)
+    return pdp.GridRelease(np.array([1.0, 2.0, 3.0]), (a,), mechanism="basic", epsilon=1.0,
+                           neighbours="replace", noise_scale=2.0, params={"sensitivity": 2})
+
+
+@pytest.mark.parametrize(("lo", "hi", "want"), [(44.2, 44.7, 1.0), (45.0, 45.0, 2.0), (44.0, 44.0, 1.0),
+                                                (46.0, 46.0, 3.0), (44.5, 45.0, 1.0)])
+def test_outer_inside_one_float_bin_is_that_bin(lat, lo, hi, want, tmp_path, capsys):
+    assert lat.range_count(lat=(lo, hi), align="outer") == want
+    con = duckdb.connect()
+    lat.to_duckdb(con, "r")
+    assert con.sql(f"SELECT count FROM r_range_count(lat_lo := {lo}, lat_hi := {hi}, align := 'outer')"
+                   ).fetchall() == [(want,)]
+    con.register("qs", pl.DataFrame({"id": [1], "lat_lo": [lo], "lat_hi": [hi]}).to_arrow())
+    assert con.sql("SELECT count FROM r_range_counts('qs', align := 'outer')").fetchall() == [(want,)]
+    lat.write_parquet(tmp_path / "lat.parquet")
+    code, out, _ = run_cli(capsys, "query", tmp_path / "lat.parquet", "--where", f"lat={lo}..{hi}",
+                           "--align", "outer")
+    assert code == 0 and float(out) == want

@@ -212,7 +212,8 @@ class _Axis:
         n = a.n_cells
         outer_start = f"coalesce({cl}, 0)"
         inner_start = f"coalesce({cl} + CASE WHEN {el} THEN 0 ELSE 1 END, 0)"
-        outer_stop = f"CASE WHEN {hi} IS NULL THEN {n} WHEN {eh} THEN {sh} ELSE {ch} + 1 END"
+        outer_stop = (f"greatest(CASE WHEN {hi} IS NULL THEN {n} WHEN {eh} THEN {sh} ELSE {ch} + 1 END, "
+                      f"coalesce({cl}, 0) + 1)")
         inner_stop = f"CASE WHEN {hi} IS NULL THEN {n} WHEN {eh} THEN {sh} ELSE {ch} END"
         raw_lo, raw_hi = (f"coalesce(CAST(q.{ident(c)} AS VARCHAR), 'None')" for c in self.columns)
         asked = f"{literal(a.column + '=(')} || {raw_lo} || ', ' || {raw_hi} || ')'"
