@@ -15,8 +15,12 @@ q AS (
            CASE WHEN string IS NULL OR len(string) = 0
                 THEN error('the empty string has no frequency; give at least one symbol' || {{where}})
                 WHEN len(list_filter(CAST(string AS {{list_type}}), lambda x: x IS NULL OR NOT list_contains({{alphabet}}, x))) > 0
-                THEN error('symbols outside the alphabet: ' || CAST(list_filter(CAST(string AS {{list_type}}),
-                           lambda x: x IS NULL OR NOT list_contains({{alphabet}}, x)) AS VARCHAR) || {{where}})
+                THEN error('query strings contain symbols outside the alphabet ' || {{alphabet_text}}
+                           || ', e.g. ' || array_to_string(list_transform(list_sort(list_distinct(
+                           list_filter(CAST(string AS {{list_type}}),
+                                       lambda x: x IS NULL OR NOT list_contains({{alphabet}}, x))))[1:5],
+                           lambda x: coalesce({{symbol_text}}, 'None')), ', ')
+                           || '; query only symbols of the alphabet' || {{where}})
                 ELSE CAST(string AS {{list_type}}) END AS s
     FROM src AS q
 ),

@@ -259,3 +259,63 @@ def test_outer_inside_one_float_bin_is_that_bin(lat, lo, hi, want, tmp_path, cap
     code, out, _ = run_cli(capsys, "query", tmp_path / "lat.parquet", "--where", f"lat={lo}..{hi}",
                            "--align", "outer")
     assert code == 0 and float(out) == want
+
+
+# ---------------------------------------------------------------------- 4. symbol types
+SEQ_SPEC = """mechanism = "privtree_sequences"
+epsilon = 1.0
+column = "s"
+alphabet = "abc"
+max_length = 5
+"""
+
+
+def test_integer_symbols_with_a_text_alphabet(capsys, in_tmp):
+    df = pl.DataFrame({"s": [[1, 2], [2, 3]]})
+    for source in (df, df.lazy(), df.to_arrow()):  # (sequences are not counted in DuckDB)
+        with pytest.raises(pdp.DomainError) as info:
+            pdp.privtree_sequences(source, "s", alphabet="abc", max_length=5, epsilon=1.0, seed=1)
+        one_sentence(str(info.value), "'s'", "List(Int", "['a', 'b', 'c']", "cast the column")
+    with pytest.raises(pdp.DomainError, match="not integers"):
+        pdp.privtree_sequences(pl.DataFrame({"s": [["a"]]}), "s", alphabet=[1, 2], max_length=5, epsilon=1.0)
+    df.write_parquet(in_tmp / "s.parquet")
+    (in_tmp / "s.toml").write_text(SEQ_SPEC)
+    cli_error(capsys, in_tmp, "release", "s.parquet", "--spec", "s.toml", "-o", "out.parquet",
+              names=("'s'", "List(Int64)"))
+
+
+# ---------------------------------------------------------------------- 9. messages that hide the fix
+def test_out_of_alphabet_messages_say_the_alphabet_is_cut(con, files, capsys, in_tmp):
+    alphabet = "abcdefghijklmnopqrstuvwxyz"
+    df = pl.DataFrame({"s": ["abc", "cab"] * 20})
+    model = pdp.privtree_sequences(df, "s", alphabet=alphabet, max_length=4, epsilon=1.0, seed=1)
+    cut = "['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j', ..., 'z'] (26 symbols)"
+    with pytest.raises(pdp.QueryError) as info:
+        model.frequencies(["a1"])
+    one_sentence(str(info.value), cut, "'1'")
+    with pytest.raises(pdp.DomainError) as info:
+        pdp.privtree_sequences(pl.DataFrame({"s": ["ab1"]}), "s", alphabet=alphabet, max_length=4,
+                               epsilon=1.0)
+    one_sentence(str(info.value), cut, "'1'", "'s'")
+    sql_error(con, "SELECT * FROM s_frequency(['a', 'x'])", "['a', 'b', 'c']", "'x'", "query only symbols")
+    cli_error(capsys, in_tmp, "query", files["seq"], "--frequency", "ax", names=("'x'",))
+
+
+def test_ngram_domain_too_large_suggests_a_lower_height():
+    df = pl.DataFrame({"s": ["abc"] * 5})
+    with pytest.raises(pdp.DomainTooLargeError) as info:
+        pdp.ngram_sequences(df, "s", alphabet="abcdefghijklmnopqrstuvwxyz", max_length=30, height=20,
+                            epsilon=1.0)
+    message = one_sentence(str(info.value), "height 20", "lower height")
+    assert not re.search(r"\d{16}", message), message  # no 28-digit numbers
+    assert "coarser bins" not in message
+
+
+def test_header_only_csv_and_file_without_columns(capsys, in_tmp):
+    spec = Path(__file__).resolve().parents[1] / "examples" / "specs" / "basic.toml"
+    (in_tmp / "header.csv").write_text("age,gender,education\n")
+    cli_error(capsys, in_tmp, "release", "header.csv", "--spec", spec, "-o", "out.parquet",
+              names=("header.csv", "no rows"))
+    pl.DataFrame().write_parquet(in_tmp / "nothing.parquet")
+    cli_error(capsys, in_tmp, "release", "nothing.parquet", "--spec", spec, "-o", "out.parquet",
+              names=("no columns", "age, gender, education"))

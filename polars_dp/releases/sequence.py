@@ -74,7 +74,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from polars_dp.counting.sequences import check_alphabet, check_max_length
+from polars_dp.counting.sequences import alphabet_text, check_alphabet, check_max_length
 from polars_dp.errors import ParameterError, QueryError, ReleaseFormatError
 from polars_dp.kernels.pst import deepest_nodes
 from polars_dp.kernels.topk import best_k, frontier
@@ -254,7 +254,10 @@ class SequenceRelease(Release):
         lengths = np.diff(arr.offsets.to_numpy())
         flat = arr.flatten()
         if flat.null_count:
-            raise QueryError(f"query strings contain symbols outside the alphabet {list(self.alphabet)[:20]}")
+            bad = series.explode().filter(codes.explode().is_null()).unique().sort().head(5).to_list()
+            raise QueryError(f"query strings contain symbols outside the alphabet "
+                             f"{alphabet_text(self.alphabet)}, e.g. {', '.join(map(repr, bad))}; "
+                             "query only symbols of the alphabet")
         if lengths.size and lengths.min() == 0:
             raise QueryError("the empty string has no frequency; give at least one symbol")
         return _padded(flat.to_numpy(zero_copy_only=False), lengths), lengths

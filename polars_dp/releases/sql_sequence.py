@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from polars_dp.counting.sequences import alphabet_text
 from polars_dp.releases.sql import (
     BATCH_WHERE,
     check_free,
@@ -69,6 +70,8 @@ def _answers(model: Any, name: str, queries: str, where: str) -> str:
     return render("sequence_answers.sql", queries=queries, where=where,
                   checks=query_checks(queries, "src", ["string"], batch=where == BATCH_WHERE),
                   list_type="VARCHAR[]" if is_text else "BIGINT[]", alphabet=alphabet,
+                  alphabet_text=literal(alphabet_text(model.alphabet)),
+                  symbol_text="'''' || x || ''''" if is_text else "CAST(x AS VARCHAR)",  # as Python's repr
                   height=model.height, beta=model.alphabet_size + 1,
                   table=ident(name), nodes_table=ident(f"{name}_nodes"))
 
