@@ -319,3 +319,26 @@ def test_header_only_csv_and_file_without_columns(capsys, in_tmp):
     pl.DataFrame().write_parquet(in_tmp / "nothing.parquet")
     cli_error(capsys, in_tmp, "release", "nothing.parquet", "--spec", spec, "-o", "out.parquet",
               names=("no columns", "age, gender, education"))
+
+
+# ---------------------------------------------------------------------- 5. outputs too large to draw
+@pytest.fixture
+def small_machine(monkeypatch):
+    """A machine with 1 GiB, so that the refusals do not depend on the test machine's memory."""
+    monkeypatch.setattr("polars_dp.releases.sampling.total_memory_bytes", lambda: 1 << 30)
+
+
+def test_samples_and_random_boxes_too_large_are_refused_before_allocating(grid, tree, seq, small_machine):
+    import resource
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    for draw, what in ((lambda: grid.sample(10**9), "synthetic rows"),
+                       (lambda: tree.sample(10**9), "synthetic rows"),
+                       (lambda: seq.sample(10**8), "synthetic sequences"),
+                       (lambda: pdp.random_boxes(["x", "y"], [(0, 1), (0, 1)], 10**9), "random boxes")):
+        with pytest.raises(pdp.DomainTooLargeError) as info:
+            draw()
+        one_sentence(str(info.value), what, "1.0 GiB", "at most")
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200_000  # kB: nothing drawn
+    fit = int(str(info.value).split("at most ")[1].split(" ")[0].replace(",", ""))
+    assert 10**6 < fit < 10**9
+    assert grid.sample(1000, seed=1).height == 1000 and seq.sample(1000, seed=1).height == 1000

@@ -84,6 +84,7 @@ from polars_dp.releases import sql_sequence
 from polars_dp.releases.base import Release
 from polars_dp.releases.io import register_release_type
 from polars_dp.releases.metadata import read_metadata
+from polars_dp.releases.sampling import check_rows_fit
 
 #: Default significance (in noise standard deviations) a node's total needs to be used.
 BACKOFF_Z = 3.0
@@ -433,6 +434,8 @@ class SequenceRelease(Release):
         sampling error), while the contexts keep their relative stop odds.
         """
         n = check_int(n, "n", lo=0)
+        # generated symbols and one step's reversed contexts, then per row a few histograms
+        check_rows_fit(n, 8 * (2 * self.max_length + 4 * (self.alphabet_size + 1) + 8), "synthetic sequences")
         rng = make_rng(seed)
         usable = self.usable(backoff)
         law = self.length_law() if calibrate else None
