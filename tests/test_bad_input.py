@@ -342,3 +342,84 @@ def test_samples_and_random_boxes_too_large_are_refused_before_allocating(grid, 
     fit = int(str(info.value).split("at most ")[1].split(" ")[0].replace(",", ""))
     assert 10**6 < fit < 10**9
     assert grid.sample(1000, seed=1).height == 1000 and seq.sample(1000, seed=1).height == 1000
+
+
+# ---------------------------------------------------------------------- 6. the CLI reaches what the API does
+def test_cli_sql_registers_sequence_macros(seq, files, capsys, in_tmp):
+    code, out, err = run_cli(capsys, "sql", files["seq"], "--json",
+                             "SELECT * FROM release_frequency(['a', 'b'])")
+    assert code == 0, err
+    (row,) = __import__("json").loads(out)
+    counts, stds = seq.frequencies([["a", "b"]], std=True)
+    assert row["count"] == pytest.approx(counts[0]) and row["std"] == pytest.approx(stds[0])
+    code, out, _ = run_cli(capsys, "sql", files["seq"], "--csv", "SELECT count(*) AS n FROM release_nodes")
+    assert code == 0 and int(out.splitlines()[1]) == seq.n_nodes
+
+
+def test_cli_query_std_for_sequences(seq, files, capsys, in_tmp):
+    import json
+    counts, stds = seq.frequencies([["a", "b"], ["c"]], std=True)
+    code, out, err = run_cli(capsys, "query", files["seq"], "--frequency", "ab", "--frequency", "c",
+                             "--std", "--json")
+    assert code == 0, err
+    rows = json.loads(out)
+    assert [r["count"] for r in rows] == pytest.approx(list(counts))
+    assert [r["std"] for r in rows] == pytest.approx(list(stds))
+    pl.DataFrame({"id": [1, 2], "string": ["a b", "c"]}).write_csv(in_tmp / "q.csv")
+    code, out, _ = run_cli(capsys, "query", files["seq"], "--queries", "q.csv", "--std", "--json")
+    got = json.loads(out)
+    want = seq.frequencies([["a", "b"], ["c"]], std=True)[1]
+    assert code == 0 and [r["std"] for r in got] == pytest.approx(list(want))
+    cli_error(capsys, in_tmp, "query", files["seq"], "--top-k", "3", "--std", names=("--std", "--frequency"))
+
+
+# ---------------------------------------------------------------------- 7. one convention for a missing std
+def test_missing_std_is_none_and_json_null(grid, tree, tmp_path, capsys):
+    import json
+    post = grid.postprocess("nonnegative")
+    assert post.range_std(age=(0, 9)) is None
+    assert post.range_counts(pl.DataFrame({"age_lo": [0]}), std=True)["std"].to_list() == [None]
+    assert tree.postprocess("nonnegative").range_std(x=(0.0, 5.0)) is None
+    post.write_parquet(tmp_path / "post.parquet")
+    code, out, _ = run_cli(capsys, "query", tmp_path / "post.parquet", "--where", "age=0..9", "--std",
+                           "--json")
+    assert code == 0 and json.loads(out)["std"] is None  # valid JSON: null, not NaN
+    code, out, _ = run_cli(capsys, "query", tmp_path / "post.parquet", "--where", "age=0..9", "--std")
+    assert code == 0 and "no std" in out and "nan" not in out.lower()
+
+
+# ---------------------------------------------------------------------- 8. wrong macro arguments
+def test_cli_sql_wrong_argument_shows_the_signature(files, capsys, in_tmp):
+    message = cli_error(capsys, in_tmp, "sql", files["grid"],
+                        "SELECT * FROM release_range_count(agee_lo := 3)",
+                        names=("release_range_count(age_lo := NULL, age_hi := NULL, sex := NULL",))
+    assert "explicit type casts" not in message
+    cli_error(capsys, in_tmp, "sql", files["tree"], "SELECT * FROM release_range_count(lon_lo := 3)",
+              names=("release_range_count(x_lo := NULL, x_hi := NULL, y_lo := NULL, y_hi := NULL)",))
+
+
+# ---------------------------------------------------------------------- 14. sql only reads
+@pytest.mark.parametrize("statement", ["COPY (SELECT * FROM release) TO 'out.csv'",
+                                       "SELECT 1; COPY release TO 'out.parquet'",
+                                       "EXPORT DATABASE 'dump'", "ATTACH 'other.db'", "INSTALL spatial"])
+def test_cli_sql_refuses_statements_that_write(statement, files, capsys, in_tmp):
+    cli_error(capsys, in_tmp, "sql", files["grid"], statement, names=("only reads", "-o FILE"))
+
+
+def test_cli_sql_may_read_a_query_file(grid, files, capsys, in_tmp):
+    pl.DataFrame({"id": [1], "age_lo": [10]}).write_csv(in_tmp / "q.csv")
+    code, out, err = run_cli(capsys, "sql", files["grid"], "--csv",
+                             "CREATE TABLE q (id INT, age_lo INT); COPY q FROM 'q.csv' (HEADER); "
+                             "SELECT count FROM release_range_counts('q')")
+    assert code == 0, err
+    assert float(out.splitlines()[1]) == pytest.approx(grid.range_count(age=(10, None)))
+    code, out, _ = run_cli(capsys, "sql", "--help")
+    assert "only reads" in " ".join(out.split()) and "COPY ... TO" in out
+
+
+# ---------------------------------------------------------------------- 15. range_variance is in cells
+def test_range_variance_takes_half_open_cell_ranges(grid):
+    """``age=(20, 39)`` is cells [2, 4) of bins of 10; ``sex='m'`` is cell [1, 2)."""
+    var = grid.range_variance([[2, 1]], [[4, 2]])[0]
+    assert var == pytest.approx(grid.range_std(age=(20, 39), sex="m") ** 2)
+    assert "half-open" in grid.range_variance.__doc__ and "cell" in grid.range_variance.__doc__
