@@ -25,7 +25,7 @@ examples:
   polars-dp query release.parquet --where "age=..17"                # open range: age <= 17
   polars-dp query tree.parquet --where "lon=-75..-73" --where "lat=40..42"
   polars-dp query release.parquet --queries queries.csv -o answers.parquet --std --keep label
-  polars-dp query pst.parquet --frequency "1 1 2" --frequency "3"    # sequence models
+  polars-dp query pst.parquet --frequency "1 1 2" --frequency "3" --std   # sequence models
   polars-dp query pst.parquet --top-k 10
 
 A --where is COLUMN=LO..HI (either side may be left out), COLUMN=VALUE, or for a nominal attribute
