@@ -53,7 +53,7 @@ def total_memory_bytes() -> int:
 
 def _size_text(x: float) -> str:
     """A possibly astronomical number for a message: ``1,234,567`` or ``4.4e+28``."""
-    return f"{int(x):,}" if x < 1e15 else f"{x:.2g}"
+    return f"{int(x):,}" if x < 1e21 else f"{x:.2g}"
 
 
 def check_domain_size(shape: tuple[int, ...], *, bytes_per_cell: int = 24,
