@@ -1,34 +1,54 @@
 # Two commands for a fresh machine with Python 3.11 and make:  `make demo`, `make test`.
+# `make demo` installs the package and its runtime dependencies only; `make test` (and lint, bench,
+# evaluate) add the test, eval, spark and geo extras.  Each install runs once per pyproject.toml version
+# (a stamp file in the venv named after its checksum) and says in one line what it installs.
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+SUM    := $(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+BASE   := $(VENV)/.installed-base-$(SUM)
+FULL   := $(VENV)/.installed-full-$(SUM)
+EXTRAS := test,eval,spark,geo
+# the dependencies pyproject.toml declares (for the announcement), e.g. "polars, pyarrow, ..."
+DEPS    = $(shell $(PYTHON) -c "import re, tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; \
+          print(', '.join(re.split('[<>=!~ ;\[]', d)[0] for d in p['dependencies']))")
+EXTRA_DEPS = $(shell $(PYTHON) -c "import re, tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; \
+          print(', '.join(sorted({re.split('[<>=!~ ;\[]', d)[0] for e in '$(EXTRAS)'.split(',') \
+          for d in p['optional-dependencies'][e]})))")
 
 .PHONY: demo test lint bench evaluate evaluate-quick clean
 
-$(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,eval,spark,geo]'
-	rm -f $(VENV)/.installed-*
-	touch $(STAMP)
+$(BIN)/python:
+	@$(PYTHON) -m venv $(VENV)
 
-demo: $(STAMP)
+$(BASE): pyproject.toml | $(BIN)/python
+	@echo "polars-dp: installing polars-dp and its dependencies ($(DEPS)) into $(VENV), once"
+	@$(BIN)/python -m pip install --quiet --disable-pip-version-check -e .
+	@rm -f $(VENV)/.installed-base-*
+	@touch $@
+
+$(FULL): pyproject.toml | $(BIN)/python
+	@echo "polars-dp: installing polars-dp with the $(EXTRAS) extras ($(DEPS), $(EXTRA_DEPS)) into $(VENV), once"
+	@$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[$(EXTRAS)]'
+	@rm -f $(VENV)/.installed-base-* $(VENV)/.installed-full-*
+	@touch $(BASE) $@
+
+demo: $(BASE)
 	$(BIN)/python -m polars_dp demo
 
-test: $(STAMP)
+test: $(FULL)
 	$(BIN)/python -m pytest -q
 
-lint: $(STAMP)
+lint: $(FULL)
 	$(BIN)/ruff check .
 
-bench: $(STAMP)
+bench: $(FULL)
 	$(BIN)/python -m benchmarks $(ARGS)
 
-evaluate: $(STAMP)
+evaluate: $(FULL)
 	$(BIN)/python benchmarks/evaluate.py $(ARGS)
 
-evaluate-quick: $(STAMP)
+evaluate-quick: $(FULL)
 	$(BIN)/python benchmarks/evaluate.py --quick $(ARGS)
 
 clean:

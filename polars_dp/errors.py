@@ -32,7 +32,7 @@ class HierarchyError(PolarsDPError, ValueError):
 
 
 class DomainTooLargeError(PolarsDPError, MemoryError):
-    """The declared domain has more cells than fit in memory."""
+    """The declared domain has more cells than fit in memory (or a requested output more rows)."""
 
 
 class QueryError(PolarsDPError, ValueError):

@@ -3,8 +3,9 @@ writing, ...).
 
 ``progress=None`` (the default of every mechanism and of ``range_counts``) shows the bars
 only when stderr is a terminal and the work is large (at least :data:`LARGE_WORK` units,
-e.g. cells or rows); ``True`` always shows them (on stderr, terminal or not); ``False``
-never.  Progress output is written after the fact of each step and carries no data values.
+e.g. cells or rows); ``True`` always shows them; ``False`` never.  On a terminal a stage is a
+live bar; elsewhere (a log file, a pipe) it is one plain line ``title: stage`` when the stage
+starts, with no carriage-return frames.  Progress output carries no data values.
 """
 
 from __future__ import annotations
@@ -35,8 +36,7 @@ def show_progress(progress: bool | None, work: int | None = 0) -> bool:
     """Resolve a ``progress`` option: ``None`` means stderr is a terminal and ``work`` is large
     (or unknown: ``work=None``)."""
     if progress is None:
-        isatty = getattr(sys.stderr, "isatty", None)
-        return bool(isatty and isatty()) and (work is None or work >= LARGE_WORK)
+        return _is_terminal() and (work is None or work >= LARGE_WORK)
     if not isinstance(progress, bool):
         raise ParameterError(f"progress must be True, False or None (automatic), got {progress!r}")
     return progress
@@ -44,6 +44,11 @@ def show_progress(progress: bool | None, work: int | None = 0) -> bool:
 
 def _noop(n: int = 1) -> None:
     return None
+
+
+def _is_terminal() -> bool:
+    isatty = getattr(sys.stderr, "isatty", None)
+    return bool(isatty and isatty())
 
 
 class Progress:
@@ -62,6 +67,9 @@ class Progress:
         """Start stage ``name``; returns ``advance(n)`` (moves its bar by ``n`` of ``total``)."""
         self.close()
         if not self.enabled:
+            return _noop
+        if not _is_terminal():  # a log: one plain line per stage
+            print(f"{self.title}: {name}", file=sys.stderr, flush=True)
             return _noop
         self._bar = tqdm(total=total, desc=f"{self.title}: {name}", unit=unit, unit_scale=True,
                          file=sys.stderr, leave=True, dynamic_ncols=True,

@@ -1,12 +1,14 @@
 -- Answers of range-count queries (one row per query) from the prefix column of {{table}}.
 -- {{queries}}: a relation with an id column and predicate columns <ordinal>_lo / <ordinal>_hi
--- and <nominal> (a hierarchy label); a missing column or NULL means the whole domain.
+-- and <nominal> (a hierarchy label); a missing column or NULL means the whole domain; any other
+-- column, and a missing, NULL or repeated id, is refused (checks).
 -- align ('exact', 'outer' or 'inner'): what to do with an ordinal bound inside a bin.
 WITH q AS (
     SELECT {{typed_columns}} WHERE false      -- fixes the type of every predicate column
     UNION ALL BY NAME
     SELECT * FROM {{queries}}
 ),
+{{checks}},
 vals AS (                                    -- ordinal bounds checked: numbers inside the domain
     SELECT q.*{{values}}
     FROM q
@@ -39,4 +41,5 @@ SELECT box.id,
        coalesce(total.count, 0.0)::DOUBLE AS count,
        sqrt({{variance}})::DOUBLE AS std      -- noise std: sqrt(2 scale^2 prod_k f_k)
 FROM box LEFT JOIN total ON total.id = box.id
+WHERE (SELECT ok FROM checks)
 ORDER BY box.id                              -- answers in query-id order

@@ -1,17 +1,28 @@
 -- Estimated substring frequencies (and their noise sd) of a relation {{queries}} with columns
--- id and string (a list of symbols), as SequenceRelease.frequencies(..., std=True) at the default
+-- id and string (a list of symbols; any other column, and a missing, NULL or repeated id, is
+-- refused by checks), as SequenceRelease.frequencies(..., std=True) at the default
 -- back-off: f(q1) = max(h(root)[q1], 0); then for each j the deepest reachable node u whose
 -- context is a suffix of q1..qj: if it holds the whole prefix, f = min(f, max(h(u)[q_{j+1}], 0)),
 -- else f = f * max(h(u)[q_{j+1}], 0) / total(u).
-WITH RECURSIVE q AS (
+WITH RECURSIVE src AS (
+    SELECT NULL AS id, NULL AS string WHERE false
+    UNION ALL BY NAME
+    SELECT * FROM {{queries}}
+),
+{{checks}},
+q AS (
     SELECT id,
            CASE WHEN string IS NULL OR len(string) = 0
                 THEN error('the empty string has no frequency; give at least one symbol' || {{where}})
                 WHEN len(list_filter(CAST(string AS {{list_type}}), lambda x: x IS NULL OR NOT list_contains({{alphabet}}, x))) > 0
-                THEN error('symbols outside the alphabet: ' || CAST(list_filter(CAST(string AS {{list_type}}),
-                           lambda x: x IS NULL OR NOT list_contains({{alphabet}}, x)) AS VARCHAR) || {{where}})
+                THEN error('query strings contain symbols outside the alphabet ' || {{alphabet_text}}
+                           || ', e.g. ' || array_to_string(list_transform(list_sort(list_distinct(
+                           list_filter(CAST(string AS {{list_type}}),
+                                       lambda x: x IS NULL OR NOT list_contains({{alphabet}}, x))))[1:5],
+                           lambda x: coalesce({{symbol_text}}, 'None')), ', ')
+                           || '; query only symbols of the alphabet' || {{where}})
                 ELSE CAST(string AS {{list_type}}) END AS s
-    FROM {{queries}} AS q
+    FROM src AS q
 ),
 pos AS (                                   -- step j: the prefix s[1..j] predicts s[j + 1]
     SELECT id, s, unnest(range(1, len(s))) AS j FROM q
@@ -51,4 +62,4 @@ fold(id, j, f, var) AS (
     FROM fold JOIN terms AS x ON x.id = fold.id AND x.j = fold.j + 1
 )
 SELECT id, arg_max(f, j)::DOUBLE AS count, sqrt(arg_max(var, j))::DOUBLE AS std
-FROM fold GROUP BY id
+FROM fold WHERE (SELECT ok FROM checks) GROUP BY id

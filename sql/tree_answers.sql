@@ -1,12 +1,14 @@
 -- Answers of box range counts (one row per query) against the leaves of {{table}}.
 -- {{queries}}: a relation with an id column and <column>_lo / <column>_hi columns (closed ranges);
--- a missing column or NULL means the whole declared range.  Each leaf overlapping a box
+-- a missing column or NULL means the whole declared range; any other column, and a missing, NULL
+-- or repeated id, is refused (checks).  Each leaf overlapping a box
 -- contributes count * (overlapped volume / leaf volume): tuples are assumed uniform in a leaf.
 WITH q AS (
     SELECT {{typed_columns}} WHERE false      -- fixes the type of every predicate column
     UNION ALL BY NAME
     SELECT * FROM {{queries}}
 ),
+{{checks}},
 box AS (                                     -- per dimension k: the closed range [lo_k, hi_k]
     SELECT q.id, {{bounds}}
     FROM q
@@ -18,4 +20,5 @@ total AS (
 )
 SELECT box.id, coalesce(total.count, 0.0)::DOUBLE AS count
 FROM box LEFT JOIN total ON total.id = box.id
+WHERE (SELECT ok FROM checks)
 ORDER BY box.id                              -- answers in query-id order

@@ -298,7 +298,7 @@ def test_sql_unknown_table_names_what_is_registered(released, capsys):
     assert code == 2
     assert "range_count" in err and "registered as people, people_meta, people_range_count(...)" in err
     code, _, err = run_cli(capsys, "sql", released["privtree_sequences"], "SELECT * FROM nodes")
-    assert code == 2 and "registered as release, release_meta)" in err
+    assert code == 2 and "registered as release, release_nodes, release_meta, release_frequency([...])" in err
 
 
 def test_sql(released, tmp_path, capsys):

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 
 import polars as pl
 import pytest
-from cli_helpers import SPECS, data_for, png_size, run_subprocess
+from cli_helpers import REPO, SPECS, data_for, png_size, run_subprocess
 
 import polars_dp as pdp
 from polars_dp.cli.spec import load_spec
@@ -40,4 +44,27 @@ def test_bad_input_as_a_subprocess(tmp_path):
     assert done.stdout == ""
     assert done.stderr == ("polars-dp release: error: domain.toml:7: attributes[1].hi: hi = 10 is below "
                            "lo = 90; swap them\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["domain.toml", "people.parquet"]
+
+
+def test_sigterm_while_writing_leaves_no_temporary_file(tmp_path):
+    """Small defect: a SIGTERM during `release` left the hidden temporary file beside the output."""
+    pl.DataFrame({"age": [20, 30, 40]}).write_parquet(tmp_path / "people.parquet")
+    (tmp_path / "domain.toml").write_text('mechanism = "basic"\nepsilon = 1\n[[attributes]]\ncolumn = "age"\n'
+                                          'kind = "ordinal"\nlo = 0\nhi = 99\n')
+    script = (
+        "import os, signal, sys, pyarrow.parquet as pq\n"
+        "from polars_dp.cli import main\n"
+        "write = pq.write_table\n"
+        "def write_then_terminated(table, where, **kw):\n"
+        "    write(table, where, **kw)  # the temporary file exists and is complete\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "pq.write_table = write_then_terminated\n"
+        "sys.exit(main(['release', 'people.parquet', '--spec', 'domain.toml', '-o', 'out.parquet', '-q']))\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env,
+                          cwd=tmp_path, timeout=120)
+    assert done.returncode == 128 + signal.SIGTERM, done.stderr
+    assert "terminated" in done.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["domain.toml", "people.parquet"]

@@ -41,8 +41,12 @@ def test_ordinal_float_binning_absorbs_decimal_rounding():
 
 
 def test_ordinal_float_column_with_integer_domain():
+    """An integer domain holds whole numbers: a fraction is outside it unless clamped (floored)."""
     a = pdp.Ordinal("x", 0, 10, width=5)
-    assert cells(a, [0.0, 4.99, 5.0, 10.0, 10.5]) == [0, 0, 1, 2, None]
+    assert cells(a, [0.0, 4.99, 5.0, 10.0, 10.5]) == [0, None, 1, 2, None]
+    frame = pl.DataFrame({"x": [0.0, 4.99, 5.0, 10.0, 10.5, -1.5]})
+    clamped = frame.select(a.index_expr(pl.Float64, clamp=True)).to_series().to_list()
+    assert clamped == [0, 0, 1, 2, 2, 0]
 
 
 def test_nominal_cells_follow_dfs_order_and_accept_categoricals():

@@ -86,8 +86,18 @@ def test_progress_option_is_checked():
         Progress("x", "yes")
 
 
-def test_stage_bar_reaches_its_total(capsys):
+def test_stage_bar_reaches_its_total(capsys, monkeypatch):
+    monkeypatch.setattr("polars_dp.progress._is_terminal", lambda: True)  # bars are for terminals
     bar = Progress("task", True)
     with bar.stage("work", total=10) as advance:
         advance(3)
     assert "100%" in capsys.readouterr().err
+
+
+def test_progress_off_a_terminal_is_one_plain_line_per_stage(capsys):
+    """Small defect: a log got each stage twice on one line and a pile of carriage-return frames."""
+    pdp.privtree(POINTS, ["x", "y"], bounds=[(0, 1)] * 2, epsilon=1.0, seed=1, progress=True)
+    err = capsys.readouterr().err
+    assert "\r" not in err
+    lines = err.splitlines()
+    assert lines == [f"privtree: {stage}" for stage in ("counting (finest cells)", "tree", "noise")], lines

@@ -9,8 +9,12 @@ other failure.  The commands use only the public API (``import polars_dp as pdp`
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
 import sys
+import threading
 import traceback
+from collections.abc import Iterator
 from typing import NoReturn
 
 import duckdb
@@ -64,18 +68,45 @@ def _bad_input(exc: BaseException) -> bool:
     return isinstance(exc, duckdb.Error)
 
 
+class Terminated(BaseException):
+    """SIGTERM, raised where the process is so that every ``finally`` (and the atomic writer's
+    clean-up of its temporary file) runs, as for Ctrl-C."""
+
+
+def _raise_terminated(signum: int, frame: object) -> NoReturn:
+    raise Terminated
+
+
+@contextlib.contextmanager
+def _sigterm_as_exception() -> Iterator[None]:
+    """Turn SIGTERM into :class:`Terminated` while a command runs (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run one command; returns the exit code (0 ok, 2 bad input, 1 other errors)."""
+    """Run one command; returns the exit code (0 ok, 2 bad input, 1 other errors, 130 / 143
+    interrupted by Ctrl-C / SIGTERM, nothing left half-written)."""
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, --version, usage errors
         return exc.code if isinstance(exc.code, int) else 1
     try:
-        return args.func(args)
+        with _sigterm_as_exception():
+            return args.func(args)
     except KeyboardInterrupt:
         print("polars-dp: interrupted", file=sys.stderr)
         return 130
+    except Terminated:
+        print("polars-dp: terminated", file=sys.stderr)
+        return 128 + signal.SIGTERM
     except BrokenPipeError:  # e.g. piped into `head`
         return 0
     except Exception as exc:

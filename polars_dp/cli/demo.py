@@ -74,7 +74,7 @@ def _incomes(args: argparse.Namespace) -> None:
     n = 1_000_000
     frame = pl.DataFrame({
         "age": rng.integers(18, 90, n),
-        "income": np.minimum(rng.lognormal(10.4, 0.7, n), 99_999.0),
+        "income": np.minimum(rng.lognormal(10.4, 0.7, n), 99_999.0).astype(np.int64),  # whole dollars
     })
     attrs = [pdp.Ordinal("age", 0, 100), pdp.Ordinal("income", 0, 99_999, width=100)]
     print(f"2. Synthetic incomes: {n:,} rows, age(101) x income(1,000 bins of $100) = 101,000 cells\n")

@@ -145,7 +145,8 @@ def _grid(fig: Any, release: pdp.GridRelease, args: argparse.Namespace) -> None:
     ex, ey = _edges(release.attribute(x), ticks_x), _edges(release.attribute(y), ticks_y)
     for ax, (values, title, cmap) in zip(axes, panels, strict=True):
         mesh = ax.pcolormesh(ex, ey, values.T, cmap=cmap, shading="flat")
-        fig.colorbar(mesh, ax=ax, label=title, shrink=0.8)
+        # beside one panel, under each of two (a bar on the right would sit next to the other panel)
+        fig.colorbar(mesh, ax=ax, label=title, shrink=0.8, location="right" if constant else "bottom")
         ax.set_title(f"{title} (noise std {std.flat[0]:,.3g} in every cell)" if constant else title,
                      fontsize="medium")
         ax.set_xlabel(x)
@@ -183,6 +184,24 @@ def _ticks(setter: Any, attribute: pdp.Attribute, labels: list[str], *, rotate: 
 
 
 # ---------------------------------------------------------------------- spatial releases
+#: Share of the drawn area whose density lies outside the colour scale, at each end.
+DENSITY_CLIP = 0.02
+
+
+def density_limits(density: np.ndarray, area: np.ndarray, clip: float = DENSITY_CLIP) -> tuple[float, float]:
+    """Colour-scale limits of a density plot: the ``clip`` and ``1 - clip`` quantiles of the
+    positive densities weighted by leaf area, so that what fills the picture sets the scale (a
+    few tiny leaves around coincident points can otherwise stretch it over 20 decades)."""
+    positive = density > 0
+    values, weights = density[positive], area[positive]
+    order = np.argsort(values)
+    values, cumulative = values[order], np.cumsum(weights[order])
+    if cumulative[-1] <= 0:  # zero-area leaves only
+        return float(values[0]), float(values[-1])
+    cumulative /= cumulative[-1]
+    lo = float(values[np.searchsorted(cumulative, clip)])
+    hi = float(values[min(np.searchsorted(cumulative, 1 - clip), values.size - 1)])
+    return (lo, hi) if hi > lo else (float(values[0]), float(values[-1]))
 def _tree(fig: Any, release: pdp.SpatialRelease, args: argparse.Namespace) -> None:
     from matplotlib.collections import PatchCollection
     from matplotlib.patches import Rectangle
@@ -218,14 +237,16 @@ def _tree(fig: Any, release: pdp.SpatialRelease, args: argparse.Namespace) -> No
         edge = 0.2 if len(boxes) <= 20_000 else 0.0
         coll = PatchCollection(boxes, cmap="viridis", edgecolor="white", linewidth=edge)
         coll.set_array(values)
+        extend = "neither"
         if args.color == "density" and np.any(values > 0):
             from matplotlib.colors import LogNorm
-            positive = values[values > 0]
-            coll.set_norm(LogNorm(vmin=positive.min(), vmax=positive.max()))
-            coll.set_array(np.where(values > 0, values, positive.min()))
+            vmin, vmax = density_limits(values, (x1 - x0) * (y1 - y0))
+            coll.set_norm(LogNorm(vmin=vmin, vmax=vmax))
+            coll.set_array(np.clip(np.where(values > 0, values, vmin), vmin, vmax))
+            extend = "both"
         ax.add_collection(coll)
         label = "noisy count per unit area" if args.color == "density" else "noisy count (< 0 shown as 0)"
-        fig.colorbar(coll, ax=ax, label=label)
+        fig.colorbar(coll, ax=ax, label=label, extend=extend)
         ax.set_title(f"{release.n_leaves:,} leaves", fontsize="medium")
     else:  # more columns: the 2-D marginal on a raster of range counts (leaf boxes would overlap)
         m = 128

@@ -16,6 +16,7 @@ import polars as pl
 
 import polars_dp as pdp
 from polars_dp.cli.common import BadInput, check_output, one_line, open_release, scan, write_frame
+from polars_dp.releases.grid_queries import check_query_ids
 
 EXAMPLES = """\
 examples:
@@ -24,7 +25,7 @@ examples:
   polars-dp query release.parquet --where "age=..17"                # open range: age <= 17
   polars-dp query tree.parquet --where "lon=-75..-73" --where "lat=40..42"
   polars-dp query release.parquet --queries queries.csv -o answers.parquet --std --keep label
-  polars-dp query pst.parquet --frequency "1 1 2" --frequency "3"    # sequence models
+  polars-dp query pst.parquet --frequency "1 1 2" --frequency "3" --std   # sequence models
   polars-dp query pst.parquet --top-k 10
 
 A --where is COLUMN=LO..HI (either side may be left out), COLUMN=VALUE, or for a nominal attribute
@@ -164,19 +165,28 @@ def sequence_string(model: pdp.SequenceRelease, text: str) -> list[Any]:
 
 
 # ---------------------------------------------------------------------- answering
-def _print_answer(count: float, std: float | None, as_json: bool) -> None:
+def _std_value(std: float | None) -> float | None:
+    """One convention for a missing error bar (a post-processed release): None, JSON null."""
+    return None if std is None or math.isnan(std) else float(std)
+
+
+def _print_answer(count: float, std: float | None, as_json: bool, asked: bool) -> None:
+    """``asked``: --std was given (a missing error bar then prints as null / "no std")."""
+    std = _std_value(std)
     if as_json:
-        print(json.dumps({"count": count} | ({} if std is None else {"std": std})))
+        print(json.dumps({"count": count} | ({"std": std} if asked else {})))
+    elif not asked:
+        print(f"{count:.1f}")
     else:
-        print(f"{count:.1f}" + ("" if std is None else f" ± {std:.1f}"))
+        bar = " (no std: the release was post-processed)" if std is None else f" ± {std:.1f}"
+        print(f"{count:.1f}{bar}")
 
 
 def _sequence(args: argparse.Namespace, model: pdp.SequenceRelease) -> int:
     if args.where:
         raise BadInput("a sequence model answers --frequency STRING, --top-k K or --queries (not --where)")
-    if args.std:
-        raise BadInput("--std is not available for sequence models (their estimates are products of noisy "
-                       "ratios)")
+    if args.std and args.top_k is not None:
+        raise BadInput("--std is for --frequency and --queries; --top-k lists the strings only")
     if args.queries:
         return _batch(args, model)
     if args.top_k is not None:
@@ -193,12 +203,17 @@ def _sequence(args: argparse.Namespace, model: pdp.SequenceRelease) -> int:
     if not args.frequency:
         raise BadInput("give --frequency STRING, --top-k K or --queries FILE for a sequence model")
     strings = [sequence_string(model, s) for s in args.frequency]
-    counts = model.frequencies(strings)
+    counts, stds = model.frequencies(strings, std=True) if args.std else (model.frequencies(strings), None)
+    rows = [{"string": s, "count": float(c)} for s, c in zip(strings, counts, strict=True)]
+    if stds is not None:
+        for row, sd in zip(rows, stds, strict=True):
+            row["std"] = _std_value(float(sd))
     if args.json:
-        print(json.dumps([{"string": s, "count": float(c)} for s, c in zip(strings, counts, strict=True)]))
+        print(json.dumps(rows))
     else:
-        for s, c in zip(strings, counts, strict=True):
-            print(f"{c:>12.1f}  {' '.join(map(str, s))}")
+        for row in rows:
+            sd = "" if "std" not in row else ("  ± n/a" if row["std"] is None else f" ± {row['std']:.1f}")
+            print(f"{row['count']:>12.1f}{sd}  {' '.join(map(str, row['string']))}")
     return 0
 
 
@@ -223,10 +238,16 @@ def _batch(args: argparse.Namespace, release: pdp.Release) -> int:
     if isinstance(release, pdp.SequenceRelease):
         if "string" not in frame.columns:
             raise BadInput(f"--queries {args.queries!r} needs a column 'string' for a sequence model")
+        check_query_ids(frame)
         col = frame["string"]
         strings = ([sequence_string(release, s) for s in col.to_list()] if col.dtype == pl.String
                    else col.to_list())
-        answers = frame.with_columns(pl.Series("count", release.frequencies(strings)))
+        if args.std:
+            counts, stds = release.frequencies(strings, std=True)
+            answers = frame.with_columns(pl.Series("count", counts),
+                                         pl.Series("std", stds, dtype=pl.Float64, nan_to_null=True))
+        else:
+            answers = frame.with_columns(pl.Series("count", release.frequencies(strings)))
     else:
         try:
             answers = release.range_counts(frame, std=args.std, passthrough=("id", *args.keep),
@@ -261,5 +282,5 @@ def run(args: argparse.Namespace) -> int:
         preds = tree_predicates(release, args.where)
     count = release.range_count(**preds, **_align(release, args))
     std = release.range_std(**preds, **_align(release, args)) if args.std else None
-    _print_answer(count, std, args.json)
+    _print_answer(count, std, args.json, args.std)
     return 0

@@ -115,6 +115,14 @@ def duckdb_relation(source: str, fmt: str | None, spec: Any, memory_limit: str) 
     return con.read_csv(source, sep="\t" if fmt == "tsv" else ",")
 
 
+def _has_no_rows(frame: pl.LazyFrame) -> bool:
+    """Whether DATA has no rows (asked only to explain an error that has already happened)."""
+    try:
+        return frame.head(1).collect().height == 0
+    except pl.exceptions.PolarsError:
+        return False
+
+
 def run(args: argparse.Namespace) -> int:
     msg = Messages(args.quiet)
     spec = load_spec(args.spec)
@@ -136,6 +144,9 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput(f"cannot read {args.data}: {one_line(exc)}") from None
     names = schema.names()
     missing = [c for c in spec.input_columns if c not in names]
+    if missing and not names:
+        raise BadInput(f"{args.data} has no columns; give a file with the declared columns "
+                       f"{', '.join(spec.input_columns)}")
     if missing:
         raise BadInput(f"column {missing[0]!r} (declared at {spec.where(missing[0])}) is not in {args.data}; "
                        f"its columns: {', '.join(names)}")
@@ -161,6 +172,9 @@ def run(args: argparse.Namespace) -> int:
     except pl.exceptions.PolarsError as exc:
         raise BadInput(f"cannot read {args.data}: {one_line(exc)}") from None
     except pdp.ParameterError as exc:
+        if "has type String" in str(exc) and _has_no_rows(frame):  # a CSV header: every type is String
+            raise BadInput(f"{args.data} has a header but no rows, so its column types are unknown; add "
+                           "rows, or give a Parquet file with typed columns") from None
         raise BadInput(spec.locate(str(exc))) from None
     except pdp.PolarsDPError as exc:
         message = _in_domain_file_terms(str(exc))

@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import shutil
 import sys
 
 import duckdb
 import polars as pl
-import pyarrow as pa
 
 import polars_dp as pdp
-from polars_dp.cli.common import BadInput, check_output, open_release, write_frame
+from polars_dp.cli.common import BadInput, check_output, one_line, open_release, write_frame
 
 EXAMPLES = """\
 examples:
@@ -23,11 +21,20 @@ examples:
   polars-dp sql tree.parquet "SELECT * FROM release_range_count(lon_lo := -75, lon_hi := -73)"
   polars-dp sql release.parquet "SELECT * FROM release" -o cells.csv
 
-The release is registered under --name (default: release): a table with one row per cell (grid),
-leaf (spatial) or node and next symbol (sequence model), and NAME_meta with its metadata; grid and
-spatial releases also get the table macros NAME_range_count(...) and NAME_range_counts('queries').
-Everything runs in an in-memory database; nothing is written unless you give -o.
+The release is registered under --name (default: release) as release.to_duckdb(con, NAME) does: a
+table with one row per cell (grid), leaf (spatial) or node and next symbol (sequence model), NAME_meta
+with its metadata, and table macros: NAME_range_count(...) and NAME_range_counts('queries') for grid
+and spatial releases, NAME_frequency([...]) and NAME_frequencies('queries') (plus the table
+NAME_nodes) for sequence models.  Everything runs in an in-memory database and only reads: statements
+that would write or fetch files (COPY ... TO, EXPORT DATABASE, ATTACH, INSTALL / LOAD) are refused,
+and a result is written only with -o (atomically).
 """
+
+#: Statement types that write or fetch files (how the help names them); COPY is allowed only as
+#: COPY table FROM file.
+_WRITING = {"COPY": "COPY ... TO", "COPY_DATABASE": "COPY FROM DATABASE", "EXPORT": "EXPORT DATABASE",
+            "ATTACH": "ATTACH", "LOAD": "INSTALL / LOAD"}
+_COPY_FROM = re.compile(r"^\s*COPY\s+[\w.\"]+(\s*\([^)]*\))?\s+FROM\b", re.IGNORECASE)
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -48,6 +55,41 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.set_defaults(func=run)
 
 
+def registered_names(release: pdp.Release, name: str) -> list[str]:
+    """What ``release.to_duckdb(con, name)`` creates, as a user calls it."""
+    if isinstance(release, pdp.SequenceRelease):
+        return [name, f"{name}_nodes", f"{name}_meta", f"{name}_frequency([...])",
+                f"{name}_frequencies('queries')"]
+    return [name, f"{name}_meta", f"{name}_range_count(...)", f"{name}_range_counts('queries')"]
+
+
+def error_text(exc: BaseException) -> str:
+    """DuckDB's error on one line; a macro called with wrong arguments keeps its signature."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    if not lines:
+        return type(exc).__name__
+    first = lines[0]
+    for marker in ("Candidate macros:", "Candidate functions:"):
+        if marker in lines:
+            signatures = lines[lines.index(marker) + 1:]
+            first = first.replace(" You might need to add explicit type casts.", "").rstrip(".")
+            return f"{first}; call it as {' or '.join(signatures)}"
+    return first
+
+
+def _refuse_writes(con: duckdb.DuckDBPyConnection, query: str) -> None:
+    """BadInput for a statement that would write or fetch a file (see the help)."""
+    try:
+        statements = con.extract_statements(query)
+    except duckdb.Error as exc:
+        raise BadInput(error_text(exc)) from None
+    for k, statement in enumerate(statements, 1):
+        kind = statement.type.name
+        if kind in _WRITING and not (kind == "COPY" and _COPY_FROM.match(statement.query)):
+            raise BadInput(f"{_WRITING[kind]} (statement {k}) would write or fetch a file but polars-dp sql "
+                           "only reads; write a query's result with -o FILE instead")
+
+
 def run(args: argparse.Namespace) -> int:
     if not _IDENTIFIER.match(args.name):
         raise BadInput(f"--name {args.name!r}: use letters, digits and _ (not starting with a digit)")
@@ -55,24 +97,18 @@ def run(args: argparse.Namespace) -> int:
         check_output(args.output, formats=("parquet", "csv", "tsv", "ipc", "ndjson"), what="output")
     release = open_release(args.release)
     con = duckdb.connect()
-    if isinstance(release, pdp.SequenceRelease):  # no macros: its node table and its metadata
-        con.from_arrow(release.to_arrow()).create(args.name)
-        meta = {k: v if isinstance(v, str) else json.dumps(v) for k, v in release.metadata().items()}
-        table = pa.table({"key": list(meta), "value": list(meta.values())})
-        con.from_arrow(table).create(f"{args.name}_meta")
-    else:
-        release.to_duckdb(con, args.name)
+    _refuse_writes(con, args.query)
+    release.to_duckdb(con, args.name)
     try:
         rel = con.sql(args.query)
+        if rel is None:  # a statement without a result
+            return 0
+        result = pl.from_arrow(rel.arrow())
     except duckdb.CatalogException as exc:
-        names = [args.name, f"{args.name}_meta"]
-        if not isinstance(release, pdp.SequenceRelease):
-            names += [f"{args.name}_range_count(...)", f"{args.name}_range_counts('queries')"]
-        first = str(exc).splitlines()[0]
-        raise BadInput(f"{first} (this release is registered as {', '.join(names)})") from exc
-    if rel is None:  # a statement without a result
-        return 0
-    result = pl.from_arrow(rel.arrow())
+        raise BadInput(f"{one_line(exc)} (this release is registered as "
+                       f"{', '.join(registered_names(release, args.name))})") from exc
+    except duckdb.Error as exc:
+        raise BadInput(error_text(exc)) from exc
     if isinstance(result, pl.Series):  # pragma: no cover
         result = result.to_frame()
     if args.output:

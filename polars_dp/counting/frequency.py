@@ -51,21 +51,29 @@ def total_memory_bytes() -> int:
         return 8 << 30
 
 
+def _size_text(x: float) -> str:
+    """A possibly astronomical number for a message: ``1,234,567`` or ``4.4e+28``."""
+    return f"{int(x):,}" if x < 1e21 else f"{x:.2g}"
+
+
 def check_domain_size(shape: tuple[int, ...], *, bytes_per_cell: int = 24,
-                      attributes: Iterable[Attribute] = ()) -> int:
+                      attributes: Iterable[Attribute] = (), dims: str | None = None,
+                      fix: str = "use coarser bins (a larger width), fewer attributes or a smaller hierarchy"
+                      ) -> int:
     """Number of cells of ``shape``; raise DomainTooLargeError before anything is allocated
-    when ``cells * bytes_per_cell`` exceeds physical memory."""
+    when ``cells * bytes_per_cell`` exceeds physical memory.  ``dims`` describes the shape and
+    ``fix`` says what to change, in the message."""
     n = 1
     for s in shape:
         n *= int(s)
     need = n * bytes_per_cell
     have = total_memory_bytes()
     if need > have:
-        dims = " x ".join(f"{a.column}={a.n_cells}" for a in attributes) or str(shape)
+        if dims is None:
+            dims = " x ".join(f"{a.column}={a.n_cells}" for a in attributes) or " x ".join(map(str, shape))
         raise DomainTooLargeError(
-            f"the declared domain has {n:,} cells ({dims}); working on it needs about "
-            f"{need / 2**30:.1f} GiB but this machine has {have / 2**30:.1f} GiB. "
-            "Use coarser bins (a larger width), fewer attributes or a smaller hierarchy."
+            f"the declared domain has {_size_text(n)} cells ({dims}); working on it needs about "
+            f"{_size_text(need / 2**30)} GiB but this machine has {have / 2**30:.1f} GiB; {fix}"
         )
     return n
 

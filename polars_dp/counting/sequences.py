@@ -62,6 +62,31 @@ def check_alphabet(alphabet: Sequence[Any]) -> tuple:
     return symbols
 
 
+def alphabet_text(alphabet: Sequence[Any], shown: int = 12) -> str:
+    """The alphabet for a message: ``['a', 'b', ..., 'z'] (26 symbols)`` when it is long."""
+    symbols = list(alphabet)
+    if len(symbols) <= shown:
+        return repr(symbols)
+    head = ", ".join(map(repr, symbols[:shown - 2]))
+    return f"[{head}, ..., {symbols[-1]!r}] ({len(symbols):,} symbols)"
+
+
+def _check_symbol_type(column: str, dtype: pl.DataType, symbols: tuple) -> None:
+    """DomainError when the column's symbols cannot be alphabet symbols (text vs integers)."""
+    inner = pl.String if dtype == pl.String else dtype.inner
+    if isinstance(inner, (pl.Categorical, pl.Enum)):
+        inner = pl.String
+    text = isinstance(symbols[0], str)
+    if text and inner != pl.String:
+        raise DomainError(f"column {column!r} has type {dtype}, whose symbols are not text, but the alphabet "
+                          f"{alphabet_text(symbols)} holds strings; declare the alphabet in the column's "
+                          "type or cast the column to strings")
+    if not text and not (inner.is_numeric() or inner == pl.Null):
+        raise DomainError(f"column {column!r} has type {dtype}, whose symbols are not integers, but the "
+                          f"alphabet {alphabet_text(symbols)} holds integers; declare the alphabet in the "
+                          "column's type or cast the column to integers")
+
+
 def check_max_length(max_length: int) -> int:
     """``max_length`` must be an int >= 1 (a public truncation length)."""
     return check_int(max_length, "max_length (a public bound)", lo=1)
@@ -154,6 +179,7 @@ def encode_sequences(frame: Any, column: str, *, alphabet: Sequence[Any],
     max_length = check_max_length(max_length)
     lf = as_lazy(frame)
     lists = _symbol_lists(lf, column).list.head(max_length)
+    _check_symbol_type(column, lf.collect_schema()[column], symbols)
     codes = lists.list.eval(pl.element().replace_strict(list(symbols), list(range(len(symbols))),
                                                         default=None, return_dtype=pl.Int32))
     out = lf.select(codes=codes, n_null_symbols=lists.list.eval(pl.element().is_null().sum())
@@ -171,17 +197,15 @@ def encode_sequences(frame: Any, column: str, *, alphabet: Sequence[Any],
         if n_null:
             raise DomainError(f"column {column!r} has {n_null:,} null symbol(s) inside sequences; "
                               "remove or recode them")
-        try:
-            bad = (lf.select(lists.alias("s")).explode("s").filter(~pl.col("s").is_in(list(symbols)))
-                   .unique().head(5).collect()["s"].to_list())
-        except pl.exceptions.PolarsError:  # symbols of another type than the alphabet's
-            bad = f"values of type {lf.collect_schema()[column]}"
+        bad = (lf.select(lists.alias("s"), codes.alias("c")).explode(["s", "c"])
+               .filter(pl.col("c").is_null()).select("s").unique().sort("s").head(5).collect()["s"].to_list())
         raise DomainError(
-            f"column {column!r} has symbols outside the declared alphabet, e.g. {bad}; "
-            "add them to the public alphabet or recode the data"
+            f"column {column!r} has symbols outside the declared alphabet {alphabet_text(symbols)}, "
+            f"e.g. {', '.join(map(repr, bad))}; add them to the public alphabet or recode the data"
         )
     return encoded_from_lists(flat.to_numpy(zero_copy_only=False), np.diff(offsets), len(symbols),
                               max_length)
 
 
-__all__ = ["EncodedSequences", "check_alphabet", "check_max_length", "encode_sequences", "encoded_from_lists"]
+__all__ = ["EncodedSequences", "alphabet_text", "check_alphabet", "check_max_length", "encode_sequences",
+           "encoded_from_lists"]

@@ -9,8 +9,14 @@ Opt-ins (both row-wise, so a neighbouring table still changes at most one row's 
 every sensitivity bound stays as stated):
 
 * ``on_out_of_domain="clamp"``: ordinal values below ``lo`` go to the first cell, above
-  ``hi`` to the last.  Nominal attributes stay strict (there is no nearest category): in
-  a table mixing both kinds only the ordinal ones are clamped.
+  ``hi`` to the last, and a non-integral value in an integer domain to the bin of its floor.
+  Nominal attributes stay strict (there is no nearest category): in a table mixing both
+  kinds only the ordinal ones are clamped.
+
+An integer domain (integer ``lo``, ``hi`` and ``width``) holds whole numbers only: a
+non-integral value (``20.5``) in a float column is outside it, refused like any other
+out-of-domain value unless ``on_out_of_domain="clamp"``.  Data with fractions need float
+bounds (``Ordinal("lat", 44.0, 46.0, width=1.0)``), whose bins are half-open intervals.
 * ``nulls="drop"``: rows with a null or NaN in any declared column are left out.
 """
 
@@ -171,6 +177,8 @@ class Ordinal(Attribute):
             raw = f"FLOOR(({value} - {lo}) / {sql.double_sql(self.width)} + {tol})"
             idx = f"LEAST(GREATEST({raw}, {sql.double_sql(0)}), {sql.double_sql(self.n_cells - 1)})"
         inside = f"{value} >= {lo} AND {value} <= {hi}"
+        if self.integer and not exact and not clamp:  # whole numbers only (module docstring)
+            inside = f"{inside} AND FLOOR({value}) = {value}"
         if dtype.is_float():  # NaN sorts above every number in both engines: test it first
             inside = f"NOT {sql.is_nan_sql(column_sql)} AND {inside}"
         return f"(CASE WHEN {inside} THEN CAST({idx} AS BIGINT) END)"
@@ -188,6 +196,8 @@ class Ordinal(Attribute):
             idx = ((value - self.lo) / self.width + FLOAT_TOLERANCE).floor()
             idx = idx.clip(0, self.n_cells - 1).cast(pl.Int64)
         inside = (value >= self.lo) & (value <= self.hi)
+        if self.integer and not exact and not clamp:  # whole numbers only (module docstring)
+            inside = inside & (value.floor() == value)
         if dtype.is_float():
             inside = inside & value.is_not_nan()
         return pl.when(inside).then(idx).otherwise(None).cast(pl.Int64)
@@ -207,6 +217,18 @@ class Ordinal(Attribute):
             return (v.astype(np.int64) - self.lo) // self.width
         idx = np.floor((v.astype(np.float64) - self.lo) / self.width + FLOAT_TOLERANCE)
         return np.clip(idx, 0, self.n_cells - 1).astype(np.int64)
+
+    def invalid_error(self, dtype: pl.DataType, nulls: int, nans: int, outside: int, example: Any
+                      ) -> DomainError | None:
+        if self.integer and outside and not (nulls or nans) and not dtype.is_integer():
+            return DomainError(
+                f"column {self.column!r} has {outside} value(s) outside the declared integer domain "
+                f"{self.domain_text()} (whole numbers only), e.g. {example!r}; round the column, declare "
+                f"float bounds such as Ordinal({self.column!r}, {float(self.lo)!r}, {float(self.hi)!r}, "
+                f"width={float(self.width)!r}), widen the domain, or pass on_out_of_domain='clamp' "
+                "(which also floors fractions)"
+            )
+        return super().invalid_error(dtype, nulls, nans, outside, example)
 
     def cell_labels(self) -> np.ndarray:
         k = np.arange(self.n_cells, dtype=np.int64)

@@ -21,6 +21,8 @@ import polars as pl
 from polars_dp.domains.box import as_box
 from polars_dp.errors import ParameterError
 from polars_dp.noise import SeedLike, make_rng
+from polars_dp.params import check_int
+from polars_dp.releases.sampling import check_rows_fit
 
 SIZE_CLASSES: dict[str, tuple[float, float]] = {
     "small": (1e-4, 1e-3),
@@ -41,6 +43,7 @@ def random_boxes(columns: str | Sequence[str], bounds: Any, n_queries: int, *,
     if not 0 < lo_f <= hi_f <= 1:
         raise ParameterError(f"volume must be a size class {list(SIZE_CLASSES)} or 0 < min <= max <= 1, "
                              f"got {volume!r}")
+    check_rows_fit(check_int(n_queries, "n_queries", lo=0), 8 * (2 + 4 * box.d), "random boxes")
     rng = make_rng(seed)
     side = rng.uniform(lo_f, hi_f, n_queries) ** (1.0 / box.d)
     out = {}

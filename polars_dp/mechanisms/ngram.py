@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from polars_dp.counting.frequency import check_domain_size
-from polars_dp.counting.sequences import encode_sequences
+from polars_dp.counting.sequences import check_alphabet, encode_sequences
 from polars_dp.kernels.pst import grow_context_tree
 from polars_dp.noise import (
     NoiseKind,
@@ -57,10 +57,11 @@ def ngram_sequences(frame: Any, column: str, *, alphabet: Sequence[Any], max_len
     noise = check_noise(noise)
     bar = Progress("ngram_sequences", progress, rows_hint(frame))
     bar.step("counting (encoding sequences)")
-    enc = encode_sequences(frame, column, alphabet=alphabet, max_length=max_length)
-    beta = enc.beta
+    beta = len(check_alphabet(alphabet)) + 1  # public: the symbols and the end mark
     n_nodes = sum(beta**k for k in range(height))
-    check_domain_size((n_nodes, beta), bytes_per_cell=64)
+    check_domain_size((n_nodes, beta), bytes_per_cell=64, dims=f"height {height} over {beta - 1} symbols",
+                      fix="use a lower height")  # before any row is read
+    enc = encode_sequences(frame, column, alphabet=alphabet, max_length=max_length)
     src = noise_source(seed)
     bar.step("n-gram tree")
     tree = grow_context_tree(enc, lambda hist, depth, starts_with_start: np.ones(hist.shape[0], dtype=bool),

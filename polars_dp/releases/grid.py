@@ -244,7 +244,11 @@ class GridRelease(Release):
         return (stops - starts).astype(np.float64)
 
     def range_variance(self, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
-        """Exact noise variance of range counts; ``starts``/``stops`` have shape (queries, d)."""
+        """Exact noise variance of range counts given as **cell-index** boxes: ``starts`` /
+        ``stops`` of shape (queries, d) hold, per axis, the half-open range ``[start, stop)`` of
+        cell indices (not attribute values; NaN for a post-processed release).  For predicates in
+        value space use :meth:`range_std` or ``range_counts(..., std=True)``; the cell ranges of
+        predicates come from :func:`polars_dp.releases.grid_queries.predicate_ranges`."""
         starts = np.atleast_2d(np.asarray(starts, dtype=np.int64))
         stops = np.atleast_2d(np.asarray(stops, dtype=np.int64))
         if isinstance(self.noise_model, Correlated):  # post-processed: no exact error bar (NaN)
@@ -300,10 +304,12 @@ class GridRelease(Release):
         starts, stops = predicate_ranges(self.attributes, predicates, align)
         return float(self._box_sums(starts[None], stops[None])[0])
 
-    def range_std(self, *, align: str = "exact", **predicates: Any) -> float:
-        """Standard deviation of :meth:`range_count`'s noise: ``sqrt(range_variance)``."""
+    def range_std(self, *, align: str = "exact", **predicates: Any) -> float | None:
+        """Standard deviation of :meth:`range_count`'s noise: ``sqrt(range_variance)``; None
+        when the release has no exact error bar (post-processed), as ``range_counts`` gives null."""
         starts, stops = predicate_ranges(self.attributes, predicates, align)
-        return float(np.sqrt(self.range_variance(starts[None], stops[None])[0]))
+        std = float(np.sqrt(self.range_variance(starts[None], stops[None])[0]))
+        return None if np.isnan(std) else std
 
     def range_counts(self, queries: Any, std: bool = False, *,
                      passthrough: Iterable[str] = ("id",), align: str = "exact",

@@ -6,15 +6,23 @@ whole bins (:func:`ordinal_ranges`); a nominal predicate names a hierarchy node 
 any group), whose leaves are contiguous in depth-first order (Privelet paper, Xiao et al.
 2010, Sec. IV-B); an absent predicate is the whole axis.
 
-Bin alignment.  A release only knows whole bins, so an ordinal range is answered exactly only
-when it is a union of bins.  An integer attribute (integer ``lo``, ``hi``, ``width``) has bins
-of the integers ``[e_k, e_k + width - 1]`` (``e_k = lo + k width``, the last bin capped at
-``hi``); a float attribute has half-open bins ``[e_k, e_{k+1})`` (the last one closed at the
-domain's ``hi``), and a range whose ``hi`` is a bin edge ``e_{k+1}`` ends at that edge (the
-single value ``hi`` belongs to the next bin and is not counted).  ``align`` says what to do
-with a bound inside a bin: ``"exact"`` (default) raises :class:`QueryError` naming the
-nearest aligned ranges, ``"outer"`` widens the range to the whole bins it touches and
-``"inner"`` narrows it to the whole bins inside it.  The SQL macros take the same option.
+Bin alignment: one rule for every domain.  A bin is a set of values of the declared domain
+(``e_k = lo + k width``): in an integer domain (integer ``lo``, ``hi``, ``width``; whole
+numbers only, see :mod:`polars_dp.domains.attributes`) the integers ``e_k .. e_k + width - 1``
+(the last bin capped at ``hi``); in a float domain the half-open interval ``[e_k, e_{k+1})``
+(the last one closed at the domain's ``hi``).  A query ``(lo, hi)`` counts the bins **all of
+whose values lie in** ``[lo, hi]``, and it is aligned (answered exactly) when those bins cover
+``[lo, hi]``.  So in an integer domain ``age=(20, 29)`` is the integers 20..29; in a float
+domain a ``hi`` on a bin edge ``e_{k+1}`` ends the range at that edge: bin ``k`` (all of whose
+values are ``< e_{k+1}``) is counted, the next bin is not (of it the range holds the single
+value ``e_{k+1}``).  ``lat=(44.0, 45.0)`` is therefore the bins of 44 and 45 when declared
+``Ordinal("lat", 44, 46)`` (whole degrees) and the bin ``[44, 45)`` when declared
+``Ordinal("lat", 44.0, 46.0, width=1.0)``.  ``align`` says what to do with a bound inside a bin
+(a non-integral bound of an integer domain is one): ``"exact"`` (default) raises
+:class:`QueryError` naming the nearest aligned ranges, ``"outer"`` widens the range to the
+whole bins holding its values (a range inside one bin, or the single value ``e_{k+1}``, gives
+that bin) and ``"inner"`` narrows it to the whole bins inside it.  The SQL macros take the
+same option.
 
 Answers come from the summed-area (prefix-sum) array by inclusion-exclusion over the ``2^d``
 corners of the box (:mod:`polars_dp.kernels.prefix`).
@@ -46,6 +54,8 @@ from polars_dp.params import check_option
 PASSTHROUGH = ("id",)
 #: What to do with an ordinal bound inside a bin (see the module docstring).
 ALIGN = ("exact", "outer", "inner")
+#: The fix for a missing, null or repeated query id (Python, the SQL macros and the CLI).
+ID_RULE = "give every query row its own id (an answer row is known by its id)"
 
 
 # ---------------------------------------------------------------------- labels
@@ -154,7 +164,8 @@ def ordinal_ranges(attribute: Ordinal, lo: np.ndarray, lo_given: np.ndarray, hi:
         hi_aligned = at_top | hi_edge | ~hi_given
         aligned_stop = np.where(at_top, n, hi_cell)
     aligned_stop = np.where(hi_given, aligned_stop, n)
-    outer = (lo_cell, np.where(hi_aligned, aligned_stop, hi_cell + 1))
+    # outer: at least the bin holding lo (a single value on a float bin edge is that bin)
+    outer = (lo_cell, np.maximum(np.where(hi_aligned, aligned_stop, hi_cell + 1), lo_cell + 1))
     inner = (lo_cell + ~lo_edge, np.where(hi_aligned, aligned_stop, hi_cell))
     bad = np.flatnonzero(~(lo_edge & hi_aligned))
     if align == "exact" and bad.size:
@@ -342,20 +353,43 @@ def query_ranges(attributes: Sequence[Attribute], queries: pl.DataFrame, *,
     return starts, stops
 
 
+def check_query_ids(queries: pl.DataFrame) -> None:
+    """QueryError when an ``id`` column holds a null or a repeated id.
+
+    One rule for every surface: the id, when a batch has one, is the key of its answers (the
+    SQL macros return ``id`` and the answer only, so an id must be present and distinct);
+    ``sql/query_checks.sql`` refuses the same batches in DuckDB.  A batch without ``id`` is
+    answered row by row, in order."""
+    if "id" not in queries.columns:
+        return
+    ids = queries["id"]
+    if ids.null_count():
+        raise QueryError(f"{ids.null_count()} query row(s) have a null id; {ID_RULE}")
+    if ids.n_unique() < ids.len():
+        repeated = (ids.value_counts(name="n", sort=True).filter(pl.col("n") > 1).row(0))
+        raise QueryError(f"query id {repeated[0]!r} appears {repeated[1]} times; {ID_RULE}")
+
+
 def as_query_frame(queries: Any) -> pl.DataFrame:
-    """A Polars DataFrame of queries from a DataFrame, LazyFrame, dict of columns or list of rows."""
+    """A Polars DataFrame of queries from a DataFrame, LazyFrame, dict of columns or list of rows,
+    with its ids checked (:func:`check_query_ids`)."""
     if isinstance(queries, pl.LazyFrame):
-        return queries.collect()
-    if isinstance(queries, pl.DataFrame):
-        return queries
-    try:
-        return pl.DataFrame(queries)
-    except (TypeError, ValueError) as exc:
-        raise QueryError(
-            f"queries must be a Polars DataFrame (one row per query), got {type(queries).__name__}: {exc}"
-        ) from None
+        frame = queries.collect()
+    elif isinstance(queries, pl.DataFrame):
+        frame = queries
+    else:
+        try:
+            frame = pl.DataFrame(queries)
+        except (TypeError, ValueError) as exc:
+            raise QueryError(
+                f"queries must be a Polars DataFrame (one row per query), got {type(queries).__name__}: "
+                f"{exc}"
+            ) from None
+    check_query_ids(frame)
+    return frame
 
 
-__all__ = ["ALIGN", "PASSTHROUGH", "as_query_frame", "cell_bounds", "check_query_columns", "label_ranges",
+__all__ = ["ALIGN", "ID_RULE", "PASSTHROUGH", "as_query_frame", "cell_bounds", "check_query_columns",
+           "check_query_ids", "label_ranges",
            "label_text", "ordinal_ranges",
            "predicate_columns", "predicate_ranges", "query_ranges"]

@@ -19,7 +19,9 @@ The release does not record the input's exact dtypes (say ``Int32``); cast the r
 a published release and reveal nothing more than the release itself.
 
 Everything is vectorised: one ``searchsorted`` over the cumulative weights of the positive
-cells picks the cells of all rows, then one uniform offset per row and attribute.
+cells picks the cells of all rows, then one uniform offset per row and attribute.  All rows
+are drawn at once, so ``n`` is refused (:func:`check_rows_fit`) when its working memory
+would exceed this machine's, before anything is allocated.
 """
 
 from __future__ import annotations
@@ -29,10 +31,24 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
+from polars_dp.counting.frequency import total_memory_bytes
 from polars_dp.domains.attributes import Attribute, Nominal, Ordinal
-from polars_dp.errors import EmptyReleaseError
+from polars_dp.errors import DomainTooLargeError, EmptyReleaseError
 from polars_dp.noise import SeedLike, make_rng
 from polars_dp.params import check_int
+
+
+def check_rows_fit(n: int, bytes_per_row: int, what: str = "synthetic rows") -> int:
+    """``n``, or DomainTooLargeError when ``n * bytes_per_row`` (the working memory of making
+    ``n`` rows at once) exceeds this machine's physical memory; the message says how many fit."""
+    have = total_memory_bytes()
+    if n * bytes_per_row > have:
+        fit = have // bytes_per_row
+        raise DomainTooLargeError(
+            f"{n:,} {what} need about {n * bytes_per_row / 2**30:,.1f} GiB of working memory but this "
+            f"machine has {have / 2**30:.1f} GiB; ask for at most {fit:,} at a time and concatenate"
+        )
+    return n
 
 
 def draw_cells(weights: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -76,6 +92,7 @@ def sample_grid(counts: np.ndarray, attributes: Sequence[Attribute], n: int,
     """``n`` synthetic rows of a grid release (see the module docstring); one column per
     attribute, in the release's order."""
     n = check_int(n, "n (the number of synthetic rows)", lo=0)
+    check_rows_fit(n, 8 * (4 + 3 * len(attributes)))  # draws, picks, cells; per axis index, offset, value
     rng = make_rng(seed)
     cells = draw_cells(counts, n, rng)
     axes = np.unravel_index(cells, counts.shape)
@@ -93,6 +110,7 @@ def sample_boxes(lo: np.ndarray, hi: np.ndarray, count: np.ndarray, columns: Seq
     """``n`` synthetic points of a tree release: a leaf drawn by weight ``max(count, 0)``, then
     a point uniform in its box ``[lo, hi)``; one ``Float64`` column per coordinate."""
     n = check_int(n, "n (the number of synthetic rows)", lo=0)
+    check_rows_fit(n, 8 * (4 + 4 * len(columns)))  # draws, picks, leaves; per axis lo, hi, offset, point
     rng = make_rng(seed)
     leaves = draw_cells(count, n, rng)
     low, high = lo[leaves], hi[leaves]
@@ -100,4 +118,4 @@ def sample_boxes(lo: np.ndarray, hi: np.ndarray, count: np.ndarray, columns: Seq
     return pl.DataFrame({c: pl.Series(c, points[:, j], dtype=pl.Float64) for j, c in enumerate(columns)})
 
 
-__all__ = ["draw_cells", "sample_boxes", "sample_grid"]
+__all__ = ["check_rows_fit", "draw_cells", "sample_boxes", "sample_grid"]

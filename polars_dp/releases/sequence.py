@@ -74,7 +74,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from polars_dp.counting.sequences import check_alphabet, check_max_length
+from polars_dp.counting.sequences import alphabet_text, check_alphabet, check_max_length
 from polars_dp.errors import ParameterError, QueryError, ReleaseFormatError
 from polars_dp.kernels.pst import deepest_nodes
 from polars_dp.kernels.topk import best_k, frontier
@@ -84,6 +84,7 @@ from polars_dp.releases import sql_sequence
 from polars_dp.releases.base import Release
 from polars_dp.releases.io import register_release_type
 from polars_dp.releases.metadata import read_metadata
+from polars_dp.releases.sampling import check_rows_fit
 
 #: Default significance (in noise standard deviations) a node's total needs to be used.
 BACKOFF_Z = 3.0
@@ -254,7 +255,10 @@ class SequenceRelease(Release):
         lengths = np.diff(arr.offsets.to_numpy())
         flat = arr.flatten()
         if flat.null_count:
-            raise QueryError(f"query strings contain symbols outside the alphabet {list(self.alphabet)[:20]}")
+            bad = series.explode().filter(codes.explode().is_null()).unique().sort().head(5).to_list()
+            raise QueryError(f"query strings contain symbols outside the alphabet "
+                             f"{alphabet_text(self.alphabet)}, e.g. {', '.join(map(repr, bad))}; "
+                             "query only symbols of the alphabet")
         if lengths.size and lengths.min() == 0:
             raise QueryError("the empty string has no frequency; give at least one symbol")
         return _padded(flat.to_numpy(zero_copy_only=False), lengths), lengths
@@ -430,6 +434,8 @@ class SequenceRelease(Release):
         sampling error), while the contexts keep their relative stop odds.
         """
         n = check_int(n, "n", lo=0)
+        # generated symbols and one step's reversed contexts, then per row a few histograms
+        check_rows_fit(n, 8 * (2 * self.max_length + 4 * (self.alphabet_size + 1) + 8), "synthetic sequences")
         rng = make_rng(seed)
         usable = self.usable(backoff)
         law = self.length_law() if calibrate else None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+from collections.abc import Sequence
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ import pyarrow as pa
 
 from polars_dp.errors import ParameterError, ReleaseFormatError
 from polars_dp.releases.base import Release
+from polars_dp.releases.grid_queries import ID_RULE
 from polars_dp.releases.io import read_release as read_arrow_release
 from polars_dp.releases.metadata import attach_metadata
 
@@ -27,6 +29,23 @@ _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
 
 #: Appended to error messages of the batch macros: which query failed.
 BATCH_WHERE = "' (query id=' || coalesce(CAST(q.id AS VARCHAR), 'NULL') || ')'"
+
+
+#: The ``checks`` CTE of a single-query macro: its columns are its named parameters and its id 0.
+NO_CHECKS = "checks AS (SELECT true AS ok)"
+
+
+def query_checks(queries: str, source: str, known: Sequence[str], *, batch: bool = True) -> str:
+    """The ``checks`` CTE (``sql/query_checks.sql``) of a macro answering the relation ``queries``:
+    refuses a column other than ``id`` and ``known``, and a missing, NULL or repeated id, as
+    :func:`polars_dp.releases.grid_queries.check_query_ids` does in Python.  ``source`` names a
+    CTE holding ``queries`` with an ``id`` column (NULL when ``queries`` has none).  A
+    single-query macro (``batch=False``) has nothing to check (:data:`NO_CHECKS`)."""
+    if not batch:
+        return NO_CHECKS
+    return render("query_checks.sql", queries=queries, source=source,
+                  known_list="[" + ", ".join(literal(c.lower()) for c in ["id", *known]) + "]",
+                  known_text=literal(", ".join(known)), id_rule=literal(ID_RULE))
 
 
 def sql_dir() -> Path:
@@ -169,6 +188,6 @@ def read_release(con: Any, name: str) -> Release:
     return read_arrow_release(to_arrow(con, name))
 
 
-__all__ = ["BATCH_WHERE", "check_free", "check_identifier", "comment", "create_mode", "ident",
-           "in_transaction", "literal", "metadata_table", "number", "read_release", "render", "small_table",
-           "sql_dir", "to_arrow"]
+__all__ = ["BATCH_WHERE", "NO_CHECKS", "check_free", "check_identifier", "comment", "create_mode", "ident",
+           "in_transaction", "literal", "metadata_table", "number", "query_checks", "read_release", "render",
+           "small_table", "sql_dir", "to_arrow"]

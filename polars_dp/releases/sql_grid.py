@@ -15,7 +15,8 @@
   one row (``count``, ``std``), every predicate optional;
 * ``name_range_counts(queries_table)``: one row per query (``id``, ``count``, ``std``) for a
   table with an ``id`` column and the predicate columns of the Python batch form; missing
-  columns and NULLs mean the whole domain; other columns are ignored.
+  columns and NULLs mean the whole domain; any other column, a NULL id and a repeated id are
+  refused (``sql/query_checks.sql``, the rule of Python's ``range_counts``).
 
 Both macros answer by inclusion-exclusion over the ``2^d`` corners of each query's box,
 joined on ``prefix`` (the same arithmetic as :mod:`polars_dp.releases.grid_queries`).  A bad predicate
@@ -64,6 +65,7 @@ from polars_dp.releases.sql import (
     literal,
     metadata_table,
     number,
+    query_checks,
     render,
     small_table,
 )
@@ -210,7 +212,8 @@ class _Axis:
         n = a.n_cells
         outer_start = f"coalesce({cl}, 0)"
         inner_start = f"coalesce({cl} + CASE WHEN {el} THEN 0 ELSE 1 END, 0)"
-        outer_stop = f"CASE WHEN {hi} IS NULL THEN {n} WHEN {eh} THEN {sh} ELSE {ch} + 1 END"
+        outer_stop = (f"greatest(CASE WHEN {hi} IS NULL THEN {n} WHEN {eh} THEN {sh} ELSE {ch} + 1 END, "
+                      f"coalesce({cl}, 0) + 1)")
         inner_stop = f"CASE WHEN {hi} IS NULL THEN {n} WHEN {eh} THEN {sh} ELSE {ch} END"
         raw_lo, raw_hi = (f"coalesce(CAST(q.{ident(c)} AS VARCHAR), 'None')" for c in self.columns)
         asked = f"{literal(a.column + '=(')} || {raw_lo} || ', ' || {raw_hi} || ')'"
@@ -282,7 +285,8 @@ def _answers(release: GridRelease, name: str, axes: list[_Axis], queries: str, w
         "grid_answers.sql",
         table=ident(name),
         queries=queries,
-        typed_columns=", ".join(c for ax in axes for c in ax.typed_columns()),
+        typed_columns=", ".join(["NULL AS id", *(c for ax in axes for c in ax.typed_columns())]),
+        checks=query_checks(queries, "q", [c for ax in axes for c in ax.columns], batch=where == BATCH_WHERE),
         values="".join(ax.values(where) for ax in axes),
         positions="".join(ax.positions() for ax in axes),
         ranges=",\n           ".join(ax.ranges(where) for ax in axes),

@@ -11,7 +11,7 @@ transaction:
 * ``name_meta(key, value)``: the release metadata, and a table comment;
 * ``name_frequency(string)``: one row (``count``, ``std``) for a list of symbols;
 * ``name_frequencies(queries_table)``: ``id``, ``count``, ``std`` for a table with an ``id``
-  and a list column ``string``.
+  and a list column ``string`` (any other column, a NULL id and a repeated id are refused).
 
 The macros compute what ``model.frequencies(strings, std=True)`` does at the default back-off
 (see :mod:`polars_dp.releases.sequence`), with a recursive CTE over the positions of each
@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from polars_dp.counting.sequences import alphabet_text
 from polars_dp.releases.sql import (
     BATCH_WHERE,
     check_free,
@@ -35,6 +36,7 @@ from polars_dp.releases.sql import (
     in_transaction,
     literal,
     metadata_table,
+    query_checks,
     render,
 )
 
@@ -66,7 +68,10 @@ def _answers(model: Any, name: str, queries: str, where: str) -> str:
     is_text = isinstance(model.alphabet[0], str)
     alphabet = "[" + ", ".join(literal(s) if is_text else str(int(s)) for s in model.alphabet) + "]"
     return render("sequence_answers.sql", queries=queries, where=where,
+                  checks=query_checks(queries, "src", ["string"], batch=where == BATCH_WHERE),
                   list_type="VARCHAR[]" if is_text else "BIGINT[]", alphabet=alphabet,
+                  alphabet_text=literal(alphabet_text(model.alphabet)),
+                  symbol_text="'''' || x || ''''" if is_text else "CAST(x AS VARCHAR)",  # as Python's repr
                   height=model.height, beta=model.alphabet_size + 1,
                   table=ident(name), nodes_table=ident(f"{name}_nodes"))
 

@@ -17,6 +17,7 @@ from polars_dp.releases.sql import (
     in_transaction,
     literal,
     metadata_table,
+    query_checks,
     render,
 )
 
@@ -36,7 +37,10 @@ def _tree_answers(release: SpatialRelease, name: str, queries: str, where: str) 
             f"|| {literal('; the range is empty')} || {where}) ELSE {qlo} END AS lo{k}, {qhi} AS hi{k}")
         fractions.append(f"(least(t.{hi}, box.hi{k}) - greatest(t.{lo}, box.lo{k})) / (t.{hi} - t.{lo})")
         overlap.append(f"t.{hi} > box.lo{k} AND t.{lo} < box.hi{k}")
-    return render("tree_answers.sql", table=ident(name), queries=queries, typed_columns=", ".join(typed),
+    checks = query_checks(queries, "q", [f"{c}_{side}" for c in cols for side in ("lo", "hi")],
+                          batch=where == BATCH_WHERE)
+    return render("tree_answers.sql", table=ident(name), queries=queries, checks=checks,
+                  typed_columns=", ".join(["NULL AS id", *typed]),
                   bounds=",\n           ".join(bounds), fractions=" * ".join(fractions),
                   overlap=" AND ".join(overlap))
 
@@ -49,7 +53,8 @@ def register_tree(con: Any, name: str, release: SpatialRelease, *, replace: bool
     * ``name_meta(key, value)`` and a table comment, as for grid releases;
     * ``name_range_count(<col>_lo := ..., <col>_hi := ...)``: one row (``count``);
     * ``name_range_counts(boxes_table)``: ``id``, ``count`` per box of a table with an ``id``
-      column and ``<col>_lo`` / ``<col>_hi`` columns (missing or NULL = the whole range).
+      column and ``<col>_lo`` / ``<col>_hi`` columns (missing or NULL = the whole range; any
+      other column, a NULL id and a repeated id are refused, as in Python).
 
     Answers use the same uniformity assumption as ``release.range_counts``: a leaf adds
     ``count * vol(leaf ∩ box) / vol(leaf)``; rows come in ``id`` order.  Refuses

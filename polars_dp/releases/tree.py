@@ -250,14 +250,14 @@ class SpatialRelease(Release):
             f"std is not available for this {self.mechanism!r} release: {self.noise_model.reason}"
         )
 
-    def range_std(self, **ranges: tuple[float, float]) -> float:
+    def range_std(self, **ranges: tuple[float, float]) -> float | None:
         """Noise standard deviation of :meth:`range_count` (the ``noise_std`` of
         :meth:`range_counts`: leaf noise only, the uniformity error inside leaves is not included)."""
         query = self._single_query(ranges)
         if not query:
             query = {f"{self.box.columns[0]}_lo": [float(self.box.lo[0])]}
         std = self.range_counts(query, std=True)["noise_std"][0]
-        return float("nan") if std is None else float(std)  # None: post-processed, no error bar
+        return None if std is None else float(std)  # None: post-processed, no error bar (as range_counts)
 
     def range_sums(self, boxes: Any, *, passthrough: Iterable[str] = ("id",)) -> np.ndarray:
         """Deprecated name of :meth:`range_count_array`."""
