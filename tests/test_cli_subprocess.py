@@ -55,11 +55,11 @@ def test_sigterm_while_writing_leaves_no_temporary_file(tmp_path):
     script = (
         "import os, signal, sys, pyarrow.parquet as pq\n"
         "from polars_dp.cli import main\n"
-        "write = pq.write_table\n"
-        "def write_then_terminated(table, where, **kw):\n"
-        "    write(table, where, **kw)  # the temporary file exists and is complete\n"
-        "    os.kill(os.getpid(), signal.SIGTERM)\n"
-        "pq.write_table = write_then_terminated\n"
+        "class TerminatedWriter(pq.ParquetWriter):\n"
+        "    def close(self):\n"
+        "        super().close()  # the temporary file exists and is complete\n"
+        "        os.kill(os.getpid(), signal.SIGTERM)\n"
+        "pq.ParquetWriter = TerminatedWriter\n"
         "sys.exit(main(['release', 'people.parquet', '--spec', 'domain.toml', '-o', 'out.parquet', '-q']))\n"
     )
     env = dict(os.environ, PYTHONPATH=str(REPO))
