@@ -13,6 +13,7 @@ import pytest
 from test_exact_noise import assert_dlap
 
 import polars_dp as pdp
+from polars_dp.cli.spec import SpecError, load_spec
 from polars_dp.domains.box import as_box
 from polars_dp.errors import ParameterError, ReleaseFormatError
 from polars_dp.kernels.morton import MortonLayout
@@ -344,3 +345,50 @@ def test_inference_reduces_the_noise_of_large_boxes():
     inside = np.all((r.lo >= 0) & (r.hi <= 0.5), axis=1).sum()
     raw = np.sqrt(inside * noise_variance(r.params["leaf_noise_scale"], "exact"))
     assert inside > 50 and std < raw
+
+
+@pytest.mark.parametrize("make", [
+    lambda f: pdp.privtree(f, ["x", "y"], bounds=BOUNDS, epsilon=1.0, seed=1, levels=0),
+    lambda f: pdp.privtree(f, ["x", "y"], bounds=BOUNDS, epsilon=1.0, seed=1, levels=2),
+    lambda f: pdp.uniform_grid(f, ["x", "y"], bounds=BOUNDS, epsilon=1.0, seed=1),
+    lambda f: pdp.adaptive_grid(f, ["x", "y"], bounds=BOUNDS, epsilon=1.0, seed=1),
+    lambda f: pdp.privtree(f, ["x", "y"], bounds=BOUNDS, epsilon=1.0, seed=1,
+                           levels=2).postprocess("nonnegative"),
+], ids=["privtree", "privtree-levels", "ug", "ag", "postprocessed"])
+def test_sql_macros_return_noise_std_as_python(make):
+    duckdb = pytest.importorskip("duckdb")
+    r = make(_frame(3000))
+    con = duckdb.connect()
+    r.to_duckdb(con, "t")
+    boxes = pl.DataFrame({"id": [1, 2, 3], "x_lo": [0.2, 0.0, 0.25], "x_hi": [0.7, 1.0, 0.3],
+                          "y_lo": [0.1, None, 0.3], "y_hi": [0.3, None, 0.31]})
+    con.register("b", boxes.to_arrow())
+    got = con.sql("SELECT id, count, noise_std FROM t_range_counts('b') ORDER BY id").pl()
+    try:
+        want = r.range_counts(boxes, std=True)
+    except pdp.QueryError:  # no error bar in Python (AG): NULL in SQL
+        want = r.range_counts(boxes).with_columns(pl.lit(None, pl.Float64).alias("noise_std"))
+    np.testing.assert_allclose(got["count"].to_numpy(), want["count"].to_numpy(), rtol=1e-9)
+    if want["noise_std"].null_count():
+        assert got["noise_std"].null_count() == 3
+    else:
+        np.testing.assert_allclose(got["noise_std"].to_numpy(), want["noise_std"].to_numpy(), rtol=1e-9)
+    one = con.sql("SELECT count, noise_std FROM t_range_count(x_lo := 0.2, x_hi := 0.7, y_lo := 0.1, "
+                  "y_hi := 0.3)").fetchall()
+    assert one[0][0] == pytest.approx(want["count"][0], rel=1e-9)
+    assert (one[0][1] is None) == (want["noise_std"][0] is None)
+    r.to_duckdb(con, "t", replace=True)  # re-registering replaces the function too
+    assert con.sql("SELECT count(*) FROM t_range_counts('b')").fetchall()[0][0] == 3
+
+
+def test_domain_file_levels(tmp_path):
+    path = tmp_path / "tree.toml"
+    path.write_text('mechanism = "privtree"\nepsilon = 1\nbounds = {x = [0, 1], y = [0, 1]}\n'
+                    '[options]\nlevels = 3\n')
+    spec = load_spec(path)
+    assert spec.options == {"levels": 3}
+    path.write_text('mechanism = "uniform_grid"\nepsilon = 1\nbounds = {x = [0, 1], y = [0, 1]}\n'
+                    '[options]\nlevels = 3\n')
+    with pytest.raises(SpecError, match=r":5: options.levels: levels counts the top levels of a tree, and "
+                                        r"uniform_grid has no tree"):
+        load_spec(path)

@@ -14,8 +14,8 @@ The split decisions keep ``eps_tree = tree_share * epsilon``.  The count budget
 ``eps_count = epsilon - eps_tree`` is split into ``eps_top = LEVELS_SHARE * eps_count``
 (``eps_count / 16``) for the top levels and ``eps_leaf = eps_count - eps_top`` for the leaves;
 within the top levels the geometric rule ``eps_l ∝ 2^((d - 1) l / 3)`` (``d = 2``: Cormode et
-al.'s ratio ``2^(1/3)`` between adjacent levels, more budget to deeper levels), its weights rounded to rationals with
-denominators below ``2^20`` so that ``sum_l eps_l = eps_top`` exactly.
+al.'s ratio ``2^(1/3)`` between adjacent levels, more budget to deeper levels), its weights
+rounded to rationals with denominators below ``2^20`` so that ``sum_l eps_l = eps_top`` exactly.
 
 Privacy
 -------
