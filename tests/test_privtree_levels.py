@@ -392,3 +392,11 @@ def test_domain_file_levels(tmp_path):
     with pytest.raises(SpecError, match=r":5: options.levels: levels counts the top levels of a tree, and "
                                         r"uniform_grid has no tree"):
         load_spec(path)
+
+
+def test_noise_variance_hook():
+    r = _release(levels=2)
+    boxes = pl.DataFrame({"x_lo": [0.1, 0.0], "x_hi": [0.6, 1.0]})
+    want = r.range_counts(boxes, std=True)["noise_std"].to_numpy() ** 2
+    np.testing.assert_allclose(r.noise_variance_array(boxes), want)
+    assert np.isnan(r.postprocess("nonnegative").noise_variance_array(boxes)).all()

@@ -266,6 +266,13 @@ class SpatialRelease(Release):
         return frame.with_columns(pl.Series("count", counts),
                                   pl.Series("noise_std", np.sqrt(2.0 * scale**2 * squares)))
 
+    def noise_variance_array(self, boxes: Any, *, passthrough: Iterable[str] = ("id",)) -> np.ndarray:
+        """The noise variance of each answer of :meth:`range_counts` (``noise_std ** 2``; NaN where
+        the release states no error bar).  Exact for i.i.d. leaf noise and for counted top levels
+        (from the inference weights); the hook a tail bound such as ``accuracy(alpha)`` reads."""
+        std = self.range_counts(boxes, std=True, passthrough=passthrough)["noise_std"]
+        return std.fill_null(float("nan")).to_numpy() ** 2
+
     def _leaf_noise_scale(self) -> float:
         """Laplace scale of every leaf count, when the leaf noise is i.i.d. (the noise model says)."""
         if isinstance(self.noise_model, IndependentLaplace):
