@@ -47,19 +47,25 @@ def level_tree(starts: np.ndarray, depth: np.ndarray, layout: MortonLayout, leve
     s = layout.split_bits
     top = int(depth.max(initial=0))
     n_levels = max(top, levels) + 1
-    prefixes, parent = [], []
+    order = np.argsort(depth, kind="stable")  # leaves grouped by depth, code order inside a group
+    bounds = np.searchsorted(depth[order], np.arange(n_levels + 1))
+    here = [order[bounds[lev]:bounds[lev + 1]] for lev in range(n_levels)]
+    prefixes: list[np.ndarray] = [np.empty(0, dtype=np.int64)] * n_levels
+    for lev in range(n_levels - 1, -1, -1):  # bottom-up: a level = its leaves + its children's parents
+        if lev <= levels:
+            prefixes[lev] = np.arange(1 << (s * lev), dtype=np.int64)
+            continue
+        own = starts[here[lev]] >> layout.shift(lev)
+        if lev + 1 < n_levels and prefixes[lev + 1].size:
+            up = prefixes[lev + 1] >> s
+            up = up[np.r_[True, up[1:] != up[:-1]]]
+            own = np.sort(np.concatenate([up, own]), kind="stable")  # two sorted runs: a merge
+        prefixes[lev] = own
+    parent = [np.zeros(1, dtype=np.int64)] + [np.searchsorted(prefixes[lev - 1], prefixes[lev] >> s)
+                                              for lev in range(1, n_levels)]
     leaf_index = np.zeros(starts.size, dtype=np.int64)
     for lev in range(n_levels):
-        if lev <= levels:
-            pre = np.arange(1 << (s * lev), dtype=np.int64)
-        else:
-            deep = starts[depth >= lev] >> layout.shift(lev)
-            pre = deep[np.r_[True, deep[1:] != deep[:-1]]] if deep.size else deep
-        prefixes.append(pre)
-        parent.append(np.zeros(pre.size, dtype=np.int64) if lev == 0
-                      else np.searchsorted(prefixes[lev - 1], pre >> s))
-        here = depth == lev
-        leaf_index[here] = np.searchsorted(pre, starts[here] >> layout.shift(lev))
+        leaf_index[here[lev]] = np.searchsorted(prefixes[lev], starts[here[lev]] >> layout.shift(lev))
     return LevelTree(layout, levels, prefixes, parent, leaf_index)
 
 

@@ -98,11 +98,16 @@ def split_count_budget(eps_count: Fraction | float, levels: int, d: int, noise: 
 
 def level_counts(codes: np.ndarray, weights: np.ndarray | None, layout: MortonLayout, levels: int
                  ) -> list[np.ndarray]:
-    """Exact int64 counts of every cell of levels ``1..k`` (code order) from finest codes."""
-    cells = np.asarray(codes, dtype=np.int64) >> layout.shift(levels)
-    w = None if weights is None else np.asarray(weights, dtype=np.int64)
-    deepest = np.bincount(cells, weights=w, minlength=1 << (layout.split_bits * levels))
-    counts = [np.rint(deepest).astype(np.int64) if w is not None else deepest.astype(np.int64)]
+    """Exact int64 counts of every cell of levels ``1..k`` (code order) from sorted finest codes
+    (``weights``: points per code, ``None``: one each)."""
+    codes = np.asarray(codes, dtype=np.int64)  # sorted: a cell is a contiguous run of codes
+    edges = np.searchsorted(codes, np.arange((1 << (layout.split_bits * levels)) + 1, dtype=np.int64)
+                            << layout.shift(levels))
+    if weights is None:
+        counts = [np.diff(edges)]
+    else:
+        cum = np.r_[np.int64(0), np.cumsum(np.asarray(weights, dtype=np.int64))]
+        counts = [np.diff(cum[edges])]
     for _ in range(levels - 1):
         counts.append(counts[-1].reshape(-1, layout.fanout).sum(axis=1))
     return counts[::-1]

@@ -53,6 +53,14 @@ def noise_variance(scale: float, noise: str) -> float:
 VARIANCE_FLOOR = 1e-30
 
 
+def _by_depth(depth: np.ndarray) -> list[tuple[int, np.ndarray]]:
+    """``(depth, leaf positions)`` per depth present, from one stable sort."""
+    order = np.argsort(depth, kind="stable")
+    values, starts = np.unique(depth[order], return_index=True)
+    ends = np.r_[starts[1:], order.size]
+    return [(int(v), order[a:b]) for v, a, b in zip(values, starts, ends, strict=True)]
+
+
 @dataclass
 class TopLevels:
     """The published top-level counts of a PrivTree and what is inferred from them.
@@ -91,19 +99,18 @@ class TopLevels:
             offset += n
         p_leaf = 1.0 / noise_variance(leaf_scale, noise)
         dep = np.asarray(depth, dtype=np.int64)
-        for lev in np.unique(dep):
-            sel = dep == lev
+        groups = _by_depth(dep)
+        noisy_leaves = np.asarray(noisy_leaves, dtype=np.float64)
+        for lev, sel in groups:
             idx = tree.leaf_index[sel]
-            lev = int(lev)
             # a leaf at a counted level has two independent observations: combine them
             total = prec[lev][idx] + p_leaf
             y[lev][idx] = (prec[lev][idx] * y[lev][idx] + p_leaf * noisy_leaves[sel]) / total
             prec[lev][idx] = total
         est = infer_tree(tree.parent, y, prec)
         leaf_est = np.empty(dep.size)
-        for lev in np.unique(dep):
-            sel = dep == lev
-            leaf_est[sel] = est.xhat[int(lev)][tree.leaf_index[sel]]
+        for lev, sel in groups:
+            leaf_est[sel] = est.xhat[lev][tree.leaf_index[sel]]
         return cls(levels, np.asarray(noisy, dtype=np.float64), tuple(float(s) for s in scales),
                    float(leaf_scale), np.asarray(noisy_leaves, dtype=np.float64), noise, tree, est,
                    np.asarray(starts, dtype=np.int64), dep, leaf_est)
