@@ -222,6 +222,10 @@ def run_spatial(args: argparse.Namespace, config: Config, folder: Path, out: Pat
         f"0.1% of n; averaged over {config.spatial_repeats} release(s).",
         "Neighbours: add or remove one point. Privelet* is Privelet on a fixed public grid "
         "(`privelet_grid` default: 2^(16 // d) cells per dimension, 256 in 2-D, 16 in 4-D).",
+        "PrivTree+levels is `privtree` with its default counted top levels (`levels=None`: 2 levels in "
+        "2-D, 1 in 4-D, 16 cells on the deepest; 1/16 of the count budget, split geometrically) and "
+        "the least-squares inference over the whole tree; PrivTree is `levels=0`, the paper's release. "
+        "Both spend the same budget on the split decisions.",
         "![PrivTree decomposition](privtree_geonames.png)",
     ]
     write(out / "spatial.md", header("PrivTree: spatial range counts", config, seconds, args.seed, notes)
