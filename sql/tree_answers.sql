@@ -3,6 +3,7 @@
 -- a missing column or NULL means the whole declared range; any other column, and a missing, NULL
 -- or repeated id, is refused (checks).  Each leaf overlapping a box
 -- contributes count * (overlapped volume / leaf volume): tuples are assumed uniform in a leaf.
+-- noise_std: the noise standard deviation of the answer, as release.range_counts(std=True).
 WITH q AS (
     SELECT {{typed_columns}} WHERE false      -- fixes the type of every predicate column
     UNION ALL BY NAME
@@ -14,11 +15,11 @@ box AS (                                     -- per dimension k: the closed rang
     FROM q
 ),
 total AS (
-    SELECT box.id, sum(t.count * {{fractions}}) AS count
+    SELECT box.id, sum(t.count * {{fractions}}) AS count, sum(({{fractions}}) ** 2) AS weight_squares
     FROM box JOIN {{table}} AS t ON {{overlap}}
     GROUP BY box.id
 )
-SELECT box.id, coalesce(total.count, 0.0)::DOUBLE AS count
+SELECT box.id, coalesce(total.count, 0.0)::DOUBLE AS count, {{noise_std}} AS noise_std
 FROM box LEFT JOIN total ON total.id = box.id
 WHERE (SELECT ok FROM checks)
 ORDER BY box.id                              -- answers in query-id order

@@ -1,7 +1,7 @@
 -- Range count of one box: every range is optional (NULL = the whole declared range).
 --   SELECT * FROM {{name}}_range_count(longitude_lo := 0, longitude_hi := 30);
 CREATE {{create}}MACRO {{single_macro}}({{parameters}}) AS TABLE
-SELECT count FROM (
+SELECT count, noise_std FROM (
 {{single_answers}}
 );
 

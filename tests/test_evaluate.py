@@ -123,8 +123,8 @@ def test_spatial_truth_matches_brute_force_and_experiment_runs():
     brute = ((xy[None] >= lo[:, None]) & (xy[None] <= hi[:, None])).all(axis=2).sum(axis=1)
     assert spatial_experiment.true_counts(points, boxes).tolist() == brute.tolist()
     res = spatial_experiment.run(points, n_queries=40, epsilons=(1.0,), show_progress=False)
-    assert res.height == 4 * 3
-    assert set(res["mechanism"]) == {"PrivTree", "UG", "AG", "Privelet*"}
+    assert res.height == 5 * 3
+    assert set(res["mechanism"]) == {"PrivTree+levels", "PrivTree", "UG", "AG", "Privelet*"}
     assert (res["size"] >= 1).all() and res["relative_error"].is_finite().all()
 
 

@@ -233,7 +233,7 @@ def test_privtree_leaf_counts(neighbours, factor):
     noise = []
     for seed in range(3):
         r = pdp.privtree(frame, ["x", "y"], bounds=bounds, epsilon=eps, tree_share=share,
-                         neighbours=neighbours, seed=seed)
+                         neighbours=neighbours, seed=seed, levels=0)
         span = np.left_shift(np.int64(1), [layout.shift(int(d)) for d in r.depth])
         truth = np.searchsorted(codes, r.codes + span) - np.searchsorted(codes, r.codes)
         noise.append(r.count - truth)

@@ -77,7 +77,7 @@ def test_the_released_parameters_satisfy_the_bound():
     df = pl.DataFrame({"x": np.linspace(0, 1, 500), "y": np.linspace(0, 1, 500) ** 2})
     for fanout, neighbours in ((4, "add_remove"), (2, "add_remove"), (4, "replace")):
         r = df.dp.privtree(["x", "y"], bounds=[(0, 1), (0, 1)], epsilon=1.3, tree_share=0.4, fanout=fanout,
-                           neighbours=neighbours, seed=1)
+                           neighbours=neighbours, seed=1, levels=0)
         lam, delta, theta = r.params["lambda"], r.params["delta"], r.params["theta"]
         per_step = 0.4 * 1.3 / (2 if neighbours == "replace" else 1)  # replace = remove + add
         assert worst_path_loss(lam, delta, theta, rng=np.random.default_rng(0)) <= per_step * (1 + 1e-9)

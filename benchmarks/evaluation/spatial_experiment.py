@@ -30,10 +30,16 @@ Mechanism = Callable[[Points, float, Any], Any]
 
 
 def mechanisms() -> dict[str, Mechanism]:
-    """PrivTree, UG, AG and Privelet* (Privelet on the library's default fixed grid, 2^(16 // d)
-    cells per dimension), all with their defaults under add/remove-one neighbours."""
-    def tree(t: Points, eps: float, seed: Any) -> Any:
+    """PrivTree+levels (PrivTree with its default counted top levels and least-squares inference),
+    PrivTree as published (``levels=0``), UG, AG and Privelet* (Privelet on the library's default
+    fixed grid, 2^(16 // d) cells per dimension), all with their defaults under add/remove-one
+    neighbours."""
+    def tree_levels(t: Points, eps: float, seed: Any) -> Any:
         return t.frame.dp.privtree(t.columns, bounds=list(t.bounds.values()), epsilon=eps, seed=seed)
+
+    def tree(t: Points, eps: float, seed: Any) -> Any:
+        return t.frame.dp.privtree(t.columns, bounds=list(t.bounds.values()), epsilon=eps, seed=seed,
+                                   levels=0)
 
     def ug(t: Points, eps: float, seed: Any) -> Any:
         return t.frame.dp.uniform_grid(t.columns, bounds=list(t.bounds.values()), epsilon=eps,
@@ -47,7 +53,7 @@ def mechanisms() -> dict[str, Mechanism]:
         return t.frame.dp.privelet_grid(t.columns, bounds=list(t.bounds.values()), epsilon=eps,
                                         seed=seed)
 
-    return {"PrivTree": tree, "UG": ug, "AG": ag, "Privelet*": privelet_star}
+    return {"PrivTree+levels": tree_levels, "PrivTree": tree, "UG": ug, "AG": ag, "Privelet*": privelet_star}
 
 
 def workloads(points: Points, n_queries: int, seed: int) -> dict[str, pl.DataFrame]:

@@ -330,6 +330,9 @@ class _Reader:
                                                   "a domain file (use --seed for tests only)")
             if key in RESERVED:
                 raise self.fail(("options", key), "set it at the top level of the file, not in [options]")
+            if key == "levels" and key not in allowed:
+                raise self.fail(("options", key), f"levels counts the top levels of a tree, and {mechanism} "
+                                                  "has no tree; use mechanism = \"privtree\" or drop levels")
             if key not in allowed:
                 raise self.fail(("options", key), f"{mechanism} has no option {key!r}; its options: "
                                                   f"{', '.join(allowed) or 'none'}")

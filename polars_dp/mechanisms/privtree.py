@@ -51,6 +51,13 @@ from polars_dp.kernels.morton import (
     morton_codes,
     resolution_bits,
 )
+from polars_dp.mechanisms.privtree_levels import (
+    check_levels,
+    level_counts,
+    level_scales,
+    noisy_level_counts,
+    split_count_budget,
+)
 from polars_dp.mechanisms.privtree_rule import (
     check_theta,
     grid_theta,
@@ -73,8 +80,9 @@ from polars_dp.noise import (
 )
 from polars_dp.params import Nulls, OnOutOfDomain, check_int
 from polars_dp.progress import Progress, rows_hint
-from polars_dp.releases.noise_model import IndependentLaplace
+from polars_dp.releases.noise_model import Correlated, IndependentLaplace
 from polars_dp.releases.tree import SpatialRelease
+from polars_dp.releases.tree_levels import TopLevels
 
 
 def grow_tree(codes: np.ndarray, counts: np.ndarray | None, layout: MortonLayout, *, lam: float,
@@ -159,7 +167,8 @@ def privtree(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: 
              neighbours: Neighbours = "add_remove", seed: SeedLike = None,
              on_out_of_domain: OnOutOfDomain = "raise",
              nulls: Nulls = "raise", resolution: int | None = None, count_column: str | None = None,
-             noise: NoiseKind = "exact", progress: bool | None = None) -> SpatialRelease:
+             noise: NoiseKind = "exact", progress: bool | None = None,
+             levels: int | None = None) -> SpatialRelease:
     """Release a PrivTree decomposition of the points ``columns`` inside the public ``bounds``.
 
     Parameters
@@ -187,6 +196,15 @@ def privtree(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: 
     noise : ``"exact"`` (exact decisions and discrete Laplace leaf counts, default) or ``"float"``.
     progress : stage bars on stderr (counting finest cells, tree, noise); ``None``: on a
         terminal for large inputs.
+    levels : public number ``k`` of top levels of the decomposition whose every cell also gets
+        a noisy count (:mod:`polars_dp.mechanisms.privtree_levels`); ``None`` (default):
+        ``max(1, 4 // log2(fanout))`` (2 in 2-D, 1 in 4-D: 16 cells on level ``k``);
+        ``0``: the leaves only, as in the paper.  With ``k >= 1`` the count budget
+        ``epsilon - eps_tree`` is split: 1/16 to the top levels (geometrically, Cormode et
+        al. 2012), the rest to the leaves; every count is then replaced by the least-squares
+        estimate consistent with the tree (:mod:`polars_dp.releases.tree_levels`, post-processing).
+        Total spent: ``epsilon`` under either neighbour relation (level counts: sensitivity 1
+        under add/remove-one, 2 under replace-one, as the leaves).
     """
     box = as_box(columns, bounds)
     split_bits = check_fanout(fanout, box.d)
@@ -202,6 +220,13 @@ def privtree(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: 
         theta = grid_theta(theta)
     else:
         eps_tree, eps_leaf = epsilon * share, epsilon * (1 - share)
+    top = resolution_bits(box.d)
+    bits = top if resolution is None else check_int(resolution, "resolution", lo=1, hi=top)
+    layout = MortonLayout(box.d, bits, split_bits)
+    k = check_levels(levels, layout)
+    eps_levels: list[Any] = []
+    if k:
+        eps_levels, eps_leaf = split_count_budget(eps_leaf, k, box.d, noise)
     lam = privtree_lambda(eps_tree, beta, group=factor, noise=noise)
     delta = privtree_delta(lam, beta, noise=noise)
     leaf_scale = laplace_scale(factor, eps_leaf, noise)
@@ -209,25 +234,37 @@ def privtree(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: 
 
     bar = Progress("privtree", progress, rows_hint(frame))
     bar.step("counting (finest cells)")
-    top = resolution_bits(box.d)
-    bits = top if resolution is None else check_int(resolution, "resolution", lo=1, hi=top)
-    layout = MortonLayout(box.d, bits, split_bits)
     codes, weights = finest_cells(frame, box, bits, functools.partial(morton_codes, bits=bits),
                                   on_out_of_domain=on_out_of_domain, nulls=nulls, count_column=count_column)
     start, depth, count = grow_tree(codes, weights, layout, lam=lam, delta=delta, theta=theta, rng=src,
                                     noise=noise, advance=bar.step("tree", unit="nodes"))
+    exact_levels = level_counts(codes, weights, layout, k) if k else []
     del codes, weights
     bar.step("noise")
     add_noise(count, leaf_scale, src, noise)
-    bar.close()
-    lo, hi = layout.node_boxes(start, depth, box)
     params = {"lambda": lam, "delta": delta, "theta": theta, "fanout": beta, "tree_share": share,
               "epsilon_tree": float(eps_tree), "epsilon_leaf": float(eps_leaf),
               "leaf_noise_scale": float(leaf_scale), "resolution_bits": layout.bits,
               **noise_params(factor, leaf_scale, noise, prefix="leaf_")}
+    model: IndependentLaplace | Correlated = IndependentLaplace(float(leaf_scale))
+    top_levels = None
+    if k:
+        scales = level_scales(factor, eps_levels, noise)
+        noisy_top = noisy_level_counts(exact_levels, scales, src, noise)
+        del exact_levels
+        bar.step("inference")
+        top_levels = TopLevels.infer(start, depth, layout, k, noisy_top, [float(b) for b in scales], count,
+                                     float(leaf_scale), noise)
+        count = top_levels.leaf_counts()
+        params.update({"levels": k, "epsilon_levels": [float(e) for e in eps_levels],
+                       "level_noise_scales": [float(b) for b in scales]})
+        model = Correlated("counts inferred by least squares from the leaves and the counted top levels "
+                           "(their exact noise_std comes from the inference weights)")
+    bar.close()
+    lo, hi = layout.node_boxes(start, depth, box)
     return SpatialRelease(box, lo, hi, depth, count, codes=start, mechanism="privtree", epsilon=epsilon,
                        neighbours=neighbours, params=params, noise=noise, seeded=src.seeded,
-                       noise_model=IndependentLaplace(float(leaf_scale)),
+                       noise_model=model, levels=top_levels,
                        layout={"kind": "morton", "bits": layout.bits, "split_bits": split_bits})
 
 

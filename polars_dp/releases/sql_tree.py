@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 
+from polars_dp.releases.noise_model import IndependentLaplace
+from polars_dp.releases.postprocess import postprocessed_noise_model
 from polars_dp.releases.sql import (
     BATCH_WHERE,
     check_free,
@@ -23,6 +26,43 @@ from polars_dp.releases.sql import (
 
 if TYPE_CHECKING:
     from polars_dp.releases.tree import SpatialRelease
+
+
+def std_function(name: str) -> str:
+    """Name of the scalar function giving the ``noise_std`` of a release with counted levels."""
+    return f"__pdp_noise_std_{name}"
+
+
+def _noise_std(release: SpatialRelease, name: str) -> str:
+    """SQL of each answer's ``noise_std`` (the rule of ``release.range_counts(std=True)``):
+    i.i.d. leaf noise: ``sqrt(var * sum w^2)``; counted levels: the exact variance from the
+    inference weights, by a scalar function over the box; otherwise (AG, Privelet*,
+    post-processed) NULL."""
+    if postprocessed_noise_model(release.params) is not None:
+        return "NULL::DOUBLE"
+    if release.levels is not None:
+        args = ", ".join(f"box.lo{k}::DOUBLE, box.hi{k}::DOUBLE" for k in range(release.box.d))
+        return f"{ident(std_function(name))}([{args}])"
+    if isinstance(release.noise_model, IndependentLaplace):
+        return f"sqrt({release.noise_model.unit_variance()!r} * coalesce(total.weight_squares, 0.0))"
+    return "NULL::DOUBLE"
+
+
+def _register_std_function(con: Any, name: str, release: SpatialRelease, replace: bool) -> None:
+    """The vectorised scalar function behind ``noise_std`` of a release with counted levels."""
+    d, box, levels = release.box.d, release.box, release.levels
+    fname = std_function(name)
+    if replace:
+        with contextlib.suppress(Exception):  # none registered yet
+            con.remove_function(fname)
+
+    def noise_std(bounds: pa.Array) -> pa.Array:  # one [lo0, hi0, lo1, hi1, ...] list per box
+        flat = np.asarray(pa.array(bounds).flatten().to_numpy(zero_copy_only=False), dtype=np.float64)
+        pairs = flat.reshape(-1, d, 2)
+        _, var = levels.range_counts(box, pairs[:, :, 0], pairs[:, :, 1], variance=True)
+        return pa.array(np.sqrt(var))
+
+    con.create_function(fname, noise_std, ["DOUBLE[]"], "DOUBLE", type="arrow")
 
 
 def _tree_answers(release: SpatialRelease, name: str, queries: str, where: str) -> str:
@@ -42,7 +82,7 @@ def _tree_answers(release: SpatialRelease, name: str, queries: str, where: str) 
     return render("tree_answers.sql", table=ident(name), queries=queries, checks=checks,
                   typed_columns=", ".join(["NULL AS id", *typed]),
                   bounds=",\n           ".join(bounds), fractions=" * ".join(fractions),
-                  overlap=" AND ".join(overlap))
+                  overlap=" AND ".join(overlap), noise_std=_noise_std(release, name))
 
 
 def register_tree(con: Any, name: str, release: SpatialRelease, *, replace: bool = False) -> Any:
@@ -51,10 +91,16 @@ def register_tree(con: Any, name: str, release: SpatialRelease, *, replace: bool
     * ``name``: one row per leaf (``<col>_lo``, ``<col>_hi``, ``depth``, ``count``, and the
       leaf's position ``leaf`` in the release);
     * ``name_meta(key, value)`` and a table comment, as for grid releases;
-    * ``name_range_count(<col>_lo := ..., <col>_hi := ...)``: one row (``count``);
-    * ``name_range_counts(boxes_table)``: ``id``, ``count`` per box of a table with an ``id``
-      column and ``<col>_lo`` / ``<col>_hi`` columns (missing or NULL = the whole range; any
+    * ``name_range_count(<col>_lo := ..., <col>_hi := ...)``: one row (``count``, ``noise_std``);
+    * ``name_range_counts(boxes_table)``: ``id``, ``count``, ``noise_std`` per box of a table with
+      an ``id`` column and ``<col>_lo`` / ``<col>_hi`` columns (missing or NULL = the whole range; any
       other column, a NULL id and a repeated id are refused, as in Python).
+
+    ``noise_std`` is what ``release.range_counts(std=True)`` gives: the noise of the counts only
+    (not the uniformity error), NULL where the release states no error bar.  A release with
+    counted top levels answers from its inferred counts and gets its ``noise_std`` from a
+    scalar function ``__pdp_noise_std_<name>`` registered on the connection (the inference
+    weights live in Python).
 
     Answers use the same uniformity assumption as ``release.range_counts``: a leaf adds
     ``count * vol(leaf ∩ box) / vol(leaf)``; rows come in ``id`` order.  Refuses
@@ -72,6 +118,8 @@ def register_tree(con: Any, name: str, release: SpatialRelease, *, replace: bool
         check_free(con, [name, f"{name}_meta"], [f"{name}_range_count", f"{name}_range_counts"],
                    replace=replace)
         create = create_mode(replace)
+        if release.levels is not None:
+            _register_std_function(con, name, release, replace)
         con.execute(render("tree_register.sql", table=ident(name), source=ident(source), create=create,
                            meta_table=ident(f"{name}_meta"), meta_source=ident(meta_source),
                            comment=comment(release, name)))

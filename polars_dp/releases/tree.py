@@ -54,6 +54,7 @@ from polars_dp.releases.tree_format import (
     _leaf_order,
     _legacy_noise_model,
 )
+from polars_dp.releases.tree_levels import TopLevels, check_same, parse_levels
 
 
 @register_release_type
@@ -73,7 +74,8 @@ class SpatialRelease(Release):
                  *, layout: Mapping[str, Any], mechanism: str, epsilon: float, neighbours: str,
                  params: Mapping[str, Any] | None = None, codes: np.ndarray | None = None,
                  noise_model: NoiseModel | None = None, created: str | None = None,
-                 library_version: str | None = None, noise: str = "float", seeded: bool = False):
+                 library_version: str | None = None, noise: str = "float", seeded: bool = False,
+                 levels: TopLevels | None = None):
         if layout.get("kind") not in LAYOUTS:
             raise ReleaseFormatError(f"unknown tree layout {layout.get('kind')!r}; known: {LAYOUTS}")
         if layout["kind"] == "morton" and codes is None:
@@ -89,6 +91,8 @@ class SpatialRelease(Release):
                           created=created, library_version=library_version, noise=noise, seeded=seeded)
         self.noise_model = noise_model or _legacy_noise_model(self.mechanism, self.params)
         self._grid_cache: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        #: counted top levels and the inference answering queries (``None``: leaves only)
+        self.levels = levels
 
     # ------------------------------------------------------------------ basics
     @property
@@ -102,7 +106,8 @@ class SpatialRelease(Release):
     @property
     def leaves(self) -> pl.DataFrame:
         """One row per leaf: ``<col>_lo``, ``<col>_hi`` per column, ``depth``, ``count``."""
-        return pl.from_arrow(self._table().drop_columns(["morton"] if self.codes is not None else []))
+        hidden = [c for c in ("morton", "noisy_count") if c in self._table().column_names]
+        return pl.from_arrow(self._table().drop_columns(hidden))
 
     def metadata(self) -> dict[str, Any]:
         meta = super().metadata()
@@ -110,6 +115,8 @@ class SpatialRelease(Release):
         meta.update({"columns": list(self.box.columns), "bounds": self.box.to_json(),
                      "layout": self.layout, "n_leaves": self.n_leaves,
                      "noise_model": noise_model_to_json(self.noise_model)})
+        if self.levels is not None:
+            meta["levels"] = self.levels.to_json()
         return meta
 
     # ------------------------------------------------------------------ Arrow
@@ -122,6 +129,8 @@ class SpatialRelease(Release):
         cols["count"] = pa.array(self.count)
         if self.codes is not None:
             cols["morton"] = pa.array(self.codes)
+        if self.levels is not None:
+            cols["noisy_count"] = pa.array(self.levels.noisy_leaves)
         return pa.table(cols)
 
     @classmethod
@@ -144,6 +153,7 @@ class SpatialRelease(Release):
             if not np.issubdtype(count.dtype, np.number):
                 raise ReleaseFormatError(f"tree release column 'count' has type {count.dtype}, not numbers")
             codes = table.column("morton").to_numpy() if "morton" in table.column_names else None
+            noisy_leaves = _float_column(table, "noisy_count") if "levels" in meta else None
         except KeyError as exc:
             raise ReleaseFormatError(f"tree release table has no {exc.args[0]!r} column") from None
         n_leaves = field(meta, "n_leaves", int, default=table.num_rows)
@@ -161,12 +171,23 @@ class SpatialRelease(Release):
         release = cls(box, lo[order], hi[order], depth[order], count[order], layout=layout, codes=codes,
                       noise_model=model, **common)
         _check_tree_parameters(release)
-        verify_checksum(meta, release._payload_arrays())
+        if noisy_leaves is None:
+            verify_checksum(meta, release._payload_arrays())
+            return release
+        if layout["kind"] != "morton" or codes is None:
+            raise ReleaseFormatError("counted top levels need a Morton-layout tree release")
+        lay = MortonLayout(box.d, int(layout["bits"]), int(layout["split_bits"]))
+        parsed = parse_levels(field(meta, "levels"), lay)
+        verify_checksum(meta, [*release._payload_arrays(), noisy_leaves[order], parsed[2]])
+        release.levels = _read_levels(release, lay, parsed, noisy_leaves[order])
         return release
 
     def _payload_arrays(self) -> list[np.ndarray]:
         arrays = [self.lo, self.hi, self.depth, self.count]
-        return arrays if self.codes is None else [*arrays, self.codes]
+        arrays = arrays if self.codes is None else [*arrays, self.codes]
+        if self.levels is not None:
+            arrays += [self.levels.noisy_leaves, self.levels.noisy]
+        return arrays
 
     def _geometry_batches(self, crs: object | None, rows: int) -> pa.RecordBatchReader:
         """The leaf batches with GeoParquet polygons (``write_parquet(geometry=True)``; 2-D only):
@@ -224,6 +245,14 @@ class SpatialRelease(Release):
         frame = as_query_frame(boxes)
         bar = Progress("range_counts", progress, frame.height * max(self.n_leaves, 1))
         bar.step("queries")
+        if self.levels is not None:
+            exact_std = std and postprocessed_noise_model(self.params) is None
+            counts, var = self.levels.range_counts(self.box, *self._query_arrays(frame, passthrough),
+                                                   variance=exact_std)
+            bar.close()
+            extra = ([pl.Series("noise_std", np.sqrt(var))] if var is not None
+                     else [pl.lit(None, pl.Float64).alias("noise_std")] if std else [])
+            return frame.with_columns(pl.Series("count", counts), *extra)
         if not std or postprocessed_noise_model(self.params) is not None:  # post-processed: std NULL
             counts = self.range_count_array(frame, passthrough=passthrough)
             nulls = [pl.lit(None, pl.Float64).alias("noise_std")] if std else []
@@ -241,6 +270,13 @@ class SpatialRelease(Release):
         bar.close()
         return frame.with_columns(pl.Series("count", counts),
                                   pl.Series("noise_std", np.sqrt(2.0 * scale**2 * squares)))
+
+    def noise_variance_array(self, boxes: Any, *, passthrough: Iterable[str] = ("id",)) -> np.ndarray:
+        """The noise variance of each answer of :meth:`range_counts` (``noise_std ** 2``; NaN where
+        the release states no error bar).  Exact for i.i.d. leaf noise and for counted top levels
+        (from the inference weights); the hook a tail bound such as ``accuracy(alpha)`` reads."""
+        std = self.range_counts(boxes, std=True, passthrough=passthrough)["noise_std"]
+        return std.fill_null(float("nan")).to_numpy() ** 2
 
     def _leaf_noise_scale(self) -> float:
         """Laplace scale of every leaf count, when the leaf noise is i.i.d. (the noise model says)."""
@@ -269,6 +305,8 @@ class SpatialRelease(Release):
         """The answers of :meth:`range_counts` as a float64 numpy array (one per box)."""
         q_lo, q_hi = self._query_arrays(boxes, passthrough)
         kind = self.layout["kind"]
+        if self.levels is not None:
+            return self.levels.range_counts(self.box, q_lo, q_hi, variance=False)[0]
         if kind == "morton":
             layout = MortonLayout(self.box.d, int(self.layout["bits"]), int(self.layout["split_bits"]))
             return morton_tree_sums(self.codes, self.count, layout, self.box, q_lo, q_hi)
@@ -331,11 +369,18 @@ class SpatialRelease(Release):
         projection onto non-negative counts with the same total), recorded in
         ``params["postprocessed"]``.  Its noise model becomes :class:`Correlated` and
         ``range_counts(std=True)`` gives a NULL ``std``: see :mod:`polars_dp.releases.postprocess`."""
-        count, params = postprocess_counts(self.count, self.params, methods, TREE_POSTPROCESSING)
+        levels = self.levels
+        if levels is None:
+            count, params = postprocess_counts(self.count, self.params, methods, TREE_POSTPROCESSING)
+        else:  # after inference, on the finest nodes (the leaves keep the sums of theirs)
+            finest, params = postprocess_counts(levels.finest_counts, self.params, methods,
+                                                TREE_POSTPROCESSING)
+            levels = levels.with_finest_counts(finest)
+            count = levels.leaf_counts()
         return SpatialRelease(self.box, self.lo, self.hi, self.depth, count, layout=self.layout,
                            mechanism=self.mechanism, epsilon=self.epsilon, neighbours=self.neighbours,
                            params=params, codes=self.codes, noise_model=postprocessed_noise_model(params),
-                           created=self.created, noise=self.noise, seeded=self.seeded)
+                           created=self.created, noise=self.noise, seeded=self.seeded, levels=levels)
 
     def _payload_equal(self, other: Release) -> bool:
         return isinstance(other, SpatialRelease) and self._table().equals(other._table())
@@ -353,6 +398,27 @@ class SpatialRelease(Release):
                 f"neighbours={self.neighbours!r}, columns={self.columns}, leaves={self.n_leaves:,}"
                 f"{self._repr_flags()})")
 
+
+def _read_levels(release: SpatialRelease, layout: MortonLayout,
+                 parsed: tuple[int, list[float], np.ndarray, np.ndarray],
+                 noisy_leaves: np.ndarray) -> TopLevels:
+    """The counted top levels of a table, verified: the inference is recomputed from the noisy
+    counts (and the recorded post-processing reapplied) and must give the stored counts."""
+    params = release.params
+    if "leaf_noise_scale" not in params:
+        raise ReleaseFormatError("a release with counted top levels must record params.leaf_noise_scale")
+    k, scales, noisy, stored_top = parsed
+    if params.get("levels") != k or list(params.get("level_noise_scales", [])) != scales:
+        raise ReleaseFormatError("params.levels / params.level_noise_scales disagree with the counted levels")
+    levels = TopLevels.infer(release.codes, release.depth, layout, k, noisy, scales, noisy_leaves,
+                             float(params["leaf_noise_scale"]), release.noise)
+    check_same("top-level counts", stored_top, levels.top_counts())
+    steps = [s["method"] for s in params.get("postprocessed", [])]
+    if steps:
+        finest, _ = postprocess_counts(levels.finest_counts, {}, steps, TREE_POSTPROCESSING)
+        levels = levels.with_finest_counts(finest)
+    check_same("leaf counts", release.count, levels.leaf_counts())
+    return levels
 
 
 __all__ = ["SpatialRelease"]

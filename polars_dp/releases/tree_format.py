@@ -133,7 +133,8 @@ def _check_tree_parameters(release: SpatialRelease) -> None:
         return positive_number(p[key], f"params.{key}")
 
     if "epsilon_tree" in p and "epsilon_leaf" in p:
-        check_equal("params.epsilon_leaf", number("epsilon_tree") + number("epsilon_leaf"), eps)
+        check_equal("params.epsilon_leaf", number("epsilon_tree") + number("epsilon_leaf")
+                    + _levels_epsilon(p, sens), eps)
         if "tree_share" in p:
             check_equal("params.epsilon_tree", number("epsilon_tree"), number("tree_share") * eps)
     if "epsilon_grid" in p and number("epsilon_grid") > eps * (1 + RELATIVE_SLACK):
@@ -155,6 +156,23 @@ def _check_tree_parameters(release: SpatialRelease) -> None:
             check_equal("noise_model.scale", model.scale, scale)
         else:
             check_noise_scale("noise_model.scale", max(model.scale, sens / eps), sens / eps)
+
+
+def _levels_epsilon(p: Mapping[str, Any], sens: int) -> float:
+    """Budget of the counted top levels (0 without them), each level's recorded noise scale
+    checked against ``sensitivity / epsilon_l`` (:mod:`polars_dp.mechanisms.privtree_levels`)."""
+    if "epsilon_levels" not in p:
+        return 0.0
+    eps_l, scales = p["epsilon_levels"], p.get("level_noise_scales")
+    if (not isinstance(eps_l, list) or not isinstance(scales, list) or len(eps_l) != len(scales)
+            or len(eps_l) != p.get("levels")):
+        raise ReleaseFormatError("release metadata fields 'params.epsilon_levels' and "
+                                 "'params.level_noise_scales' must be lists of one number per counted level")
+    for j, (e, b) in enumerate(zip(eps_l, scales, strict=True)):
+        e = positive_number(e, f"params.epsilon_levels[{j}]")
+        name = f"params.level_noise_scales[{j}]"
+        check_noise_scale(name, positive_number(b, name), sens / e)
+    return float(sum(eps_l))
 
 
 def _legacy_noise_model(mechanism: str, params: Mapping[str, Any]) -> NoiseModel:

@@ -1,0 +1,132 @@
+"""Noisy counts of the public top levels of a PrivTree's decomposition and their budget.
+
+Levels (a public rule)
+----------------------
+``levels = k`` counts every cell of depths ``1..k`` of the regular ``2^s``-ary decomposition of
+the box that PrivTree splits (``s = log2(fanout)``), level ``l`` having ``2^(s l)`` cells.  The
+default is the largest ``k`` with at most ``2^12`` cells on level ``k``: ``k = max(1, 12 // s)``
+(``d = 2``: 6 levels, 4,096 cells; ``d = 4``: 3 levels, 4,096 cells), capped at the
+discretisation limit.  ``levels = 0`` is PrivTree as published by Zhang et al.
+
+Budget (a public rule; Cormode et al., ICDE 2012, Sec. 4.1)
+----------------------------------------------------------
+The split decisions keep ``eps_tree = tree_share * epsilon``.  The count budget
+``eps_count = epsilon - eps_tree`` is split into ``eps_top = LEVELS_SHARE * eps_count``
+(``eps_count / 16``) for the top levels and ``eps_leaf = eps_count - eps_top`` for the leaves;
+within the top levels the geometric rule ``eps_l ∝ 2^((d - 1) l / 3)`` (``d = 2``: Cormode et
+al.'s ratio ``2^(1/3)`` between adjacent levels, more budget to deeper levels), its weights
+rounded to rationals with denominators below ``2^20`` so that ``sum_l eps_l = eps_top`` exactly.
+
+Privacy
+-------
+Each level is a partition of the box, so its counts have L1 sensitivity 1 under add/remove-one
+and 2 under replace-one; level ``l`` gets discrete Laplace noise of scale
+``sensitivity / eps_l`` (rounded up to the ``2^-20`` grid), independent of everything else.
+By sequential composition the release spends ``eps_tree + sum_l eps_l + eps_leaf = epsilon``
+under either relation (the decisions: PrivTree's theorem with group privacy for replace-one,
+see :mod:`polars_dp.mechanisms.privtree`).  The levels are public, so which cells are counted
+never depends on the data.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from polars_dp.errors import ParameterError
+from polars_dp.kernels.morton import MortonLayout
+from polars_dp.kernels.tree_levels import top_cells
+from polars_dp.noise import NoiseKind, add_noise, laplace_scale
+
+#: Fraction of the count budget ``epsilon - eps_tree`` spent on the top levels (public).
+LEVELS_SHARE = Fraction(1, 16)
+#: ``log2`` of the number of cells on the default deepest counted level.
+DEFAULT_LEVEL_BITS = 4
+#: The most top-level cells a release may count (about 16 bytes of work memory each per level
+#: array): ``levels`` beyond it is refused.
+MAX_TOP_CELLS = 1 << 24
+
+
+def default_levels(layout: MortonLayout) -> int:
+    """``max(1, 12 // s)`` capped at the layout's maximum depth (module docstring)."""
+    return min(max(1, DEFAULT_LEVEL_BITS // layout.split_bits), layout.max_depth)
+
+
+def check_levels(levels: Any, layout: MortonLayout) -> int:
+    """``levels`` as a count of top levels: ``None`` gives :func:`default_levels`; negative,
+    non-integer or more cells than :data:`MAX_TOP_CELLS` is a ParameterError naming the limit."""
+    if levels is None:
+        return default_levels(layout)
+    if isinstance(levels, bool) or not isinstance(levels, (int, np.integer)):
+        raise ParameterError(f"levels must be a non-negative integer (or None for the default), "
+                             f"got {levels!r}")
+    k = int(levels)
+    if k < 0:
+        raise ParameterError(f"levels must be >= 0, got {k}")
+    if k > layout.max_depth:
+        raise ParameterError(f"levels={k} exceeds the tree's maximum depth {layout.max_depth} at this "
+                             "resolution; use at most that")
+    if k and top_cells(k, layout.split_bits) > MAX_TOP_CELLS:
+        most = max(j for j in range(k) if top_cells(j, layout.split_bits) <= MAX_TOP_CELLS)
+        raise ParameterError(f"levels={k} would count {top_cells(k, layout.split_bits):,} top-level "
+                             f"cells, more than the memory limit of {MAX_TOP_CELLS:,} cells; "
+                             f"use levels <= {most}")
+    return k
+
+
+def level_weights(levels: int, d: int) -> list[Fraction]:
+    """Geometric weights ``2^((d - 1) l / 3)``, ``l = 1..k``, as rationals (module docstring)."""
+    return [Fraction(2.0 ** ((d - 1) * lev / 3.0)).limit_denominator(1 << 20) for lev in range(1, levels + 1)]
+
+
+def split_count_budget(eps_count: Fraction | float, levels: int, d: int, noise: NoiseKind
+                       ) -> tuple[list[Fraction | float], Fraction | float]:
+    """``([eps_1, ..., eps_k], eps_leaf)`` with ``sum eps_l + eps_leaf = eps_count`` (exact
+    rationals for ``noise="exact"``)."""
+    weights = level_weights(levels, d)
+    total = sum(weights)
+    if noise == "exact":
+        top = Fraction(eps_count) * LEVELS_SHARE
+        per = [top * w / total for w in weights]
+        return per, Fraction(eps_count) - top
+    top_f = float(eps_count) * float(LEVELS_SHARE)
+    per_f = [top_f * float(w / total) for w in weights]
+    return per_f, float(eps_count) - top_f
+
+
+def level_counts(codes: np.ndarray, weights: np.ndarray | None, layout: MortonLayout, levels: int
+                 ) -> list[np.ndarray]:
+    """Exact int64 counts of every cell of levels ``1..k`` (code order) from sorted finest codes
+    (``weights``: points per code, ``None``: one each)."""
+    codes = np.asarray(codes, dtype=np.int64)  # sorted: a cell is a contiguous run of codes
+    edges = np.searchsorted(codes, np.arange((1 << (layout.split_bits * levels)) + 1, dtype=np.int64)
+                            << layout.shift(levels))
+    if weights is None:
+        counts = [np.diff(edges)]
+    else:
+        cum = np.r_[np.int64(0), np.cumsum(np.asarray(weights, dtype=np.int64))]
+        counts = [np.diff(cum[edges])]
+    for _ in range(levels - 1):
+        counts.append(counts[-1].reshape(-1, layout.fanout).sum(axis=1))
+    return counts[::-1]
+
+
+def noisy_level_counts(counts: list[np.ndarray], scales: list[Any], src: Any, noise: NoiseKind) -> np.ndarray:
+    """Every level's counts plus its own independent noise, concatenated (levels in order)."""
+    out = []
+    for c, scale in zip(counts, scales, strict=True):
+        noisy = c.astype(np.float64)
+        add_noise(noisy, scale, src, noise)
+        out.append(noisy)
+    return np.concatenate(out)
+
+
+def level_scales(factor: int, eps_levels: list[Any], noise: NoiseKind) -> list[Any]:
+    """``factor / eps_l`` per level (rounded up to the noise grid for exact noise)."""
+    return [laplace_scale(factor, e, noise) for e in eps_levels]
+
+
+__all__ = ["DEFAULT_LEVEL_BITS", "LEVELS_SHARE", "MAX_TOP_CELLS", "check_levels", "default_levels",
+           "level_counts", "level_scales", "level_weights", "noisy_level_counts", "split_count_budget"]
