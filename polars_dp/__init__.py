@@ -37,6 +37,8 @@ from polars_dp.mechanisms import (
     privtree_sequences,
     uniform_grid,
 )
+from polars_dp.namespace import dp
+from polars_dp.plans import Plan, compare, plan
 from polars_dp.releases import GridRelease, Release, SequenceRelease, SpatialRelease, read_release
 from polars_dp.session import Session
 
@@ -54,6 +56,7 @@ __all__ = [
     "Nominal",
     "Ordinal",
     "ParameterError",
+    "Plan",
     "PolarsDPError",
     "QueryError",
     "Release",
@@ -66,7 +69,10 @@ __all__ = [
     "__version__",
     "adaptive_grid",
     "basic",
+    "compare",
+    "dp",
     "ngram_sequences",
+    "plan",
     "privelet",
     "privelet_grid",
     "privtree",
