@@ -16,6 +16,8 @@ import polars as pl
 
 import polars_dp as pdp
 from polars_dp.cli.common import BadInput, check_output, one_line, open_release, scan, write_frame
+from polars_dp.domains.queries import predicate_ranges
+from polars_dp.plans.grid import check_alpha
 
 EXAMPLES = """\
 examples:
@@ -49,6 +51,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("-o", "--output", metavar="FILE",
                    help="write the batch's answers here (Parquet, CSV, ...) instead of CSV on stdout")
     p.add_argument("--std", action="store_true", help="add the noise standard deviation of each answer")
+    p.add_argument("--alpha", type=float, default=None, metavar="ALPHA",
+                   help="grid releases: add lo/hi, the interval holding the true count but for "
+                        "probability ALPHA (e.g. 0.05) from the noise law alone")
     p.add_argument("--frequency", action="append", default=[], metavar="STRING",
                    help="sequence models: estimated occurrences of STRING (symbols separated by spaces "
                         "or commas; one-character symbols may be written together)")
@@ -164,11 +169,30 @@ def sequence_string(model: pdp.SequenceRelease, text: str) -> list[Any]:
 
 
 # ---------------------------------------------------------------------- answering
-def _print_answer(count: float, std: float | None, as_json: bool) -> None:
+def _print_answer(count: float, std: float | None, as_json: bool,
+                  interval: tuple[float | None, float | None] | None = None) -> None:
     if as_json:
-        print(json.dumps({"count": count} | ({} if std is None else {"std": std})))
-    else:
-        print(f"{count:.1f}" + ("" if std is None else f" ± {std:.1f}"))
+        extra = {} if interval is None else {"lo": interval[0], "hi": interval[1]}
+        print(json.dumps({"count": count} | ({} if std is None else {"std": std}) | extra))
+        return
+    text = f"{count:.1f}" + ("" if std is None else f" ± {std:.1f}")
+    if interval is not None:
+        text += (" [no interval: post-processed]" if interval[0] is None
+                 else f" [{interval[0]:.1f}, {interval[1]:.1f}]")
+    print(text)
+
+
+def _alpha(release: pdp.Release, args: argparse.Namespace) -> dict[str, float]:
+    """``alpha=`` for a grid release (spatial and sequence releases state no interval)."""
+    if args.alpha is None:
+        return {}
+    if not isinstance(release, pdp.GridRelease):
+        raise BadInput("--alpha is for grid releases; a spatial release states its leaf noise only (--std)")
+    try:
+        check_alpha(args.alpha)
+    except pdp.ParameterError as exc:
+        raise BadInput(f"--alpha: {exc}") from None
+    return {"alpha": args.alpha}
 
 
 def _sequence(args: argparse.Namespace, model: pdp.SequenceRelease) -> int:
@@ -230,7 +254,7 @@ def _batch(args: argparse.Namespace, release: pdp.Release) -> int:
     else:
         try:
             answers = release.range_counts(frame, std=args.std, passthrough=("id", *args.keep),
-                                           **_align(release, args))
+                                           **_align(release, args), **_alpha(release, args))
         except pdp.QueryError as exc:
             raise BadInput(str(exc).replace("pass passthrough=[...]", "use --keep COLUMN")) from None
     if args.output:
@@ -261,5 +285,10 @@ def run(args: argparse.Namespace) -> int:
         preds = tree_predicates(release, args.where)
     count = release.range_count(**preds, **_align(release, args))
     std = release.range_std(**preds, **_align(release, args)) if args.std else None
-    _print_answer(count, std, args.json)
+    interval = None
+    if _alpha(release, args):
+        starts, stops = predicate_ranges(release.attributes, preds, args.align)
+        acc = float(release.range_accuracy(starts[None], stops[None], args.alpha)[0])
+        interval = (None, None) if acc != acc else (count - acc, count + acc)
+    _print_answer(count, std, args.json, interval)
     return 0

@@ -53,13 +53,10 @@ import polars as pl
 
 import polars_dp as pdp
 from polars_dp.cli.common import BadInput
+from polars_dp.plans import REGISTRY
 
-#: Mechanism -> shape of its domain declaration.
-MECHANISMS = {
-    "basic": "grid", "privelet": "grid",
-    "privtree": "points", "uniform_grid": "points", "adaptive_grid": "points", "privelet_grid": "points",
-    "privtree_sequences": "sequences", "ngram_sequences": "sequences",
-}
+#: Mechanism -> shape of its domain declaration (from the mechanism registry).
+MECHANISMS = {name: entry.shape for name, entry in REGISTRY.items()}
 SHAPE_KEYS = {"grid": ("attributes",), "points": ("columns", "bounds"),
               "sequences": ("column", "alphabet", "max_length", "separator")}
 COMMON_KEYS = ("mechanism", "epsilon", "neighbours", "options", "description")
@@ -322,8 +319,7 @@ class _Reader:
         options = self.get(self.doc, ("options",), required=False, kind=dict, what="a table [options]")
         if not options:
             return {}
-        params = inspect.signature(getattr(pdp, mechanism)).parameters
-        allowed = [p for p in params if p not in RESERVED]
+        allowed = [o.name for o in REGISTRY[mechanism].options if o.name not in RESERVED]
         for key in options:
             if key == "seed":
                 raise self.fail(("options", key), "a seed makes the noise removable; it is not accepted in "
@@ -333,6 +329,12 @@ class _Reader:
             if key not in allowed:
                 raise self.fail(("options", key), f"{mechanism} has no option {key!r}; its options: "
                                                   f"{', '.join(allowed) or 'none'}")
+        table = {o.name: o for o in REGISTRY[mechanism].options}
+        for key, value in options.items():  # the registry's checks, before any row is read
+            try:
+                table[key].validate(value)
+            except pdp.ParameterError as exc:
+                raise self.fail(("options", exc.parameter or key), str(exc)) from None
         return dict(options)
 
     # ------------------------------------------------------------------ grid

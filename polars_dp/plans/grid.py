@@ -51,7 +51,6 @@ from polars_dp.noise import (
     GRID_BITS,
     NEIGHBOURS,
     NOISE_KINDS,
-    check_fraction,
     check_neighbours,
     check_noise,
     histogram_sensitivity,
@@ -190,12 +189,12 @@ def workload_transformed(attributes: Sequence[Attribute], starts: np.ndarray, st
 
 
 def check_alpha(alpha: Any) -> float:
-    """``alpha`` in (0, 1)."""
-    try:
-        return check_fraction(alpha, "alpha")
-    except ParameterError as exc:
-        raise ParameterError(f"{exc}: alpha is the probability that an answer's noise exceeds its "
-                             "accuracy, e.g. 0.05", parameter="alpha") from None
+    """``alpha`` in (0, 1): the probability that an answer's noise exceeds its accuracy."""
+    if (isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.integer, np.floating))
+            or not 0.0 < float(alpha) < 1.0):
+        raise ParameterError(f"alpha must lie strictly between 0 and 1 (the probability that an answer's "
+                             f"noise exceeds its accuracy, e.g. 0.05), got {alpha!r}", parameter="alpha")
+    return float(alpha)
 
 
 def _workload_ranges(attributes: Sequence[Attribute], queries: Any, align: str = "exact"
@@ -365,7 +364,7 @@ class GridPlan(Plan):
                 f"(epsilon={EPSILON_CAP:g} gives {metric(cap):.4g}); relax the target or coarsen the domain",
                 parameter="accuracy")
         sens = self.sensitivity * self.rho
-        # accuracy is proportional to the scale for continuous noise and at most that for exact
+        # accuracy is proportional to the scale for continuous noise: a first guess
         unit = self.with_options(epsilon=float(sens), noise="float")  # scale 1
         lam = accuracy / metric(unit)
         if self.noise == "float":
@@ -374,8 +373,6 @@ class GridPlan(Plan):
                 eps = math.nextafter(eps, math.inf)
             return eps
         step = Fraction(1, 1 << GRID_BITS)
-        lo = max(1, math.floor(Fraction(lam) / step))  # feasible: exact <= continuous
-        hi = 2 * lo + 2
 
         def eps_of(k: int) -> float:
             eps = float(Fraction(sens) / (k * step))
@@ -386,11 +383,11 @@ class GridPlan(Plan):
         def ok(k: int) -> bool:
             return metric(self.with_options(epsilon=eps_of(k))) <= accuracy
 
-        if not ok(lo):
-            return eps_of(lo) if lo == 1 else max(eps_of(lo), EPSILON_CAP)
+        lo = int(Fraction(cap.scale) / step)  # feasible: the cap's scale, checked above
+        hi = max(lo + 1, 4 * math.ceil(Fraction(lam) / step) + 2)
         while ok(hi):
             lo, hi = hi, 2 * hi
-        while hi - lo > 1:
+        while hi - lo > 1:  # the largest feasible scale on the grid: the smallest epsilon
             mid = (lo + hi) // 2
             if ok(mid):
                 lo = mid
