@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+import pyarrow.parquet as pq
 import pytest
 
 import polars_dp as pdp
@@ -20,6 +21,7 @@ from polars_dp.domains.queries import query_ranges
 from polars_dp.plans import REGISTRY, known_mechanisms
 from polars_dp.plans.grid import auto_untransformed, subset_errors, transformable, workload_transformed
 from polars_dp.releases.integrity import KNOWN_MECHANISMS
+from polars_dp.releases.tree_format import rebuilt_plan
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -335,3 +337,24 @@ def test_df_dp_type_checks(tmp_path):
     assert ok.returncode == 0, ok.stdout + ok.stderr
     ko = subprocess.run([*cmd, str(bad)], capture_output=True, text=True, env=env, cwd=tmp_path)
     assert ko.returncode == 1 and "GridRelease" in ko.stdout, ko.stdout
+
+
+@pytest.mark.parametrize("mechanism, options", [("privtree", {}), ("uniform_grid", {}),
+                                                ("uniform_grid", {"n": 300}), ("privelet_grid", {"bits": 3})])
+def test_spatial_files_verify_against_therebuilt_plan(tmp_path, mechanism, options):
+    rng = np.random.default_rng(2)
+    pts = pl.DataFrame({"x": rng.random(300), "y": rng.random(300)})
+    release = getattr(pdp, mechanism)(pts, ["x", "y"], bounds=[(0, 1), (0, 1)], epsilon=1.0, seed=1,
+                                      **options)
+    plan = rebuilt_plan(release)
+    assert plan is not None and plan.name == mechanism
+    release.write_parquet(tmp_path / "r.parquet")
+    table = pq.read_table(tmp_path / "r.parquet")
+    meta = dict(table.schema.metadata)
+    params = json.loads(meta[b"polars_dp.params"])
+    key = "leaf_noise_scale" if mechanism == "privtree" else "noise_scale"
+    params[key] = params[key] * 0.9
+    meta[b"polars_dp.params"] = json.dumps(params).encode()
+    meta.pop(b"polars_dp.checksum", None)
+    with pytest.raises(pdp.ReleaseFormatError, match=key):
+        pdp.SpatialRelease.from_arrow(table.replace_schema_metadata(meta))

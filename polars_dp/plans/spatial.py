@@ -71,6 +71,7 @@ class PrivTreePlan(PointsPlan):
         self.epsilon_tree, self.epsilon_leaf = split_budget(self.epsilon, self.options["tree_share"],
                                                             self.noise)
         self.leaf_scale = laplace_scale(self.sensitivity, self.epsilon_leaf, self.noise)
+        self.nominal_leaf_scale = self.sensitivity / float(self.epsilon_leaf)
 
     @property
     def noise_model(self) -> NoiseModel:
@@ -94,6 +95,7 @@ class UniformGridPlan(PointsPlan):
         self.epsilon_n, self.epsilon_grid = ((0.0, self.epsilon) if public_n else
                                              split_budget(self.epsilon, self.options["n_share"], self.noise))
         self.cell_scale = laplace_scale(self.sensitivity, self.epsilon_grid, self.noise)
+        self.nominal_cell_scale = self.sensitivity / float(self.epsilon_grid)
 
     @property
     def noise_model(self) -> NoiseModel:
@@ -130,6 +132,7 @@ class PriveletGridPlan(PointsPlan):
         self.m = 1 << self.bits
         self.rho = (1 + self.bits) ** self.box.d
         self.scale = laplace_scale(self.sensitivity * self.rho, self.epsilon, self.noise)
+        self.nominal_scale = self.sensitivity * self.rho / self.epsilon
 
     @property
     def noise_model(self) -> NoiseModel:
