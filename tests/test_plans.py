@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import re
 import shutil
@@ -341,7 +342,7 @@ def test_df_dp_type_checks(tmp_path):
 
 @pytest.mark.parametrize("mechanism, options", [("privtree", {}), ("uniform_grid", {}),
                                                 ("uniform_grid", {"n": 300}), ("privelet_grid", {"bits": 3})])
-def test_spatial_files_verify_against_therebuilt_plan(tmp_path, mechanism, options):
+def test_spatial_files_verify_against_the_rebuilt_plan(tmp_path, mechanism, options):
     rng = np.random.default_rng(2)
     pts = pl.DataFrame({"x": rng.random(300), "y": rng.random(300)})
     release = getattr(pdp, mechanism)(pts, ["x", "y"], bounds=[(0, 1), (0, 1)], epsilon=1.0, seed=1,
