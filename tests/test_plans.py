@@ -359,3 +359,43 @@ def test_spatial_files_verify_against_the_rebuilt_plan(tmp_path, mechanism, opti
     meta.pop(b"polars_dp.checksum", None)
     with pytest.raises(pdp.ReleaseFormatError, match=key):
         pdp.SpatialRelease.from_arrow(table.replace_schema_metadata(meta))
+
+
+# ---------------------------------------------------------------------------- intervals everywhere
+def test_python_sql_and_cli_intervals_agree(tmp_path, frame, attrs):
+    duckdb = pytest.importorskip("duckdb")
+    release = pdp.privelet(frame, attrs, epsilon=1.0, untransformed=["sex"], seed=6)
+    queries = pdp.random_workload(attrs, 200, seed=5)
+    con = duckdb.connect()
+    release.to_duckdb(con, "rel")
+    con.register("qs", queries.to_arrow())
+    for alpha in (0.05, 0.01):
+        sql = con.sql(f"SELECT id, lo, hi FROM rel_range_counts('qs', alpha := {alpha}) ORDER BY id").pl()
+        py = release.range_counts(queries, alpha=alpha)
+        assert np.allclose(sql["lo"], py["lo"], rtol=0, atol=1e-9)
+        assert np.allclose(sql["hi"], py["hi"], rtol=0, atol=1e-9)
+    default = con.sql("SELECT lo FROM rel_range_counts('qs') ORDER BY id").pl()
+    assert np.allclose(default["lo"], release.range_counts(queries, alpha=0.05)["lo"], rtol=0, atol=1e-9)
+    lo, hi = con.execute("SELECT lo, hi FROM rel_range_count(age_lo := 20, age_hi := 59, job := 'office')"
+                         ).fetchall()[0]
+    one = release.range_counts(pl.DataFrame({"age_lo": [20], "age_hi": [59], "job": ["office"]}), alpha=0.05)
+    assert lo == pytest.approx(one["lo"][0], abs=1e-9) and hi == pytest.approx(one["hi"][0], abs=1e-9)
+    assert con.execute("SELECT lo FROM rel_range_count(alpha := NULL)").fetchall() == [(None,)]
+    with pytest.raises(duckdb.Error, match="alpha must lie strictly between 0 and 1"):
+        con.execute("SELECT lo FROM rel_range_count(alpha := 1.5)").fetchall()
+    release.postprocess("nonnegative").to_duckdb(con, "pp")
+    post = con.execute("SELECT lo, hi FROM pp_range_count(age_lo := 20, age_hi := 59)").fetchall()
+    assert post == [(None, None)]
+    # the command line
+    path = tmp_path / "r.parquet"
+    release.write_parquet(path)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-m", "polars_dp", "query", str(path), "--where", "age=20..59",
+                          "--where", "job=office", "--alpha", "0.05", "--json"], capture_output=True,
+                         text=True, env=env, check=True)
+    answer = json.loads(out.stdout)
+    assert answer["lo"] == pytest.approx(one["lo"][0], abs=1e-9)
+    assert answer["hi"] == pytest.approx(one["hi"][0], abs=1e-9)
+    bad = subprocess.run([sys.executable, "-m", "polars_dp", "query", str(path), "--alpha", "0"],
+                         capture_output=True, text=True, env=env)
+    assert bad.returncode != 0 and "alpha must lie strictly between 0 and 1" in bad.stderr
