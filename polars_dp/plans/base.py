@@ -106,7 +106,11 @@ class Plan:
         return entry.runner(self, frame, seed=seed, progress=progress)
 
     def __repr__(self) -> str:
-        shown = ", ".join(f"{k}={v!r}" for k, v in self.options.items()
+        def text(value: Any) -> str:
+            height = getattr(value, "height", None)
+            return f"<{height} queries>" if isinstance(height, int) else repr(value)
+
+        shown = ", ".join(f"{k}={text(v)}" for k, v in self.options.items()
                           if k not in self.positional and v is not None)
         return f"{type(self).__name__}({shown})"
 
