@@ -19,6 +19,7 @@ import pytest
 import polars_dp as pdp
 from polars_dp.cli.spec import MECHANISMS
 from polars_dp.domains.queries import query_ranges
+from polars_dp.kernels.tail_bounds import laplace_sum_accuracy
 from polars_dp.plans import REGISTRY, known_mechanisms
 from polars_dp.plans.grid import auto_untransformed, subset_errors, transformable, workload_transformed
 from polars_dp.releases.integrity import KNOWN_MECHANISMS
@@ -399,3 +400,24 @@ def test_python_sql_and_cli_intervals_agree(tmp_path, frame, attrs):
     bad = subprocess.run([sys.executable, "-m", "polars_dp", "query", str(path), "--alpha", "0"],
                          capture_output=True, text=True, env=env)
     assert bad.returncode != 0 and "alpha must lie strictly between 0 and 1" in bad.stderr
+
+
+def test_spatial_intervals_are_leaf_noise_only():
+    rng = np.random.default_rng(4)
+    pts = pl.DataFrame({"x": rng.random(2000), "y": rng.random(2000)})
+    release = pdp.uniform_grid(pts, ["x", "y"], bounds=[(0, 1), (0, 1)], epsilon=1.0, n=2000, seed=2)
+    boxes = pl.DataFrame({"id": [1, 2], "x_lo": [0.1, 0.0], "x_hi": [0.6, 1.0], "y_lo": [0.2, 0.0],
+                          "y_hi": [0.9, 1.0]})
+    out = release.range_counts(boxes, alpha=0.05)
+    half = (out["noise_hi"] - out["count"]).to_numpy()
+    assert np.allclose(out["count"] - out["noise_lo"], half)
+    scale = release.noise_model.scale
+    # at least the exact single-leaf quantile of the largest term, at most Chernoff with all weights 1
+    assert (half >= scale * np.log(1 / 0.05) - 1e-9).all()
+    cells = release.params["m"] ** 2
+    assert half[1] <= laplace_sum_accuracy(
+        [(np.ones((1, 1)), np.full((1, 1), float(cells)))], scale, 0.05, "float")[0] * 1.05
+    post = release.postprocess("nonnegative").range_counts(boxes, alpha=0.05)
+    assert post["noise_lo"].null_count() == 2
+    with pytest.raises(pdp.ParameterError, match="alpha"):
+        release.range_counts(boxes, alpha=2.0)

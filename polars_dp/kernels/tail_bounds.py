@@ -142,4 +142,16 @@ def laplace_sum_accuracy(axis_terms: Sequence[tuple[np.ndarray, np.ndarray]], sc
     return out
 
 
-__all__ = ["laplace_sum_accuracy", "single_term_accuracy"]
+def chernoff_accuracy(variance_units: np.ndarray, bound: float, alpha: float) -> np.ndarray:
+    """Half-width from steps 1-3 alone, given ``V`` (``variance_units``, the sum of squared
+    Laplace magnitudes) and an upper bound ``bound`` on every term's magnitude: ``a = bound
+    min_u (k phi(u^2) + log(2/alpha)) / u``, ``k = V / bound^2`` (valid for any bound >= the
+    largest magnitude; used where the largest is not computed, e.g. spatial leaves with weights
+    <= 1)."""
+    k = np.asarray(variance_units, dtype=np.float64)[:, None] / bound**2
+    u = _U_GRID[None, :]
+    out = bound * ((k * _phi(u * u) + math.log(2.0 / alpha)) / u).min(axis=1)
+    return np.where(k[:, 0] > 0, out, 0.0)
+
+
+__all__ = ["chernoff_accuracy", "laplace_sum_accuracy", "single_term_accuracy"]
