@@ -161,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
     except pl.exceptions.PolarsError as exc:
         raise BadInput(f"cannot read {args.data}: {one_line(exc)}") from None
     except pdp.ParameterError as exc:
-        raise BadInput(spec.locate(str(exc))) from None
+        raise BadInput(spec.locate(str(exc), exc.parameter)) from None
     except pdp.PolarsDPError as exc:
         message = _in_domain_file_terms(str(exc))
         if spec.separator is not None and "null symbol" in message:

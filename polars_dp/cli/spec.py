@@ -196,8 +196,13 @@ class Spec:
             symbols = symbols.list.eval(pl.element().cast(pl.Int64, strict=False))
         return symbols.alias(self.column)
 
-    def locate(self, message: str) -> str:
-        """Prefix a mechanism's error about one of the ``[options]`` with its file, line and key."""
+    def locate(self, message: str, parameter: str | None = None) -> str:
+        """Prefix a mechanism's error about one of the ``[options]`` with its file, line and key
+        (the key the error names in ``ParameterError.parameter``, else the one its text names)."""
+        if parameter is not None and parameter in self.options:
+            line = self.key_lines.line(("options", parameter)) if self.key_lines else None
+            where = f"{self.path}:{line}" if line else str(self.path)
+            return f"{where}: options.{parameter}: {message}"
         for key in self.options:
             if re.search(rf"(?<![\w.]){re.escape(key)}(?![\w])", message):
                 line = self.key_lines.line(("options", key)) if self.key_lines else None

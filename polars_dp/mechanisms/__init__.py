@@ -8,7 +8,7 @@ mechanisms are run with the plan's validated options.
 from typing import Any
 
 from polars_dp.mechanisms.basic import basic
-from polars_dp.mechanisms.ngram import ngram_sequences
+from polars_dp.mechanisms.ngram import ngram_sequences, run_ngram
 from polars_dp.mechanisms.options import checked_options
 from polars_dp.mechanisms.privelet import privelet
 from polars_dp.mechanisms.privtree import privtree
@@ -22,6 +22,7 @@ adaptive_grid = checked_options("adaptive_grid")(adaptive_grid)
 privelet_grid = checked_options("privelet_grid")(privelet_grid)
 privtree_sequences = checked_options("privtree_sequences")(privtree_sequences)
 ngram_sequences = checked_options("ngram_sequences")(ngram_sequences)
+register_runner("ngram_sequences", run_ngram, ngram_sequences)
 
 
 def _function_runner(function: Any) -> Any:
@@ -31,7 +32,7 @@ def _function_runner(function: Any) -> Any:
     return run
 
 
-for _f in (privtree, uniform_grid, adaptive_grid, privelet_grid, privtree_sequences, ngram_sequences):
+for _f in (privtree, uniform_grid, adaptive_grid, privelet_grid, privtree_sequences):
     register_runner(_f.__name__, _function_runner(_f), _f)
 
 __all__ = ["adaptive_grid", "basic", "ngram_sequences", "privelet", "privelet_grid", "privtree",

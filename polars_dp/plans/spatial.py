@@ -9,6 +9,7 @@ independent once ``n`` is public; Privelet* (a fixed ``2^bits`` grid) always is.
 from __future__ import annotations
 
 from fractions import Fraction
+from typing import Any
 
 from polars_dp.domains.box import as_box
 from polars_dp.noise import (
@@ -19,7 +20,7 @@ from polars_dp.noise import (
     histogram_sensitivity,
     laplace_scale,
 )
-from polars_dp.params import NULLS, ON_OUT_OF_DOMAIN
+from polars_dp.params import NULLS, ON_OUT_OF_DOMAIN, check_int
 from polars_dp.plans.base import Plan, register_plan
 from polars_dp.plans.noise_model import IndependentLaplace, NoiseModel, WaveletLaplace
 from polars_dp.plans.options import Option
@@ -139,8 +140,12 @@ class PriveletGridPlan(PointsPlan):
         return WaveletLaplace(float(self.scale), tuple(self.box.columns))
 
 
-_SEQUENCES = (Option("column", "str"), Option("alphabet", "any"), Option("max_length", "int", lo=1),
-              Option("epsilon", "positive"))
+def _max_length(value: Any) -> int:
+    return check_int(value, "max_length (a public bound)", lo=1)
+
+
+_SEQUENCES = (Option("column", "any"), Option("alphabet", "any"),
+              Option("max_length", "any", check=_max_length), Option("epsilon", "positive"))
 
 
 class SequencesPlan(Plan):
