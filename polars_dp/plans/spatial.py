@@ -79,8 +79,39 @@ class PrivTreePlan(PointsPlan):
         return IndependentLaplace(float(self.leaf_scale))
 
 
+class _CountedGridPlan(PointsPlan):
+    """The budget of N for UG and AG: N is public when given, or under ``replace`` neighbours
+    while no row is dropped (``nulls="raise"``; a dropped null would change N); otherwise N is
+    estimated with ``Lap(1 / eps_n)`` (sensitivity 1), ``eps_n = n_share epsilon``, and the grid
+    gets ``eps_grid = epsilon - eps_n`` (exact rationals for exact noise)."""
+
+    def _calibrate(self) -> None:
+        super()._calibrate()
+        self.n_public = self.options["n"] is not None or (self.neighbours == "replace"
+                                                          and self.options["nulls"] == "raise")
+        self.epsilon_n: float | Fraction
+        self.epsilon_grid: float | Fraction
+        self.n_scale: float | Fraction | None = None
+        if self.n_public:
+            self.epsilon_n = 0.0
+            self.epsilon_grid = Fraction(self.epsilon) if self.noise == "exact" else self.epsilon
+        else:
+            self.epsilon_n, self.epsilon_grid = split_budget(self.epsilon, self.options["n_share"],
+                                                             self.noise)
+            self.n_scale = (laplace_scale(1, self.epsilon_n, self.noise) if self.noise == "exact"
+                            else 1.0 / (self.options["n_share"] * self.epsilon))
+
+    @property
+    def n_source(self) -> str:
+        if self.options["n"] is not None:
+            return "public"
+        if self.n_public:
+            return "exact (public under replace neighbours)"
+        return f"noisy (n_share={self.options['n_share']})"
+
+
 @register_plan
-class UniformGridPlan(PointsPlan):
+class UniformGridPlan(_CountedGridPlan):
     """UG: an ``m^d`` grid with ``m`` from ``n`` (public, or a noisy count with ``n_share``)."""
 
     name = "uniform_grid"
@@ -92,9 +123,6 @@ class UniformGridPlan(PointsPlan):
 
     def _calibrate(self) -> None:
         super()._calibrate()
-        public_n = self.options["n"] is not None or self.neighbours == "replace"
-        self.epsilon_n, self.epsilon_grid = ((0.0, self.epsilon) if public_n else
-                                             split_budget(self.epsilon, self.options["n_share"], self.noise))
         self.cell_scale = laplace_scale(self.sensitivity, self.epsilon_grid, self.noise)
         self.nominal_cell_scale = self.sensitivity / float(self.epsilon_grid)
 
@@ -104,7 +132,7 @@ class UniformGridPlan(PointsPlan):
 
 
 @register_plan
-class AdaptiveGridPlan(PointsPlan):
+class AdaptiveGridPlan(_CountedGridPlan):
     """AG: two grid levels, ``alpha`` of the grid budget on the first."""
 
     name = "adaptive_grid"
@@ -114,6 +142,13 @@ class AdaptiveGridPlan(PointsPlan):
     release_mechanisms = ("adaptive_grid",)
     unknown_before_data = ("both grid levels (the second-level split follows the noisy first-level "
                            "counts) and constrained inference mixes the noise: no exact error bar")
+
+    def _calibrate(self) -> None:
+        super()._calibrate()
+        self.epsilon_level1, self.epsilon_level2 = split_budget(self.epsilon_grid, self.options["alpha"],
+                                                                self.noise)
+        self.level1_scale = laplace_scale(self.sensitivity, self.epsilon_level1, self.noise)
+        self.level2_scale = laplace_scale(self.sensitivity, self.epsilon_level2, self.noise)
 
 
 @register_plan
