@@ -36,7 +36,8 @@ _POINTS = (Option("columns", "any"), Option("bounds", "any"), Option("epsilon", 
 _NEIGHBOURS = Option("neighbours", "any", "add_remove", choices=NEIGHBOURS, check=check_neighbours)
 
 
-def split_budget(epsilon: float, share: float, noise: str) -> tuple[float | Fraction, float | Fraction]:
+def split_budget(epsilon: float | Fraction, share: float, noise: str
+                 ) -> tuple[float | Fraction, float | Fraction]:
     """``(share * epsilon, epsilon - share * epsilon)``, exact rationals for exact noise."""
     if noise == "exact":
         first = Fraction(epsilon) * Fraction(share)
