@@ -37,6 +37,8 @@ from polars_dp.mechanisms import (
     privtree_sequences,
     uniform_grid,
 )
+from polars_dp.namespace import dp
+from polars_dp.plans import Plan, compare, plan
 from polars_dp.releases import (
     GridRelease,
     Release,
@@ -61,6 +63,7 @@ __all__ = [
     "Nominal",
     "Ordinal",
     "ParameterError",
+    "Plan",
     "PolarsDPError",
     "QueryError",
     "Release",
@@ -73,7 +76,10 @@ __all__ = [
     "__version__",
     "adaptive_grid",
     "basic",
+    "compare",
+    "dp",
     "ngram_sequences",
+    "plan",
     "privelet",
     "privelet_grid",
     "privtree",

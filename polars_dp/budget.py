@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import inspect
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,15 +71,23 @@ class Accountant:
             )
         self.ledger.append((label, epsilon))
 
-    def run(self, mechanism: Callable[..., Any], *args: Any, epsilon: float, **kwargs: Any) -> Any:
+    def run(self, mechanism: Any, *args: Any, epsilon: float | None = None, **kwargs: Any) -> Any:
         """Charge ``epsilon``, then call ``mechanism(*args, epsilon=epsilon, **kwargs)`` under the
         accountant's neighbour relation.
+
+        ``run(plan, frame, progress=None)`` takes a plan (:func:`polars_dp.plan`) instead: its
+        ``epsilon`` is charged (its neighbour relation must be the accountant's) before
+        ``plan.run(frame)`` reads the data.
 
         The charge stays even if the mechanism raises: an error raised after the data was read
         (e.g. a DomainError that names an offending value) depends on the data too.
         Mechanisms without a ``neighbours`` parameter (the sequence models) are add/remove-one
         only, so they run only under an ``add_remove`` accountant.
         """
+        if getattr(mechanism, "is_plan", False):
+            return self._run_plan(mechanism, *args, epsilon=epsilon, **kwargs)
+        if epsilon is None:
+            raise ParameterError("Accountant.run(mechanism, ...) needs epsilon=", parameter="epsilon")
         if kwargs.get("seed") is not None:
             raise ParameterError(
                 "the Accountant does not run seeded releases: a seed fixes the noise, so seeded "
@@ -107,6 +114,18 @@ class Accountant:
         if takes_neighbours:
             kwargs["neighbours"] = self.neighbours
         return mechanism(*args, epsilon=epsilon, **kwargs)
+
+    def _run_plan(self, plan: Any, frame: Any, *, epsilon: float | None = None, **kwargs: Any) -> Any:
+        if kwargs.get("seed") is not None:
+            raise ParameterError("the Accountant does not run seeded releases: drop seed=", parameter="seed")
+        if epsilon is not None and epsilon != plan.epsilon:
+            raise ParameterError(f"the plan spends epsilon={plan.epsilon:g}; do not pass epsilon= "
+                                 f"({epsilon!r}) with a plan", parameter="epsilon")
+        if plan.neighbours != self.neighbours:
+            raise ParameterError(f"this accountant composes releases under neighbours={self.neighbours!r}; "
+                                 f"the plan is under neighbours={plan.neighbours!r}", parameter="neighbours")
+        self.charge(plan.epsilon, plan.name)
+        return plan.run(frame, **kwargs)
 
 
 __all__ = ["Accountant"]

@@ -13,7 +13,15 @@ class PolarsDPError(Exception):
 
 
 class ParameterError(PolarsDPError, ValueError):
-    """A mechanism or declaration parameter is invalid (epsilon, width, bounds, ...)."""
+    """A mechanism or declaration parameter is invalid (epsilon, width, bounds, ...).
+
+    ``parameter`` names the option at fault when one is (``None`` otherwise), so a caller such
+    as the command line can point at the offending key without parsing the message.
+    """
+
+    def __init__(self, *args: object, parameter: str | None = None):
+        super().__init__(*args)
+        self.parameter = parameter
 
 
 class ColumnNotFoundError(PolarsDPError, LookupError):

@@ -1,11 +1,21 @@
 """``df.dp`` / ``lf.dp``: the mechanisms as methods of Polars DataFrames and LazyFrames.
 
-Registered on ``import polars_dp``.  Each method *is* the functional mechanism with the frame
-bound as its first argument: its signature, defaults and docstring come from the function
-(:func:`polars_dp.basic`, :func:`polars_dp.privelet`, ...), so they cannot drift, and
+Registered on ``import polars_dp``.  One method per entry of the mechanism registry
+(:data:`polars_dp.plans.REGISTRY`): each *is* the functional mechanism with the frame bound
+as its first argument, so its signature, defaults and docstring come from the function
+(:func:`polars_dp.basic`, :func:`polars_dp.privelet`, ...) and cannot drift, and
 ``help(df.dp.privelet)`` / IDEs show the real parameters.  The namespace keeps no state
 (Polars caches the namespace object on the frame).  On a LazyFrame only the aggregate the
 mechanism needs is collected, with the streaming engine.
+
+Type checkers do not see attributes that Polars registers at run time, so ``df.dp`` is
+untyped for them; :func:`dp` is the typed spelling of the same namespace:
+
+>>> import polars as pl, polars_dp as pdp
+>>> release = pdp.dp(pl.DataFrame({"age": [30, 41]})).basic([pdp.Ordinal("age", 0, 99)],
+...                                                        epsilon=1.0, seed=1)
+>>> release.mechanism
+'basic'
 """
 
 from __future__ import annotations
@@ -13,11 +23,13 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import polars as pl
 
 from polars_dp import mechanisms
+from polars_dp.errors import ParameterError
+from polars_dp.plans import REGISTRY
 from polars_dp.session import Session
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -34,7 +46,7 @@ def _bound_to_frame(mechanism: F) -> F:
     signature = inspect.signature(mechanism)
     params = list(signature.parameters.values())
     self_param = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    method.__signature__ = signature.replace(parameters=[self_param, *params[1:]])
+    method.__signature__ = signature.replace(parameters=[self_param, *params[1:]])  # type: ignore[attr-defined]
     del method.__wrapped__  # help() and inspect use __signature__, not the function's
     return method  # type: ignore[return-value]
 
@@ -45,14 +57,15 @@ class DPNamespace:
     def __init__(self, frame: pl.DataFrame | pl.LazyFrame):
         self._frame = frame
 
-    basic = _bound_to_frame(mechanisms.basic)
-    privelet = _bound_to_frame(mechanisms.privelet)
-    privtree = _bound_to_frame(mechanisms.privtree)
-    uniform_grid = _bound_to_frame(mechanisms.uniform_grid)
-    adaptive_grid = _bound_to_frame(mechanisms.adaptive_grid)
-    privelet_grid = _bound_to_frame(mechanisms.privelet_grid)
-    privtree_sequences = _bound_to_frame(mechanisms.privtree_sequences)
-    ngram_sequences = _bound_to_frame(mechanisms.ngram_sequences)
+    if TYPE_CHECKING:  # the static view of the methods generated below from the registry
+        basic = mechanisms.basic
+        privelet = mechanisms.privelet
+        privtree = mechanisms.privtree
+        uniform_grid = mechanisms.uniform_grid
+        adaptive_grid = mechanisms.adaptive_grid
+        privelet_grid = mechanisms.privelet_grid
+        privtree_sequences = mechanisms.privtree_sequences
+        ngram_sequences = mechanisms.ngram_sequences
 
     def session(self, *, epsilon: float, neighbours: str) -> Session:
         """A :class:`~polars_dp.Session` on this frame: a total budget ``epsilon`` under
@@ -60,7 +73,19 @@ class DPNamespace:
         return Session(self._frame, epsilon=epsilon, neighbours=neighbours)
 
 
+for _name, _entry in REGISTRY.items():
+    setattr(DPNamespace, _name, _bound_to_frame(_entry.function))
+
+
+def dp(frame: pl.DataFrame | pl.LazyFrame) -> DPNamespace:
+    """``frame.dp``, typed: the same namespace for code checked by mypy or pyright."""
+    if not isinstance(frame, (pl.DataFrame, pl.LazyFrame)):
+        raise ParameterError(f"dp() takes a Polars DataFrame or LazyFrame, got {type(frame).__name__}",
+                             parameter="frame")
+    return DPNamespace(frame)
+
+
 pl.api.register_dataframe_namespace("dp")(DPNamespace)
 pl.api.register_lazyframe_namespace("dp")(DPNamespace)
 
-__all__ = ["DPNamespace"]
+__all__ = ["DPNamespace", "dp"]

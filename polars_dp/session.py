@@ -7,8 +7,11 @@ BudgetExceededError: ...
 
 Every method is the functional mechanism (:func:`polars_dp.privelet`, ...) with the session's
 data bound as its first argument and its neighbour relation fixed, generated from the
-function as ``df.dp.*`` is (:mod:`polars_dp.namespace`), so a new mechanism keyword appears
-here too.  Each call is charged to the session's :class:`~polars_dp.Accountant` *before*
+mechanism registry as ``df.dp.*`` is (:mod:`polars_dp.namespace`), so a new mechanism keyword
+appears here too.  A method builds the mechanism's plan (options checked, no data read) and
+passes it to :meth:`Session.run`, which also takes a plan built by hand
+(``session.run(pdp.plan("privelet", attrs, epsilon=0.3, neighbours="replace"), label=...)``).
+Each call is charged to the session's :class:`~polars_dp.Accountant` *before*
 the data is read (basic sequential composition: the releases together are
 ``sum epsilon_i <= epsilon``-DP under ``neighbours``; Dwork & Roth 2014, Thm. 3.16).  A
 refused call reads nothing; a charged call stays charged even if the mechanism then fails
@@ -33,12 +36,13 @@ import functools
 import inspect
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from polars_dp import mechanisms
 from polars_dp.budget import Accountant
 from polars_dp.errors import ParameterError
 from polars_dp.noise import check_epsilon
+from polars_dp.plans import REGISTRY, Plan, plan, plan_class
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -46,20 +50,34 @@ F = TypeVar("F", bound=Callable[..., Any])
 _HIDDEN = ("seed", "neighbours")
 
 
-def _charged(mechanism: F) -> F:
-    """A method that charges the session, then calls ``mechanism(session data, ...)``; its
-    signature is the mechanism's less the data, ``seed`` and ``neighbours``, plus ``label``."""
-    name = mechanism.__name__
+def _charged(name: str, mechanism: F) -> F:
+    """A method that builds the plan of ``name`` under the session's neighbour relation, charges
+    it, then runs it on the session's data; its signature is the mechanism's less the data,
+    ``seed`` and ``neighbours``, plus ``label``."""
 
     @functools.wraps(mechanism)
-    def method(self: Session, *args: Any, epsilon: float, label: str | None = None, **kwargs: Any) -> Any:
-        return self._run(mechanism, args, kwargs, epsilon=epsilon, label=label)
+    def method(self: Session, *args: Any, label: str | None = None, **kwargs: Any) -> Any:
+        if "seed" in kwargs:
+            raise ParameterError(
+                f"a session release cannot be seeded (got seed={kwargs['seed']!r}): a seeded release "
+                "is reproducible by anyone who knows the seed and composes with nothing; call "
+                f"pdp.{name}(...) directly for tests and experiments", parameter="seed")
+        progress = kwargs.pop("progress", None)
+        options = {p.name for p in plan_class(name).options_table}
+        if "neighbours" in kwargs:
+            if kwargs["neighbours"] != self.neighbours:
+                raise ParameterError(
+                    f"this session composes releases under neighbours={self.neighbours!r}; "
+                    f"got neighbours={kwargs['neighbours']!r}", parameter="neighbours")
+        elif "neighbours" in options:
+            kwargs["neighbours"] = self.neighbours
+        return self.run(plan(name, *args, **kwargs), label=label, progress=progress)
 
     signature = inspect.signature(mechanism)
     params = [p for p in list(signature.parameters.values())[1:] if p.name not in _HIDDEN]
     label = inspect.Parameter("label", inspect.Parameter.KEYWORD_ONLY, default=None, annotation="str | None")
     self_param = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    method.__signature__ = signature.replace(parameters=[self_param, *params, label])
+    method.__signature__ = signature.replace(parameters=[self_param, *params, label])  # type: ignore[attr-defined]
     method.__doc__ = (f"``{name}`` on the session's data, charged to its budget before the data is "
                       f"read; ``label`` names the release in the ledger (default {name!r}).\n\n"
                       + inspect.cleandoc(mechanism.__doc__ or ""))
@@ -105,43 +123,50 @@ class Session:
     def _ledger_record(self) -> dict[str, Any]:
         return {"total_epsilon": self.total, "neighbours": self.neighbours, "entries": self.ledger}
 
-    def _run(self, mechanism: Callable[..., Any], args: tuple, kwargs: dict[str, Any], *, epsilon: float,
-             label: str | None) -> Any:
-        name = mechanism.__name__
-        if "seed" in kwargs:
-            raise ParameterError(
-                f"a session release cannot be seeded (got seed={kwargs['seed']!r}): a seeded release "
-                "is reproducible by anyone who knows the seed and composes with nothing; call "
-                f"pdp.{name}(...) directly for tests and experiments"
-            )
+    def run(self, plan: Plan, *, label: str | None = None, progress: bool | None = None) -> Any:
+        """Charge ``plan`` (its ``epsilon``) to the session, then run it on the session's data.
+
+        The plan's neighbour relation must be the session's; a refused plan reads nothing.
+        A charged plan stays charged even if running it fails (the failure may depend on the
+        data)."""
+        if not isinstance(plan, Plan):
+            raise ParameterError(f"Session.run takes a plan (pdp.plan(...)), got {type(plan).__name__}",
+                                 parameter="plan")
+        name = plan.name
         if label is None:
             label = name
         if not isinstance(label, str) or not label:
-            raise ParameterError(f"label must be a non-empty string, got {label!r}")
-
-        def charged(*a: Any, **kw: Any) -> Any:  # runs only once the accountant has charged
-            self._entries.append({"label": label, "epsilon": float(kw["epsilon"]), "mechanism": name,
-                                  "time": datetime.now(UTC).isoformat(timespec="seconds")})
-            return mechanism(*a, **kw)
-
-        charged.__name__ = label
-        charged.__signature__ = inspect.signature(mechanism)  # the accountant reads `neighbours` from it
-        release = self._accountant.run(charged, self._data, *args, epsilon=epsilon, **kwargs)
+            raise ParameterError(f"label must be a non-empty string, got {label!r}", parameter="label")
+        if plan.neighbours != self.neighbours:
+            raise ParameterError(
+                f"{name} is planned under neighbours={plan.neighbours!r} but this session composes "
+                f"releases under neighbours={self.neighbours!r}"
+                + ("; sequence mechanisms are differentially private under add/remove-one neighbours "
+                   "only: use Session(..., neighbours='add_remove')" if plan.shape == "sequences" else ""),
+                parameter="neighbours")
+        self._accountant.charge(plan.epsilon, label)
+        self._entries.append({"label": label, "epsilon": float(plan.epsilon), "mechanism": name,
+                              "time": datetime.now(UTC).isoformat(timespec="seconds")})
+        release = plan.run(self._data, progress=progress)
         release.params["ledger"] = self._ledger_record()
         return release
 
-    basic = _charged(mechanisms.basic)
-    privelet = _charged(mechanisms.privelet)
-    privtree = _charged(mechanisms.privtree)
-    uniform_grid = _charged(mechanisms.uniform_grid)
-    adaptive_grid = _charged(mechanisms.adaptive_grid)
-    privelet_grid = _charged(mechanisms.privelet_grid)
-    privtree_sequences = _charged(mechanisms.privtree_sequences)
-    ngram_sequences = _charged(mechanisms.ngram_sequences)
+    if TYPE_CHECKING:  # the static view of the methods generated below from the registry
+        basic = mechanisms.basic
+        privelet = mechanisms.privelet
+        privtree = mechanisms.privtree
+        uniform_grid = mechanisms.uniform_grid
+        adaptive_grid = mechanisms.adaptive_grid
+        privelet_grid = mechanisms.privelet_grid
+        privtree_sequences = mechanisms.privtree_sequences
+        ngram_sequences = mechanisms.ngram_sequences
 
     def __repr__(self) -> str:
         return (f"Session(epsilon={self.total:g}, neighbours={self.neighbours!r}, spent={self.spent:g}, "
                 f"releases={len(self._entries)})")
 
+
+for _name, _entry in REGISTRY.items():
+    setattr(Session, _name, _charged(_name, _entry.function))
 
 __all__ = ["Session"]

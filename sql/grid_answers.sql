@@ -37,9 +37,12 @@ total AS (
     FROM corner JOIN {{table}} AS t ON t.cell = corner.cell
     GROUP BY corner.id
 )
-SELECT box.id,
-       coalesce(total.count, 0.0)::DOUBLE AS count,
-       sqrt({{variance}})::DOUBLE AS std      -- noise std: sqrt(2 scale^2 prod_k f_k)
-FROM box LEFT JOIN total ON total.id = box.id
-WHERE (SELECT ok FROM checks)
-ORDER BY box.id                              -- answers in query-id order
+SELECT id, count, std, count - acc AS lo, count + acc AS hi FROM (
+    SELECT box.id,
+           coalesce(total.count, 0.0)::DOUBLE AS count,
+           sqrt({{variance}})::DOUBLE AS std,  -- noise std: sqrt(2 scale^2 prod_k f_k)
+           {{accuracy}} AS acc                 -- P(|noise| > acc) <= alpha (NULL: post-processed)
+    FROM box LEFT JOIN total ON total.id = box.id
+    WHERE (SELECT ok FROM checks)
+)
+ORDER BY id                                  -- answers in query-id order

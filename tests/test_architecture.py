@@ -6,10 +6,11 @@ Layers, bottom to top (a module may import its own layer and the ones below, nev
 1. ``domains/``      public declarations
 2. ``counting/``     the only code that reads private rows
 3. ``kernels/``      pure numpy
-4. ``releases/``     published outputs and their queries (post-processing only)
-5. ``mechanisms/``   the only callers of the noise samplers; they build releases
-6. ``evaluation/``   workloads and exact, not-private references
-7. ``duckdb``, ``namespace``, ``session``, ``datasets``; 8. the package root; 9. ``cli``, ``__main__``
+4. ``plans/``        public inputs -> calibration, budget split, error before data (no data)
+5. ``releases/``     published outputs and their queries (post-processing only)
+6. ``mechanisms/``   the only callers of the noise samplers; they build releases
+7. ``evaluation/``   workloads and exact, not-private references
+8. ``duckdb``, ``namespace``, ``session``, ``datasets``; 9. the package root; 10. ``cli``, ``__main__``
 """
 
 from __future__ import annotations
@@ -24,15 +25,16 @@ PACKAGE = Path(__file__).resolve().parent.parent / "polars_dp"
 
 LAYERS = {
     "errors": 0, "_version": 0, "params": 0, "noise": 0, "progress": 0, "budget": 0,
-    "domains": 1, "counting": 2, "kernels": 3, "releases": 4, "mechanisms": 5, "evaluation": 6,
-    "duckdb": 7, "namespace": 7, "session": 7, "datasets": 7, "__init__": 8, "cli": 9, "__main__": 9,
+    "domains": 1, "counting": 2, "kernels": 3, "plans": 4, "releases": 5, "mechanisms": 6, "evaluation": 7,
+    "duckdb": 8, "namespace": 8, "session": 8, "datasets": 8, "__init__": 9, "cli": 10, "__main__": 10,
 }
 #: Optional dependencies that may be imported inside a function (so the package imports without them).
 OPTIONAL = {"pyspark", "matplotlib", "tqdm", "opendp", "randomgen", "scipy"}
 #: Names of polars_dp.noise that draw no random numbers (anyone may import them).
 NOT_SAMPLERS = {"make_rng", "SeedLike", "Neighbours", "NoiseKind", "NEIGHBOURS", "NOISE_KINDS", "GRID_BITS",
                 "check_epsilon", "check_fraction", "check_neighbours", "check_noise", "histogram_sensitivity",
-                "is_seeded", "RandomSource", "NoiseSource"}
+                "is_seeded", "RandomSource", "NoiseSource", "laplace_scale", "noise_params", "exact_scale",
+                "grid_ceil"}
 
 
 def _modules() -> dict[str, Path]:
@@ -166,3 +168,11 @@ def test_the_checks_see_a_violation(tmp_path):
     assert [(imp, top) for _, imp, _, top in found] == [("polars_dp.mechanisms", True),
                                                         ("polars_dp.releases", False)]
     assert _layer("polars_dp.domains.box") < _layer("polars_dp.mechanisms.basic")
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("polars_dp.plans")))
+def test_plans_read_no_data(module):
+    """A plan is built from public inputs only: nothing in plans/ imports the counting layer."""
+    for node, imported, _, _ in _imports(MODULES[module]):
+        assert not imported.startswith("polars_dp.counting"), (
+            f"{module}:{node.lineno} imports {imported}; plans never read data")

@@ -61,7 +61,7 @@ def test_batch_macro_with_missing_columns_and_typed_labels(con, release):
     con.execute("CREATE OR REPLACE TABLE few AS SELECT * FROM (VALUES "
                 "(1, 4, true, 'Tech'), (2, NULL, NULL, NULL), (3, 29, false, 'agent')) "
                 "AS t(id, age_hi, hisp, job)")
-    got = con.sql("SELECT * FROM rel_range_counts(few, align := 'outer') ORDER BY id").fetchall()
+    got = con.sql("SELECT id, count, std FROM rel_range_counts(few, align := 'outer') ORDER BY id").fetchall()
     for (qid, count, std), preds in zip(got, [{"age": (None, 4), "hisp": True, "job": "Tech"}, {},
                                               {"age": (None, 29), "hisp": False, "job": "agent"}],
                                         strict=True):
@@ -86,7 +86,7 @@ def test_batch_macro_with_missing_columns_and_typed_labels(con, release):
                           "hisp": False, "align": "outer"}),
 ])
 def test_single_macro_equals_python(con, release, sql_args, predicates):
-    count, std = con.execute(f"SELECT * FROM rel_range_count({sql_args})").fetchall()[0]
+    count, std = con.execute(f"SELECT count, std FROM rel_range_count({sql_args})").fetchall()[0]
     assert close(count, release.range_count(**predicates))
     assert close(std, release.range_std(**predicates))
 
@@ -202,7 +202,7 @@ def test_sql_std_is_exact_for_every_transformed_axis_size(n_cells):
     assert got["std"].null_count() == 0
     np.testing.assert_allclose(got["count"].to_numpy(), want["count"].to_numpy(), rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(got["std"].to_numpy(), want["std"].to_numpy(), rtol=1e-9, atol=0)
-    (_, std), = con.execute("SELECT * FROM wave_range_count(x_lo := 0)").fetchall()
+    (_, std), = con.execute("SELECT count, std FROM wave_range_count(x_lo := 0)").fetchall()
     assert std == pytest.approx(wave.range_std(x=(0, None)), rel=1e-9)
 
 
@@ -211,5 +211,5 @@ def test_full_domain_query_from_a_polars_frame(release):
     release.to_duckdb(con, "r2")
     frame = pl.DataFrame({"id": [0], "age_lo": [0], "age_hi": [29]})
     con.register("one", frame.to_arrow())
-    (qid, count, std), = con.sql("SELECT * FROM r2_range_counts('one')").fetchall()
+    (qid, count, std), = con.sql("SELECT id, count, std FROM r2_range_counts('one')").fetchall()
     assert qid == 0 and close(count, release.range_count()) and close(std, release.range_std())

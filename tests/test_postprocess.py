@@ -102,8 +102,8 @@ def test_sql_std_is_null_after_post_processing():
     p = noisy_grid().postprocess("nonnegative")
     con = duckdb.connect()
     p.to_duckdb(con, "rel")
-    count, std = con.execute("SELECT * FROM rel_range_count(age_lo := 0, age_hi := 5)").fetchall()[0]
-    assert std is None and count == pytest.approx(p.range_count(age=(0, 5)))
+    count, std, lo, hi = con.execute("SELECT * FROM rel_range_count(age_lo := 0, age_hi := 5)").fetchall()[0]
+    assert std is None and lo is None and hi is None and count == pytest.approx(p.range_count(age=(0, 5)))
 
 
 def test_tree_postprocess(tmp_path):

@@ -17,6 +17,8 @@ import polars as pl
 import polars_dp as pdp
 from polars_dp.cli.common import BadInput, check_output, one_line, open_release, scan, write_frame
 from polars_dp.releases.grid_queries import check_query_ids
+from polars_dp.domains.queries import predicate_ranges
+from polars_dp.plans.grid import check_alpha
 
 EXAMPLES = """\
 examples:
@@ -50,6 +52,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("-o", "--output", metavar="FILE",
                    help="write the batch's answers here (Parquet, CSV, ...) instead of CSV on stdout")
     p.add_argument("--std", action="store_true", help="add the noise standard deviation of each answer")
+    p.add_argument("--alpha", type=float, default=None, metavar="ALPHA",
+                   help="grid releases: add lo/hi, the interval holding the true count but for "
+                        "probability ALPHA (e.g. 0.05) from the noise law alone")
     p.add_argument("--frequency", action="append", default=[], metavar="STRING",
                    help="sequence models: estimated occurrences of STRING (symbols separated by spaces "
                         "or commas; one-character symbols may be written together)")
@@ -170,16 +175,35 @@ def _std_value(std: float | None) -> float | None:
     return None if std is None or math.isnan(std) else float(std)
 
 
-def _print_answer(count: float, std: float | None, as_json: bool, asked: bool) -> None:
-    """``asked``: --std was given (a missing error bar then prints as null / "no std")."""
+def _print_answer(count: float, std: float | None, as_json: bool, asked: bool,
+                  interval: tuple[float | None, float | None] | None = None) -> None:
+    """``asked``: --std was given (a missing error bar then prints as null / "no std");
+    ``interval``: --alpha was given (``(None, None)``: post-processed, no interval)."""
     std = _std_value(std)
     if as_json:
-        print(json.dumps({"count": count} | ({"std": std} if asked else {})))
-    elif not asked:
-        print(f"{count:.1f}")
-    else:
-        bar = " (no std: the release was post-processed)" if std is None else f" ± {std:.1f}"
-        print(f"{count:.1f}{bar}")
+        extra = {} if interval is None else {"lo": interval[0], "hi": interval[1]}
+        print(json.dumps({"count": count} | ({"std": std} if asked else {}) | extra))
+        return
+    text = f"{count:.1f}"
+    if asked:
+        text += " (no std: the release was post-processed)" if std is None else f" ± {std:.1f}"
+    if interval is not None:
+        text += (" [no interval: post-processed]" if interval[0] is None
+                 else f" [{interval[0]:.1f}, {interval[1]:.1f}]")
+    print(text)
+
+
+def _alpha(release: pdp.Release, args: argparse.Namespace) -> dict[str, float]:
+    """``alpha=`` for a grid release (spatial and sequence releases state no interval)."""
+    if args.alpha is None:
+        return {}
+    if not isinstance(release, pdp.GridRelease):
+        raise BadInput("--alpha is for grid releases; a spatial release states its leaf noise only (--std)")
+    try:
+        check_alpha(args.alpha)
+    except pdp.ParameterError as exc:
+        raise BadInput(f"--alpha: {exc}") from None
+    return {"alpha": args.alpha}
 
 
 def _sequence(args: argparse.Namespace, model: pdp.SequenceRelease) -> int:
@@ -251,7 +275,7 @@ def _batch(args: argparse.Namespace, release: pdp.Release) -> int:
     else:
         try:
             answers = release.range_counts(frame, std=args.std, passthrough=("id", *args.keep),
-                                           **_align(release, args))
+                                           **_align(release, args), **_alpha(release, args))
         except pdp.QueryError as exc:
             raise BadInput(str(exc).replace("pass passthrough=[...]", "use --keep COLUMN")) from None
     if args.output:
@@ -282,5 +306,10 @@ def run(args: argparse.Namespace) -> int:
         preds = tree_predicates(release, args.where)
     count = release.range_count(**preds, **_align(release, args))
     std = release.range_std(**preds, **_align(release, args)) if args.std else None
-    _print_answer(count, std, args.json, args.std)
+    interval = None
+    if _alpha(release, args):
+        starts, stops = predicate_ranges(release.attributes, preds, args.align)
+        acc = float(release.range_accuracy(starts[None], stops[None], args.alpha)[0])
+        interval = (None, None) if acc != acc else (count - acc, count + acc)
+    _print_answer(count, std, args.json, args.std, interval)
     return 0

@@ -175,7 +175,7 @@ def run(args: argparse.Namespace) -> int:
         if "has type String" in str(exc) and _has_no_rows(frame):  # a CSV header: every type is String
             raise BadInput(f"{args.data} has a header but no rows, so its column types are unknown; add "
                            "rows, or give a Parquet file with typed columns") from None
-        raise BadInput(spec.locate(str(exc))) from None
+        raise BadInput(spec.locate(str(exc), exc.parameter)) from None
     except pdp.PolarsDPError as exc:
         message = _in_domain_file_terms(str(exc))
         if spec.separator is not None and "null symbol" in message:

@@ -53,13 +53,10 @@ import polars as pl
 
 import polars_dp as pdp
 from polars_dp.cli.common import BadInput
+from polars_dp.plans import REGISTRY
 
-#: Mechanism -> shape of its domain declaration.
-MECHANISMS = {
-    "basic": "grid", "privelet": "grid",
-    "privtree": "points", "uniform_grid": "points", "adaptive_grid": "points", "privelet_grid": "points",
-    "privtree_sequences": "sequences", "ngram_sequences": "sequences",
-}
+#: Mechanism -> shape of its domain declaration (from the mechanism registry).
+MECHANISMS = {name: entry.shape for name, entry in REGISTRY.items()}
 SHAPE_KEYS = {"grid": ("attributes",), "points": ("columns", "bounds"),
               "sequences": ("column", "alphabet", "max_length", "separator")}
 COMMON_KEYS = ("mechanism", "epsilon", "neighbours", "options", "description")
@@ -199,8 +196,13 @@ class Spec:
             symbols = symbols.list.eval(pl.element().cast(pl.Int64, strict=False))
         return symbols.alias(self.column)
 
-    def locate(self, message: str) -> str:
-        """Prefix a mechanism's error about one of the ``[options]`` with its file, line and key."""
+    def locate(self, message: str, parameter: str | None = None) -> str:
+        """Prefix a mechanism's error about one of the ``[options]`` with its file, line and key
+        (the key the error names in ``ParameterError.parameter``, else the one its text names)."""
+        if parameter is not None and parameter in self.options:
+            line = self.key_lines.line(("options", parameter)) if self.key_lines else None
+            where = f"{self.path}:{line}" if line else str(self.path)
+            return f"{where}: options.{parameter}: {message}"
         for key in self.options:
             if re.search(rf"(?<![\w.]){re.escape(key)}(?![\w])", message):
                 line = self.key_lines.line(("options", key)) if self.key_lines else None
@@ -322,8 +324,7 @@ class _Reader:
         options = self.get(self.doc, ("options",), required=False, kind=dict, what="a table [options]")
         if not options:
             return {}
-        params = inspect.signature(getattr(pdp, mechanism)).parameters
-        allowed = [p for p in params if p not in RESERVED]
+        allowed = [o.name for o in REGISTRY[mechanism].options if o.name not in RESERVED]
         for key in options:
             if key == "seed":
                 raise self.fail(("options", key), "a seed makes the noise removable; it is not accepted in "
@@ -336,6 +337,12 @@ class _Reader:
             if key not in allowed:
                 raise self.fail(("options", key), f"{mechanism} has no option {key!r}; its options: "
                                                   f"{', '.join(allowed) or 'none'}")
+        table = {o.name: o for o in REGISTRY[mechanism].options}
+        for key, value in options.items():  # the registry's checks, before any row is read
+            try:
+                table[key].validate(value)
+            except pdp.ParameterError as exc:
+                raise self.fail(("options", exc.parameter or key), str(exc)) from None
         return dict(options)
 
     # ------------------------------------------------------------------ grid

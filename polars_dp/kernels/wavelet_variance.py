@@ -110,4 +110,62 @@ def range_variance_factor(attribute: Attribute, starts: np.ndarray, stops: np.nd
 
 
 
-__all__ = ["haar_range_variance_factor", "nominal_range_variance_factor", "range_variance_factor"]
+# ---------------------------------------------------------------------------- weights
+def haar_range_weights(m: int, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
+    """``|a_c|`` of the (at most ``1 + 2 l``) unnormalised Haar coefficients with a non-zero
+    weight in the range sums ``[start, stop)``, shape ``(queries, 1 + 2 l)`` (zeros pad);
+    ``sum of squares`` = :func:`haar_range_variance_factor`."""
+    s = np.asarray(starts, dtype=np.int64)
+    t = np.asarray(stops, dtype=np.int64)
+    p = haar_padded_length(m)
+    cols = [np.abs((t - s) / p)]
+    w = p
+    while w > 1:
+        half = w // 2
+        first = (s // w) * w
+        last = ((t - 1) // w) * w
+        for a, use in ((first, np.ones(s.shape, dtype=bool)), (last, last != first)):
+            diff = _overlap(s, t, a, a + half) - _overlap(s, t, a + half, a + w)
+            cols.append(np.where(use, np.abs(diff / w), 0.0))
+        w = half
+    return np.stack(cols, axis=-1)
+
+
+def nominal_range_weights(hierarchy: Hierarchy, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
+    """``|a_c|`` of every nominal coefficient (root first, then BFS) in the leaf-range sums
+    ``[start, stop)``, shape ``(queries, nodes)``; squares sum to
+    :func:`nominal_range_variance_factor`."""
+    tr = _tree(hierarchy)
+    s = np.asarray(starts, dtype=np.int64)[:, None]
+    t = np.asarray(stops, dtype=np.int64)[:, None]
+    node_scale = np.ones(tr.n_nodes)
+    for a, b in tr.level_bounds:
+        par = tr.parent[a:b]
+        node_scale[a:b] = node_scale[par] / tr.fanout[par]
+    leaf_scale = np.empty(tr.n_leaves)
+    leaf_scale[tr.start[tr.leaf_nodes]] = node_scale[tr.leaf_nodes]
+    cum = np.r_[0.0, np.cumsum(leaf_scale)]
+    q = (cum[np.clip(t, tr.start, tr.stop)] - cum[np.clip(s, tr.start, tr.stop)]) / node_scale
+    kids = q[:, 1:]
+    mean = np.add.reduceat(kids, tr.group_start, axis=1) / tr.group_size
+    a = (kids - np.repeat(mean, tr.group_size, axis=1)) / tr.weights[1:]
+    return np.abs(np.concatenate([q[:, :1], a], axis=1))
+
+
+def range_weights(attribute: Attribute, starts: np.ndarray, stops: np.ndarray, transformed: bool
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """``(weights, multiplicities)``, each ``(queries, terms)``: the distinct ``|a_c|`` of the
+    noise terms along one axis of the range sums and how many coefficients carry each (an
+    untransformed axis: weight 1 on each of its ``stop - start`` cells)."""
+    s = np.atleast_1d(np.asarray(starts, dtype=np.int64))
+    t = np.atleast_1d(np.asarray(stops, dtype=np.int64))
+    _check_ranges(attribute, s, t)
+    if not transformed:
+        return np.ones((s.size, 1)), (t - s).astype(np.float64)[:, None]
+    w = (nominal_range_weights(attribute.hierarchy, s, t) if isinstance(attribute, Nominal)
+         else haar_range_weights(attribute.n_cells, s, t))
+    return w, np.ones_like(w)
+
+
+__all__ = ["haar_range_variance_factor", "haar_range_weights", "nominal_range_variance_factor",
+           "nominal_range_weights", "range_variance_factor", "range_weights"]

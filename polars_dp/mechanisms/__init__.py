@@ -1,11 +1,39 @@
-"""Mechanisms: the only code that adds noise.  Each takes private input and returns a release."""
+"""Mechanisms: the only code that adds noise.  Each takes private input and returns a release.
+
+Every mechanism is registered with its plan (:mod:`polars_dp.plans`): ``pdp.plan(name, ...)
+.run(frame)`` runs it.  Basic and Privelet are their plans' runners; the data-dependent
+mechanisms are run with the plan's validated options.
+"""
+
+from typing import Any
 
 from polars_dp.mechanisms.basic import basic
-from polars_dp.mechanisms.ngram import ngram_sequences
+from polars_dp.mechanisms.ngram import ngram_sequences, run_ngram
+from polars_dp.mechanisms.options import checked_options
 from polars_dp.mechanisms.privelet import privelet
 from polars_dp.mechanisms.privtree import privtree
 from polars_dp.mechanisms.sequences import privtree_sequences
 from polars_dp.mechanisms.spatial_grids import adaptive_grid, privelet_grid, uniform_grid
+from polars_dp.plans.base import Plan, register_runner
+
+privtree = checked_options("privtree")(privtree)
+uniform_grid = checked_options("uniform_grid")(uniform_grid)
+adaptive_grid = checked_options("adaptive_grid")(adaptive_grid)
+privelet_grid = checked_options("privelet_grid")(privelet_grid)
+privtree_sequences = checked_options("privtree_sequences")(privtree_sequences)
+ngram_sequences = checked_options("ngram_sequences")(ngram_sequences)
+register_runner("ngram_sequences", run_ngram, ngram_sequences)
+
+
+def _function_runner(function: Any) -> Any:
+    def run(plan: Plan, frame: Any, *, seed: Any = None, progress: bool | None = None) -> Any:
+        args, kwargs = plan.arguments()
+        return function(frame, *args, **kwargs, seed=seed, progress=progress)
+    return run
+
+
+for _f in (privtree, uniform_grid, adaptive_grid, privelet_grid, privtree_sequences):
+    register_runner(_f.__name__, _function_runner(_f), _f)
 
 __all__ = ["adaptive_grid", "basic", "ngram_sequences", "privelet", "privelet_grid", "privtree",
            "privtree_sequences", "uniform_grid"]

@@ -25,21 +25,19 @@ from typing import Any
 import numpy as np
 
 from polars_dp.counting.frequency import frequency_matrix
-from polars_dp.domains.attributes import Attribute, as_attributes
+from polars_dp.domains.attributes import Attribute
+from polars_dp.mechanisms.options import checked_options
 from polars_dp.noise import (
     Neighbours,
     NoiseKind,
     NoiseSource,
     SeedLike,
     add_noise,
-    check_epsilon,
-    check_noise,
-    histogram_sensitivity,
-    laplace_scale,
-    noise_params,
     noise_source,
 )
 from polars_dp.params import Nulls, OnOutOfDomain
+from polars_dp.plans import BasicPlan
+from polars_dp.plans.base import register_runner
 from polars_dp.progress import Progress, rows_hint
 from polars_dp.releases.grid import GridRelease
 
@@ -64,17 +62,38 @@ def add_cell_noise(counts: np.ndarray, scale: Any, src: NoiseSource, noise: str,
 
 
 def basic_scale(epsilon: float, neighbours: str, noise: str = "float") -> float:
-    """Laplace magnitude of Basic: ``Delta / epsilon`` with Delta = 2 (replace) or 1 (add/remove);
-    on the exact path rounded up to the grid (returned as the exactly representable float)."""
-    return float(laplace_scale(histogram_sensitivity(neighbours), check_epsilon(epsilon), noise))
+    """Laplace magnitude of Basic (the plan's scale, :class:`polars_dp.plans.BasicPlan`):
+    ``Delta / epsilon`` with Delta = 2 (replace) or 1 (add/remove); on the exact path rounded up
+    to the grid (returned as the exactly representable float)."""
+    return BasicPlan([], epsilon=epsilon, neighbours=neighbours, noise=noise).noise_scale
 
 
+def run_basic(plan: BasicPlan, frame: Any, *, seed: SeedLike = None, progress: bool | None = None
+              ) -> GridRelease:
+    """Count ``frame`` over the plan's attributes and add the plan's cell noise."""
+    src = noise_source(seed)
+    attrs, opts = plan.attributes, plan.options
+    bar = Progress("basic", progress, max(_cells(attrs), rows_hint(frame) or 0))
+    bar.step("counting")
+    counts = frequency_matrix(frame, attrs, on_out_of_domain=opts["on_out_of_domain"], nulls=opts["nulls"],
+                              bytes_per_cell=16, count_column=opts["count_column"])
+    add_cell_noise(counts, plan.scale, src, plan.noise, bar.step("noise", counts.size, "cells"))
+    bar.close()
+    return GridRelease(counts, attrs, mechanism="basic", epsilon=plan.epsilon, neighbours=plan.neighbours,
+                       noise_scale=plan.noise_scale, params=plan.release_params(), noise=plan.noise,
+                       seeded=src.seeded)
+
+
+@checked_options("basic")
 def basic(frame: Any, attributes: Attribute | Iterable[Attribute], *, epsilon: float,
           neighbours: Neighbours = "replace", seed: SeedLike = None,
           on_out_of_domain: OnOutOfDomain = "raise",
           nulls: Nulls = "raise", count_column: str | None = None, noise: NoiseKind = "exact",
           progress: bool | None = None) -> GridRelease:
     """Release the frequency matrix of ``attributes`` with Laplace noise on every cell.
+
+    Exactly ``pdp.plan("basic", attributes, epsilon=..., ...).run(frame, seed=seed,
+    progress=progress)`` (:class:`polars_dp.plans.BasicPlan`).
 
     Parameters
     ----------
@@ -92,21 +111,11 @@ def basic(frame: Any, attributes: Attribute | Iterable[Attribute], *, epsilon: f
     noise : ``"exact"`` (discrete Laplace on the integer counts, default) or ``"float"``.
     progress : stage bars on stderr (counting, noise); ``None``: on a terminal for large domains.
     """
-    epsilon = check_epsilon(epsilon)
-    noise = check_noise(noise)
-    sens = histogram_sensitivity(neighbours)
-    scale = laplace_scale(sens, epsilon, noise)
-    src = noise_source(seed)
-    attrs = as_attributes(attributes)
-    bar = Progress("basic", progress, max(_cells(attrs), rows_hint(frame) or 0))
-    bar.step("counting")
-    counts = frequency_matrix(frame, attrs, on_out_of_domain=on_out_of_domain, nulls=nulls,
-                              bytes_per_cell=16, count_column=count_column)
-    add_cell_noise(counts, scale, src, noise, bar.step("noise", counts.size, "cells"))
-    bar.close()
-    params = {"sensitivity": sens, **noise_params(sens, scale, noise)}
-    return GridRelease(counts, attrs, mechanism="basic", epsilon=epsilon, neighbours=neighbours,
-                       noise_scale=float(scale), params=params, noise=noise, seeded=src.seeded)
+    plan = BasicPlan(attributes, epsilon=epsilon, neighbours=neighbours, on_out_of_domain=on_out_of_domain,
+                     nulls=nulls, count_column=count_column, noise=noise)
+    return plan.run(frame, seed=seed, progress=progress)
 
 
-__all__ = ["add_cell_noise", "basic", "basic_scale"]
+register_runner("basic", run_basic, basic)
+
+__all__ = ["add_cell_noise", "basic", "basic_scale", "run_basic"]

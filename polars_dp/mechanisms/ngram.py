@@ -32,16 +32,42 @@ from polars_dp.kernels.pst import grow_context_tree
 from polars_dp.noise import (
     NoiseKind,
     SeedLike,
-    check_epsilon,
-    check_noise,
-    laplace_scale,
     noise_params,
     noise_source,
     sample_noise,
 )
-from polars_dp.params import check_int
+from polars_dp.plans import NgramPlan
+from polars_dp.plans.base import register_runner
 from polars_dp.progress import Progress, rows_hint
 from polars_dp.releases.sequence import SequenceRelease
+
+
+def run_ngram(plan: NgramPlan, frame: Any, *, seed: SeedLike = None, progress: bool | None = None
+              ) -> SequenceRelease:
+    """Count the n-grams of ``frame`` and add the plan's noise (its scale ``height * l_top /
+    epsilon``, computed by :class:`polars_dp.plans.NgramPlan`)."""
+    opts = plan.options
+    height, alphabet = opts["height"], opts["alphabet"]
+    bar = Progress("ngram_sequences", progress, rows_hint(frame))
+    bar.step("counting (encoding sequences)")
+    beta = len(check_alphabet(alphabet)) + 1  # public: the symbols and the end mark
+    n_nodes = sum(beta**k for k in range(height))
+    check_domain_size((n_nodes, beta), bytes_per_cell=64, dims=f"height {height} over {beta - 1} symbols",
+                      fix="use a lower height")  # before any row is read
+    enc = encode_sequences(frame, opts["column"], alphabet=alphabet, max_length=opts["max_length"])
+    src = noise_source(seed)
+    bar.step("n-gram tree")
+    tree = grow_context_tree(enc, lambda hist, depth, starts_with_start: np.ones(hist.shape[0], dtype=bool),
+                             max_depth=height - 1, max_nodes=n_nodes)
+    l_top, scale = plan.l_top, plan.scale
+    bar.step("noise")
+    hist = tree.hist + sample_noise(src, scale, tree.hist.shape, plan.noise)  # unclipped: queries clip at 0
+    bar.close()
+    params = {"height": height, "l_top": l_top, "noise_scale": float(scale), "sensitivity_per_level": l_top,
+              **noise_params(height * l_top, scale, plan.noise)}
+    return SequenceRelease(alphabet=alphabet, max_length=enc.max_length, parent=tree.parent,
+                         prepended=tree.prepended, hist=hist, mechanism="ngram", epsilon=plan.epsilon,
+                         neighbours="add_remove", params=params, noise=plan.noise, seeded=src.seeded)
 
 
 def ngram_sequences(frame: Any, column: str, *, alphabet: Sequence[Any], max_length: int,
@@ -49,33 +75,15 @@ def ngram_sequences(frame: Any, column: str, *, alphabet: Sequence[Any], max_len
                     noise: NoiseKind = "exact", progress: bool | None = None) -> SequenceRelease:
     """Release noisy n-gram counts up to ``n = height`` (public) as a complete-tree SequenceRelease.
 
+    Exactly ``pdp.plan("ngram_sequences", column, ...).run(frame, seed=seed, progress=progress)``.
     ``noise``: ``"exact"`` (discrete Laplace, default) or ``"float"``.  ``progress``: stage bars
     on stderr (counting, n-gram tree, noise); ``None``: on a terminal for large inputs.
     """
-    epsilon = check_epsilon(epsilon)
-    height = check_int(height, "height", lo=1)
-    noise = check_noise(noise)
-    bar = Progress("ngram_sequences", progress, rows_hint(frame))
-    bar.step("counting (encoding sequences)")
-    beta = len(check_alphabet(alphabet)) + 1  # public: the symbols and the end mark
-    n_nodes = sum(beta**k for k in range(height))
-    check_domain_size((n_nodes, beta), bytes_per_cell=64, dims=f"height {height} over {beta - 1} symbols",
-                      fix="use a lower height")  # before any row is read
-    enc = encode_sequences(frame, column, alphabet=alphabet, max_length=max_length)
-    src = noise_source(seed)
-    bar.step("n-gram tree")
-    tree = grow_context_tree(enc, lambda hist, depth, starts_with_start: np.ones(hist.shape[0], dtype=bool),
-                             max_depth=height - 1, max_nodes=n_nodes)
-    l_top = enc.max_length + 1
-    scale = laplace_scale(height * l_top, epsilon, noise)
-    bar.step("noise")
-    hist = tree.hist + sample_noise(src, scale, tree.hist.shape, noise)  # unclipped: queries clip at 0
-    bar.close()
-    params = {"height": height, "l_top": l_top, "noise_scale": float(scale), "sensitivity_per_level": l_top,
-              **noise_params(height * l_top, scale, noise)}
-    return SequenceRelease(alphabet=alphabet, max_length=enc.max_length, parent=tree.parent,
-                         prepended=tree.prepended, hist=hist, mechanism="ngram", epsilon=epsilon,
-                         neighbours="add_remove", params=params, noise=noise, seeded=src.seeded)
+    plan = NgramPlan(column, alphabet=alphabet, max_length=max_length, epsilon=epsilon, height=height,
+                     noise=noise)
+    return plan.run(frame, seed=seed, progress=progress)
 
 
-__all__ = ["ngram_sequences"]
+register_runner("ngram_sequences", run_ngram, ngram_sequences)
+
+__all__ = ["ngram_sequences", "run_ngram"]

@@ -57,90 +57,38 @@ upper bound there.)
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
 from polars_dp.counting.frequency import frequency_matrix
-from polars_dp.domains.attributes import Attribute, Nominal, as_attributes
-from polars_dp.errors import HierarchyError, ParameterError
+from polars_dp.domains.attributes import Attribute
 from polars_dp.kernels import wavelet_blocks
-from polars_dp.kernels import wavelets as transforms
+from polars_dp.mechanisms.options import checked_options
 from polars_dp.mechanisms.privelet_exact import add_wavelet_noise_exact
 from polars_dp.noise import (
     Neighbours,
     NoiseKind,
     NoiseSource,
     SeedLike,
-    check_epsilon,
-    check_noise,
-    histogram_sensitivity,
     laplace,
-    laplace_scale,
-    noise_params,
     noise_source,
 )
 from polars_dp.params import Nulls, OnOutOfDomain
+from polars_dp.plans import PriveletPlan
+from polars_dp.plans.base import register_runner
+from polars_dp.plans.grid import (  # re-exported: the calibration lives in the plan
+    auto_untransformed,
+    mechanism_name,
+    privelet_rho,
+    privelet_scale,
+    resolve_untransformed,
+)
 from polars_dp.progress import Progress, rows_hint
 from polars_dp.releases.grid import GridRelease
 
 #: Target size (cells) of one slab of the noise field.
 SLAB_CELLS = 1 << 21
-
-
-def auto_untransformed(attribute: Attribute) -> bool:
-    """The paper's Privelet+ rule (Sec. VI): leave ``A`` untransformed iff ``|A| <= P(A)^2 H(A)``."""
-    p = transforms.generalized_sensitivity(attribute)
-    return attribute.n_cells <= p * p * transforms.variance_factor_bound(attribute)
-
-
-def resolve_untransformed(attributes: tuple[Attribute, ...],
-                          untransformed: str | Attribute | Iterable[str | Attribute]
-                          ) -> tuple[list[bool], bool]:
-    """Per attribute: transformed or not; and whether the "auto" rule chose it."""
-    if isinstance(untransformed, str) and untransformed == "auto":
-        return [not auto_untransformed(a) for a in attributes], True
-    if isinstance(untransformed, (str, Attribute)):
-        untransformed = [untransformed]
-    try:
-        names = [u.column if isinstance(u, Attribute) else u for u in untransformed]
-    except TypeError:
-        raise ParameterError(
-            f"untransformed must be 'auto' or a list of column names, got {untransformed!r}"
-        ) from None
-    columns = [a.column for a in attributes]
-    for name in names:
-        if name not in columns:
-            raise ParameterError(
-                f"untransformed names {name!r}, which is not a declared attribute; declared: {columns}"
-            )
-    return [a.column not in names for a in attributes], False
-
-
-def privelet_rho(attributes: Sequence[Attribute], transformed: Sequence[bool]) -> int:
-    """Generalised sensitivity ``prod over transformed axes of P(A)`` (Theorem 2, Corollary 1)."""
-    rho = 1
-    for a, t in zip(attributes, transformed, strict=True):
-        if t:
-            if isinstance(a, Nominal) and a.hierarchy.n_leaves < 2:
-                raise HierarchyError(
-                    f"{a.column!r}: its hierarchy has a single leaf, so it cannot be transformed; "
-                    "list it in untransformed=[...]"
-                )
-            rho *= transforms.generalized_sensitivity(a)
-    return rho
-
-
-def mechanism_name(transformed: Sequence[bool]) -> str:
-    """``"privelet"`` when every attribute is transformed, else ``"privelet+"``."""
-    return "privelet" if all(transformed) else "privelet+"
-
-
-def privelet_scale(rho: int, epsilon: float, neighbours: str, noise: str = "float") -> float | Fraction:
-    """``lambda = 2 rho / epsilon`` (replace, Lemma 1) or ``rho / epsilon`` (add_remove); for
-    ``noise="exact"`` the exact rational rounded up to the ``2^-20`` grid."""
-    return laplace_scale(histogram_sensitivity(neighbours) * rho, check_epsilon(epsilon), noise)
 
 
 def add_wavelet_noise(counts: np.ndarray, attributes: Sequence[Attribute], transformed: Sequence[bool],
@@ -158,12 +106,39 @@ def add_wavelet_noise(counts: np.ndarray, attributes: Sequence[Attribute], trans
                                   counts, add=True, slab_cells=SLAB_CELLS, advance=advance)
 
 
+def run_privelet(plan: PriveletPlan, frame: Any, *, seed: SeedLike = None, progress: bool | None = None
+                 ) -> GridRelease:
+    """Count ``frame`` over the plan's attributes, add the plan's wavelet noise, release."""
+    src = noise_source(seed)
+    attrs, opts, transformed = plan.attributes, plan.options, plan.transformed_mask
+    coefficients = plan.coefficients
+    bar = Progress(mechanism_name(transformed) if any(transformed) else "privelet+", progress,
+                   max(coefficients, rows_hint(frame) or 0))
+    bar.step("counting")
+    counts = frequency_matrix(frame, attrs, on_out_of_domain=opts["on_out_of_domain"], nulls=opts["nulls"],
+                              bytes_per_cell=24, count_column=opts["count_column"])
+    advance = bar.step("noise + inverse transform", coefficients, "coef")
+    if plan.noise == "exact":
+        add_wavelet_noise_exact(counts, attrs, transformed, plan.scale, src, advance=advance)
+    else:
+        add_wavelet_noise(counts, attrs, transformed, plan.noise_scale, src, advance=advance)
+    bar.close()
+    return GridRelease(counts, attrs, mechanism=plan.release_mechanism, epsilon=plan.epsilon,
+                       neighbours=plan.neighbours, noise_scale=plan.noise_scale, params=plan.release_params(),
+                       noise=plan.noise, seeded=src.seeded)
+
+
+@checked_options("privelet")
 def privelet(frame: Any, attributes: Attribute | Iterable[Attribute], *, epsilon: float,
-             untransformed: str | Iterable[str] = (), neighbours: Neighbours = "replace",
-             seed: SeedLike = None, on_out_of_domain: OnOutOfDomain = "raise", nulls: Nulls = "raise",
+             untransformed: str | Iterable[str] = (), workload: Any = None,
+             neighbours: Neighbours = "replace", seed: SeedLike = None,
+             on_out_of_domain: OnOutOfDomain = "raise", nulls: Nulls = "raise",
              count_column: str | None = None, noise: NoiseKind = "exact",
              progress: bool | None = None) -> GridRelease:
     """Release the frequency matrix of ``attributes`` with Privelet (or Privelet+) noise.
+
+    Exactly ``pdp.plan("privelet", attributes, epsilon=..., ...).run(frame, seed=seed,
+    progress=progress)`` (:class:`polars_dp.plans.PriveletPlan`, where the calibration lives).
 
     Parameters
     ----------
@@ -174,8 +149,9 @@ def privelet(frame: Any, attributes: Attribute | Iterable[Attribute], *, epsilon
         power of two), nominal axes the nominal transform over their hierarchy.
     epsilon : privacy budget, > 0.
     untransformed : columns left untransformed (Privelet+, Sec. VI), or ``"auto"`` for the
-        paper's rule ``|A| <= P(A)^2 H(A)``.  A single string other than ``"auto"`` names one
-        column.  The choice depends on the public domain only.
+        paper's rule ``|A| <= P(A)^2 H(A)``, or ``"workload"`` for the set minimising the
+        mean expected squared error over ``workload`` (:mod:`polars_dp.plans.grid`).  A single
+        string other than those names one column.  The choice depends on public inputs only.
     neighbours : ``"replace"`` (``lambda = 2 rho / epsilon``) or ``"add_remove"``
         (``lambda = rho / epsilon``).
     seed : ``None`` draws cryptographic randomness; an int makes the release reproducible (tests
@@ -188,6 +164,7 @@ def privelet(frame: Any, attributes: Attribute | Iterable[Attribute], *, epsilon
     noise : ``"exact"`` (lattice coefficients + discrete Laplace, default) or ``"float"``.
     progress : stage bars on stderr (counting, noise + inverse transform); ``None``: on a
         terminal for large domains.
+    workload : the queries (a frame as ``range_counts`` takes it) for ``untransformed="workload"``.
 
     The release's ``noise_scale`` is ``lambda``; ``params`` records ``rho``, the
     ``transformed`` and ``untransformed`` columns and ``untransformed_auto``.  Its mechanism
@@ -195,42 +172,13 @@ def privelet(frame: Any, attributes: Attribute | Iterable[Attribute], *, epsilon
     when none is transformed (then the release is exactly :func:`polars_dp.basic`'s, and
     ``params["note"]`` says why).
     """
-    attrs = as_attributes(attributes)
-    epsilon = check_epsilon(epsilon)
-    transformed, auto = resolve_untransformed(attrs, untransformed)
-    rho = privelet_rho(attrs, transformed)
-    noise = check_noise(noise)
-    scale = privelet_scale(rho, epsilon, neighbours, noise)
-    src = noise_source(seed)
-    coefficients = int(np.prod([transforms.coefficient_count(a) if t else a.n_cells
-                                for a, t in zip(attrs, transformed, strict=True)], dtype=np.float64))
-    bar = Progress(mechanism_name(transformed), progress, max(coefficients, rows_hint(frame) or 0))
-    bar.step("counting")
-    counts = frequency_matrix(frame, attrs, on_out_of_domain=on_out_of_domain, nulls=nulls,
-                              bytes_per_cell=24, count_column=count_column)
-    advance = bar.step("noise + inverse transform", coefficients, "coef")
-    if noise == "exact":
-        add_wavelet_noise_exact(counts, attrs, transformed, scale, src, advance=advance)
-    else:
-        add_wavelet_noise(counts, attrs, transformed, scale, src, advance=advance)
-    bar.close()
-    params = {
-        "rho": rho,
-        "sensitivity": histogram_sensitivity(neighbours),
-        "transformed": [a.column for a, t in zip(attrs, transformed, strict=True) if t],
-        "untransformed": [a.column for a, t in zip(attrs, transformed, strict=True) if not t],
-        "untransformed_auto": auto,
-        "coefficients": ("unnormalised (W*c) with i.i.d. Lap(noise_scale)" if noise == "float" else
-                         "lattice D*W*c (D = prod 2(f-1) over nominal axes) with DLap(D*noise_scale)"),
-        **noise_params(histogram_sensitivity(neighbours) * rho, scale, noise),
-    }
-    mechanism = mechanism_name(transformed)
-    if not any(transformed):  # the rule kept every axis as is: exactly Basic, so say so
-        mechanism = "basic"
-        params["note"] = f"untransformed={untransformed!r} left every attribute untransformed: this is Basic"
-    return GridRelease(counts, attrs, mechanism=mechanism, epsilon=epsilon, neighbours=neighbours,
-                       noise_scale=float(scale), params=params, noise=noise, seeded=src.seeded)
+    plan = PriveletPlan(attributes, epsilon=epsilon, untransformed=untransformed, workload=workload,
+                        neighbours=neighbours, on_out_of_domain=on_out_of_domain, nulls=nulls,
+                        count_column=count_column, noise=noise)
+    return plan.run(frame, seed=seed, progress=progress)
 
+
+register_runner("privelet", run_privelet, privelet)
 
 __all__ = ["add_wavelet_noise", "auto_untransformed", "mechanism_name", "privelet", "privelet_rho",
-           "privelet_scale", "resolve_untransformed"]
+           "privelet_scale", "resolve_untransformed", "run_privelet"]

@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -60,17 +59,15 @@ from polars_dp.noise import (
     NoiseSource,
     SeedLike,
     check_epsilon,
-    check_fraction,
     check_noise,
-    histogram_sensitivity,
-    laplace_scale,
     noise_params,
     noise_source,
     sample_noise,
 )
-from polars_dp.params import Nulls, OnOutOfDomain, check_int, check_positive
+from polars_dp.params import Nulls, OnOutOfDomain, check_int
+from polars_dp.plans.noise_model import Correlated, IndependentLaplace
+from polars_dp.plans.spatial import AdaptiveGridPlan, UniformGridPlan
 from polars_dp.progress import Progress, rows_hint
-from polars_dp.releases.noise_model import Correlated, IndependentLaplace
 from polars_dp.releases.tree import SpatialRelease
 
 #: Name of the count column of the grid handed from Privelet* to Privelet.
@@ -82,29 +79,19 @@ def grid_side(n: float, epsilon: float, c: float, d: int) -> int:
     return max(1, math.ceil((max(n, 0.0) * epsilon / c) ** (2.0 / (d + 2))))
 
 
-def _budget_for_n(count_points: Callable[[], float], n: int | None, n_share: float, epsilon: float,
-                  neighbours: str, rng: NoiseSource, nulls: Nulls = "raise", noise: str = "float"
-                  ) -> tuple[float, float | Fraction, str]:
-    """``(N used for the grid size, epsilon left for the counts, how N was obtained)``.
-
-    Under ``replace`` neighbours the row count is public, so the exact N is free, but only
-    while no row is dropped: with ``nulls="drop"`` a neighbour may turn one row into a null
-    and change N, so N is then estimated with ``Lap(1 / (n_share epsilon))`` (sensitivity 1).
-    On the exact path the epsilon left is the exact rational ``epsilon - n_share epsilon``.
-    """
-    if noise == "exact":
-        epsilon = Fraction(epsilon)
-    if n is not None:
-        return float(check_int(n, "n (a public number of points)", lo=0)), epsilon, "public"
-    if neighbours == "replace" and nulls == "raise":
-        return float(count_points()), epsilon, "exact (public under replace neighbours)"
-    share = check_fraction(n_share, "n_share")
-    if noise == "exact":
-        eps_n = Fraction(share) * epsilon
-        noisy = int(count_points()) + int(sample_noise(rng, laplace_scale(1, eps_n, noise), 1, noise)[0])
-        return float(max(noisy, 0)), epsilon - eps_n, f"noisy (n_share={share})"
-    noisy = float(count_points()) + float(sample_noise(rng, 1.0 / (share * epsilon), (), noise))
-    return max(noisy, 0.0), epsilon * (1 - share), f"noisy (n_share={share})"
+def _n_used(plan: UniformGridPlan | AdaptiveGridPlan, count_points: Callable[[], float], rng: NoiseSource
+            ) -> float:
+    """N for the grid size, as the plan budgets it (:class:`polars_dp.plans.spatial.UniformGridPlan`):
+    the public ``n``, the exact count when it is public, or the count plus ``Lap(1 / eps_n)``."""
+    if plan.options["n"] is not None:
+        return float(plan.options["n"])
+    if plan.n_public:
+        return float(count_points())
+    if plan.noise == "exact":
+        noisy = int(count_points()) + int(sample_noise(rng, plan.n_scale, 1, plan.noise)[0])
+        return float(max(noisy, 0))
+    noisy = float(count_points()) + float(sample_noise(rng, plan.n_scale, (), plan.noise))
+    return max(noisy, 0.0)
 
 
 def uniform_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: float,
@@ -123,24 +110,24 @@ def uniform_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsil
     estimate (``add_remove``).  Never pass a count computed from the private data.
     ``progress``: stage bars on stderr (counting, noise); ``None``: on a terminal for large inputs.
     """
-    box = as_box(columns, bounds)
-    epsilon = check_epsilon(epsilon)
-    c = check_positive(c, "c")
-    sens = histogram_sensitivity(neighbours)
-    noise = check_noise(noise)
+    plan = UniformGridPlan(columns, bounds=bounds, epsilon=epsilon, n=n, n_share=n_share, c=c,
+                           neighbours=neighbours, on_out_of_domain=on_out_of_domain, nulls=nulls,
+                           count_column=count_column, noise=noise)
+    box, c, sens, noise = plan.box, plan.options["c"], plan.sensitivity, plan.noise
+    epsilon, eps_grid = plan.epsilon, plan.epsilon_grid
     src = noise_source(seed)
     bar = Progress("uniform_grid", progress, rows_hint(frame))
     bar.step("counting")
     opts = {"on_out_of_domain": on_out_of_domain, "nulls": nulls, "count_column": count_column}
     if n is None:  # two passes (N, then the grid): a one-shot stream keeps the point columns only
         frame = rereadable(frame, [*box.columns, *([count_column] if count_column else [])])
-    n_used, eps_grid, n_how = _budget_for_n(lambda: grid_counts(frame, box, 1, **opts).sum(), n, n_share,
-                                            epsilon, neighbours, src, nulls, noise)
+    n_used = _n_used(plan, lambda: grid_counts(frame, box, 1, **opts).sum(), src)
+    n_how = plan.n_source
     m = grid_side(n_used, float(eps_grid), c, box.d)
     cells = check_domain_size((m,) * box.d, bytes_per_cell=64)
     count = grid_counts(frame, box, m, **opts)
     bar.step("noise")
-    scale = laplace_scale(sens, eps_grid, noise)
+    scale = plan.cell_scale
     count += sample_noise(src, scale, count.shape, noise)
     bar.close()
     lo, hi = grid_boxes(box, m)
@@ -167,33 +154,28 @@ def adaptive_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsi
     ``progress``: stage bars on stderr (counting, noise); ``None``: on a terminal for large inputs.
     """
     box = as_box(columns, bounds)
+    plan = AdaptiveGridPlan(columns, bounds=bounds, epsilon=epsilon, n=n, n_share=n_share, alpha=alpha, c=c,
+                            c2=c2, neighbours=neighbours, on_out_of_domain=on_out_of_domain, nulls=nulls,
+                            count_column=count_column, noise=noise)
     d = box.d
-    epsilon = check_epsilon(epsilon)
-    alpha = check_fraction(alpha, "alpha")
-    c, c2 = check_positive(c, "c"), check_positive(c2, "c2")
-    sens = histogram_sensitivity(neighbours)
-    noise = check_noise(noise)
+    epsilon, alpha, c, c2 = plan.epsilon, plan.options["alpha"], plan.options["c"], plan.options["c2"]
+    sens, noise = plan.sensitivity, plan.noise
     src = noise_source(seed)
     bar = Progress("adaptive_grid", progress, rows_hint(frame))
     bar.step("counting")
     points, weights = collect_weighted_points(frame, box, on_out_of_domain=on_out_of_domain, nulls=nulls,
                                               count_column=count_column)
     n_points = points[0].size if weights is None else int(weights.sum())
-    n_used, eps_grid, n_how = _budget_for_n(lambda: n_points, n, n_share, epsilon, neighbours, src, nulls,
-                                            noise)
-    if noise == "exact":
-        eps1 = Fraction(alpha) * eps_grid
-        eps2 = eps_grid - eps1
-    else:
-        eps1, eps2 = alpha * eps_grid, (1 - alpha) * eps_grid
-    scale1, scale2 = laplace_scale(sens, eps1, noise), laplace_scale(sens, eps2, noise)
+    n_used, eps_grid, n_how = _n_used(plan, lambda: n_points, src), plan.epsilon_grid, plan.n_source
+    scale1, scale2 = plan.level1_scale, plan.level2_scale
     m1 = max(10, math.ceil(grid_side(n_used, float(eps_grid), c, d) / 4))
     n_cells = check_domain_size((m1,) * d, bytes_per_cell=64)
 
     per_dim = grid_cells(points, box, m1)
     cell = flat_cells(per_dim, m1)
     v = np.bincount(cell, weights, minlength=n_cells) + sample_noise(src, scale1, n_cells, noise)
-    m2 = np.maximum(1, np.ceil((np.maximum(v, 0.0) * float(eps2) / c2) ** (2.0 / (d + 2)))).astype(np.int64)
+    eps2 = float(plan.epsilon_level2)
+    m2 = np.maximum(1, np.ceil((np.maximum(v, 0.0) * eps2 / c2) ** (2.0 / (d + 2)))).astype(np.int64)
     sub_cells = m2**d
     check_domain_size((int(sub_cells.sum()),), bytes_per_cell=64)
     leaf_start = np.concatenate([[0], np.cumsum(sub_cells)])

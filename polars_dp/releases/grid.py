@@ -18,10 +18,14 @@ import polars as pl
 import pyarrow as pa
 
 from polars_dp.domains.attributes import Attribute, Nominal, attribute_from_json
+from polars_dp.domains.queries import as_query_frame, predicate_ranges, query_ranges
 from polars_dp.errors import ParameterError, QueryError, ReleaseFormatError
 from polars_dp.kernels.prefix import box_sums, prefix_sums, streamed_box_sums
-from polars_dp.kernels.wavelet_variance import range_variance_factor
+from polars_dp.kernels.tail_bounds import laplace_sum_accuracy
+from polars_dp.kernels.wavelet_variance import range_variance_factor, range_weights
 from polars_dp.noise import SeedLike
+from polars_dp.plans.grid import check_alpha
+from polars_dp.plans.noise_model import Correlated, NoiseModel, WaveletLaplace
 from polars_dp.progress import Progress
 from polars_dp.releases import sql_grid
 from polars_dp.releases.base import Release
@@ -29,7 +33,6 @@ from polars_dp.releases.grid_format import (
     _check_grid_parameters,
     _counts_by_label,
 )
-from polars_dp.releases.grid_queries import as_query_frame, predicate_ranges, query_ranges
 from polars_dp.releases.integrity import (
     field,
     positive_number,
@@ -37,7 +40,6 @@ from polars_dp.releases.integrity import (
 )
 from polars_dp.releases.io import register_release_type
 from polars_dp.releases.metadata import read_metadata
-from polars_dp.releases.noise_model import Correlated, NoiseModel, WaveletLaplace
 from polars_dp.releases.postprocess import GRID_POSTPROCESSING, postprocess_counts, postprocessed_noise_model
 from polars_dp.releases.sampling import sample_grid
 
@@ -258,6 +260,35 @@ class GridRelease(Release):
             var *= self.axis_variance(axis, starts[:, axis], stops[:, axis])
         return var
 
+    def range_accuracy(self, starts: np.ndarray, stops: np.ndarray, alpha: float = 0.05) -> np.ndarray:
+        """Half-width ``a`` per cell range ``[starts, stops)`` with ``P(|noise| > a) <= alpha``
+        (the tail bound of :mod:`polars_dp.kernels.tail_bounds`, exact law for one noise term);
+        NaN once post-processed."""
+        alpha = check_alpha(alpha)
+        starts = np.atleast_2d(np.asarray(starts, dtype=np.int64))
+        stops = np.atleast_2d(np.asarray(stops, dtype=np.int64))
+        if isinstance(self.noise_model, Correlated):
+            return np.full(starts.shape[0], np.nan)
+        terms = [range_weights(a, starts[:, j], stops[:, j], a.column in self.transformed)
+                 for j, a in enumerate(self.attributes)]
+        return laplace_sum_accuracy(terms, self.noise_scale, alpha, self.noise)
+
+    def accuracy(self, queries: Any, alpha: float = 0.05, *, align: str = "exact") -> pl.DataFrame:
+        """``id``, ``count``, ``std`` and ``accuracy`` per query (the columns of
+        :meth:`polars_dp.plans.GridPlan.accuracy` plus the noisy ``count``): the noise of each
+        ``count`` exceeds ``accuracy`` with probability at most ``alpha``.  ``std`` and
+        ``accuracy`` are null once post-processed."""
+        alpha = check_alpha(alpha)
+        frame = as_query_frame(queries)
+        if "id" not in frame.columns:
+            frame = frame.with_row_index("id")
+        starts, stops = query_ranges(self.attributes, frame, passthrough=("id",), align=align)
+        std = np.sqrt(self.range_variance(starts, stops))
+        acc = self.range_accuracy(starts, stops, alpha)
+        return pl.DataFrame({"id": frame["id"], "count": self._box_sums(starts, stops),
+                             "std": pl.Series(std, nan_to_null=True),
+                             "accuracy": pl.Series(acc, nan_to_null=True)})
+
     # ------------------------------------------------------------------ queries
     @property
     def prefix(self) -> np.ndarray:
@@ -313,9 +344,11 @@ class GridRelease(Release):
 
     def range_counts(self, queries: Any, std: bool = False, *,
                      passthrough: Iterable[str] = ("id",), align: str = "exact",
-                     progress: bool | None = None) -> pl.DataFrame:
+                     progress: bool | None = None, alpha: float | None = None) -> pl.DataFrame:
         """Answer a batch of range-count queries; returns ``queries`` with ``count`` (and
-        ``std``, the noise standard deviation of each answer) added.
+        ``std``, the noise standard deviation of each answer) added; with ``alpha`` also
+        ``lo`` / ``hi`` = ``count`` -/+ the accuracy at ``alpha`` (:meth:`accuracy`; null once
+        post-processed).
 
         ``queries``: a Polars frame with ``<col>_lo`` / ``<col>_hi`` columns for ordinal
         attributes and ``<col>`` (a hierarchy label) for nominal ones; null = unrestricted.
@@ -331,6 +364,10 @@ class GridRelease(Release):
         if std:
             bar.step("variance")
             out["std"] = np.sqrt(self.range_variance(starts, stops))
+        if alpha is not None:
+            bar.step("accuracy")
+            acc = self.range_accuracy(starts, stops, alpha)
+            out["lo"], out["hi"] = out["count"] - acc, out["count"] + acc
         bar.close()
         return frame.with_columns(pl.Series(name, values, nan_to_null=True) for name, values in out.items())
 

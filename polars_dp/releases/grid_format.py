@@ -16,8 +16,7 @@ import pyarrow as pa
 
 from polars_dp.domains.attributes import Attribute, Nominal
 from polars_dp.errors import PolarsDPError, ReleaseFormatError
-from polars_dp.kernels.wavelets import generalized_sensitivity
-from polars_dp.noise import histogram_sensitivity
+from polars_dp.plans import PriveletPlan
 from polars_dp.releases.integrity import (
     check_equal,
     check_noise_scale,
@@ -25,25 +24,27 @@ from polars_dp.releases.integrity import (
 
 
 def _check_grid_parameters(attrs: tuple[Attribute, ...], scale: float, common: Mapping[str, Any]) -> None:
-    """The declared noise scale against ``sensitivity * rho / epsilon`` (Basic: ``rho = 1``;
-    Privelet: ``rho = prod P(A)`` over the transformed axes, recomputed from the attributes)."""
+    """The declared parameters against the plan rebuilt from the metadata (attributes, epsilon,
+    neighbours, noise and the transformed columns): ``rho``, ``sensitivity`` and the noise
+    scale (:func:`check_noise_scale` against the plan's ``Delta rho / epsilon``).  No formula is
+    repeated here: the plan (:class:`polars_dp.plans.GridPlan`) is the one calibration."""
     params = common["params"]
-    sens = histogram_sensitivity(common["neighbours"])
     columns = [a.column for a in attrs]
     transformed = params.get("transformed", [])
     if not isinstance(transformed, list) or any(c not in columns for c in transformed):
         raise ReleaseFormatError(f"release metadata field 'params.transformed' must list attribute "
                                  f"columns {columns}, got {transformed!r}")
+    untransformed = [c for c in columns if c not in transformed]
     try:
-        rho = int(np.prod([generalized_sensitivity(a) for a in attrs if a.column in transformed],
-                          dtype=np.int64))
+        plan = PriveletPlan(attrs, epsilon=common["epsilon"], neighbours=common["neighbours"],
+                            untransformed=untransformed, noise=common.get("noise", "float"))
     except PolarsDPError as exc:
         raise ReleaseFormatError(f"release metadata field 'params.transformed' is invalid: {exc}") from None
     if "rho" in params:
-        check_equal("params.rho", params["rho"], rho)
+        check_equal("params.rho", params["rho"], plan.rho)
     if "sensitivity" in params:
-        check_equal("params.sensitivity", params["sensitivity"], sens)
-    check_noise_scale("noise_scale", scale, sens * rho / common["epsilon"])
+        check_equal("params.sensitivity", params["sensitivity"], plan.sensitivity)
+    check_noise_scale("noise_scale", scale, plan.nominal_scale)
 
 
 def _dictionary_codes(column: pa.ChunkedArray, lookup: Any) -> tuple[np.ndarray, np.ndarray]:

@@ -28,10 +28,11 @@ import numpy as np
 
 from polars_dp.errors import ReleaseFormatError
 from polars_dp.noise import GRID_BITS, NEIGHBOURS
+from polars_dp.plans import known_mechanisms
 
-#: Mechanism names a release file may declare (validation only; no behaviour depends on them).
-KNOWN_MECHANISMS = ("basic", "privelet", "privelet+", "privtree", "uniform_grid", "adaptive_grid",
-                    "privelet_grid", "privtree_sequences", "ngram")
+#: Mechanism names a release file may declare (validation only; no behaviour depends on them),
+#: from the mechanism registry (:mod:`polars_dp.plans`).
+KNOWN_MECHANISMS = known_mechanisms()
 
 #: A recorded noise scale may exceed the one recomputed from the declared parameters by this
 #: relative amount, or by one step of the ``2^-GRID_BITS`` grid: exact samplers round the scale

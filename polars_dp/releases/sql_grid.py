@@ -43,6 +43,7 @@ Plain SQL works on the table too::
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -53,6 +54,7 @@ import pyarrow as pa
 from polars_dp.domains.attributes import FLOAT_TOLERANCE, Nominal
 from polars_dp.errors import ParameterError
 from polars_dp.kernels.wavelets import haar_levels, haar_padded_length
+from polars_dp.plans.noise_model import Correlated
 from polars_dp.releases.grid_queries import label_ranges
 from polars_dp.releases.sql import (
     BATCH_WHERE,
@@ -281,6 +283,11 @@ def _answers(release: GridRelease, name: str, axes: list[_Axis], queries: str, w
         for k in range(d))
     corner_valid = " AND ".join(f"({bit.format(k=k)} OR box.s{k} > 0)" for k in range(d))
     variance = _variance(release, axes)
+    if isinstance(release.noise_model, Correlated):
+        accuracy = "NULL::DOUBLE"
+    else:
+        bounds = ", ".join(f"box.s{k}::BIGINT, box.e{k}::BIGINT" for k in range(d))
+        accuracy = f"{ident(accuracy_function(name))}(alpha::DOUBLE, {bounds})"
     return render(
         "grid_answers.sql",
         table=ident(name),
@@ -297,7 +304,48 @@ def _answers(release: GridRelease, name: str, axes: list[_Axis], queries: str, w
         corner_cell=corner_cell,
         corner_valid=corner_valid,
         variance=variance,
+        accuracy=accuracy,
     )
+
+
+def accuracy_function(name: str) -> str:
+    """Name of the DuckDB function behind the ``lo`` / ``hi`` columns of release ``name``."""
+    return f"__pdp_accuracy_{name}"
+
+
+def register_accuracy(con: Any, name: str, release: GridRelease, *, replace: bool = False) -> None:
+    """A vectorised DuckDB function ``accuracy_function(name)(alpha, s0, e0, ...)`` answering
+    :meth:`GridRelease.range_accuracy` for the cell ranges of a batch (the same code as the
+    Python answers, so SQL and Python agree exactly).  It lives in this connection: a database
+    file reopened without registering the release again answers counts and ``std`` but not
+    ``lo`` / ``hi``."""
+    d = len(release.attributes)
+    function = accuracy_function(name)
+
+    def accuracy(alpha: pa.Array, *bounds: pa.Array) -> pa.Array:
+        a = np.asarray(alpha.to_numpy(zero_copy_only=False), dtype=np.float64)
+        cols = [np.asarray(b.to_numpy(zero_copy_only=False), dtype=np.int64) for b in bounds]
+        starts, stops = np.stack(cols[0::2], axis=1), np.stack(cols[1::2], axis=1)
+        out = np.empty(a.size)
+        for value in np.unique(a):
+            rows = a == value
+            out[rows] = release.range_accuracy(starts[rows], stops[rows], float(value))
+        return pa.array(out, from_pandas=True)  # NaN (post-processed) -> NULL
+
+    positional = inspect.Parameter.POSITIONAL_ONLY
+    accuracy.__signature__ = inspect.Signature(  # type: ignore[attr-defined]  # DuckDB counts these
+        [inspect.Parameter(f"p{i}", positional) for i in range(2 * d + 1)])
+    if replace:
+        try:
+            con.remove_function(function)
+        except Exception:
+            pass
+    try:
+        con.create_function(function, accuracy, ["DOUBLE"] + ["BIGINT"] * (2 * d), "DOUBLE", type="arrow",
+                            side_effects=False)
+    except Exception as exc:
+        raise ParameterError(f"DuckDB function {function!r} exists in this connection; pass replace=True "
+                             f"to overwrite it ({exc})") from None
 
 
 def _check_name(name: str, release: GridRelease) -> None:
@@ -360,7 +408,8 @@ def register_grid(con: Any, name: str, release: GridRelease, *, replace: bool = 
     schema, batches = _cell_batches(release)
     source, meta_source = f"__pdp_source_{name}", f"__pdp_meta_{name}"
     preserve = con.execute("SELECT current_setting('preserve_insertion_order')").fetchall()[0][0]
-    params = ", ".join([*(f"{ident(c)} := NULL" for ax in axes for c in ax.columns), "align := 'exact'"])
+    params = ", ".join([*(f"{ident(c)} := NULL" for ax in axes for c in ax.columns), "align := 'exact'",
+                        "alpha := 0.05"])
     single_source = "(SELECT 0 AS id, " + ", ".join(
         f"{ident(c)} AS {ident(c)}" for ax in axes for c in ax.columns) + ")"
 
@@ -372,6 +421,7 @@ def register_grid(con: Any, name: str, release: GridRelease, *, replace: bool = 
                            meta_table=ident(f"{name}_meta"), meta_source=ident(meta_source),
                            comment=comment(release, name, f", noise_scale={release.noise_scale}")))
         lookup_tables(con, release, axes, replace=replace)
+        register_accuracy(con, name, release, replace=replace)
         con.execute(render(
             "grid_macros.sql", name=name, create=create,
             single_macro=ident(f"{name}_range_count"), batch_macro=ident(f"{name}_range_counts"),
@@ -385,4 +435,4 @@ def register_grid(con: Any, name: str, release: GridRelease, *, replace: bool = 
     return con.table(name)
 
 
-__all__ = ["BATCH_CELLS", "haar_factor_sql", "register_grid"]
+__all__ = ["BATCH_CELLS", "accuracy_function", "haar_factor_sql", "register_accuracy", "register_grid"]

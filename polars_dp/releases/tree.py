@@ -27,7 +27,9 @@ from polars_dp.kernels.spatial_sums import (
     morton_tree_sums,
     two_level_grid_sums,
 )
+from polars_dp.kernels.tail_bounds import chernoff_accuracy
 from polars_dp.noise import SeedLike
+from polars_dp.plans.grid import check_alpha
 from polars_dp.progress import Progress
 from polars_dp.releases import geoparquet, sql_tree
 from polars_dp.releases.base import Release
@@ -222,7 +224,8 @@ class SpatialRelease(Release):
         return q_lo, q_hi
 
     def range_counts(self, boxes: Any, std: bool = False, *,
-                     passthrough: Iterable[str] = ("id",), progress: bool | None = None) -> pl.DataFrame:
+                     passthrough: Iterable[str] = ("id",), progress: bool | None = None,
+                     alpha: float | None = None) -> pl.DataFrame:
         """Noisy counts of many boxes at once: ``boxes`` with a ``count`` column added.
 
         ``boxes``: a Polars frame (or anything ``pl.DataFrame`` accepts) with ``<col>_lo`` /
@@ -240,8 +243,15 @@ class SpatialRelease(Release):
         included**, and on real data it can dominate (the column is named ``noise_std``, not
         ``std``, to say so; grid releases' ``std`` is the whole error of an unbiased answer).
 
+        ``alpha`` adds ``noise_lo`` / ``noise_hi``: ``count`` -/+ a half-width the *leaf noise*
+        exceeds with probability at most ``alpha`` (:func:`polars_dp.kernels.tail_bounds.chernoff_accuracy`
+        with every leaf weight <= 1); like ``noise_std`` it leaves out the uniformity error.
+
         ``progress``: a stage bar on stderr; ``None``: on a terminal for large work.
         """
+        if alpha is not None:
+            alpha = check_alpha(alpha)
+            std = True
         frame = as_query_frame(boxes)
         bar = Progress("range_counts", progress, frame.height * max(self.n_leaves, 1))
         bar.step("queries")
@@ -255,7 +265,8 @@ class SpatialRelease(Release):
             return frame.with_columns(pl.Series("count", counts), *extra)
         if not std or postprocessed_noise_model(self.params) is not None:  # post-processed: std NULL
             counts = self.range_count_array(frame, passthrough=passthrough)
-            nulls = [pl.lit(None, pl.Float64).alias("noise_std")] if std else []
+            nulls = [pl.lit(None, pl.Float64).alias(c) for c in
+                     (["noise_std"] if std else []) + (["noise_lo", "noise_hi"] if alpha is not None else [])]
             bar.close()
             return frame.with_columns(pl.Series("count", counts), *nulls)
         scale = self._leaf_noise_scale()
@@ -268,8 +279,11 @@ class SpatialRelease(Release):
             counts = self.range_count_array(frame, passthrough=passthrough)
             squares = grid_weight_squares(int(self.layout["m"]), self.box, q_lo, q_hi)
         bar.close()
-        return frame.with_columns(pl.Series("count", counts),
-                                  pl.Series("noise_std", np.sqrt(2.0 * scale**2 * squares)))
+        out = [pl.Series("count", counts), pl.Series("noise_std", np.sqrt(2.0 * scale**2 * squares))]
+        if alpha is not None:
+            half = chernoff_accuracy(scale**2 * squares, scale, alpha)
+            out += [pl.Series("noise_lo", counts - half), pl.Series("noise_hi", counts + half)]
+        return frame.with_columns(out)
 
     def noise_variance_array(self, boxes: Any, *, passthrough: Iterable[str] = ("id",)) -> np.ndarray:
         """The noise variance of each answer of :meth:`range_counts` (``noise_std ** 2``; NaN where

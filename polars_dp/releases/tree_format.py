@@ -14,20 +14,21 @@ import numpy as np
 import pyarrow as pa
 
 from polars_dp.domains.box import Box
-from polars_dp.errors import ReleaseFormatError
+from polars_dp.errors import PolarsDPError, ReleaseFormatError
 from polars_dp.kernels.grid import grid_boxes
 from polars_dp.kernels.morton import MortonLayout
 from polars_dp.noise import histogram_sensitivity
+from polars_dp.plans import Plan, PriveletGridPlan, PrivTreePlan, UniformGridPlan
+from polars_dp.plans.noise_model import (
+    Correlated,
+    IndependentLaplace,
+    NoiseModel,
+)
 from polars_dp.releases.integrity import (
     RELATIVE_SLACK,
     check_equal,
     check_noise_scale,
     positive_number,
-)
-from polars_dp.releases.noise_model import (
-    Correlated,
-    IndependentLaplace,
-    NoiseModel,
 )
 
 if TYPE_CHECKING:
@@ -117,6 +118,63 @@ def _leaf_order(box: Box, layout: Mapping[str, Any], lo: np.ndarray, hi: np.ndar
     return order
 
 
+def rebuilt_plan(release: SpatialRelease) -> Plan | None:
+    """The plan of a PrivTree, UG or Privelet* release rebuilt from its metadata (None for
+    other mechanisms, or when the file records too little to rebuild it)."""
+    p, box = release.params, release.box
+    common = {"bounds": [(float(lo), float(hi)) for lo, hi in zip(box.lo, box.hi, strict=True)],
+              "epsilon": release.epsilon, "neighbours": release.neighbours, "noise": release.noise}
+    try:
+        if release.mechanism == "privtree" and "tree_share" in p:
+            return PrivTreePlan(list(box.columns), tree_share=p["tree_share"], **common)
+        if release.mechanism == "privelet_grid" and "bits" in p:
+            return PriveletGridPlan(list(box.columns), bits=p["bits"], **common)
+        if release.mechanism == "uniform_grid" and "n_source" in p and "n_used" in p:
+            public = str(p["n_source"]) == "public"
+            return UniformGridPlan(list(box.columns), n=int(p["n_used"]) if public else None,
+                                   n_share=_share(p["n_source"]), c=p.get("c", 10.0), **common)
+    except PolarsDPError as exc:
+        raise ReleaseFormatError(f"release metadata field 'params' is invalid: {exc}") from None
+    return None
+
+
+def _share(n_source: Any) -> float:
+    text = str(n_source)
+    if "n_share=" in text:
+        try:
+            return float(text.split("n_share=")[1].rstrip(")"))
+        except ValueError:
+            raise ReleaseFormatError(
+                f"release metadata field 'params.n_source' is malformed: {text!r}") from None
+    return 0.05
+
+
+def _check_against_plan(release: SpatialRelease, plan: Plan) -> None:
+    """The recorded budget split and scales against the rebuilt plan's."""
+    p = release.params
+    if isinstance(plan, PrivTreePlan):
+        if "epsilon_tree" in p:
+            check_equal("params.epsilon_tree", p["epsilon_tree"], float(plan.epsilon_tree))
+        if "epsilon_leaf" in p:
+            check_equal("params.epsilon_leaf", p["epsilon_leaf"], float(plan.epsilon_leaf))
+        if "leaf_noise_scale" in p:
+            check_noise_scale("params.leaf_noise_scale", positive_number(p["leaf_noise_scale"],
+                                                                        "params.leaf_noise_scale"),
+                              plan.nominal_leaf_scale)
+    elif isinstance(plan, PriveletGridPlan):
+        if "rho" in p:
+            check_equal("params.rho", p["rho"], plan.rho)
+        if "noise_scale" in p:
+            check_noise_scale("params.noise_scale", positive_number(p["noise_scale"], "params.noise_scale"),
+                              plan.nominal_scale)
+    elif isinstance(plan, UniformGridPlan):
+        if "epsilon_grid" in p:
+            check_equal("params.epsilon_grid", p["epsilon_grid"], float(plan.epsilon_grid))
+        if "noise_scale" in p:
+            check_noise_scale("params.noise_scale", positive_number(p["noise_scale"], "params.noise_scale"),
+                              plan.nominal_cell_scale)
+
+
 def _check_tree_parameters(release: SpatialRelease) -> None:
     """Noise parameters recomputed from the declared ones (only those the release records):
     ``epsilon_tree + epsilon_leaf = epsilon`` and ``epsilon_tree = tree_share * epsilon``,
@@ -124,6 +182,9 @@ def _check_tree_parameters(release: SpatialRelease) -> None:
     ``noise_scale`` from ``epsilon_grid`` or ``rho``, and the noise model's scale from those
     (or at least ``sensitivity / epsilon``: leaf counts partition the data)."""
     p, eps = release.params, release.epsilon
+    plan = rebuilt_plan(release)
+    if plan is not None:  # the one calibration; the checks below cover what it does not rebuild
+        _check_against_plan(release, plan)
     sens = histogram_sensitivity(release.neighbours)
 
     def number(key: str) -> float:
@@ -185,4 +246,4 @@ def _legacy_noise_model(mechanism: str, params: Mapping[str, Any]) -> NoiseModel
     return Correlated("its leaf counts are not independent (constrained inference or a wavelet)")
 
 
-__all__ = ["LAYOUTS"]  # and the private helpers of SpatialRelease.from_arrow
+__all__ = ["LAYOUTS", "rebuilt_plan"]  # and the private helpers of SpatialRelease.from_arrow

@@ -1,0 +1,157 @@
+"""Tail bounds for a weighted sum of independent (discrete) Laplace variables.
+
+The noise of a range count of a grid release is ``X = sum_c b_c Z_c`` over the noisy
+coefficients ``c``, independent and symmetric, ``Z_c ~ DLap(s_c)`` on the integers
+(``P(k) ∝ exp(-|k| / s_c)``, exact noise) or ``Lap(s_c)`` (float noise).  Write
+``beta_c = |b_c| s_c`` (the coefficient's Laplace magnitude in the answer).  This module
+returns a half-width ``a`` with ``P(|X| > a) <= alpha``.
+
+Proof
+-----
+1. *A discrete Laplace is dominated by the continuous one in its moment generating function.*
+   With ``q = exp(-c)``, ``c = 1/s`` and ``t = x c``, ``|x| < 1``:
+   ``E exp(t Z) = (1-q)^2 / ((1-q e^t)(1-q e^-t))`` and ``1 / (1 - s^2 t^2)`` is the continuous
+   one.  Both denominators expand to ``e^-c (2 cosh c - 2 cosh xc)`` and
+   ``(1-q)^2 = e^-c 2 (cosh c - 1)``, so the claim is ``cosh(xc) - 1 <= x^2 (cosh c - 1)``:
+   true term by term, ``x^{2k} <= x^2`` in ``sum_k (xc)^{2k} / (2k)!``.  Hence
+   ``log E exp(t b_c Z_c) <= phi(t^2 beta_c^2)`` with ``phi(y) = -log(1 - y)``, for
+   ``|t| < 1 / beta_c`` (equality for continuous noise).
+2. *Chernoff.*  For ``0 < t < 1 / M``, ``M = max_c beta_c``, independence gives
+   ``P(X > a) <= exp(-t a + Psi(t))`` with ``Psi(t) = sum_c phi(t^2 beta_c^2)``, and by symmetry
+   ``P(|X| > a) <= 2 exp(-t a + Psi(t))``.  Setting the right side to ``alpha``:
+   ``a(t) = (Psi(t) + log(2/alpha)) / t`` is a valid half-width for *every* such ``t``; this
+   module evaluates ``a(t)`` on a grid of ``t`` and keeps the smallest (any grid is valid;
+   a finer one is only tighter).
+3. *Many terms.*  ``phi`` is convex with ``phi(0) = 0``, so on ``[0, y_max]``
+   ``phi(y) <= y phi(y_max) / y_max``; with ``y_max = t^2 M^2`` this gives
+   ``Psi(t) <= k phi(t^2 M^2)``, ``k = V / M^2``, ``V = sum_c beta_c^2``.  It needs only ``V`` (the
+   variance factors) and ``M`` (a product of per-axis maxima), and is used when the terms are
+   too many to list; it is exact for equal weights (Basic).
+4. *One term exactly, the others by their MGF.*  Let ``Y = b Z`` be one term with ``beta = M``
+   and ``W`` the others.  For every real ``x``, ``P(Y > x) <= C exp(-x / M)`` with ``C = 1/2``
+   (continuous: ``1 - y/2 <= 1/(2y)`` for ``y = e^{x/M} < 1``) or ``C = 1/(1 + q)`` (integers,
+   ``q = e^{-1/s}``: ``P(Z >= k) = q^k / (1+q)`` for ``k >= 1`` and, for ``x < 0``,
+   ``q r (1 - r) <= 1 - r`` with ``r = q^k``); ``C <= 1 / (1 + e^{-1/lambda'})`` whatever the
+   lattice factor, since ``s >= lambda'``.  As ``min(1, y) <= y^theta`` for ``theta`` in
+   ``(0, 1]``, conditioning on ``W`` gives ``P(Y + W > a) <= C^theta e^{-theta a / M}
+   E e^{theta W / M}`` and, by step 1, ``log E e^{theta W/M} <= Psi_rest(theta) =
+   sum_{c != max} phi(theta^2 beta_c^2 / M^2)``.  Hence, two-sided,
+   ``a(theta) = M (log C + (log(2/alpha) + Psi_rest(theta)) / theta)`` is valid for every
+   ``theta``; it improves on step 2 for every ``t = theta / M`` (the largest term contributes
+   ``theta log C < 0`` instead of ``phi(theta^2) > 0``), and is what this module minimises, over
+   a grid of ``theta``.  With many terms ``Psi_rest`` is bounded by the chord of step 3 through
+   the second largest ``beta``: ``Psi_rest(theta) <= (V/M^2 - 1) phi(theta^2 r^2) / r^2``,
+   ``r = beta_2 / M``.
+5. *A single term* has the exact law: ``P(|b Z| > a) = exp(-a/(|b| s))`` (continuous) or, on the
+   integers, ``P(|Z| > k) = 2 q^{k+1} / (1 + q)``: the smallest such ``k`` times ``|b|``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+#: Grid of ``theta = t M`` in ``(0, 1)`` (logistic spacing; ``1`` is added).
+_U_GRID = 1.0 / (1.0 + np.exp(-np.linspace(-14.0, 12.0, 105)))
+
+
+def _phi(y: np.ndarray) -> np.ndarray:
+    return -np.log1p(-y)
+
+
+def single_term_accuracy(weight: np.ndarray, scale: float, alpha: float, noise: str) -> np.ndarray:
+    """Exact ``(1 - alpha)`` half-width of ``weight * Z``, ``Z ~ Lap(scale)`` or ``DLap(scale)``."""
+    weight = np.asarray(weight, dtype=np.float64)
+    if noise != "exact":
+        return weight * scale * math.log(1.0 / alpha)
+    q = math.exp(-1.0 / scale)
+    k = max(0, math.ceil(math.log(alpha * (1 + q) / 2) / math.log(q)) - 1) if q > 0 else 0
+    while 2 * q ** (k + 1) / (1 + q) > alpha:  # guard the float rounding of the ceiling
+        k += 1
+    while k > 0 and 2 * q**k / (1 + q) <= alpha:
+        k -= 1
+    return weight * k
+
+
+def laplace_sum_accuracy(axis_terms: Sequence[tuple[np.ndarray, np.ndarray]], scale: float, alpha: float,
+                         noise: str = "exact", max_terms: int = 4096, chunk: int = 1 << 20) -> np.ndarray:
+    """Half-width ``a`` per query with ``P(|noise| > a) <= alpha`` (see the module docstring).
+
+    ``axis_terms``: per axis ``(weights, multiplicities)`` of shape ``(queries, T_axis)``
+    (:func:`polars_dp.kernels.wavelet_variance.range_weights`); the noise terms are their
+    products over axes, each with Laplace magnitude ``scale * prod weights``.  Terms are listed
+    when ``prod T_axis <= max_terms``, else bounded through ``V``, ``M`` and the second
+    largest magnitude (step 3).  ``a = min over theta of M (log C + (log(2/alpha) +
+    Psi_rest(theta)) / theta)`` (step 4), or the exact law of a single term (step 5).
+    """
+    q = axis_terms[0][0].shape[0]
+    big_m = np.full(q, float(scale))
+    v = np.full(q, float(scale) ** 2)
+    n_terms = np.ones(q)
+    second = np.zeros(q)  # second largest beta / M over the product set (1 on ties)
+    for w, mult in axis_terms:
+        top = w.max(axis=1)
+        big_m *= top
+        v *= (mult * w * w).sum(axis=1)
+        n_terms *= (mult * (w > 0)).sum(axis=1)
+        at_top = (w == top[:, None]) & (top[:, None] > 0)
+        ties = (mult * at_top).sum(axis=1) > 1
+        below = np.where(at_top, 0.0, w).max(axis=1)
+        second = np.maximum(second, np.where(ties, 1.0, below / np.where(top > 0, top, 1.0)))
+    live = big_m > 0
+    safe_m = np.where(live, big_m, 1.0)
+    log_term = math.log(2.0 / alpha)
+    log_c = math.log(0.5 if noise != "exact" else 1.0 / (1.0 + math.exp(-1.0 / scale)))
+    theta = np.r_[_U_GRID, 1.0][None, :]
+    # the others through the chord (step 3): Psi_rest <= (k - 1) phi(theta^2 r2^2) / r2^2
+    rest_sq = (v / safe_m**2 - 1.0).clip(0.0)[:, None]
+    r2 = (second * second)[:, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        chord = rest_sq * _phi(np.minimum(theta**2 * r2, 1.0)) / np.where(r2 > 0, r2, 1.0)
+        psi = np.where(r2 > 0, chord, 0.0)
+    psi = np.where(np.isnan(psi), np.inf, psi)
+    out = big_m * (log_c + ((log_term + psi) / theta).min(axis=1))
+    widths = [w.shape[1] for w, _ in axis_terms]
+    n_list = int(np.prod(widths))
+    if n_list <= max_terms:  # the listed terms (steps 1, 2, 4)
+        step = max(1, chunk // (n_list * theta.size))
+        for i in range(0, q, step):
+            sl = slice(i, i + step)
+            rel = np.ones((min(step, q - i), 1))
+            mult = np.ones_like(rel)
+            for w, m in axis_terms:
+                mx = w[sl].max(axis=1, keepdims=True)
+                wn = w[sl] / np.where(mx > 0, mx, 1.0)
+                rel = (rel[:, :, None] * wn[:, None, :]).reshape(rel.shape[0], -1)
+                mult = (mult[:, :, None] * m[sl][:, None, :]).reshape(rel.shape[0], -1)
+            top = rel >= 1.0 - 1e-12
+            first = top & (np.cumsum(top, axis=1) == 1)  # one occurrence of the largest term
+            rest_mult = mult - first  # that term is handled exactly
+            with np.errstate(divide="ignore"):
+                terms = _phi(np.minimum((theta[:, :, None] * rel[:, None, :]) ** 2, 1.0))
+            terms = np.where(rest_mult[:, None, :] > 0, terms, 0.0)
+            psi_l = np.einsum("qt,qgt->qg", rest_mult, terms)
+            a_list = big_m[sl] * (log_c + ((log_term + psi_l) / theta).min(axis=1))
+            out[sl] = np.minimum(out[sl], a_list)
+    single = live & (np.abs(n_terms - 1.0) < 0.5)
+    if single.any():  # step 5: the exact law
+        out[single] = single_term_accuracy(big_m[single] / scale, scale, alpha, noise)
+    out[~live] = 0.0
+    return out
+
+
+def chernoff_accuracy(variance_units: np.ndarray, bound: float, alpha: float) -> np.ndarray:
+    """Half-width from steps 1-3 alone, given ``V`` (``variance_units``, the sum of squared
+    Laplace magnitudes) and an upper bound ``bound`` on every term's magnitude: ``a = bound
+    min_u (k phi(u^2) + log(2/alpha)) / u``, ``k = V / bound^2`` (valid for any bound >= the
+    largest magnitude; used where the largest is not computed, e.g. spatial leaves with weights
+    <= 1)."""
+    k = np.asarray(variance_units, dtype=np.float64)[:, None] / bound**2
+    u = _U_GRID[None, :]
+    out = bound * ((k * _phi(u * u) + math.log(2.0 / alpha)) / u).min(axis=1)
+    return np.where(k[:, 0] > 0, out, 0.0)
+
+
+__all__ = ["chernoff_accuracy", "laplace_sum_accuracy", "single_term_accuracy"]

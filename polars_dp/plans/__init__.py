@@ -1,0 +1,39 @@
+"""Plans: a release decided from public inputs before any data is read.
+
+>>> import polars_dp as pdp
+>>> plan = pdp.plan("privelet", [pdp.Ordinal("age", 0, 99)], epsilon=1.0)
+>>> round(plan.range_std(age=(20, 29)), 3)
+19.098
+>>> plan.epsilon_effective <= 1.0
+True
+
+``plan.run(frame)`` then releases exactly what ``pdp.privelet(frame, ...)`` would.  See
+:mod:`polars_dp.plans.base` (the registry), :mod:`polars_dp.plans.grid` (calibration and
+error before data) and :mod:`polars_dp.plans.spatial`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from polars_dp.plans.base import REGISTRY, Entry, Plan, known_mechanisms, plan_class, plan_for_release
+from polars_dp.plans.grid import BasicPlan, GridPlan, PriveletPlan, compare
+from polars_dp.plans.spatial import (
+    AdaptiveGridPlan,
+    NgramPlan,
+    PriveletGridPlan,
+    PrivTreePlan,
+    PrivTreeSequencesPlan,
+    UniformGridPlan,
+)
+
+
+def plan(mechanism: str, *args: Any, **options: Any) -> Plan:
+    """The plan of ``mechanism`` (``"basic"``, ``"privelet"``, ``"privtree"``, ...) with the
+    mechanism's arguments less the data, the seed and ``progress``; no data is read."""
+    return plan_class(mechanism)(*args, **options)
+
+
+__all__ = ["REGISTRY", "AdaptiveGridPlan", "BasicPlan", "Entry", "GridPlan", "NgramPlan", "Plan",
+           "PriveletGridPlan", "PriveletPlan", "PrivTreePlan", "PrivTreeSequencesPlan", "UniformGridPlan",
+           "compare", "known_mechanisms", "plan", "plan_class", "plan_for_release"]

@@ -1,0 +1,192 @@
+"""The ``Plan`` base and the mechanism registry: one entry per mechanism.
+
+A plan is everything a release is decided by *before* the data is read: the public domain,
+``epsilon``, the neighbour relation and the validated options, with the exact scales and
+budget split computed from them.  Building one reads no data and draws no noise.  Running it
+(``plan.run(frame)``) counts and releases through the mechanism's runner, which the
+mechanism module registers (:func:`register_runner`): plans sit below releases and
+mechanisms in the layering, so a release file is verified by rebuilding its plan
+(:func:`rebuild`) without any mechanism code.
+
+One registry entry per mechanism (:data:`REGISTRY`) holds its plan class, its option table
+(:mod:`polars_dp.plans.options`), the mechanism names its releases record, the shape of its
+domain declaration (for the command line) and its runner; ``df.dp.*``, ``Session`` methods,
+the command line's mechanism list and option checks and the known-mechanism list of release
+files are generated from it.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from polars_dp.errors import ParameterError
+from polars_dp.noise import Neighbours
+from polars_dp.plans.noise_model import NoiseModel
+from polars_dp.plans.options import REQUIRED, Option, bind_options
+
+
+class Plan:
+    """A release decided from public inputs only; see :func:`polars_dp.plan`.
+
+    ``options`` the validated keywords (defaults filled in); ``epsilon``, ``neighbours`` and
+    ``noise``; ``epsilon_effective`` the epsilon actually spent (exact noise rounds scales up);
+    ``noise_model`` the release's noise (``None`` when the data decides it);
+    ``data_independent`` whether the whole noise law is known before the data;
+    ``unknown_before_data`` what part of the error the plan cannot know.
+    """
+
+    #: Registry key (the mechanism function's name).
+    name: ClassVar[str] = ""
+    #: Names of the positional arguments after the data, in order.
+    positional: ClassVar[tuple[str, ...]] = ()
+    #: Option table, positional arguments included.
+    options_table: ClassVar[tuple[Option, ...]] = ()
+    #: ``"grid"``, ``"points"`` or ``"sequences"``: the shape of the domain declaration.
+    shape: ClassVar[str] = ""
+    #: Mechanism names this plan's releases may record.
+    release_mechanisms: ClassVar[tuple[str, ...]] = ()
+    data_independent: ClassVar[bool] = False
+    unknown_before_data: ClassVar[str] = ""
+    #: Marks plans for :meth:`polars_dp.Accountant.run` (which sits below this layer).
+    is_plan: ClassVar[bool] = True
+
+    def __init__(self, *args: Any, **options: Any):
+        if len(args) > len(self.positional):
+            raise ParameterError(
+                f"{self.name} takes {len(self.positional)} positional argument(s) after the data "
+                f"({', '.join(self.positional) or 'none'}); pass the others by keyword")
+        for name, value in zip(self.positional, args, strict=False):
+            if name in options:
+                raise ParameterError(f"{self.name} got {name} twice (positionally and by keyword)",
+                                     parameter=name)
+            options[name] = value
+        for hidden in ("seed", "progress"):
+            if hidden in options:
+                raise ParameterError(
+                    f"{hidden}= belongs to plan.run(frame, {hidden}=...), not to the plan: a plan is "
+                    "decided from public inputs only", parameter=hidden)
+        self.options: dict[str, Any] = bind_options(self.name, self.options_table, options)
+        self.epsilon: float = self.options["epsilon"]
+        self.neighbours: Neighbours = self.options.get("neighbours", "add_remove")
+        self.noise: str = self.options.get("noise", "exact")
+        self._calibrate()
+
+    def _calibrate(self) -> None:
+        """Compute the scales and the budget split (subclasses)."""
+
+    # ------------------------------------------------------------------ facts
+    @property
+    def epsilon_effective(self) -> float:
+        return self.epsilon
+
+    @property
+    def noise_model(self) -> NoiseModel | None:
+        return None
+
+    @property
+    def release_mechanism(self) -> str:
+        return self.release_mechanisms[0]
+
+    def arguments(self) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """``(args, kwargs)`` that call the mechanism function as this plan (data, seed and
+        progress aside)."""
+        args = tuple(self.options[p] for p in self.positional)
+        kwargs = {k: v for k, v in self.options.items() if k not in self.positional}
+        return args, kwargs
+
+    # ------------------------------------------------------------------ running
+    def run(self, frame: Any, *, seed: Any = None, progress: bool | None = None) -> Any:
+        """Count ``frame`` and release under this plan (the data is read here, once)."""
+        entry = REGISTRY[self.name]
+        if entry.runner is None:
+            raise ParameterError(f"no runner is registered for {self.name!r}; import polars_dp")
+        return entry.runner(self, frame, seed=seed, progress=progress)
+
+    def __repr__(self) -> str:
+        def text(value: Any) -> str:
+            height = getattr(value, "height", None)
+            return f"<{height} queries>" if isinstance(height, int) else repr(value)
+
+        shown = ", ".join(f"{k}={text(v)}" for k, v in self.options.items()
+                          if k not in self.positional and v is not None)
+        return f"{type(self).__name__}({shown})"
+
+
+@dataclass
+class Entry:
+    """One mechanism: its plan class, runner and public function."""
+
+    name: str
+    plan_class: type[Plan]
+    runner: Callable[..., Any] | None = None
+    function: Callable[..., Any] | None = None
+
+    @property
+    def options(self) -> tuple[Option, ...]:
+        return self.plan_class.options_table
+
+    @property
+    def shape(self) -> str:
+        return self.plan_class.shape
+
+    @property
+    def release_mechanisms(self) -> tuple[str, ...]:
+        return self.plan_class.release_mechanisms
+
+
+#: Mechanism name -> entry, in registration order.
+REGISTRY: dict[str, Entry] = {}
+
+
+def register_plan(cls: type[Plan]) -> type[Plan]:
+    """Class decorator: one registry entry for ``cls.name``."""
+    REGISTRY[cls.name] = Entry(cls.name, cls)
+    return cls
+
+
+def register_runner(name: str, runner: Callable[..., Any], function: Callable[..., Any]) -> None:
+    """Attach the mechanism's ``runner(plan, frame, *, seed, progress)`` and its public function.
+
+    Keywords of ``function`` that the plan's table does not declare yet (an option added to the
+    mechanism) join the table with their default, checked by the mechanism itself."""
+    entry = REGISTRY[name]
+    entry.runner, entry.function = runner, function
+    declared = {o.name for o in entry.plan_class.options_table}
+    extra = []
+    for p in list(inspect.signature(function).parameters.values())[1:]:
+        if p.name not in declared and p.name not in ("seed", "progress"):
+            default = REQUIRED if p.default is inspect.Parameter.empty else p.default
+            extra.append(Option(p.name, "any", default))
+    if extra:
+        entry.plan_class.options_table = (*entry.plan_class.options_table, *extra)
+
+
+def plan_class(mechanism: str) -> type[Plan]:
+    if mechanism not in REGISTRY:
+        raise ParameterError(f"unknown mechanism {mechanism!r}; use one of {', '.join(REGISTRY)}",
+                             parameter="mechanism")
+    return REGISTRY[mechanism].plan_class
+
+
+def known_mechanisms() -> tuple[str, ...]:
+    """Every mechanism name a release may record (validation of files)."""
+    return tuple(dict.fromkeys(m for e in REGISTRY.values() for m in e.release_mechanisms))
+
+
+def plan_for_release(mechanism: str) -> type[Plan] | None:
+    """The plan class whose releases record ``mechanism``."""
+    for entry in REGISTRY.values():
+        if mechanism in entry.release_mechanisms:
+            return entry.plan_class
+    return None
+
+
+def option_defaults(mechanism: str) -> Mapping[str, Any]:
+    return {o.name: o.default for o in plan_class(mechanism).options_table if o.default is not REQUIRED}
+
+
+__all__ = ["REGISTRY", "Entry", "Plan", "known_mechanisms", "option_defaults", "plan_class",
+           "plan_for_release", "register_plan", "register_runner"]

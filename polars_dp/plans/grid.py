@@ -1,0 +1,480 @@
+"""Plans of the grid mechanisms (Basic, Privelet, Privelet+): every scale and error bar before data.
+
+Calibration (the one place it is computed)
+------------------------------------------
+A frequency matrix has L1 sensitivity ``Delta = 2`` under ``replace`` (one row modified moves a
+unit between two cells) and ``Delta = 1`` under ``add_remove``.  Basic adds ``Lap(Delta /
+epsilon)`` to every cell.  Privelet adds ``Lap(lambda)`` to every unnormalised HN coefficient
+with ``lambda = Delta rho / epsilon``, ``rho = prod over transformed axes of P(A)`` (Xiao et
+al. 2010, Lemma 1, Theorem 2, Corollary 1; ``P(A) = 1 + ceil(log2 |A|)`` for an ordinal axis,
+the hierarchy's height for a nominal one); an untransformed axis (Privelet+, Sec. VI) has
+factor 1, and with none transformed Privelet is Basic (``rho = 1``).  With ``noise="exact"``
+the scale is rounded up to the ``2^-20`` grid (:func:`polars_dp.noise.exact_scale`) and the
+release spends ``epsilon_effective = Delta rho / lambda' <= epsilon``.
+
+Error before data
+-----------------
+The noise is data independent: a range count's noise is a fixed linear combination of the
+independent coefficient noises, with variance ``2 lambda^2 prod_axes f_axis`` (Theorem 3;
+:mod:`polars_dp.kernels.wavelet_variance`) and the tail bound of
+:mod:`polars_dp.kernels.tail_bounds` for its ``accuracy``.
+
+Choosing the untransformed set
+------------------------------
+``untransformed="auto"`` is the paper's rule (``|A| <= P(A)^2 H(A)``).  ``untransformed=
+"workload"`` with ``workload=queries`` minimises the mean expected squared error over those
+queries: for a set ``S`` of transformed axes, ``E err^2 = 2 (Delta rho_S / epsilon)^2
+prod_axes f_axis`` with ``f_axis`` the Haar / nominal factor on ``S`` and the cell count
+elsewhere; every subset is scored when there are at most :data:`EXHAUSTIVE_MAX` attributes,
+above that a greedy search starts from the better of Basic and the paper's rule and flips the
+single axis that lowers the mean most until none does.  Public inputs only.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterable, Sequence
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from polars_dp.domains.attributes import Attribute, Nominal, as_attributes
+from polars_dp.domains.queries import as_query_frame, predicate_ranges, query_ranges
+from polars_dp.errors import HierarchyError, ParameterError, QueryError
+from polars_dp.kernels import wavelets as transforms
+from polars_dp.kernels.tail_bounds import laplace_sum_accuracy
+from polars_dp.kernels.wavelet_variance import range_variance_factor, range_weights
+from polars_dp.noise import (
+    GRID_BITS,
+    NEIGHBOURS,
+    NOISE_KINDS,
+    check_neighbours,
+    check_noise,
+    histogram_sensitivity,
+    laplace_scale,
+    noise_params,
+)
+from polars_dp.params import NULLS, ON_OUT_OF_DOMAIN
+from polars_dp.plans.base import Plan, register_plan
+from polars_dp.plans.noise_model import WaveletLaplace
+from polars_dp.plans.options import Option
+
+#: Up to this many attributes ``untransformed="workload"`` scores every subset.
+EXHAUSTIVE_MAX = 12
+#: ``epsilon_for`` looks no further than this epsilon.
+EPSILON_CAP = 1e3
+
+
+# ---------------------------------------------------------------------------- the paper's rules
+def auto_untransformed(attribute: Attribute) -> bool:
+    """The paper's Privelet+ rule (Sec. VI): leave ``A`` untransformed iff ``|A| <= P(A)^2 H(A)``."""
+    p = transforms.generalized_sensitivity(attribute)
+    return attribute.n_cells <= p * p * transforms.variance_factor_bound(attribute)
+
+
+def transformable(attribute: Attribute) -> bool:
+    """Whether the attribute can be transformed (a one-leaf hierarchy cannot)."""
+    return not (isinstance(attribute, Nominal) and attribute.hierarchy.n_leaves < 2)
+
+
+def resolve_untransformed(attributes: tuple[Attribute, ...],
+                          untransformed: str | Attribute | Iterable[str | Attribute]
+                          ) -> tuple[list[bool], bool]:
+    """Per attribute: transformed or not; and whether the "auto" rule chose it."""
+    if isinstance(untransformed, str) and untransformed == "auto":
+        return [not auto_untransformed(a) for a in attributes], True
+    if isinstance(untransformed, (str, Attribute)):
+        untransformed = [untransformed]
+    try:
+        names = [u.column if isinstance(u, Attribute) else u for u in untransformed]
+    except TypeError:
+        raise ParameterError(
+            f"untransformed must be 'auto', 'workload' or a list of column names, got {untransformed!r}",
+            parameter="untransformed") from None
+    columns = [a.column for a in attributes]
+    for name in names:
+        if name not in columns:
+            raise ParameterError(
+                f"untransformed names {name!r}, which is not a declared attribute; declared: {columns}",
+                parameter="untransformed")
+    return [a.column not in names for a in attributes], False
+
+
+def privelet_rho(attributes: Sequence[Attribute], transformed: Sequence[bool]) -> int:
+    """Generalised sensitivity ``prod over transformed axes of P(A)`` (Theorem 2, Corollary 1)."""
+    rho = 1
+    for a, t in zip(attributes, transformed, strict=True):
+        if t:
+            if not transformable(a):
+                raise HierarchyError(
+                    f"{a.column!r}: its hierarchy has a single leaf, so it cannot be transformed; "
+                    "list it in untransformed=[...]"
+                )
+            rho *= transforms.generalized_sensitivity(a)
+    return rho
+
+
+def mechanism_name(transformed: Sequence[bool]) -> str:
+    """``"privelet"`` when every attribute is transformed, else ``"privelet+"`` (``"basic"``: none)."""
+    if not any(transformed):
+        return "basic"
+    return "privelet" if all(transformed) else "privelet+"
+
+
+def privelet_scale(rho: int, epsilon: float, neighbours: str, noise: str = "float") -> float | Fraction:
+    """``lambda = 2 rho / epsilon`` (replace, Lemma 1) or ``rho / epsilon`` (add_remove); for
+    ``noise="exact"`` the exact rational rounded up to the ``2^-20`` grid."""
+    return laplace_scale(histogram_sensitivity(neighbours) * rho, epsilon, noise)
+
+
+# ---------------------------------------------------------------------------- workload choice
+def _axis_factors(attributes: Sequence[Attribute], starts: np.ndarray, stops: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """``(f transformed, f untransformed)``, each ``(queries, d)``."""
+    ft = np.empty(starts.shape)
+    fu = (stops - starts).astype(np.float64)
+    for j, a in enumerate(attributes):
+        ft[:, j] = range_variance_factor(a, starts[:, j], stops[:, j]) if transformable(a) else np.inf
+    return ft, fu
+
+
+def subset_errors(attributes: Sequence[Attribute], starts: np.ndarray, stops: np.ndarray,
+                  masks: np.ndarray, chunk: int = 1 << 22) -> np.ndarray:
+    """Mean over the queries of ``rho_S^2 prod_axes f_axis`` per transformed set (rows of the
+    boolean ``masks``): the mean expected squared error divided by ``2 (Delta / epsilon)^2``."""
+    ft, fu = _axis_factors(attributes, starts, stops)
+    log_p = np.log([float(transforms.generalized_sensitivity(a)) if transformable(a) else 1.0
+                    for a in attributes])
+    masks = np.asarray(masks, dtype=bool)
+    with np.errstate(divide="ignore"):
+        lt, lu = np.log(ft), np.log(fu)
+    delta = lt - lu  # (Q, d)
+    base = lu.sum(axis=1)  # (Q,)
+    out = np.zeros(masks.shape[0])
+    m = masks.astype(np.float64)
+    rho2 = 2.0 * (m @ log_p)
+    step = max(1, chunk // max(1, masks.shape[0]))
+    for i in range(0, starts.shape[0], step):
+        with np.errstate(invalid="ignore"):
+            logs = rho2[:, None] + base[None, i:i + step] + m @ delta[i:i + step].T
+        logs = np.where(np.isnan(logs), np.inf, logs)
+        out += np.exp(logs).sum(axis=1)
+    return out / starts.shape[0]
+
+
+def workload_transformed(attributes: Sequence[Attribute], starts: np.ndarray, stops: np.ndarray
+                         ) -> list[bool]:
+    """The transformed set minimising the mean expected squared error over the queries
+    (exhaustive up to :data:`EXHAUSTIVE_MAX` attributes, else greedy; module docstring)."""
+    d = len(attributes)
+    if d <= EXHAUSTIVE_MAX:
+        masks = np.array(list(itertools.product([False, True], repeat=d)), dtype=bool).reshape(-1, d)
+        errors = subset_errors(attributes, starts, stops, masks)
+        return [bool(x) for x in masks[int(np.argmin(errors))]]
+    rule = np.array([not auto_untransformed(a) and transformable(a) for a in attributes])
+    start = np.stack([np.zeros(d, dtype=bool), rule])
+    errs = subset_errors(attributes, starts, stops, start)
+    current, best = start[int(np.argmin(errs))].copy(), float(errs.min())
+    while True:
+        flips = np.repeat(current[None], d, axis=0)
+        flips[np.arange(d), np.arange(d)] ^= True
+        errs = subset_errors(attributes, starts, stops, flips)
+        j = int(np.argmin(errs))
+        if not errs[j] < best:
+            return [bool(x) for x in current]
+        current, best = flips[j], float(errs[j])
+
+
+def check_alpha(alpha: Any) -> float:
+    """``alpha`` in (0, 1): the probability that an answer's noise exceeds its accuracy."""
+    if (isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.integer, np.floating))
+            or not 0.0 < float(alpha) < 1.0):
+        raise ParameterError(f"alpha must lie strictly between 0 and 1 (the probability that an answer's "
+                             f"noise exceeds its accuracy, e.g. 0.05), got {alpha!r}", parameter="alpha")
+    return float(alpha)
+
+
+def _workload_ranges(attributes: Sequence[Attribute], queries: Any, align: str = "exact"
+                     ) -> tuple[pl.DataFrame, np.ndarray, np.ndarray]:
+    frame = as_query_frame(queries)
+    if frame.height == 0:
+        raise QueryError("the workload has no queries; give at least one query row")
+    if "id" not in frame.columns:
+        frame = frame.with_row_index("id")
+    starts, stops = query_ranges(attributes, frame, passthrough=("id",), align=align)
+    return frame, starts, stops
+
+
+# ---------------------------------------------------------------------------- plans
+_COMMON = (
+    Option("attributes", "any", check=as_attributes, doc="public declarations"),
+    Option("epsilon", "positive", doc="privacy budget"),
+    Option("neighbours", "any", "replace", choices=NEIGHBOURS, check=check_neighbours),
+    Option("on_out_of_domain", "choice", "raise", choices=ON_OUT_OF_DOMAIN),
+    Option("nulls", "choice", "raise", choices=NULLS),
+    Option("count_column", "str", None, optional=True),
+    Option("noise", "any", "exact", choices=NOISE_KINDS, check=check_noise),
+)
+
+
+class GridPlan(Plan):
+    """A Basic / Privelet / Privelet+ release before data: ``transformed`` axes, ``rho``,
+    ``sensitivity``, ``scale`` (exact rational or float), ``noise_scale`` (float) and the
+    error of any range count (:meth:`range_std`, :meth:`accuracy`)."""
+
+    positional = ("attributes",)
+    shape = "grid"
+    data_independent = True
+    unknown_before_data = "nothing: the noise law of every answer is known before the data"
+    _transformed: list[bool]
+    _auto: bool | str = False
+
+    def _calibrate(self) -> None:
+        self.attributes: tuple[Attribute, ...] = self.options["attributes"]
+        self.transformed_mask = list(self._transformed)
+        self.rho = privelet_rho(self.attributes, self.transformed_mask)
+        self.sensitivity = histogram_sensitivity(self.neighbours)
+        self.scale: float | Fraction = laplace_scale(self.sensitivity * self.rho, self.epsilon, self.noise)
+        self.noise_scale = float(self.scale)
+
+    # ------------------------------------------------------------------ facts
+    @property
+    def nominal_scale(self) -> float:
+        """``Delta rho / epsilon`` before any rounding."""
+        return self.sensitivity * self.rho / self.epsilon
+
+    @property
+    def transformed(self) -> tuple[str, ...]:
+        return tuple(a.column for a, t in zip(self.attributes, self.transformed_mask, strict=True) if t)
+
+    @property
+    def untransformed(self) -> tuple[str, ...]:
+        return tuple(a.column for a, t in zip(self.attributes, self.transformed_mask, strict=True) if not t)
+
+    @property
+    def release_mechanism(self) -> str:
+        return mechanism_name(self.transformed_mask)
+
+    @property
+    def epsilon_effective(self) -> float:
+        if self.noise == "exact":
+            return float(Fraction(self.sensitivity * self.rho) / Fraction(self.scale))
+        return self.epsilon
+
+    @property
+    def noise_model(self) -> WaveletLaplace:
+        return WaveletLaplace(self.noise_scale, self.transformed)
+
+    @property
+    def coefficients(self) -> int:
+        return int(np.prod([transforms.coefficient_count(a) if t else a.n_cells
+                            for a, t in zip(self.attributes, self.transformed_mask, strict=True)],
+                           dtype=np.float64))
+
+    def release_params(self) -> dict[str, Any]:
+        """The ``params`` a release of this plan records."""
+        if not any(self.transformed_mask) and self.name == "basic":
+            return {"sensitivity": self.sensitivity,
+                    **noise_params(self.sensitivity, self.scale, self.noise)}
+        params: dict[str, Any] = {
+            "rho": self.rho,
+            "sensitivity": self.sensitivity,
+            "transformed": list(self.transformed),
+            "untransformed": list(self.untransformed),
+            "untransformed_auto": self._auto is True,
+            "coefficients": ("unnormalised (W*c) with i.i.d. Lap(noise_scale)" if self.noise == "float" else
+                             "lattice D*W*c (D = prod 2(f-1) over nominal axes) with DLap(D*noise_scale)"),
+            **noise_params(self.sensitivity * self.rho, self.scale, self.noise),
+        }
+        if self._auto == "workload":
+            params["untransformed_choice"] = "workload"
+        if not any(self.transformed_mask):
+            params["note"] = (f"untransformed={self.options.get('untransformed')!r} left every attribute "
+                              "untransformed: this is Basic")
+        return params
+
+    # ------------------------------------------------------------------ error before data
+    def range_variance(self, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
+        """Noise variance ``2 lambda^2 prod_axes f_axis`` of the half-open cell ranges
+        ``[starts, stops)`` (shape (queries, d))."""
+        starts = np.atleast_2d(np.asarray(starts, dtype=np.int64))
+        stops = np.atleast_2d(np.asarray(stops, dtype=np.int64))
+        var = np.full(starts.shape[0], self.noise_model.unit_variance())
+        for j, (a, t) in enumerate(zip(self.attributes, self.transformed_mask, strict=True)):
+            var *= (range_variance_factor(a, starts[:, j], stops[:, j]) if t
+                    else (stops[:, j] - starts[:, j]).astype(np.float64))
+        return var
+
+    def range_accuracy(self, starts: np.ndarray, stops: np.ndarray, alpha: float = 0.05) -> np.ndarray:
+        """Half-width ``a`` with ``P(|noise| > a) <= alpha`` per cell range (the bound of
+        :mod:`polars_dp.kernels.tail_bounds`)."""
+        alpha = check_alpha(alpha)
+        starts = np.atleast_2d(np.asarray(starts, dtype=np.int64))
+        stops = np.atleast_2d(np.asarray(stops, dtype=np.int64))
+        terms = [range_weights(a, starts[:, j], stops[:, j], t)
+                 for j, (a, t) in enumerate(zip(self.attributes, self.transformed_mask, strict=True))]
+        return laplace_sum_accuracy(terms, self.noise_scale, alpha, self.noise)
+
+    def range_std(self, *, align: str = "exact", **predicates: Any) -> float:
+        """Noise standard deviation of the range count ``predicates`` would answer (as
+        :meth:`polars_dp.GridRelease.range_count` takes them), before any data."""
+        starts, stops = predicate_ranges(self.attributes, predicates, align)
+        return float(np.sqrt(self.range_variance(starts[None], stops[None])[0]))
+
+    def accuracy(self, queries: Any, alpha: float = 0.05, *, align: str = "exact") -> pl.DataFrame:
+        """``id``, ``std`` and ``accuracy`` per query: the answer's noise exceeds ``accuracy``
+        with probability at most ``alpha`` (:mod:`polars_dp.kernels.tail_bounds`).  ``queries``
+        as :meth:`polars_dp.GridRelease.range_counts` takes them (an ``id`` column is added
+        when absent: the row number)."""
+        alpha = check_alpha(alpha)
+        frame, starts, stops = _workload_ranges(self.attributes, queries, align)
+        return pl.DataFrame({"id": frame["id"], "std": np.sqrt(self.range_variance(starts, stops)),
+                             "accuracy": self.range_accuracy(starts, stops, alpha)})
+
+    def with_options(self, **changes: Any) -> GridPlan:
+        """The same plan with some options changed."""
+        args, kwargs = self.arguments()
+        return type(self)(*args, **{**kwargs, **changes})
+
+    def epsilon_for(self, queries: Any, *, accuracy: float, alpha: float = 0.05, over: str = "max",
+                    align: str = "exact") -> float:
+        """The smallest epsilon (on the ``2^-20`` scale grid for exact noise) whose plan gives
+        every query (``over="max"``) or the queries on average (``over="mean"``) an
+        ``accuracy`` at most the target; refuses when even :data:`EPSILON_CAP` does not."""
+        alpha = check_alpha(alpha)
+        if isinstance(accuracy, bool) or not isinstance(accuracy, (int, float)) or not accuracy > 0 \
+                or not math.isfinite(accuracy):
+            raise ParameterError(f"accuracy must be a finite number > 0 (a half-width in counts), got "
+                                 f"{accuracy!r}", parameter="accuracy")
+        if over not in ("max", "mean"):
+            raise ParameterError(f"over must be 'max' or 'mean', got {over!r}", parameter="over")
+        _, starts, stops = _workload_ranges(self.attributes, queries, align)
+        reduce = np.max if over == "max" else np.mean
+
+        def metric(plan: GridPlan) -> float:
+            return float(reduce(plan.range_accuracy(starts, stops, alpha)))
+
+        cap = self.with_options(epsilon=EPSILON_CAP)
+        if metric(cap) > accuracy:
+            raise ParameterError(
+                f"no epsilon up to {EPSILON_CAP:g} gives {over} accuracy <= {accuracy:g} at alpha={alpha:g} "
+                f"(epsilon={EPSILON_CAP:g} gives {metric(cap):.4g}); relax the target or coarsen the domain",
+                parameter="accuracy")
+        sens = self.sensitivity * self.rho
+        # accuracy is proportional to the scale for continuous noise: a first guess
+        unit = self.with_options(epsilon=float(sens), noise="float")  # scale 1
+        lam = accuracy / metric(unit)
+        if self.noise == "float":
+            eps = sens / lam
+            while metric(self.with_options(epsilon=eps)) > accuracy:
+                eps = math.nextafter(eps, math.inf)
+            return eps
+        step = Fraction(1, 1 << GRID_BITS)
+
+        def eps_of(k: int) -> float:
+            eps = float(Fraction(sens) / (k * step))
+            while laplace_scale(sens, eps, "exact") > k * step:
+                eps = math.nextafter(eps, math.inf)
+            return eps
+
+        def ok(k: int) -> bool:
+            return metric(self.with_options(epsilon=eps_of(k))) <= accuracy
+
+        lo = int(Fraction(cap.scale) / step)  # feasible: the cap's scale, checked above
+        hi = max(lo + 1, 4 * math.ceil(Fraction(lam) / step) + 2)
+        while ok(hi):
+            lo, hi = hi, 2 * hi
+        while hi - lo > 1:  # the largest feasible scale on the grid: the smallest epsilon
+            mid = (lo + hi) // 2
+            if ok(mid):
+                lo = mid
+            else:
+                hi = mid
+        return eps_of(lo)
+
+
+@register_plan
+class BasicPlan(GridPlan):
+    """Basic: i.i.d. (discrete) Laplace ``Delta / epsilon`` on every cell."""
+
+    name = "basic"
+    options_table = _COMMON
+    release_mechanisms = ("basic",)
+
+    def _calibrate(self) -> None:
+        self._transformed = [False] * len(self.options["attributes"])
+        super()._calibrate()
+
+
+def _check_untransformed(value: Any) -> Any:
+    if isinstance(value, str) and value not in ("auto", "workload"):
+        return value  # one column name, checked against the attributes
+    return value
+
+
+@register_plan
+class PriveletPlan(GridPlan):
+    """Privelet / Privelet+: ``Lap(Delta rho / epsilon)`` per HN coefficient."""
+
+    name = "privelet"
+    options_table = (*_COMMON[:2],
+                     Option("untransformed", "any", (), check=_check_untransformed,
+                            doc="'auto', 'workload' or column names left untransformed"),
+                     Option("workload", "any", None, optional=True,
+                            doc="queries for untransformed='workload'"),
+                     *_COMMON[2:])
+    release_mechanisms = ("privelet", "privelet+", "basic")
+
+    def _calibrate(self) -> None:
+        attrs = self.options["attributes"]
+        untransformed, workload = self.options["untransformed"], self.options["workload"]
+        if isinstance(untransformed, str) and untransformed == "workload":
+            if workload is None:
+                raise ParameterError("untransformed='workload' needs workload=queries (a frame as "
+                                     "range_counts takes it)", parameter="workload")
+            _, starts, stops = _workload_ranges(attrs, workload)
+            self._transformed, self._auto = workload_transformed(attrs, starts, stops), "workload"
+        else:
+            if workload is not None:
+                raise ParameterError("workload= is used only with untransformed='workload'",
+                                     parameter="workload")
+            self._transformed, self._auto = resolve_untransformed(attrs, untransformed)
+        super()._calibrate()
+
+
+# ---------------------------------------------------------------------------- compare
+def compare(plans: Sequence[GridPlan], queries: Any, *, align: str = "exact") -> pl.DataFrame:
+    """Expected squared error of each plan over ``queries``, before any data: one row per plan
+    with ``mean``, ``max`` and ``q1`` .. ``q5`` (the mean over each fifth of the queries by
+    coverage, the share of the domain's cells a query spans; ``q5`` the widest)."""
+    plans = list(plans)
+    if not plans:
+        raise ParameterError("compare needs at least one plan", parameter="plans")
+    for p in plans:
+        if not isinstance(p, GridPlan):
+            raise ParameterError(f"compare takes grid plans (basic, privelet), got {p!r}", parameter="plans")
+        if p.attributes != plans[0].attributes:
+            raise ParameterError("compare needs plans over the same attributes", parameter="plans")
+    _, starts, stops = _workload_ranges(plans[0].attributes, queries, align)
+    cells = np.array([a.n_cells for a in plans[0].attributes], dtype=np.float64)
+    coverage = np.exp(np.log((stops - starts) / cells).sum(axis=1))
+    order = np.argsort(coverage, kind="stable")
+    fifths = np.array_split(order, 5)
+    rows = []
+    for p in plans:
+        err = p.range_variance(starts, stops)
+        row: dict[str, Any] = {"plan": repr(p), "mechanism": p.release_mechanism, "epsilon": p.epsilon,
+                               "transformed": list(p.transformed),
+                               "mean": float(err.mean()), "max": float(err.max())}
+        for k, idx in enumerate(fifths, start=1):
+            row[f"q{k}"] = float(err[idx].mean()) if idx.size else float("nan")
+        rows.append(row)
+    return pl.DataFrame(rows)
+
+
+__all__ = ["EPSILON_CAP", "EXHAUSTIVE_MAX", "BasicPlan", "GridPlan", "PriveletPlan", "auto_untransformed",
+           "check_alpha", "compare", "mechanism_name", "privelet_rho", "privelet_scale",
+           "resolve_untransformed", "subset_errors", "transformable", "workload_transformed"]

@@ -1,0 +1,227 @@
+"""Plans of the spatial and sequence mechanisms: parameters and budget split before the data.
+
+PrivTree, AG and the sequence trees decide their structure from the data, so their plans
+hold the validated parameters, the budget split and the scales that are public, and say in
+``unknown_before_data`` which part of the error only the data decides.  UG is data
+independent once ``n`` is public; Privelet* (a fixed ``2^bits`` grid) always is.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+from polars_dp.domains.box import as_box
+from polars_dp.noise import (
+    NEIGHBOURS,
+    NOISE_KINDS,
+    check_neighbours,
+    check_noise,
+    histogram_sensitivity,
+    laplace_scale,
+)
+from polars_dp.params import NULLS, ON_OUT_OF_DOMAIN, check_int
+from polars_dp.plans.base import Plan, register_plan
+from polars_dp.plans.noise_model import IndependentLaplace, NoiseModel, WaveletLaplace
+from polars_dp.plans.options import Option
+
+_ROWS = (
+    Option("on_out_of_domain", "choice", "raise", choices=ON_OUT_OF_DOMAIN),
+    Option("nulls", "choice", "raise", choices=NULLS),
+    Option("count_column", "str", None, optional=True),
+    Option("noise", "any", "exact", choices=NOISE_KINDS, check=check_noise),
+)
+_NOISE = _ROWS[-1]
+_POINTS = (Option("columns", "any"), Option("bounds", "any"), Option("epsilon", "positive"))
+_NEIGHBOURS = Option("neighbours", "any", "add_remove", choices=NEIGHBOURS, check=check_neighbours)
+
+
+def split_budget(epsilon: float | Fraction, share: float, noise: str
+                 ) -> tuple[float | Fraction, float | Fraction]:
+    """``(share * epsilon, epsilon - share * epsilon)``, exact rationals for exact noise."""
+    if noise == "exact":
+        first = Fraction(epsilon) * Fraction(share)
+        return first, Fraction(epsilon) - first
+    return epsilon * share, epsilon * (1 - share)
+
+
+class PointsPlan(Plan):
+    positional = ("columns",)
+    shape = "points"
+
+    def _calibrate(self) -> None:
+        self.box = as_box(self.options["columns"], self.options["bounds"])
+        self.sensitivity = histogram_sensitivity(self.neighbours)
+
+
+@register_plan
+class PrivTreePlan(PointsPlan):
+    """PrivTree: ``tree_share`` of epsilon grows the tree, the rest adds ``Lap(Delta / eps_leaf)``
+    to each leaf count."""
+
+    name = "privtree"
+    options_table = (*_POINTS, Option("fanout", "int", None, lo=2, optional=True),
+                     Option("theta", "nonnegative", 0.0), Option("tree_share", "fraction", 0.5), _NEIGHBOURS,
+                     *_ROWS[:2], Option("resolution", "int", None, lo=1, optional=True), *_ROWS[2:])
+    release_mechanisms = ("privtree",)
+    unknown_before_data = ("the leaves (which boxes the tree splits, decided by the noisy counts): "
+                           "a range's noise is the leaf noise of the leaves it overlaps plus the "
+                           "uniformity error inside partly covered leaves")
+
+    def _calibrate(self) -> None:
+        super()._calibrate()
+        self.epsilon_tree, self.epsilon_leaf = split_budget(self.epsilon, self.options["tree_share"],
+                                                            self.noise)
+        self.leaf_scale = laplace_scale(self.sensitivity, self.epsilon_leaf, self.noise)
+        self.nominal_leaf_scale = self.sensitivity / float(self.epsilon_leaf)
+
+    @property
+    def noise_model(self) -> NoiseModel:
+        return IndependentLaplace(float(self.leaf_scale))
+
+
+class _CountedGridPlan(PointsPlan):
+    """The budget of N for UG and AG: N is public when given, or under ``replace`` neighbours
+    while no row is dropped (``nulls="raise"``; a dropped null would change N); otherwise N is
+    estimated with ``Lap(1 / eps_n)`` (sensitivity 1), ``eps_n = n_share epsilon``, and the grid
+    gets ``eps_grid = epsilon - eps_n`` (exact rationals for exact noise)."""
+
+    def _calibrate(self) -> None:
+        super()._calibrate()
+        self.n_public = self.options["n"] is not None or (self.neighbours == "replace"
+                                                          and self.options["nulls"] == "raise")
+        self.epsilon_n: float | Fraction
+        self.epsilon_grid: float | Fraction
+        self.n_scale: float | Fraction | None = None
+        if self.n_public:
+            self.epsilon_n = 0.0
+            self.epsilon_grid = Fraction(self.epsilon) if self.noise == "exact" else self.epsilon
+        else:
+            self.epsilon_n, self.epsilon_grid = split_budget(self.epsilon, self.options["n_share"],
+                                                             self.noise)
+            self.n_scale = (laplace_scale(1, self.epsilon_n, self.noise) if self.noise == "exact"
+                            else 1.0 / (self.options["n_share"] * self.epsilon))
+
+    @property
+    def n_source(self) -> str:
+        if self.options["n"] is not None:
+            return "public"
+        if self.n_public:
+            return "exact (public under replace neighbours)"
+        return f"noisy (n_share={self.options['n_share']})"
+
+
+@register_plan
+class UniformGridPlan(_CountedGridPlan):
+    """UG: an ``m^d`` grid with ``m`` from ``n`` (public, or a noisy count with ``n_share``)."""
+
+    name = "uniform_grid"
+    options_table = (*_POINTS, Option("n", "int", None, lo=0, optional=True),
+                     Option("n_share", "fraction", 0.05), Option("c", "positive", 10.0), _NEIGHBOURS, *_ROWS)
+    release_mechanisms = ("uniform_grid",)
+    unknown_before_data = ("the grid side m when n is not given (it follows the noisy count), hence "
+                           "the uniformity error inside partly covered cells")
+
+    def _calibrate(self) -> None:
+        super()._calibrate()
+        self.cell_scale = laplace_scale(self.sensitivity, self.epsilon_grid, self.noise)
+        self.nominal_cell_scale = self.sensitivity / float(self.epsilon_grid)
+
+    @property
+    def noise_model(self) -> NoiseModel:
+        return IndependentLaplace(float(self.cell_scale))
+
+
+@register_plan
+class AdaptiveGridPlan(_CountedGridPlan):
+    """AG: two grid levels, ``alpha`` of the grid budget on the first."""
+
+    name = "adaptive_grid"
+    options_table = (*_POINTS, Option("n", "int", None, lo=0, optional=True),
+                     Option("n_share", "fraction", 0.05), Option("alpha", "fraction", 0.5),
+                     Option("c", "positive", 10.0), Option("c2", "positive", 5.0), _NEIGHBOURS, *_ROWS)
+    release_mechanisms = ("adaptive_grid",)
+    unknown_before_data = ("both grid levels (the second-level split follows the noisy first-level "
+                           "counts) and constrained inference mixes the noise: no exact error bar")
+
+    def _calibrate(self) -> None:
+        super()._calibrate()
+        self.epsilon_level1, self.epsilon_level2 = split_budget(self.epsilon_grid, self.options["alpha"],
+                                                                self.noise)
+        self.level1_scale = laplace_scale(self.sensitivity, self.epsilon_level1, self.noise)
+        self.level2_scale = laplace_scale(self.sensitivity, self.epsilon_level2, self.noise)
+
+
+@register_plan
+class PriveletGridPlan(PointsPlan):
+    """Privelet*: Privelet on a fixed ``2^bits``-per-dimension grid (public)."""
+
+    name = "privelet_grid"
+    options_table = (*_POINTS, Option("bits", "int", None, lo=1, hi=20, optional=True), _NEIGHBOURS, *_ROWS)
+    release_mechanisms = ("privelet_grid",)
+    data_independent = True
+    unknown_before_data = "the uniformity error inside partly covered grid cells"
+
+    def _calibrate(self) -> None:
+        super()._calibrate()
+        bits = self.options["bits"]
+        self.bits = max(1, 16 // self.box.d) if bits is None else bits
+        self.m = 1 << self.bits
+        self.rho = (1 + self.bits) ** self.box.d
+        self.scale = laplace_scale(self.sensitivity * self.rho, self.epsilon, self.noise)
+        self.nominal_scale = self.sensitivity * self.rho / self.epsilon
+
+    @property
+    def noise_model(self) -> NoiseModel:
+        return WaveletLaplace(float(self.scale), tuple(self.box.columns))
+
+
+def _max_length(value: Any) -> int:
+    return check_int(value, "max_length (a public bound)", lo=1)
+
+
+_SEQUENCES = (Option("column", "any"), Option("alphabet", "any"),
+              Option("max_length", "any", check=_max_length), Option("epsilon", "positive"))
+
+
+class SequencesPlan(Plan):
+    positional = ("column",)
+    shape = "sequences"
+
+
+@register_plan
+class PrivTreeSequencesPlan(SequencesPlan):
+    """PrivTree over sequence contexts (add/remove-one-sequence neighbours)."""
+
+    name = "privtree_sequences"
+    options_table = (*_SEQUENCES, Option("tree_share", "fraction", 0.25),
+                     Option("theta", "nonnegative", 0.0),
+                     Option("postprocess", "choice", "sum_then_clip",
+                            choices=("sum_then_clip", "clip_then_sum")),
+                     Option("max_nodes", "int", None, lo=1, optional=True),
+                     Option("length_share", "any", 0.05), _NOISE)
+    release_mechanisms = ("privtree_sequences",)
+    unknown_before_data = "the tree (which contexts split, decided by noisy counts) and the clipping"
+
+
+@register_plan
+class NgramPlan(SequencesPlan):
+    """N-gram counts up to ``height``: ``Lap(height * l_top / epsilon)`` per count."""
+
+    name = "ngram_sequences"
+    options_table = (*_SEQUENCES, Option("height", "int", 5, lo=1), _NOISE)
+    release_mechanisms = ("ngram",)
+    data_independent = True
+    unknown_before_data = "nothing about the noise; clipping at 0 in queries is post-processing"
+
+    def _calibrate(self) -> None:
+        self.l_top = self.options["max_length"] + 1
+        self.scale = laplace_scale(self.options["height"] * self.l_top, self.epsilon, self.noise)
+
+    @property
+    def noise_model(self) -> NoiseModel:
+        return IndependentLaplace(float(self.scale))
+
+
+__all__ = ["AdaptiveGridPlan", "NgramPlan", "PointsPlan", "PrivTreePlan", "PrivTreeSequencesPlan",
+           "PriveletGridPlan", "SequencesPlan", "UniformGridPlan", "split_budget"]
