@@ -21,6 +21,10 @@ private).  The proof only needs ``delta = gamma lambda`` with ``lambda >= (2 e^g
 ln(beta)`` keeps the guarantee (and spurious splits stay below ``1 / (2 beta)``).  Then
 ``x = theta - b`` is an integer multiple of the grid (scores are integers) and
 :func:`polars_dp.noise.privtree_decision` draws the event ``Lap(lambda) > x`` exactly.
+Every score is accepted: ``x`` is int64 while all terms stay below ``2^61`` and exact Python
+integers past that (:func:`decision_offsets`), with the same law either way, so no count
+decides whether a release succeeds.  ``lambda`` and ``delta`` are returned as the least float
+at or above the grid value (floats past ``2^33`` are never rounded down).
 """
 
 from __future__ import annotations
