@@ -124,12 +124,10 @@ def decision_offsets(score: np.ndarray, depth: int, delta_i: int, theta_i: int) 
     s = np.asarray(score).reshape(-1)
     base = theta_i + depth * delta_i
     limit = _INT64_SAFE >> GRID_BITS
-    if abs(base) < _INT64_SAFE and abs(delta_i) < _INT64_SAFE:
-        si = s.astype(np.int64)
-        big = (si >= limit) | (si <= -limit)
-        if not big.any():
-            return np.minimum(base - (si << GRID_BITS), delta_i)
-    so = s.astype(object)  # exact Python ints, element-wise
+    if abs(base) < _INT64_SAFE and abs(delta_i) < _INT64_SAFE and s.dtype != object:
+        if not np.any(np.abs(s) >= limit):  # compared in the scores' own dtype: no overflow
+            return np.minimum(base - (s.astype(np.int64) << GRID_BITS), delta_i)
+    so = np.frompyfunc(int, 1, 1)(s).astype(object)  # exact Python ints, element-wise
     return np.minimum(base - so * (1 << GRID_BITS), delta_i)
 
 
