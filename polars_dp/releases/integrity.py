@@ -11,9 +11,10 @@
   :func:`check_noise_scale` as the single tolerance rule;
 * the cells or leaves, located by their label columns rather than by row order (a reordered
   table is restored exactly; a filtered or duplicated one is refused);
-* the optional ``checksum`` entry: ``sha256`` over the metadata text and the canonical
-  payload (:func:`payload_checksum`).  It detects accidental edits and truncation; it is not
-  a signature (whoever edits a file can recompute it).
+* the ``checksum`` entry: ``sha256`` over the metadata text and the canonical payload
+  (:func:`payload_checksum`), required unless the file :func:`predates_checksums` (0.1.0).
+  It detects accidental edits and truncation; it is not a signature (whoever edits a file can
+  recompute it).
 """
 
 from __future__ import annotations

@@ -130,7 +130,7 @@ class SpatialRelease(Release):
         (:mod:`polars_dp.releases.integrity`): metadata types, the noise parameters recomputed
         from epsilon and the neighbour relation, every leaf put in its place by its geometry
         (any row order; the leaves must tile the box as the layout says), and the checksum
-        when there is one."""
+        (required unless the file predates checksums)."""
         meta = read_metadata(table)
         common = cls._common_from_metadata(meta)
         box = field(meta, "bounds", lambda b: as_box(field(meta, "columns"), b))
@@ -161,7 +161,7 @@ class SpatialRelease(Release):
         release = cls(box, lo[order], hi[order], depth[order], count[order], layout=layout, codes=codes,
                       noise_model=model, **common)
         _check_tree_parameters(release)
-        verify_checksum(meta, release._payload_arrays())
+        verify_checksum(meta, release._payload_arrays(), required=True)
         return release
 
     def _payload_arrays(self) -> list[np.ndarray]:
