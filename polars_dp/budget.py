@@ -15,6 +15,19 @@ release under ``add_remove`` is ``2 epsilon``-DP under ``replace``); the account
 one relation and refuses the other.  A charge is never refunded: a mechanism that fails
 after reading the data (say, on an out-of-domain value) has already let something out.
 
+Composition is exact: each charge is the exact rational value of the float ``epsilon`` (a
+bound on the epsilon the mechanism actually spends, ``sum Delta / scale <= epsilon``), summed
+as :class:`fractions.Fraction` and compared with the exact value of ``total``; anything above
+is refused, with no slack.  Note that decimal floats are binary fractions: ``0.1 + 0.2``
+exceeds ``0.3`` (``0.1`` is ``0.1000000000000000055...``, ``0.3`` is ``0.2999999999999999888...``),
+so ten charges of ``0.1`` do not fit in a total of ``1.0``; choose a total a little larger, or
+epsilons that are exact binary fractions (``0.125``, ``0.25``).
+
+Float noise (``noise="float"``) is refused unless the accountant was made with
+``allow_float=True``: numpy's floating-point Laplace is not exactly ``epsilon``-DP (Mironov,
+CCS 2012), so its charges bound nothing.  When allowed, the ledger marks the entry
+``"<mechanism> (noise='float')"``.
+
 Seeded releases do not compose: the noise of a seeded release is a known function of the
 seed, so two seeded releases of neighbouring tables can cancel it exactly.  ``run`` refuses a
 ``seed``.
@@ -23,15 +36,12 @@ seed, so two seeded releases of neighbouring tables can cancel it exactly.  ``ru
 from __future__ import annotations
 
 import inspect
-import math
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 from polars_dp.errors import BudgetExceededError, ParameterError
 from polars_dp.noise import check_epsilon, check_neighbours
-
-#: Spending within this relative slack of the total is allowed (float sums of e.g. 0.1 + 0.2).
-_SLACK = 1e-9
 
 
 @dataclass
@@ -41,35 +51,55 @@ class Accountant:
     ``run(mechanism, *args, epsilon=..., **kwargs)`` checks that ``epsilon`` fits in what is
     left, runs the mechanism with ``neighbours`` set to the accountant's relation, and
     records the release.  ``ledger`` lists ``(mechanism, epsilon)`` of every release.
+    ``allow_float=True`` admits ``noise="float"`` releases (refused otherwise, see above).
     """
 
     total: float
     neighbours: str = "replace"
     ledger: list[tuple[str, float]] = field(default_factory=list)
+    allow_float: bool = False
 
     def __post_init__(self) -> None:
         self.total = check_epsilon(self.total, "total")
         check_neighbours(self.neighbours)
 
     @property
+    def spent_exact(self) -> Fraction:
+        """The exact sum of the charges (each the exact value of its float epsilon)."""
+        return sum((Fraction(eps) for _, eps in self.ledger), Fraction(0))
+
+    @property
     def spent(self) -> float:
-        return math.fsum(eps for _, eps in self.ledger)
+        return float(self.spent_exact)
 
     @property
     def remaining(self) -> float:
-        return max(0.0, self.total - self.spent)
+        return float(max(Fraction(0), Fraction(self.total) - self.spent_exact))
 
     def charge(self, epsilon: float, label: str) -> None:
-        """Record ``epsilon`` for ``label``; raise BudgetExceededError (recording nothing) if it
-        does not fit."""
+        """Record ``epsilon`` for ``label``; raise BudgetExceededError (recording nothing) if the
+        exact sum would exceed the exact total."""
         epsilon = check_epsilon(epsilon)
-        if self.spent + epsilon > self.total * (1 + _SLACK):
+        if self.spent_exact + Fraction(epsilon) > Fraction(self.total):
             raise BudgetExceededError(
-                f"{label} asks for epsilon={epsilon:g} but only {self.remaining:g} of the total "
-                f"{self.total:g} is left (spent {self.spent:g} on {len(self.ledger)} release(s)); "
-                "lower epsilon or stop releasing from this data"
+                f"{label} asks for epsilon={epsilon:g} but only {self.remaining:.17g} of the total "
+                f"{self.total:g} is left (spent {self.spent:.17g} on {len(self.ledger)} release(s); "
+                "epsilons add exactly, as the binary values of the floats); lower epsilon or stop "
+                "releasing from this data"
             )
         self.ledger.append((label, epsilon))
+
+    def ledger_label(self, label: str, noise: str) -> str:
+        """``label`` as the ledger records it: float noise is refused unless ``allow_float``, and
+        marked ``"<label> (noise='float')"`` when allowed (module docstring)."""
+        if noise != "float":
+            return label
+        if not self.allow_float:
+            raise ParameterError(
+                f"{label} with noise='float' draws floating-point Laplace noise, which is not exactly "
+                "epsilon-DP, so the budget cannot vouch for it; use noise='exact' (the default), "
+                "or allow it with allow_float=True to record it anyway", parameter="noise")
+        return f"{label} (noise='float')"
 
     def run(self, mechanism: Any, *args: Any, epsilon: float | None = None, **kwargs: Any) -> Any:
         """Charge ``epsilon``, then call ``mechanism(*args, epsilon=epsilon, **kwargs)`` under the
@@ -101,6 +131,7 @@ class Accountant:
                 f"got neighbours={given!r}"
             )
         label = getattr(mechanism, "__name__", repr(mechanism))
+        label = self.ledger_label(label, kwargs.get("noise", "exact"))
         try:
             takes_neighbours = "neighbours" in inspect.signature(mechanism).parameters
         except (TypeError, ValueError):  # builtins without a signature
@@ -124,7 +155,7 @@ class Accountant:
         if plan.neighbours != self.neighbours:
             raise ParameterError(f"this accountant composes releases under neighbours={self.neighbours!r}; "
                                  f"the plan is under neighbours={plan.neighbours!r}", parameter="neighbours")
-        self.charge(plan.epsilon, plan.name)
+        self.charge(plan.epsilon, self.ledger_label(plan.name, plan.noise))
         return plan.run(frame, **kwargs)
 
 

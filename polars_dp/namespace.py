@@ -67,10 +67,10 @@ class DPNamespace:
         privtree_sequences = mechanisms.privtree_sequences
         ngram_sequences = mechanisms.ngram_sequences
 
-    def session(self, *, epsilon: float, neighbours: str) -> Session:
+    def session(self, *, epsilon: float, neighbours: str, allow_float: bool = False) -> Session:
         """A :class:`~polars_dp.Session` on this frame: a total budget ``epsilon`` under
         ``neighbours``, with the mechanisms as methods, each charged before the frame is read."""
-        return Session(self._frame, epsilon=epsilon, neighbours=neighbours)
+        return Session(self._frame, epsilon=epsilon, neighbours=neighbours, allow_float=allow_float)
 
 
 for _name, _entry in REGISTRY.items():

@@ -24,7 +24,7 @@ protects nothing and composes with nothing.
 Each release records the session's ledger up to and including itself in
 ``release.params["ledger"]`` (written to the ``polars_dp.params`` metadata, and kept by
 Parquet round trips): ``{"total_epsilon", "neighbours", "entries": [{"label", "epsilon",
-"mechanism", "time"}, ...]}``.
+"mechanism", "noise", "time"}, ...]}``.
 
 The data is passed to the mechanisms as given (a Polars DataFrame or LazyFrame, or any input
 the mechanism functions accept); the session never reads it itself.
@@ -90,11 +90,14 @@ class Session:
 
     ``Session(data, epsilon=1.0, neighbours="replace")``; ``df.dp.session(...)`` builds one.
     Methods: the mechanisms (``session.privelet(attributes, epsilon=0.3, label=...)``).
-    ``spent``, ``remaining`` and ``ledger`` report the budget.
+    ``spent``, ``remaining`` and ``ledger`` report the budget (composed exactly, see
+    :class:`~polars_dp.Accountant`).  ``noise="float"`` releases are refused unless
+    ``allow_float=True``; the ledger records each release's ``noise``.
     """
 
-    def __init__(self, data: Any, *, epsilon: float, neighbours: str):
-        self._accountant = Accountant(total=check_epsilon(epsilon), neighbours=neighbours)
+    def __init__(self, data: Any, *, epsilon: float, neighbours: str, allow_float: bool = False):
+        self._accountant = Accountant(total=check_epsilon(epsilon), neighbours=neighbours,
+                                      allow_float=bool(allow_float))
         self._data = data
         self._entries: list[dict[str, Any]] = []
 
@@ -117,7 +120,7 @@ class Session:
 
     @property
     def ledger(self) -> list[dict[str, Any]]:
-        """One entry per charged release: ``label``, ``epsilon``, ``mechanism``, ``time`` (UTC)."""
+        """One entry per charged release: ``label``, ``epsilon``, ``mechanism``, ``noise``, ``time`` (UTC)."""
         return [dict(e) for e in self._entries]
 
     def _ledger_record(self) -> dict[str, Any]:
@@ -144,9 +147,9 @@ class Session:
                 + ("; sequence mechanisms are differentially private under add/remove-one neighbours "
                    "only: use Session(..., neighbours='add_remove')" if plan.shape == "sequences" else ""),
                 parameter="neighbours")
-        self._accountant.charge(plan.epsilon, label)
+        self._accountant.charge(plan.epsilon, self._accountant.ledger_label(label, plan.noise))
         self._entries.append({"label": label, "epsilon": float(plan.epsilon), "mechanism": name,
-                              "time": datetime.now(UTC).isoformat(timespec="seconds")})
+                              "noise": plan.noise, "time": datetime.now(UTC).isoformat(timespec="seconds")})
         release = plan.run(self._data, progress=progress)
         release.params["ledger"] = self._ledger_record()
         return release

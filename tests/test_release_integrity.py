@@ -147,7 +147,10 @@ def test_noise_scale_rounded_up_to_a_lattice_is_accepted(grid):
     """Exact samplers may round the scale up (spending less than epsilon); within
     SCALE_ROUNDING that is accepted, beyond it (or below) refused."""
     up = grid.noise_scale * (1 + SCALE_ROUNDING / 2)
-    assert pdp.read_release(with_meta(grid.to_arrow(), noise_scale=repr(up))).noise_scale == up
+    edited = with_meta(grid.to_arrow(), noise_scale=repr(up))  # a checksum is required: recompute it
+    edited = with_meta(edited, drop_checksum=False,
+                       checksum=payload_checksum(read_metadata(edited), grid._payload_arrays()))
+    assert pdp.read_release(edited).noise_scale == up
     for bad in (grid.noise_scale * (1 + 3 * SCALE_ROUNDING), grid.noise_scale * (1 - 1e-6)):
         with pytest.raises(pdp.ReleaseFormatError, match="noise_scale"):
             pdp.read_release(with_meta(grid.to_arrow(), noise_scale=repr(bad)))
@@ -206,6 +209,12 @@ def test_checksum_covers_values_and_metadata(grid, tree, tmp_path):
         with pytest.raises(pdp.ReleaseFormatError, match="checksum does not match"):
             pdp.read_release(with_meta(table, drop_checksum=False, created="2020-01-01T00:00:00+00:00"))
         assert payload_checksum(meta, release._payload_arrays()) == meta["checksum"]
+
+
+def test_deleted_checksum_of_a_newer_file_is_refused(grid, tree):
+    for release in (grid, tree):
+        with pytest.raises(pdp.ReleaseFormatError, match="checksum was removed"):
+            pdp.read_release(with_meta(release.to_arrow()))
 
 
 def test_old_files_without_checksum_still_read():

@@ -21,6 +21,10 @@ private).  The proof only needs ``delta = gamma lambda`` with ``lambda >= (2 e^g
 ln(beta)`` keeps the guarantee (and spurious splits stay below ``1 / (2 beta)``).  Then
 ``x = theta - b`` is an integer multiple of the grid (scores are integers) and
 :func:`polars_dp.noise.privtree_decision` draws the event ``Lap(lambda) > x`` exactly.
+Every score is accepted: ``x`` is int64 while all terms stay below ``2^61`` and exact Python
+integers past that (:func:`decision_offsets`), with the same law either way, so no count
+decides whether a release succeeds.  ``lambda`` and ``delta`` are returned as the least float
+at or above the grid value (floats past ``2^33`` are never rounded down).
 """
 
 from __future__ import annotations
@@ -52,8 +56,15 @@ def privtree_lambda(eps_tree: float | Fraction, fanout: int, *, group: int = 1,
     if not isinstance(eps_tree, Fraction):
         check_epsilon(eps_tree, "eps_tree")
     if check_noise(noise) == "exact":
-        return float(grid_ceil(Fraction(2 * fanout - 1) * group / ((fanout - 1) * Fraction(eps_tree))))
+        return _float_up(grid_ceil(Fraction(2 * fanout - 1) * group / ((fanout - 1) * Fraction(eps_tree))))
     return (2 * fanout - 1) / ((fanout - 1) * (float(eps_tree) / group))
+
+
+def _float_up(value: Fraction) -> float:
+    """The least float ``>= value``: a grid point itself below ``2^(53 - GRID_BITS)``; above, a
+    float whose ulp is a multiple of the grid step, so still on the grid (never rounded down)."""
+    out = float(value)
+    return out if Fraction(out) >= value else math.nextafter(out, math.inf)
 
 
 def _ln_upper(fanout: int) -> Fraction:
@@ -66,7 +77,7 @@ def privtree_delta(lam: float, fanout: int, *, noise: str = "float") -> float:
     """Depth bias per level: ``delta = lambda * ln(beta)`` (gamma = ln beta, spec §2.4).
     ``noise="exact"``: rounded up to the grid from an upper bound of ``ln(beta)``."""
     if check_noise(noise) == "exact":
-        return float(grid_ceil(Fraction(lam) * _ln_upper(fanout)))
+        return _float_up(grid_ceil(Fraction(lam) * _ln_upper(fanout)))
     return lam * math.log(fanout)
 
 
@@ -99,6 +110,27 @@ def check_theta(theta: float) -> float:
     return value
 
 
+#: Scores and offsets below this magnitude are handled in int64 (no product can overflow).
+_INT64_SAFE = 1 << 61
+
+
+def decision_offsets(score: np.ndarray, depth: int, delta_i: int, theta_i: int) -> np.ndarray:
+    """``x = theta - b = min(theta + depth delta - s, delta)`` in grid units, exactly.
+
+    int64 where every term is below ``2^61``; any score past that (or a huge public
+    ``depth delta``) is computed in Python ints (an object array), so no score is refused
+    and the decision's law is the same for every dataset.
+    """
+    s = np.asarray(score).reshape(-1)
+    base = theta_i + depth * delta_i
+    limit = _INT64_SAFE >> GRID_BITS
+    if abs(base) < _INT64_SAFE and abs(delta_i) < _INT64_SAFE and s.dtype != object:
+        if not np.any(np.abs(s) >= limit):  # compared in the scores' own dtype: no overflow
+            return np.minimum(base - (s.astype(np.int64) << GRID_BITS), delta_i)
+    so = np.frompyfunc(int, 1, 1)(s).astype(object)  # exact Python ints, element-wise
+    return np.minimum(base - so * (1 << GRID_BITS), delta_i)
+
+
 def privtree_split(score: np.ndarray, depth: int, *, lam: float, delta: float, theta: float,
                    rng, noise: NoiseKind = "exact") -> np.ndarray:
     """PrivTree decisions for the nodes of one level, one noisy comparison per node.
@@ -112,11 +144,8 @@ def privtree_split(score: np.ndarray, depth: int, *, lam: float, delta: float, t
         s = np.asarray(score)
         if s.size and not np.array_equal(s, np.round(s)):
             raise ParameterError("exact PrivTree decisions need integer scores")
-        s = s.astype(np.int64)
-        if s.size and int(s.max()) >= 1 << (62 - GRID_BITS):
-            raise ParameterError(f"scores above 2^{62 - GRID_BITS} are not supported by exact decisions")
-        biased = np.maximum((s << GRID_BITS) - depth * delta_i, theta_i - delta_i)
-        return privtree_decision(as_source(rng), theta_i - biased, lam_i).reshape(s.shape)
+        x = decision_offsets(s, depth, delta_i, theta_i)
+        return privtree_decision(as_source(rng), x, lam_i).reshape(s.shape)
     biased = np.maximum(np.asarray(score, dtype=np.float64) - depth * delta, theta - delta)
     return biased + laplace(rng, lam, biased.shape) > theta
 

@@ -18,8 +18,9 @@ OpenSSL through pyca ``cryptography`` (a widely audited library), keyed per sour
 fresh bits from :func:`os.urandom`.  ChaCha20 is the generator inside Linux's own
 ``getrandom(2)``; run in process it delivers about 3 GB/s here, against 0.35 GB/s for
 ``os.urandom`` (23 ns per 64-bit word, more than numpy's whole float Laplace draw), and the
-samplers below need about one word per draw.  The key is replaced after ``fork`` (a child
-never replays its parent's stream) and every 2^32 words.  Without ``cryptography`` the source
+samplers below need about one word per draw.  The key is replaced in a child after ``fork``
+(an :func:`os.register_at_fork` hook: a child never replays its parent's stream, whatever its
+PID) and every 2^32 words.  Without ``cryptography`` the source
 falls back to reading :func:`os.urandom` in bulk.  A ``seed`` gives a PCG64
 stream instead: reproducible, for tests and experiments only (anyone who knows the seed
 can subtract the noise), and every release made with one records ``seeded = true``.
@@ -66,7 +67,10 @@ Scales are rationals: :func:`exact_scale` rounds ``sensitivity / epsilon`` *up* 
 ``2^-GRID_BITS`` (computed from the exact binary value of the float epsilon), so the
 discrete Laplace mechanism with integer-valued queries of L1 sensitivity ``Delta`` is
 ``Delta / scale <= epsilon``-DP by the pmf ratio ``exp(|a - b| / scale)``.  Mechanisms record
-``epsilon_effective = Delta / scale``.
+``epsilon_effective = Delta / scale``.  Scales past ``MAX_COUNT_SCALE = 2^45`` (noise added
+to float64 counts) or ``MAX_SCALE = 2^56`` (int64 draws) are refused with ParameterError, from
+the public scale alone: beyond them a draw could leave the integers it is held in (probability
+below ``2 e^-128`` at the limits).
 
 Float noise (``noise="float"``)
 -------------------------------
@@ -107,10 +111,13 @@ from polars_dp.noise.calibration import (
     noise_params,
 )
 from polars_dp.noise.discrete import (
+    MAX_COUNT_SCALE,
+    MAX_SCALE,
     _table,  # noqa: F401  (the exact-pmf tests read the inversion tables)
     _table_length,  # noqa: F401
     add_discrete_laplace,
     bernoulli_exp,
+    check_scale,
     discrete_laplace,
     geometric,
     privtree_decision,
@@ -155,9 +162,11 @@ def add_noise(values: np.ndarray, scale: float | Fraction, src: NoiseSource, noi
 
 def sample_noise(src: NoiseSource, scale: float | Fraction, size: int | tuple[int, ...],
                  noise: str) -> np.ndarray:
-    """Noise of ``scale`` for counts: exact discrete Laplace (int64) or float Laplace."""
+    """Noise of ``scale`` for counts: exact discrete Laplace (int64; scale at most
+    :data:`MAX_COUNT_SCALE`, as the counts it is added to are float64) or float Laplace."""
     if check_noise(noise) == "exact":
         scale = Fraction(scale)
+        check_scale(scale.numerator, scale.denominator, MAX_COUNT_SCALE)
         return discrete_laplace(src, scale.numerator, scale.denominator, size)
     return laplace(src, float(scale), size)
 
@@ -165,6 +174,8 @@ def sample_noise(src: NoiseSource, scale: float | Fraction, size: int | tuple[in
 __all__ = [
     "SeedLike",
     "GRID_BITS",
+    "MAX_COUNT_SCALE",
+    "MAX_SCALE",
     "NEIGHBOURS",
     "NOISE_KINDS",
     "Neighbours",
@@ -175,6 +186,7 @@ __all__ = [
     "as_source",
     "bernoulli_exp",
     "check_epsilon",
+    "check_scale",
     "check_fraction",
     "check_neighbours",
     "check_noise",

@@ -34,6 +34,25 @@ DIGIT = 1 << 11
 TAIL_SCALES = 12
 #: Bits of the guide table of every inversion table (2^GUIDE_BITS int64 entries).
 GUIDE_BITS = 16
+#: Largest scale of an int64 draw: ``P(|Y| >= 2^63) = 2 q^(2^63) / (1 + q) < 2 e^-128`` at
+#: ``2^56``, so a draw never wraps in practice.  Decided from the public scale alone.
+MAX_SCALE = 1 << 56
+
+
+#: Largest scale of noise added to counts held in float64 (exact integers below ``2^53``):
+#: ``P(|Y| >= 2^52) < 2 e^-128`` at ``2^45``.  For Basic under ``replace`` (sensitivity 2)
+#: this is ``epsilon >= 2^-44``, about ``5.7e-14``.
+MAX_COUNT_SCALE = 1 << 45
+
+
+def check_scale(t: int, s: int, limit: int = MAX_SCALE) -> None:
+    """ParameterError if the scale ``t/s`` exceeds ``limit`` (a public decision: the scale is
+    a function of epsilon, the sensitivity and the domain only)."""
+    if t > limit * s:
+        raise ParameterError(
+            f"the noise scale {float(Fraction(t, s)):.3g} exceeds 2^{limit.bit_length() - 1} = {limit:.3g}, "
+            "the largest that exact noise represents (its draws would leave the integers it is added "
+            "to); raise epsilon")
 
 
 
@@ -68,6 +87,8 @@ def _q_pow_interval(s: int, t: int, m: int, prec: int) -> tuple[int, int]:
 def _floor_ratio(num: tuple[int, int], den: tuple[int, int], bits: int) -> int | None:
     """``floor(2^bits x)`` for ``x`` in ``[num_lo/den_hi, num_hi/den_lo]`` if that interval
     fixes it, else None (more precision needed)."""
+    if den[0] <= 0:  # the denominator's interval still reaches 0: more precision needed
+        return None
     lo = (num[0] << bits) // den[1]
     hi = (num[1] << bits) // den[0]
     return lo if lo == hi else None
@@ -222,6 +243,7 @@ def geometric(src: NoiseSource, t: int, s: int, n: int) -> np.ndarray:
     ratio ``q^c`` (the base-``c`` digits of a geometric are independent).
     """
     t, s = _check_ratio(t, s)
+    check_scale(t, s)
     out = np.zeros(n, dtype=np.int64)
     length = _table_length(t, s)
     if length <= TABLE_CAP:
@@ -247,11 +269,13 @@ def discrete_laplace(src: NoiseSource, t: int, s: int, size: int | tuple[int, ..
     magnitude ``M = #{m : U < 2 q^m / (1 + q)}``; the signed guide table (indexed by the sign
     and the top ``GUIDE_BITS`` bits of ``U``) returns ``+-M`` directly unless the bucket holds a
     threshold or the tail (then :meth:`_Table.search`, and a geometric for ``M >= L``).
+    Scales above :data:`MAX_SCALE` are refused (ParameterError).
     Scales above ``TABLE_CAP / 12`` read ``W = 0`` (``M = 0``) or ``1 + (M - 1) mod c`` from the
     word and add ``c * Geometric(q^c)`` (``c = DIGIT``), read from the word's bits that the
     guide left unused (:func:`_digit_quotients`).
     """
     t, s = _check_ratio(t, s)
+    check_scale(t, s)
     shape = (size,) if isinstance(size, (int, np.integer)) else tuple(size)
     n = int(np.prod(shape, dtype=np.int64))
     out = np.empty(n, dtype=np.int64)
@@ -330,8 +354,11 @@ def _signed_guide(tab: _Table) -> np.ndarray:
 
 def add_discrete_laplace(values: np.ndarray, scale: Fraction, src: NoiseSource) -> None:
     """``values += DLap(scale)`` in place, chunk by chunk (``values`` float64 or int64,
-    C-contiguous; float64 values hold integers exactly below 2^53)."""
+    C-contiguous; float64 values hold integers exactly below 2^53, so their scale is capped at
+    :data:`MAX_COUNT_SCALE`, int64 ones at :data:`MAX_SCALE`)."""
     scale = Fraction(scale)
+    check_scale(scale.numerator, scale.denominator,
+                MAX_COUNT_SCALE if values.dtype.kind == "f" else MAX_SCALE)
     flat = values.reshape(-1)
     if not np.shares_memory(flat, values):
         raise ParameterError("add_discrete_laplace needs a contiguous array")
@@ -344,38 +371,59 @@ def add_discrete_laplace(values: np.ndarray, scale: Fraction, src: NoiseSource) 
 # ============================================================================ Bernoulli(exp(-gamma))
 def _bernoulli_exp_unit(src: NoiseSource, num: np.ndarray, den: int) -> np.ndarray:
     """CKS Bernoulli(exp(-num/den)) for ``0 <= num <= den``: ``K`` = first ``k`` with
-    ``A_k = 0``, ``A_k ~ Bernoulli(num / (den k))``; returns ``K`` odd.  Lockstep rounds."""
+    ``A_k = 0``, ``A_k ~ Bernoulli(num / (den k))``; returns ``K`` odd.  Lockstep rounds.
+
+    ``A_k`` is "a uniform integer below ``den k`` is below ``num``"; bounds past ``2^64`` (huge
+    ``lambda``) and Python-int ``num`` (object arrays) are compared as exact Python ints."""
     out = np.empty(num.size, dtype=bool)
     alive = np.arange(num.size)
+    wide = num.dtype == object
     k = 1
     while alive.size:
-        a = src.integers_below(den * k, alive.size) < num[alive].astype(np.uint64)
+        u = src.integers_below(den * k, alive.size)
+        if wide or u.dtype == object:
+            a = (u.astype(object) < num[alive].astype(object)).astype(bool)
+        else:
+            a = u < num[alive].astype(np.uint64)
         out[alive[~a]] = k % 2 == 1
         alive = alive[a]
         k += 1
     return out
 
 
+def _exact_ints(num: object) -> np.ndarray:
+    """``num`` as int64, or as an object array of Python ints if any entry leaves int64."""
+    arr = np.asarray(num)
+    if arr.dtype == object:
+        return arr.reshape(-1)
+    return arr.astype(np.int64).reshape(-1)
+
+
 def bernoulli_exp(src: NoiseSource, num: np.ndarray, den: int) -> np.ndarray:
-    """Exact Bernoulli(``exp(-num/den)``) per element (``num >= 0`` int64, ``den >= 1``).
+    """Exact Bernoulli(``exp(-num/den)``) per element (``num >= 0`` integers, ``den >= 1``).
 
     Canonne, Kamath, Steinke 2020, Alg. 1: ``exp(-gamma) = exp(-1)^floor(gamma) *
     exp(-frac(gamma))``, each factor an independent CKS trial, stopping at the first failure.
+    ``num`` may be an object array of Python ints (values past int64): the law is the same.
     """
-    num = np.asarray(num, dtype=np.int64).reshape(-1)
+    num = _exact_ints(num)
     den = int(den)
-    if den < 1 or np.any(num < 0):
+    if den < 1 or np.any((num < 0).astype(bool)):
         raise ParameterError("bernoulli_exp needs num >= 0 and den >= 1")
-    whole, frac = num // den, num % den
+    if num.dtype == object or den >= 1 << 63:
+        num = num.astype(object)
+        whole, frac = num // den, num % den
+    else:
+        whole, frac = num // den, num % den
     out = np.ones(num.size, dtype=bool)
-    alive = np.flatnonzero(whole > 0)
+    alive = np.flatnonzero((whole > 0).astype(bool))
     k = 0
     while alive.size:
         ok = _bernoulli_exp_unit(src, np.ones(alive.size, dtype=np.int64), 1)
         out[alive[~ok]] = False
         k += 1
-        alive = alive[ok & (whole[alive] > k)]
-    idx = np.flatnonzero(out & (frac > 0))
+        alive = alive[ok & (whole[alive] > k).astype(bool)]
+    idx = np.flatnonzero(out & (frac > 0).astype(bool))
     out[idx[~_bernoulli_exp_unit(src, frac[idx], den)]] = False
     return out
 
@@ -383,11 +431,12 @@ def bernoulli_exp(src: NoiseSource, num: np.ndarray, den: int) -> np.ndarray:
 def privtree_decision(src: NoiseSource, x: np.ndarray, lam: int) -> np.ndarray:
     """Exact ``P[Lap(lam) > x]`` events, ``x`` and ``lam`` on one integer grid (``x = theta - b``
     scaled by ``2^k``, ``lam`` likewise): ``H and E`` if ``x >= 0`` else ``not (H and E)`` with
-    ``E ~ Bernoulli(exp(-|x|/lam))``, ``H`` a fair bit."""
-    x = np.asarray(x, dtype=np.int64).reshape(-1)
+    ``E ~ Bernoulli(exp(-|x|/lam))``, ``H`` a fair bit.  ``x`` int64 or an object array of
+    Python ints (scores past the int64 grid): the same law either way."""
+    x = _exact_ints(x)
     he = bernoulli_exp(src, np.abs(x), int(lam)) & src.fair_bits(x.size)
-    return np.where(x >= 0, he, ~he)
+    return np.where((x >= 0).astype(bool), he, ~he)
 
 
-__all__ = ["CHUNK", "add_discrete_laplace", "bernoulli_exp", "discrete_laplace", "geometric",
-           "privtree_decision"]
+__all__ = ["CHUNK", "MAX_COUNT_SCALE", "MAX_SCALE", "add_discrete_laplace", "bernoulli_exp", "check_scale",
+           "discrete_laplace", "geometric", "privtree_decision"]

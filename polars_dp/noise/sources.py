@@ -41,12 +41,28 @@ def _zero_bytes(n: int) -> memoryview:
     return _zero_block()[:n]
 
 
+#: Incremented in every child right after ``fork`` (:func:`os.register_at_fork`): a source keyed
+#: under another generation re-keys before its next word, so no process replays a stream,
+#: whatever its PID (a PID can be reused by a grandchild once its parent is gone).
+_fork_generation = 0
+
+
+def _after_fork_in_child() -> None:
+    global _fork_generation
+    _fork_generation += 1
+
+
+if hasattr(os, "register_at_fork"):  # POSIX; Windows has no fork
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 class NoiseSource:
     """Random 64-bit words for the samplers, and a flag saying whether they are seeded.
 
     ``NoiseSource()`` is cryptographic: a ChaCha20 keystream (pyca ``cryptography``, i.e.
-    OpenSSL) under a fresh 256-bit key from :func:`os.urandom`, re-keyed after ``fork`` and
-    every ``2^32`` words; without ``cryptography`` it reads :func:`os.urandom` directly.
+    OpenSSL) under a fresh 256-bit key from :func:`os.urandom`, re-keyed in a child after
+    ``fork`` (an :func:`os.register_at_fork` hook, not a PID comparison) and every ``2^32``
+    words; without ``cryptography`` it reads :func:`os.urandom` directly.
     ``NoiseSource(generator)`` takes words from a numpy Generator (``bit_generator.random_raw``),
     which is what a seed gives.  :attr:`generator` is that Generator (None when cryptographic).
     """
@@ -55,17 +71,17 @@ class NoiseSource:
         self.generator = generator
         self.seeded = generator is not None
         self._cipher = None
-        self._pid = -1
+        self._generation = -1
         self._left = 0
 
     def _keystream(self, nbytes: int) -> np.ndarray | None:
         if _ChaCha20 is None:
             return None
-        if self._cipher is None or self._pid != os.getpid() or self._left < nbytes:
+        if self._cipher is None or self._generation != _fork_generation or self._left < nbytes:
             # fresh key, zero 32-bit block counter: at most 2^32 words (2^29 blocks) per key
             key, nonce = os.urandom(32), bytes(4) + os.urandom(12)
             self._cipher = _Cipher(_ChaCha20(key, nonce), mode=None).encryptor()
-            self._pid = os.getpid()
+            self._generation = _fork_generation
             self._left = 8 << 32
         self._left -= nbytes
         out = np.empty(nbytes + 64, dtype=np.uint8)  # update_into wants room for a block
@@ -93,11 +109,15 @@ class NoiseSource:
         return stream.view(np.uint64)
 
     def integers_below(self, bound: int, n: int) -> np.ndarray:
-        """``n`` uniform integers in ``[0, bound)`` (``1 <= bound <= 2^63``) by rejection:
-        a word ``w`` is kept iff ``w < floor(2^64 / bound) * bound``, then ``w mod bound``."""
+        """``n`` uniform integers in ``[0, bound)`` (any ``bound >= 1``) by rejection: with
+        ``k`` words per draw (``k = 1`` up to ``2^64``), ``w`` is kept iff ``w < floor(2^(64k) /
+        bound) * bound``, then ``w mod bound``.  uint64 for ``bound <= 2^64``, else Python ints
+        (an object array; the exact CKS Bernoulli of large PrivTree scales needs them)."""
         bound = int(bound)
-        if not 1 <= bound <= 1 << 63:
-            raise ParameterError(f"integers_below needs 1 <= bound <= 2^63, got {bound}")
+        if bound < 1:
+            raise ParameterError(f"integers_below needs bound >= 1, got {bound}")
+        if bound > _U64:
+            return self._integers_below_wide(bound, n)
         out = np.empty(n, dtype=np.uint64)
         limit = (_U64 // bound) * bound
         todo = np.arange(n)
@@ -107,9 +127,24 @@ class NoiseSource:
                 ok = w < np.uint64(limit)
                 out[todo[ok]] = w[ok] % np.uint64(bound)
                 todo = todo[~ok]
-            else:
-                out[todo] = w % np.uint64(bound)
+            else:  # bound divides 2^64 (a power of two)
+                out[todo] = w if bound == _U64 else w % np.uint64(bound)
                 break
+        return out
+
+    def _integers_below_wide(self, bound: int, n: int) -> np.ndarray:
+        k = -(-bound.bit_length() // 64)
+        limit = ((1 << (64 * k)) // bound) * bound
+        out = np.empty(n, dtype=object)
+        todo = np.arange(n)
+        while todo.size:
+            w = self.words(todo.size * k).reshape(todo.size, k)
+            v = np.zeros(todo.size, dtype=object)
+            for i in range(k):  # most significant word first
+                v = (v << 64) | w[:, i].astype(object)
+            ok = (v < limit).astype(bool)
+            out[todo[ok]] = v[ok] % bound
+            todo = todo[~ok]
         return out
 
     def fair_bits(self, n: int) -> np.ndarray:

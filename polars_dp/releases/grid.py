@@ -192,7 +192,7 @@ class GridRelease(Release):
         (:mod:`polars_dp.releases.integrity`): metadata types, the noise scale recomputed from
         epsilon, the neighbour relation and ``rho``, every cell located by its label columns
         (any row order; a missing or repeated cell is refused), the level columns, and the
-        checksum when there is one."""
+        checksum (required unless the file predates checksums)."""
         meta = read_metadata(table)
         common = cls._common_from_metadata(meta)
         attrs = field(meta, "attributes", lambda x: tuple(attribute_from_json(a) for a in x))
@@ -204,7 +204,7 @@ class GridRelease(Release):
         _check_grid_parameters(attrs, scale, common)
         counts = _counts_by_label(table, attrs, shape)
         release = cls(counts, attrs, noise_scale=scale, **common)
-        verify_checksum(meta, release._payload_arrays())
+        verify_checksum(meta, release._payload_arrays(), required=True)
         return release
 
     def _payload_arrays(self) -> list[np.ndarray]:

@@ -11,9 +11,10 @@
   :func:`check_noise_scale` as the single tolerance rule;
 * the cells or leaves, located by their label columns rather than by row order (a reordered
   table is restored exactly; a filtered or duplicated one is refused);
-* the optional ``checksum`` entry: ``sha256`` over the metadata text and the canonical
-  payload (:func:`payload_checksum`).  It detects accidental edits and truncation; it is not
-  a signature (whoever edits a file can recompute it).
+* the ``checksum`` entry: ``sha256`` over the metadata text and the canonical payload
+  (:func:`payload_checksum`), required unless the file :func:`predates_checksums` (0.1.0).
+  It detects accidental edits and truncation; it is not a signature (whoever edits a file can
+  recompute it).
 """
 
 from __future__ import annotations
@@ -140,10 +141,30 @@ def payload_checksum(metadata_text: Mapping[str, str], arrays: Iterable[np.ndarr
     return "sha256:" + h.hexdigest()
 
 
-def verify_checksum(metadata_text: Mapping[str, str], arrays: Iterable[np.ndarray]) -> None:
-    """Compare the stored ``checksum`` entry (if any) with :func:`payload_checksum`."""
+#: Metadata entries that every writer since checksums records and the 0.1.0 writer did not (the
+#: library version alone cannot tell: it stayed "0.1.0" when checksums were added).
+POST_CHECKSUM_KEYS = ("noise", "seeded")
+PRE_CHECKSUM_VERSIONS = ("0.1.0",)
+
+
+def predates_checksums(metadata_text: Mapping[str, str]) -> bool:
+    """Whether a file was written before checksums: version 0.1.0 and none of the entries
+    (:data:`POST_CHECKSUM_KEYS`) that later writers always add."""
+    return (metadata_text.get("version") in PRE_CHECKSUM_VERSIONS
+            and not any(k in metadata_text for k in POST_CHECKSUM_KEYS))
+
+
+def verify_checksum(metadata_text: Mapping[str, str], arrays: Iterable[np.ndarray], *,
+                    required: bool = False) -> None:
+    """Compare the stored ``checksum`` entry with :func:`payload_checksum`.  Without one the
+    file is accepted if ``required`` is False, or if it :func:`predates_checksums`; otherwise
+    (a checksum deleted from a newer file) it is refused."""
     stored = metadata_text.get(CHECKSUM_KEY)
     if stored is None:
+        if required and not predates_checksums(metadata_text):
+            raise ReleaseFormatError(
+                "release has no checksum although its metadata is from a version that always writes "
+                "one: the checksum was removed after the file was written; refusing to answer from it")
         return  # files written before checksums (0.1.0) have none
     if payload_checksum(metadata_text, arrays) != stored:
         raise ReleaseFormatError(
@@ -154,4 +175,4 @@ def verify_checksum(metadata_text: Mapping[str, str], arrays: Iterable[np.ndarra
 
 __all__ = ["CHECKSUM_KEY", "KNOWN_MECHANISMS", "RELATIVE_SLACK", "SCALE_ROUNDING", "check_epsilon",
            "check_equal", "check_mechanism", "check_neighbours", "check_noise_scale", "field",
-           "payload_checksum", "positive_number", "verify_checksum"]
+           "payload_checksum", "positive_number", "predates_checksums", "verify_checksum"]

@@ -82,9 +82,11 @@ from polars_dp.noise import SeedLike, make_rng
 from polars_dp.params import check_int
 from polars_dp.releases import sql_sequence
 from polars_dp.releases.base import Release
+from polars_dp.releases.integrity import field, predates_checksums, verify_checksum
 from polars_dp.releases.io import register_release_type
 from polars_dp.releases.metadata import read_metadata
 from polars_dp.releases.sampling import check_rows_fit
+from polars_dp.releases.sequence_format import check_sequence_parameters, check_sequence_structure
 
 #: Default significance (in noise standard deviations) a node's total needs to be used.
 BACKOFF_Z = 3.0
@@ -518,6 +520,10 @@ class SequenceRelease(Release):
 
     @classmethod
     def from_arrow(cls, table: pa.Table) -> SequenceRelease:
+        """The release of a table written by :meth:`to_arrow`, verified before it answers
+        (:mod:`polars_dp.releases.sequence_format`): metadata types, the tree structure, the
+        noise parameters recomputed from epsilon and the shares, and the checksum (required
+        unless the file predates checksums)."""
         meta = read_metadata(table)
         try:
             common = cls._common_from_metadata(meta)
@@ -533,8 +539,20 @@ class SequenceRelease(Release):
             raise ReleaseFormatError(f"sequence model table is incomplete or corrupt: {exc}") from None
         if not np.array_equal(node[first], np.arange(first.size)) or hist.shape[0] != first.size:
             raise ReleaseFormatError("sequence model rows must list nodes 0..n-1, each with all symbols")
-        return cls(alphabet=alphabet, max_length=max_length, parent=parent, prepended=prepended,
-                   hist=hist, **common)
+        if not np.array_equal(table.column("next_code").to_numpy(), np.tile(np.arange(beta), first.size)):
+            raise ReleaseFormatError("sequence model rows must list each node's symbols in code order")
+        n_nodes = field(meta, "n_nodes", int, default=first.size)
+        if n_nodes != first.size:
+            raise ReleaseFormatError(f"sequence model has {first.size} nodes but its metadata declares "
+                                     f"{n_nodes}: rows were removed or added")
+        release = cls(alphabet=alphabet, max_length=max_length, parent=parent, prepended=prepended,
+                      hist=hist, **common)
+        copies = {k: field(meta, k) for k in ("lambda", "delta", "tree_share", "theta", "leaf_noise_scale",
+                                              "l_top", "height", "noise_scale") if k in meta}
+        check_sequence_parameters(release, copies)
+        check_sequence_structure(release, sums=not predates_checksums(meta))
+        verify_checksum(meta, release._payload_arrays(), required=True)
+        return release
 
     def _payload_equal(self, other: Release) -> bool:
         return (isinstance(other, SequenceRelease) and np.array_equal(self.parent, other.parent)

@@ -141,7 +141,7 @@ class SpatialRelease(Release):
         (:mod:`polars_dp.releases.integrity`): metadata types, the noise parameters recomputed
         from epsilon and the neighbour relation, every leaf put in its place by its geometry
         (any row order; the leaves must tile the box as the layout says), and the checksum
-        when there is one."""
+        (required unless the file predates checksums)."""
         meta = read_metadata(table)
         common = cls._common_from_metadata(meta)
         box = field(meta, "bounds", lambda b: as_box(field(meta, "columns"), b))
@@ -174,13 +174,13 @@ class SpatialRelease(Release):
                       noise_model=model, **common)
         _check_tree_parameters(release)
         if noisy_leaves is None:
-            verify_checksum(meta, release._payload_arrays())
+            verify_checksum(meta, release._payload_arrays(), required=True)
             return release
         if layout["kind"] != "morton" or codes is None:
             raise ReleaseFormatError("counted top levels need a Morton-layout tree release")
         lay = MortonLayout(box.d, int(layout["bits"]), int(layout["split_bits"]))
         parsed = parse_levels(field(meta, "levels"), lay)
-        verify_checksum(meta, [*release._payload_arrays(), noisy_leaves[order], parsed[2]])
+        verify_checksum(meta, [*release._payload_arrays(), noisy_leaves[order], parsed[2]], required=True)
         release.levels = _read_levels(release, lay, parsed, noisy_leaves[order])
         return release
 

@@ -1,0 +1,128 @@
+"""Reading a sequence release back: tree structure and noise parameters recomputed.
+
+What :meth:`SequenceRelease.from_arrow` verifies beyond the common metadata (the checksum,
+required unless the file predates checksums, is checked by the caller):
+
+* the tree: children contiguous in BFS order, ``beta = |I| + 1`` per split node with
+  prepended codes ``0..beta-1``; no node below the start marker ``#``; depth at most
+  ``l_top`` (PrivTree) or ``height - 1`` (n-grams); at most ``max_nodes`` nodes; for PrivTree
+  every internal histogram the sum of its children's (both post-processings publish sums;
+  not checked on files that predate checksums, whose 0.1.0 writer clipped level by level);
+* the parameters, from the declared ``epsilon`` and shares: ``l_top = max_length + 1``,
+  ``beta``, ``eps_tree = tree_share epsilon``, ``eps_length = length_share epsilon``,
+  ``eps_leaf = epsilon - eps_tree - eps_length``, ``lambda`` from ``eps_tree`` (Theorem 4.1
+  as reconstructed: ``(2 beta - 1) l_top / ((beta - 1) eps_tree)``), ``delta >= lambda ln
+  beta``, ``leaf_noise_scale = l_top / eps_leaf``, ``length_noise_scale = 1 / eps_length``; for
+  n-grams ``noise_scale = height l_top / epsilon``.  Each scale through
+  :func:`~polars_dp.releases.integrity.check_noise_scale` (the one tolerance rule);
+* sequence models are add/remove-one only (``neighbours = "add_remove"``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from polars_dp.errors import ReleaseFormatError
+from polars_dp.releases.integrity import check_equal, check_noise_scale, positive_number
+
+if TYPE_CHECKING:
+    from polars_dp.releases.sequence import SequenceRelease
+
+SEQUENCE_MECHANISMS = ("privtree_sequences", "ngram")
+
+
+def _number(p: Mapping[str, Any], key: str, *, positive: bool = True) -> float:
+    if key not in p:
+        raise ReleaseFormatError(f"release metadata field 'params' has no {key!r} entry, which the "
+                                 "recorded noise parameters need")
+    value = p[key]
+    if not positive:
+        if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+                or value < 0):
+            raise ReleaseFormatError(
+                f"release metadata field 'params.{key}' must be a number >= 0, got {value!r}")
+        return float(value)
+    return positive_number(value, f"params.{key}")
+
+
+def check_sequence_structure(release: SequenceRelease, *, sums: bool = True) -> None:
+    """The tree's shape (and, if ``sums``, PrivTree's internal sums): see the module docstring."""
+    beta, n = release.alphabet_size + 1, release.n_nodes
+    parent, prepended = release.parent[1:], release.prepended[1:]
+    if (n - 1) % beta:
+        raise ReleaseFormatError(f"sequence model has {n} nodes, not 1 + a multiple of beta = {beta}: "
+                                 "nodes were removed or added")
+    split = parent[::beta]
+    if (not np.array_equal(parent, np.repeat(split, beta))
+            or not np.array_equal(prepended, np.tile(np.arange(beta), split.size))
+            or np.any(np.diff(split) <= 0)):
+        raise ReleaseFormatError("sequence model nodes do not form a tree of full, ordered child groups "
+                                 "in BFS order: the table was edited")
+    if np.any(release.prepended[split] == beta - 1):
+        raise ReleaseFormatError("sequence model has children below a start marker '#': the table was edited")
+    p = release.params
+    max_depth = (int(_number(p, "height")) - 1 if release.mechanism == "ngram"
+                 else release.max_length + 1)
+    if release.height > max_depth:
+        raise ReleaseFormatError(f"sequence model is {release.height} levels deep; its parameters allow "
+                                 f"{max_depth}")
+    if "max_nodes" in p and n > _number(p, "max_nodes"):
+        raise ReleaseFormatError(f"sequence model has {n} nodes, above its max_nodes = {p['max_nodes']!r}")
+    if sums and release.mechanism == "privtree_sequences" and split.size:
+        sums = np.zeros_like(release.hist)
+        np.add.at(sums, release.parent[1:], release.hist[1:])
+        internal = release.first_child >= 0
+        if not np.allclose(release.hist[internal], sums[internal], rtol=1e-9, atol=1e-6):
+            raise ReleaseFormatError("sequence model's internal histograms are not the sums of their "
+                                     "children's: the counts were edited")
+
+
+def check_sequence_parameters(release: SequenceRelease, meta: Mapping[str, Any]) -> None:
+    """The noise parameters recomputed from the declared ones (module docstring); ``meta`` is
+    the decoded top-level metadata, whose copies of parameters must agree with ``params``."""
+    if release.mechanism not in SEQUENCE_MECHANISMS:
+        raise ReleaseFormatError(f"release metadata field 'mechanism' is {release.mechanism!r}, not a "
+                                 f"sequence mechanism {SEQUENCE_MECHANISMS}")
+    if release.neighbours != "add_remove":
+        raise ReleaseFormatError("release metadata field 'neighbours' of a sequence model must be "
+                                 f"'add_remove', got {release.neighbours!r}")
+    p, eps = release.params, release.epsilon
+    beta = release.alphabet_size + 1
+    l_top = release.max_length + 1
+    check_equal("params.l_top", p.get("l_top"), l_top)
+    if "beta" in p:
+        check_equal("params.beta", p["beta"], beta)
+    for key, value in meta.items():
+        if key in p and key in ("lambda", "delta", "tree_share", "theta", "leaf_noise_scale", "l_top",
+                                "height", "noise_scale"):
+            check_equal(key, value, p[key])
+    if release.mechanism == "ngram":
+        height = _number(p, "height")
+        check_noise_scale("params.noise_scale", _number(p, "noise_scale"), height * l_top / eps)
+        return
+    share = _number(p, "tree_share")
+    length_share = _number(p, "length_share", positive=False) if "length_share" in p else 0.0
+    if not share + length_share < 1:
+        raise ReleaseFormatError(f"release metadata fields 'params.tree_share' + 'params.length_share' "
+                                 f"must stay below 1, got {share!r} + {length_share!r}")
+    eps_tree = _number(p, "eps_tree")
+    check_equal("params.eps_tree", eps_tree, share * eps)
+    eps_length = 0.0
+    if length_share > 0:
+        eps_length = _number(p, "eps_length")
+        check_equal("params.eps_length", eps_length, length_share * eps)
+        check_noise_scale("params.length_noise_scale", _number(p, "length_noise_scale"), 1 / eps_length)
+    eps_leaf = _number(p, "eps_leaf")
+    check_equal("params.eps_leaf", eps_leaf + eps_tree + eps_length, eps)
+    lam = _number(p, "lambda")
+    check_noise_scale("params.lambda", lam, (2 * beta - 1) * l_top / ((beta - 1) * eps_tree))
+    check_noise_scale("params.delta", _number(p, "delta"), lam * math.log(beta))
+    check_noise_scale("params.leaf_noise_scale", _number(p, "leaf_noise_scale"), l_top / eps_leaf)
+    _number(p, "theta", positive=False)
+
+
+__all__ = ["SEQUENCE_MECHANISMS", "check_sequence_parameters", "check_sequence_structure"]
