@@ -21,6 +21,7 @@ test: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/mypy polars_dp
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks $(ARGS)

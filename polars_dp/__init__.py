@@ -6,6 +6,7 @@
 """
 
 import warnings
+from typing import Any
 
 from polars_dp import duckdb, releases  # noqa: F401  (pdp.duckdb, pdp.releases)
 from polars_dp import namespace as _namespace  # noqa: F401  (registers df.dp / lf.dp)
@@ -91,7 +92,7 @@ __all__ = [
 _RENAMED = {"TreeRelease": "SpatialRelease", "SequenceModel": "SequenceRelease"}
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     if name in _RENAMED:
         new = _RENAMED[name]
         warnings.warn(f"polars_dp.{name} is deprecated; use polars_dp.{new}", DeprecationWarning,

@@ -59,7 +59,7 @@ def _charged(mechanism: F) -> F:
     params = [p for p in list(signature.parameters.values())[1:] if p.name not in _HIDDEN]
     label = inspect.Parameter("label", inspect.Parameter.KEYWORD_ONLY, default=None, annotation="str | None")
     self_param = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    method.__signature__ = signature.replace(parameters=[self_param, *params, label])
+    method.__signature__ = signature.replace(parameters=[self_param, *params, label])  # type: ignore[attr-defined]  # inspect reads a function's __signature__
     method.__doc__ = (f"``{name}`` on the session's data, charged to its budget before the data is "
                       f"read; ``label`` names the release in the ledger (default {name!r}).\n\n"
                       + inspect.cleandoc(mechanism.__doc__ or ""))
@@ -125,7 +125,7 @@ class Session:
             return mechanism(*a, **kw)
 
         charged.__name__ = label
-        charged.__signature__ = inspect.signature(mechanism)  # the accountant reads `neighbours` from it
+        charged.__signature__ = inspect.signature(mechanism)  # type: ignore[attr-defined]  # the accountant reads `neighbours` from it
         release = self._accountant.run(charged, self._data, *args, epsilon=epsilon, **kwargs)
         release.params["ledger"] = self._ledger_record()
         return release

@@ -31,7 +31,7 @@ def as_lazy(frame: Any) -> pl.LazyFrame:
     if isinstance(frame, pl.DataFrame):
         return frame.lazy()
     if isinstance(frame, (pa.Table, pa.RecordBatch)):
-        return pl.from_arrow(frame).lazy()
+        return pl.DataFrame(pl.from_arrow(frame)).lazy()
     raise ParameterError(
         f"expected a Polars DataFrame/LazyFrame or a pyarrow Table, got {type(frame).__name__}"
     )

@@ -171,6 +171,7 @@ def encode_sequences(frame: Any, column: str, *, alphabet: Sequence[Any],
         if n_null:
             raise DomainError(f"column {column!r} has {n_null:,} null symbol(s) inside sequences; "
                               "remove or recode them")
+        bad: list | str  # the first few symbols outside, or their type
         try:
             bad = (lf.select(lists.alias("s")).explode("s").filter(~pl.col("s").is_in(list(symbols)))
                    .unique().head(5).collect()["s"].to_list())

@@ -27,7 +27,7 @@ import itertools
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import polars as pl
@@ -266,7 +266,10 @@ class Hierarchy:
 
     def _index_collapsed(self) -> None:
         tree = _collapse(self._root)
-        starts, stops, parents, depths = [], [], [], []
+        starts: list[int] = []
+        stops: list[int] = []
+        parents: list[int] = []
+        depths: list[int] = []
         queue: list[tuple[_Node, int, int]] = [(tree, -1, 0)]
         # collapsing keeps every surviving node's label and leaf range: reuse the original ranges
         while queue:
@@ -334,7 +337,7 @@ class Hierarchy:
     @classmethod
     def from_json(cls, obj: Mapping | str) -> Hierarchy:
         if isinstance(obj, str):
-            obj = json.loads(obj)
+            obj = cast(Mapping, json.loads(obj))
         return cls(obj["tree"], root=obj["root"], level_names=obj.get("level_names"))
 
     def __eq__(self, other: object) -> bool:

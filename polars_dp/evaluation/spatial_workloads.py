@@ -37,7 +37,8 @@ def random_boxes(columns: str | Sequence[str], bounds: Any, n_queries: int, *,
     box volume; each query's fraction is uniform in it and its position uniform in the box.
     """
     box = as_box(columns, bounds)
-    lo_f, hi_f = SIZE_CLASSES[volume] if isinstance(volume, str) and volume in SIZE_CLASSES else volume
+    # an unknown class name gets (0, 0), refused below with the list of classes
+    lo_f, hi_f = SIZE_CLASSES.get(volume, (0.0, 0.0)) if isinstance(volume, str) else volume
     if not 0 < lo_f <= hi_f <= 1:
         raise ParameterError(f"volume must be a size class {list(SIZE_CLASSES)} or 0 < min <= max <= 1, "
                              f"got {volume!r}")

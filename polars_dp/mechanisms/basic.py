@@ -47,7 +47,7 @@ from polars_dp.releases.grid import GridRelease
 NOISE_BLOCK = 1 << 21
 
 
-def _cells(attributes) -> int:
+def _cells(attributes: Iterable[Attribute]) -> int:
     return int(np.prod([a.n_cells for a in attributes], dtype=np.float64))
 
 

@@ -210,9 +210,9 @@ def privelet(frame: Any, attributes: Attribute | Iterable[Attribute], *, epsilon
                               bytes_per_cell=24, count_column=count_column)
     advance = bar.step("noise + inverse transform", coefficients, "coef")
     if noise == "exact":
-        add_wavelet_noise_exact(counts, attrs, transformed, scale, src, advance=advance)
+        add_wavelet_noise_exact(counts, attrs, transformed, Fraction(scale), src, advance=advance)
     else:
-        add_wavelet_noise(counts, attrs, transformed, scale, src, advance=advance)
+        add_wavelet_noise(counts, attrs, transformed, float(scale), src, advance=advance)
     bar.close()
     params = {
         "rho": rho,

@@ -197,8 +197,8 @@ def privtree(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: 
     theta = check_theta(theta)
     noise = check_noise(noise)
     if noise == "exact":
-        eps_tree = Fraction(epsilon) * Fraction(share)
-        eps_leaf = Fraction(epsilon) - eps_tree
+        eps_tree: float | Fraction = Fraction(epsilon) * Fraction(share)
+        eps_leaf: float | Fraction = Fraction(epsilon) - eps_tree
         theta = grid_theta(theta)
     else:
         eps_tree, eps_leaf = epsilon * share, epsilon * (1 - share)

@@ -35,6 +35,7 @@ from polars_dp.errors import ParameterError
 from polars_dp.noise import (
     GRID_BITS,
     NoiseKind,
+    NoiseSource,
     as_source,
     check_epsilon,
     check_noise,
@@ -100,7 +101,7 @@ def check_theta(theta: float) -> float:
 
 
 def privtree_split(score: np.ndarray, depth: int, *, lam: float, delta: float, theta: float,
-                   rng, noise: NoiseKind = "exact") -> np.ndarray:
+                   rng: np.random.Generator | NoiseSource, noise: NoiseKind = "exact") -> np.ndarray:
     """PrivTree decisions for the nodes of one level, one noisy comparison per node.
 
     ``b = max(score - depth * delta, theta - delta)``; split iff ``b + Lap(lam) > theta``.
@@ -121,7 +122,7 @@ def privtree_split(score: np.ndarray, depth: int, *, lam: float, delta: float, t
     return biased + laplace(rng, lam, biased.shape) > theta
 
 
-def privtree_sequence_params(alphabet_size: int, max_length: int, eps_tree: float,
+def privtree_sequence_params(alphabet_size: int, max_length: int, eps_tree: float | Fraction,
                              noise: str = "float") -> tuple[float, float]:
     """``(lambda, delta)`` of the sequence PrivTree (Theorem 4.1 as reconstructed, spec §2.10).
 

@@ -155,8 +155,8 @@ def privtree_from_encoded(enc: EncodedSequences, *, alphabet: Sequence[Any], eps
     length_share = check_length_share(length_share, tree_share)
     l_top = enc.max_length + 1
     if check_noise(noise) == "exact":  # exact rationals that add up to epsilon
-        eps_tree = Fraction(tree_share) * Fraction(epsilon)
-        eps_length = Fraction(length_share) * Fraction(epsilon)
+        eps_tree: float | Fraction = Fraction(tree_share) * Fraction(epsilon)
+        eps_length: float | Fraction = Fraction(length_share) * Fraction(epsilon)
         eps_leaf = Fraction(epsilon) - eps_tree - eps_length
         theta = grid_theta(theta)
     else:

@@ -82,9 +82,9 @@ def grid_side(n: float, epsilon: float, c: float, d: int) -> int:
     return max(1, math.ceil((max(n, 0.0) * epsilon / c) ** (2.0 / (d + 2))))
 
 
-def _budget_for_n(count_points: Callable[[], float], n: int | None, n_share: float, epsilon: float,
-                  neighbours: str, rng: NoiseSource, nulls: Nulls = "raise", noise: str = "float"
-                  ) -> tuple[float, float | Fraction, str]:
+def _budget_for_n(count_points: Callable[[], float], n: int | None, n_share: float,
+                  epsilon: float | Fraction, neighbours: str, rng: NoiseSource, nulls: Nulls = "raise",
+                  noise: str = "float") -> tuple[float, float | Fraction, str]:
     """``(N used for the grid size, epsilon left for the counts, how N was obtained)``.
 
     Under ``replace`` neighbours the row count is public, so the exact N is free, but only
@@ -99,6 +99,7 @@ def _budget_for_n(count_points: Callable[[], float], n: int | None, n_share: flo
     if neighbours == "replace" and nulls == "raise":
         return float(count_points()), epsilon, "exact (public under replace neighbours)"
     share = check_fraction(n_share, "n_share")
+    noisy: float  # an integer on the exact path
     if noise == "exact":
         eps_n = Fraction(share) * epsilon
         noisy = int(count_points()) + int(sample_noise(rng, laplace_scale(1, eps_n, noise), 1, noise)[0])
@@ -131,7 +132,8 @@ def uniform_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsil
     src = noise_source(seed)
     bar = Progress("uniform_grid", progress, rows_hint(frame))
     bar.step("counting")
-    opts = {"on_out_of_domain": on_out_of_domain, "nulls": nulls, "count_column": count_column}
+    opts: dict[str, Any] = {"on_out_of_domain": on_out_of_domain, "nulls": nulls,
+                            "count_column": count_column}
     if n is None:  # two passes (N, then the grid): a one-shot stream keeps the point columns only
         frame = rereadable(frame, [*box.columns, *([count_column] if count_column else [])])
     n_used, eps_grid, n_how = _budget_for_n(lambda: grid_counts(frame, box, 1, **opts).sum(), n, n_share,

@@ -87,7 +87,7 @@ try:  # the default cryptographic bit source (falls back to os.urandom without i
     from cryptography.hazmat.primitives.ciphers import Cipher as _Cipher
     from cryptography.hazmat.primitives.ciphers.algorithms import ChaCha20 as _ChaCha20
 except ImportError:  # pragma: no cover - exercised only without the package
-    _Cipher = _ChaCha20 = None
+    _Cipher = _ChaCha20 = None  # type: ignore[misc,assignment]  # fallback: package absent
 
 
 from polars_dp.noise.calibration import (
@@ -119,7 +119,8 @@ from polars_dp.noise.sources import NoiseSource, SeedLike, as_source, make_rng, 
 
 
 # ============================================================================ float Laplace
-def laplace(rng: np.random.Generator | NoiseSource, scale: float | np.ndarray, size=None) -> np.ndarray:
+def laplace(rng: np.random.Generator | NoiseSource, scale: float | np.ndarray,
+            size: int | tuple[int, ...] | None = None) -> np.ndarray:
     """I.i.d. floating-point Laplace(0, scale) draws (``noise="float"``): density
     ``exp(-|x|/scale) / (2 scale)``, variance ``2 scale^2``.
 

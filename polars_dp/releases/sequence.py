@@ -67,7 +67,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 import polars as pl
@@ -154,7 +154,7 @@ def strings_frame(alphabet: Sequence[Any], strings: np.ndarray, counts: np.ndarr
     valid = strings >= 0
     table = pa.table({"string": _list_array(symbol_array(alphabet, strings[valid]), valid.sum(axis=1)),
                       "count": pa.array(np.asarray(counts, dtype=np.float64), pa.float64())})
-    return pl.from_arrow(table)
+    return cast(pl.DataFrame, pl.from_arrow(table))
 
 
 @register_release_type
@@ -457,7 +457,8 @@ class SequenceRelease(Release):
             lengths[alive[cont]] += 1
             alive = alive[cont]
         codes = generated[generated >= 0]
-        return pl.from_arrow(pa.table({"sequence": _list_array(self._symbols(codes), lengths)}))
+        table = pa.table({"sequence": _list_array(self._symbols(codes), lengths)})
+        return cast(pl.DataFrame, pl.from_arrow(table))
 
     # ------------------------------------------------------------------ DuckDB
     def to_duckdb(self, con: Any, name: str, *, replace: bool = False) -> Any:
