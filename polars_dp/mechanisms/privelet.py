@@ -26,7 +26,7 @@ direct formula; about two passes over the cube whatever the number of transforme
 Peak memory is the count matrix plus, when the first axis is transformed, one buffer of its
 coefficient length times the other axes' cells.
 
-Exact noise (``noise="exact"``, the default; note §5b)
+Exact noise (``noise="exact"``, the default; Mironov, CCS 2012)
 -----------------------------------------------------
 Every noisy value that depends on the data lives on an integer lattice:
 

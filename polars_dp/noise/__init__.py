@@ -60,7 +60,7 @@ leaks).
 * :func:`privtree_decision` decides PrivTree's ``b + Lap(lambda) > theta`` exactly:
   with ``x = theta - b``, ``E ~ Bernoulli(exp(-|x|/lambda))`` and a fair bit ``H``, split
   = ``H and E`` if ``x >= 0`` else ``not (H and E)``; ``P = e^(-x/lambda)/2`` resp.
-  ``1 - e^(x/lambda)/2``, the Laplace tail (note §5c).
+  ``1 - e^(x/lambda)/2``, the Laplace tail (Canonne, Kamath, Steinke 2020, Alg. 1 draws E).
 
 Scales are rationals: :func:`exact_scale` rounds ``sensitivity / epsilon`` *up* to the grid
 ``2^-GRID_BITS`` (computed from the exact binary value of the float epsilon), so the

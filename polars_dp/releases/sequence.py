@@ -5,7 +5,7 @@ public tree (built by a public rule or by PrivTree's private decisions) and the 
 histograms (unclipped sums of the noisy leaves for the PST, one noisy count per bin for the
 n-gram baseline); it never sees the input data.  Queries clip bins at 0 when they use them.
 
-The model (PrivTree paper Sec. 4; spec §2.10)
+The model (PrivTree paper Sec. 4)
 ---------------------------------------------
 A sequence ``s1 … sn`` is written ``# s1 … sn &`` and truncated to ``max_length`` symbols.
 ``h(v)[y]`` counts the positions ``j`` whose context ``# s1 … s_{j-1}`` ends with ``str(v)``
