@@ -1,8 +1,11 @@
 """polars-dp: differentially private synopses (Privelet, PrivTree) from Polars, as Arrow.
 
 >>> import polars as pl, polars_dp as pdp
->>> release = df.dp.basic([pdp.Ordinal("age", 0, 100)], epsilon=1.0)   # doctest: +SKIP
->>> release.write_parquet("age.parquet")                                  # doctest: +SKIP
+>>> df = pl.DataFrame({"age": [23, 35, 35, 61, 47]})
+>>> release = df.dp.basic([pdp.Ordinal("age", 0, 99, width=10)], epsilon=1.0)
+>>> release.shape, release.noise_scale   # Laplace scale 2 / epsilon (replace-one neighbours)
+((10,), 2.0)
+>>> answer = release.range_count(age=(30, 49))   # a noisy count of ages 30..49
 """
 
 import warnings

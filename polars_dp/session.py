@@ -1,9 +1,14 @@
 """A budgeted session: one private dataset, one total epsilon, the mechanisms as methods.
 
->>> session = pdp.Session(df, epsilon=1.0, neighbours="replace")        # doctest: +SKIP
->>> cube = session.privelet(attrs, epsilon=0.6, label="wages cube")     # doctest: +SKIP
->>> session.basic(attrs, epsilon=0.6)                                   # doctest: +SKIP
-BudgetExceededError: ...
+>>> import polars as pl, polars_dp as pdp
+>>> df = pl.DataFrame({"age": [23, 35, 61]})
+>>> attrs = [pdp.Ordinal("age", 0, 99, width=10)]
+>>> session = pdp.Session(df, epsilon=1.0, neighbours="replace")
+>>> cube = session.privelet(attrs, epsilon=0.6, label="ages cube")
+>>> session.basic(attrs, epsilon=0.6)
+Traceback (most recent call last):
+    ...
+polars_dp.errors.BudgetExceededError: ...
 
 Every method is the functional mechanism (:func:`polars_dp.privelet`, ...) with the session's
 data bound as its first argument and its neighbour relation fixed, generated from the

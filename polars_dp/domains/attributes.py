@@ -125,6 +125,11 @@ class Ordinal(AttributeBase):
     ``floor((hi - lo) / width) + 1`` cells, the last one possibly narrower than ``width``.
     Integer bounds and width use exact integer arithmetic; otherwise floats are used and a
     value within ``FLOAT_TOLERANCE`` widths below a boundary counts as on it.
+
+    >>> import polars_dp as pdp
+    >>> age = pdp.Ordinal("age", 0, 99, width=10)   # cells [0, 10), ..., [80, 90), [90, 99]
+    >>> age.n_cells, age.value_to_cell([0, 9, 10, 99]).tolist()
+    (10, [0, 0, 1, 9])
     """
 
     kind = "ordinal"
@@ -241,6 +246,12 @@ class Nominal(AttributeBase):
     Give either ``hierarchy`` (a :class:`Hierarchy` or the nested dict accepted by
     :meth:`Hierarchy.from_dict`) or ``categories`` (a flat hierarchy: root plus leaves).
     Cells follow the hierarchy's depth-first leaf order.
+
+    >>> import polars_dp as pdp
+    >>> sex = pdp.Nominal("sex", categories=["f", "m"])
+    >>> country = pdp.Nominal("country", {"europe": ["fr", "de"], "asia": ["jp"]})
+    >>> sex.n_cells, country.n_cells, country.leaf_range("europe")   # cells [0, 2) of the leaves
+    (2, 3, (0, 2))
     """
 
     kind = "nominal"

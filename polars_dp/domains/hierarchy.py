@@ -121,6 +121,11 @@ class Hierarchy:
     ``node_start``, ``node_stop``, ``node_parent``, ``node_depth``
         per node of the collapsed tree in level (BFS) order, node 0 being the root: the
         leaf range it covers, its parent's index (-1 for the root) and its depth.
+
+    >>> import polars_dp as pdp
+    >>> h = pdp.Hierarchy.from_dict({"europe": ["fr", "de"], "asia": ["jp"]})
+    >>> h.leaves, h.height
+    (('fr', 'de', 'jp'), 3)
     """
 
     def __init__(self, tree: Any, *, root: str = "*", level_names: Sequence[str] | None = None):

@@ -194,6 +194,12 @@ def privelet(frame: Any, attributes: Attribute | Iterable[Attribute], *, epsilon
     is ``"privelet"``, or ``"privelet+"`` when some attribute is untransformed, or ``"basic"``
     when none is transformed (then the release is exactly :func:`polars_dp.basic`'s, and
     ``params["note"]`` says why).
+
+    >>> import polars as pl, polars_dp as pdp
+    >>> df = pl.DataFrame({"age": [23, 35, 35, 61]})
+    >>> release = pdp.privelet(df, [pdp.Ordinal("age", 0, 99, width=10)], epsilon=1.0)
+    >>> release.params["rho"], release.noise_scale   # rho = 1 + log2(16): 10 cells padded to 16
+    (5, 10.0)
     """
     attrs = as_attributes(attributes)
     epsilon = check_epsilon(epsilon)

@@ -187,6 +187,12 @@ def privtree(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: 
     noise : ``"exact"`` (exact decisions and discrete Laplace leaf counts, default) or ``"float"``.
     progress : stage bars on stderr (counting finest cells, tree, noise); ``None``: on a
         terminal for large inputs.
+
+    >>> import polars as pl, polars_dp as pdp
+    >>> points = pl.DataFrame({"x": [0.1, 0.2, 0.8, 0.9], "y": [0.1, 0.3, 0.7, 0.9]})
+    >>> tree = pdp.privtree(points, ["x", "y"], bounds=[(0, 1), (0, 1)], epsilon=1.0)
+    >>> tree.columns, tree.neighbours, len(tree.count) == tree.n_leaves
+    (['x', 'y'], 'add_remove', True)
     """
     box = as_box(columns, bounds)
     split_bits = check_fanout(fanout, box.d)
