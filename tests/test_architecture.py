@@ -220,6 +220,12 @@ def test_the_private_import_allow_list_is_current():
     assert PRIVATE_IMPORTS_TO_FIX <= found, sorted(PRIVATE_IMPORTS_TO_FIX - found)
 
 
+def test_docstring_examples_run():
+    """``make test`` runs the examples (``--doctest-modules`` over polars_dp/); none is skipped."""
+    skipped = [m for m, path in MODULES.items() if "doctest: +SKIP" in path.read_text()]
+    assert not skipped, f"docstring examples marked +SKIP in {skipped}; build small data in the example"
+
+
 def test_the_checks_see_a_violation(tmp_path):
     """The walker finds what it should: a function-local import and an upward import."""
     path = tmp_path / "m.py"
