@@ -41,6 +41,7 @@ test: $(FULL)
 
 lint: $(FULL)
 	$(BIN)/ruff check .
+	$(BIN)/mypy polars_dp
 
 bench: $(FULL)
 	$(BIN)/python -m benchmarks $(ARGS)

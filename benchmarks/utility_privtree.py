@@ -1,4 +1,4 @@
-"""Utility of PrivTree vs UG, AG, Privelet* (256^2 grid) on GeoNames cities500 (spec §2.12).
+"""Utility of PrivTree vs UG, AG, Privelet* (256^2 grid) on GeoNames cities500 (PrivTree paper Sec. 6.1).
 
 Relative error (smoothing 0.1% of n) of random square queries per size class at several
 epsilons, averaged over queries and ``--runs`` releases.  The grids get the public

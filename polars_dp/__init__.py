@@ -1,11 +1,15 @@
 """polars-dp: differentially private synopses (Privelet, PrivTree) from Polars, as Arrow.
 
 >>> import polars as pl, polars_dp as pdp
->>> release = df.dp.basic([pdp.Ordinal("age", 0, 100)], epsilon=1.0)   # doctest: +SKIP
->>> release.write_parquet("age.parquet")                                  # doctest: +SKIP
+>>> df = pl.DataFrame({"age": [23, 35, 35, 61, 47]})
+>>> release = df.dp.basic([pdp.Ordinal("age", 0, 99, width=10)], epsilon=1.0)
+>>> release.shape, release.noise_scale   # Laplace scale 2 / epsilon (replace-one neighbours)
+((10,), 2.0)
+>>> answer = release.range_count(age=(30, 49))   # a noisy count of ages 30..49
 """
 
 import warnings
+from typing import Any
 
 from polars_dp import duckdb, releases  # noqa: F401  (pdp.duckdb, pdp.releases)
 from polars_dp import namespace as _namespace  # noqa: F401  (registers df.dp / lf.dp)
@@ -97,7 +101,7 @@ __all__ = [
 _RENAMED = {"TreeRelease": "SpatialRelease", "SequenceModel": "SequenceRelease"}
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     if name in _RENAMED:
         new = _RENAMED[name]
         warnings.warn(f"polars_dp.{name} is deprecated; use polars_dp.{new}", DeprecationWarning,

@@ -5,10 +5,15 @@ Releasing ``k`` mechanisms that are ``epsilon_i``-DP on the same data is
 neighbour relation.  The accountant checks the budget *before* a mechanism touches the
 data, so a refused release reads nothing.
 
->>> acct = pdp.Accountant(total=1.0, neighbours="replace")          # doctest: +SKIP
->>> cube = acct.run(df.dp.privelet, attrs, epsilon=0.6)              # doctest: +SKIP
->>> acct.run(df.dp.basic, attrs, epsilon=0.6)                        # doctest: +SKIP
-BudgetExceededError: ...
+>>> import polars as pl, polars_dp as pdp
+>>> df = pl.DataFrame({"age": [23, 35, 61]})
+>>> attrs = [pdp.Ordinal("age", 0, 99, width=10)]
+>>> acct = pdp.Accountant(total=1.0, neighbours="replace")
+>>> cube = acct.run(df.dp.privelet, attrs, epsilon=0.6)
+>>> acct.run(df.dp.basic, attrs, epsilon=0.6)
+Traceback (most recent call last):
+    ...
+polars_dp.errors.BudgetExceededError: ...
 
 Releases under different neighbour relations do not compose directly (an ``epsilon``-DP
 release under ``add_remove`` is ``2 epsilon``-DP under ``replace``); the accountant keeps to

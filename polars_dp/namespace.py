@@ -46,7 +46,7 @@ def _bound_to_frame(mechanism: F) -> F:
     signature = inspect.signature(mechanism)
     params = list(signature.parameters.values())
     self_param = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    method.__signature__ = signature.replace(parameters=[self_param, *params[1:]])  # type: ignore[attr-defined]
+    method.__signature__ = signature.replace(parameters=[self_param, *params[1:]])  # type: ignore[attr-defined]  # inspect reads a function's __signature__
     del method.__wrapped__  # help() and inspect use __signature__, not the function's
     return method  # type: ignore[return-value]
 

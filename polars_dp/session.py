@@ -1,9 +1,14 @@
 """A budgeted session: one private dataset, one total epsilon, the mechanisms as methods.
 
->>> session = pdp.Session(df, epsilon=1.0, neighbours="replace")        # doctest: +SKIP
->>> cube = session.privelet(attrs, epsilon=0.6, label="wages cube")     # doctest: +SKIP
->>> session.basic(attrs, epsilon=0.6)                                   # doctest: +SKIP
-BudgetExceededError: ...
+>>> import polars as pl, polars_dp as pdp
+>>> df = pl.DataFrame({"age": [23, 35, 61]})
+>>> attrs = [pdp.Ordinal("age", 0, 99, width=10)]
+>>> session = pdp.Session(df, epsilon=1.0, neighbours="replace")
+>>> cube = session.privelet(attrs, epsilon=0.6, label="ages cube")
+>>> session.basic(attrs, epsilon=0.6)
+Traceback (most recent call last):
+    ...
+polars_dp.errors.BudgetExceededError: ...
 
 Every method is the functional mechanism (:func:`polars_dp.privelet`, ...) with the session's
 data bound as its first argument and its neighbour relation fixed, generated from the
@@ -77,7 +82,7 @@ def _charged(name: str, mechanism: F) -> F:
     params = [p for p in list(signature.parameters.values())[1:] if p.name not in _HIDDEN]
     label = inspect.Parameter("label", inspect.Parameter.KEYWORD_ONLY, default=None, annotation="str | None")
     self_param = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    method.__signature__ = signature.replace(parameters=[self_param, *params, label])  # type: ignore[attr-defined]
+    method.__signature__ = signature.replace(parameters=[self_param, *params, label])  # type: ignore[attr-defined]  # inspect reads a function's __signature__
     method.__doc__ = (f"``{name}`` on the session's data, charged to its budget before the data is "
                       f"read; ``label`` names the release in the ledger (default {name!r}).\n\n"
                       + inspect.cleandoc(mechanism.__doc__ or ""))

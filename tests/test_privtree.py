@@ -1,4 +1,4 @@
-"""PrivTree: the privacy proof obligations (spec §2.4, §2.7) and input validation."""
+"""PrivTree: privacy proof obligations (PrivTree paper Sec. 3: privacy, tree size) and input validation."""
 
 import importlib
 import math

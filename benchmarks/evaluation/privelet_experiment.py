@@ -1,4 +1,4 @@
-"""Privelet paper, Sec. VI (spec §1.7): error of range-count queries by coverage quintile.
+"""Privelet paper (Xiao, Wang, Gehrke, ICDE'10), Sec. VII: error of range-count queries by coverage quintile.
 
 For every epsilon, each mechanism releases the table's frequency matrix once per repeat;
 the same workload (random range-count queries: 1-4 predicates, ordinal random intervals,
@@ -27,7 +27,7 @@ from .metrics import answers, group_means, quintile_index, square_error
 from .progress import progress, seeds
 
 EPSILONS = (0.5, 0.75, 1.0, 1.25)
-#: The Privelet paper's experimental choice S_A = {Age, Gender} (spec §1.6).
+#: The Privelet paper's experimental choice S_A = {Age, Gender} (Sec. VII).
 PAPER_UNTRANSFORMED = ("age", "gender")
 
 Mechanism = Callable[[Table, float, Any], pdp.GridRelease]

@@ -1,4 +1,4 @@
-"""PrivTree paper, Sec. 6.2 (spec §2.10): frequent strings of msnbc sessions.
+"""PrivTree paper, Sec. 6.2 (model of Sec. 4): frequent strings of msnbc sessions.
 
 Each model (the private prediction suffix tree, the fixed-depth n-gram baseline, and
 non-private truncation to the same length) reports its top-k strings; precision is the

@@ -1,4 +1,4 @@
-"""PrivTree paper, Sec. 6.1 (spec §2.12): relative error of random range-count boxes.
+"""PrivTree paper, Sec. 6.1 (Zhang, Xiao, Xie, SIGMOD 2016): relative error of random range-count boxes.
 
 Three query classes by volume (a fraction of the public box): small [0.01%, 0.1%), medium
 [0.1%, 1%), large [1%, 10%).  Each mechanism releases the points once per (epsilon, repeat)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -15,13 +17,13 @@ from polars_dp.datasets import load_military, military_attributes
 from polars_dp.evaluation.references import exact_range_count, exact_range_counts
 
 
-def _timed(make: Callable):
+def _timed(make: Callable[[], Any]) -> tuple[Any, float]:
     t0 = time.perf_counter()
     out = make()
     return out, time.perf_counter() - t0
 
 
-def _table(rows: list[tuple[str, dict]], truth, releases: dict) -> None:
+def _table(rows: list[tuple[str, dict]], truth: Callable[[dict], float], releases: dict) -> None:
     header = f"{'range-count query':<38}{'true':>11}" + "".join(f"{k + ' ± std':>22}" for k in releases)
     print(header)
     print("-" * len(header))
@@ -32,7 +34,7 @@ def _table(rows: list[tuple[str, dict]], truth, releases: dict) -> None:
         print(line)
 
 
-def _truth(frame, attrs):
+def _truth(frame: pl.DataFrame | pl.LazyFrame, attrs: Sequence[pdp.Attribute]) -> Callable[[dict], float]:
     """Exact answers (NOT private), only to show the error next to the noisy answers."""
     counts = frequency_matrix(frame, attrs)
     return lambda predicates: exact_range_count(counts, attrs, **predicates)
@@ -45,10 +47,12 @@ def _military(args: argparse.Namespace) -> None:
     print(f"1. US military personnel: {n:,} rows (bundled, public domain)")
     print("   public domain: " + " x ".join(f"{a.column}({a.n_cells})" for a in attrs)
           + f" = {int(np.prod([a.n_cells for a in attrs])):,} cells\n")
-    releases = {}
+    releases: dict[str, Any] = {}
+    kwargs: dict[str, Any]
     for name, kwargs in (("basic", {}), ("privelet", {})):
-        releases[name], secs = _timed(lambda name=name, kw=kwargs: getattr(frame.dp, name)(
-            attrs, epsilon=args.epsilon, seed=args.seed, **kw))
+        run = getattr(frame.dp, name)  # type: ignore[attr-defined]  # df.dp: registered at import, unknown to Polars' types
+        releases[name], secs = _timed(functools.partial(run, attrs, epsilon=args.epsilon, seed=args.seed,
+                                                        **kwargs))
         r = releases[name]
         print(f"   {name:<9} epsilon={r.epsilon}, neighbours={r.neighbours!r}, "
               f"noise scale {r.noise_scale:.3g}, {r.n_cells:,} cells, {secs:.2f} s")
@@ -78,8 +82,8 @@ def _incomes(args: argparse.Namespace) -> None:
     })
     attrs = [pdp.Ordinal("age", 0, 100), pdp.Ordinal("income", 0, 99_999, width=100)]
     print(f"2. Synthetic incomes: {n:,} rows, age(101) x income(1,000 bins of $100) = 101,000 cells\n")
-    releases = {"basic": frame.dp.basic(attrs, epsilon=args.epsilon, seed=args.seed)}
-    releases["privelet+"], secs = _timed(lambda: frame.dp.privelet(
+    releases = {"basic": frame.dp.basic(attrs, epsilon=args.epsilon, seed=args.seed)}  # type: ignore[attr-defined]  # df.dp: registered at import, unknown to Polars' types
+    releases["privelet+"], secs = _timed(lambda: frame.dp.privelet(  # type: ignore[attr-defined]  # df.dp: registered at import, unknown to Polars' types
         attrs, epsilon=args.epsilon, untransformed="auto", seed=args.seed))
     print(f"   privelet+ untransformed={releases['privelet+'].params['untransformed']} (the paper's "
           f"rule), rho={releases['privelet+'].params['rho']}, {secs:.2f} s\n")
@@ -102,9 +106,9 @@ def _points(args: argparse.Namespace) -> None:
     bounds = [(-180.0, 180.0), (-90.0, 90.0)]
     print(f"3. Synthetic points around four cities: {frame.height:,} rows in the box lon x lat = "
           "[-180, 180] x [-90, 90]\n")
-    tree, secs = _timed(lambda: frame.dp.privtree(["lon", "lat"], bounds=bounds, epsilon=args.epsilon,
+    tree, secs = _timed(lambda: frame.dp.privtree(["lon", "lat"], bounds=bounds, epsilon=args.epsilon,  # type: ignore[attr-defined]  # df.dp: registered at import, unknown to Polars' types
                                                   seed=args.seed))
-    grid = frame.dp.uniform_grid(["lon", "lat"], bounds=bounds, epsilon=args.epsilon, seed=args.seed)
+    grid = frame.dp.uniform_grid(["lon", "lat"], bounds=bounds, epsilon=args.epsilon, seed=args.seed)  # type: ignore[attr-defined]  # df.dp: registered at import, unknown to Polars' types
     print(f"   privtree  {tree.n_leaves:,} leaves, deepest at depth {int(tree.depth.max())}, {secs:.2f} s "
           f"(uniform grid: {grid.n_leaves:,} cells)\n")
     boxes = pl.DataFrame({"lon_lo": [-75.0, -74.2, 0.0, -180.0], "lon_hi": [-73.0, -73.8, 5.0, 180.0],

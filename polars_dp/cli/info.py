@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from typing import Any
+from typing import Any, cast
 
 import polars_dp as pdp
 from polars_dp.cli.common import fmt_number, human_size, open_release
@@ -44,6 +44,7 @@ def domain(release: pdp.Release) -> dict[str, Any]:
         return {"attributes": [a.to_json() for a in release.attributes]}
     if isinstance(release, pdp.SpatialRelease):
         return {"columns": release.columns, "bounds": meta["bounds"]}
+    release = cast(pdp.SequenceRelease, release)  # the third release type
     return {"alphabet": list(release.alphabet), "max_length": release.max_length}
 
 
@@ -52,6 +53,7 @@ def size(release: pdp.Release) -> dict[str, Any]:
         return {"cells": release.n_cells, "shape": list(release.shape)}
     if isinstance(release, pdp.SpatialRelease):
         return {"leaves": release.n_leaves, "layout": release.metadata()["layout"]["kind"]}
+    release = cast(pdp.SequenceRelease, release)  # the third release type
     return {"nodes": release.n_nodes, "height": release.height}
 
 
@@ -81,6 +83,7 @@ def _domain_lines(release: pdp.Release) -> list[str]:
         bounds = release.metadata()["bounds"]
         return [f"{c}: [{fmt_number(a)}, {fmt_number(b)}]"
                 for c, (a, b) in zip(release.columns, bounds, strict=True)]
+    release = cast(pdp.SequenceRelease, release)  # the third release type
     shown = " ".join(map(str, release.alphabet[:30])) + (" ..." if len(release.alphabet) > 30 else "")
     return [f"alphabet of {len(release.alphabet)}: {shown}", f"max_length {release.max_length}"]
 

@@ -250,12 +250,12 @@ def _tree(fig: Any, release: pdp.SpatialRelease, args: argparse.Namespace) -> No
         ax.set_title(f"{release.n_leaves:,} leaves", fontsize="medium")
     else:  # more columns: the 2-D marginal on a raster of range counts (leaf boxes would overlap)
         m = 128
-        ex = np.linspace(*bounds[x], m + 1)
-        ey = np.linspace(*bounds[y], m + 1)
+        ex = np.linspace(bounds[x][0], bounds[x][1], m + 1)
+        ey = np.linspace(bounds[y][0], bounds[y][1], m + 1)
         gx, gy = np.meshgrid(np.arange(m), np.arange(m), indexing="ij")
-        boxes = pl.DataFrame({f"{x}_lo": ex[gx.ravel()], f"{x}_hi": ex[gx.ravel() + 1],
+        raster = pl.DataFrame({f"{x}_lo": ex[gx.ravel()], f"{x}_hi": ex[gx.ravel() + 1],
                               f"{y}_lo": ey[gy.ravel()], f"{y}_hi": ey[gy.ravel() + 1]})
-        values = np.maximum(release.range_counts(boxes)["count"].to_numpy().reshape(m, m), 0.0)
+        values = np.maximum(release.range_counts(raster)["count"].to_numpy().reshape(m, m), 0.0)
         mesh = ax.pcolormesh(ex, ey, values.T, cmap="viridis")
         fig.colorbar(mesh, ax=ax, label=f"noisy count per raster cell (marginal over the other "
                                          f"{len(cols) - 2} columns)")

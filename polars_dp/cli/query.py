@@ -10,7 +10,7 @@ import json
 import math
 import re
 import sys
-from typing import Any
+from typing import Any, cast
 
 import polars as pl
 
@@ -241,7 +241,7 @@ def _sequence(args: argparse.Namespace, model: pdp.SequenceRelease) -> int:
     return 0
 
 
-def _align(release: pdp.Release, args: argparse.Namespace) -> dict[str, str]:
+def _align(release: pdp.Release, args: argparse.Namespace) -> dict[str, Any]:
     """``align=`` for a grid release; spatial releases have no bins to align to."""
     if isinstance(release, pdp.GridRelease):
         return {"align": args.align}
@@ -273,6 +273,7 @@ def _batch(args: argparse.Namespace, release: pdp.Release) -> int:
         else:
             answers = frame.with_columns(pl.Series("count", release.frequencies(strings)))
     else:
+        release = cast(pdp.GridRelease | pdp.SpatialRelease, release)
         try:
             answers = release.range_counts(frame, std=args.std, passthrough=("id", *args.keep),
                                            **_align(release, args), **_alpha(release, args))

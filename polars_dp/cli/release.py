@@ -8,7 +8,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import duckdb
 import polars as pl
@@ -95,6 +95,7 @@ def size_text(release: pdp.Release) -> str:
         return f"{release.n_cells:,} cells"
     if isinstance(release, pdp.SpatialRelease):
         return f"{release.n_leaves:,} leaves"
+    release = cast(pdp.SequenceRelease, release)  # the third release type
     return f"{release.n_nodes:,} nodes (height {release.height})"
 
 

@@ -275,7 +275,7 @@ class _Reader:
                 where = f" in {parent}" if parent else ""
                 raise self.fail(path[:-1], f"missing key {key!r}{where}{hint}")
             return None
-        value = table[key]
+        value = table[str(key)]  # TOML keys are strings
         kinds = kind if isinstance(kind, tuple) else (kind,)
         if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
             raise self.fail(path, f"expected {what or _type_name(kind)}, got {value!r}")
@@ -352,7 +352,7 @@ class _Reader:
         if not attrs:
             raise self.fail(("attributes",), "declare at least one [[attributes]] table")
         seen: dict[str, int] = {}
-        out = []
+        out: list[pdp.Attribute] = []
         for i, table in enumerate(attrs):
             path: Path_ = ("attributes", i)
             if not isinstance(table, dict):
@@ -469,6 +469,7 @@ class _Reader:
                           what="{column = [lo, hi], ...} or a list of [lo, hi] pairs")
         columns = self.get(doc, ("columns",), required=isinstance(bounds, list), kind=list,
                            what="the list of coordinate columns")
+        pairs: list[tuple[Path_, Any]]
         if isinstance(bounds, dict):
             if columns is not None and list(columns) != list(bounds):
                 raise self.fail(("columns",), f"lists {columns} but bounds declares {list(bounds)}; "

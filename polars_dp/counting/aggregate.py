@@ -12,6 +12,8 @@ piece is returned as its sorted keys with ``counts=None``.
 
 from __future__ import annotations
 
+from typing import TypeAlias
+
 import numpy as np
 import polars as pl
 
@@ -55,7 +57,7 @@ class Accumulator:
         self.n_cells = n_cells
         self.dense_mode = dense
         self._dense: np.ndarray | None = None
-        self._pieces: list[tuple[np.ndarray, np.ndarray]] = []
+        self._pieces: list[tuple[np.ndarray, np.ndarray | None]] = []
         self._held = 0
 
     def add(self, keys: np.ndarray, counts: np.ndarray | None = None) -> None:
@@ -110,4 +112,7 @@ class Accumulator:
         return self._merge()
 
 
-__all__ = ["Accumulator"]
+#: What an engine returns: dense float64 counts, or :meth:`Accumulator.sparse`'s pair.
+Counts: TypeAlias = np.ndarray | tuple[np.ndarray, np.ndarray | None]
+
+__all__ = ["Accumulator", "Counts"]

@@ -20,7 +20,7 @@ import pyarrow as pa
 from polars_dp.counting import engines
 from polars_dp.counting.spec import CountSpec, strides
 from polars_dp.domains.attributes import Attribute, as_attributes
-from polars_dp.errors import ColumnNotFoundError, DomainTooLargeError, ParameterError
+from polars_dp.errors import DomainTooLargeError, ParameterError
 from polars_dp.params import NULLS, ON_OUT_OF_DOMAIN, check_option
 
 
@@ -31,7 +31,7 @@ def as_lazy(frame: Any) -> pl.LazyFrame:
     if isinstance(frame, pl.DataFrame):
         return frame.lazy()
     if isinstance(frame, (pa.Table, pa.RecordBatch)):
-        return pl.from_arrow(frame).lazy()
+        return pl.DataFrame(pl.from_arrow(frame)).lazy()
     raise ParameterError(
         f"expected a Polars DataFrame/LazyFrame or a pyarrow Table, got {type(frame).__name__}"
     )
@@ -78,38 +78,6 @@ def check_domain_size(shape: tuple[int, ...], *, bytes_per_cell: int = 24,
     return n
 
 
-def _check_columns(schema: pl.Schema, attrs: tuple[Attribute, ...]) -> None:
-    missing = [a.column for a in attrs if a.column not in schema]
-    if missing:
-        raise ColumnNotFoundError(
-            f"column {missing[0]!r} is not in the input; available columns: {list(schema.names())}"
-        )
-
-
-def cell_index_frame(frame: Any, attributes: Iterable[Attribute], *,
-                     on_out_of_domain: str = "raise", nulls: str = "raise"
-                     ) -> tuple[pl.LazyFrame, pl.Expr, tuple[Attribute, ...]]:
-    """Validate options and columns; return (lazy input, flat cell expression, attributes).
-
-    Rows whose cell is null are invalid (null, NaN or outside the domain); with
-    ``nulls="drop"`` rows with a null/NaN in a declared column are filtered out first.
-    """
-    check_row_options(on_out_of_domain, nulls)
-    attrs = as_attributes(attributes)
-    lf = as_lazy(frame)
-    schema = lf.collect_schema()
-    _check_columns(schema, attrs)
-    clamp = on_out_of_domain == "clamp"
-    _check_clamp(clamp, attrs)
-    if nulls == "drop":
-        lf = lf.filter(pl.all_horizontal(a.valid_expr(schema[a.column]) for a in attrs))
-    shape = tuple(a.n_cells for a in attrs)
-    flat = pl.lit(0, dtype=pl.Int64)
-    for a, stride in zip(attrs, strides(shape), strict=True):
-        flat = flat + a.index_expr(schema[a.column], clamp=clamp) * stride
-    return lf, flat.alias("cell"), attrs
-
-
 def frequency_matrix(frame: Any, attributes: Iterable[Attribute], *,
                      on_out_of_domain: str = "raise", nulls: str = "raise",
                      bytes_per_cell: int = 24, count_column: str | None = None) -> np.ndarray:
@@ -138,4 +106,4 @@ def _check_clamp(clamp: bool, attrs: tuple[Attribute, ...]) -> None:
         )
 
 
-__all__ = ["as_lazy", "cell_index_frame", "check_domain_size", "frequency_matrix", "strides"]
+__all__ = ["as_lazy", "check_domain_size", "frequency_matrix", "strides"]

@@ -1,6 +1,6 @@
 """Symbol-context counts of sequences: the only place the private sequences are read.
 
-Conventions (PrivTree paper, Sec. 4; spec §2.10)
+Conventions (PrivTree paper, Sec. 4)
 -------------------------------------------------
 A sequence ``s1 … sn`` over the public alphabet ``I`` is written ``# s1 … sn &``.  After the
 public truncation rule (keep the first ``max_length`` symbols) it has ``n + 1 <= l_top =

@@ -8,6 +8,7 @@ openintro R package).  Columns: grade, branch, gender, race, hisp, rank (1..11).
 from __future__ import annotations
 
 from importlib.resources import files
+from typing import Any, Literal, overload
 
 import polars as pl
 
@@ -15,7 +16,7 @@ from polars_dp.domains.attributes import Nominal, Ordinal
 from polars_dp.domains.hierarchy import Hierarchy
 
 #: Public generalisation hierarchies of the military table's nominal columns.
-MILITARY_HIERARCHIES = {
+MILITARY_HIERARCHIES: dict[str, Any] = {
     "grade": {"commissioned": ["officer", "warrant officer"], "enlisted": ["enlisted"]},
     "branch": {"Department of the Army": ["army"], "Department of the Navy": ["navy", "marine corps"],
                "Department of the Air Force": ["air force"]},
@@ -29,6 +30,10 @@ def military_path() -> str:
     return str(files("polars_dp.datasets") / "military.parquet")
 
 
+@overload
+def load_military(lazy: Literal[False] = False) -> pl.DataFrame: ...
+@overload
+def load_military(lazy: Literal[True]) -> pl.LazyFrame: ...
 def load_military(lazy: bool = False) -> pl.DataFrame | pl.LazyFrame:
     """The military personnel table (a LazyFrame scan when ``lazy``)."""
     return pl.scan_parquet(military_path()) if lazy else pl.read_parquet(military_path())

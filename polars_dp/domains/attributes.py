@@ -23,8 +23,8 @@ bounds (``Ordinal("lat", 44.0, 46.0, width=1.0)``), whose bins are half-open int
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import polars as pl
@@ -32,6 +32,9 @@ import polars as pl
 from polars_dp.domains import sql
 from polars_dp.domains.hierarchy import Hierarchy, Label
 from polars_dp.errors import DomainError, ParameterError, QueryError
+
+if TYPE_CHECKING:
+    from polars.expr.whenthen import ChainedThen, Then
 
 #: Values this many cell widths below a float bin boundary count as on it (absorbs the
 #: rounding of decimal widths such as 0.1; integer domains use exact integer arithmetic).
@@ -52,8 +55,9 @@ def _check_number(value: Any, what: str, column: str) -> float | int:
     return value.item() if isinstance(value, (np.integer, np.floating)) else value
 
 
-class Attribute:
-    """Base class of attribute declarations (one axis of the frequency matrix)."""
+class AttributeBase:
+    """Base class of attribute declarations (one axis of the frequency matrix); annotate with
+    :data:`Attribute`, the closed union of its two kinds."""
 
     column: str
     kind: str
@@ -120,13 +124,18 @@ class Attribute:
         return hash(repr(self.to_json()))
 
 
-class Ordinal(Attribute):
+class Ordinal(AttributeBase):
     """An ordered attribute with a public domain ``[lo, hi]`` cut into bins of ``width``.
 
     A value ``v`` with ``lo <= v <= hi`` falls in cell ``floor((v - lo) / width)``; there are
     ``floor((hi - lo) / width) + 1`` cells, the last one possibly narrower than ``width``.
     Integer bounds and width use exact integer arithmetic; otherwise floats are used and a
     value within ``FLOAT_TOLERANCE`` widths below a boundary counts as on it.
+
+    >>> import polars_dp as pdp
+    >>> age = pdp.Ordinal("age", 0, 99, width=10)   # cells [0, 10), ..., [80, 90), [90, 99]
+    >>> age.n_cells, age.value_to_cell([0, 9, 10, 99]).tolist()
+    (10, [0, 0, 1, 9])
     """
 
     kind = "ordinal"
@@ -144,7 +153,7 @@ class Ordinal(Attribute):
             raise ParameterError(f"hi < lo for {column!r}: [{lo!r}, {hi!r}] is empty; swap them")
         self.integer = _is_int(self.lo) and _is_int(self.hi) and _is_int(self.width)
         if self.integer:
-            self.n_cells = (self.hi - self.lo) // self.width + 1
+            self.n_cells = int((self.hi - self.lo) // self.width) + 1
         else:
             cells = (self.hi - self.lo) / self.width + FLOAT_TOLERANCE
             if not math.isfinite(cells):
@@ -165,13 +174,13 @@ class Ordinal(Attribute):
 
     def index_sql(self, column_sql: str, dtype: pl.DataType, dialect: str, *, clamp: bool = False) -> str:
         exact = self._exact(dtype)
-        num = sql.int_sql if exact else sql.double_sql
+        num: Callable[[Any], str] = sql.int_sql if exact else sql.double_sql
         lo, hi = num(self.lo), num(self.hi)
         value = f"CAST({column_sql} AS {'BIGINT' if exact else 'DOUBLE'})"
         if clamp:
             value = f"(CASE WHEN {value} < {lo} THEN {lo} WHEN {value} > {hi} THEN {hi} ELSE {value} END)"
         if exact:
-            idx = sql.int_div_sql(f"{value} - {lo}", sql.int_sql(self.width), dialect)
+            idx = sql.int_div_sql(f"{value} - {lo}", sql.int_sql(int(self.width)), dialect)
         else:
             tol = sql.double_sql(FLOAT_TOLERANCE)
             raw = f"FLOOR(({value} - {lo}) / {sql.double_sql(self.width)} + {tol})"
@@ -253,12 +262,18 @@ class Ordinal(Attribute):
         return f"Ordinal({self.column!r}, {self.lo!r}, {self.hi!r}{w})"
 
 
-class Nominal(Attribute):
+class Nominal(AttributeBase):
     """An unordered attribute whose values are the leaves of a public :class:`Hierarchy`.
 
     Give either ``hierarchy`` (a :class:`Hierarchy` or the nested dict accepted by
     :meth:`Hierarchy.from_dict`) or ``categories`` (a flat hierarchy: root plus leaves).
     Cells follow the hierarchy's depth-first leaf order.
+
+    >>> import polars_dp as pdp
+    >>> sex = pdp.Nominal("sex", categories=["f", "m"])
+    >>> country = pdp.Nominal("country", {"europe": ["fr", "de"], "asia": ["jp"]})
+    >>> sex.n_cells, country.n_cells, country.leaf_range("europe")   # cells [0, 2) of the leaves
+    (2, 3, (0, 2))
     """
 
     kind = "nominal"
@@ -276,7 +291,7 @@ class Nominal(Attribute):
                 raise ParameterError(f"categories of {column!r} must be a list, not a string")
             hierarchy = Hierarchy.flat(categories)
         elif not isinstance(hierarchy, Hierarchy):
-            hierarchy = Hierarchy.from_dict(hierarchy)
+            hierarchy = Hierarchy.from_dict(cast(Mapping | Sequence, hierarchy))
         self.column = column
         self.hierarchy: Hierarchy = hierarchy
         self.n_cells = hierarchy.n_leaves
@@ -329,12 +344,12 @@ class Nominal(Attribute):
             value = col.cast(pl.String)
             leaves = list(self.hierarchy.leaves)
             if len(leaves) <= SMALL_NOMINAL:  # a few comparisons beat a hash lookup
-                expr = pl.when(value == leaves[0]).then(0)
+                expr: Then | ChainedThen = pl.when(value == leaves[0]).then(0)
                 for i, leaf in enumerate(leaves[1:], 1):
                     expr = expr.when(value == leaf).then(i)
                 return expr.otherwise(None).cast(pl.Int64)
             # an Enum cast is a hash lookup; unknown labels become null
-            return value.cast(pl.Enum(leaves), strict=False).to_physical().cast(pl.Int64)
+            return value.cast(pl.Enum(cast(list[str], leaves)), strict=False).to_physical().cast(pl.Int64)
         if self._leaf_type is bool:
             value = col
         else:
@@ -368,6 +383,10 @@ class Nominal(Attribute):
 
     def __repr__(self) -> str:
         return f"Nominal({self.column!r}, {self.hierarchy!r})"
+
+
+#: An attribute declaration: exactly one of the two kinds (``isinstance(a, Attribute)`` works).
+Attribute = Ordinal | Nominal
 
 
 def attribute_from_json(obj: Mapping) -> Attribute:
@@ -406,5 +425,5 @@ def as_attributes(attributes: Attribute | Iterable[Attribute]) -> tuple[Attribut
     return attrs
 
 
-__all__ = ["FLOAT_TOLERANCE", "Attribute", "Nominal", "Ordinal", "as_attributes",
+__all__ = ["FLOAT_TOLERANCE", "Attribute", "AttributeBase", "Nominal", "Ordinal", "as_attributes",
            "attribute_from_json"]

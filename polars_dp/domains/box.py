@@ -43,7 +43,7 @@ class Box:
         return (isinstance(other, Box) and self.columns == other.columns
                 and np.array_equal(self.lo, other.lo) and np.array_equal(self.hi, other.hi))
 
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # unhashable: holds mutable numpy arrays
 
 
 @dataclass(frozen=True)

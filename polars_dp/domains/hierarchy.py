@@ -27,7 +27,7 @@ import itertools
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import polars as pl
@@ -121,6 +121,11 @@ class Hierarchy:
     ``node_start``, ``node_stop``, ``node_parent``, ``node_depth``
         per node of the collapsed tree in level (BFS) order, node 0 being the root: the
         leaf range it covers, its parent's index (-1 for the root) and its depth.
+
+    >>> import polars_dp as pdp
+    >>> h = pdp.Hierarchy.from_dict({"europe": ["fr", "de"], "asia": ["jp"]})
+    >>> h.leaves, h.height
+    (('fr', 'de', 'jp'), 3)
     """
 
     def __init__(self, tree: Any, *, root: str = "*", level_names: Sequence[str] | None = None):
@@ -266,7 +271,10 @@ class Hierarchy:
 
     def _index_collapsed(self) -> None:
         tree = _collapse(self._root)
-        starts, stops, parents, depths = [], [], [], []
+        starts: list[int] = []
+        stops: list[int] = []
+        parents: list[int] = []
+        depths: list[int] = []
         queue: list[tuple[_Node, int, int]] = [(tree, -1, 0)]
         # collapsing keeps every surviving node's label and leaf range: reuse the original ranges
         while queue:
@@ -334,7 +342,7 @@ class Hierarchy:
     @classmethod
     def from_json(cls, obj: Mapping | str) -> Hierarchy:
         if isinstance(obj, str):
-            obj = json.loads(obj)
+            obj = cast(Mapping, json.loads(obj))
         return cls(obj["tree"], root=obj["root"], level_names=obj.get("level_names"))
 
     def __eq__(self, other: object) -> bool:

@@ -274,7 +274,7 @@ def _nominal_ranges(attribute: Nominal, series: pl.Series, queries: pl.DataFrame
                     ) -> tuple[np.ndarray, np.ndarray]:
     dtype = series.dtype
     if isinstance(dtype, (pl.Categorical, pl.Enum)):
-        series, dtype = series.cast(pl.String), pl.String
+        series, dtype = series.cast(pl.String), pl.String()
     if not (dtype == pl.String or dtype == pl.Boolean or dtype.is_integer()):
         raise QueryError(
             f"column {series.name!r} has type {dtype}; a nominal predicate is a hierarchy label "

@@ -94,18 +94,18 @@ def dtype_from_engine(type_name: str) -> pl.DataType:
     if base in {"tinyint", "smallint", "integer", "int", "bigint", "hugeint", "utinyint", "usmallint",
                 "uinteger", "ubigint", "uhugeint", "bytetype", "shorttype", "integertype", "longtype",
                 "byte", "short", "long", "int8", "int16", "int32", "int64"}:
-        return pl.Int64
+        return pl.Int64()
     if base in {"float", "double", "real", "floattype", "doubletype"}:
-        return pl.Float64
+        return pl.Float64()
     if base in {"varchar", "string", "text", "enum", "char", "stringtype", "chartype", "varchartype"}:
-        return pl.String
+        return pl.String()
     if base in {"boolean", "bool", "booleantype"}:
-        return pl.Boolean
+        return pl.Boolean()
     if base in {"date", "datetype"}:
-        return pl.Date
+        return pl.Date()
     if base.startswith("timestamp"):
-        return pl.Datetime
-    return pl.Binary
+        return pl.Datetime()
+    return pl.Binary()
 
 
 __all__ = ["DIALECTS", "double_sql", "dtype_from_engine", "int_div_sql", "int_sql", "is_nan_sql",

@@ -1,6 +1,6 @@
 """Range-query workloads and error metrics for evaluating spatial releases.
 
-The PrivTree paper's spatial experiments (Sec. 6; spec §2.12) use sets of 10,000 random
+The PrivTree paper's spatial experiments (Sec. 6.1) use sets of 10,000 random
 range-count queries per size class, by volume as a fraction of the domain: small
 ``[0.01%, 0.1%)``, medium ``[0.1%, 1%)``, large ``[1%, 10%)``; and the relative error
 ``|est - true| / max(true, rho)`` with smoothing ``rho = 0.1%`` of the number of points.
@@ -39,7 +39,8 @@ def random_boxes(columns: str | Sequence[str], bounds: Any, n_queries: int, *,
     box volume; each query's fraction is uniform in it and its position uniform in the box.
     """
     box = as_box(columns, bounds)
-    lo_f, hi_f = SIZE_CLASSES[volume] if isinstance(volume, str) and volume in SIZE_CLASSES else volume
+    # an unknown class name gets (0, 0), refused below with the list of classes
+    lo_f, hi_f = SIZE_CLASSES.get(volume, (0.0, 0.0)) if isinstance(volume, str) else volume
     if not 0 < lo_f <= hi_f <= 1:
         raise ParameterError(f"volume must be a size class {list(SIZE_CLASSES)} or 0 < min <= max <= 1, "
                              f"got {volume!r}")
@@ -56,7 +57,7 @@ def random_boxes(columns: str | Sequence[str], bounds: Any, n_queries: int, *,
 
 def relative_errors(estimates: np.ndarray, truth: np.ndarray, n_points: int, *,
                     smoothing: float = 0.001) -> np.ndarray:
-    """``|estimate - truth| / max(truth, smoothing * n_points)`` per query (spec §2.12)."""
+    """``|estimate - truth| / max(truth, smoothing * n_points)`` per query (PrivTree paper, Sec. 6.1)."""
     truth = np.asarray(truth, dtype=np.float64)
     rho = max(smoothing * n_points, 1e-12)
     return np.abs(np.asarray(estimates, dtype=np.float64) - truth) / np.maximum(truth, rho)

@@ -116,7 +116,7 @@ def streamed_box_sums(counts: np.ndarray, starts: np.ndarray, stops: np.ndarray,
     inner = int(np.prod(shape[1:], dtype=np.int64))
     corners = [_corner_index(shape, starts, stops, c) for c in range(1 << d)]
     flat = np.concatenate([c[0] for c in corners])
-    values = np.empty(flat.size)
+    values: np.ndarray = np.empty(flat.size)
     order = np.argsort(flat, kind="stable")
     sorted_flat = flat[order]
     for r, rows in prefix_row_blocks(counts, block_cells):

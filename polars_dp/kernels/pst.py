@@ -21,7 +21,7 @@ from polars_dp.params import check_int
 def pst_scores(hist: np.ndarray, starts_with_start: np.ndarray) -> np.ndarray:
     """Split score ``s(v) = |h(v)|_1 - max_y h(v)[y]``, and ``0`` when ``str(v)`` starts with ``#``.
 
-    Spec §2.10 (PrivTree paper Sec. 4, score reconstructed).  Monotone (``s(child) <= s(parent)``,
+    PrivTree paper Sec. 4 (score reconstructed).  Monotone (``s(child) <= s(parent)``,
     since ``h(child) <= h(parent)`` entrywise) and adding one (context, symbol) pair adds 0 or 1 to
     the scores of the nodes whose predictor is a suffix of the context (one root-to-leaf path),
     and nothing elsewhere.

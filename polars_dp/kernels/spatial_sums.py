@@ -16,6 +16,7 @@ Three kernels, all vectorised over queries (loops only over tree levels or box c
 from __future__ import annotations
 
 import itertools
+from typing import Literal, overload
 
 import numpy as np
 
@@ -23,6 +24,14 @@ from polars_dp.domains.box import Box
 from polars_dp.kernels.morton import MortonLayout, overlap_fraction
 
 
+@overload
+def morton_tree_sums(leaf_starts: np.ndarray, leaf_counts: np.ndarray, layout: MortonLayout, box: Box,
+                     q_lo: np.ndarray, q_hi: np.ndarray, *, weight_squares: Literal[False] = False
+                     ) -> np.ndarray: ...
+@overload
+def morton_tree_sums(leaf_starts: np.ndarray, leaf_counts: np.ndarray, layout: MortonLayout, box: Box,
+                     q_lo: np.ndarray, q_hi: np.ndarray, *, weight_squares: Literal[True]
+                     ) -> tuple[np.ndarray, np.ndarray]: ...
 def morton_tree_sums(leaf_starts: np.ndarray, leaf_counts: np.ndarray, layout: MortonLayout, box: Box,
                      q_lo: np.ndarray, q_hi: np.ndarray, *, weight_squares: bool = False
                      ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:

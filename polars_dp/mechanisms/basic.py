@@ -45,7 +45,7 @@ from polars_dp.releases.grid import GridRelease
 NOISE_BLOCK = 1 << 21
 
 
-def _cells(attributes) -> int:
+def _cells(attributes: Iterable[Attribute]) -> int:
     return int(np.prod([a.n_cells for a in attributes], dtype=np.float64))
 
 
@@ -110,6 +110,13 @@ def basic(frame: Any, attributes: Attribute | Iterable[Attribute], *, epsilon: f
         :mod:`polars_dp.counting.spec`).
     noise : ``"exact"`` (discrete Laplace on the integer counts, default) or ``"float"``.
     progress : stage bars on stderr (counting, noise); ``None``: on a terminal for large domains.
+
+    >>> import polars as pl, polars_dp as pdp
+    >>> df = pl.DataFrame({"age": [23, 35, 35, 61], "sex": ["f", "m", "f", "f"]})
+    >>> attrs = [pdp.Ordinal("age", 0, 99, width=10), pdp.Nominal("sex", categories=["f", "m"])]
+    >>> release = pdp.basic(df, attrs, epsilon=1.0)
+    >>> release.shape, release.noise_scale, release.range_std(sex="f")   # 10 cells of Lap(2)
+    ((10, 2), 2.0, 8.94...)
     """
     plan = BasicPlan(attributes, epsilon=epsilon, neighbours=neighbours, on_out_of_domain=on_out_of_domain,
                      nulls=nulls, count_column=count_column, noise=noise)

@@ -1,4 +1,4 @@
-"""Fixed-height n-gram model: the baseline PrivTree's sequence model improves on (spec §2.12).
+"""Fixed-height n-gram model: the baseline PrivTree's sequence model improves on (PrivTree paper Sec. 6.2).
 
 Noisy counts of every context of length ``0 .. height - 1`` followed by every symbol, i.e.
 all n-grams up to ``n = height`` (Chen, Ács, Castelluccia, CCS 2012, without their pruning),

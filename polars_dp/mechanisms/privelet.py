@@ -26,7 +26,7 @@ direct formula; about two passes over the cube whatever the number of transforme
 Peak memory is the count matrix plus, when the first axis is transformed, one buffer of its
 coefficient length times the other axes' cells.
 
-Exact noise (``noise="exact"``, the default; note §5b)
+Exact noise (``noise="exact"``, the default; Mironov, CCS 2012)
 -----------------------------------------------------
 Every noisy value that depends on the data lives on an integer lattice:
 
@@ -171,6 +171,12 @@ def privelet(frame: Any, attributes: Attribute | Iterable[Attribute], *, epsilon
     is ``"privelet"``, or ``"privelet+"`` when some attribute is untransformed, or ``"basic"``
     when none is transformed (then the release is exactly :func:`polars_dp.basic`'s, and
     ``params["note"]`` says why).
+
+    >>> import polars as pl, polars_dp as pdp
+    >>> df = pl.DataFrame({"age": [23, 35, 35, 61]})
+    >>> release = pdp.privelet(df, [pdp.Ordinal("age", 0, 99, width=10)], epsilon=1.0)
+    >>> release.params["rho"], release.noise_scale   # rho = 1 + log2(16): 10 cells padded to 16
+    (5, 10.0)
     """
     plan = PriveletPlan(attributes, epsilon=epsilon, untransformed=untransformed, workload=workload,
                         neighbours=neighbours, on_out_of_domain=on_out_of_domain, nulls=nulls,

@@ -1,4 +1,4 @@
-"""Privelet's exact-noise path: integer lattice coefficients plus discrete Laplace (note §5b).
+"""Privelet's exact noise: integer lattice coefficients plus discrete Laplace (Canonne, Kamath, Steinke 2020).
 
 The privacy argument is in :mod:`polars_dp.mechanisms.privelet` ("Exact noise"): every
 coefficient's integer numerator ``D(c) u(c)`` (Haar: ``D = 1``; nominal: ``D = 2 (f - 1)``;

@@ -1,6 +1,6 @@
 """PrivTree (Zhang, Xiao, Xie, SIGMOD 2016): a private hierarchical decomposition of points.
 
-Algorithm (paper Sec. 3, Algorithm "PrivTree"; spec §2.3)
+Algorithm (paper Sec. 3, Algorithm "PrivTree")
 --------------------------------------------------------
 Starting from the public box (depth 0), every node ``v`` gets the biased, clamped count
 ``b(v) = max(c(v) - depth(v) * delta, theta - delta)`` and splits into ``beta`` children iff
@@ -8,7 +8,7 @@ Starting from the public box (depth 0), every node ``v`` gets the biased, clampe
 discretisation limit (depth ``(d*k) // log2(beta)``, see :mod:`polars_dp.kernels.morton`) stays a
 leaf without a decision.
 
-Privacy (add/remove-one neighbours, paper Sec. 3.2 Theorem; spec §2.4)
+Privacy (add/remove-one neighbours, paper Sec. 3, privacy theorem)
 ---------------------------------------------------------------------
 Adding or removing one point changes ``c`` by 1 on one root-to-leaf path only, and counts
 are monotone along it.  With ``delta = gamma * lambda`` the split decisions are
@@ -18,7 +18,7 @@ are monotone along it.  With ``delta = gamma * lambda`` the split decisions are
     lambda = (2 beta - 1) / ((beta - 1) * eps_tree),   delta = lambda * ln(beta).
 
 The leaves partition the box, so their counts have L1 sensitivity 1 and get
-``Lap(1 / eps_leaf)`` (spec §2.5).  ``eps_tree = tree_share * epsilon``,
+``Lap(1 / eps_leaf)`` (the Laplace mechanism, paper Sec. 3).  ``eps_tree = tree_share * epsilon``,
 ``eps_leaf = epsilon - eps_tree``; the total is ``epsilon`` by sequential composition.
 
 ``neighbours="replace"`` (modify one point) is a remove followed by an add: by group privacy
@@ -205,6 +205,12 @@ def privtree(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: 
         estimate consistent with the tree (:mod:`polars_dp.releases.tree_levels`, post-processing).
         Total spent: ``epsilon`` under either neighbour relation (level counts: sensitivity 1
         under add/remove-one, 2 under replace-one, as the leaves).
+
+    >>> import polars as pl, polars_dp as pdp
+    >>> points = pl.DataFrame({"x": [0.1, 0.2, 0.8, 0.9], "y": [0.1, 0.3, 0.7, 0.9]})
+    >>> tree = pdp.privtree(points, ["x", "y"], bounds=[(0, 1), (0, 1)], epsilon=1.0)
+    >>> tree.columns, tree.neighbours, len(tree.count) == tree.n_leaves
+    (['x', 'y'], 'add_remove', True)
     """
     box = as_box(columns, bounds)
     split_bits = check_fanout(fanout, box.d)
@@ -215,8 +221,8 @@ def privtree(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: 
     theta = check_theta(theta)
     noise = check_noise(noise)
     if noise == "exact":
-        eps_tree = Fraction(epsilon) * Fraction(share)
-        eps_leaf = Fraction(epsilon) - eps_tree
+        eps_tree: float | Fraction = Fraction(epsilon) * Fraction(share)
+        eps_leaf: float | Fraction = Fraction(epsilon) - eps_tree
         theta = grid_theta(theta)
     else:
         eps_tree, eps_leaf = epsilon * share, epsilon * (1 - share)

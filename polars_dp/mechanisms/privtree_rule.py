@@ -1,6 +1,6 @@
 """PrivTree's split rule and noise parameters, shared by the spatial and sequence trees.
 
-PrivTree (Zhang, Xiao, Xie, SIGMOD 2016, Sec. 3; spec §2.3-§2.4): a node ``v`` at depth
+PrivTree (Zhang, Xiao, Xie, SIGMOD 2016, Sec. 3: algorithm and privacy theorem): a node ``v`` at depth
 ``depth(v)`` with score ``s(v)`` (a count, or any monotone score that one neighbouring step
 changes by at most 1 along one root-to-leaf path) gets the biased, clamped score
 
@@ -10,7 +10,7 @@ and splits iff ``b(v) + Lap(lambda) > theta``.  With ``delta = lambda ln(beta)``
 decisions are ``eps``-DP when ``lambda >= (2 beta - 1) / ((beta - 1) eps)``, whatever the
 depth.  On empty data the root splits w.p. 1/2 and deeper nodes w.p. ``1 / (2 beta)``.
 
-Exact decisions (``noise="exact"``, note §5c)
+Exact decisions (``noise="exact"``, Canonne-Kamath-Steinke)
 ---------------------------------------------
 ``lambda``, ``delta`` and ``theta`` live on the grid ``2^-GRID_BITS``: ``lambda`` is rounded
 *up* from the exact rational ``(2 beta - 1) group / ((beta - 1) eps_tree)`` (so the decisions
@@ -39,6 +39,7 @@ from polars_dp.errors import ParameterError
 from polars_dp.noise import (
     GRID_BITS,
     NoiseKind,
+    NoiseSource,
     as_source,
     check_epsilon,
     check_noise,
@@ -50,7 +51,7 @@ from polars_dp.noise import (
 
 def privtree_lambda(eps_tree: float | Fraction, fanout: int, *, group: int = 1,
                     noise: str = "float") -> float:
-    """Noise scale of the split decisions: ``(2 beta - 1) group / ((beta - 1) eps_tree)`` (spec §2.4;
+    """Noise scale of the split decisions: ``(2 beta - 1) group / ((beta - 1) eps_tree)`` (PrivTree Sec. 3;
     ``group`` is the group-privacy factor).  ``noise="exact"``: the exact rational rounded up to
     the ``2^-GRID_BITS`` grid, returned as the (exactly representable) float."""
     if not isinstance(eps_tree, Fraction):
@@ -74,7 +75,7 @@ def _ln_upper(fanout: int) -> Fraction:
 
 
 def privtree_delta(lam: float, fanout: int, *, noise: str = "float") -> float:
-    """Depth bias per level: ``delta = lambda * ln(beta)`` (gamma = ln beta, spec §2.4).
+    """Depth bias per level: ``delta = lambda * ln(beta)`` (gamma = ln beta, PrivTree Sec. 3).
     ``noise="exact"``: rounded up to the grid from an upper bound of ``ln(beta)``."""
     if check_noise(noise) == "exact":
         return _float_up(grid_ceil(Fraction(lam) * _ln_upper(fanout)))
@@ -132,7 +133,7 @@ def decision_offsets(score: np.ndarray, depth: int, delta_i: int, theta_i: int) 
 
 
 def privtree_split(score: np.ndarray, depth: int, *, lam: float, delta: float, theta: float,
-                   rng, noise: NoiseKind = "exact") -> np.ndarray:
+                   rng: np.random.Generator | NoiseSource, noise: NoiseKind = "exact") -> np.ndarray:
     """PrivTree decisions for the nodes of one level, one noisy comparison per node.
 
     ``b = max(score - depth * delta, theta - delta)``; split iff ``b + Lap(lam) > theta``.
@@ -150,15 +151,15 @@ def privtree_split(score: np.ndarray, depth: int, *, lam: float, delta: float, t
     return biased + laplace(rng, lam, biased.shape) > theta
 
 
-def privtree_sequence_params(alphabet_size: int, max_length: int, eps_tree: float,
+def privtree_sequence_params(alphabet_size: int, max_length: int, eps_tree: float | Fraction,
                              noise: str = "float") -> tuple[float, float]:
-    """``(lambda, delta)`` of the sequence PrivTree (Theorem 4.1 as reconstructed, spec §2.10).
+    """``(lambda, delta)`` of the sequence PrivTree (PrivTree paper Theorem 4.1, Sec. 4).
 
     ``beta = |I| + 1``, ``l_top = max_length + 1`` (end marker included):
     ``lambda = (2 beta - 1) / (beta - 1) * l_top / eps_tree`` and ``delta = lambda * ln(beta)``.
     The ``l_top`` factor is group privacy: adding/removing one sequence adds/removes at most
     ``l_top`` (context, symbol) pairs, each changing the scores of one root-to-leaf path by
-    at most 1 (spec §2.9, general monotone scores).  ``noise="exact"``: both on the ``2^-20``
+    at most 1 (PrivTree Sec. 3, monotone scores).  ``noise="exact"``: both on the ``2^-20``
     grid, rounded safely (see above).
     """
     beta = alphabet_size + 1

@@ -1,4 +1,4 @@
-"""PrivTree for sequences: a private prediction suffix tree (PrivTree paper Sec. 4; spec §2.10).
+"""PrivTree for sequences: a private prediction suffix tree (PrivTree paper Sec. 4).
 
 Privacy (neighbours: add or remove one sequence)
 ------------------------------------------------
@@ -11,7 +11,7 @@ its insertion is a chain of at most ``l_top`` additions of one (context, symbol)
   added pair changes it by 0 or 1 on one root-to-leaf path only (the nodes whose predictor
   is a suffix of the pair's context).  PrivTree with ``beta = |I| + 1``, ``theta = 0``,
   ``delta = lambda ln(beta)`` and ``lambda = (2 beta - 1)/(beta - 1) / eps`` is eps-DP per pair
-  (spec §2.4, §2.9); group privacy over ``l_top`` pairs gives
+  (PrivTree paper Sec. 3 and Theorem 4.1); group privacy over ``l_top`` pairs gives
   ``lambda = (2 beta - 1)/(beta - 1) * l_top / eps_tree`` (Theorem 4.1 as reconstructed).
 * Leaf histograms (``eps_leaf = epsilon - eps_tree - eps_length``): the leaves partition the
   positions, each position increments one leaf bin, so the leaf histograms have L1
@@ -115,7 +115,7 @@ def privtree_sequences(frame: Any, column: str, *, alphabet: Sequence[Any], max_
         sequence are used; ``l_top = max_length + 1``.
     epsilon : total budget under add/remove-one-sequence neighbours.
     tree_share : fraction of ``epsilon`` spent on the tree (the rest on leaf histograms).
-    theta : PrivTree threshold (0, spec §2.6).
+    theta : PrivTree threshold (0, as in the PrivTree paper's experiments).
     postprocess : ``"sum_then_clip"`` or ``"clip_then_sum"`` (see the module docstring).
     max_nodes : public cap on the number of tree nodes (default ``2**25 // (|I| + 1)``); see
         the module docstring.
@@ -155,8 +155,8 @@ def privtree_from_encoded(enc: EncodedSequences, *, alphabet: Sequence[Any], eps
     length_share = check_length_share(length_share, tree_share)
     l_top = enc.max_length + 1
     if check_noise(noise) == "exact":  # exact rationals that add up to epsilon
-        eps_tree = Fraction(tree_share) * Fraction(epsilon)
-        eps_length = Fraction(length_share) * Fraction(epsilon)
+        eps_tree: float | Fraction = Fraction(tree_share) * Fraction(epsilon)
+        eps_length: float | Fraction = Fraction(length_share) * Fraction(epsilon)
         eps_leaf = Fraction(epsilon) - eps_tree - eps_length
         theta = grid_theta(theta)
     else:

@@ -1,4 +1,4 @@
-"""Grid baselines of the PrivTree paper: UG and AG (Qardaji, Yang, Li, ICDE 2013; spec §2.12).
+"""Grid baselines of the PrivTree paper: UG and AG (Qardaji, Yang, Li, ICDE 2013; PrivTree paper Sec. 6.1).
 
 All return a :class:`~polars_dp.SpatialRelease` whose leaves are grid cells; Privelet* (Privelet
 on a fixed grid) is :func:`privelet_grid`.
@@ -6,7 +6,7 @@ on a fixed grid) is :func:`privelet_grid`.
 UG (uniform grid)
     ``m^d`` equal cells, ``m = ceil((N * eps / c)^(2 / (d + 2)))`` with ``c = 10``; for
     ``d = 2`` this is the paper's ``sqrt(N eps / 10)`` (the ``d``-dimensional rule is the
-    natural extension of Qardaji's error analysis, spec §2.12, RECONSTRUCTED).  The cells
+    natural extension of Qardaji's error analysis; not stated in PrivTree paper Sec. 6.1).  The cells
     partition the box, so the count vector has L1 sensitivity 1 under add/remove (2 under
     replace) and every cell gets ``Lap(sensitivity / eps)``.
 
@@ -118,7 +118,8 @@ def uniform_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsil
     src = noise_source(seed)
     bar = Progress("uniform_grid", progress, rows_hint(frame))
     bar.step("counting")
-    opts = {"on_out_of_domain": on_out_of_domain, "nulls": nulls, "count_column": count_column}
+    opts: dict[str, Any] = {"on_out_of_domain": on_out_of_domain, "nulls": nulls,
+                            "count_column": count_column}
     if n is None:  # two passes (N, then the grid): a one-shot stream keeps the point columns only
         frame = rereadable(frame, [*box.columns, *([count_column] if count_column else [])])
     n_used = _n_used(plan, lambda: grid_counts(frame, box, 1, **opts).sum(), src)
@@ -216,7 +217,7 @@ def privelet_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsi
     grid of the public box, each axis an ordinal attribute with the Haar transform.
 
     ``bits`` (public; default ``max(1, 16 // d)``, i.e. about 65,536 cells) fixes the grid; the
-    paper's resolution is not recovered (spec §2.12).  Privacy is Privelet's: Laplace
+    paper's resolution is not recovered (PrivTree paper Sec. 6.1).  Privacy is Privelet's: Laplace
     ``rho / epsilon`` per wavelet coefficient with ``rho = prod_j (1 + bits)`` under add/remove
     (``2 rho / epsilon`` under replace), see :func:`polars_dp.privelet`.
 

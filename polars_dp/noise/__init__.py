@@ -61,7 +61,7 @@ leaks).
 * :func:`privtree_decision` decides PrivTree's ``b + Lap(lambda) > theta`` exactly:
   with ``x = theta - b``, ``E ~ Bernoulli(exp(-|x|/lambda))`` and a fair bit ``H``, split
   = ``H and E`` if ``x >= 0`` else ``not (H and E)``; ``P = e^(-x/lambda)/2`` resp.
-  ``1 - e^(x/lambda)/2``, the Laplace tail (note §5c).
+  ``1 - e^(x/lambda)/2``, the Laplace tail (Canonne, Kamath, Steinke 2020, Alg. 1 draws E).
 
 Scales are rationals: :func:`exact_scale` rounds ``sensitivity / epsilon`` *up* to the grid
 ``2^-GRID_BITS`` (computed from the exact binary value of the float epsilon), so the
@@ -91,7 +91,7 @@ try:  # the default cryptographic bit source (falls back to os.urandom without i
     from cryptography.hazmat.primitives.ciphers import Cipher as _Cipher
     from cryptography.hazmat.primitives.ciphers.algorithms import ChaCha20 as _ChaCha20
 except ImportError:  # pragma: no cover - exercised only without the package
-    _Cipher = _ChaCha20 = None
+    _Cipher = _ChaCha20 = None  # type: ignore[misc,assignment]  # fallback: package absent
 
 
 from polars_dp.noise.calibration import (
@@ -126,7 +126,8 @@ from polars_dp.noise.sources import NoiseSource, SeedLike, as_source, make_rng, 
 
 
 # ============================================================================ float Laplace
-def laplace(rng: np.random.Generator | NoiseSource, scale: float | np.ndarray, size=None) -> np.ndarray:
+def laplace(rng: np.random.Generator | NoiseSource, scale: float | np.ndarray,
+            size: int | tuple[int, ...] | None = None) -> np.ndarray:
     """I.i.d. floating-point Laplace(0, scale) draws (``noise="float"``): density
     ``exp(-|x|/scale) / (2 scale)``, variance ``2 scale^2``.
 

@@ -18,7 +18,7 @@ try:  # the default cryptographic bit source (falls back to os.urandom without i
     from cryptography.hazmat.primitives.ciphers import Cipher as _Cipher
     from cryptography.hazmat.primitives.ciphers.algorithms import ChaCha20 as _ChaCha20
 except ImportError:  # pragma: no cover - exercised only without the package
-    _Cipher = _ChaCha20 = None
+    _Cipher = _ChaCha20 = None  # type: ignore[misc,assignment]  # fallback: package absent
 
 
 Neighbours: TypeAlias = Literal["replace", "add_remove"]
@@ -40,14 +40,14 @@ def check_neighbours(neighbours: str) -> str:
     return neighbours
 
 
-def check_noise(noise: str) -> str:
+def check_noise(noise: str) -> NoiseKind:
     """Return ``noise`` if it is ``"exact"`` or ``"float"``, else raise ParameterError."""
     if not isinstance(noise, str) or noise not in NOISE_KINDS:
         raise ParameterError(
             f"noise={noise!r} is not a noise kind; use 'exact' (integer-lattice noise from exact "
             "samplers, the default) or 'float' (numpy's floating-point Laplace, for experiments)"
         )
-    return noise
+    return "exact" if noise == "exact" else "float"
 
 
 def histogram_sensitivity(neighbours: str) -> int:

@@ -19,7 +19,7 @@ try:  # the default cryptographic bit source (falls back to os.urandom without i
     from cryptography.hazmat.primitives.ciphers import Cipher as _Cipher
     from cryptography.hazmat.primitives.ciphers.algorithms import ChaCha20 as _ChaCha20
 except ImportError:  # pragma: no cover - exercised only without the package
-    _Cipher = _ChaCha20 = None
+    _Cipher = _ChaCha20 = None  # type: ignore[misc,assignment]  # fallback: package absent
 
 
 from polars_dp.noise.sources import _MASK63, _U64, NoiseSource

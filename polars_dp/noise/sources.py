@@ -8,17 +8,20 @@ from __future__ import annotations
 import os
 import secrets
 from functools import lru_cache
-from typing import TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
 import numpy as np
 
 from polars_dp.errors import ParameterError
 
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.ciphers import CipherContext
+
 try:  # the default cryptographic bit source (falls back to os.urandom without it)
     from cryptography.hazmat.primitives.ciphers import Cipher as _Cipher
     from cryptography.hazmat.primitives.ciphers.algorithms import ChaCha20 as _ChaCha20
 except ImportError:  # pragma: no cover - exercised only without the package
-    _Cipher = _ChaCha20 = None
+    _Cipher = _ChaCha20 = None  # type: ignore[misc,assignment]  # fallback: package absent
 
 
 #: Masks of random 64-bit words.
@@ -70,7 +73,7 @@ class NoiseSource:
     def __init__(self, generator: np.random.Generator | None = None):
         self.generator = generator
         self.seeded = generator is not None
-        self._cipher = None
+        self._cipher: CipherContext | None = None
         self._generation = -1
         self._left = 0
 
@@ -88,7 +91,7 @@ class NoiseSource:
         zeros = _zero_bytes(min(nbytes, _ZERO_CHUNK))
         for a in range(0, nbytes, _ZERO_CHUNK):
             m = min(_ZERO_CHUNK, nbytes - a)
-            self._cipher.update_into(zeros[:m], out[a:a + m + 64])
+            self._cipher.update_into(zeros[:m], out[a:a + m + 64].data)
         return out[:nbytes]
 
     @property

@@ -20,7 +20,7 @@ import os
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 import polars as pl
@@ -197,7 +197,7 @@ class Release:
         Its dtypes are those of ``pl.read_parquet`` on the release's Parquet file: string
         labels are dictionary-encoded in Arrow (one small code per cell, whatever the size
         of the grid), so both give ``Categorical`` label columns."""
-        return pl.from_arrow(self._table())
+        return cast(pl.DataFrame, pl.from_arrow(self._table()))
 
     def write_parquet(self, path: str | os.PathLike, *, compression: str = "zstd",
                       progress: bool | None = None, geometry: bool = False,
@@ -248,7 +248,7 @@ class Release:
     def _payload_equal(self, other: Release) -> bool:
         return self._table().equals(other._table())
 
-    __hash__ = None  # mutable numpy payload
+    __hash__ = None  # type: ignore[assignment]  # unhashable: mutable numpy payload
 
 
 __all__ = ["NOISE_KINDS", "STREAM_BATCH_ROWS", "Release"]

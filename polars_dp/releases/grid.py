@@ -331,6 +331,19 @@ class GridRelease(Release):
         aligned ranges (``"exact"``, the default), or widens the range to the bins it touches
         (``"outer"``) or narrows it to the bins inside it (``"inner"``); the answer is then the
         count of those whole bins.
+
+        >>> import polars as pl, polars_dp as pdp
+        >>> df = pl.DataFrame({"age": [23, 35, 35, 61]})
+        >>> release = pdp.basic(df, [pdp.Ordinal("age", 0, 99, width=10)], epsilon=1.0)
+        >>> both = release.range_count(age=(30, 49))   # bins 30..39 and 40..49
+        >>> both == release.range_count(age=(30, 39)) + release.range_count(age=(40, 49))
+        True
+        >>> release.range_count(age=(30, 45))
+        Traceback (most recent call last):
+            ...
+        polars_dp.errors.QueryError: ...
+        >>> release.range_count(age=(30, 45), align="outer") == both
+        True
         """
         starts, stops = predicate_ranges(self.attributes, predicates, align)
         return float(self._box_sums(starts[None], stops[None])[0])

@@ -137,7 +137,7 @@ def payload_checksum(metadata_text: Mapping[str, str], arrays: Iterable[np.ndarr
         elif a.dtype.kind == "f":
             a = a.astype("<f8", copy=False)
         h.update(a.dtype.kind.encode() + str(a.shape).encode())
-        h.update(np.ascontiguousarray(a))  # the buffer itself: no copy of a large payload
+        h.update(np.ascontiguousarray(a).data)  # the buffer itself: no copy of a large payload
     return "sha256:" + h.hexdigest()
 
 

@@ -101,7 +101,15 @@ def read_release(source: str | os.PathLike | pa.Table) -> Release:
     The release class verifies the table before anything is answered from it (metadata
     types, recomputed noise parameters, cells or leaves located by their label columns, the
     checksum; :mod:`polars_dp.releases.integrity`): an edited, reordered-and-damaged or
-    truncated file raises :class:`ReleaseFormatError` naming what is wrong."""
+    truncated file raises :class:`ReleaseFormatError` naming what is wrong.
+
+    >>> import os, tempfile, polars as pl, polars_dp as pdp
+    >>> release = pdp.basic(pl.DataFrame({"age": [23, 35, 61]}), [pdp.Ordinal("age", 0, 99)], epsilon=1.0)
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = release.write_parquet(os.path.join(folder, "ages.parquet"))
+    ...     print(pdp.read_release(path) == release)
+    True
+    """
     table = read_table(source)
     kind = read_metadata(table).get("release_type")
     if kind is None:

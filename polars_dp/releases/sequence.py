@@ -5,7 +5,7 @@ public tree (built by a public rule or by PrivTree's private decisions) and the 
 histograms (unclipped sums of the noisy leaves for the PST, one noisy count per bin for the
 n-gram baseline); it never sees the input data.  Queries clip bins at 0 when they use them.
 
-The model (PrivTree paper Sec. 4; spec §2.10)
+The model (PrivTree paper Sec. 4)
 ---------------------------------------------
 A sequence ``s1 … sn`` is written ``# s1 … sn &`` and truncated to ``max_length`` symbols.
 ``h(v)[y]`` counts the positions ``j`` whose context ``# s1 … s_{j-1}`` ends with ``str(v)``
@@ -67,7 +67,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 import polars as pl
@@ -157,7 +157,7 @@ def strings_frame(alphabet: Sequence[Any], strings: np.ndarray, counts: np.ndarr
     valid = strings >= 0
     table = pa.table({"string": _list_array(symbol_array(alphabet, strings[valid]), valid.sum(axis=1)),
                       "count": pa.array(np.asarray(counts, dtype=np.float64), pa.float64())})
-    return pl.from_arrow(table)
+    return cast(pl.DataFrame, pl.from_arrow(table))
 
 
 @register_release_type
@@ -465,7 +465,8 @@ class SequenceRelease(Release):
             lengths[alive[cont]] += 1
             alive = alive[cont]
         codes = generated[generated >= 0]
-        return pl.from_arrow(pa.table({"sequence": _list_array(self._symbols(codes), lengths)}))
+        table = pa.table({"sequence": _list_array(self._symbols(codes), lengths)})
+        return cast(pl.DataFrame, pl.from_arrow(table))
 
     # ------------------------------------------------------------------ DuckDB
     def to_duckdb(self, con: Any, name: str, *, replace: bool = False) -> Any:

@@ -173,7 +173,7 @@ def to_arrow(con: Any, name: str) -> pa.Table:
         rows = con.execute(f"SELECT key, value FROM {ident(name + '_meta')}").fetchall()
         kind = dict(rows).get("release_type")
         order, hidden = {"tree": ("leaf", "leaf"), "sequence_model": ("cell", "cell")}.get(
-            kind, ("cell", "cell, prefix"))
+            str(kind), ("cell", "cell, prefix"))
         table = con.sql(
             f"SELECT * EXCLUDE ({hidden}) FROM {ident(name)} ORDER BY {order}").to_arrow_table()
     except Exception as exc:  # duckdb.CatalogException and friends

@@ -46,12 +46,12 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pyarrow as pa
 
-from polars_dp.domains.attributes import FLOAT_TOLERANCE, Nominal
+from polars_dp.domains.attributes import FLOAT_TOLERANCE, Nominal, Ordinal
 from polars_dp.errors import ParameterError
 from polars_dp.kernels.wavelets import haar_levels, haar_padded_length
 from polars_dp.plans.noise_model import Correlated
@@ -183,7 +183,7 @@ class _Axis:
 
     def _bound_text(self, stop_cells: str, start_cells: str) -> str:
         """SQL text ``column=(lo, hi)`` of the aligned bounds of cells ``[start, stop)``."""
-        a = self.attribute
+        a = cast(Ordinal, self.attribute)  # called for ordinal axes only
         lo, w = number(a.lo), number(a.width)
         if a.integer:
             first = f"CAST({lo} + ({start_cells}) * {w} AS BIGINT)"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import polars as pl
@@ -109,7 +109,7 @@ class SpatialRelease(Release):
     def leaves(self) -> pl.DataFrame:
         """One row per leaf: ``<col>_lo``, ``<col>_hi`` per column, ``depth``, ``count``."""
         hidden = [c for c in ("morton", "noisy_count") if c in self._table().column_names]
-        return pl.from_arrow(self._table().drop_columns(hidden))
+        return cast(pl.DataFrame, pl.from_arrow(self._table().drop_columns(hidden)))
 
     def metadata(self) -> dict[str, Any]:
         meta = super().metadata()
@@ -185,7 +185,7 @@ class SpatialRelease(Release):
         return release
 
     def _payload_arrays(self) -> list[np.ndarray]:
-        arrays = [self.lo, self.hi, self.depth, self.count]
+        arrays: list[np.ndarray] = [self.lo, self.hi, self.depth, self.count]
         arrays = arrays if self.codes is None else [*arrays, self.codes]
         if self.levels is not None:
             arrays += [self.levels.noisy_leaves, self.levels.noisy]
@@ -273,7 +273,8 @@ class SpatialRelease(Release):
         q_lo, q_hi = self._query_arrays(frame, passthrough)
         if self.layout["kind"] == "morton":
             layout = MortonLayout(self.box.d, int(self.layout["bits"]), int(self.layout["split_bits"]))
-            counts, squares = morton_tree_sums(self.codes, self.count, layout, self.box, q_lo, q_hi,
+            codes = cast(np.ndarray, self.codes)  # a Morton layout always has codes
+            counts, squares = morton_tree_sums(codes, self.count, layout, self.box, q_lo, q_hi,
                                                weight_squares=True)
         else:
             counts = self.range_count_array(frame, passthrough=passthrough)
@@ -296,8 +297,9 @@ class SpatialRelease(Release):
         """Laplace scale of every leaf count, when the leaf noise is i.i.d. (the noise model says)."""
         if isinstance(self.noise_model, IndependentLaplace):
             return self.noise_model.scale
+        reason = getattr(self.noise_model, "reason", "")  # Correlated says why
         raise QueryError(
-            f"std is not available for this {self.mechanism!r} release: {self.noise_model.reason}"
+            f"std is not available for this {self.mechanism!r} release: {reason}"
         )
 
     def range_std(self, **ranges: tuple[float, float]) -> float | None:
@@ -323,7 +325,7 @@ class SpatialRelease(Release):
             return self.levels.range_counts(self.box, q_lo, q_hi, variance=False)[0]
         if kind == "morton":
             layout = MortonLayout(self.box.d, int(self.layout["bits"]), int(self.layout["split_bits"]))
-            return morton_tree_sums(self.codes, self.count, layout, self.box, q_lo, q_hi)
+            return morton_tree_sums(cast(np.ndarray, self.codes), self.count, layout, self.box, q_lo, q_hi)
         prefix, offsets, m2 = self._grid_structure()
         if kind == "grid":
             n = q_lo.shape[0]

@@ -15,13 +15,14 @@ Spark DataFrame                        :mod:`.spark` (groupBy inside Spark)
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal, overload
 
 import numpy as np
 import polars as pl
 import pyarrow as pa
 from duckdb import ColumnExpression, DuckDBPyRelation
 
+from polars_dp.counting.aggregate import Counts
 from polars_dp.counting.engines.arrow import as_reader, count_stream
 from polars_dp.counting.engines.duckdb import count_duckdb
 from polars_dp.counting.engines.polars import count_polars
@@ -54,7 +55,11 @@ def engine_of(data: Any) -> str:
     raise ParameterError(f"unsupported input {name}; expected {ACCEPTED}")
 
 
-def count(data: Any, spec: CountSpec, *, dense: bool) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+@overload
+def count(data: Any, spec: CountSpec, *, dense: Literal[True]) -> np.ndarray: ...
+@overload
+def count(data: Any, spec: CountSpec, *, dense: Literal[False]) -> tuple[np.ndarray, np.ndarray | None]: ...
+def count(data: Any, spec: CountSpec, *, dense: bool) -> Counts:
     """Counts of ``spec`` over the rows of ``data``: the flat float64 vector of all cells
     (``dense``) or sorted unique int64 keys with their int64 counts."""
     engine = engine_of(data)

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from polars_dp.counting.aggregate import Accumulator
+from polars_dp.counting.aggregate import Accumulator, Counts
 from polars_dp.counting.engines.polars import add_batch, prepare
 from polars_dp.counting.invalid import Stats, invalid_error, merge_stats, polars_stats
 from polars_dp.counting.spec import CountSpec
@@ -25,7 +24,7 @@ def as_reader(data: Any) -> pa.RecordBatchReader:
     return pa.RecordBatchReader.from_stream(data)
 
 
-def count_stream(data: Any, spec: CountSpec, *, dense: bool) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+def count_stream(data: Any, spec: CountSpec, *, dense: bool) -> Counts:
     reader = as_reader(data)
     schema = pl.DataFrame(pl.from_arrow(reader.schema.empty_table())).schema
     keys, drop, dtypes = prepare(schema, spec)

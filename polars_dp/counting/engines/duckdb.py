@@ -9,15 +9,15 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-import numpy as np
 import polars as pl
 
+from polars_dp.counting.aggregate import Counts
 from polars_dp.counting.engines import sql as sqlgen
 from polars_dp.counting.invalid import invalid_error, stats_from_row
 from polars_dp.counting.spec import CountSpec
 
 
-def count_duckdb(rel: Any, spec: CountSpec, *, dense: bool) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+def count_duckdb(rel: Any, spec: CountSpec, *, dense: bool) -> Counts:
     dtypes = sqlgen.column_dtypes(spec, rel.columns, [str(t) for t in rel.types])
     view = f"_polars_dp_rows_{uuid.uuid4().hex}"
     query = sqlgen.aggregate_sql(spec, dtypes, "duckdb", view)

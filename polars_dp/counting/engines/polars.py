@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-import numpy as np
 import polars as pl
 
-from polars_dp.counting.aggregate import Accumulator
+from polars_dp.counting.aggregate import Accumulator, Counts
 from polars_dp.counting.invalid import invalid_error, polars_stats
 from polars_dp.counting.spec import CountSpec, check_count_dtype, check_counts, strides
 
@@ -66,7 +65,7 @@ def add_batch(acc: Accumulator, batch: pl.DataFrame, spec: CountSpec) -> bool:
 
 
 def count_polars(frame: pl.DataFrame | pl.LazyFrame, spec: CountSpec, *, dense: bool
-                 ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+                 ) -> Counts:
     lf = frame.lazy()
     schema = lf.collect_schema()
     keys, drop, dtypes = prepare(schema, spec)

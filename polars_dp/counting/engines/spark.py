@@ -10,9 +10,9 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-import numpy as np
 import polars as pl
 
+from polars_dp.counting.aggregate import Counts
 from polars_dp.counting.engines import sql as sqlgen
 from polars_dp.counting.invalid import invalid_error, stats_from_row
 from polars_dp.counting.spec import CountSpec
@@ -24,7 +24,7 @@ def _to_polars(df: Any) -> pl.DataFrame:
     return pl.DataFrame([r.asDict() for r in df.collect()])  # pragma: no cover - Spark < 4
 
 
-def count_spark(df: Any, spec: CountSpec, *, dense: bool) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+def count_spark(df: Any, spec: CountSpec, *, dense: bool) -> Counts:
     fields = {f.name: f.dataType.typeName() for f in df.schema.fields}
     dtypes = sqlgen.column_dtypes(spec, list(fields), list(fields.values()))
     view = f"_polars_dp_rows_{uuid.uuid4().hex}"

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
-from polars_dp.counting.aggregate import Accumulator
+from polars_dp.counting.aggregate import Accumulator, Counts
 from polars_dp.counting.invalid import sql_stats_select
 from polars_dp.counting.spec import CountSpec, check_count_dtype, check_counts, strides
 from polars_dp.domains import sql
@@ -61,7 +61,7 @@ def stats_sql(spec: CountSpec, dtypes: Sequence[pl.DataType], dialect: str, tabl
     return f"SELECT {sql_stats_select(spec, dtypes, dialect)} FROM {table}{where_sql(spec, dtypes, dialect)}"
 
 
-def finish(agg: pl.DataFrame, spec: CountSpec, *, dense: bool) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+def finish(agg: pl.DataFrame, spec: CountSpec, *, dense: bool) -> Counts:
     """Turn the engine's (cell, n) rows (no NULL cell) into the aggregate the caller wants."""
     if spec.count_column:
         mins = agg["n_min"].drop_nulls()
