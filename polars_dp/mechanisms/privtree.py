@@ -38,25 +38,18 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
 from polars_dp.counting.points import finest_cells
-from polars_dp.domains.box import as_box
 from polars_dp.kernels.morton import (
     MortonLayout,
-    check_fanout,
     morton_codes,
-    resolution_bits,
 )
 from polars_dp.mechanisms.privtree_levels import (
-    check_levels,
     level_counts,
-    level_scales,
     noisy_level_counts,
-    split_count_budget,
 )
 from polars_dp.mechanisms.privtree_rule import (
     check_theta,
@@ -70,15 +63,11 @@ from polars_dp.noise import (
     NoiseKind,
     SeedLike,
     add_noise,
-    check_epsilon,
-    check_fraction,
-    check_noise,
-    histogram_sensitivity,
-    laplace_scale,
     noise_params,
     noise_source,
 )
-from polars_dp.params import Nulls, OnOutOfDomain, check_int
+from polars_dp.params import Nulls, OnOutOfDomain
+from polars_dp.plans.spatial import PrivTreePlan
 from polars_dp.progress import Progress, rows_hint
 from polars_dp.releases.noise_model import Correlated, IndependentLaplace
 from polars_dp.releases.tree import SpatialRelease
@@ -168,7 +157,7 @@ def privtree(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: 
              on_out_of_domain: OnOutOfDomain = "raise",
              nulls: Nulls = "raise", resolution: int | None = None, count_column: str | None = None,
              noise: NoiseKind = "exact", progress: bool | None = None,
-             levels: int | None = None) -> SpatialRelease:
+             levels: int | None = 0) -> SpatialRelease:
     """Release a PrivTree decomposition of the points ``columns`` inside the public ``bounds``.
 
     Parameters
@@ -197,12 +186,14 @@ def privtree(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: 
     progress : stage bars on stderr (counting finest cells, tree, noise); ``None``: on a
         terminal for large inputs.
     levels : public number ``k`` of top levels of the decomposition whose every cell also gets
-        a noisy count (:mod:`polars_dp.mechanisms.privtree_levels`); ``None`` (default):
-        ``max(1, 4 // log2(fanout))`` (2 in 2-D, 1 in 4-D: 16 cells on level ``k``);
-        ``0``: the leaves only, as in the paper.  With ``k >= 1`` the count budget
-        ``epsilon - eps_tree`` is split: 1/16 to the top levels (geometrically, Cormode et
-        al. 2012), the rest to the leaves; every count is then replaced by the least-squares
-        estimate consistent with the tree (:mod:`polars_dp.releases.tree_levels`, post-processing).
+        a noisy count (:mod:`polars_dp.mechanisms.privtree_levels`); ``0`` (default): the
+        leaves only, as in the paper; ``None``: ``max(1, 4 // log2(fanout))`` (2 in 2-D, 1 in
+        4-D: 16 cells on level ``k``).  The default stays 0 because on GeoNames and the flights
+        the counted levels did not lower the error of any box size (``docs/results/spatial.md``).
+        With ``k >= 1`` the count budget ``epsilon - eps_tree`` is split: 1/16 to the top
+        levels (geometrically, Cormode et al. 2012), the rest to the leaves; every count is then
+        replaced by the least-squares estimate consistent with the tree
+        (:mod:`polars_dp.releases.tree_levels`, post-processing).
         Total spent: ``epsilon`` under either neighbour relation (level counts: sensitivity 1
         under add/remove-one, 2 under replace-one, as the leaves).
 
@@ -212,30 +203,20 @@ def privtree(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: 
     >>> tree.columns, tree.neighbours, len(tree.count) == tree.n_leaves
     (['x', 'y'], 'add_remove', True)
     """
-    box = as_box(columns, bounds)
-    split_bits = check_fanout(fanout, box.d)
-    beta = 1 << split_bits
-    epsilon = check_epsilon(epsilon)
-    share = check_fraction(tree_share, "tree_share")
-    factor = histogram_sensitivity(neighbours)
+    plan = PrivTreePlan(columns, bounds=bounds, epsilon=epsilon, fanout=fanout, theta=theta,
+                        tree_share=tree_share, neighbours=neighbours, on_out_of_domain=on_out_of_domain,
+                        nulls=nulls, resolution=resolution, count_column=count_column, noise=noise,
+                        levels=levels)  # the calibration: budget split, level and leaf scales
+    box, layout, k, noise = plan.box, plan.layout, plan.levels, plan.noise
+    epsilon, share, factor = plan.epsilon, plan.options["tree_share"], plan.sensitivity
+    split_bits, beta, bits = layout.split_bits, layout.fanout, layout.bits
+    eps_tree, eps_leaf = plan.epsilon_tree, plan.epsilon_leaf
     theta = check_theta(theta)
-    noise = check_noise(noise)
     if noise == "exact":
-        eps_tree: float | Fraction = Fraction(epsilon) * Fraction(share)
-        eps_leaf: float | Fraction = Fraction(epsilon) - eps_tree
         theta = grid_theta(theta)
-    else:
-        eps_tree, eps_leaf = epsilon * share, epsilon * (1 - share)
-    top = resolution_bits(box.d)
-    bits = top if resolution is None else check_int(resolution, "resolution", lo=1, hi=top)
-    layout = MortonLayout(box.d, bits, split_bits)
-    k = check_levels(levels, layout)
-    eps_levels: list[Any] = []
-    if k:
-        eps_levels, eps_leaf = split_count_budget(eps_leaf, k, box.d, noise)
     lam = privtree_lambda(eps_tree, beta, group=factor, noise=noise)
     delta = privtree_delta(lam, beta, noise=noise)
-    leaf_scale = laplace_scale(factor, eps_leaf, noise)
+    leaf_scale = plan.leaf_scale
     src = noise_source(seed)
 
     bar = Progress("privtree", progress, rows_hint(frame))
@@ -255,7 +236,7 @@ def privtree(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: 
     model: IndependentLaplace | Correlated = IndependentLaplace(float(leaf_scale))
     top_levels = None
     if k:
-        scales = level_scales(factor, eps_levels, noise)
+        scales, eps_levels = plan.level_scales, plan.epsilon_levels
         noisy_top = noisy_level_counts(exact_levels, scales, src, noise)
         del exact_levels
         bar.step("inference")

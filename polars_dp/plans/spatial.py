@@ -12,6 +12,7 @@ from fractions import Fraction
 from typing import Any
 
 from polars_dp.domains.box import as_box
+from polars_dp.kernels.morton import MortonLayout, check_fanout, resolution_bits
 from polars_dp.noise import (
     NEIGHBOURS,
     NOISE_KINDS,
@@ -24,6 +25,7 @@ from polars_dp.params import NULLS, ON_OUT_OF_DOMAIN, check_int
 from polars_dp.plans.base import Plan, register_plan
 from polars_dp.plans.noise_model import IndependentLaplace, NoiseModel, WaveletLaplace
 from polars_dp.plans.options import Option
+from polars_dp.plans.privtree_levels import check_levels, split_count_budget
 
 _ROWS = (
     Option("on_out_of_domain", "choice", "raise", choices=ON_OUT_OF_DOMAIN),
@@ -62,7 +64,8 @@ class PrivTreePlan(PointsPlan):
     name = "privtree"
     options_table = (*_POINTS, Option("fanout", "int", None, lo=2, optional=True),
                      Option("theta", "nonnegative", 0.0), Option("tree_share", "fraction", 0.5), _NEIGHBOURS,
-                     *_ROWS[:2], Option("resolution", "int", None, lo=1, optional=True), *_ROWS[2:])
+                     *_ROWS[:2], Option("resolution", "int", None, lo=1, optional=True), *_ROWS[2:],
+                     Option("levels", "any", 0))
     release_mechanisms = ("privtree",)
     unknown_before_data = ("the leaves (which boxes the tree splits, decided by the noisy counts): "
                            "a range's noise is the leaf noise of the leaves it overlaps plus the "
@@ -72,6 +75,17 @@ class PrivTreePlan(PointsPlan):
         super()._calibrate()
         self.epsilon_tree, self.epsilon_leaf = split_budget(self.epsilon, self.options["tree_share"],
                                                             self.noise)
+        split_bits = check_fanout(self.options["fanout"], self.box.d)
+        top = resolution_bits(self.box.d)
+        bits = top if self.options["resolution"] is None else check_int(self.options["resolution"],
+                                                                         "resolution", lo=1, hi=top)
+        self.layout = MortonLayout(self.box.d, bits, split_bits)
+        self.levels = check_levels(self.options["levels"], self.layout)
+        self.epsilon_levels: list[Any] = []
+        if self.levels:  # counted top levels take their share of the count budget
+            self.epsilon_levels, self.epsilon_leaf = split_count_budget(self.epsilon_leaf, self.levels,
+                                                                        self.box.d, self.noise)
+        self.level_scales = [laplace_scale(self.sensitivity, e, self.noise) for e in self.epsilon_levels]
         self.leaf_scale = laplace_scale(self.sensitivity, self.epsilon_leaf, self.noise)
         self.nominal_leaf_scale = self.sensitivity / float(self.epsilon_leaf)
 

@@ -126,7 +126,11 @@ def rebuilt_plan(release: SpatialRelease) -> Plan | None:
               "epsilon": release.epsilon, "neighbours": release.neighbours, "noise": release.noise}
     try:
         if release.mechanism == "privtree" and "tree_share" in p:
-            return PrivTreePlan(list(box.columns), tree_share=p["tree_share"], **common)
+            layout = release.layout or {}
+            return PrivTreePlan(list(box.columns), tree_share=p["tree_share"], levels=int(p.get("levels", 0)),
+                                fanout=p.get("fanout"),
+                                resolution=layout.get("bits", p.get("resolution_bits")),
+                                **common)
         if release.mechanism == "privelet_grid" and "bits" in p:
             return PriveletGridPlan(list(box.columns), bits=p["bits"], **common)
         if release.mechanism == "uniform_grid" and "n_source" in p and "n_used" in p:
@@ -157,6 +161,13 @@ def _check_against_plan(release: SpatialRelease, plan: Plan) -> None:
             check_equal("params.epsilon_tree", p["epsilon_tree"], float(plan.epsilon_tree))
         if "epsilon_leaf" in p:
             check_equal("params.epsilon_leaf", p["epsilon_leaf"], float(plan.epsilon_leaf))
+        recorded = p.get("epsilon_levels", [])
+        if not isinstance(recorded, list) or len(recorded) != len(plan.epsilon_levels):
+            raise ReleaseFormatError(f"release metadata field 'params.epsilon_levels' is {recorded!r} but "
+                                     f"the declared parameters count {plan.levels} top level(s); the file was "
+                                     "edited or is corrupt")
+        for j, (got, want) in enumerate(zip(recorded, plan.epsilon_levels, strict=True)):
+            check_equal(f"params.epsilon_levels[{j}]", got, float(want))
         if "leaf_noise_scale" in p:
             check_noise_scale("params.leaf_noise_scale", positive_number(p["leaf_noise_scale"],
                                                                         "params.leaf_noise_scale"),
