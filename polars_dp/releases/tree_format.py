@@ -164,8 +164,8 @@ def _check_against_plan(release: SpatialRelease, plan: Plan) -> None:
         recorded = p.get("epsilon_levels", [])
         if not isinstance(recorded, list) or len(recorded) != len(plan.epsilon_levels):
             raise ReleaseFormatError(f"release metadata field 'params.epsilon_levels' is {recorded!r} but "
-                                     f"the declared parameters count {plan.levels} top level(s); the file was "
-                                     "edited or is corrupt")
+                                     f"the declared parameters count {plan.levels} top level(s); the file "
+                                     "was edited or is corrupt")
         for j, (got, want) in enumerate(zip(recorded, plan.epsilon_levels, strict=True)):
             check_equal(f"params.epsilon_levels[{j}]", got, float(want))
         if "leaf_noise_scale" in p:
