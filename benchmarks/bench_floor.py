@@ -14,6 +14,10 @@ Cases (``--cases``):
   privtree PrivTree on 1e7 clustered 2-D points vs the uniform grid (UG) on the same points
   memory   peak memory of each mechanism on the census shape (fresh process each) / the size of
            the dense count array (float64)
+  read     ``pdp.read_release`` of a 4.55M-cell Privelet+ release (census shape with income in
+           bins of 23) from Parquet, in a fresh process: cold and warm seconds, minor page
+           faults, and the peak memory growth against the release's array size (target
+           <= 0.5 s and <= 1.5x)
 
 The wavelet and prefix stages are also timed alone (noise + inverse on zeros; the first
 prefix-sum build; one streamed batch of range counts), since the count stage is being
@@ -47,7 +51,9 @@ TARGETS = {"basic": 1.3, "privelet+": 1.8, "privelet": 3.0}
 TARGET_PRIVTREE = 2.0
 TARGET_PRIVTREE_1E6_S = 0.3
 TARGET_MEMORY = 2.5
-CASES = ("census", "1d", "nominal", "privtree", "memory")
+TARGET_READ_S = 0.5
+TARGET_READ_MEMORY = 1.5
+CASES = ("census", "1d", "nominal", "privtree", "memory", "read")
 
 
 # ---------------------------------------------------------------------------- data
@@ -289,6 +295,59 @@ def memory_case(quick: bool, rows: int, noise: str) -> dict:
     return out
 
 
+# ---------------------------------------------------------------------------- read
+def read_attributes():
+    import polars_dp as pdp
+    occ = pdp.Hierarchy.from_dict({f"g{g}": list(range(g * 64, (g + 1) * 64)) for g in range(8)})
+    return [pdp.Ordinal("age", 0, 100), pdp.Nominal("gender", categories=["female", "male"]),
+            pdp.Nominal("occupation", occ), pdp.Ordinal("income", 0, 1000, width=23)]
+
+
+def read_file():
+    from pathlib import Path
+    return Path(__file__).parent / "out" / "read_4p5m.parquet"
+
+
+def read_child() -> dict:
+    import resource
+
+    import polars_dp as pdp
+    path = read_file()
+    base = _rss_bytes()
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+    except OSError:
+        pass
+    runs = []
+    for _ in range(3):  # the first is cold (fresh process: imports done, pages never touched)
+        f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        t = time.perf_counter()
+        release = pdp.read_release(path)
+        runs.append({"seconds": time.perf_counter() - t,
+                     "minflt": resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0})
+        if not runs[1:]:
+            peak = hwm_bytes()
+        del release
+    return {"case": "read", "runs": runs, "extra_bytes": peak - base,
+            "array_bytes": 8 * int(np.prod([a.n_cells for a in read_attributes()]))}
+
+
+def read_case() -> dict:
+    import polars_dp as pdp
+    path = read_file()
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        attrs = read_attributes()
+        rng = np.random.default_rng(5)
+        import polars as pl
+        n = 1_000_000
+        frame = pl.DataFrame({"age": rng.integers(0, 101, n), "gender": rng.choice(["female", "male"], n),
+                              "occupation": rng.integers(0, 512, n), "income": rng.integers(0, 1001, n)})
+        pdp.privelet(frame, attrs, epsilon=1.0, untransformed=["age", "gender"], seed=1).write_parquet(path)
+    return _child(["--read-child"])
+
+
 # ---------------------------------------------------------------------------- driver
 def _child(args: list[str]) -> dict:
     proc = subprocess.run([sys.executable, "-m", "benchmarks.bench_floor", *args], capture_output=True,
@@ -313,6 +372,20 @@ def report(res: dict) -> None:
               f"{'met' if ratio <= TARGET_PRIVTREE else 'MISSED'} ({ratio:.2f}); "
               f"{small['points']:,} points {small['privtree']:.3f} s (target < {TARGET_PRIVTREE_1E6_S} s "
               f"on 1e6: {'met' if small['privtree'] < TARGET_PRIVTREE_1E6_S else 'MISSED'})")
+        return
+    if case == "read":
+        runs = res["runs"]
+        ratio = res["extra_bytes"] / res["array_bytes"]
+        print(f"\nread_release of {res['array_bytes'] // 8:,} cells (fresh process)")
+        for i, r in enumerate(runs):
+            print(f"  {'cold' if i == 0 else 'warm'}: {r['seconds']:.3f} s, {r['minflt']:,} minor faults")
+        warm = min(r["seconds"] for r in runs[1:])
+        cold = runs[0]["seconds"]
+        print(f"  target <= {TARGET_READ_S} s: cold {'met' if cold <= TARGET_READ_S else 'MISSED'}, "
+              f"warm {'met' if warm <= TARGET_READ_S else 'MISSED'}; peak growth (cold read) "
+              f"{res['extra_bytes'] / 2**20:.0f} MiB = {ratio:.2f} x the array "
+              f"({res['array_bytes'] / 2**20:.0f} MiB), target <= {TARGET_READ_MEMORY}: "
+              f"{'met' if ratio <= TARGET_READ_MEMORY else 'MISSED'}")
         return
     if case == "memory":
         print("\npeak memory on the census shape (fresh process each; growth over the frame)")
@@ -343,7 +416,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--noise", choices=("float", "exact"), default="float")
     parser.add_argument("--case-child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--memory-child", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--read-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.read_child:
+        print(json.dumps(read_child()))
+        return 0
     rows = args.rows or (1_000_000 if args.quick else 10_000_000)
     if args.memory_child:
         print(json.dumps(memory_child(args.quick, rows, args.memory_child, args.noise)))
@@ -361,6 +438,8 @@ def main(argv: list[str] | None = None) -> int:
     for case in args.cases.split(","):
         if case == "memory":
             report(memory_case(args.quick, rows, args.noise))
+        elif case == "read":
+            report(read_case())
         elif case in CASES:
             report(_child(["--case-child", case, *common]))
         else:
