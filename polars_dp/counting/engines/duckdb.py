@@ -16,12 +16,15 @@ from polars_dp.counting.engines import sql as sqlgen
 from polars_dp.counting.invalid import invalid_error, stats_from_row
 from polars_dp.counting.spec import CountSpec
 
+#: Aggregate rows per fetched Arrow record batch.
+FETCH_ROWS = 1 << 20
+
 
 def count_duckdb(rel: Any, spec: CountSpec, *, dense: bool) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     dtypes = sqlgen.column_dtypes(spec, rel.columns, [str(t) for t in rel.types])
     view = f"_polars_dp_rows_{uuid.uuid4().hex}"
     query = sqlgen.aggregate_sql(spec, dtypes, "duckdb", view)
-    reader = rel.query(view, query).arrow()
+    reader = rel.query(view, query).arrow(FETCH_ROWS)
     result = sqlgen.finish_batches(reader, spec, dense=dense)
     if result is None:
         del reader
@@ -30,4 +33,4 @@ def count_duckdb(rel: Any, spec: CountSpec, *, dense: bool) -> np.ndarray | tupl
     return result
 
 
-__all__ = ["count_duckdb"]
+__all__ = ["FETCH_ROWS", "count_duckdb"]
