@@ -258,6 +258,12 @@ def hn_inverse(u: np.ndarray, attributes: Sequence[Attribute], transformed: Sequ
     return hn_inverse_blocked(lambda i, j: flat[i:j], attrs, transformed, out, slab_cells=slab_cells)
 
 
+def _broadcastable(parts: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Per-axis denominators with the all-ones axes (Haar, untransformed) cut to length 1, so
+    their outer product broadcasts instead of repeating ones."""
+    return [p if np.any(p != 1) else p[:1] for p in parts]
+
+
 def _outer_product(parts: Sequence[np.ndarray]) -> np.ndarray:
     """Outer product of 1-D int64 arrays, shape ``(len(p) for p in parts)``."""
     out = np.ones((), dtype=np.int64)
@@ -313,7 +319,7 @@ def hn_lattice_inverse(counts: np.ndarray, attributes: Sequence[Attribute], tran
 
     if lead == d or split == lead:  # batch items (or all cells) go block by block
         lo = min(lead, d)
-        item_den = _outer_product(dens[lo:])[None]
+        item_den = _outer_product(_broadcastable(dens[lo:]))[None]
         sub = plan.per_item
 
         def small_source(i: int, j: int) -> np.ndarray:
@@ -337,7 +343,7 @@ def hn_lattice_inverse(counts: np.ndarray, attributes: Sequence[Attribute], tran
     store = np.empty((n_outer, inner_cells), dtype=np.int64)
     store_f = np.empty((n_outer, inner_cells)) if approximate else None
     outer_den = _outer_product(dens[lead:split]).reshape(-1)
-    inner_den = _outer_product(dens[split:])[None]
+    inner_den = _outer_product(_broadcastable(dens[split:]))[None]
     sub = plan.per_item
     col_step = max(1, slab_cells // n_outer)
 
