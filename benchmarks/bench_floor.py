@@ -159,6 +159,41 @@ def floor_privelet(columns, attrs, transformed, scale: float, noise: str):
     return field
 
 
+# ---------------------------------------------------------------------------- model floor
+#: Memory traffic of a wavelet release per cell (bytes): counts in, coefficients through the
+#: noise, the outer-axes buffer and the release out, about six read+write passes of float64.
+TRAFFIC_PER_CELL = 96
+
+
+def model_floor(attrs, transformed, scale: float) -> dict:
+    """Issue 26's floor of an exact wavelet release: every coefficient drawn at the sampler's
+    measured rate at this scale, plus :data:`TRAFFIC_PER_CELL` bytes per cell at the measured
+    copy bandwidth (a pre-touched 256 MB buffer)."""
+    from polars_dp.kernels import wavelets as W
+    coef = int(np.prod([W.coefficient_count(a) if t else a.n_cells for a, t in zip(attrs, transformed,
+                                                                                    strict=True)]))
+    cells = int(np.prod([a.n_cells for a in attrs]))
+    exact = exact_sampler()
+    n = 1 << 22
+    t = Fraction(scale).limit_denominator(1 << 20)
+    if exact:
+        src, sample = exact
+        sample(src, t, 1000)
+        t0 = time.perf_counter()
+        sample(src, t, n)
+        per_draw = (time.perf_counter() - t0) / n
+    else:
+        per_draw = float("nan")
+    a, b = np.ones(1 << 25), np.ones(1 << 25)
+    t0 = time.perf_counter()
+    for _ in range(3):
+        np.copyto(b, a)
+    bandwidth = 3 * 2 * a.nbytes / (time.perf_counter() - t0)  # read + write
+    seconds = coef * per_draw + TRAFFIC_PER_CELL * cells / bandwidth
+    return {"seconds": seconds, "ns_per_draw": per_draw * 1e9, "gb_per_s": bandwidth / 1e9,
+            "coefficients": coef}
+
+
 # ---------------------------------------------------------------------------- grid cases
 def grid_case(case: str, quick: bool, rows: int, repeats: int, noise: str) -> dict:
     import polars_dp as pdp
@@ -204,6 +239,20 @@ def grid_case(case: str, quick: bool, rows: int, repeats: int, noise: str) -> di
             del result
         m, f = statistics.median(mech_t), statistics.median(floor_t)
         out["mechanisms"][name] = {"seconds": m, "floor": f, "ratio": m / f, "noise_used": used}
+        if noise == "exact" and accepts_noise(fn):  # the same release with float noise, interleaved
+            ratios = []
+            for _ in range(repeats):
+                t0 = time.perf_counter()
+                release = fn(frame, attrs, **{**kwargs, "noise": "exact"})
+                t_exact = time.perf_counter() - t0
+                del release
+                t0 = time.perf_counter()
+                release = fn(frame, attrs, **{**kwargs, "noise": "float"})
+                ratios.append(t_exact / (time.perf_counter() - t0))
+                del release
+            out["mechanisms"][name]["exact_over_float"] = [min(ratios), max(ratios)]
+        if noise == "exact" and name != "basic":
+            out["mechanisms"][name]["model_floor"] = model_floor(attrs, transformed, scale)
         if name != "basic":  # the wavelet stage alone: noise + blocked inverse into zeros
             zeros = np.zeros(tuple(a.n_cells for a in attrs))
             t0 = time.perf_counter()
@@ -403,6 +452,19 @@ def report(res: dict) -> None:
         target = TARGETS[name]
         print(f"  {name:<11}{m['seconds']:>9.2f}{m['floor']:>9.2f}{m['ratio']:>7.2f}{target:>7.1f}"
               f"{'' if m['ratio'] <= target else '!'}  {m['noise_used']}")
+    mechs = res["mechanisms"]
+    for name, m in mechs.items():
+        if "exact_over_float" in m:
+            lo, hi = m["exact_over_float"]
+            print(f"  {name}: exact / float {lo:.2f}-{hi:.2f} (target <= 1.5)")
+        if "model_floor" in m:
+            mf = m["model_floor"]
+            print(f"  {name}: model floor {mf['seconds']:.2f} s ({mf['coefficients']:,} draws x "
+                  f"{mf['ns_per_draw']:.1f} ns + {TRAFFIC_PER_CELL} B/cell at {mf['gb_per_s']:.1f} GB/s); "
+                  f"release / model floor {m['seconds'] / mf['seconds']:.2f}")
+    if "basic" in mechs and "privelet+" in mechs:
+        print(f"  privelet+ / basic {mechs['privelet+']['seconds'] / mechs['basic']['seconds']:.2f} "
+              "(target <= 2.5)")
     for stage, seconds in res["stages"].items():
         print(f"    stage {stage}: {seconds:.2f} s")
 
