@@ -49,11 +49,13 @@ def spy(monkeypatch):
     return results
 
 
-@pytest.mark.parametrize("batch", [7, 1 << 20])
-def test_file_in_write_order_is_read_by_position(tmp_path, release, spy, monkeypatch, batch):
-    monkeypatch.setattr(importlib.import_module("polars_dp.releases.grid"), "READ_BATCH", batch)
+@pytest.mark.parametrize("row_group", [7, None])
+def test_file_in_write_order_is_read_by_position(tmp_path, release, spy, row_group):
     path = tmp_path / "r.parquet"
     release.write_parquet(path)
+    if row_group:  # many row groups, each read column by column
+        pq.write_table(pq.read_table(path), path, row_group_size=row_group)
+        assert pq.ParquetFile(path).metadata.num_row_groups > 1
     back = pdp.read_release(path)
     assert spy == [True]
     np.testing.assert_array_equal(back.counts, release.counts)

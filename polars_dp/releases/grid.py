@@ -26,7 +26,7 @@ from polars_dp.progress import Progress
 from polars_dp.releases import sql_grid
 from polars_dp.releases.base import Release
 from polars_dp.releases.grid_format import (
-    READ_BATCH,
+    RowGroupColumns,
     _check_grid_parameters,
     _counts_by_label,
     counts_in_write_order,
@@ -222,8 +222,8 @@ class GridRelease(Release):
         counts = None
         if file.metadata.num_rows == int(np.prod(shape, dtype=np.int64)) and \
                 all(c in file.schema_arrow.names for c in columns):
-            counts = counts_in_write_order(file.iter_batches(batch_size=READ_BATCH, columns=columns),
-                                           attrs, shape)
+            groups = [RowGroupColumns(file, i) for i in range(file.metadata.num_row_groups)]
+            counts = counts_in_write_order(groups, attrs, shape)
         if counts is None:
             return cls.from_arrow(read_table(path))
         release = cls(counts, attrs, noise_scale=scale, **common)

@@ -242,6 +242,19 @@ def _level_checks(attribute: Nominal, column: str) -> list[tuple[str, _Codes, np
     return out
 
 
+class RowGroupColumns:
+    """One row group of a Parquet file whose columns are decoded one at a time, on request
+    (``num_rows``, ``column(name)``, as a record batch has): only one decoded column is held."""
+
+    def __init__(self, file: Any, index: int):
+        self.file, self.index = file, index
+        self.num_rows = file.metadata.row_group(index).num_rows
+
+    def column(self, name: str) -> pa.Array:
+        table = self.file.read_row_group(self.index, columns=[name], use_threads=False)
+        return table.column(0).combine_chunks()
+
+
 def write_order_columns(attrs: tuple[Attribute, ...]) -> list[str]:
     """The columns :func:`counts_in_write_order` reads."""
     names = []
@@ -252,7 +265,7 @@ def write_order_columns(attrs: tuple[Attribute, ...]) -> list[str]:
     return [*names, "count"]
 
 
-def counts_in_write_order(batches: Iterable[pa.RecordBatch], attrs: tuple[Attribute, ...],
+def counts_in_write_order(batches: Iterable[Any], attrs: tuple[Attribute, ...],
                           shape: tuple[int, ...]) -> np.ndarray | None:
     """The counts of a grid file whose rows are in the C order of the cells, or None.
 
