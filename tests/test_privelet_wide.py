@@ -34,8 +34,9 @@ LEAF = (F - 1) ** 3  # the largest |D u| per unit of total: a leaf x leaf x leaf
 
 
 def _thresholds() -> list[int]:
-    lat = privelet_exact.lattice_bound(WIDE, [True] * 3)
-    return [2**52 // lat, 2**62 // LEAF, 2**63 // LEAF, 2**64 // LEAF, privelet_exact.MAX_TOTAL - 1]
+    old = (2 * F) ** 3  # the former refusal: total x prod(2 f_max) >= 2^52
+    assert privelet_exact.lattice_bound(WIDE, [True] * 3) == LEAF
+    return [2**52 // old, 2**62 // LEAF, 2**63 // LEAF, 2**64 // LEAF, privelet_exact.MAX_TOTAL - 1]
 
 
 def _exact_numerators(counts: np.ndarray, attrs, transformed) -> np.ndarray:
@@ -176,3 +177,15 @@ def test_too_wide_a_lattice_is_refused_from_the_declaration_alone():
         privelet_exact.check_wide(big, [True] * 4)
     privelet_exact.check_wide(big, [True, True, True, False])  # three axes are fine
     privelet_exact.check_wide(WIDE, [True] * 3)
+
+
+@pytest.mark.parametrize("total", [2**62 // (F - 1) ** 2, 2**63 // (F - 1) ** 2 + 1, 2**53 - 1])
+def test_two_axes_beyond_int64_take_the_wide_path(monkeypatch, total):
+    """``(f - 1)^2 x total`` passes 2^63 here: the public bound must send this domain to the
+    wide path (a bound a few times too small would keep it narrow and wrap)."""
+    attrs, tr = WIDE[:2], [True, True]
+    counts = np.random.default_rng(6).integers(0, 4, size=(F, F))
+    counts[2, 9] += total - int(counts.sum())
+    assert privelet_exact.needs_wide(attrs, tr)
+    _, coef = _run_recorded(monkeypatch, counts, attrs, tr, noise=0)
+    _assert_coefficients(coef, counts, attrs, tr, 0)

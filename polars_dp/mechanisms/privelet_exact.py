@@ -42,12 +42,17 @@ NARROW_LIMIT = 1 << 62
 
 
 def lattice_bound(attributes: Sequence[Attribute], transformed: Sequence[bool]) -> int:
-    """``L`` with ``|D u| <= L x total`` for every coefficient: the nominal numerator
-    ``f leafsum(N) - leafsum(p)`` multiplies leaf sums by at most ``2 f_max`` (public)."""
+    """``L`` with ``|D u| <= L x total`` for every coefficient (public).
+
+    Along a nominal axis the numerator map has entries ``f - 1`` (cells under ``N``), ``-1``
+    (the rest of the parent's cells), ``0`` or, for the root, ``1``; Haar entries are ``+-1``.
+    The HN numerators are the tensor product, whose largest entry is the product of the axes'
+    largest, so for non-negative cells ``|D u| <= prod max(f_max - 1, 1) x total``.  (Only the
+    final value matters: the int64 steps before it are exact modulo ``2^64``.)"""
     bound = 1
     for a, t in zip(attributes, transformed, strict=True):
         if t and isinstance(a, Nominal):
-            bound *= 2 * int(a.hierarchy.fanouts.max())
+            bound *= max(int(a.hierarchy.fanouts.max()) - 1, 1)
     return bound
 
 
