@@ -7,6 +7,13 @@ release spends ``Delta rho / lambda' <= epsilon``.  Everything after the noisy n
 division by ``D`` and the inverse transform) is post-processing in floating point of the noisy
 coefficients alone.
 
+Nothing reads the data to refuse or to choose a path.  The numerators are summed in int64,
+exact modulo ``2^64``; :func:`needs_wide` decides from the declared hierarchies alone (the
+public :func:`lattice_bound` times :data:`MAX_TOTAL`) whether they may leave int64, and then
+the float64 numerators are computed too and every noisy numerator is recovered exactly from
+both (:func:`lattice_perturb`).  So the output law is the same for every dataset whose total
+is at most :data:`MAX_TOTAL` (``2^53``, where the float64 count matrix stops being exact).
+
 The pipeline is :func:`polars_dp.kernels.wavelet_blocks.hn_lattice_inverse`: exact int64
 forward transform, noise, float64 inverse, block by block in the C order of the coefficient
 array, writing over the counts (peak memory about 1.4x the count array on top of it).  Within a
