@@ -14,6 +14,10 @@ Cases (``--cases``):
   privtree PrivTree on 1e7 clustered 2-D points vs the uniform grid (UG) on the same points
   memory   peak memory of each mechanism on the census shape (fresh process each) / the size of
            the dense count array (float64)
+  read     ``pdp.read_release`` of a 4.55M-cell Privelet+ release (census shape with income in
+           bins of 23) from Parquet, in a fresh process: cold and warm seconds, minor page
+           faults, and the peak memory growth against the release's array size (target
+           <= 0.5 s and <= 1.5x)
 
 The wavelet and prefix stages are also timed alone (noise + inverse on zeros; the first
 prefix-sum build; one streamed batch of range counts), since the count stage is being
@@ -47,7 +51,9 @@ TARGETS = {"basic": 1.3, "privelet+": 1.8, "privelet": 3.0}
 TARGET_PRIVTREE = 2.0
 TARGET_PRIVTREE_1E6_S = 0.3
 TARGET_MEMORY = 2.5
-CASES = ("census", "1d", "nominal", "privtree", "memory")
+TARGET_READ_S = 0.5
+TARGET_READ_MEMORY = 1.5
+CASES = ("census", "1d", "nominal", "privtree", "memory", "read")
 
 
 # ---------------------------------------------------------------------------- data
@@ -153,6 +159,41 @@ def floor_privelet(columns, attrs, transformed, scale: float, noise: str):
     return field
 
 
+# ---------------------------------------------------------------------------- model floor
+#: Memory traffic of a wavelet release per cell (bytes): counts in, coefficients through the
+#: noise, the outer-axes buffer and the release out, about six read+write passes of float64.
+TRAFFIC_PER_CELL = 96
+
+
+def model_floor(attrs, transformed, scale: float) -> dict:
+    """Issue 26's floor of an exact wavelet release: every coefficient drawn at the sampler's
+    measured rate at this scale, plus :data:`TRAFFIC_PER_CELL` bytes per cell at the measured
+    copy bandwidth (a pre-touched 256 MB buffer)."""
+    from polars_dp.kernels import wavelets as W
+    coef = int(np.prod([W.coefficient_count(a) if t else a.n_cells for a, t in zip(attrs, transformed,
+                                                                                    strict=True)]))
+    cells = int(np.prod([a.n_cells for a in attrs]))
+    exact = exact_sampler()
+    n = 1 << 22
+    t = Fraction(scale).limit_denominator(1 << 20)
+    if exact:
+        src, sample = exact
+        sample(src, t, 1000)
+        t0 = time.perf_counter()
+        sample(src, t, n)
+        per_draw = (time.perf_counter() - t0) / n
+    else:
+        per_draw = float("nan")
+    a, b = np.ones(1 << 25), np.ones(1 << 25)
+    t0 = time.perf_counter()
+    for _ in range(3):
+        np.copyto(b, a)
+    bandwidth = 3 * 2 * a.nbytes / (time.perf_counter() - t0)  # read + write
+    seconds = coef * per_draw + TRAFFIC_PER_CELL * cells / bandwidth
+    return {"seconds": seconds, "ns_per_draw": per_draw * 1e9, "gb_per_s": bandwidth / 1e9,
+            "coefficients": coef}
+
+
 # ---------------------------------------------------------------------------- grid cases
 def grid_case(case: str, quick: bool, rows: int, repeats: int, noise: str) -> dict:
     import polars_dp as pdp
@@ -198,6 +239,20 @@ def grid_case(case: str, quick: bool, rows: int, repeats: int, noise: str) -> di
             del result
         m, f = statistics.median(mech_t), statistics.median(floor_t)
         out["mechanisms"][name] = {"seconds": m, "floor": f, "ratio": m / f, "noise_used": used}
+        if noise == "exact" and accepts_noise(fn):  # the same release with float noise, interleaved
+            ratios = []
+            for _ in range(repeats):
+                t0 = time.perf_counter()
+                release = fn(frame, attrs, **{**kwargs, "noise": "exact"})
+                t_exact = time.perf_counter() - t0
+                del release
+                t0 = time.perf_counter()
+                release = fn(frame, attrs, **{**kwargs, "noise": "float"})
+                ratios.append(t_exact / (time.perf_counter() - t0))
+                del release
+            out["mechanisms"][name]["exact_over_float"] = [min(ratios), max(ratios)]
+        if noise == "exact" and name != "basic":
+            out["mechanisms"][name]["model_floor"] = model_floor(attrs, transformed, scale)
         if name != "basic":  # the wavelet stage alone: noise + blocked inverse into zeros
             zeros = np.zeros(tuple(a.n_cells for a in attrs))
             t0 = time.perf_counter()
@@ -289,6 +344,59 @@ def memory_case(quick: bool, rows: int, noise: str) -> dict:
     return out
 
 
+# ---------------------------------------------------------------------------- read
+def read_attributes():
+    import polars_dp as pdp
+    occ = pdp.Hierarchy.from_dict({f"g{g}": list(range(g * 64, (g + 1) * 64)) for g in range(8)})
+    return [pdp.Ordinal("age", 0, 100), pdp.Nominal("gender", categories=["female", "male"]),
+            pdp.Nominal("occupation", occ), pdp.Ordinal("income", 0, 1000, width=23)]
+
+
+def read_file():
+    from pathlib import Path
+    return Path(__file__).parent / "out" / "read_4p5m.parquet"
+
+
+def read_child() -> dict:
+    import resource
+
+    import polars_dp as pdp
+    path = read_file()
+    base = _rss_bytes()
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+    except OSError:
+        pass
+    runs = []
+    for _ in range(3):  # the first is cold (fresh process: imports done, pages never touched)
+        f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        t = time.perf_counter()
+        release = pdp.read_release(path)
+        runs.append({"seconds": time.perf_counter() - t,
+                     "minflt": resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0})
+        if not runs[1:]:
+            peak = hwm_bytes()
+        del release
+    return {"case": "read", "runs": runs, "extra_bytes": peak - base,
+            "array_bytes": 8 * int(np.prod([a.n_cells for a in read_attributes()]))}
+
+
+def read_case() -> dict:
+    import polars_dp as pdp
+    path = read_file()
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        attrs = read_attributes()
+        rng = np.random.default_rng(5)
+        import polars as pl
+        n = 1_000_000
+        frame = pl.DataFrame({"age": rng.integers(0, 101, n), "gender": rng.choice(["female", "male"], n),
+                              "occupation": rng.integers(0, 512, n), "income": rng.integers(0, 1001, n)})
+        pdp.privelet(frame, attrs, epsilon=1.0, untransformed=["age", "gender"], seed=1).write_parquet(path)
+    return _child(["--read-child"])
+
+
 # ---------------------------------------------------------------------------- driver
 def _child(args: list[str]) -> dict:
     proc = subprocess.run([sys.executable, "-m", "benchmarks.bench_floor", *args], capture_output=True,
@@ -314,6 +422,20 @@ def report(res: dict) -> None:
               f"{small['points']:,} points {small['privtree']:.3f} s (target < {TARGET_PRIVTREE_1E6_S} s "
               f"on 1e6: {'met' if small['privtree'] < TARGET_PRIVTREE_1E6_S else 'MISSED'})")
         return
+    if case == "read":
+        runs = res["runs"]
+        ratio = res["extra_bytes"] / res["array_bytes"]
+        print(f"\nread_release of {res['array_bytes'] // 8:,} cells (fresh process)")
+        for i, r in enumerate(runs):
+            print(f"  {'cold' if i == 0 else 'warm'}: {r['seconds']:.3f} s, {r['minflt']:,} minor faults")
+        warm = min(r["seconds"] for r in runs[1:])
+        cold = runs[0]["seconds"]
+        print(f"  target <= {TARGET_READ_S} s: cold {'met' if cold <= TARGET_READ_S else 'MISSED'}, "
+              f"warm {'met' if warm <= TARGET_READ_S else 'MISSED'}; peak growth (cold read) "
+              f"{res['extra_bytes'] / 2**20:.0f} MiB = {ratio:.2f} x the array "
+              f"({res['array_bytes'] / 2**20:.0f} MiB), target <= {TARGET_READ_MEMORY}: "
+              f"{'met' if ratio <= TARGET_READ_MEMORY else 'MISSED'}")
+        return
     if case == "memory":
         print("\npeak memory on the census shape (fresh process each; growth over the frame)")
         for r in res["runs"]:
@@ -330,6 +452,19 @@ def report(res: dict) -> None:
         target = TARGETS[name]
         print(f"  {name:<11}{m['seconds']:>9.2f}{m['floor']:>9.2f}{m['ratio']:>7.2f}{target:>7.1f}"
               f"{'' if m['ratio'] <= target else '!'}  {m['noise_used']}")
+    mechs = res["mechanisms"]
+    for name, m in mechs.items():
+        if "exact_over_float" in m:
+            lo, hi = m["exact_over_float"]
+            print(f"  {name}: exact / float {lo:.2f}-{hi:.2f} (target <= 1.5)")
+        if "model_floor" in m:
+            mf = m["model_floor"]
+            print(f"  {name}: model floor {mf['seconds']:.2f} s ({mf['coefficients']:,} draws x "
+                  f"{mf['ns_per_draw']:.1f} ns + {TRAFFIC_PER_CELL} B/cell at {mf['gb_per_s']:.1f} GB/s); "
+                  f"release / model floor {m['seconds'] / mf['seconds']:.2f}")
+    if "basic" in mechs and "privelet+" in mechs:
+        print(f"  privelet+ / basic {mechs['privelet+']['seconds'] / mechs['basic']['seconds']:.2f} "
+              "(target <= 2.5)")
     for stage, seconds in res["stages"].items():
         print(f"    stage {stage}: {seconds:.2f} s")
 
@@ -343,7 +478,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--noise", choices=("float", "exact"), default="float")
     parser.add_argument("--case-child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--memory-child", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--read-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.read_child:
+        print(json.dumps(read_child()))
+        return 0
     rows = args.rows or (1_000_000 if args.quick else 10_000_000)
     if args.memory_child:
         print(json.dumps(memory_child(args.quick, rows, args.memory_child, args.noise)))
@@ -361,6 +500,8 @@ def main(argv: list[str] | None = None) -> int:
     for case in args.cases.split(","):
         if case == "memory":
             report(memory_case(args.quick, rows, args.noise))
+        elif case == "read":
+            report(read_case())
         elif case in CASES:
             report(_child(["--case-child", case, *common]))
         else:

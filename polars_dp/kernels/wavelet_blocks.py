@@ -22,7 +22,7 @@ from polars_dp.domains.hierarchy import Hierarchy
 from polars_dp.errors import ParameterError
 from polars_dp.kernels.wavelet_exact import (
     _check_integer,
-    forward_int,
+    forward_numerators,
     hn_denominators,
 )
 from polars_dp.kernels.wavelets import (
@@ -113,8 +113,9 @@ Source = Callable[[int, int], np.ndarray]
 #: int64 ``numerators``) of a block that starts at flat coefficient ``start``; ``denominators``
 #: (int64) broadcasts to the block.  ``numerators / denominators`` are the exact coefficients.
 #: ``numerators`` is always a fresh array that ``perturb`` may overwrite (its result may be a
-#: float64 view of it).
-Perturb = Callable[[np.ndarray, np.ndarray, int], np.ndarray]
+#: float64 view of it).  With ``hn_lattice_inverse(..., approximate=True)`` it is called with the
+#: float64 numerators as a fourth, keyword argument ``approx`` (also fresh).
+Perturb = Callable[..., np.ndarray]
 
 
 @dataclass(frozen=True)
@@ -257,6 +258,12 @@ def hn_inverse(u: np.ndarray, attributes: Sequence[Attribute], transformed: Sequ
     return hn_inverse_blocked(lambda i, j: flat[i:j], attrs, transformed, out, slab_cells=slab_cells)
 
 
+def _broadcastable(parts: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Per-axis denominators with the all-ones axes (Haar, untransformed) cut to length 1, so
+    their outer product broadcasts instead of repeating ones."""
+    return [p if np.any(p != 1) else p[:1] for p in parts]
+
+
 def _outer_product(parts: Sequence[np.ndarray]) -> np.ndarray:
     """Outer product of 1-D int64 arrays, shape ``(len(p) for p in parts)``."""
     out = np.ones((), dtype=np.int64)
@@ -267,19 +274,23 @@ def _outer_product(parts: Sequence[np.ndarray]) -> np.ndarray:
 
 def hn_lattice_inverse(counts: np.ndarray, attributes: Sequence[Attribute], transformed: Sequence[bool],
                        perturb: Perturb, *, out: np.ndarray | None = None, slab_cells: int = SLAB_CELLS,
-                       advance: Callable[[int], None] | None = None) -> np.ndarray:
+                       advance: Callable[[int], None] | None = None, approximate: bool = False) -> np.ndarray:
     """``inverse_HN(perturb(forward_HN(counts)))``: exact int64 forward, float64 inverse, blocked.
 
     The integer numerators ``D * u`` of every coefficient (:func:`hn_forward_int`, with the
     denominators ``D`` of :func:`hn_denominators`) are handed to ``perturb`` block by block,
     in the C order of the full coefficient array; ``perturb`` returns the float64 (noisy)
-    coefficients of the block, and the inverse of those is written to ``out``.
+    coefficients of the block, and the inverse of those is written to ``out``.  The int64
+    numerators are exact modulo ``2^64`` whatever their size; with ``approximate=True`` the
+    same numerators computed in float64 (:func:`forward_numerators`) are passed as well, as
+    ``perturb(numerators, denominators, start, approx=...)`` (a fresh array it may overwrite),
+    so that ``perturb`` can recover numerators that overflowed int64.
 
     Memory: the forward along the outer transformed axes is one int64 buffer of (outer
-    coefficients x inner cells), reused in place (as float64) by the inverse; with ``out``
-    given as ``counts.view(np.float64)`` (the counts are consumed) nothing else of cube size
-    is allocated.  The inner axes are forward-transformed, perturbed and inverted one block at
-    a time.
+    coefficients x inner cells), reused in place (as float64) by the inverse (plus one float64
+    buffer of that size with ``approximate``); with ``out`` given as ``counts.view(np.float64)``
+    (the counts are consumed) nothing else of cube size is allocated.  The inner axes are
+    forward-transformed, perturbed and inverted one block at a time.
     """
     attrs = tuple(attributes)
     tr = [bool(t) for t in transformed]
@@ -293,24 +304,36 @@ def hn_lattice_inverse(counts: np.ndarray, attributes: Sequence[Attribute], tran
     dens = hn_denominators(attrs, tr)
     lead, split, d = plan.lead, plan.split, len(attrs)
     flat_counts = counts.reshape(plan.batch, -1)
+
+    def numerators(x: np.ndarray, first: int, offset: int) -> np.ndarray:
+        """Forward along the transformed axes ``[first, d)`` (array axis ``k - offset``)."""
+        for k in range(first, d):
+            if tr[k]:
+                x = forward_numerators(x, attrs[k], k - offset)
+        return x
+
+    def hand_over(num: np.ndarray, num_f: np.ndarray | None, den: np.ndarray, i: int) -> np.ndarray:
+        if num_f is None:
+            return perturb(num, den, i)
+        return perturb(num, den, i, approx=num_f)
+
     if lead == d or split == lead:  # batch items (or all cells) go block by block
         lo = min(lead, d)
-        item_den = _outer_product(dens[lo:])[None]
+        item_den = _outer_product(_broadcastable(dens[lo:]))[None]
         sub = plan.per_item
 
         def small_source(i: int, j: int) -> np.ndarray:
             if lead == d:
                 x = counts.reshape(-1)[i:j]
-                return perturb(x.copy(), np.ones((), dtype=np.int64), i)
+                return hand_over(x.copy(), x.astype(np.float64) if approximate else None,
+                                 np.ones((), dtype=np.int64), i)
             b, g = i // sub, (j - i) // sub
             x = flat_counts[b:b + g].reshape(g, *plan.cells[lead:])
-            num = x
-            for k in range(lead, d):
-                if tr[k]:
-                    num = forward_int(num, attrs[k], k - lead + 1)
+            num = numerators(x, lead, lead - 1)
             if num is x:
                 num = x.copy()
-            return perturb(num, item_den, i)
+            num_f = numerators(x.astype(np.float64), lead, lead - 1) if approximate else None
+            return hand_over(num, num_f, item_den, i)
 
         return hn_inverse_blocked(small_source, attrs, tr, out, slab_cells=slab_cells, advance=advance)
     outer_coef = plan.coef[lead:split]
@@ -318,8 +341,9 @@ def hn_lattice_inverse(counts: np.ndarray, attributes: Sequence[Attribute], tran
     inner, inner_cells = _prod(plan.coef[split:]), _prod(plan.cells[split:])
     n_outer_cells = _prod(plan.cells[lead:split])
     store = np.empty((n_outer, inner_cells), dtype=np.int64)
+    store_f = np.empty((n_outer, inner_cells)) if approximate else None
     outer_den = _outer_product(dens[lead:split]).reshape(-1)
-    inner_den = _outer_product(dens[split:])[None]
+    inner_den = _outer_product(_broadcastable(dens[split:]))[None]
     sub = plan.per_item
     col_step = max(1, slab_cells // n_outer)
 
@@ -331,19 +355,27 @@ def hn_lattice_inverse(counts: np.ndarray, attributes: Sequence[Attribute], tran
             for c in range(0, inner_cells, col_step):
                 cc = min(col_step, inner_cells - c)
                 blk = item[:, c:c + cc].reshape(*plan.cells[lead:split], cc)
-                for k in range(lead, split):
-                    if tr[k]:
-                        blk = forward_int(blk, attrs[k], k - lead)
-                store[:, c:c + cc] = blk.reshape(n_outer, cc)
+                store[:, c:c + cc] = _outer_forward(blk, lead, split).reshape(n_outer, cc)
+                if store_f is not None:
+                    blk_f = _outer_forward(blk.astype(np.float64), lead, split)
+                    store_f[:, c:c + cc] = blk_f.reshape(n_outer, cc)
         x = store[r:r + rr].reshape(rr, *plan.cells[split:])
-        num = x
-        for k in range(split, d):
-            if tr[k]:
-                num = forward_int(num, attrs[k], k - split + 1)
+        num = numerators(x, split, split - 1)
         if np.shares_memory(num, store):
             num = num.copy()
+        num_f = None
+        if store_f is not None:
+            num_f = numerators(store_f[r:r + rr].reshape(rr, *plan.cells[split:]), split, split - 1)
+            if np.shares_memory(num_f, store_f):
+                num_f = num_f.copy()
         den = outer_den[r:r + rr].reshape(rr, *([1] * (d - split))) * inner_den
-        return perturb(num, den, i)
+        return hand_over(num, num_f, den, i)
+
+    def _outer_forward(blk: np.ndarray, first: int, stop: int) -> np.ndarray:
+        for k in range(first, stop):
+            if tr[k]:
+                blk = forward_numerators(blk, attrs[k], k - first)
+        return blk
 
     return hn_inverse_blocked(source, attrs, tr, out, slab_cells=slab_cells,
                               buffer=store.view(np.float64), advance=advance)

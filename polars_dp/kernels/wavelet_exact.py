@@ -58,19 +58,24 @@ def nominal_forward_int(x: np.ndarray, hierarchy: Hierarchy, axis: int = -1) -> 
     so the numerator is ``f leafsum(N) - leafsum(p)`` and the denominator
     :func:`nominal_denominators`.  ``nominal_forward = numerators / denominators``.
     """
+    return _nominal_numerators(_check_integer(x), hierarchy, axis)
+
+
+def _nominal_numerators(x: np.ndarray, hierarchy: Hierarchy, axis: int) -> np.ndarray:
+    """:func:`nominal_forward_int`'s formula in ``x``'s dtype (int64 or float64)."""
     t = _tree(hierarchy)
-    v, shape, axis = _as3d(_check_integer(x), axis)
+    v, shape, axis = _as3d(x, axis)
     if v.shape[1] != t.n_leaves:
         raise ParameterError(f"the hierarchy has {t.n_leaves} leaves but axis {axis} has {v.shape[1]}")
     if t.balanced:
         return _nominal_forward_int_by_level(v, t).reshape(_with_axis(shape, axis, t.n_nodes))
-    cum = np.zeros((v.shape[0], t.n_leaves + 1, v.shape[2]), dtype=np.int64)
+    cum = np.zeros((v.shape[0], t.n_leaves + 1, v.shape[2]), dtype=v.dtype)
     cum[:, 1:] = v
     cumsum_inplace(cum[:, 1:], 1)  # the same sums as np.cumsum, one vector add per leaf
     leafsum = cum[:, t.stop] - cum[:, t.start]
     out = np.empty_like(leafsum)
     out[:, 0] = leafsum[:, 0]
-    f = t.parent_fanout.astype(np.int64)[:, None]
+    f = t.parent_fanout.astype(v.dtype)[:, None]
     np.subtract(leafsum[:, 1:] * f, leafsum[:, t.parent[1:]], out=out[:, 1:])
     return out.reshape(_with_axis(shape, axis, t.n_nodes))
 
@@ -86,14 +91,14 @@ def _nominal_forward_int_by_level(v: np.ndarray, t: _Tree) -> np.ndarray:
         fan = t.fanout[a:b]
         sums.append(np.add.reduceat(sums[-1], np.r_[0, np.cumsum(fan)[:-1]], axis=1))
     sums.reverse()
-    out = np.empty((v.shape[0], t.n_nodes, v.shape[2]), dtype=np.int64)
+    out = np.empty((v.shape[0], t.n_nodes, v.shape[2]), dtype=v.dtype)
     out[:, 0] = sums[0][:, 0]
     for depth in range(1, len(levels)):
         a, b = levels[depth]
         pa, pb = levels[depth - 1]
         fan = t.fanout[pa:pb].astype(np.int64)
         kids = out[:, a:b]
-        np.multiply(sums[depth], np.repeat(fan, fan)[:, None], out=kids)
+        np.multiply(sums[depth], np.repeat(fan, fan).astype(v.dtype)[:, None], out=kids)
         if np.all(fan == fan[0]):  # uniform fanout: broadcast the parents over their children
             kids.reshape(v.shape[0], pb - pa, int(fan[0]), v.shape[2])[...] -= sums[depth - 1][:, :, None]
         else:
@@ -110,9 +115,37 @@ def denominators(attribute: Attribute) -> np.ndarray:
 
 def forward_int(x: np.ndarray, attribute: Attribute, axis: int = -1) -> np.ndarray:
     """Exact int64 numerators of the 1-D transform: ``forward = forward_int / denominators``."""
+    return forward_numerators(_check_integer(x), attribute, axis)
+
+
+def forward_numerators(x: np.ndarray, attribute: Attribute, axis: int = -1) -> np.ndarray:
+    """The numerators of :func:`forward_int` computed in ``x``'s dtype by the same formula.
+
+    int64: exact, and exact modulo ``2^64`` when a value overflows (every step is an addition,
+    subtraction or product by an integer constant, which int64 arrays compute modulo ``2^64``).
+    float64: each step rounded; :func:`float_error_steps` bounds the rounding.
+    """
     if isinstance(attribute, Nominal):
-        return nominal_forward_int(x, attribute.hierarchy, axis)
-    return haar_forward_int(x, axis)
+        return _nominal_numerators(x, attribute.hierarchy, axis)
+    return _haar_sums_and_differences(x, axis)
+
+
+def float_error_steps(attribute: Attribute) -> int:
+    """An upper bound on the roundings any cell's contribution meets in the float64
+    :func:`forward_numerators` (Haar: one sum per level and a difference; nominal: the
+    cumulative sum or level sums over the leaves, a difference, a product, a difference)."""
+    if isinstance(attribute, Nominal):
+        return attribute.hierarchy.n_leaves + _tree(attribute.hierarchy).height + 3
+    return haar_padded_length(attribute.n_cells).bit_length() + 2
+
+
+def float_magnitude_factor(attribute: Attribute) -> int:
+    """``K`` with ``sum of |terms| <= K x (sum of the line's cells)`` in every step of the float64
+    :func:`forward_numerators` of non-negative cells (Haar: 1; nominal: ``2 (f_max + 1)``,
+    the prefix-sum difference counting each cell up to twice, then ``f leafsum - leafsum``)."""
+    if isinstance(attribute, Nominal):
+        return 2 * (int(attribute.hierarchy.fanouts.max()) + 1)
+    return 1
 
 
 def hn_forward_int(x: np.ndarray, attributes: Sequence[Attribute], transformed: Sequence[bool]) -> np.ndarray:
@@ -137,5 +170,6 @@ def hn_denominators(attributes: Sequence[Attribute], transformed: Sequence[bool]
 
 
 
-__all__ = ["denominators", "forward_int", "haar_forward_int", "hn_denominators", "hn_forward_int",
-           "nominal_denominators", "nominal_forward_int"]
+__all__ = ["denominators", "float_error_steps", "float_magnitude_factor", "forward_int", "forward_numerators",
+           "haar_forward_int", "hn_denominators", "hn_forward_int", "nominal_denominators",
+           "nominal_forward_int"]

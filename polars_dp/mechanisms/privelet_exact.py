@@ -7,6 +7,13 @@ release spends ``Delta rho / lambda' <= epsilon``.  Everything after the noisy n
 division by ``D`` and the inverse transform) is post-processing in floating point of the noisy
 coefficients alone.
 
+Nothing reads the data to refuse or to choose a path.  The numerators are summed in int64,
+exact modulo ``2^64``; :func:`needs_wide` decides from the declared hierarchies alone (the
+public :func:`lattice_bound` times :data:`MAX_TOTAL`) whether they may leave int64, and then
+the float64 numerators are computed too and every noisy numerator is recovered exactly from
+both (:func:`lattice_perturb`).  So the output law is the same for every dataset whose total
+is at most :data:`MAX_TOTAL` (``2^53``, where the float64 count matrix stops being exact).
+
 The pipeline is :func:`polars_dp.kernels.wavelet_blocks.hn_lattice_inverse`: exact int64
 forward transform, noise, float64 inverse, block by block in the C order of the coefficient
 array, writing over the counts (peak memory about 1.4x the count array on top of it).  Within a
@@ -19,26 +26,65 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Sequence
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
 from polars_dp.domains.attributes import Attribute, Nominal
 from polars_dp.errors import ParameterError
 from polars_dp.kernels import wavelet_blocks
-from polars_dp.kernels.wavelet_exact import hn_denominators
+from polars_dp.kernels.wavelet_exact import float_error_steps, float_magnitude_factor, hn_denominators
 from polars_dp.noise import NoiseSource, discrete_laplace
 
 #: Cells per block of the exact pipeline (and of the in-place conversion to int64).
 SLAB_CELLS = 1 << 21
 
 
-def _lattice_bound(attributes: Sequence[Attribute], transformed: Sequence[bool]) -> int:
-    """``max |D u| / total``: the nominal lattice multiplies leaf sums by at most ``2 f_max``."""
+#: The exact path's public bound on the total count ``T`` (rows, or the sum of ``count_column``):
+#: the float64 frequency matrix holds exact integers only up to ``2^53``.
+MAX_TOTAL = 1 << 53
+
+#: Below this bound on ``|D u|`` the numerators are exact in int64 with room for noise below it.
+NARROW_LIMIT = 1 << 62
+
+
+def lattice_bound(attributes: Sequence[Attribute], transformed: Sequence[bool]) -> int:
+    """``L`` with ``|D u| <= L x total`` for every coefficient (public).
+
+    Along a nominal axis the numerator map has entries ``f - 1`` (cells under ``N``), ``-1``
+    (the rest of the parent's cells), ``0`` or, for the root, ``1``; Haar entries are ``+-1``.
+    The HN numerators are the tensor product, whose largest entry is the product of the axes'
+    largest, so for non-negative cells ``|D u| <= prod max(f_max - 1, 1) x total``.  (Only the
+    final value matters: the int64 steps before it are exact modulo ``2^64``.)"""
     bound = 1
     for a, t in zip(attributes, transformed, strict=True):
         if t and isinstance(a, Nominal):
-            bound *= 2 * int(a.hierarchy.fanouts.max())
+            bound *= max(int(a.hierarchy.fanouts.max()) - 1, 1)
     return bound
+
+
+def needs_wide(attributes: Sequence[Attribute], transformed: Sequence[bool]) -> bool:
+    """Whether ``|D u|`` may reach ``2^62`` for a total up to :data:`MAX_TOTAL` (public inputs only)."""
+    return lattice_bound(attributes, transformed) * MAX_TOTAL >= NARROW_LIMIT
+
+
+def check_wide(attributes: Sequence[Attribute], transformed: Sequence[bool]) -> None:
+    """Refuse (from the public domain alone) a lattice whose float64 numerators could be off by
+    ``2^61`` or more: the rounding of the float forward is at most ``gamma_M x K x MAX_TOTAL``
+    with ``M`` the roundings per path and ``K`` the magnitude factor
+    (:func:`~polars_dp.kernels.wavelet_exact.float_error_steps`,
+    :func:`~polars_dp.kernels.wavelet_exact.float_magnitude_factor`), ``gamma_M < 1.01 M 2^-53``."""
+    steps, factor = 0, 1
+    for a, t in zip(attributes, transformed, strict=True):
+        if t:
+            steps += float_error_steps(a)
+            factor *= float_magnitude_factor(a)
+    if 2 * steps * factor >= 1 << 61:  # 1.01 M K 2^-53 x 2^53, with room for the noise's roundings
+        raise ParameterError(
+            f"the declared hierarchies make the exact lattice too wide (fanout product x leaves = "
+            f"{steps * factor:.3g} >= 2^60); use fewer or smaller nominal axes, list some in "
+            "untransformed=[...], or noise='float'"
+        )
 
 
 def lattice_factors(attributes: Sequence[Attribute], transformed: Sequence[bool]) -> list[int]:
@@ -64,21 +110,58 @@ def _rows_of_equal_denominator(shape: tuple[int, ...], denominators: np.ndarray)
     return run, rows
 
 
+_TWO64 = 2.0 ** 64
+_BIG = 1 << 62
+
+
+def _recover(residues: np.ndarray, approx: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """``float(X)`` of integers ``X`` given ``X mod 2^64`` (int64 ``residues``) and a float64
+    ``approx`` with ``|approx - X| < 2^62``: ``X = r + 2^64 k``, ``k = round((approx - r) / 2^64)``.
+    Written as ``float(r) + 2^64 k`` (``float(r)`` itself, correctly rounded, when ``k = 0``), a
+    function of ``X`` alone.  ``out`` may alias ``approx``."""
+    r = residues.astype(np.float64)
+    np.subtract(approx, r, out=out)
+    out *= 1.0 / _TWO64
+    np.rint(out, out=out)
+    out *= _TWO64
+    out += r
+    return out
+
+
 def lattice_perturb(scale: Fraction, src: NoiseSource, factors: Sequence[int]
-                    ) -> Callable[[np.ndarray, np.ndarray, int], np.ndarray]:
+                    ) -> Callable[..., np.ndarray]:
     """``perturb`` for :func:`~polars_dp.kernels.wavelet_blocks.hn_lattice_inverse`: the integer
-    numerators ``D u`` of a block get ``DLap(D lambda')`` each, then ``(D u + Z) / D``.
+    numerators ``D u`` of a block get ``DLap(D lambda')`` each, then ``X / D`` with
+    ``X = D u + Z`` the exact noisy numerator.
+
+    ``X`` is summed in int64, exact modulo ``2^64``.  When it may lie outside int64 it is
+    recovered from a float64 approximation within ``2^62`` (:func:`_recover`): on the wide path
+    (``approx``, the float numerators, given) always; on the narrow path (``|D u| < 2^62``)
+    only when a draw reaches ``2^62`` (a property of the noise, not of the data), from the
+    exact partial sums.  Either way the value divided by ``D`` is ``float(X)`` when
+    ``|X| < 2^63``, and a fixed function of ``X`` beyond: post-processing of ``X`` alone.
 
     The draws are taken value by value of ``D``, each value's coefficients in C order.  The
     numerators (a fresh int64 array) are overwritten; the result is a float64 view of them.
     """
 
-    def perturb(numerators: np.ndarray, denominators: np.ndarray, start: int) -> np.ndarray:
+    def perturb(numerators: np.ndarray, denominators: np.ndarray, start: int,
+                approx: np.ndarray | None = None) -> np.ndarray:
         noisy = np.ascontiguousarray(numerators, dtype=np.int64)
         if noisy is numerators and not noisy.flags.writeable:
             noisy = noisy.copy()
         run, row_den = _rows_of_equal_denominator(noisy.shape, denominators)
         rows = noisy.reshape(-1, run)
+        near = None if approx is None else np.ascontiguousarray(approx, dtype=np.float64).reshape(-1, run)
+
+        def add(sel: Any, z: np.ndarray) -> None:
+            nonlocal near
+            if near is None and z.size and (int(z.max()) >= _BIG or int(z.min()) <= -_BIG):
+                near = rows.astype(np.float64)  # exact sums so far: within 2^10 of X
+            rows[sel] += z  # modulo 2^64
+            if near is not None:
+                near[sel] += z
+
         cut = np.flatnonzero(np.diff(row_den)) + 1  # runs of rows with one D
         bounds = np.r_[0, cut, row_den.size]
         for value in factors:
@@ -91,13 +174,18 @@ def lattice_perturb(scale: Fraction, src: NoiseSource, factors: Sequence[int]
                 used = 0
                 for a, b in a_b:
                     n = (b - a) * run
-                    rows[a:b] += z[used:used + n].reshape(b - a, run)
+                    add(slice(a, b), z[used:used + n].reshape(b - a, run))
                     used += n
             else:
                 which = np.flatnonzero(row_den == value)
-                rows[which] += discrete_laplace(src, t, s, (which.size, run))
+                add(which, discrete_laplace(src, t, s, (which.size, run)))
         out = noisy.view(np.float64)
-        np.divide(noisy, np.broadcast_to(denominators, noisy.shape), out=out)  # post-processing
+        den = np.broadcast_to(denominators, noisy.shape)
+        if near is None:
+            np.divide(noisy, den, out=out)  # post-processing
+        else:
+            exact = _recover(noisy, near.reshape(noisy.shape), near.reshape(noisy.shape))
+            np.divide(exact, den, out=out)
         return out
 
     return perturb
@@ -106,17 +194,21 @@ def lattice_perturb(scale: Fraction, src: NoiseSource, factors: Sequence[int]
 def add_wavelet_noise_exact(counts: np.ndarray, attributes: Sequence[Attribute], transformed: Sequence[bool],
                             scale: Fraction, src: NoiseSource,
                             advance: Callable[[int], None] | None = None) -> None:
-    """``counts <- inverse_HN((D u + Z) / D)`` in place, ``Z ~ DLap(D lambda')`` per coefficient.
+    """``counts <- inverse_HN(X / D)`` in place, ``X = D u + Z``, ``Z ~ DLap(D lambda')`` per
+    coefficient.
 
-    ``counts`` (float64 holding integers) is converted to int64 in place, block by block, and
-    overwritten by the release.  Refused (ParameterError) when ``total x lattice factor`` reaches
-    2^52, where the integer numerators would no longer be exact.
+    ``counts`` (float64 holding integers, total at most :data:`MAX_TOTAL`) is converted to int64
+    in place, block by block, and overwritten by the release.  Nothing here reads the data to
+    choose a path or to refuse: the int64 numerators are exact modulo ``2^64``; when the public
+    :func:`lattice_bound` allows ``|D u| >= 2^62`` (:func:`needs_wide`) the float64 numerators are
+    computed too and every ``X`` is recovered exactly from both (:func:`lattice_perturb`); a
+    lattice so wide that the float numerators could be off by ``2^61`` is refused from the
+    declared hierarchies alone (:func:`check_wide`).
     """
     scale = Fraction(scale)
-    total = float(counts.sum())  # counts are >= 0
-    if total * _lattice_bound(attributes, transformed) >= 2.0**52:
-        raise ParameterError("the counts are too large for exact lattice noise (total x lattice factor "
-                             ">= 2^52); use noise='float'")
+    wide = needs_wide(attributes, transformed)
+    if wide:
+        check_wide(attributes, transformed)
     counts = np.ascontiguousarray(counts)
     ints = counts.view(np.int64)
     flat_f, flat_i = counts.reshape(-1), ints.reshape(-1)
@@ -124,7 +216,8 @@ def add_wavelet_noise_exact(counts: np.ndarray, attributes: Sequence[Attribute],
         flat_i[a:a + SLAB_CELLS] = flat_f[a:a + SLAB_CELLS]  # exact: integers below 2^53
     perturb = lattice_perturb(scale, src, lattice_factors(attributes, transformed))
     wavelet_blocks.hn_lattice_inverse(ints, attributes, transformed, perturb, out=counts,
-                                      slab_cells=SLAB_CELLS, advance=advance)
+                                      slab_cells=SLAB_CELLS, advance=advance, approximate=wide)
 
 
-__all__ = ["add_wavelet_noise_exact", "lattice_factors", "lattice_perturb"]
+__all__ = ["MAX_TOTAL", "add_wavelet_noise_exact", "check_wide", "lattice_bound", "lattice_factors",
+           "lattice_perturb", "needs_wide"]

@@ -30,15 +30,18 @@ from polars_dp.progress import Progress
 from polars_dp.releases import sql_grid
 from polars_dp.releases.base import Release
 from polars_dp.releases.grid_format import (
+    RowGroupColumns,
     _check_grid_parameters,
     _counts_by_label,
+    counts_in_write_order,
+    write_order_columns,
 )
 from polars_dp.releases.integrity import (
     field,
     positive_number,
     verify_checksum,
 )
-from polars_dp.releases.io import register_release_type
+from polars_dp.releases.io import open_parquet, read_table, register_release_type
 from polars_dp.releases.metadata import read_metadata
 from polars_dp.releases.postprocess import GRID_POSTPROCESSING, postprocess_counts, postprocessed_noise_model
 from polars_dp.releases.sampling import sample_grid
@@ -187,13 +190,9 @@ class GridRelease(Release):
             yield from self._table(start, min(start + rows, self.n_cells)).to_batches()
 
     @classmethod
-    def from_arrow(cls, table: pa.Table) -> GridRelease:
-        """The release of a table written by :meth:`to_arrow`, verified before it answers
-        (:mod:`polars_dp.releases.integrity`): metadata types, the noise scale recomputed from
-        epsilon, the neighbour relation and ``rho``, every cell located by its label columns
-        (any row order; a missing or repeated cell is refused), the level columns, and the
-        checksum (required unless the file predates checksums)."""
-        meta = read_metadata(table)
+    def _header(cls, meta: Mapping[str, str]
+                ) -> tuple[dict[str, Any], tuple[Attribute, ...], tuple[int, ...], float]:
+        """The verified metadata of a grid table: (common fields, attributes, shape, noise scale)."""
         common = cls._common_from_metadata(meta)
         attrs = field(meta, "attributes", lambda x: tuple(attribute_from_json(a) for a in x))
         shape = field(meta, "shape", lambda x: tuple(int(n) for n in x))
@@ -202,7 +201,39 @@ class GridRelease(Release):
             raise ReleaseFormatError(f"release metadata field 'shape' is {list(shape)} but the attributes "
                                      f"declare {[a.n_cells for a in attrs]}")
         _check_grid_parameters(attrs, scale, common)
+        return common, attrs, shape, scale
+
+    @classmethod
+    def from_arrow(cls, table: pa.Table) -> GridRelease:
+        """The release of a table written by :meth:`to_arrow`, verified before it answers
+        (:mod:`polars_dp.releases.integrity`): metadata types, the noise scale recomputed from
+        epsilon, the neighbour relation and ``rho``, every cell located by its label columns
+        (any row order; a missing or repeated cell is refused), the level columns, and the
+        checksum (required unless the file predates checksums)."""
+        meta = read_metadata(table)
+        common, attrs, shape, scale = cls._header(meta)
         counts = _counts_by_label(table, attrs, shape)
+        release = cls(counts, attrs, noise_scale=scale, **common)
+        verify_checksum(meta, release._payload_arrays(), required=True)
+        return release
+
+    @classmethod
+    def from_parquet(cls, path: str | os.PathLike) -> GridRelease:
+        """:meth:`from_arrow` of a Parquet file, streamed in batches when its rows are still in
+        write order (every label checked against its row's cell, vectorised:
+        :func:`~polars_dp.releases.grid_format.counts_in_write_order`); any other file is read
+        whole and placed by label."""
+        file = open_parquet(path)
+        meta = read_metadata(file.schema_arrow)
+        common, attrs, shape, scale = cls._header(meta)
+        columns = write_order_columns(attrs)
+        counts = None
+        if file.metadata.num_rows == int(np.prod(shape, dtype=np.int64)) and \
+                all(c in file.schema_arrow.names for c in columns):
+            groups = [RowGroupColumns(file, i) for i in range(file.metadata.num_row_groups)]
+            counts = counts_in_write_order(groups, attrs, shape)
+        if counts is None:
+            return cls.from_arrow(read_table(path))
         release = cls(counts, attrs, noise_scale=scale, **common)
         verify_checksum(meta, release._payload_arrays(), required=True)
         return release

@@ -3,11 +3,18 @@
 Rows are placed by their attribute (and hierarchy-level) columns, never by row order, and the
 noise scale is recomputed from epsilon, the attributes and the neighbour relation; anything
 else is a :class:`~polars_dp.ReleaseFormatError`.
+
+A file still in the order ``write_parquet`` wrote it (C order of the cells) is read in batches
+(:func:`counts_in_write_order`): every label column is checked, vectorised, to name exactly the
+cell its row position names (dictionary columns by their codes, the dictionary compared once),
+so the counts are copied in place without decoding a label per row, one batch in memory at a
+time.  Anything else (another order, another encoding, a damaged file) goes to the general
+path, which places rows by label and names what is wrong.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -147,6 +154,173 @@ def _counts_by_label(table: pa.Table, attrs: tuple[Attribute, ...], shape: tuple
         raise ReleaseFormatError(f"grid release column 'count' has type {count.dtype}, not numbers")
     counts = np.empty(n_cells, dtype=count.dtype)  # the stored type (the constructor decides)
     counts[flat] = count
+    return counts.reshape(shape)
+
+
+# ---------------------------------------------------------------------------- files in write order
+#: Rows per batch when a grid file is read in write order.
+READ_BATCH = 1 << 20
+
+#: ``codes(array) -> int codes along the axis`` of one batch's column, or None (not checkable here).
+_Codes = Callable[[pa.Array], "np.ndarray | None"]
+
+
+def _string_codes(labels: list) -> _Codes:
+    """Codes of a dictionary column whose dictionary is exactly ``labels`` (as written)."""
+    expected = pa.array([str(x) for x in labels], pa.string())
+
+    def codes(array: pa.Array) -> np.ndarray | None:
+        if not pa.types.is_dictionary(array.type) or array.null_count:
+            return None
+        dictionary = array.dictionary
+        if dictionary.type != pa.string():
+            try:
+                dictionary = dictionary.cast(pa.string())
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                return None
+        if not dictionary.equals(expected):
+            return None
+        return array.indices.to_numpy(zero_copy_only=False)
+    return codes
+
+
+def _integer_codes(values: np.ndarray, offset: int, width: int, n: int) -> np.ndarray | None:
+    """``(v - offset) / width`` when every value is one of ``offset + k width``, ``0 <= k < n``."""
+    if not np.issubdtype(values.dtype, np.integer) or values.size == 0:
+        return None if values.size else np.zeros(0, dtype=np.int64)
+    lo, hi = int(values.min()), int(values.max())
+    if lo < offset or hi > offset + (n - 1) * width:
+        return None
+    codes = values.astype(np.int64) - offset
+    if width != 1:
+        codes, rest = np.divmod(codes, width)
+        if rest.any():
+            return None
+    return codes
+
+
+def _plain_codes(attribute: Attribute) -> _Codes | None:
+    """Codes of a plain (not dictionary) numeric label column, or None when this attribute's
+    labels cannot be checked without a per-label lookup."""
+    if isinstance(attribute, Nominal):
+        labels = attribute.cell_labels()
+        if isinstance(labels[0], str):
+            return _string_codes(labels)
+        arr = np.asarray(labels)
+        if not np.issubdtype(arr.dtype, np.integer) or arr.min() < 0 or arr.max() >= 4 * arr.size + 1024:
+            return None
+        table = np.full(int(arr.max()) + 1, -1, dtype=np.int64)
+        table[arr] = np.arange(arr.size)
+
+        def nominal(array: pa.Array) -> np.ndarray | None:
+            if array.null_count or pa.types.is_dictionary(array.type):
+                return None
+            codes = _integer_codes(array.to_numpy(zero_copy_only=False), 0, 1, table.size)
+            if codes is None:
+                return None
+            codes = table[codes]
+            return None if codes.size and codes.min() < 0 else codes
+        return nominal
+    if not attribute.integer:
+        return None
+
+    def ordinal(array: pa.Array) -> np.ndarray | None:
+        if array.null_count or pa.types.is_dictionary(array.type):
+            return None
+        return _integer_codes(array.to_numpy(zero_copy_only=False), int(attribute.lo), int(attribute.width),
+                              attribute.n_cells)
+    return ordinal
+
+
+def _level_checks(attribute: Nominal, column: str) -> list[tuple[str, _Codes, np.ndarray]]:
+    """Per level column: its name, its codes reader and the code each leaf must carry."""
+    out = []
+    for lvl, labels in attribute.hierarchy.level_labels().items():
+        texts = list(dict.fromkeys(str(x) for x in labels))
+        pos = {t: i for i, t in enumerate(texts)}
+        leaf_code = np.array([pos[str(x)] for x in labels], dtype=np.int64)
+        out.append((f"{column}_{lvl}", _string_codes(texts), leaf_code))
+    return out
+
+
+class RowGroupColumns:
+    """One row group of a Parquet file whose columns are decoded one at a time, on request
+    (``num_rows``, ``column(name)``, as a record batch has): only one decoded column is held."""
+
+    def __init__(self, file: Any, index: int):
+        self.file, self.index = file, index
+        self.num_rows = file.metadata.row_group(index).num_rows
+
+    def column(self, name: str) -> pa.Array:
+        table = self.file.read_row_group(self.index, columns=[name], use_threads=False)
+        return table.column(0).combine_chunks()
+
+
+def write_order_columns(attrs: tuple[Attribute, ...]) -> list[str]:
+    """The columns :func:`counts_in_write_order` reads."""
+    names = []
+    for a in attrs:
+        names.append(a.column)
+        if isinstance(a, Nominal):
+            names.extend(f"{a.column}_{lvl}" for lvl in a.hierarchy.level_labels())
+    return [*names, "count"]
+
+
+def counts_in_write_order(batches: Iterable[Any], attrs: tuple[Attribute, ...],
+                          shape: tuple[int, ...]) -> np.ndarray | None:
+    """The counts of a grid file whose rows are in the C order of the cells, or None.
+
+    For the rows ``[a, b)`` of each batch, ``sum_k code_k stride_k`` (each column's codes, range
+    checked) must equal ``a, ..., b - 1`` and every level column must carry its leaf's ancestor:
+    then row ``i`` names cell ``i`` and its count is copied to ``counts[i]``.  Any other file
+    (order, types, nulls, dictionaries, length) returns None without raising.
+    """
+    n_cells = int(np.prod(shape, dtype=np.int64))
+    readers: list[tuple[str, _Codes, int, list]] = []
+    stride = n_cells
+    for a in attrs:
+        stride //= a.n_cells
+        reader = _plain_codes(a)
+        if reader is None:
+            return None
+        levels = _level_checks(a, a.column) if isinstance(a, Nominal) else []
+        readers.append((a.column, reader, stride, levels))
+    counts: np.ndarray | None = None
+    ramp = np.arange(min(READ_BATCH, n_cells), dtype=np.int64)
+    flat = np.empty(ramp.size, dtype=np.int64)
+    start = 0
+    for batch in batches:
+        m = batch.num_rows
+        if m > ramp.size or start + m > n_cells:
+            if start + m > n_cells:
+                return None
+            ramp = np.arange(m, dtype=np.int64)
+            flat = np.empty(m, dtype=np.int64)
+        f = flat[:m]
+        f.fill(-start)
+        for column, reader, step, levels in readers:
+            codes = reader(batch.column(column))
+            if codes is None or codes.size != m:
+                return None
+            f += codes * step if step != 1 else codes
+            for name, level_reader, leaf_code in levels:
+                got = level_reader(batch.column(name))
+                if got is None or not np.array_equal(got, leaf_code[codes]):
+                    return None
+        if not np.array_equal(f, ramp[:m]):
+            return None
+        count = batch.column("count")
+        if count.null_count or not (pa.types.is_floating(count.type) or pa.types.is_integer(count.type)):
+            return None
+        values = count.to_numpy(zero_copy_only=False)
+        if counts is None:
+            counts = np.empty(n_cells, dtype=values.dtype)  # the stored type (the constructor decides)
+        elif values.dtype != counts.dtype:
+            return None
+        counts[start:start + m] = values
+        start += m
+    if start != n_cells or counts is None:
+        return None
     return counts.reshape(shape)
 
 

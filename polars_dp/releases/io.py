@@ -77,10 +77,7 @@ def write_batches_atomic(reader: pa.RecordBatchReader, path: str | os.PathLike, 
     return write_atomic(path, write)
 
 
-def read_table(source: str | os.PathLike | pa.Table) -> pa.Table:
-    """The Arrow table of a release file (or the table itself), with clear errors."""
-    if isinstance(source, pa.Table):
-        return source
+def _release_path(source: str | os.PathLike) -> Path:
     path = Path(source)
     if not path.exists():
         raise ReleaseFormatError(f"no release at {str(path)!r}: the file does not exist")
@@ -89,10 +86,40 @@ def read_table(source: str | os.PathLike | pa.Table) -> pa.Table:
             f"{str(path)!r} is a directory; a release is one Parquet file (reading a folder "
             "would merge several releases into one)"
         )
+    return path
+
+
+def read_table(source: str | os.PathLike | pa.Table) -> pa.Table:
+    """The Arrow table of a release file (or the table itself), with clear errors."""
+    if isinstance(source, pa.Table):
+        return source
+    path = _release_path(source)
     try:
         return pq.read_table(path)
     except (pa.ArrowInvalid, OSError) as exc:
         raise ReleaseFormatError(f"{str(path)!r} is not a readable Parquet file: {exc}") from None
+
+
+def open_parquet(source: str | os.PathLike) -> pq.ParquetFile:
+    """A release file opened for reading in batches (its schema and metadata read), with the
+    errors of :func:`read_table`."""
+    path = _release_path(source)
+    try:
+        return pq.ParquetFile(path)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise ReleaseFormatError(f"{str(path)!r} is not a readable Parquet file: {exc}") from None
+
+
+def _release_class(meta: dict[str, str]) -> type:
+    kind = meta.get("release_type")
+    if kind is None:
+        raise ReleaseFormatError(
+            "this table has no polars_dp.release_type metadata: it was not written by polars-dp "
+            "(or its metadata was dropped, e.g. by a Polars or DuckDB round trip)"
+        )
+    if kind not in _RELEASE_TYPES:
+        raise ReleaseFormatError(f"unknown release type {kind!r}; known: {sorted(_RELEASE_TYPES)}")
+    return _RELEASE_TYPES[kind]
 
 
 def read_release(source: str | os.PathLike | pa.Table) -> Release:
@@ -101,7 +128,8 @@ def read_release(source: str | os.PathLike | pa.Table) -> Release:
     The release class verifies the table before anything is answered from it (metadata
     types, recomputed noise parameters, cells or leaves located by their label columns, the
     checksum; :mod:`polars_dp.releases.integrity`): an edited, reordered-and-damaged or
-    truncated file raises :class:`ReleaseFormatError` naming what is wrong.
+    truncated file raises :class:`ReleaseFormatError` naming what is wrong.  A class with a
+    ``from_parquet`` reads a file itself (e.g. in batches).
 
     >>> import os, tempfile, polars as pl, polars_dp as pdp
     >>> release = pdp.basic(pl.DataFrame({"age": [23, 35, 61]}), [pdp.Ordinal("age", 0, 99)], epsilon=1.0)
@@ -110,17 +138,14 @@ def read_release(source: str | os.PathLike | pa.Table) -> Release:
     ...     print(pdp.read_release(path) == release)
     True
     """
+    if not isinstance(source, pa.Table):
+        file = open_parquet(source)
+        cls = _release_class(read_metadata(file.schema_arrow))
+        if hasattr(cls, "from_parquet"):
+            return cls.from_parquet(source)
     table = read_table(source)
-    kind = read_metadata(table).get("release_type")
-    if kind is None:
-        raise ReleaseFormatError(
-            "this table has no polars_dp.release_type metadata: it was not written by polars-dp "
-            "(or its metadata was dropped, e.g. by a Polars or DuckDB round trip)"
-        )
-    if kind not in _RELEASE_TYPES:
-        raise ReleaseFormatError(f"unknown release type {kind!r}; known: {sorted(_RELEASE_TYPES)}")
-    return _RELEASE_TYPES[kind].from_arrow(table)
+    return _release_class(read_metadata(table)).from_arrow(table)
 
 
-__all__ = ["ROW_GROUP_ROWS", "read_release", "read_table", "register_release_type", "write_atomic",
-           "write_batches_atomic", "write_table_atomic"]
+__all__ = ["ROW_GROUP_ROWS", "open_parquet", "read_release", "read_table", "register_release_type",
+           "write_atomic", "write_batches_atomic", "write_table_atomic"]

@@ -10,10 +10,12 @@ the engine.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from polars_dp.counting.aggregate import Accumulator, Counts
 from polars_dp.counting.invalid import sql_stats_select
@@ -61,6 +63,36 @@ def stats_sql(spec: CountSpec, dtypes: Sequence[pl.DataType], dialect: str, tabl
     return f"SELECT {sql_stats_select(spec, dtypes, dialect)} FROM {table}{where_sql(spec, dtypes, dialect)}"
 
 
+def finish_batches(batches: Iterable[pa.RecordBatch], spec: CountSpec, *, dense: bool
+                   ) -> Counts | None:
+    """:func:`finish` of the aggregate as a stream of Arrow record batches, each scattered
+    straight into the result (dense: one float64 array, the cells being unique); None when a
+    batch holds a NULL cell (the caller explains the invalid rows)."""
+    out = np.zeros(spec.n_cells, dtype=np.float64) if dense else None
+    acc = None if dense else Accumulator(spec.n_cells, dense=False)
+    nulls, low = 0, None
+    for batch in batches:
+        cell = batch.column("cell")
+        if cell.null_count:
+            return None
+        n = batch.column("n")
+        cells = cell.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+        counts = n.fill_null(0).to_numpy(zero_copy_only=False) if n.null_count else n.to_numpy()
+        if spec.count_column:
+            nulls += int(pc.sum(batch.column("n_null")).as_py() or 0)
+            m = pc.min(batch.column("n_min")).as_py()
+            low = m if low is None or (m is not None and m < low) else low
+        if out is not None:
+            out[cells] = counts
+        else:
+            if spec.key is not None:
+                cells = spec.keys_from_axes(spec.axes_from_flat(cells))
+            acc.add(cells, counts.astype(np.float64))
+    if spec.count_column:
+        check_counts(spec.count_column, nulls, low)
+    return out if out is not None else acc.sparse()
+
+
 def finish(agg: pl.DataFrame, spec: CountSpec, *, dense: bool) -> Counts:
     """Turn the engine's (cell, n) rows (no NULL cell) into the aggregate the caller wants."""
     if spec.count_column:
@@ -79,4 +111,4 @@ def finish(agg: pl.DataFrame, spec: CountSpec, *, dense: bool) -> Counts:
     return acc.sparse()
 
 
-__all__ = ["aggregate_sql", "cell_sql", "column_dtypes", "finish", "stats_sql", "where_sql"]
+__all__ = ["aggregate_sql", "cell_sql", "column_dtypes", "finish", "finish_batches", "stats_sql", "where_sql"]

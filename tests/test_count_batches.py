@@ -1,0 +1,61 @@
+"""The count stage's batch paths: many streamed batches added in place, and a DuckDB aggregate
+fetched as many Arrow record batches, give exactly the one-shot counts."""
+
+from __future__ import annotations
+
+import importlib
+
+import duckdb
+import numpy as np
+import polars as pl
+import pytest
+
+import polars_dp as pdp
+from polars_dp.counting.frequency import frequency_matrix
+from polars_dp.errors import DomainError
+
+polars_engine = importlib.import_module("polars_dp.counting.engines.polars")
+duckdb_engine = importlib.import_module("polars_dp.counting.engines.duckdb")
+
+
+def _frame(n: int = 20_000) -> pl.DataFrame:
+    rng = np.random.default_rng(8)
+    return pl.DataFrame({"a": rng.integers(0, 30, n), "b": rng.choice(["x", "y", "z"], n),
+                         "w": rng.integers(0, 5, n)})
+
+
+ATTRS = [pdp.Ordinal("a", 0, 29), pdp.Nominal("b", categories=["x", "y", "z"])]
+
+
+def _truth(frame: pl.DataFrame, weights: bool) -> np.ndarray:
+    cell = frame["a"].to_numpy() * 3 + frame["b"].replace_strict({"x": 0, "y": 1, "z": 2}).to_numpy()
+    return np.bincount(cell, weights=frame["w"].to_numpy() if weights else None, minlength=90).reshape(30, 3)
+
+
+@pytest.mark.parametrize("weights", [False, True])
+def test_many_streamed_batches_add_up_exactly(monkeypatch, weights):
+    monkeypatch.setattr(polars_engine, "BATCH_ROWS", 997)
+    frame = _frame()
+    got = frequency_matrix(frame.lazy(), ATTRS, count_column="w" if weights else None)
+    np.testing.assert_array_equal(got, _truth(frame, weights))
+
+
+@pytest.mark.parametrize("weights", [False, True])
+def test_duckdb_aggregate_in_record_batches(monkeypatch, weights):
+    monkeypatch.setattr(duckdb_engine, "FETCH_ROWS", 7)
+    frame = _frame(200_000)
+    con = duckdb.connect()
+    con.register("t", frame.to_arrow())
+    rel = con.sql("SELECT * FROM t")
+    got = frequency_matrix(rel, ATTRS, count_column="w" if weights else None)
+    np.testing.assert_array_equal(got, _truth(frame, weights))
+
+
+def test_duckdb_negative_count_is_refused_from_any_batch(monkeypatch):
+    monkeypatch.setattr(duckdb_engine, "FETCH_ROWS", 7)
+    frame = _frame(5000).with_columns(pl.when(pl.int_range(pl.len()) == 4999).then(-1).otherwise(pl.col("w"))
+                                      .alias("w"))
+    con = duckdb.connect()
+    con.register("t", frame.to_arrow())
+    with pytest.raises(DomainError, match="negative"):
+        frequency_matrix(con.sql("SELECT * FROM t"), ATTRS, count_column="w")
