@@ -131,7 +131,7 @@ def test_unknown_column_in_sequence_queries(con):
 
 def test_sql_case_of_a_known_column_does_not_matter(con, grid):
     con.execute("CREATE OR REPLACE TEMP TABLE upper_q AS SELECT 1 AS ID, 10 AS AGE_LO, 'f' AS SEX")
-    (qid, count, _), = con.execute("SELECT * FROM g_range_counts('upper_q')").fetchall()
+    (qid, count, *_), = con.execute("SELECT * FROM g_range_counts('upper_q')").fetchall()
     assert qid == 1 and count == pytest.approx(grid.range_count(age=(10, None), sex="f"))
 
 

@@ -10,9 +10,6 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-import numpy as np
-import polars as pl
-
 from polars_dp.counting.aggregate import Counts
 from polars_dp.counting.engines import sql as sqlgen
 from polars_dp.counting.invalid import invalid_error, stats_from_row
