@@ -74,7 +74,8 @@ class DPNamespace:
 
 
 for _name, _entry in REGISTRY.items():
-    setattr(DPNamespace, _name, _bound_to_frame(_entry.function))
+    if _entry.function is not None:
+        setattr(DPNamespace, _name, _bound_to_frame(_entry.function))
 
 
 def dp(frame: pl.DataFrame | pl.LazyFrame) -> DPNamespace:

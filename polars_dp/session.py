@@ -175,6 +175,7 @@ class Session:
 
 
 for _name, _entry in REGISTRY.items():
-    setattr(Session, _name, _charged(_name, _entry.function))
+    if _entry.function is not None:
+        setattr(Session, _name, _charged(_name, _entry.function))
 
 __all__ = ["Session"]

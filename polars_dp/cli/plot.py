@@ -194,7 +194,7 @@ def density_limits(density: np.ndarray, area: np.ndarray, clip: float = DENSITY_
     few tiny leaves around coincident points can otherwise stretch it over 20 decades)."""
     positive = density > 0
     values, weights = density[positive], area[positive]
-    order = np.argsort(values)
+    order: np.ndarray = np.argsort(values)
     values, cumulative = values[order], np.cumsum(weights[order])
     if cumulative[-1] <= 0:  # zero-area leaves only
         return float(values[0]), float(values[-1])

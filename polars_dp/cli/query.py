@@ -193,7 +193,7 @@ def _print_answer(count: float, std: float | None, as_json: bool, asked: bool,
     print(text)
 
 
-def _alpha(release: pdp.Release, args: argparse.Namespace) -> dict[str, float]:
+def _alpha(release: pdp.Release, args: argparse.Namespace) -> dict[str, Any]:
     """``alpha=`` for a grid release (spatial and sequence releases state no interval)."""
     if args.alpha is None:
         return {}

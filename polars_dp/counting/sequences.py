@@ -73,7 +73,7 @@ def alphabet_text(alphabet: Sequence[Any], shown: int = 12) -> str:
 
 def _check_symbol_type(column: str, dtype: pl.DataType, symbols: tuple) -> None:
     """DomainError when the column's symbols cannot be alphabet symbols (text vs integers)."""
-    inner = pl.String if dtype == pl.String else dtype.inner
+    inner = pl.String if dtype == pl.String else getattr(dtype, "inner", dtype)
     if isinstance(inner, (pl.Categorical, pl.Enum)):
         inner = pl.String
     text = isinstance(symbols[0], str)

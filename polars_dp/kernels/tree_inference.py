@@ -66,8 +66,8 @@ def infer_tree(parent: list[np.ndarray], y: list[np.ndarray], precision: list[np
         p = np.asarray(precision[lev], dtype=np.float64)
         yl = np.asarray(y[lev], dtype=np.float64)
         if lev + 1 < depth:
-            s = np.bincount(parent[lev + 1], weights=z[lev + 1], minlength=n)
-            S = np.bincount(parent[lev + 1], weights=V[lev + 1], minlength=n)
+            s: np.ndarray = np.bincount(parent[lev + 1], weights=z[lev + 1], minlength=n)
+            S: np.ndarray = np.bincount(parent[lev + 1], weights=V[lev + 1], minlength=n)
             inner = np.bincount(parent[lev + 1], minlength=n) > 0
         else:
             s, S, inner = np.zeros(n), np.zeros(n), np.zeros(n, dtype=bool)

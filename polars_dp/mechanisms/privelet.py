@@ -57,6 +57,7 @@ upper bound there.)
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -119,7 +120,7 @@ def run_privelet(plan: PriveletPlan, frame: Any, *, seed: SeedLike = None, progr
                               bytes_per_cell=24, count_column=opts["count_column"])
     advance = bar.step("noise + inverse transform", coefficients, "coef")
     if plan.noise == "exact":
-        add_wavelet_noise_exact(counts, attrs, transformed, plan.scale, src, advance=advance)
+        add_wavelet_noise_exact(counts, attrs, transformed, Fraction(plan.scale), src, advance=advance)
     else:
         add_wavelet_noise(counts, attrs, transformed, plan.noise_scale, src, advance=advance)
     bar.close()

@@ -87,9 +87,10 @@ def _n_used(plan: UniformGridPlan | AdaptiveGridPlan, count_points: Callable[[],
         return float(plan.options["n"])
     if plan.n_public:
         return float(count_points())
+    assert plan.n_scale is not None  # N is noisy: the plan gave it a scale
     if plan.noise == "exact":
-        noisy = int(count_points()) + int(sample_noise(rng, plan.n_scale, 1, plan.noise)[0])
-        return float(max(noisy, 0))
+        exact = int(count_points()) + int(sample_noise(rng, plan.n_scale, 1, plan.noise)[0])
+        return float(max(exact, 0))
     noisy = float(count_points()) + float(sample_noise(rng, plan.n_scale, (), plan.noise))
     return max(noisy, 0.0)
 

@@ -110,7 +110,7 @@ def open_parquet(source: str | os.PathLike) -> pq.ParquetFile:
         raise ReleaseFormatError(f"{str(path)!r} is not a readable Parquet file: {exc}") from None
 
 
-def _release_class(meta: dict[str, str]) -> type:
+def _release_class(meta: dict[str, str]) -> type[Release]:
     kind = meta.get("release_type")
     if kind is None:
         raise ReleaseFormatError(

@@ -548,8 +548,9 @@ class SequenceRelease(Release):
                                      f"{n_nodes}: rows were removed or added")
         release = cls(alphabet=alphabet, max_length=max_length, parent=parent, prepended=prepended,
                       hist=hist, **common)
-        copies = {k: field(meta, k) for k in ("lambda", "delta", "tree_share", "theta", "leaf_noise_scale",
-                                              "l_top", "height", "noise_scale") if k in meta}
+        copied = ("lambda", "delta", "tree_share", "theta", "leaf_noise_scale", "l_top", "height",
+                  "noise_scale")
+        copies: dict[str, Any] = {k: field(meta, k) for k in copied if k in meta}
         check_sequence_parameters(release, copies)
         check_sequence_structure(release, sums=not predates_checksums(meta))
         verify_checksum(meta, release._payload_arrays(), required=True)

@@ -73,10 +73,10 @@ def check_sequence_structure(release: SequenceRelease, *, sums: bool = True) -> 
     if "max_nodes" in p and n > _number(p, "max_nodes"):
         raise ReleaseFormatError(f"sequence model has {n} nodes, above its max_nodes = {p['max_nodes']!r}")
     if sums and release.mechanism == "privtree_sequences" and split.size:
-        sums = np.zeros_like(release.hist)
-        np.add.at(sums, release.parent[1:], release.hist[1:])
+        totals = np.zeros_like(release.hist)
+        np.add.at(totals, release.parent[1:], release.hist[1:])
         internal = release.first_child >= 0
-        if not np.allclose(release.hist[internal], sums[internal], rtol=1e-9, atol=1e-6):
+        if not np.allclose(release.hist[internal], totals[internal], rtol=1e-9, atol=1e-6):
             raise ReleaseFormatError("sequence model's internal histograms are not the sums of their "
                                      "children's: the counts were edited")
 

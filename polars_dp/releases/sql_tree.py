@@ -51,6 +51,7 @@ def _noise_std(release: SpatialRelease, name: str) -> str:
 def _register_std_function(con: Any, name: str, release: SpatialRelease, replace: bool) -> None:
     """The vectorised scalar function behind ``noise_std`` of a release with counted levels."""
     d, box, levels = release.box.d, release.box, release.levels
+    assert levels is not None  # called for releases with counted levels only
     fname = std_function(name)
     if replace:
         with contextlib.suppress(Exception):  # none registered yet
@@ -60,7 +61,7 @@ def _register_std_function(con: Any, name: str, release: SpatialRelease, replace
         flat = np.asarray(pa.array(bounds).flatten().to_numpy(zero_copy_only=False), dtype=np.float64)
         pairs = flat.reshape(-1, d, 2)
         _, var = levels.range_counts(box, pairs[:, :, 0], pairs[:, :, 1], variance=True)
-        return pa.array(np.sqrt(var))
+        return pa.array(np.sqrt(np.asarray(var, dtype=np.float64)))
 
     con.create_function(fname, noise_std, ["DOUBLE[]"], "DOUBLE", type="arrow")
 

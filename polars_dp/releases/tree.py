@@ -426,6 +426,7 @@ def _read_levels(release: SpatialRelease, layout: MortonLayout,
     k, scales, noisy, stored_top = parsed
     if params.get("levels") != k or list(params.get("level_noise_scales", [])) != scales:
         raise ReleaseFormatError("params.levels / params.level_noise_scales disagree with the counted levels")
+    assert release.codes is not None  # checked by the caller: a Morton-layout release
     levels = TopLevels.infer(release.codes, release.depth, layout, k, noisy, scales, noisy_leaves,
                              float(params["leaf_noise_scale"]), release.noise)
     check_same("top-level counts", stored_top, levels.top_counts())

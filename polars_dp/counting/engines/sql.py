@@ -84,13 +84,16 @@ def finish_batches(batches: Iterable[pa.RecordBatch], spec: CountSpec, *, dense:
             low = m if low is None or (m is not None and m < low) else low
         if out is not None:
             out[cells] = counts
-        else:
+        elif acc is not None:
             if spec.key is not None:
                 cells = spec.keys_from_axes(spec.axes_from_flat(cells))
             acc.add(cells, counts.astype(np.float64))
     if spec.count_column:
         check_counts(spec.count_column, nulls, low)
-    return out if out is not None else acc.sparse()
+    if out is not None:
+        return out
+    assert acc is not None  # not dense
+    return acc.sparse()
 
 
 def finish(agg: pl.DataFrame, spec: CountSpec, *, dense: bool) -> Counts:
