@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import polars as pl
 
@@ -51,21 +51,11 @@ def _bound_to_frame(mechanism: F) -> F:
     return method  # type: ignore[return-value]
 
 
-class DPNamespace:
+class DPNamespace(mechanisms.BoundMechanisms):
     """Differentially private releases of this frame (``frame.dp.<mechanism>(...)``)."""
 
     def __init__(self, frame: pl.DataFrame | pl.LazyFrame):
         self._frame = frame
-
-    if TYPE_CHECKING:  # the static view of the methods generated below from the registry
-        basic = mechanisms.basic
-        privelet = mechanisms.privelet
-        privtree = mechanisms.privtree
-        uniform_grid = mechanisms.uniform_grid
-        adaptive_grid = mechanisms.adaptive_grid
-        privelet_grid = mechanisms.privelet_grid
-        privtree_sequences = mechanisms.privtree_sequences
-        ngram_sequences = mechanisms.ngram_sequences
 
     def session(self, *, epsilon: float, neighbours: str, allow_float: bool = False) -> Session:
         """A :class:`~polars_dp.Session` on this frame: a total budget ``epsilon`` under

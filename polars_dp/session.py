@@ -41,7 +41,7 @@ import functools
 import inspect
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from polars_dp import mechanisms
 from polars_dp.budget import Accountant
@@ -90,7 +90,7 @@ def _charged(name: str, mechanism: F) -> F:
     return method  # type: ignore[return-value]
 
 
-class Session:
+class Session(mechanisms.BoundMechanisms):
     """A private dataset with a total budget ``epsilon`` under one neighbour relation.
 
     ``Session(data, epsilon=1.0, neighbours="replace")``; ``df.dp.session(...)`` builds one.
@@ -158,16 +158,6 @@ class Session:
         release = plan.run(self._data, progress=progress)
         release.params["ledger"] = self._ledger_record()
         return release
-
-    if TYPE_CHECKING:  # the static view of the methods generated below from the registry
-        basic = mechanisms.basic
-        privelet = mechanisms.privelet
-        privtree = mechanisms.privtree
-        uniform_grid = mechanisms.uniform_grid
-        adaptive_grid = mechanisms.adaptive_grid
-        privelet_grid = mechanisms.privelet_grid
-        privtree_sequences = mechanisms.privtree_sequences
-        ngram_sequences = mechanisms.ngram_sequences
 
     def __repr__(self) -> str:
         return (f"Session(epsilon={self.total:g}, neighbours={self.neighbours!r}, spent={self.spent:g}, "

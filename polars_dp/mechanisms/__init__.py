@@ -5,7 +5,7 @@ Every mechanism is registered with its plan (:mod:`polars_dp.plans`): ``pdp.plan
 mechanisms are run with the plan's validated options.
 """
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from polars_dp.mechanisms.basic import basic
 from polars_dp.mechanisms.ngram import ngram_sequences, run_ngram
@@ -34,6 +34,23 @@ def _function_runner(function: Any) -> Any:
 
 for _f in (privtree, uniform_grid, adaptive_grid, privelet_grid, privtree_sequences):
     register_runner(_f.__name__, _function_runner(_f), _f)
+
+
+class BoundMechanisms:  # not in __all__: __all__ lists the mechanisms
+    """The static view of the mechanism methods that ``df.dp`` and :class:`~polars_dp.Session`
+    generate from the registry at import time: each is the mechanism with its data argument
+    bound (type checkers bind the first parameter as ``self``)."""
+
+    if TYPE_CHECKING:
+        basic = basic
+        privelet = privelet
+        privtree = privtree
+        uniform_grid = uniform_grid
+        adaptive_grid = adaptive_grid
+        privelet_grid = privelet_grid
+        privtree_sequences = privtree_sequences
+        ngram_sequences = ngram_sequences
+
 
 __all__ = ["adaptive_grid", "basic", "ngram_sequences", "privelet", "privelet_grid", "privtree",
            "privtree_sequences", "uniform_grid"]
