@@ -28,20 +28,11 @@ positions off its majority symbol (``delta -> 0`` as epsilon grows, leaving only
 unsplit, whose law every longer context shares).  tests/test_sequence_markov.py checks the
 length law against known variable-order sources, one with a position-dependent stop.
 
-Why samples used to be too long: the model is right (msnbc with the noise removed: length TV
-0.003, sampling error only), the *noise* was not.  A clipped empty leaf bin is
-``max(Lap(b), 0)``, mean ``b / 2``, so a leaf with few positions carries about
-``(beta - 1) b / 2`` spurious counts spread evenly over the symbols: its stop probability drifts
-to ``1 / beta``, and the spurious symbols lead into contexts never seen, whose leaves are pure
-noise and keep the walk going at stop probability ``~1 / beta`` until ``max_length``.  The
-back-off answers such contexts from the deepest ancestor whose total is significant instead.
-A second, structural cause: the stop probability of a context not anchored at ``#`` is pooled
-over every position where that context occurs, so a suffix tree knows the position since the
-start only where it resolves contexts down to ``#``.  Over a large alphabet (words: 26 letters,
-lengths concentrated around 9) almost no context is resolved that far and the sampled length
-law becomes nearly geometric even without noise.  PrivTree sequence models therefore also
-release a noisy length law (``length_share``) and :meth:`sample` calibrates its stop
-probabilities to it (synthetic words: length TV 0.56 before, 0.004 after).
+Two rules keep sampled lengths right (``docs/sequences.md`` has the measurements): a context
+whose node total is not significant against its noise is answered from its deepest significant
+ancestor (the back-off of :meth:`usable`), and PrivTree sequence models release a noisy length
+law (``length_share``) to which :meth:`sample` calibrates its stop probabilities, since a
+suffix tree knows the position since the start only where it resolves contexts down to ``#``.
 
 Estimators
 ----------
