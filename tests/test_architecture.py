@@ -164,8 +164,6 @@ def test_only_mechanisms_draw_noise(module):
 #: Private names still imported across modules, in files other branches are changing; each is to be
 #: made public in its module (or moved next to its one caller), then removed from here.
 PRIVATE_IMPORTS_TO_FIX = {
-    # counting/sequences.py -> evaluation/sequences.py
-    ("polars_dp.evaluation.sequences", "polars_dp.counting.sequences", "_symbol_lists"),
     # kernels/wavelets.py, wavelet_exact.py -> wavelet_blocks.py, wavelet_exact.py, wavelet_variance.py
     ("polars_dp.kernels.wavelet_blocks", "polars_dp.kernels.wavelet_exact", "_check_integer"),
     ("polars_dp.kernels.wavelet_blocks", "polars_dp.kernels.wavelets", "_as3d"),

@@ -149,7 +149,7 @@ def encoded_from_lists(codes: np.ndarray, lengths: np.ndarray, alphabet_size: in
                             alphabet_size=alphabet_size, max_length=max_length)
 
 
-def _symbol_lists(lf: pl.LazyFrame, column: str) -> pl.Expr:
+def symbol_lists(lf: pl.LazyFrame, column: str) -> pl.Expr:
     schema = lf.collect_schema()
     if column not in schema:
         raise ColumnNotFoundError(f"column {column!r} not found; columns: {list(schema.names())}")
@@ -178,7 +178,7 @@ def encode_sequences(frame: Any, column: str, *, alphabet: Sequence[Any],
     symbols = check_alphabet(alphabet)
     max_length = check_max_length(max_length)
     lf = as_lazy(frame)
-    lists = _symbol_lists(lf, column).list.head(max_length)
+    lists = symbol_lists(lf, column).list.head(max_length)
     _check_symbol_type(column, lf.collect_schema()[column], symbols)
     codes = lists.list.eval(pl.element().replace_strict(list(symbols), list(range(len(symbols))),
                                                         default=None, return_dtype=pl.Int32))
@@ -208,4 +208,4 @@ def encode_sequences(frame: Any, column: str, *, alphabet: Sequence[Any],
 
 
 __all__ = ["EncodedSequences", "alphabet_text", "check_alphabet", "check_max_length", "encode_sequences",
-           "encoded_from_lists"]
+           "encoded_from_lists", "symbol_lists"]

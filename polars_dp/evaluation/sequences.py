@@ -14,7 +14,7 @@ import numpy as np
 import polars as pl
 
 from polars_dp.counting.frequency import as_lazy
-from polars_dp.counting.sequences import _symbol_lists, check_alphabet, encode_sequences
+from polars_dp.counting.sequences import symbol_lists, check_alphabet, encode_sequences
 from polars_dp.errors import ParameterError
 from polars_dp.kernels.topk import best_k, frontier
 from polars_dp.params import check_int
@@ -36,7 +36,7 @@ def exact_top_k_strings(frame: Any, column: str, *, alphabet: Sequence[Any], k: 
     symbols = check_alphabet(alphabet)
     lf = as_lazy(frame)
     if max_length is None:
-        longest = lf.select(_symbol_lists(lf, column).list.len().max()).collect().item()
+        longest = lf.select(symbol_lists(lf, column).list.len().max()).collect().item()
         max_length = max(int(longest or 0), 1)
     enc = encode_sequences(lf, column, alphabet=symbols, max_length=max_length)
     a = enc.alphabet_size
