@@ -60,7 +60,7 @@ def test_no_test_file_directly_in_tests():
     """Every test file sits in ``tests/unit/<layer>/`` or ``tests/system/<area>/``."""
     wrong = misplaced_test_files(TESTS)
     assert not wrong, (f"test files outside tests/unit/<layer>/ and tests/system/<area>/: {wrong}; "
-                       "move them with `git mv` (place_tests.sh picks a folder by name)")
+                       "move them with `git mv` into the folder of the layer they test")
 
 
 def test_every_test_folder_is_a_package():
