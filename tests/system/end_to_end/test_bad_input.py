@@ -1,0 +1,425 @@
+"""Catalogue of bad inputs: each one through the Python API, DuckDB SQL and the command line.
+
+For every case: the error type (a typed ``polars_dp`` error in Python, a DuckDB error raised by
+the macro's ``error()`` in SQL, exit code 2 on the command line), a message of one sentence
+that names what to fix, and no file left behind in the working directory.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import polars as pl
+import pytest
+
+import polars_dp as pdp
+from tests.helpers.cli import SPECS, run_cli
+
+
+# ---------------------------------------------------------------------- helpers
+def one_sentence(message: str, *names: str) -> str:
+    """Assert ``message`` is one line, one sentence (no ``. Next`` inside), naming ``names``."""
+    message = message.strip()
+    assert message and "\n" not in message, f"not one line: {message!r}"
+    assert not re.search(r"[a-z0-9)\]]\. [A-Z]", message), f"more than one sentence: {message!r}"
+    for name in names:
+        assert name in message, f"{name!r} is not named in {message!r}"
+    return message
+
+
+def sql_error(con: duckdb.DuckDBPyConnection, query: str, *names: str) -> str:
+    """The message of the DuckDB error ``query`` raises (the macro's ``error(...)`` text)."""
+    with pytest.raises(duckdb.Error) as info:
+        con.execute(query).fetchall()
+    text = str(info.value)
+    assert text.startswith("Invalid Input Error: "), text  # raised by error(), not a binder error
+    return one_sentence(text.removeprefix("Invalid Input Error: "), *names)
+
+
+def cli_error(capsys, cwd: Path, *args: str, names: tuple[str, ...] = ()) -> str:
+    """Run the command line in ``cwd``: exit code 2, one line on stderr, no new file in ``cwd``."""
+    before = set(p.name for p in cwd.iterdir())
+    code, out, err = run_cli(capsys, *args)
+    assert code == 2, (code, out, err)
+    assert set(p.name for p in cwd.iterdir()) == before, "a file was left behind"
+    errors = [line for line in err.splitlines() if line.startswith("polars-dp ") and ": error: " in line]
+    assert len(errors) == 1 and err.endswith(errors[0] + "\n"), err  # stage lines, then one error line
+    return one_sentence(errors[0].split(": error: ", 1)[1], *names)
+
+
+@pytest.fixture
+def in_tmp(tmp_path, monkeypatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+# ---------------------------------------------------------------------- releases
+@pytest.fixture(scope="module")
+def grid() -> pdp.GridRelease:
+    rng = np.random.default_rng(3)
+    df = pl.DataFrame({"age": rng.integers(0, 100, 500), "sex": rng.choice(["f", "m"], 500)})
+    attrs = [pdp.Ordinal("age", 0, 99, width=10), pdp.Nominal("sex", categories=["f", "m"])]
+    return pdp.basic(df, attrs, epsilon=1.0, seed=1)
+
+
+@pytest.fixture(scope="module")
+def tree() -> pdp.SpatialRelease:
+    rng = np.random.default_rng(4)
+    df = pl.DataFrame({"x": rng.uniform(0, 10, 2000), "y": rng.uniform(0, 10, 2000)})
+    return df.dp.privtree(["x", "y"], bounds=[(0.0, 10.0), (0.0, 10.0)], epsilon=1.0, seed=2)
+
+
+@pytest.fixture(scope="module")
+def seq() -> pdp.SequenceRelease:
+    df = pl.DataFrame({"s": ["abcab", "ba", "ccc", "a", "abab", "cabba"] * 40})
+    return df.dp.privtree_sequences("s", alphabet="abc", max_length=5, epsilon=3.0, seed=1)
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory, grid, tree, seq) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("releases")
+    out = {}
+    for name, release in (("grid", grid), ("tree", tree), ("seq", seq)):
+        out[name] = folder / f"{name}.parquet"
+        release.write_parquet(out[name])
+    return out
+
+
+@pytest.fixture(scope="module")
+def con(grid, tree, seq) -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect()
+    grid.to_duckdb(con, "g")
+    tree.to_duckdb(con, "t")
+    seq.to_duckdb(con, "s")
+    return con
+
+
+def register(con: duckdb.DuckDBPyConnection, name: str, frame: pl.DataFrame) -> None:
+    con.register(name, frame.to_arrow())
+
+
+# ---------------------------------------------------------------------- 1. unknown query columns
+def test_unknown_query_column_grid(grid, con, files, capsys, in_tmp):
+    queries = pl.DataFrame({"id": [1, 2], "age_lo": [0, 10], "sexx": ["f", "m"]})
+    with pytest.raises(pdp.QueryError) as info:
+        grid.range_counts(queries)
+    one_sentence(str(info.value), "'sexx'")
+    register(con, "bad_cols", queries)
+    sql_error(con, "SELECT * FROM g_range_counts('bad_cols')", "'sexx'", "age_lo", "sex")
+    queries.write_csv(in_tmp / "q.csv")
+    cli_error(capsys, in_tmp, "query", files["grid"], "--queries", "q.csv", names=("'sexx'",))
+
+
+def test_unknown_query_column_tree(tree, con, files, capsys, in_tmp):
+    queries = pl.DataFrame({"id": [1], "x_lo": [1.0], "lon_lo": [2.0]})
+    with pytest.raises(pdp.QueryError) as info:
+        tree.range_counts(queries)
+    one_sentence(str(info.value), "'lon_lo'")
+    register(con, "bad_box", queries)
+    sql_error(con, "SELECT * FROM t_range_counts('bad_box')", "'lon_lo'", "x_lo", "y_hi")
+    queries.write_csv(in_tmp / "q.csv")
+    cli_error(capsys, in_tmp, "query", files["tree"], "--queries", "q.csv", names=("'lon_lo'",))
+
+
+def test_unknown_column_in_sequence_queries(con):
+    register(con, "bad_seq", pl.DataFrame({"id": [1], "string": [["a"]], "strng": [["b"]]}))
+    sql_error(con, "SELECT * FROM s_frequencies('bad_seq')", "'strng'", "string")
+
+
+def test_sql_case_of_a_known_column_does_not_matter(con, grid):
+    con.execute("CREATE OR REPLACE TEMP TABLE upper_q AS SELECT 1 AS ID, 10 AS AGE_LO, 'f' AS SEX")
+    (qid, count, *_), = con.execute("SELECT * FROM g_range_counts('upper_q')").fetchall()
+    assert qid == 1 and count == pytest.approx(grid.range_count(age=(10, None), sex="f"))
+
+
+# ---------------------------------------------------------------------- 2. duplicate / null ids
+ID_CASES = {"duplicate": ([1, 1, 2], "query id 1 appears 2 times"),
+            "null": ([None, 1, 2], "1 query row(s) have a")}
+
+
+@pytest.mark.parametrize("case", ID_CASES)
+def test_repeated_or_null_ids_grid_and_tree(case, grid, tree, con, files, capsys, in_tmp):
+    ids, said = ID_CASES[case]
+    cases = ((grid, "g", {"age_lo": [0, 10, 20]}), (tree, "t", {"x_lo": [0.0, 1.0, 2.0]}))
+    for release, table, cols in cases:
+        queries = pl.DataFrame({"id": ids, **cols})
+        with pytest.raises(pdp.QueryError) as info:
+            release.range_counts(queries)
+        one_sentence(str(info.value), said, "own id")
+        register(con, f"ids_{case}", queries)
+        sql_error(con, f"SELECT * FROM {table}_range_counts('ids_{case}')", said, "own id")
+        queries.write_csv(in_tmp / "q.csv")
+        cli_error(capsys, in_tmp, "query", files["grid" if table == "g" else "tree"], "--queries", "q.csv",
+                  names=(said,))
+        (in_tmp / "q.csv").unlink()
+
+
+@pytest.mark.parametrize("case", ID_CASES)
+def test_repeated_or_null_ids_sequences(case, con, files, capsys, in_tmp):
+    ids, said = ID_CASES[case]
+    queries = pl.DataFrame({"id": ids, "string": [["a"], ["a", "b"], ["c"]]})
+    register(con, f"seq_ids_{case}", queries)
+    sql_error(con, f"SELECT * FROM s_frequencies('seq_ids_{case}')", said, "own id")
+    queries.with_columns(pl.col("string").list.join(" ")).write_csv(in_tmp / "q.csv")
+    cli_error(capsys, in_tmp, "query", files["seq"], "--queries", "q.csv", names=(said,))
+
+
+def test_sql_queries_without_id(con):
+    register(con, "no_id", pl.DataFrame({"age_lo": [0]}))
+    sql_error(con, "SELECT * FROM g_range_counts('no_id')", "no id column")
+
+
+def test_distinct_ids_any_order_still_answer(grid, con):
+    queries = pl.DataFrame({"id": [3, 1, 2], "age_lo": [0, 10, 20]})
+    register(con, "fine", queries)
+    got = con.execute("SELECT id, count FROM g_range_counts('fine')").fetchall()
+    want = grid.range_counts(queries).sort("id")
+    assert [r[0] for r in got] == [1, 2, 3]
+    np.testing.assert_allclose([r[1] for r in got], want["count"].to_numpy(), rtol=1e-9)
+
+
+# ---------------------------------------------------------------------- 3. integer vs float domains
+LAT_POINTS = [44.2, 44.7, 45.3, 45.9]
+LAT_SPEC = """mechanism = "basic"
+epsilon = 1.0
+[[attributes]]
+column = "lat"
+kind = "ordinal"
+lo = 44
+hi = 46
+"""
+
+
+def test_fractions_in_an_integer_domain_are_refused(capsys, in_tmp):
+    df = pl.DataFrame({"lat": LAT_POINTS})
+    integer = pdp.Ordinal("lat", 44, 46)
+    for source in (df, df.lazy(), df.to_arrow(), duckdb.sql("SELECT unnest([44.0, 45.5]) AS lat")):
+        with pytest.raises(pdp.DomainError) as info:
+            pdp.basic(source, [integer], epsilon=1.0, seed=1)
+        one_sentence(str(info.value), "'lat'", "whole numbers", "Ordinal('lat', 44.0, 46.0",
+                     "on_out_of_domain='clamp'")
+    df.write_csv(in_tmp / "lat.csv")
+    (in_tmp / "lat.toml").write_text(LAT_SPEC)
+    cli_error(capsys, in_tmp, "release", "lat.csv", "--spec", "lat.toml", "-o", "out.parquet",
+              names=("'lat'", "whole numbers", "on_out_of_domain"))
+
+
+def test_integral_floats_and_the_clamp_opt_in_count_as_before():
+    integer = pdp.Ordinal("lat", 44, 46)
+    whole = pdp.basic(pl.DataFrame({"lat": [44.0, 45.0, 45.0, 46.0]}), [integer], epsilon=1.0, seed=1)
+    ints = pdp.basic(pl.DataFrame({"lat": [44, 45, 45, 46]}), [integer], epsilon=1.0, seed=1)
+    np.testing.assert_array_equal(whole.counts, ints.counts)
+    clamped = pdp.basic(pl.DataFrame({"lat": LAT_POINTS}), [integer], epsilon=1.0, seed=1,
+                        on_out_of_domain="clamp")
+    floored = pdp.basic(pl.DataFrame({"lat": [44, 44, 45, 45]}), [integer], epsilon=1.0, seed=1)
+    np.testing.assert_array_equal(clamped.counts, floored.counts)
+
+
+def test_float_domain_bins_end_at_their_upper_edge():
+    """One rule: a query counts the bins all of whose values lie in [lo, hi]."""
+    df = pl.DataFrame({"lat": LAT_POINTS})
+    release = pdp.basic(df, [pdp.Ordinal("lat", 44.0, 46.0, width=1.0)], epsilon=1e9, seed=1)
+    assert release.range_count(lat=(44.0, 45.0)) == pytest.approx(2, abs=1e-3)  # [44, 45)
+    assert release.range_count(lat=(44.0, 46.0)) == pytest.approx(4, abs=1e-3)
+    integer = pdp.basic(pl.DataFrame({"lat": [44, 44, 45, 45]}), [pdp.Ordinal("lat", 44, 46)],
+                        epsilon=1e9, seed=1)
+    assert integer.range_count(lat=(44.0, 45.0)) == pytest.approx(4, abs=1e-3)  # the integers 44, 45
+
+
+def test_non_integral_query_bound_in_an_integer_domain_needs_align(grid, con, files, capsys, in_tmp):
+    with pytest.raises(pdp.QueryError) as info:
+        grid.range_count(age=(20.5, 39))
+    one_sentence(str(info.value), "age=(20.5, 39)", "align='outer'")
+    sql_error(con, "SELECT * FROM g_range_count(age_lo := 20.5, age_hi := 39)", "age=(20.5, 39", "outer")
+    cli_error(capsys, in_tmp, "query", files["grid"], "--where", "age=20.5..39", names=("align",))
+    assert grid.range_count(age=(20.5, 39), align="outer") == pytest.approx(grid.range_count(age=(20, 39)))
+
+
+@pytest.fixture(scope="module")
+def lat() -> pdp.GridRelease:
+    a = pdp.Ordinal("lat", 44.0, 46.0, width=1.0)
+    return pdp.GridRelease(np.array([1.0, 2.0, 3.0]), (a,), mechanism="basic", epsilon=1.0,
+                           neighbours="replace", noise_scale=2.0, params={"sensitivity": 2})
+
+
+@pytest.mark.parametrize(("lo", "hi", "want"), [(44.2, 44.7, 1.0), (45.0, 45.0, 2.0), (44.0, 44.0, 1.0),
+                                                (46.0, 46.0, 3.0), (44.5, 45.0, 1.0)])
+def test_outer_inside_one_float_bin_is_that_bin(lat, lo, hi, want, tmp_path, capsys):
+    assert lat.range_count(lat=(lo, hi), align="outer") == want
+    con = duckdb.connect()
+    lat.to_duckdb(con, "r")
+    assert con.sql(f"SELECT count FROM r_range_count(lat_lo := {lo}, lat_hi := {hi}, align := 'outer')"
+                   ).fetchall() == [(want,)]
+    con.register("qs", pl.DataFrame({"id": [1], "lat_lo": [lo], "lat_hi": [hi]}).to_arrow())
+    assert con.sql("SELECT count FROM r_range_counts('qs', align := 'outer')").fetchall() == [(want,)]
+    lat.write_parquet(tmp_path / "lat.parquet")
+    code, out, _ = run_cli(capsys, "query", tmp_path / "lat.parquet", "--where", f"lat={lo}..{hi}",
+                           "--align", "outer")
+    assert code == 0 and float(out) == want
+
+
+# ---------------------------------------------------------------------- 4. symbol types
+SEQ_SPEC = """mechanism = "privtree_sequences"
+epsilon = 1.0
+column = "s"
+alphabet = "abc"
+max_length = 5
+"""
+
+
+def test_integer_symbols_with_a_text_alphabet(capsys, in_tmp):
+    df = pl.DataFrame({"s": [[1, 2], [2, 3]]})
+    for source in (df, df.lazy(), df.to_arrow()):  # (sequences are not counted in DuckDB)
+        with pytest.raises(pdp.DomainError) as info:
+            pdp.privtree_sequences(source, "s", alphabet="abc", max_length=5, epsilon=1.0, seed=1)
+        one_sentence(str(info.value), "'s'", "List(Int", "['a', 'b', 'c']", "cast the column")
+    with pytest.raises(pdp.DomainError, match="not integers"):
+        pdp.privtree_sequences(pl.DataFrame({"s": [["a"]]}), "s", alphabet=[1, 2], max_length=5, epsilon=1.0)
+    df.write_parquet(in_tmp / "s.parquet")
+    (in_tmp / "s.toml").write_text(SEQ_SPEC)
+    cli_error(capsys, in_tmp, "release", "s.parquet", "--spec", "s.toml", "-o", "out.parquet",
+              names=("'s'", "List(Int64)"))
+
+
+# ---------------------------------------------------------------------- 9. messages that hide the fix
+def test_out_of_alphabet_messages_say_the_alphabet_is_cut(con, files, capsys, in_tmp):
+    alphabet = "abcdefghijklmnopqrstuvwxyz"
+    df = pl.DataFrame({"s": ["abc", "cab"] * 20})
+    model = pdp.privtree_sequences(df, "s", alphabet=alphabet, max_length=4, epsilon=1.0, seed=1)
+    cut = "['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j', ..., 'z'] (26 symbols)"
+    with pytest.raises(pdp.QueryError) as info:
+        model.frequencies(["a1"])
+    one_sentence(str(info.value), cut, "'1'")
+    with pytest.raises(pdp.DomainError) as info:
+        pdp.privtree_sequences(pl.DataFrame({"s": ["ab1"]}), "s", alphabet=alphabet, max_length=4,
+                               epsilon=1.0)
+    one_sentence(str(info.value), cut, "'1'", "'s'")
+    sql_error(con, "SELECT * FROM s_frequency(['a', 'x'])", "['a', 'b', 'c']", "'x'", "query only symbols")
+    cli_error(capsys, in_tmp, "query", files["seq"], "--frequency", "ax", names=("'x'",))
+
+
+def test_ngram_domain_too_large_suggests_a_lower_height():
+    df = pl.DataFrame({"s": ["abc"] * 5})
+    with pytest.raises(pdp.DomainTooLargeError) as info:
+        pdp.ngram_sequences(df, "s", alphabet="abcdefghijklmnopqrstuvwxyz", max_length=30, height=20,
+                            epsilon=1.0)
+    message = one_sentence(str(info.value), "height 20", "lower height")
+    assert not re.search(r"\d{16}", message), message  # no 28-digit numbers
+    assert "coarser bins" not in message
+
+
+def test_header_only_csv_and_file_without_columns(capsys, in_tmp):
+    spec = SPECS / "basic.toml"
+    (in_tmp / "header.csv").write_text("age,gender,education\n")
+    cli_error(capsys, in_tmp, "release", "header.csv", "--spec", spec, "-o", "out.parquet",
+              names=("header.csv", "no rows"))
+    pl.DataFrame().write_parquet(in_tmp / "nothing.parquet")
+    cli_error(capsys, in_tmp, "release", "nothing.parquet", "--spec", spec, "-o", "out.parquet",
+              names=("no columns", "age, gender, education"))
+
+
+# ---------------------------------------------------------------------- 5. outputs too large to draw
+@pytest.fixture
+def small_machine(monkeypatch):
+    """A machine with 1 GiB, so that the refusals do not depend on the test machine's memory."""
+    monkeypatch.setattr("polars_dp.releases.sampling.total_memory_bytes", lambda: 1 << 30)
+
+
+def test_samples_and_random_boxes_too_large_are_refused_before_allocating(grid, tree, seq, small_machine):
+    import resource
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    for draw, what in ((lambda: grid.sample(10**9), "synthetic rows"),
+                       (lambda: tree.sample(10**9), "synthetic rows"),
+                       (lambda: seq.sample(10**8), "synthetic sequences"),
+                       (lambda: pdp.random_boxes(["x", "y"], [(0, 1), (0, 1)], 10**9), "random boxes")):
+        with pytest.raises(pdp.DomainTooLargeError) as info:
+            draw()
+        one_sentence(str(info.value), what, "1.0 GiB", "at most")
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200_000  # kB: nothing drawn
+    fit = int(str(info.value).split("at most ")[1].split(" ")[0].replace(",", ""))
+    assert 10**6 < fit < 10**9
+    assert grid.sample(1000, seed=1).height == 1000 and seq.sample(1000, seed=1).height == 1000
+
+
+# ---------------------------------------------------------------------- 6. the CLI reaches what the API does
+def test_cli_sql_registers_sequence_macros(seq, files, capsys, in_tmp):
+    code, out, err = run_cli(capsys, "sql", files["seq"], "--json",
+                             "SELECT * FROM release_frequency(['a', 'b'])")
+    assert code == 0, err
+    (row,) = __import__("json").loads(out)
+    counts, stds = seq.frequencies([["a", "b"]], std=True)
+    assert row["count"] == pytest.approx(counts[0]) and row["std"] == pytest.approx(stds[0])
+    code, out, _ = run_cli(capsys, "sql", files["seq"], "--csv", "SELECT count(*) AS n FROM release_nodes")
+    assert code == 0 and int(out.splitlines()[1]) == seq.n_nodes
+
+
+def test_cli_query_std_for_sequences(seq, files, capsys, in_tmp):
+    import json
+    counts, stds = seq.frequencies([["a", "b"], ["c"]], std=True)
+    code, out, err = run_cli(capsys, "query", files["seq"], "--frequency", "ab", "--frequency", "c",
+                             "--std", "--json")
+    assert code == 0, err
+    rows = json.loads(out)
+    assert [r["count"] for r in rows] == pytest.approx(list(counts))
+    assert [r["std"] for r in rows] == pytest.approx(list(stds))
+    pl.DataFrame({"id": [1, 2], "string": ["a b", "c"]}).write_csv(in_tmp / "q.csv")
+    code, out, _ = run_cli(capsys, "query", files["seq"], "--queries", "q.csv", "--std", "--json")
+    got = json.loads(out)
+    want = seq.frequencies([["a", "b"], ["c"]], std=True)[1]
+    assert code == 0 and [r["std"] for r in got] == pytest.approx(list(want))
+    cli_error(capsys, in_tmp, "query", files["seq"], "--top-k", "3", "--std", names=("--std", "--frequency"))
+
+
+# ---------------------------------------------------------------------- 7. one convention for a missing std
+def test_missing_std_is_none_and_json_null(grid, tree, tmp_path, capsys):
+    import json
+    post = grid.postprocess("nonnegative")
+    assert post.range_std(age=(0, 9)) is None
+    assert post.range_counts(pl.DataFrame({"age_lo": [0]}), std=True)["std"].to_list() == [None]
+    assert tree.postprocess("nonnegative").range_std(x=(0.0, 5.0)) is None
+    post.write_parquet(tmp_path / "post.parquet")
+    code, out, _ = run_cli(capsys, "query", tmp_path / "post.parquet", "--where", "age=0..9", "--std",
+                           "--json")
+    assert code == 0 and json.loads(out)["std"] is None  # valid JSON: null, not NaN
+    code, out, _ = run_cli(capsys, "query", tmp_path / "post.parquet", "--where", "age=0..9", "--std")
+    assert code == 0 and "no std" in out and "nan" not in out.lower()
+
+
+# ---------------------------------------------------------------------- 8. wrong macro arguments
+def test_cli_sql_wrong_argument_shows_the_signature(files, capsys, in_tmp):
+    message = cli_error(capsys, in_tmp, "sql", files["grid"],
+                        "SELECT * FROM release_range_count(agee_lo := 3)",
+                        names=("release_range_count(age_lo := NULL, age_hi := NULL, sex := NULL",))
+    assert "explicit type casts" not in message
+    cli_error(capsys, in_tmp, "sql", files["tree"], "SELECT * FROM release_range_count(lon_lo := 3)",
+              names=("release_range_count(x_lo := NULL, x_hi := NULL, y_lo := NULL, y_hi := NULL)",))
+
+
+# ---------------------------------------------------------------------- 14. sql only reads
+@pytest.mark.parametrize("statement", ["COPY (SELECT * FROM release) TO 'out.csv'",
+                                       "SELECT 1; COPY release TO 'out.parquet'",
+                                       "EXPORT DATABASE 'dump'", "ATTACH 'other.db'", "INSTALL spatial"])
+def test_cli_sql_refuses_statements_that_write(statement, files, capsys, in_tmp):
+    cli_error(capsys, in_tmp, "sql", files["grid"], statement, names=("only reads", "-o FILE"))
+
+
+def test_cli_sql_may_read_a_query_file(grid, files, capsys, in_tmp):
+    pl.DataFrame({"id": [1], "age_lo": [10]}).write_csv(in_tmp / "q.csv")
+    code, out, err = run_cli(capsys, "sql", files["grid"], "--csv",
+                             "CREATE TABLE q (id INT, age_lo INT); COPY q FROM 'q.csv' (HEADER); "
+                             "SELECT count FROM release_range_counts('q')")
+    assert code == 0, err
+    assert float(out.splitlines()[1]) == pytest.approx(grid.range_count(age=(10, None)))
+    code, out, _ = run_cli(capsys, "sql", "--help")
+    assert "only reads" in " ".join(out.split()) and "COPY ... TO" in out
+
+
+# ---------------------------------------------------------------------- 15. range_variance is in cells
+def test_range_variance_takes_half_open_cell_ranges(grid):
+    """``age=(20, 39)`` is cells [2, 4) of bins of 10; ``sex='m'`` is cell [1, 2)."""
+    var = grid.range_variance([[2, 1]], [[4, 2]])[0]
+    assert var == pytest.approx(grid.range_std(age=(20, 39), sex="m") ** 2)
+    assert "half-open" in grid.range_variance.__doc__ and "cell" in grid.range_variance.__doc__
