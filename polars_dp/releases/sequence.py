@@ -25,7 +25,7 @@ and, when the model released a length law, a per-step calibration of the stop pr
 of the truncated data: wherever the tree resolves the context down to ``#`` the empirical law
 of the prefix is reproduced; a node PrivTree left unsplit has at most ``depth * delta``
 positions off its majority symbol (``delta -> 0`` as epsilon grows, leaving only pure nodes
-unsplit, whose law every longer context shares).  tests/test_sequence_markov.py checks the
+unsplit, whose law every longer context shares).  tests/unit/mechanisms/test_sequence_markov.py checks the
 length law against known variable-order sources, one with a position-dependent stop.
 
 Two rules keep sampled lengths right (``docs/sequences.md`` has the measurements): a context
