@@ -26,6 +26,9 @@ from polars_dp.noise.sources import _MASK63, _U64, NoiseSource
 
 #: Draws generated per chunk (bounds the temporary memory of the samplers).
 CHUNK = 1 << 20
+#: Draws per block inside :func:`discrete_laplace`: its words and temporaries (about ten
+#: passes of 8 bytes per draw) stay in cache instead of streaming through memory.
+BLOCK = 1 << 16
 #: Largest single inversion table (entries): scales up to TABLE_CAP / TAIL_SCALES use one table.
 TABLE_CAP = 1 << 12
 #: Larger scales split the magnitude into base-DIGIT digits (one table and one word per digit).
@@ -210,7 +213,7 @@ class _Table:
 
     def count_below(self, u: np.ndarray, src: NoiseSource) -> np.ndarray:
         """``#{j : U < x_j}`` for 63-bit ``u`` (guide first, then :meth:`search`)."""
-        count = self.guide[u >> np.uint64(63 - GUIDE_BITS)]
+        count = self.guide.take((u >> np.uint64(63 - GUIDE_BITS)).view(np.int64), mode="clip")  # in range
         open_ = np.flatnonzero(count < 0)
         if open_.size:
             count[open_] = self.search(u[open_], src)
@@ -284,12 +287,12 @@ def discrete_laplace(src: NoiseSource, t: int, s: int, size: int | tuple[int, ..
     tab = _table("two_sided_trunc", t, s, DIGIT, DIGIT) if split else _table("two_sided", t, s, 0, length)
     signed = _signed_guide(tab)
     shift = np.uint64(63 - GUIDE_BITS)
-    for a in range(0, n, CHUNK):
-        m = min(CHUNK, n - a)
+    for a in range(0, n, BLOCK):
+        m = min(BLOCK, n - a)
         w = src.words(m)
         y = out[a:a + m]
         idx = w >> shift
-        np.take(signed, idx.view(np.int64), out=y)
+        np.take(signed, idx.view(np.int64), out=y, mode="clip")  # idx < 2^(1 + GUIDE_BITS): in range
         open_ = np.flatnonzero(y == _OPEN)
         if open_.size:
             wo = w[open_]
@@ -331,7 +334,8 @@ def _digit_quotients(src: NoiseSource, t: int, s: int, w: np.ndarray, open_: np.
     if length > TABLE_CAP:  # scales above ~700,000: fresh words (digit by digit)
         return geometric(src, t2, s2, w.size)
     tab = _table("geometric", t2, s2, 0, length)
-    out = tab.guide[(w & _MASK_LOW) >> np.uint64(_LOW_BITS - GUIDE_BITS)]
+    bucket = (w & _MASK_LOW) >> np.uint64(_LOW_BITS - GUIDE_BITS)  # < 2^GUIDE_BITS
+    out = tab.guide.take(bucket.view(np.int64), mode="clip")
     out[open_] = 0
     redo = np.flatnonzero(out < 0)
     if redo.size:
@@ -438,5 +442,5 @@ def privtree_decision(src: NoiseSource, x: np.ndarray, lam: int) -> np.ndarray:
     return np.where((x >= 0).astype(bool), he, ~he)
 
 
-__all__ = ["CHUNK", "MAX_COUNT_SCALE", "MAX_SCALE", "add_discrete_laplace", "bernoulli_exp", "check_scale",
-           "discrete_laplace", "geometric", "privtree_decision"]
+__all__ = ["BLOCK", "CHUNK", "MAX_COUNT_SCALE", "MAX_SCALE", "add_discrete_laplace", "bernoulli_exp",
+           "check_scale", "discrete_laplace", "geometric", "privtree_decision"]

@@ -30,7 +30,8 @@ from polars_dp.progress import Progress
 from polars_dp.releases import sql_grid
 from polars_dp.releases.base import Release
 from polars_dp.releases.grid_format import (
-    RowGroupColumns,
+    READ_BATCH,
+    READ_BUFFER,
     _check_grid_parameters,
     _counts_by_label,
     counts_in_write_order,
@@ -94,6 +95,7 @@ class GridRelease(Release):
     """
 
     release_type = "grid"
+    _plain_columns = ("count",)  # noisy values: stored as they are, read at copy speed
 
     #: Largest summed-area array (bytes) kept for later queries; ``None``: half of the memory
     #: available when it is first needed.  Beyond it, queries stream the prefix sums instead
@@ -223,15 +225,17 @@ class GridRelease(Release):
         write order (every label checked against its row's cell, vectorised:
         :func:`~polars_dp.releases.grid_format.counts_in_write_order`); any other file is read
         whole and placed by label."""
-        file = open_parquet(path)
+        file = open_parquet(path, buffer_size=READ_BUFFER, pre_buffer=False)
         meta = read_metadata(file.schema_arrow)
         common, attrs, shape, scale = cls._header(meta)
         columns = write_order_columns(attrs)
         counts = None
         if file.metadata.num_rows == int(np.prod(shape, dtype=np.int64)) and \
                 all(c in file.schema_arrow.names for c in columns):
-            groups = [RowGroupColumns(file, i) for i in range(file.metadata.num_row_groups)]
-            counts = counts_in_write_order(groups, attrs, shape)
+            batches = (batch for group in range(file.metadata.num_row_groups)  # one group at a time:
+                       for batch in file.iter_batches(batch_size=READ_BATCH, row_groups=[group],
+                                                      columns=columns, use_threads=False))
+            counts = counts_in_write_order(batches, attrs, shape)
         if counts is None:
             return cls.from_arrow(read_table(path))
         release = cls(counts, attrs, noise_scale=scale, **common)

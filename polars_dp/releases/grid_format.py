@@ -158,18 +158,22 @@ def _counts_by_label(table: pa.Table, attrs: tuple[Attribute, ...], shape: tuple
 
 
 # ---------------------------------------------------------------------------- files in write order
-#: Rows per batch when a grid file is read in write order.
-READ_BATCH = 1 << 20
+#: Rows per record batch when a grid file is read in write order (about 2 MB decoded at a time),
+#: and the bytes of file read at a time (``ParquetFile(buffer_size=...)``).  Row groups are
+#: read one by one: a reader over the whole file reads ahead and holds far more.
+READ_BATCH = 1 << 16
+READ_BUFFER = 1 << 18
 
-#: ``codes(array) -> int codes along the axis`` of one batch's column, or None (not checkable here).
-_Codes = Callable[[pa.Array], "np.ndarray | None"]
+#: ``values(array) -> numbers to compare with the expected labels`` of one batch's column, or
+#: None (not checkable here: nulls, another type or dictionary).
+_Values = Callable[[pa.Array], "np.ndarray | None"]
 
 
-def _string_codes(labels: list) -> _Codes:
-    """Codes of a dictionary column whose dictionary is exactly ``labels`` (as written)."""
+def _dictionary_indices(labels: list) -> _Values:
+    """Indices of a dictionary column whose dictionary is exactly ``labels`` (as written)."""
     expected = pa.array([str(x) for x in labels], pa.string())
 
-    def codes(array: pa.Array) -> np.ndarray | None:
+    def values(array: pa.Array) -> np.ndarray | None:
         if not pa.types.is_dictionary(array.type) or array.null_count:
             return None
         dictionary = array.dictionary
@@ -181,79 +185,76 @@ def _string_codes(labels: list) -> _Codes:
         if not dictionary.equals(expected):
             return None
         return array.indices.to_numpy(zero_copy_only=False)
-    return codes
+    return values
 
 
-def _integer_codes(values: np.ndarray, offset: int, width: int, n: int) -> np.ndarray | None:
-    """``(v - offset) / width`` when every value is one of ``offset + k width``, ``0 <= k < n``."""
-    if not np.issubdtype(values.dtype, np.integer) or values.size == 0:
-        return None if values.size else np.zeros(0, dtype=np.int64)
-    lo, hi = int(values.min()), int(values.max())
-    if lo < offset or hi > offset + (n - 1) * width:
-        return None
-    codes = values.astype(np.int64) - offset
-    if width != 1:
-        codes, rest = np.divmod(codes, width)
-        if rest.any():
-            return None
-    return codes
-
-
-def _plain_codes(attribute: Attribute) -> _Codes | None:
-    """Codes of a plain (not dictionary) numeric label column, or None when this attribute's
-    labels cannot be checked without a per-label lookup."""
-    if isinstance(attribute, Nominal):
-        labels = attribute.cell_labels()
-        if isinstance(labels[0], str):
-            return _string_codes(labels)
-        arr = np.asarray(labels)
-        if not np.issubdtype(arr.dtype, np.integer) or arr.min() < 0 or arr.max() >= 4 * arr.size + 1024:
-            return None
-        table = np.full(int(arr.max()) + 1, -1, dtype=np.int64)
-        table[arr] = np.arange(arr.size)
-
-        def nominal(array: pa.Array) -> np.ndarray | None:
-            if array.null_count or pa.types.is_dictionary(array.type):
-                return None
-            codes = _integer_codes(array.to_numpy(zero_copy_only=False), 0, 1, table.size)
-            if codes is None:
-                return None
-            codes = table[codes]
-            return None if codes.size and codes.min() < 0 else codes
-        return nominal
-    if not attribute.integer:
-        return None
-
-    def ordinal(array: pa.Array) -> np.ndarray | None:
+def _plain_values(kinds: str) -> _Values:
+    """The values of a plain (not dictionary, no nulls) column whose numpy kind is in ``kinds``."""
+    def values(array: pa.Array) -> np.ndarray | None:
         if array.null_count or pa.types.is_dictionary(array.type):
             return None
-        return _integer_codes(array.to_numpy(zero_copy_only=False), int(attribute.lo), int(attribute.width),
-                              attribute.n_cells)
-    return ordinal
+        out = array.to_numpy(zero_copy_only=False)
+        return out if out.dtype.kind in kinds else None
+    return values
 
 
-def _level_checks(attribute: Nominal, column: str) -> list[tuple[str, _Codes, np.ndarray]]:
-    """Per level column: its name, its codes reader and the code each leaf must carry."""
+def _label_check(attribute: Attribute) -> tuple[_Values, np.ndarray] | None:
+    """``(values reader, label of each cell along the axis)`` of an attribute column, or None
+    when its labels cannot be compared without a per-label lookup."""
+    labels = attribute.cell_labels()
+    if isinstance(attribute, Nominal):
+        if isinstance(labels[0], str):
+            return _dictionary_indices(list(labels)), np.arange(len(labels), dtype=np.int64)
+        arr = np.asarray(labels)
+        return (_plain_values("iu"), arr) if arr.dtype.kind in "iu" else None
+    arr = np.asarray(labels)
+    if attribute.integer:
+        return (_plain_values("iu"), arr) if arr.dtype.kind in "iu" else None
+    return (_plain_values("f"), arr) if arr.dtype.kind == "f" else None
+
+
+def _level_checks(attribute: Nominal, column: str) -> list[tuple[str, _Values, np.ndarray]]:
+    """Per level column: its name, its reader and the dictionary index each leaf must carry."""
     out = []
     for lvl, labels in attribute.hierarchy.level_labels().items():
         texts = list(dict.fromkeys(str(x) for x in labels))
         pos = {t: i for i, t in enumerate(texts)}
         leaf_code = np.array([pos[str(x)] for x in labels], dtype=np.int64)
-        out.append((f"{column}_{lvl}", _string_codes(texts), leaf_code))
+        out.append((f"{column}_{lvl}", _dictionary_indices(texts), leaf_code))
     return out
 
 
-class RowGroupColumns:
-    """One row group of a Parquet file whose columns are decoded one at a time, on request
-    (``num_rows``, ``column(name)``, as a record batch has): only one decoded column is held."""
+def _runs_match(values: np.ndarray, start: int, step: int, expected: np.ndarray) -> bool:
+    """Whether ``values[j] == expected[((start + j) // step) % n]`` for rows inside one period
+    ``step n``: a partial run at each end compared with one label, the whole runs between as
+    a ``(runs, step)`` view against one label per run (no per-row index array)."""
+    n, end = expected.size, start + values.size
+    b0 = min(-(-start // step) * step, end)
+    b1 = max(end // step * step, b0)
+    if b0 > start and not (values[:b0 - start] == expected[(start // step) % n]).all():
+        return False
+    if b1 > b0:
+        runs = expected[np.arange(b0 // step, b1 // step) % n]
+        if not (values[b0 - start:b1 - start].reshape(-1, step) == runs[:, None]).all():
+            return False
+    return end <= b1 or bool((values[b1 - start:] == expected[(b1 // step) % n]).all())
 
-    def __init__(self, file: Any, index: int):
-        self.file, self.index = file, index
-        self.num_rows = file.metadata.row_group(index).num_rows
 
-    def column(self, name: str) -> pa.Array:
-        table = self.file.read_row_group(self.index, columns=[name], use_threads=False)
-        return table.column(0).combine_chunks()
+def _pattern_matches(values: np.ndarray, start: int, step: int, expected: np.ndarray) -> bool:
+    """Whether the rows ``start, start + 1, ...`` carry the labels of the C-order cells along an
+    axis of stride ``step``: ``values[j] == expected[((start + j) // step) % n]``.  Whole periods
+    (``step n`` rows) are one broadcast comparison of a ``(periods, n, step)`` view; the
+    partial periods at both ends go to :func:`_runs_match`.  One pass, no index array."""
+    period, end = step * expected.size, start + values.size
+    p0 = min(-(-start // period) * period, end)
+    p1 = max(end // period * period, p0)
+    if p0 > start and not _runs_match(values[:p0 - start], start, step, expected):
+        return False
+    if p1 > p0:
+        block = values[p0 - start:p1 - start].reshape(-1, expected.size, step)
+        if not (block == expected[None, :, None]).all():
+            return False
+    return end <= p1 or _runs_match(values[p1 - start:], p1, step, expected)
 
 
 def write_order_columns(attrs: tuple[Attribute, ...]) -> list[str]:
@@ -270,45 +271,34 @@ def counts_in_write_order(batches: Iterable[Any], attrs: tuple[Attribute, ...],
                           shape: tuple[int, ...]) -> np.ndarray | None:
     """The counts of a grid file whose rows are in the C order of the cells, or None.
 
-    For the rows ``[a, b)`` of each batch, ``sum_k code_k stride_k`` (each column's codes, range
-    checked) must equal ``a, ..., b - 1`` and every level column must carry its leaf's ancestor:
-    then row ``i`` names cell ``i`` and its count is copied to ``counts[i]``.  Any other file
-    (order, types, nulls, dictionaries, length) returns None without raising.
+    Row ``r`` of the file must carry, in every attribute column of stride ``s_k`` (``n_k``
+    cells), the label of cell ``(r // s_k) mod n_k`` (dictionary columns by their index into
+    the dictionary as written, compared once per batch), and in every level column the
+    ancestor of that leaf (:func:`_pattern_matches`, vectorised): then row ``r`` names cell
+    ``r`` and its count is copied to ``counts[r]``.  Any other file (order, types, nulls,
+    dictionaries, length) returns None without raising.
     """
     n_cells = int(np.prod(shape, dtype=np.int64))
-    readers: list[tuple[str, _Codes, int, list]] = []
+    checks: list[tuple[str, _Values, int, np.ndarray]] = []
     stride = n_cells
     for a in attrs:
         stride //= a.n_cells
-        reader = _plain_codes(a)
-        if reader is None:
+        check = _label_check(a)
+        if check is None:
             return None
-        levels = _level_checks(a, a.column) if isinstance(a, Nominal) else []
-        readers.append((a.column, reader, stride, levels))
+        checks.append((a.column, check[0], stride, check[1]))
+        if isinstance(a, Nominal):
+            checks.extend((name, reader, stride, leaf) for name, reader, leaf in _level_checks(a, a.column))
     counts: np.ndarray | None = None
-    ramp = np.arange(min(READ_BATCH, n_cells), dtype=np.int64)
-    flat = np.empty(ramp.size, dtype=np.int64)
     start = 0
     for batch in batches:
         m = batch.num_rows
-        if m > ramp.size or start + m > n_cells:
-            if start + m > n_cells:
-                return None
-            ramp = np.arange(m, dtype=np.int64)
-            flat = np.empty(m, dtype=np.int64)
-        f = flat[:m]
-        f.fill(-start)
-        for column, reader, step, levels in readers:
-            codes = reader(batch.column(column))
-            if codes is None or codes.size != m:
-                return None
-            f += codes * step if step != 1 else codes
-            for name, level_reader, leaf_code in levels:
-                got = level_reader(batch.column(name))
-                if got is None or not np.array_equal(got, leaf_code[codes]):
-                    return None
-        if not np.array_equal(f, ramp[:m]):
+        if start + m > n_cells:
             return None
+        for column, reader, step, expected in checks:
+            values = reader(batch.column(column))
+            if values is None or values.size != m or not _pattern_matches(values, start, step, expected):
+                return None
         count = batch.column("count")
         if count.null_count or not (pa.types.is_floating(count.type) or pa.types.is_integer(count.type)):
             return None

@@ -159,9 +159,9 @@ def split_quotient_check(t: int, per_digit: int, seed: int) -> dict[str, float]:
     ``2 + (1 - 6 p (1 - p)) / (n_W p (1 - p))``), the number of digits with ``c_W = 0`` and
     the bound ``sum_W (1 - p)^n_W`` on its expectation."""
     words, digit = open_first_words(t, per_digit, seed)
-    y = np.concatenate([N.discrete_laplace(_FirstWords(seed + a, words[a:a + D.CHUNK]), t, 1,
-                                           words[a:a + D.CHUNK].size)
-                        for a in range(0, words.size, D.CHUNK)])  # one call per chunk of first words
+    y = np.concatenate([N.discrete_laplace(_FirstWords(seed + a, words[a:a + D.BLOCK]), t, 1,
+                                           words[a:a + D.BLOCK].size)
+                        for a in range(0, words.size, D.BLOCK)])  # one call per block of first words
     m = np.abs(y) - 1
     assert np.array_equal(m % D.DIGIT + 1, digit), "the first words did not fix the digit"
     n_w = np.bincount(digit, minlength=D.DIGIT + 1)[1:].astype(np.float64)
