@@ -21,19 +21,19 @@ from polars_dp.domains.attributes import Attribute, Nominal
 from polars_dp.domains.hierarchy import Hierarchy
 from polars_dp.errors import ParameterError
 from polars_dp.kernels.wavelet_exact import (
-    _check_integer,
+    check_integer,
     forward_numerators,
     hn_denominators,
 )
 from polars_dp.kernels.wavelets import (
-    _as3d,
-    _tree,
-    _with_axis,
+    as3d,
     coefficient_count,
     haar_inverse,
     haar_padded_length,
     inverse,
     nominal_inverse,
+    nominal_tree,
+    with_axis,
 )
 
 # ---------------------------------------------------------------------------- fast 1-D inverse
@@ -50,7 +50,7 @@ def _haar_matrix(m: int) -> np.ndarray:
 
 @lru_cache(maxsize=128)
 def _nominal_matrix(h: Hierarchy) -> np.ndarray:
-    n = _tree(h).n_nodes
+    n = nominal_tree(h).n_nodes
     return np.ascontiguousarray(nominal_inverse(np.eye(n), h, axis=1).T)
 
 
@@ -78,7 +78,7 @@ def inverse_axis(u: np.ndarray, attribute: Attribute, axis: int = -1) -> np.ndar
     m, c = attribute.n_cells, coefficient_count(attribute)
     if m * c > DENSE_INVERSE_ENTRIES:
         return inverse(u, attribute, axis)
-    v, shape, axis = _as3d(np.asarray(u, dtype=np.float64), axis)
+    v, shape, axis = as3d(np.asarray(u, dtype=np.float64), axis)
     if v.shape[1] != c:
         raise ParameterError(f"{attribute.column}: {c} coefficients expected along axis {axis}, "
                              f"got {v.shape[1]}")
@@ -89,7 +89,7 @@ def inverse_axis(u: np.ndarray, attribute: Attribute, axis: int = -1) -> np.ndar
         out = mat @ v[0]
     else:
         out = np.matmul(mat, v)
-    return out.reshape(_with_axis(shape, axis, m))
+    return out.reshape(with_axis(shape, axis, m))
 
 
 def _inverse_axes(block: np.ndarray, attributes: Sequence[Attribute], transformed: Sequence[bool],
@@ -294,7 +294,7 @@ def hn_lattice_inverse(counts: np.ndarray, attributes: Sequence[Attribute], tran
     """
     attrs = tuple(attributes)
     tr = [bool(t) for t in transformed]
-    counts = _check_integer(counts)
+    counts = check_integer(counts)
     plan = _plan(attrs, tr, slab_cells)
     if counts.shape != plan.cells:
         raise ParameterError(f"counts has shape {counts.shape} but the attributes declare {plan.cells}")

@@ -17,17 +17,17 @@ from polars_dp.domains.hierarchy import Hierarchy
 from polars_dp.errors import ParameterError
 from polars_dp.kernels.prefix import cumsum_inplace
 from polars_dp.kernels.wavelets import (
-    _as3d,
-    _haar_sums_and_differences,
-    _Tree,
-    _tree,
-    _with_axis,
+    NominalTree,
+    as3d,
     haar_padded_length,
+    haar_sums_and_differences,
+    nominal_tree,
+    with_axis,
 )
 
 
 # ---------------------------------------------------------------------------- exact integer forward
-def _check_integer(x: np.ndarray) -> np.ndarray:
+def check_integer(x: np.ndarray) -> np.ndarray:
     x = np.asarray(x)
     if not (np.issubdtype(x.dtype, np.integer) or x.dtype == np.bool_):
         raise ParameterError(f"the exact forward transform needs integer counts, got dtype {x.dtype}")
@@ -40,13 +40,13 @@ def haar_forward_int(x: np.ndarray, axis: int = -1) -> np.ndarray:
     Every unnormalised Haar coefficient is a sum of cells with signs in {-1, 0, 1} (the total,
     or ``sum(left half) - sum(right half)``), so it is an integer; its denominator is 1.
     """
-    return _haar_sums_and_differences(_check_integer(x), axis)
+    return haar_sums_and_differences(check_integer(x), axis)
 
 
 def nominal_denominators(hierarchy: Hierarchy) -> np.ndarray:
     """Per node (BFS order) the int64 ``D`` with ``D * u`` an integer for integer leaves:
     1 for the root, ``2 (f_parent - 1)`` for a node below a parent of fanout ``f_parent``."""
-    t = _tree(hierarchy)
+    t = nominal_tree(hierarchy)
     return np.r_[1, 2 * (t.parent_fanout.astype(np.int64) - 1)].astype(np.int64)
 
 
@@ -58,17 +58,17 @@ def nominal_forward_int(x: np.ndarray, hierarchy: Hierarchy, axis: int = -1) -> 
     so the numerator is ``f leafsum(N) - leafsum(p)`` and the denominator
     :func:`nominal_denominators`.  ``nominal_forward = numerators / denominators``.
     """
-    return _nominal_numerators(_check_integer(x), hierarchy, axis)
+    return _nominal_numerators(check_integer(x), hierarchy, axis)
 
 
 def _nominal_numerators(x: np.ndarray, hierarchy: Hierarchy, axis: int) -> np.ndarray:
     """:func:`nominal_forward_int`'s formula in ``x``'s dtype (int64 or float64)."""
-    t = _tree(hierarchy)
-    v, shape, axis = _as3d(x, axis)
+    t = nominal_tree(hierarchy)
+    v, shape, axis = as3d(x, axis)
     if v.shape[1] != t.n_leaves:
         raise ParameterError(f"the hierarchy has {t.n_leaves} leaves but axis {axis} has {v.shape[1]}")
     if t.balanced:
-        return _nominal_forward_int_by_level(v, t).reshape(_with_axis(shape, axis, t.n_nodes))
+        return _nominal_forward_int_by_level(v, t).reshape(with_axis(shape, axis, t.n_nodes))
     cum = np.zeros((v.shape[0], t.n_leaves + 1, v.shape[2]), dtype=v.dtype)
     cum[:, 1:] = v
     cumsum_inplace(cum[:, 1:], 1)  # the same sums as np.cumsum, one vector add per leaf
@@ -77,10 +77,10 @@ def _nominal_numerators(x: np.ndarray, hierarchy: Hierarchy, axis: int) -> np.nd
     out[:, 0] = leafsum[:, 0]
     f = t.parent_fanout.astype(v.dtype)[:, None]
     np.subtract(leafsum[:, 1:] * f, leafsum[:, t.parent[1:]], out=out[:, 1:])
-    return out.reshape(_with_axis(shape, axis, t.n_nodes))
+    return out.reshape(with_axis(shape, axis, t.n_nodes))
 
 
-def _nominal_forward_int_by_level(v: np.ndarray, t: _Tree) -> np.ndarray:
+def _nominal_forward_int_by_level(v: np.ndarray, t: NominalTree) -> np.ndarray:
     """:func:`nominal_forward_int` of ``v`` (pre, leaves, post) when all leaves share one depth
     (BFS lists them last, in leaf order): leaf sums bottom-up by ``reduceat`` over the sibling
     runs, then per level ``f leafsum(N) - leafsum(p)`` with the parents broadcast over their
@@ -115,7 +115,7 @@ def denominators(attribute: Attribute) -> np.ndarray:
 
 def forward_int(x: np.ndarray, attribute: Attribute, axis: int = -1) -> np.ndarray:
     """Exact int64 numerators of the 1-D transform: ``forward = forward_int / denominators``."""
-    return forward_numerators(_check_integer(x), attribute, axis)
+    return forward_numerators(check_integer(x), attribute, axis)
 
 
 def forward_numerators(x: np.ndarray, attribute: Attribute, axis: int = -1) -> np.ndarray:
@@ -127,7 +127,7 @@ def forward_numerators(x: np.ndarray, attribute: Attribute, axis: int = -1) -> n
     """
     if isinstance(attribute, Nominal):
         return _nominal_numerators(x, attribute.hierarchy, axis)
-    return _haar_sums_and_differences(x, axis)
+    return haar_sums_and_differences(x, axis)
 
 
 def float_error_steps(attribute: Attribute) -> int:
@@ -135,7 +135,7 @@ def float_error_steps(attribute: Attribute) -> int:
     :func:`forward_numerators` (Haar: one sum per level and a difference; nominal: the
     cumulative sum or level sums over the leaves, a difference, a product, a difference)."""
     if isinstance(attribute, Nominal):
-        return attribute.hierarchy.n_leaves + _tree(attribute.hierarchy).height + 3
+        return attribute.hierarchy.n_leaves + nominal_tree(attribute.hierarchy).height + 3
     return haar_padded_length(attribute.n_cells).bit_length() + 2
 
 
@@ -155,7 +155,7 @@ def hn_forward_int(x: np.ndarray, attributes: Sequence[Attribute], transformed: 
     denominators of :func:`hn_denominators` multiply, as the 1-D maps are applied along
     every transformed axis in turn).
     """
-    x = _check_integer(x)
+    x = check_integer(x)
     for axis, (a, t) in enumerate(zip(attributes, transformed, strict=True)):
         if t:
             x = forward_int(x, a, axis)
@@ -170,6 +170,6 @@ def hn_denominators(attributes: Sequence[Attribute], transformed: Sequence[bool]
 
 
 
-__all__ = ["denominators", "float_error_steps", "float_magnitude_factor", "forward_int", "forward_numerators",
-           "haar_forward_int", "hn_denominators", "hn_forward_int", "nominal_denominators",
-           "nominal_forward_int"]
+__all__ = ["check_integer", "denominators", "float_error_steps", "float_magnitude_factor", "forward_int",
+           "forward_numerators", "haar_forward_int", "hn_denominators", "hn_forward_int",
+           "nominal_denominators", "nominal_forward_int"]

@@ -11,7 +11,7 @@ import numpy as np
 from polars_dp.domains.attributes import Attribute, Nominal
 from polars_dp.domains.hierarchy import Hierarchy
 from polars_dp.errors import QueryError
-from polars_dp.kernels.wavelets import _tree, haar_padded_length
+from polars_dp.kernels.wavelets import haar_padded_length, nominal_tree
 
 
 # ---------------------------------------------------------------------------- variance
@@ -64,7 +64,7 @@ def nominal_range_variance_factor(hierarchy: Hierarchy, starts: np.ndarray, stop
     dividing by ``W(M)`` gives ``a_M``; the root's is ``Q_root``.  Vectorized over
     (query, node), in chunks of queries.
     """
-    tr = _tree(hierarchy)
+    tr = nominal_tree(hierarchy)
     s = np.asarray(starts, dtype=np.int64)
     t = np.asarray(stops, dtype=np.int64)
     # 1/prod of fanouts of the proper ancestors of each node (root: 1)
@@ -135,7 +135,7 @@ def nominal_range_weights(hierarchy: Hierarchy, starts: np.ndarray, stops: np.nd
     """``|a_c|`` of every nominal coefficient (root first, then BFS) in the leaf-range sums
     ``[start, stop)``, shape ``(queries, nodes)``; squares sum to
     :func:`nominal_range_variance_factor`."""
-    tr = _tree(hierarchy)
+    tr = nominal_tree(hierarchy)
     s = np.asarray(starts, dtype=np.int64)[:, None]
     t = np.asarray(stops, dtype=np.int64)[:, None]
     node_scale = np.ones(tr.n_nodes)

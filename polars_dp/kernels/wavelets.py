@@ -54,7 +54,7 @@ from polars_dp.kernels.prefix import cumsum_inplace
 
 
 # ---------------------------------------------------------------------------- helpers
-def _as3d(x: np.ndarray, axis: int) -> tuple[np.ndarray, tuple[int, ...], int]:
+def as3d(x: np.ndarray, axis: int) -> tuple[np.ndarray, tuple[int, ...], int]:
     """View ``x`` as (before, n, after) around ``axis``; returns (view, shape, axis)."""
     axis = axis % x.ndim
     shape = x.shape
@@ -64,7 +64,7 @@ def _as3d(x: np.ndarray, axis: int) -> tuple[np.ndarray, tuple[int, ...], int]:
     return x.reshape(pre, shape[axis], post), shape, axis
 
 
-def _with_axis(shape: tuple[int, ...], axis: int, n: int) -> tuple[int, ...]:
+def with_axis(shape: tuple[int, ...], axis: int, n: int) -> tuple[int, ...]:
     return (*shape[:axis], n, *shape[axis + 1:])
 
 
@@ -93,13 +93,13 @@ def haar_weights(m: int) -> np.ndarray:
 
 def haar_forward(x: np.ndarray, axis: int = -1) -> np.ndarray:
     """Unnormalised Haar coefficients ``W * c`` along ``axis`` (length ``P``)."""
-    return _haar_sums_and_differences(np.asarray(x, dtype=np.float64), axis)
+    return haar_sums_and_differences(np.asarray(x, dtype=np.float64), axis)
 
 
-def _haar_sums_and_differences(x: np.ndarray, axis: int) -> np.ndarray:
+def haar_sums_and_differences(x: np.ndarray, axis: int) -> np.ndarray:
     """Unnormalised Haar coefficients of ``x`` along ``axis`` in ``x``'s dtype (float64 or int64):
     level by level, the details ``even - odd`` and the sums ``even + odd`` passed up."""
-    v, shape, axis = _as3d(x, axis)
+    v, shape, axis = as3d(x, axis)
     m = v.shape[1]
     p = haar_padded_length(m)
     s = np.zeros((v.shape[0], p, v.shape[2]), dtype=x.dtype)
@@ -112,7 +112,7 @@ def _haar_sums_and_differences(x: np.ndarray, axis: int) -> np.ndarray:
         np.subtract(even, odd, out=out[:, half:2 * half])
         s = even + odd
     out[:, 0] = s[:, 0]
-    return out.reshape(_with_axis(shape, axis, p))
+    return out.reshape(with_axis(shape, axis, p))
 
 
 def haar_inverse(u: np.ndarray, m: int, axis: int = -1) -> np.ndarray:
@@ -123,7 +123,7 @@ def haar_inverse(u: np.ndarray, m: int, axis: int = -1) -> np.ndarray:
     (level-``k`` details by ``2^k / P``, the base by ``1 / P``), so each level is one add and
     one subtract; only the nodes that cover cells ``< m`` are rebuilt (no padded output).
     """
-    c, shape, axis = _as3d(np.asarray(u, dtype=np.float64), axis)
+    c, shape, axis = as3d(np.asarray(u, dtype=np.float64), axis)
     p = haar_padded_length(m)
     if c.shape[1] != p:
         raise ParameterError(f"{m} cells need {p} Haar coefficients along axis {axis}, got {c.shape[1]}")
@@ -139,11 +139,11 @@ def haar_inverse(u: np.ndarray, m: int, axis: int = -1) -> np.ndarray:
         np.subtract(s[:, :n_odd], d[:, :n_odd], out=nxt[:, 1::2])
         s = nxt
         k *= 2
-    return s.reshape(_with_axis(shape, axis, m))
+    return s.reshape(with_axis(shape, axis, m))
 
 
 # ---------------------------------------------------------------------------- nominal
-class _Tree:
+class NominalTree:
     """Index arrays of a collapsed hierarchy used by the nominal kernels (cached)."""
 
     def __init__(self, h: Hierarchy):
@@ -196,19 +196,19 @@ class _Tree:
 
 
 @lru_cache(maxsize=64)
-def _tree(h: Hierarchy) -> _Tree:
-    return _Tree(h)
+def nominal_tree(h: Hierarchy) -> NominalTree:
+    return NominalTree(h)
 
 
 def nominal_weights(hierarchy: Hierarchy) -> np.ndarray:
     """``W_Nom`` per node in BFS order: 1 for the root, ``f/(2f-2)`` below a parent of fanout f."""
-    return _tree(hierarchy).weights.copy()
+    return nominal_tree(hierarchy).weights.copy()
 
 
 def nominal_forward(x: np.ndarray, hierarchy: Hierarchy, axis: int = -1) -> np.ndarray:
     """Unnormalised nominal coefficients ``W * c`` along ``axis`` (one per node, BFS order)."""
-    t = _tree(hierarchy)
-    v, shape, axis = _as3d(np.asarray(x, dtype=np.float64), axis)
+    t = nominal_tree(hierarchy)
+    v, shape, axis = as3d(np.asarray(x, dtype=np.float64), axis)
     if v.shape[1] != t.n_leaves:
         raise ParameterError(f"the hierarchy has {t.n_leaves} leaves but axis {axis} has {v.shape[1]}")
     cum = np.zeros((v.shape[0], t.n_leaves + 1, v.shape[2]))
@@ -221,7 +221,7 @@ def nominal_forward(x: np.ndarray, hierarchy: Hierarchy, axis: int = -1) -> np.n
     mean = np.add.reduceat(kids, t.group_start, axis=1) / t.group_size[:, None]
     np.subtract(kids, np.repeat(mean, t.group_size, axis=1), out=out[:, 1:])
     out[:, 1:] *= t.weights[1:, None]
-    return out.reshape(_with_axis(shape, axis, t.n_nodes))
+    return out.reshape(with_axis(shape, axis, t.n_nodes))
 
 
 def nominal_inverse(u: np.ndarray, hierarchy: Hierarchy, axis: int = -1) -> np.ndarray:
@@ -234,8 +234,8 @@ def nominal_inverse(u: np.ndarray, hierarchy: Hierarchy, axis: int = -1) -> np.n
     computed for the internal nodes only (level by level), then every leaf takes one
     multiply-add.
     """
-    t = _tree(hierarchy)
-    c, shape, axis = _as3d(np.asarray(u, dtype=np.float64), axis)
+    t = nominal_tree(hierarchy)
+    c, shape, axis = as3d(np.asarray(u, dtype=np.float64), axis)
     if c.shape[1] != t.n_nodes:
         raise ParameterError(f"the hierarchy has {t.n_nodes} nodes but axis {axis} has {c.shape[1]}")
     kids = c[:, 1:]
@@ -256,14 +256,14 @@ def nominal_inverse(u: np.ndarray, hierarchy: Hierarchy, axis: int = -1) -> np.n
     else:
         out = c[:, leaves] * t.leaf_k[:, None]
     out += np.take(offset, t.leaf_group, axis=1)
-    return out.reshape(_with_axis(shape, axis, t.n_leaves))
+    return out.reshape(with_axis(shape, axis, t.n_leaves))
 
 
 # ---------------------------------------------------------------------------- by attribute
 def generalized_sensitivity(attribute: Attribute) -> int:
     """``P(A)``: ``1 + ceil(log2 |A|)`` (ordinal, Lemma 2) or the hierarchy height (Lemma 4)."""
     if isinstance(attribute, Nominal):
-        return _tree(attribute.hierarchy).height
+        return nominal_tree(attribute.hierarchy).height
     return 1 + haar_levels(attribute.n_cells)
 
 
@@ -277,7 +277,7 @@ def variance_factor_bound(attribute: Attribute) -> float:
 def coefficient_count(attribute: Attribute) -> int:
     """Coefficients along the axis: the padded length (Haar) or the node count (nominal)."""
     if isinstance(attribute, Nominal):
-        return _tree(attribute.hierarchy).n_nodes
+        return nominal_tree(attribute.hierarchy).n_nodes
     return haar_padded_length(attribute.n_cells)
 
 
@@ -311,6 +311,8 @@ def hn_forward(x: np.ndarray, attributes: Sequence[Attribute], transformed: Sequ
 
 
 
-__all__ = ["coefficient_count", "forward", "generalized_sensitivity", "haar_forward", "haar_inverse",
-           "haar_levels", "haar_padded_length", "haar_weights", "hn_forward", "inverse", "nominal_forward",
-           "nominal_inverse", "nominal_weights", "variance_factor_bound", "weights"]
+__all__ = ["NominalTree", "as3d", "coefficient_count", "forward", "generalized_sensitivity",
+           "haar_forward", "haar_inverse", "haar_levels", "haar_padded_length",
+           "haar_sums_and_differences", "haar_weights", "hn_forward", "inverse", "nominal_forward",
+           "nominal_inverse", "nominal_tree", "nominal_weights", "variance_factor_bound", "weights",
+           "with_axis"]

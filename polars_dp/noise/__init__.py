@@ -113,13 +113,13 @@ from polars_dp.noise.calibration import (
 from polars_dp.noise.discrete import (
     MAX_COUNT_SCALE,
     MAX_SCALE,
-    _table,  # noqa: F401  (the exact-pmf tests read the inversion tables)
-    _table_length,  # noqa: F401
     add_discrete_laplace,
     bernoulli_exp,
     check_scale,
     discrete_laplace,
     geometric,
+    inversion_table,  # noqa: F401  (the exact-pmf tests read the inversion tables)
+    inversion_table_length,  # noqa: F401
     privtree_decision,
 )
 from polars_dp.noise.sources import NoiseSource, SeedLike, as_source, make_rng, noise_source

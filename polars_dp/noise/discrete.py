@@ -22,7 +22,7 @@ except ImportError:  # pragma: no cover - exercised only without the package
     _Cipher = _ChaCha20 = None  # type: ignore[misc,assignment]  # fallback: package absent
 
 
-from polars_dp.noise.sources import _MASK63, _U64, NoiseSource
+from polars_dp.noise.sources import MASK63, U64, NoiseSource
 
 #: Draws generated per chunk (bounds the temporary memory of the samplers).
 CHUNK = 1 << 20
@@ -148,7 +148,7 @@ class _Law:
         return value
 
 
-class _Table:
+class InversionTable:
     """Thresholds ``F_j = floor(2^63 x_j)``, ``j = 1..L``, of one law, and a guide table.
 
     ``count_below(u)`` returns ``#{j : U < x_j}`` for ``U = (u + further bits) / 2^63``.  The
@@ -203,7 +203,7 @@ class _Table:
             level = 1
             while True:
                 v = int(src.words(1)[0])
-                want = self.law.bits(j, 63 + 64 * level) & (_U64 - 1)
+                want = self.law.bits(j, 63 + 64 * level) & (U64 - 1)
                 if v != want:
                     if v < want:
                         count[i] += 1
@@ -221,11 +221,11 @@ class _Table:
 
 
 @lru_cache(maxsize=256)
-def _table(kind: str, t: int, s: int, c: int, length: int) -> _Table:
-    return _Table(_Law(kind, t, s, c), length)
+def inversion_table(kind: str, t: int, s: int, c: int, length: int) -> InversionTable:
+    return InversionTable(_Law(kind, t, s, c), length)
 
 
-def _table_length(t: int, s: int) -> int:
+def inversion_table_length(t: int, s: int) -> int:
     """Entries to reach ``q^L <= e^-TAIL_SCALES`` (``L >= TAIL_SCALES * t / s``), at least 1."""
     return max(1, -(-TAIL_SCALES * t // s))
 
@@ -248,18 +248,18 @@ def geometric(src: NoiseSource, t: int, s: int, n: int) -> np.ndarray:
     t, s = _check_ratio(t, s)
     check_scale(t, s)
     out = np.zeros(n, dtype=np.int64)
-    length = _table_length(t, s)
+    length = inversion_table_length(t, s)
     if length <= TABLE_CAP:
-        tab = _table("geometric", t, s, 0, length)
-        out = tab.count_below(src.words(n) & _MASK63, src)
+        tab = inversion_table("geometric", t, s, 0, length)
+        out = tab.count_below(src.words(n) & MASK63, src)
         todo = np.flatnonzero(out == length)
         while todo.size:
-            g = tab.count_below(src.words(todo.size) & _MASK63, src)
+            g = tab.count_below(src.words(todo.size) & MASK63, src)
             out[todo] += g
             todo = todo[g == length]
         return out
-    tab = _table("truncated", t, s, DIGIT, DIGIT - 1)
-    out += tab.count_below(src.words(n) & _MASK63, src)
+    tab = inversion_table("truncated", t, s, DIGIT, DIGIT - 1)
+    out += tab.count_below(src.words(n) & MASK63, src)
     out += DIGIT * geometric(src, t, s * DIGIT, n)
     return out
 
@@ -271,7 +271,7 @@ def discrete_laplace(src: NoiseSource, t: int, s: int, size: int | tuple[int, ..
     One 64-bit word per draw: the top bit is the sign, the other 63 bits ``U`` give the
     magnitude ``M = #{m : U < 2 q^m / (1 + q)}``; the signed guide table (indexed by the sign
     and the top ``GUIDE_BITS`` bits of ``U``) returns ``+-M`` directly unless the bucket holds a
-    threshold or the tail (then :meth:`_Table.search`, and a geometric for ``M >= L``).
+    threshold or the tail (then :meth:`InversionTable.search`, and a geometric for ``M >= L``).
     Scales above :data:`MAX_SCALE` are refused (ParameterError).
     Scales above ``TABLE_CAP / 12`` read ``W = 0`` (``M = 0``) or ``1 + (M - 1) mod c`` from the
     word and add ``c * Geometric(q^c)`` (``c = DIGIT``), read from the word's bits that the
@@ -282,9 +282,10 @@ def discrete_laplace(src: NoiseSource, t: int, s: int, size: int | tuple[int, ..
     shape = (size,) if isinstance(size, (int, np.integer)) else tuple(size)
     n = int(np.prod(shape, dtype=np.int64))
     out = np.empty(n, dtype=np.int64)
-    length = _table_length(t, s)
+    length = inversion_table_length(t, s)
     split = length > TABLE_CAP
-    tab = _table("two_sided_trunc", t, s, DIGIT, DIGIT) if split else _table("two_sided", t, s, 0, length)
+    tab = (inversion_table("two_sided_trunc", t, s, DIGIT, DIGIT) if split
+           else inversion_table("two_sided", t, s, 0, length))
     signed = _signed_guide(tab)
     shift = np.uint64(63 - GUIDE_BITS)
     for a in range(0, n, BLOCK):
@@ -296,7 +297,7 @@ def discrete_laplace(src: NoiseSource, t: int, s: int, size: int | tuple[int, ..
         open_ = np.flatnonzero(y == _OPEN)
         if open_.size:
             wo = w[open_]
-            mag = tab.search(wo & _MASK63, src)
+            mag = tab.search(wo & MASK63, src)
             if not split:
                 tail = np.flatnonzero(mag == length)
                 if tail.size:
@@ -330,10 +331,10 @@ def _digit_quotients(src: NoiseSource, t: int, s: int, w: np.ndarray, open_: np.
     draws cost one word instead of two.
     """
     t2, s2 = _check_ratio(t, s * DIGIT)
-    length = _table_length(t2, s2)
+    length = inversion_table_length(t2, s2)
     if length > TABLE_CAP:  # scales above ~700,000: fresh words (digit by digit)
         return geometric(src, t2, s2, w.size)
-    tab = _table("geometric", t2, s2, 0, length)
+    tab = inversion_table("geometric", t2, s2, 0, length)
     bucket = (w & _MASK_LOW) >> np.uint64(_LOW_BITS - GUIDE_BITS)  # < 2^GUIDE_BITS
     out = tab.guide.take(bucket.view(np.int64), mode="clip")
     out[open_] = 0
@@ -350,7 +351,7 @@ def _digit_quotients(src: NoiseSource, t: int, s: int, w: np.ndarray, open_: np.
 
 
 @lru_cache(maxsize=256)
-def _signed_guide(tab: _Table) -> np.ndarray:
+def _signed_guide(tab: InversionTable) -> np.ndarray:
     """``[+guide, -guide]``, open buckets marked ``_OPEN``: indexed by ``w >> (63 - GUIDE_BITS)``."""
     g = np.where(tab.guide < 0, _OPEN, tab.guide)
     return np.concatenate([g, np.where(g == _OPEN, _OPEN, -g)])
@@ -442,5 +443,6 @@ def privtree_decision(src: NoiseSource, x: np.ndarray, lam: int) -> np.ndarray:
     return np.where((x >= 0).astype(bool), he, ~he)
 
 
-__all__ = ["BLOCK", "CHUNK", "MAX_COUNT_SCALE", "MAX_SCALE", "add_discrete_laplace", "bernoulli_exp",
-           "check_scale", "discrete_laplace", "geometric", "privtree_decision"]
+__all__ = ["BLOCK", "CHUNK", "InversionTable", "MAX_COUNT_SCALE", "MAX_SCALE", "add_discrete_laplace",
+           "bernoulli_exp", "check_scale", "discrete_laplace", "geometric", "inversion_table",
+           "inversion_table_length", "privtree_decision"]

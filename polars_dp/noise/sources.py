@@ -25,8 +25,8 @@ except ImportError:  # pragma: no cover - exercised only without the package
 
 
 #: Masks of random 64-bit words.
-_MASK63 = np.uint64((1 << 63) - 1)
-_U64 = 1 << 64
+MASK63 = np.uint64((1 << 63) - 1)
+U64 = 1 << 64
 
 SeedLike: TypeAlias = "int | np.random.SeedSequence | np.random.Generator | None"
 
@@ -119,19 +119,19 @@ class NoiseSource:
         bound = int(bound)
         if bound < 1:
             raise ParameterError(f"integers_below needs bound >= 1, got {bound}")
-        if bound > _U64:
+        if bound > U64:
             return self._integers_below_wide(bound, n)
         out = np.empty(n, dtype=np.uint64)
-        limit = (_U64 // bound) * bound
+        limit = (U64 // bound) * bound
         todo = np.arange(n)
         while todo.size:
             w = self.words(todo.size)
-            if limit < _U64:
+            if limit < U64:
                 ok = w < np.uint64(limit)
                 out[todo[ok]] = w[ok] % np.uint64(bound)
                 todo = todo[~ok]
             else:  # bound divides 2^64 (a power of two)
-                out[todo] = w if bound == _U64 else w % np.uint64(bound)
+                out[todo] = w if bound == U64 else w % np.uint64(bound)
                 break
         return out
 
@@ -200,4 +200,4 @@ def as_source(rng: np.random.Generator | NoiseSource | None) -> NoiseSource:
     raise ParameterError(f"expected a NoiseSource or a numpy Generator, got {rng!r}")
 
 
-__all__ = ["NoiseSource", "SeedLike", "as_source", "make_rng", "noise_source"]
+__all__ = ["MASK63", "NoiseSource", "SeedLike", "U64", "as_source", "make_rng", "noise_source"]

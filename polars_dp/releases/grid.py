@@ -32,8 +32,8 @@ from polars_dp.releases.base import Release
 from polars_dp.releases.grid_format import (
     READ_BATCH,
     READ_BUFFER,
-    _check_grid_parameters,
-    _counts_by_label,
+    check_grid_parameters,
+    counts_by_label,
     counts_in_write_order,
     write_order_columns,
 )
@@ -202,7 +202,7 @@ class GridRelease(Release):
         if shape != tuple(a.n_cells for a in attrs):
             raise ReleaseFormatError(f"release metadata field 'shape' is {list(shape)} but the attributes "
                                      f"declare {[a.n_cells for a in attrs]}")
-        _check_grid_parameters(attrs, scale, common)
+        check_grid_parameters(attrs, scale, common)
         return common, attrs, shape, scale
 
     @classmethod
@@ -214,7 +214,7 @@ class GridRelease(Release):
         checksum (required unless the file predates checksums)."""
         meta = read_metadata(table)
         common, attrs, shape, scale = cls._header(meta)
-        counts = _counts_by_label(table, attrs, shape)
+        counts = counts_by_label(table, attrs, shape)
         release = cls(counts, attrs, noise_scale=scale, **common)
         verify_checksum(meta, release._payload_arrays(), required=True)
         return release

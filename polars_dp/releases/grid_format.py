@@ -30,7 +30,7 @@ from polars_dp.releases.integrity import (
 )
 
 
-def _check_grid_parameters(attrs: tuple[Attribute, ...], scale: float, common: Mapping[str, Any]) -> None:
+def check_grid_parameters(attrs: tuple[Attribute, ...], scale: float, common: Mapping[str, Any]) -> None:
     """The declared parameters against the plan rebuilt from the metadata (attributes, epsilon,
     neighbours, noise and the transformed columns): ``rho``, ``sensitivity`` and the noise
     scale (:func:`check_noise_scale` against the plan's ``Delta rho / epsilon``).  No formula is
@@ -123,7 +123,7 @@ def _check_level_column(table: pa.Table, column: str, attribute: Nominal, labels
                                  f"{attribute.column}; the table was edited")
 
 
-def _counts_by_label(table: pa.Table, attrs: tuple[Attribute, ...], shape: tuple[int, ...]) -> np.ndarray:
+def counts_by_label(table: pa.Table, attrs: tuple[Attribute, ...], shape: tuple[int, ...]) -> np.ndarray:
     """The counts array, each row placed at the cell its label columns name (row order is not
     trusted); refuses a table that misses or repeats a cell, or whose level columns disagree
     with the hierarchy."""
@@ -314,4 +314,4 @@ def counts_in_write_order(batches: Iterable[Any], attrs: tuple[Attribute, ...],
     return counts.reshape(shape)
 
 
-__all__: list[str] = []  # private helpers of GridRelease.from_arrow
+__all__ = ["check_grid_parameters", "counts_by_label"]  # helpers of GridRelease.from_arrow and from_parquet

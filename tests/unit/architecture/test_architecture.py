@@ -166,25 +166,6 @@ def test_only_mechanisms_draw_noise(module):
 #: Private names still imported across modules, in files other branches are changing; each is to be
 #: made public in its module (or moved next to its one caller), then removed from here.
 PRIVATE_IMPORTS_TO_FIX = {
-    # kernels/wavelets.py, wavelet_exact.py -> wavelet_blocks.py, wavelet_exact.py, wavelet_variance.py
-    ("polars_dp.kernels.wavelet_blocks", "polars_dp.kernels.wavelet_exact", "_check_integer"),
-    ("polars_dp.kernels.wavelet_blocks", "polars_dp.kernels.wavelets", "_as3d"),
-    ("polars_dp.kernels.wavelet_blocks", "polars_dp.kernels.wavelets", "_tree"),
-    ("polars_dp.kernels.wavelet_blocks", "polars_dp.kernels.wavelets", "_with_axis"),
-    ("polars_dp.kernels.wavelet_exact", "polars_dp.kernels.wavelets", "_as3d"),
-    ("polars_dp.kernels.wavelet_exact", "polars_dp.kernels.wavelets", "_haar_sums_and_differences"),
-    ("polars_dp.kernels.wavelet_exact", "polars_dp.kernels.wavelets", "_Tree"),
-    ("polars_dp.kernels.wavelet_exact", "polars_dp.kernels.wavelets", "_tree"),
-    ("polars_dp.kernels.wavelet_exact", "polars_dp.kernels.wavelets", "_with_axis"),
-    ("polars_dp.kernels.wavelet_variance", "polars_dp.kernels.wavelets", "_tree"),
-    # noise/discrete.py, sources.py -> noise/__init__.py, discrete.py
-    ("polars_dp.noise", "polars_dp.noise.discrete", "_table"),
-    ("polars_dp.noise", "polars_dp.noise.discrete", "_table_length"),
-    ("polars_dp.noise.discrete", "polars_dp.noise.sources", "_MASK63"),
-    ("polars_dp.noise.discrete", "polars_dp.noise.sources", "_U64"),
-    # releases/grid_format.py -> releases/grid.py
-    ("polars_dp.releases.grid", "polars_dp.releases.grid_format", "_check_grid_parameters"),
-    ("polars_dp.releases.grid", "polars_dp.releases.grid_format", "_counts_by_label"),
     # releases/tree_format.py -> releases/tree.py
     ("polars_dp.releases.tree", "polars_dp.releases.tree_format", "_check_layout"),
     ("polars_dp.releases.tree", "polars_dp.releases.tree_format", "_check_tree_parameters"),

@@ -122,13 +122,13 @@ def test_integer_forward_by_level_equals_the_segment_sums(name, monkeypatch):
     """Balanced hierarchies take the level-by-level kernel; it gives the same integers as the
     cumulative-sum kernel used for every hierarchy."""
     h = AXES[name].hierarchy
-    tree = T._tree(h)
+    tree = T.nominal_tree(h)
     assert tree.balanced
     x = np.random.default_rng(9).integers(-50, 1000, size=(4, h.n_leaves, 3))
     fast = TE.nominal_forward_int(x, h, 1)
     monkeypatch.setattr(tree, "balanced", False)
     assert np.array_equal(fast, TE.nominal_forward_int(x, h, 1))
-    assert not T._tree(UNBALANCED).balanced
+    assert not T.nominal_tree(UNBALANCED).balanced
 
 
 def test_nominal_denominators_are_two_f_minus_one():

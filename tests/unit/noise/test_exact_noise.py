@@ -46,7 +46,7 @@ def test_discrete_laplace_symmetry_and_tail():
     y = N.discrete_laplace(N.noise_source(5), t, s, DRAWS)
     nz = y[y != 0]
     assert stats.binomtest(int((nz > 0).sum()), nz.size, 0.5).pvalue > ALPHA
-    length = N._table_length(t, s)
+    length = N.inversion_table_length(t, s)
     q = math.exp(-s / t)
     beyond = int((np.abs(y) >= length - 5).sum())
     p = 2 * q ** (length - 5) / (1 + q)
@@ -80,7 +80,7 @@ def _reference_floor(kind: str, t: int, s: int, j: int, c: int = 0, bits: int = 
     ("two_sided_trunc", 9000, 1, 2048, 2048),
 ])
 def test_thresholds_match_an_80_digit_reference(kind, t, s, c, length):
-    tab = N._table(kind, t, s, c, length)
+    tab = N.inversion_table(kind, t, s, c, length)
     floors = tab.ascending[::-1]
     for j in (1, 2, length // 2, length):
         assert int(floors[j - 1]) == _reference_floor(kind, t, s, j, c)
@@ -103,7 +103,7 @@ class ScriptedSource(N.NoiseSource):
 
 def test_ties_are_refined_with_further_bits():
     """u equal to a threshold floor is decided by the next 64 bits of U against those of x_j."""
-    tab = N._table("geometric", 5, 1, 0, 60)
+    tab = N.inversion_table("geometric", 5, 1, 0, 60)
     j = 3
     f = int(tab.ascending[::-1][j - 1])
     nxt = tab.law.bits(j, 127) & ((1 << 64) - 1)
@@ -118,7 +118,7 @@ def test_ties_are_refined_with_further_bits():
 
 def test_discrete_laplace_tie_on_first_word():
     t, s = 7, 3
-    tab = N._table("two_sided", t, s, 0, N._table_length(t, s))
+    tab = N.inversion_table("two_sided", t, s, 0, N.inversion_table_length(t, s))
     f = int(tab.ascending[::-1][0])  # threshold of |Y| >= 1
     nxt = tab.law.bits(1, 127) & ((1 << 64) - 1)
     sign = 1 << 63

@@ -129,7 +129,7 @@ def open_first_words(t: int, per_digit: int, seed: int) -> tuple[np.ndarray, np.
     ``t``, ``per_digit`` first words uniform on the part of ``W``'s interval
     ``[F_(W+1), F_W)`` of ``U`` that lies in open guide buckets (the buckets holding ``F_W`` and
     ``F_(W+1)``: the draws the guide sends to the search), with a random sign bit."""
-    tab = D._table("two_sided_trunc", t, 1, D.DIGIT, D.DIGIT)
+    tab = D.inversion_table("two_sided_trunc", t, 1, D.DIGIT, D.DIGIT)
     f = [int(v) for v in tab.ascending[::-1]] + [0]  # F_1 > F_2 > ... > F_c > F_(c+1) := 0
     bucket = 1 << (63 - D.GUIDE_BITS)
     pieces = []
@@ -229,7 +229,7 @@ def test_basic_extreme_epsilons_release_or_refuse_from_the_scale_alone():
 
 def test_exact_tables_survive_tiny_epsilon_ratios():
     """The interval arithmetic raises its precision instead of dividing by zero."""
-    tab = D._Table(D._Law("truncated", 10**150, 1, D.DIGIT), 4)
+    tab = D.InversionTable(D._Law("truncated", 10**150, 1, D.DIGIT), 4)
     assert tab.ascending.size == 4
 
 
