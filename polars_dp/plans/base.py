@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from polars_dp.errors import ParameterError
-from polars_dp.noise import Neighbours
+from polars_dp.noise import Neighbours, NoiseKind
 from polars_dp.plans.noise_model import NoiseModel
 from polars_dp.plans.options import REQUIRED, Option, bind_options
 
@@ -71,7 +71,7 @@ class Plan:
         self.options: dict[str, Any] = bind_options(self.name, self.options_table, options)
         self.epsilon: float = self.options["epsilon"]
         self.neighbours: Neighbours = self.options.get("neighbours", "add_remove")
-        self.noise: str = self.options.get("noise", "exact")
+        self.noise: NoiseKind = self.options.get("noise", "exact")
         self._calibrate()
 
     def _calibrate(self) -> None:

@@ -70,10 +70,10 @@ def split_count_budget(eps_count: Fraction | float, levels: int, d: int, noise: 
     total = sum(weights)
     if noise == "exact":
         top = Fraction(eps_count) * LEVELS_SHARE
-        per = [top * w / total for w in weights]
+        per: list[Fraction | float] = [top * w / total for w in weights]
         return per, Fraction(eps_count) - top
     top_f = float(eps_count) * float(LEVELS_SHARE)
-    per_f = [top_f * float(w / total) for w in weights]
+    per_f: list[Fraction | float] = [top_f * float(w / total) for w in weights]
     return per_f, float(eps_count) - top_f
 
 

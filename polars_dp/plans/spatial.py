@@ -8,11 +8,14 @@ independent once ``n`` is public; Privelet* (a fixed ``2^bits`` grid) always is.
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from typing import Any
 
 from polars_dp.domains.box import as_box
+from polars_dp.errors import ParameterError
 from polars_dp.kernels.morton import MortonLayout, check_fanout, resolution_bits
+from polars_dp.kernels.pst import check_max_nodes
 from polars_dp.noise import (
     NEIGHBOURS,
     NOISE_KINDS,
@@ -26,6 +29,7 @@ from polars_dp.plans.base import Plan, register_plan
 from polars_dp.plans.noise_model import IndependentLaplace, NoiseModel, WaveletLaplace
 from polars_dp.plans.options import Option
 from polars_dp.plans.privtree_levels import check_levels, split_count_budget
+from polars_dp.plans.privtree_scales import grid_theta, privtree_sequence_params
 
 _ROWS = (
     Option("on_out_of_domain", "choice", "raise", choices=ON_OUT_OF_DOMAIN),
@@ -217,6 +221,69 @@ class PrivTreeSequencesPlan(SequencesPlan):
     release_mechanisms = ("privtree_sequences",)
     unknown_before_data = "the tree (which contexts split, decided by noisy counts) and the clipping"
 
+    def _calibrate(self) -> None:
+        """The one calibration of :func:`polars_dp.privtree_sequences` (its module docstring has
+        the proof): ``l_top = max_length + 1``, ``beta = |I| + 1``; ``eps_tree = tree_share
+        epsilon``, ``eps_length = length_share epsilon``, ``eps_leaf = epsilon - eps_tree -
+        eps_length`` (exact rationals for exact noise); ``lambda``/``delta`` from ``eps_tree`` with
+        group factor ``l_top`` (:func:`~polars_dp.plans.privtree_scales.privtree_sequence_params`);
+        leaf bins ``Lap(l_top / eps_leaf)``, length bins ``Lap(1 / eps_length)``."""
+        o = self.options
+        self.alphabet_size = alphabet_size(o["alphabet"])
+        self.beta = self.alphabet_size + 1
+        self.max_length = o["max_length"]
+        self.l_top = self.max_length + 1
+        self.tree_share = o["tree_share"]
+        self.length_share = check_length_share(o["length_share"], self.tree_share)
+        self.max_nodes = check_max_nodes(o["max_nodes"], self.beta)
+        self.theta = grid_theta(o["theta"]) if self.noise == "exact" else float(o["theta"])
+        self.epsilon_tree: float | Fraction
+        self.epsilon_length: float | Fraction
+        self.epsilon_leaf: float | Fraction
+        if self.noise == "exact":  # exact rationals that add up to epsilon
+            self.epsilon_tree = Fraction(self.tree_share) * Fraction(self.epsilon)
+            self.epsilon_length = Fraction(self.length_share) * Fraction(self.epsilon)
+            self.epsilon_leaf = Fraction(self.epsilon) - self.epsilon_tree - self.epsilon_length
+        else:
+            self.epsilon_tree = self.tree_share * self.epsilon
+            self.epsilon_length = self.length_share * self.epsilon
+            self.epsilon_leaf = self.epsilon - self.epsilon_tree - self.epsilon_length
+        self.lam, self.delta = privtree_sequence_params(self.alphabet_size, self.max_length,
+                                                        self.epsilon_tree, noise=self.noise)
+        self.leaf_scale = laplace_scale(self.l_top, self.epsilon_leaf, self.noise)
+        self.length_scale = (laplace_scale(1, self.epsilon_length, self.noise)
+                             if self.epsilon_length > 0 else None)
+        # the real-valued scales, before any rounding to the lattice (what a file is checked against)
+        self.nominal_lambda = ((2 * self.beta - 1) * self.l_top
+                               / ((self.beta - 1) * float(self.epsilon_tree)))
+        self.nominal_leaf_scale = self.l_top / float(self.epsilon_leaf)
+        self.nominal_delta = self.nominal_lambda * math.log(self.beta)
+        self.nominal_length_scale = (1 / float(self.epsilon_length) if self.epsilon_length > 0
+                                     else None)
+
+
+def alphabet_size(alphabet: Any) -> int:
+    """Number of public symbols (a string is its characters); the symbols themselves are
+    checked when the sequences are encoded."""
+    try:
+        return len(list(alphabet))
+    except TypeError:
+        raise ParameterError(f"alphabet must be a list of symbols (ints or strings), got {alphabet!r}",
+                             parameter="alphabet") from None
+
+
+def check_length_share(length_share: float, tree_share: float) -> float:
+    """``length_share`` in ``[0, 1)`` leaving budget for the leaves: ``tree_share + length_share < 1``."""
+    try:
+        value = float(length_share)
+    except (TypeError, ValueError):
+        value = float("nan")
+    if not 0.0 <= value < 1.0 or tree_share + value >= 1.0:
+        raise ParameterError(f"length_share must be in [0, 1) with tree_share + length_share < 1, got "
+                             f"length_share={length_share!r}, tree_share={tree_share!r}",
+                             parameter="length_share")
+    return value
+
 
 @register_plan
 class NgramPlan(SequencesPlan):
@@ -231,6 +298,7 @@ class NgramPlan(SequencesPlan):
     def _calibrate(self) -> None:
         self.l_top = self.options["max_length"] + 1
         self.scale = laplace_scale(self.options["height"] * self.l_top, self.epsilon, self.noise)
+        self.nominal_scale = self.options["height"] * self.l_top / self.epsilon
 
     @property
     def noise_model(self) -> NoiseModel:
@@ -238,4 +306,5 @@ class NgramPlan(SequencesPlan):
 
 
 __all__ = ["AdaptiveGridPlan", "NgramPlan", "PointsPlan", "PrivTreePlan", "PrivTreeSequencesPlan",
-           "PriveletGridPlan", "SequencesPlan", "UniformGridPlan", "split_budget"]
+           "PriveletGridPlan", "SequencesPlan", "UniformGridPlan", "alphabet_size", "check_length_share",
+           "split_budget"]

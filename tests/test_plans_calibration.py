@@ -1,0 +1,45 @@
+"""The sequence and spatial mechanisms take every scale from their plans; files are checked
+against the plan rebuilt from their metadata."""
+
+import json
+from fractions import Fraction
+
+import polars as pl
+import pytest
+
+import polars_dp as pdp
+from polars_dp.errors import ReleaseFormatError
+from polars_dp.releases.sequence_format import rebuilt_plan
+
+SEQS = pl.DataFrame({"s": [[1, 2, 3], [2, 2], [3, 1, 1, 2], [], [1]] * 20})
+
+
+@pytest.mark.parametrize("noise", ["exact", "float"])
+@pytest.mark.parametrize("length_share", [0.0, 0.1])
+def test_sequence_release_records_its_plan(noise, length_share):
+    plan = pdp.plan("privtree_sequences", "s", alphabet=[1, 2, 3], max_length=5, epsilon=1.5,
+                    tree_share=0.3, length_share=length_share, noise=noise)
+    release = plan.run(SEQS, seed=2)
+    p = release.params
+    assert (p["lambda"], p["delta"], p["leaf_noise_scale"]) == (plan.lam, plan.delta, float(plan.leaf_scale))
+    assert p["eps_tree"] == float(plan.epsilon_tree) and p["eps_leaf"] == float(plan.epsilon_leaf)
+    if noise == "exact":  # the split adds up to epsilon exactly
+        assert plan.epsilon_tree + plan.epsilon_length + plan.epsilon_leaf == Fraction(1.5)
+    assert (plan.length_scale is None) == (length_share == 0)
+    again = rebuilt_plan(release)
+    assert (again.lam, again.delta, again.leaf_scale) == (plan.lam, plan.delta, plan.leaf_scale)
+    direct = pdp.privtree_sequences(SEQS, "s", alphabet=[1, 2, 3], max_length=5, epsilon=1.5,
+                                    tree_share=0.3, length_share=length_share, noise=noise, seed=2)
+    assert direct.params == release.params and (direct.hist == release.hist).all()
+
+
+def test_sequence_file_with_an_edited_share_is_refused(tmp_path):
+    release = pdp.privtree_sequences(SEQS, "s", alphabet=[1, 2, 3], max_length=5, epsilon=1.0, seed=1)
+    table = release.to_arrow()
+    meta = dict(table.schema.metadata)
+    params = json.loads(meta[b"polars_dp.params"])
+    params["tree_share"] = 0.5  # the recorded eps_tree no longer follows from the declared share
+    meta[b"polars_dp.params"] = json.dumps(params).encode()
+    meta[b"polars_dp.tree_share"] = b"0.5"
+    with pytest.raises(ReleaseFormatError, match="params.eps_tree"):
+        type(release).from_arrow(table.replace_schema_metadata(meta))
