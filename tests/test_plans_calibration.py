@@ -43,3 +43,24 @@ def test_sequence_file_with_an_edited_share_is_refused(tmp_path):
     meta[b"polars_dp.tree_share"] = b"0.5"
     with pytest.raises(ReleaseFormatError, match="params.eps_tree"):
         type(release).from_arrow(table.replace_schema_metadata(meta))
+
+
+POINTS = pl.DataFrame({"x": [0.1, 0.2, 0.5, 0.7, 0.9] * 40, "y": [0.3, 0.1, 0.6, 0.8, 0.2] * 40})
+
+
+@pytest.mark.parametrize("neighbours", ["add_remove", "replace"])
+def test_adaptive_grid_file_is_checked_against_its_plan(neighbours):
+    release = pdp.adaptive_grid(POINTS, ["x", "y"], bounds=[(0, 1), (0, 1)], epsilon=1.0, seed=4,
+                                neighbours=neighbours)
+    from polars_dp.releases.tree_format import rebuilt_plan as tree_plan
+
+    plan = tree_plan(release)
+    assert isinstance(plan, pdp.plans.AdaptiveGridPlan)
+    assert release.params["level2_noise_scale"] == float(plan.level2_scale)
+    table = release.to_arrow()
+    meta = dict(table.schema.metadata)
+    params = json.loads(meta[b"polars_dp.params"])
+    params["level2_noise_scale"] *= 0.9  # less noise than the declared epsilon pays for
+    meta[b"polars_dp.params"] = json.dumps(params).encode()
+    with pytest.raises(ReleaseFormatError, match="level2_noise_scale"):
+        type(release).from_arrow(table.replace_schema_metadata(meta))

@@ -90,6 +90,7 @@ class PrivTreePlan(PointsPlan):
             self.epsilon_levels, self.epsilon_leaf = split_count_budget(self.epsilon_leaf, self.levels,
                                                                         self.box.d, self.noise)
         self.level_scales = [laplace_scale(self.sensitivity, e, self.noise) for e in self.epsilon_levels]
+        self.nominal_level_scales = [self.sensitivity / float(e) for e in self.epsilon_levels]
         self.leaf_scale = laplace_scale(self.sensitivity, self.epsilon_leaf, self.noise)
         self.nominal_leaf_scale = self.sensitivity / float(self.epsilon_leaf)
 
@@ -168,6 +169,8 @@ class AdaptiveGridPlan(_CountedGridPlan):
                                                                 self.noise)
         self.level1_scale = laplace_scale(self.sensitivity, self.epsilon_level1, self.noise)
         self.level2_scale = laplace_scale(self.sensitivity, self.epsilon_level2, self.noise)
+        self.nominal_level1_scale = self.sensitivity / float(self.epsilon_level1)
+        self.nominal_level2_scale = self.sensitivity / float(self.epsilon_level2)
 
 
 @register_plan
