@@ -64,3 +64,22 @@ def test_adaptive_grid_file_is_checked_against_its_plan(neighbours):
     meta[b"polars_dp.params"] = json.dumps(params).encode()
     with pytest.raises(ReleaseFormatError, match="level2_noise_scale"):
         type(release).from_arrow(table.replace_schema_metadata(meta))
+
+
+def test_privelet_grid_counts_once(monkeypatch):
+    """counts -> Privelet noise -> release: the frame is counted once, by the grid count."""
+    import polars_dp.counting.engines as engines
+
+    calls = []
+    real = engines.count
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(engines, "count", counting)
+    release = pdp.privelet_grid(POINTS, ["x", "y"], bounds=[(0, 1), (0, 1)], epsilon=1.0, bits=3, seed=1)
+    assert len(calls) == 1
+    plan = pdp.plan("privelet_grid", ["x", "y"], bounds=[(0, 1), (0, 1)], epsilon=1.0, bits=3)
+    assert release.params["rho"] == plan.rho == 16 and release.params["noise_scale"] == float(plan.scale)
+    assert release.n_leaves == 64

@@ -12,6 +12,7 @@ import math
 from fractions import Fraction
 from typing import Any
 
+from polars_dp.domains.attributes import Ordinal
 from polars_dp.domains.box import as_box
 from polars_dp.errors import ParameterError
 from polars_dp.kernels.morton import MortonLayout, check_fanout, resolution_bits
@@ -26,6 +27,7 @@ from polars_dp.noise import (
 )
 from polars_dp.params import NULLS, ON_OUT_OF_DOMAIN, check_int
 from polars_dp.plans.base import Plan, register_plan
+from polars_dp.plans.grid import PriveletPlan
 from polars_dp.plans.noise_model import IndependentLaplace, NoiseModel, WaveletLaplace
 from polars_dp.plans.options import Option
 from polars_dp.plans.privtree_levels import check_levels, split_count_budget
@@ -188,9 +190,13 @@ class PriveletGridPlan(PointsPlan):
         bits = self.options["bits"]
         self.bits = max(1, 16 // self.box.d) if bits is None else bits
         self.m = 1 << self.bits
-        self.rho = (1 + self.bits) ** self.box.d
-        self.scale = laplace_scale(self.sensitivity * self.rho, self.epsilon, self.noise)
-        self.nominal_scale = self.sensitivity * self.rho / self.epsilon
+        #: Privelet over the grid's cell indices (one Haar axis of ``m`` cells per dimension):
+        #: its calibration is this plan's, ``rho = (1 + bits)^d``.
+        self.privelet = PriveletPlan([Ordinal(c, 0, self.m - 1) for c in self.box.columns],
+                                     epsilon=self.epsilon, neighbours=self.neighbours, noise=self.noise)
+        self.rho = self.privelet.rho
+        self.scale = self.privelet.scale
+        self.nominal_scale = self.privelet.nominal_scale
 
     @property
     def noise_model(self) -> NoiseModel:
