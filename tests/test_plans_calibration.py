@@ -83,3 +83,66 @@ def test_privelet_grid_counts_once(monkeypatch):
     plan = pdp.plan("privelet_grid", ["x", "y"], bounds=[(0, 1), (0, 1)], epsilon=1.0, bits=3)
     assert release.params["rho"] == plan.rho == 16 and release.params["noise_scale"] == float(plan.scale)
     assert release.n_leaves == 64
+
+
+def _duckdb():
+    return pytest.importorskip("duckdb")
+
+
+@pytest.mark.parametrize("mechanism", ["privtree", "uniform_grid"])
+def test_spatial_sql_intervals_equal_python(mechanism, tmp_path):
+    duckdb = _duckdb()
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    pts = pl.DataFrame({"x": rng.random(3000), "y": rng.random(3000)})
+    release = getattr(pdp, mechanism)(pts, ["x", "y"], bounds=[(0, 1), (0, 1)], epsilon=1.0, seed=6)
+    half = [rng.random(40) * 0.5 for _ in range(4)]
+    boxes = pl.DataFrame({"id": list(range(40)), "x_lo": half[0], "x_hi": 0.5 + half[1],
+                          "y_lo": half[2], "y_hi": 0.5 + half[3]})
+    con = duckdb.connect()
+    release.to_duckdb(con, "sp")
+    con.register("boxes", boxes.to_arrow())
+    for alpha in (0.05, 0.01):
+        sql = con.sql(f"SELECT * FROM sp_range_counts('boxes', alpha := {alpha}) ORDER BY id").pl()
+        py = release.range_counts(boxes, alpha=alpha)
+        for col in ("noise_lo", "noise_hi"):
+            assert np.allclose(sql[col], py[col], rtol=0, atol=1e-9)
+        assert (py["noise_hi"] - py["noise_lo"] > 0).all()
+    default = con.sql("SELECT noise_lo FROM sp_range_counts('boxes') ORDER BY id").pl()
+    want_lo = release.range_counts(boxes, alpha=0.05)["noise_lo"]
+    assert np.allclose(default["noise_lo"], want_lo, rtol=0, atol=1e-9)
+    (lo, hi), = con.execute("SELECT noise_lo, noise_hi FROM sp_range_count(x_lo := 0.1, x_hi := 0.6)"
+                            ).fetchall()
+    want = release.range_noise_interval(0.05, x=(0.1, 0.6))
+    assert lo == pytest.approx(want[0], abs=1e-9) and hi == pytest.approx(want[1], abs=1e-9)
+    assert con.execute("SELECT noise_lo FROM sp_range_count(alpha := NULL)").fetchall() == [(None,)]
+    with pytest.raises(duckdb.Error, match="alpha must lie strictly between 0 and 1"):
+        con.execute("SELECT noise_lo FROM sp_range_count(alpha := 1.5)").fetchall()
+    path = tmp_path / "sp.parquet"
+    release.write_parquet(path)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    out = subprocess.run([sys.executable, "-m", "polars_dp", "query", str(path), "--where", "x=0.1..0.6",
+                          "--alpha", "0.05", "--json"], capture_output=True, text=True, env=env, check=True)
+    answer = json.loads(out.stdout)
+    assert answer["noise_lo"] == pytest.approx(want[0], abs=1e-9)
+    assert answer["noise_hi"] == pytest.approx(want[1], abs=1e-9)
+
+
+def test_spatial_sql_intervals_are_null_without_an_error_bar():
+    duckdb = _duckdb()
+    release = pdp.adaptive_grid(POINTS, ["x", "y"], bounds=[(0, 1), (0, 1)], epsilon=1.0, seed=4)
+    con = duckdb.connect()
+    release.to_duckdb(con, "ag")
+    answer = con.execute("SELECT noise_std, noise_lo, noise_hi FROM ag_range_count(x_lo := 0.1)").fetchall()
+    assert answer == [(None, None, None)]
+    tree = pdp.privtree(POINTS, ["x", "y"], bounds=[(0, 1), (0, 1)], epsilon=1.0, seed=4, levels=1)
+    tree.to_duckdb(con, "lv")
+    assert con.execute("SELECT noise_lo FROM lv_range_count(x_lo := 0.1)").fetchall() == [(None,)]
+    py = tree.range_counts(pl.DataFrame({"x_lo": [0.1]}), alpha=0.05)
+    assert py["noise_lo"].to_list() == [None] and py["noise_std"][0] is not None
