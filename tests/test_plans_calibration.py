@@ -146,3 +146,71 @@ def test_spatial_sql_intervals_are_null_without_an_error_bar():
     assert con.execute("SELECT noise_lo FROM lv_range_count(x_lo := 0.1)").fetchall() == [(None,)]
     py = tree.range_counts(pl.DataFrame({"x_lo": [0.1]}), alpha=0.05)
     assert py["noise_lo"].to_list() == [None] and py["noise_std"][0] is not None
+
+
+# ---------------------------------------------------------------------------- exact composition
+ATTRS = [pdp.Ordinal("age", 0, 99, width=10)]
+AGES = pl.DataFrame({"age": [23, 35, 61, 70]})
+
+
+def test_plan_spends_the_exact_sum_of_sensitivity_over_scale():
+    plan = pdp.plan("basic", ATTRS, epsilon=0.1)  # replace: scale 2 / 0.1 rounded up = 20 exactly
+    assert plan.epsilon_spent == Fraction(2) / Fraction(plan.scale) == Fraction(1, 10) < Fraction(0.1)
+    tree = pdp.plan("privtree", ["x", "y"], bounds=[(0, 1), (0, 1)], epsilon=0.3, levels=1)
+    parts = (Fraction(7) / (3 * Fraction(tree.lam)) + 1 / Fraction(tree.leaf_scale)
+             + sum(1 / Fraction(b) for b in tree.level_scales))
+    assert tree.epsilon_spent == parts <= Fraction(0.3)
+    ug = pdp.plan("uniform_grid", ["x", "y"], bounds=[(0, 1), (0, 1)], epsilon=0.3)  # noisy n
+    assert ug.epsilon_spent == 1 / Fraction(ug.n_scale) + 1 / Fraction(ug.cell_scale) <= Fraction(0.3)
+    floats = pdp.plan("basic", ATTRS, epsilon=0.1, noise="float")
+    assert floats.epsilon_spent == Fraction(0.1)
+
+
+def test_ten_plans_at_a_tenth_fit_a_total_of_one():
+    acct = pdp.Accountant(total=1.0)
+    for _ in range(10):
+        acct.run(pdp.plan("basic", ATTRS, epsilon=0.1), AGES)
+    assert acct.spent_exact == 1 and acct.remaining == 0.0
+    with pytest.raises(pdp.BudgetExceededError):
+        acct.charge(5e-324, "one float step over")
+    session = pdp.Session(AGES, epsilon=1.0, neighbours="replace")
+    for _ in range(10):
+        session.basic(ATTRS, epsilon=0.1)
+    assert session.remaining == 0.0 and session.ledger[0]["epsilon_spent"] == 0.1
+    with pytest.raises(pdp.BudgetExceededError):
+        session.run(pdp.plan("basic", ATTRS, epsilon=0.1))
+    functions = pdp.Accountant(total=1.0)  # functions are charged the floats' values
+    for _ in range(9):
+        functions.run(AGES.dp.basic, ATTRS, epsilon=0.1)
+    with pytest.raises(pdp.BudgetExceededError):
+        functions.run(AGES.dp.basic, ATTRS, epsilon=0.1)
+
+
+def test_a_total_one_float_step_below_is_refused():
+    import math
+
+    acct = pdp.Accountant(total=math.nextafter(1.0, 0.0))
+    for _ in range(9):
+        acct.run(pdp.plan("basic", ATTRS, epsilon=0.1), AGES)
+    with pytest.raises(pdp.BudgetExceededError):
+        acct.run(pdp.plan("basic", ATTRS, epsilon=0.1), AGES)
+    assert len(acct.ledger) == 9
+    floats = pdp.Accountant(total=1.0, allow_float=True)  # float noise: the float's exact value
+    for _ in range(9):
+        floats.run(pdp.plan("basic", ATTRS, epsilon=0.1, noise="float"), AGES)
+    with pytest.raises(pdp.BudgetExceededError):
+        floats.run(pdp.plan("basic", ATTRS, epsilon=0.1, noise="float"), AGES)
+
+
+def test_a_charge_never_exceeds_its_epsilon():
+    acct = pdp.Accountant(total=1.0)
+    with pytest.raises(pdp.ParameterError, match="exact charge"):
+        acct.charge(0.1, "x", exact=Fraction(0.1) + Fraction(1, 10**30))
+    assert acct.ledger == []
+
+
+@pytest.mark.parametrize("neighbours", ["add_remove", "replace"])
+def test_privtree_plan_lambda_is_the_release_lambda(neighbours):
+    plan = pdp.plan("privtree", ["x", "y"], bounds=[(0, 1), (0, 1)], epsilon=0.7, neighbours=neighbours)
+    release = plan.run(POINTS, seed=3)
+    assert release.params["lambda"] == plan.lam

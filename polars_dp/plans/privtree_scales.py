@@ -70,4 +70,11 @@ def privtree_sequence_params(alphabet_size: int, max_length: int, eps_tree: floa
     return lam, privtree_delta(lam, beta, noise=noise)
 
 
-__all__ = ["grid_theta", "privtree_delta", "privtree_lambda", "privtree_sequence_params"]
+def decisions_epsilon(lam: float, fanout: int, group: int = 1) -> Fraction:
+    """What PrivTree's split decisions spend with scale ``lam``: ``(2 beta - 1) group / ((beta -
+    1) lam)`` exactly (the privacy theorem solved for epsilon; valid because ``delta >= lam
+    ln(beta)``, see :func:`privtree_delta`).  At most ``eps_tree`` since ``lam`` is rounded up."""
+    return Fraction(2 * fanout - 1) * group / ((fanout - 1) * Fraction(lam))
+
+
+__all__ = ["decisions_epsilon", "grid_theta", "privtree_delta", "privtree_lambda", "privtree_sequence_params"]

@@ -31,7 +31,12 @@ from polars_dp.plans.grid import PriveletPlan
 from polars_dp.plans.noise_model import IndependentLaplace, NoiseModel, WaveletLaplace
 from polars_dp.plans.options import Option
 from polars_dp.plans.privtree_levels import check_levels, split_count_budget
-from polars_dp.plans.privtree_scales import grid_theta, privtree_sequence_params
+from polars_dp.plans.privtree_scales import (
+    decisions_epsilon,
+    grid_theta,
+    privtree_lambda,
+    privtree_sequence_params,
+)
 
 _ROWS = (
     Option("on_out_of_domain", "choice", "raise", choices=ON_OUT_OF_DOMAIN),
@@ -42,6 +47,11 @@ _ROWS = (
 _NOISE = _ROWS[-1]
 _POINTS = (Option("columns", "any"), Option("bounds", "any"), Option("epsilon", "positive"))
 _NEIGHBOURS = Option("neighbours", "any", "add_remove", choices=NEIGHBOURS, check=check_neighbours)
+
+
+def _spent(sensitivity: int, scale: float | Fraction) -> Fraction:
+    """``Delta / b`` exactly: what a (discrete) Laplace mechanism of scale ``b`` spends."""
+    return Fraction(sensitivity) / Fraction(scale)
 
 
 def split_budget(epsilon: float | Fraction, share: float, noise: str
@@ -95,6 +105,15 @@ class PrivTreePlan(PointsPlan):
         self.nominal_level_scales = [self.sensitivity / float(e) for e in self.epsilon_levels]
         self.leaf_scale = laplace_scale(self.sensitivity, self.epsilon_leaf, self.noise)
         self.nominal_leaf_scale = self.sensitivity / float(self.epsilon_leaf)
+        self.lam = privtree_lambda(self.epsilon_tree, self.layout.fanout, group=self.sensitivity,
+                                   noise=self.noise)
+
+    def _exact_spent(self) -> Fraction:
+        """Decisions ``(2 beta - 1) Delta / ((beta - 1) lambda)``, leaves ``Delta / b_leaf``,
+        counted levels ``Delta / b_l``."""
+        return (decisions_epsilon(self.lam, self.layout.fanout, self.sensitivity)
+                + _spent(self.sensitivity, self.leaf_scale)
+                + sum((_spent(self.sensitivity, b) for b in self.level_scales), Fraction(0)))
 
     @property
     def noise_model(self) -> NoiseModel:
@@ -123,6 +142,9 @@ class _CountedGridPlan(PointsPlan):
             self.n_scale = (laplace_scale(1, self.epsilon_n, self.noise) if self.noise == "exact"
                             else 1.0 / (self.options["n_share"] * self.epsilon))
 
+    def _n_spent(self) -> Fraction:
+        return Fraction(0) if self.n_scale is None else _spent(1, self.n_scale)
+
     @property
     def n_source(self) -> str:
         if self.options["n"] is not None:
@@ -147,6 +169,10 @@ class UniformGridPlan(_CountedGridPlan):
         super()._calibrate()
         self.cell_scale = laplace_scale(self.sensitivity, self.epsilon_grid, self.noise)
         self.nominal_cell_scale = self.sensitivity / float(self.epsilon_grid)
+
+    def _exact_spent(self) -> Fraction:
+        """The noisy ``n`` (``1 / b_n``, when not public) and the cells (``Delta / b``)."""
+        return self._n_spent() + _spent(self.sensitivity, self.cell_scale)
 
     @property
     def noise_model(self) -> NoiseModel:
@@ -174,6 +200,11 @@ class AdaptiveGridPlan(_CountedGridPlan):
         self.nominal_level1_scale = self.sensitivity / float(self.epsilon_level1)
         self.nominal_level2_scale = self.sensitivity / float(self.epsilon_level2)
 
+    def _exact_spent(self) -> Fraction:
+        """The noisy ``n`` (when not public) and both grid levels (``Delta / b_1 + Delta / b_2``)."""
+        return (self._n_spent() + _spent(self.sensitivity, self.level1_scale)
+                + _spent(self.sensitivity, self.level2_scale))
+
 
 @register_plan
 class PriveletGridPlan(PointsPlan):
@@ -197,6 +228,9 @@ class PriveletGridPlan(PointsPlan):
         self.rho = self.privelet.rho
         self.scale = self.privelet.scale
         self.nominal_scale = self.privelet.nominal_scale
+
+    def _exact_spent(self) -> Fraction:
+        return self.privelet.epsilon_spent
 
     @property
     def noise_model(self) -> NoiseModel:
@@ -270,6 +304,12 @@ class PrivTreeSequencesPlan(SequencesPlan):
         self.nominal_length_scale = (1 / float(self.epsilon_length) if self.epsilon_length > 0
                                      else None)
 
+    def _exact_spent(self) -> Fraction:
+        """Decisions ``(2 beta - 1) l_top / ((beta - 1) lambda)``, leaf bins ``l_top / b_leaf``,
+        length bins ``1 / b_length``."""
+        spent = (decisions_epsilon(self.lam, self.beta, self.l_top) + _spent(self.l_top, self.leaf_scale))
+        return spent if self.length_scale is None else spent + _spent(1, self.length_scale)
+
 
 def alphabet_size(alphabet: Any) -> int:
     """Number of public symbols (a string is its characters); the symbols themselves are
@@ -308,6 +348,9 @@ class NgramPlan(SequencesPlan):
         self.l_top = self.options["max_length"] + 1
         self.scale = laplace_scale(self.options["height"] * self.l_top, self.epsilon, self.noise)
         self.nominal_scale = self.options["height"] * self.l_top / self.epsilon
+
+    def _exact_spent(self) -> Fraction:
+        return _spent(self.options["height"] * self.l_top, self.scale)
 
     @property
     def noise_model(self) -> NoiseModel:
