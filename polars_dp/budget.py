@@ -20,13 +20,31 @@ release under ``add_remove`` is ``2 epsilon``-DP under ``replace``); the account
 one relation and refuses the other.  A charge is never refunded: a mechanism that fails
 after reading the data (say, on an out-of-domain value) has already let something out.
 
-Composition is exact: each charge is the exact rational value of the float ``epsilon`` (a
-bound on the epsilon the mechanism actually spends, ``sum Delta / scale <= epsilon``), summed
-as :class:`fractions.Fraction` and compared with the exact value of ``total``; anything above
-is refused, with no slack.  Note that decimal floats are binary fractions: ``0.1 + 0.2``
-exceeds ``0.3`` (``0.1`` is ``0.1000000000000000055...``, ``0.3`` is ``0.2999999999999999888...``),
-so ten charges of ``0.1`` do not fit in a total of ``1.0``; choose a total a little larger, or
-epsilons that are exact binary fractions (``0.125``, ``0.25``).
+Composition is exact: charges are exact rationals (:class:`fractions.Fraction`), summed and
+compared with the exact value of ``total``; anything above is refused, with no slack.
+
+* A plan (``run(plan, frame)``, :meth:`polars_dp.Session.run` and every ``Session`` method)
+  is charged its ``plan.epsilon_spent``: ``sum_i Delta_i / b_i`` over the parts of the
+  release.  *Why that is what the release spends*: each part is a discrete Laplace mechanism
+  on integer values of L1 sensitivity ``Delta_i`` with scale ``b_i`` (an exact rational of the
+  ``2^-20`` grid), whose pmf ratio on neighbouring inputs is at most ``exp(Delta_i / b_i)``,
+  so the part is ``Delta_i / b_i``-DP; PrivTree's exact split decisions with scale ``lambda``
+  and ``delta >= lambda ln(beta)`` are ``(2 beta - 1) g / ((beta - 1) lambda)``-DP (PrivTree
+  paper Sec. 3, ``g`` the group factor); what follows is post-processing, and sequential
+  composition (Dwork & Roth 2014, Thm. 3.16) adds the parts.  *Why it is at most
+  ``epsilon``*: the plan splits ``epsilon`` into exact rationals ``epsilon_i`` that add up to
+  it and rounds each scale *up* from ``Delta_i / epsilon_i``, so ``Delta_i / b_i <=
+  epsilon_i``.  With ``noise="float"`` nothing is exact (see below) and the charge is the
+  exact value of the float ``epsilon``.
+* ``run(mechanism, ..., epsilon=...)`` (a function) is charged the exact value of the float
+  ``epsilon`` (a bound on what the mechanism spends).
+
+Decimal floats are binary fractions: ``0.1 + 0.2`` exceeds ``0.3`` (``0.1`` is
+``0.1000000000000000055...``, ``0.3`` is ``0.2999999999999999888...``), so ten function charges
+of ``0.1`` do not fit in a total of ``1.0``.  Ten *plans* at ``epsilon=0.1`` often do: a
+Basic plan under ``replace`` neighbours has scale ``2 / 0.1`` rounded up to the grid, exactly
+``20``, and spends exactly ``1/10``.  Otherwise choose a total a little larger, or epsilons that
+are exact binary fractions (``0.125``, ``0.25``).
 
 Float noise (``noise="float"``) is refused unless the accountant was made with
 ``allow_float=True``: numpy's floating-point Laplace is not exactly ``epsilon``-DP (Mironov,
@@ -63,6 +81,7 @@ class Accountant:
     neighbours: str = "replace"
     ledger: list[tuple[str, float]] = field(default_factory=list)
     allow_float: bool = False
+    _exact: list[Fraction] = field(default_factory=list, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.total = check_epsilon(self.total, "total")
@@ -70,8 +89,10 @@ class Accountant:
 
     @property
     def spent_exact(self) -> Fraction:
-        """The exact sum of the charges (each the exact value of its float epsilon)."""
-        return sum((Fraction(eps) for _, eps in self.ledger), Fraction(0))
+        """The exact sum of the charges (a plan's ``epsilon_spent``, else the exact value of the
+        float epsilon; ledger entries added by hand count as their floats)."""
+        exact = [*self._exact, *(Fraction(eps) for _, eps in self.ledger[len(self._exact):])]
+        return sum(exact, Fraction(0))
 
     @property
     def spent(self) -> float:
@@ -81,18 +102,24 @@ class Accountant:
     def remaining(self) -> float:
         return float(max(Fraction(0), Fraction(self.total) - self.spent_exact))
 
-    def charge(self, epsilon: float, label: str) -> None:
+    def charge(self, epsilon: float, label: str, *, exact: Fraction | None = None) -> None:
         """Record ``epsilon`` for ``label``; raise BudgetExceededError (recording nothing) if the
-        exact sum would exceed the exact total."""
+        exact sum would exceed the exact total.  ``exact``: the exact value charged instead of
+        the float's (a plan's ``epsilon_spent``; in ``(0, epsilon]``)."""
         epsilon = check_epsilon(epsilon)
-        if self.spent_exact + Fraction(epsilon) > Fraction(self.total):
+        amount = Fraction(epsilon) if exact is None else Fraction(exact)
+        if not 0 < amount <= Fraction(epsilon):
+            raise ParameterError(f"{label}: the exact charge {amount} must lie in (0, epsilon={epsilon!r}]",
+                                 parameter="epsilon")
+        if self.spent_exact + amount > Fraction(self.total):
             raise BudgetExceededError(
-                f"{label} asks for epsilon={epsilon:g} but only {self.remaining:.17g} of the total "
-                f"{self.total:g} is left (spent {self.spent:.17g} on {len(self.ledger)} release(s); "
-                "epsilons add exactly, as the binary values of the floats); lower epsilon or stop "
-                "releasing from this data"
+                f"{label} asks for epsilon={epsilon:g} (exactly {float(amount):.17g}) but only "
+                f"{self.remaining:.17g} of the total {self.total:g} is left (spent {self.spent:.17g} on "
+                f"{len(self.ledger)} release(s); epsilons add exactly, as exact rationals); lower "
+                "epsilon or stop releasing from this data"
             )
-        self.ledger.append((label, epsilon))
+        self._exact.append(amount)
+        self.ledger.append((label, epsilon if exact is None else float(amount)))
 
     def ledger_label(self, label: str, noise: str) -> str:
         """``label`` as the ledger records it: float noise is refused unless ``allow_float``, and
@@ -111,8 +138,8 @@ class Accountant:
         accountant's neighbour relation.
 
         ``run(plan, frame, progress=None)`` takes a plan (:func:`polars_dp.plan`) instead: its
-        ``epsilon`` is charged (its neighbour relation must be the accountant's) before
-        ``plan.run(frame)`` reads the data.
+        exact ``epsilon_spent`` is charged (module docstring; its neighbour relation must be
+        the accountant's) before ``plan.run(frame)`` reads the data.
 
         The charge stays even if the mechanism raises: an error raised after the data was read
         (e.g. a DomainError that names an offending value) depends on the data too.
@@ -160,7 +187,7 @@ class Accountant:
         if plan.neighbours != self.neighbours:
             raise ParameterError(f"this accountant composes releases under neighbours={self.neighbours!r}; "
                                  f"the plan is under neighbours={plan.neighbours!r}", parameter="neighbours")
-        self.charge(plan.epsilon, self.ledger_label(plan.name, plan.noise))
+        self.charge(plan.epsilon, self.ledger_label(plan.name, plan.noise), exact=plan.epsilon_spent)
         return plan.run(frame, **kwargs)
 
 

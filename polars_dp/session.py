@@ -16,8 +16,8 @@ mechanism registry as ``df.dp.*`` is (:mod:`polars_dp.namespace`), so a new mech
 appears here too.  A method builds the mechanism's plan (options checked, no data read) and
 passes it to :meth:`Session.run`, which also takes a plan built by hand
 (``session.run(pdp.plan("privelet", attrs, epsilon=0.3, neighbours="replace"), label=...)``).
-Each call is charged to the session's :class:`~polars_dp.Accountant` *before*
-the data is read (basic sequential composition: the releases together are
+Each call is charged to the session's :class:`~polars_dp.Accountant` (the plan's exact
+``epsilon_spent``) *before* the data is read (basic sequential composition: the releases together are
 ``sum epsilon_i <= epsilon``-DP under ``neighbours``; Dwork & Roth 2014, Thm. 3.16).  A
 refused call reads nothing; a charged call stays charged even if the mechanism then fails
 (the failure may depend on the data).  The sequence mechanisms are add/remove-one only and
@@ -29,7 +29,7 @@ protects nothing and composes with nothing.
 Each release records the session's ledger up to and including itself in
 ``release.params["ledger"]`` (written to the ``polars_dp.params`` metadata, and kept by
 Parquet round trips): ``{"total_epsilon", "neighbours", "entries": [{"label", "epsilon",
-"mechanism", "noise", "time"}, ...]}``.
+"epsilon_spent", "mechanism", "noise", "time"}, ...]}``.
 
 The data is passed to the mechanisms as given (a Polars DataFrame or LazyFrame, or any input
 the mechanism functions accept); the session never reads it itself.
@@ -125,14 +125,16 @@ class Session(mechanisms.BoundMechanisms):
 
     @property
     def ledger(self) -> list[dict[str, Any]]:
-        """One entry per charged release: ``label``, ``epsilon``, ``mechanism``, ``noise``, ``time`` (UTC)."""
+        """One entry per charged release: ``label``, ``epsilon`` (the plan's), ``epsilon_spent``
+        (what was charged), ``mechanism``, ``noise``, ``time`` (UTC)."""
         return [dict(e) for e in self._entries]
 
     def _ledger_record(self) -> dict[str, Any]:
         return {"total_epsilon": self.total, "neighbours": self.neighbours, "entries": self.ledger}
 
     def run(self, plan: Plan, *, label: str | None = None, progress: bool | None = None) -> Any:
-        """Charge ``plan`` (its ``epsilon``) to the session, then run it on the session's data.
+        """Charge ``plan`` (its exact ``epsilon_spent``, at most its ``epsilon``: see
+        :mod:`polars_dp.budget`) to the session, then run it on the session's data.
 
         The plan's neighbour relation must be the session's; a refused plan reads nothing.
         A charged plan stays charged even if running it fails (the failure may depend on the
@@ -152,9 +154,11 @@ class Session(mechanisms.BoundMechanisms):
                 + ("; sequence mechanisms are differentially private under add/remove-one neighbours "
                    "only: use Session(..., neighbours='add_remove')" if plan.shape == "sequences" else ""),
                 parameter="neighbours")
-        self._accountant.charge(plan.epsilon, self._accountant.ledger_label(label, plan.noise))
-        self._entries.append({"label": label, "epsilon": float(plan.epsilon), "mechanism": name,
-                              "noise": plan.noise, "time": datetime.now(UTC).isoformat(timespec="seconds")})
+        spent = plan.epsilon_spent
+        self._accountant.charge(plan.epsilon, self._accountant.ledger_label(label, plan.noise), exact=spent)
+        self._entries.append({"label": label, "epsilon": float(plan.epsilon), "epsilon_spent": float(spent),
+                              "mechanism": name, "noise": plan.noise,
+                              "time": datetime.now(UTC).isoformat(timespec="seconds")})
         release = plan.run(self._data, progress=progress)
         release.params["ledger"] = self._ledger_record()
         return release

@@ -53,8 +53,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    help="write the batch's answers here (Parquet, CSV, ...) instead of CSV on stdout")
     p.add_argument("--std", action="store_true", help="add the noise standard deviation of each answer")
     p.add_argument("--alpha", type=float, default=None, metavar="ALPHA",
-                   help="grid releases: add lo/hi, the interval holding the true count but for "
-                        "probability ALPHA (e.g. 0.05) from the noise law alone")
+                   help="add lo/hi, the interval holding the true count but for probability ALPHA "
+                        "(e.g. 0.05) from the noise law alone; spatial releases: noise_lo/noise_hi, "
+                        "the leaf noise only (as --std)")
     p.add_argument("--frequency", action="append", default=[], metavar="STRING",
                    help="sequence models: estimated occurrences of STRING (symbols separated by spaces "
                         "or commas; one-character symbols may be written together)")
@@ -176,29 +177,35 @@ def _std_value(std: float | None) -> float | None:
 
 
 def _print_answer(count: float, std: float | None, as_json: bool, asked: bool,
-                  interval: tuple[float | None, float | None] | None = None) -> None:
+                  interval: tuple[float | None, float | None] | None = None, *, noise_only: bool = False
+                  ) -> None:
     """``asked``: --std was given (a missing error bar then prints as null / "no std");
-    ``interval``: --alpha was given (``(None, None)``: post-processed, no interval)."""
+    ``interval``: --alpha was given (``(None, None)``: post-processed, no interval);
+    ``noise_only``: a spatial release, whose interval covers the leaf noise only (keys
+    ``noise_lo`` / ``noise_hi``, as the columns of ``range_counts``)."""
     std = _std_value(std)
+    keys = ("noise_lo", "noise_hi") if noise_only else ("lo", "hi")
     if as_json:
-        extra = {} if interval is None else {"lo": interval[0], "hi": interval[1]}
+        extra = {} if interval is None else {keys[0]: interval[0], keys[1]: interval[1]}
         print(json.dumps({"count": count} | ({"std": std} if asked else {}) | extra))
         return
     text = f"{count:.1f}"
     if asked:
         text += " (no std: the release was post-processed)" if std is None else f" ± {std:.1f}"
     if interval is not None:
-        text += (" [no interval: post-processed]" if interval[0] is None
-                 else f" [{interval[0]:.1f}, {interval[1]:.1f}]")
+        if interval[0] is None:
+            text += " [no interval: no error bar stated]" if noise_only else " [no interval: post-processed]"
+        else:
+            text += f" [{interval[0]:.1f}, {interval[1]:.1f}]" + (" (leaf noise only)" if noise_only else "")
     print(text)
 
 
 def _alpha(release: pdp.Release, args: argparse.Namespace) -> dict[str, Any]:
-    """``alpha=`` for a grid release (spatial and sequence releases state no interval)."""
+    """``alpha=`` for a grid or spatial release (a spatial release's interval is its leaf noise's)."""
     if args.alpha is None:
         return {}
-    if not isinstance(release, pdp.GridRelease):
-        raise BadInput("--alpha is for grid releases; a spatial release states its leaf noise only (--std)")
+    if not isinstance(release, (pdp.GridRelease, pdp.SpatialRelease)):
+        raise BadInput("--alpha is for grid and spatial releases (range counts)")
     try:
         check_alpha(args.alpha)
     except pdp.ParameterError as exc:
@@ -309,8 +316,12 @@ def run(args: argparse.Namespace) -> int:
     std = release.range_std(**preds, **_align(release, args)) if args.std else None
     interval = None
     if _alpha(release, args):
-        starts, stops = predicate_ranges(release.attributes, preds, args.align)
-        acc = float(release.range_accuracy(starts[None], stops[None], args.alpha)[0])
-        interval = (None, None) if acc != acc else (count - acc, count + acc)
-    _print_answer(count, std, args.json, args.std, interval)
+        if isinstance(release, pdp.SpatialRelease):
+            interval = release.range_noise_interval(args.alpha, **preds)
+        else:
+            starts, stops = predicate_ranges(release.attributes, preds, args.align)
+            acc = float(release.range_accuracy(starts[None], stops[None], args.alpha)[0])
+            interval = (None, None) if acc != acc else (count - acc, count + acc)
+    _print_answer(count, std, args.json, args.std, interval,
+                  noise_only=isinstance(release, pdp.SpatialRelease))
     return 0

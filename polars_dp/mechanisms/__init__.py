@@ -12,7 +12,7 @@ from polars_dp.mechanisms.ngram import ngram_sequences, run_ngram
 from polars_dp.mechanisms.options import checked_options
 from polars_dp.mechanisms.privelet import privelet
 from polars_dp.mechanisms.privtree import privtree
-from polars_dp.mechanisms.sequences import privtree_sequences
+from polars_dp.mechanisms.sequences import privtree_sequences, run_privtree_sequences
 from polars_dp.mechanisms.spatial_grids import adaptive_grid, privelet_grid, uniform_grid
 from polars_dp.plans.base import Plan, register_runner
 
@@ -23,6 +23,7 @@ privelet_grid = checked_options("privelet_grid")(privelet_grid)
 privtree_sequences = checked_options("privtree_sequences")(privtree_sequences)
 ngram_sequences = checked_options("ngram_sequences")(ngram_sequences)
 register_runner("ngram_sequences", run_ngram, ngram_sequences)
+register_runner("privtree_sequences", run_privtree_sequences, privtree_sequences)
 
 
 def _function_runner(function: Any) -> Any:
@@ -32,7 +33,7 @@ def _function_runner(function: Any) -> Any:
     return run
 
 
-for _f in (privtree, uniform_grid, adaptive_grid, privelet_grid, privtree_sequences):
+for _f in (privtree, uniform_grid, adaptive_grid, privelet_grid):
     register_runner(_f.__name__, _function_runner(_f), _f)
 
 

@@ -112,18 +112,26 @@ def run_privelet(plan: PriveletPlan, frame: Any, *, seed: SeedLike = None, progr
     """Count ``frame`` over the plan's attributes, add the plan's wavelet noise, release."""
     src = noise_source(seed)
     attrs, opts, transformed = plan.attributes, plan.options, plan.transformed_mask
-    coefficients = plan.coefficients
     bar = Progress(mechanism_name(transformed) if any(transformed) else "privelet+", progress,
-                   max(coefficients, rows_hint(frame) or 0))
+                   max(plan.coefficients, rows_hint(frame) or 0))
     bar.step("counting")
     counts = frequency_matrix(frame, attrs, on_out_of_domain=opts["on_out_of_domain"], nulls=opts["nulls"],
                               bytes_per_cell=24, count_column=opts["count_column"])
-    advance = bar.step("noise + inverse transform", coefficients, "coef")
+    release = privelet_counts(plan, counts, src, advance=bar.step("noise + inverse transform",
+                                                                  plan.coefficients, "coef"))
+    bar.close()
+    return release
+
+
+def privelet_counts(plan: PriveletPlan, counts: np.ndarray, src: NoiseSource,
+                    advance: Callable[[int], None] | None = None) -> GridRelease:
+    """The plan's wavelet noise on ``counts`` (float64 holding the exact counts, shaped as the
+    plan's attributes; overwritten in place) -> the release.  No data is read here."""
+    attrs, transformed = plan.attributes, plan.transformed_mask
     if plan.noise == "exact":
         add_wavelet_noise_exact(counts, attrs, transformed, Fraction(plan.scale), src, advance=advance)
     else:
         add_wavelet_noise(counts, attrs, transformed, plan.noise_scale, src, advance=advance)
-    bar.close()
     return GridRelease(counts, attrs, mechanism=plan.release_mechanism, epsilon=plan.epsilon,
                        neighbours=plan.neighbours, noise_scale=plan.noise_scale, params=plan.release_params(),
                        noise=plan.noise, seeded=src.seeded)
@@ -188,4 +196,4 @@ def privelet(frame: Any, attributes: Attribute | Iterable[Attribute], *, epsilon
 register_runner("privelet", run_privelet, privelet)
 
 __all__ = ["add_wavelet_noise", "auto_untransformed", "mechanism_name", "privelet", "privelet_rho",
-           "privelet_scale", "resolve_untransformed", "run_privelet"]
+           "privelet_counts", "privelet_scale", "resolve_untransformed", "run_privelet"]

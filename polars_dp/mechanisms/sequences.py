@@ -61,37 +61,23 @@ than ``l_top`` splits (no context is longer than ``l_top``), and the ``max_nodes
 from __future__ import annotations
 
 from collections.abc import Sequence
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
-from polars_dp.counting.sequences import EncodedSequences, check_alphabet, encode_sequences
-from polars_dp.errors import ParameterError
-from polars_dp.kernels.pst import (
-    check_max_nodes,
-    grow_context_tree,
-    pst_scores,
-    sums_of_children,
-)
-from polars_dp.mechanisms.privtree_rule import (
-    check_theta,
-    grid_theta,
-    privtree_sequence_params,
-    privtree_split,
-)
+from polars_dp.counting.sequences import EncodedSequences, encode_sequences
+from polars_dp.kernels.pst import grow_context_tree, pst_scores, sums_of_children
+from polars_dp.mechanisms.privtree_rule import privtree_split
 from polars_dp.noise import (
     NoiseKind,
     NoiseSource,
     SeedLike,
-    check_epsilon,
-    check_fraction,
-    check_noise,
-    laplace_scale,
     noise_params,
     noise_source,
     sample_noise,
 )
+from polars_dp.plans.base import register_runner
+from polars_dp.plans.spatial import PrivTreeSequencesPlan, check_length_share
 from polars_dp.progress import Progress, rows_hint
 from polars_dp.releases.sequence import SequenceRelease
 
@@ -104,6 +90,10 @@ def privtree_sequences(frame: Any, column: str, *, alphabet: Sequence[Any], max_
                        length_share: float = 0.05, seed: SeedLike = None, noise: NoiseKind = "exact",
                        progress: bool | None = None) -> SequenceRelease:
     """Release a PST of the sequences in ``column`` with PrivTree's depth-independent noise.
+
+    Exactly ``pdp.plan("privtree_sequences", column, ...).run(frame, seed=seed,
+    progress=progress)``: the plan (:class:`polars_dp.plans.PrivTreeSequencesPlan`) holds the
+    budget split and every scale.
 
     Parameters
     ----------
@@ -126,21 +116,21 @@ def privtree_sequences(frame: Any, column: str, *, alphabet: Sequence[Any], max_
     progress : stage bars on stderr (counting, tree and noise); ``None``: on a terminal for
         large inputs.
     """
-    epsilon = check_epsilon(epsilon)
-    tree_share = check_fraction(tree_share, "tree_share")
-    theta = check_theta(theta)
-    length_share = check_length_share(length_share, tree_share)
-    if postprocess not in POSTPROCESS:
-        raise ParameterError(f"postprocess={postprocess!r}; use one of {POSTPROCESS}")
-    noise = check_noise(noise)
-    max_nodes = check_max_nodes(max_nodes, len(check_alphabet(alphabet)) + 1)
+    plan = PrivTreeSequencesPlan(column, alphabet=alphabet, max_length=max_length, epsilon=epsilon,
+                                 tree_share=tree_share, theta=theta, postprocess=postprocess,
+                                 max_nodes=max_nodes, length_share=length_share, noise=noise)
+    return run_privtree_sequences(plan, frame, seed=seed, progress=progress)
+
+
+def run_privtree_sequences(plan: PrivTreeSequencesPlan, frame: Any, *, seed: SeedLike = None,
+                           progress: bool | None = None) -> SequenceRelease:
+    """Encode ``frame`` and release under ``plan`` (the data is read here, once)."""
+    opts = plan.options
     bar = Progress("privtree_sequences", progress, rows_hint(frame))
     bar.step("counting (encoding sequences)")
-    enc = encode_sequences(frame, column, alphabet=alphabet, max_length=max_length)
+    enc = encode_sequences(frame, opts["column"], alphabet=opts["alphabet"], max_length=plan.max_length)
     bar.step("tree and noise")
-    model = privtree_from_encoded(enc, alphabet=alphabet, epsilon=epsilon, tree_share=tree_share,
-                                  theta=theta, postprocess=postprocess, rng=noise_source(seed),
-                                  max_nodes=max_nodes, length_share=length_share, noise=noise)
+    model = release_encoded(plan, enc, noise_source(seed))
     bar.close()
     return model
 
@@ -150,26 +140,23 @@ def privtree_from_encoded(enc: EncodedSequences, *, alphabet: Sequence[Any], eps
                           postprocess: str = "sum_then_clip", max_nodes: int | None = None,
                           length_share: float = 0.0, noise: NoiseKind = "exact") -> SequenceRelease:
     """The mechanism on already encoded positions (see :func:`privtree_sequences`)."""
-    src = noise_source(rng)
-    max_nodes = check_max_nodes(max_nodes, enc.beta)
-    length_share = check_length_share(length_share, tree_share)
-    l_top = enc.max_length + 1
-    if check_noise(noise) == "exact":  # exact rationals that add up to epsilon
-        eps_tree: float | Fraction = Fraction(tree_share) * Fraction(epsilon)
-        eps_length: float | Fraction = Fraction(length_share) * Fraction(epsilon)
-        eps_leaf = Fraction(epsilon) - eps_tree - eps_length
-        theta = grid_theta(theta)
-    else:
-        eps_tree, eps_length = tree_share * epsilon, length_share * epsilon
-        eps_leaf = epsilon - eps_tree - eps_length
-    lam, delta = privtree_sequence_params(enc.alphabet_size, enc.max_length, eps_tree, noise=noise)
-    leaf_scale = laplace_scale(l_top, eps_leaf, noise)
+    plan = PrivTreeSequencesPlan("", alphabet=alphabet, max_length=enc.max_length, epsilon=epsilon,
+                                 tree_share=tree_share, theta=theta, postprocess=postprocess,
+                                 max_nodes=max_nodes, length_share=length_share, noise=noise)
+    return release_encoded(plan, enc, noise_source(rng))
+
+
+def release_encoded(plan: PrivTreeSequencesPlan, enc: EncodedSequences, src: NoiseSource) -> SequenceRelease:
+    """Grow the tree and add the plan's noise to the encoded positions ``enc``."""
+    noise, l_top, theta = plan.noise, plan.l_top, plan.theta
+    lam, delta, leaf_scale = plan.lam, plan.delta, plan.leaf_scale
+    postprocess = plan.options["postprocess"]
 
     def decide(hist: np.ndarray, depth: int, starts_with_start: np.ndarray) -> np.ndarray:
         scores = pst_scores(hist, starts_with_start)
         return privtree_split(scores, depth, lam=lam, delta=delta, theta=float(theta), rng=src, noise=noise)
 
-    tree = grow_context_tree(enc, decide, max_depth=l_top, max_nodes=max_nodes)
+    tree = grow_context_tree(enc, decide, max_depth=l_top, max_nodes=plan.max_nodes)
     leaves = tree.is_leaf
     noisy = tree.hist.copy()
     noisy[leaves] += sample_noise(src, leaf_scale, (int(leaves.sum()), enc.beta), noise)
@@ -177,35 +164,26 @@ def privtree_from_encoded(enc: EncodedSequences, *, alphabet: Sequence[Any], eps
         hist = sums_of_children(tree.parent, tree.depth, np.maximum(noisy, 0.0), leaves)
     else:  # unclipped sums: unbiased, linear in the noisy leaves; queries clip at 0
         hist = sums_of_children(tree.parent, tree.depth, noisy, leaves)
-    params = {"lambda": lam, "delta": delta, "tree_share": tree_share, "theta": float(theta),
-              "eps_tree": float(eps_tree), "eps_leaf": float(eps_leaf), "leaf_noise_scale": float(leaf_scale),
-              "l_top": l_top, "beta": enc.beta, "postprocess": postprocess,
-              "max_nodes": max_nodes, "capped": tree.capped, "length_share": length_share,
-              **noise_params(l_top, leaf_scale, noise, prefix="leaf_")}
-    if eps_length > 0:  # the length law: one bin per truncated length, sensitivity 1
+    params = {"lambda": lam, "delta": delta, "tree_share": plan.tree_share, "theta": float(theta),
+              "eps_tree": float(plan.epsilon_tree), "eps_leaf": float(plan.epsilon_leaf),
+              "leaf_noise_scale": float(leaf_scale), "l_top": l_top, "beta": enc.beta,
+              "postprocess": postprocess, "max_nodes": plan.max_nodes, "capped": tree.capped,
+              "length_share": plan.length_share, **noise_params(l_top, leaf_scale, noise, prefix="leaf_")}
+    if plan.length_scale is not None:  # the length law: one bin per truncated length, sensitivity 1
         ends = enc.n_before[enc.next_symbol == enc.alphabet_size].astype(np.int64)
         exact = np.bincount(ends, minlength=enc.max_length + 1).astype(np.float64)
-        length_scale = laplace_scale(1, eps_length, noise)
-        length_counts = exact + sample_noise(src, length_scale, exact.shape, noise)
-        params.update({"eps_length": float(eps_length), "length_noise_scale": float(length_scale),
+        length_counts = exact + sample_noise(src, plan.length_scale, exact.shape, noise)
+        params.update({"eps_length": float(plan.epsilon_length),
+                       "length_noise_scale": float(plan.length_scale),
                        "length_counts": [float(x) for x in length_counts],
-                       **noise_params(1, length_scale, noise, prefix="length_")})
-    return SequenceRelease(alphabet=alphabet, max_length=enc.max_length, parent=tree.parent,
-                         prepended=tree.prepended, hist=hist, mechanism="privtree_sequences",
-                         epsilon=epsilon, neighbours="add_remove", params=params, noise=noise,
-                         seeded=src.seeded)
+                       **noise_params(1, plan.length_scale, noise, prefix="length_")})
+    return SequenceRelease(alphabet=plan.options["alphabet"], max_length=enc.max_length, parent=tree.parent,
+                           prepended=tree.prepended, hist=hist, mechanism="privtree_sequences",
+                           epsilon=plan.epsilon, neighbours="add_remove", params=params, noise=noise,
+                           seeded=src.seeded)
 
 
-def check_length_share(length_share: float, tree_share: float) -> float:
-    """``length_share`` in ``[0, 1)`` leaving budget for the leaves: ``tree_share + length_share < 1``."""
-    try:
-        value = float(length_share)
-    except (TypeError, ValueError):
-        value = float("nan")
-    if not 0.0 <= value < 1.0 or tree_share + value >= 1.0:
-        raise ParameterError(f"length_share must be in [0, 1) with tree_share + length_share < 1, got "
-                             f"length_share={length_share!r}, tree_share={tree_share!r}")
-    return value
+register_runner("privtree_sequences", run_privtree_sequences, privtree_sequences)
 
-
-__all__ = ["check_length_share", "privtree_from_encoded", "privtree_sequences"]
+__all__ = ["check_length_share", "privtree_from_encoded", "privtree_sequences", "release_encoded",
+           "run_privtree_sequences"]

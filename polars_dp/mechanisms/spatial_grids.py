@@ -44,34 +44,27 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-import polars as pl
 
 from polars_dp.counting.engines import rereadable
 from polars_dp.counting.frequency import check_domain_size
 from polars_dp.counting.points import collect_weighted_points, grid_counts
-from polars_dp.domains.attributes import Ordinal
 from polars_dp.domains.box import Box, as_box
 from polars_dp.kernels.grid import flat_cells, grid_boxes, grid_cells
-from polars_dp.mechanisms.privelet import privelet
+from polars_dp.mechanisms.privelet import privelet_counts
 from polars_dp.noise import (
     Neighbours,
     NoiseKind,
     NoiseSource,
     SeedLike,
-    check_epsilon,
-    check_noise,
     noise_params,
     noise_source,
     sample_noise,
 )
-from polars_dp.params import Nulls, OnOutOfDomain, check_int
+from polars_dp.params import Nulls, OnOutOfDomain
 from polars_dp.plans.noise_model import Correlated, IndependentLaplace
-from polars_dp.plans.spatial import AdaptiveGridPlan, UniformGridPlan
+from polars_dp.plans.spatial import AdaptiveGridPlan, PriveletGridPlan, UniformGridPlan
 from polars_dp.progress import Progress, rows_hint
 from polars_dp.releases.tree import SpatialRelease
-
-#: Name of the count column of the grid handed from Privelet* to Privelet.
-COUNT = "__polars_dp_count__"
 
 
 def grid_side(n: float, epsilon: float, c: float, d: int) -> int:
@@ -227,30 +220,25 @@ def privelet_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsi
     ``progress``: stage bars on stderr (counting, then Privelet's); ``None``: on a terminal
     for large inputs.
     """
-    box = as_box(columns, bounds)
-    epsilon = check_epsilon(epsilon)
-    noise = check_noise(noise)
-    k = max(1, 16 // box.d) if bits is None else check_int(bits, "bits", lo=1, hi=20)
-    m = 1 << int(k)
+    plan = PriveletGridPlan(columns, bounds=bounds, epsilon=epsilon, bits=bits, neighbours=neighbours,
+                            on_out_of_domain=on_out_of_domain, nulls=nulls, count_column=count_column,
+                            noise=noise)  # the calibration: Privelet over the grid's cell indices
+    box, m, grid_plan = plan.box, plan.m, plan.privelet
     check_domain_size((m,) * box.d, bytes_per_cell=64)
-    bar = Progress("privelet_grid", progress, rows_hint(frame))
+    src = noise_source(seed)
+    bar = Progress("privelet_grid", progress, max(grid_plan.coefficients, rows_hint(frame) or 0))
     bar.step("counting")
     counts = grid_counts(frame, box, m, on_out_of_domain=on_out_of_domain, nulls=nulls,
-                         count_column=count_column)
+                         count_column=count_column).reshape((m,) * box.d)
+    grid = privelet_counts(grid_plan, counts, src,
+                           advance=bar.step("noise + inverse transform", grid_plan.coefficients, "coef"))
     bar.close()
-    nonzero = np.flatnonzero(counts)
-    cells = pl.DataFrame({c: idx for c, idx in zip(box.columns, np.unravel_index(nonzero, (m,) * box.d),
-                                                  strict=True)})
-    cells = cells.with_columns(pl.Series(COUNT, counts[nonzero].astype(np.int64)))
-    del counts, nonzero
-    grid = privelet(cells, [Ordinal(c, 0, m - 1) for c in box.columns], epsilon=epsilon,
-                    neighbours=neighbours, seed=seed, count_column=COUNT, noise=noise, progress=bar.enabled)
     lo, hi = grid_boxes(box, m)
-    params = {**grid.params, "bits": int(k), "m": m, "noise_scale": grid.noise_scale}
+    params = {**grid.params, "bits": plan.bits, "m": m, "noise_scale": grid.noise_scale}
     return SpatialRelease(box, lo, hi, np.ones(m**box.d, dtype=np.int32), grid.counts.reshape(-1),
-                       layout={"kind": "grid", "m": m}, mechanism="privelet_grid", epsilon=epsilon,
-                       neighbours=neighbours, params=params, noise=grid.noise, seeded=grid.seeded,
-                       noise_model=Correlated("its leaf counts are not independent (wavelet noise)"))
+                          layout={"kind": "grid", "m": m}, mechanism="privelet_grid", epsilon=plan.epsilon,
+                          neighbours=plan.neighbours, params=params, noise=plan.noise, seeded=src.seeded,
+                          noise_model=Correlated("its leaf counts are not independent (wavelet noise)"))
 
 
 def constrained_inference(v: np.ndarray, u: np.ndarray, owner: np.ndarray, alpha: float) -> np.ndarray:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, ClassVar
 
 from polars_dp.errors import ParameterError
@@ -81,6 +82,25 @@ class Plan:
     @property
     def epsilon_effective(self) -> float:
         return self.epsilon
+
+    @property
+    def epsilon_spent(self) -> Fraction:
+        """The exact epsilon the release spends, what an accountant charges: ``sum_i Delta_i /
+        b_i`` over the parts of the release (each a (discrete) Laplace mechanism of L1
+        sensitivity ``Delta_i`` and scale ``b_i``, the exact rational on the ``2^-20`` grid,
+        rounded up from ``Delta_i / epsilon_i``; PrivTree decisions: ``(2 beta - 1) g / ((beta
+        - 1) lambda)``), so at most ``epsilon`` (see :mod:`polars_dp.budget`).  Float noise
+        (``noise="float"``) is not exactly DP: the exact value of the float ``epsilon``."""
+        if self.noise == "float":
+            return Fraction(self.epsilon)
+        spent = self._exact_spent()
+        if not 0 < spent <= Fraction(self.epsilon):  # a calibration bug, never a data outcome
+            raise AssertionError(f"{self.name}: spent {spent} outside (0, epsilon={self.epsilon!r}]")
+        return spent
+
+    def _exact_spent(self) -> Fraction:
+        """``sum_i Delta_i / b_i`` of exact noise (subclasses); the default is ``epsilon``."""
+        return Fraction(self.epsilon)
 
     @property
     def noise_model(self) -> NoiseModel | None:

@@ -261,8 +261,12 @@ class GridPlan(Plan):
     @property
     def epsilon_effective(self) -> float:
         if self.noise == "exact":
-            return float(Fraction(self.sensitivity * self.rho) / Fraction(self.scale))
+            return float(self._exact_spent())
         return self.epsilon
+
+    def _exact_spent(self) -> Fraction:
+        """``Delta rho / lambda'``: one (discrete) Laplace mechanism on the coefficients."""
+        return Fraction(self.sensitivity * self.rho) / Fraction(self.scale)
 
     @property
     def noise_model(self) -> WaveletLaplace:

@@ -8,11 +8,15 @@ independent once ``n`` is public; Privelet* (a fixed ``2^bits`` grid) always is.
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from typing import Any
 
+from polars_dp.domains.attributes import Ordinal
 from polars_dp.domains.box import as_box
+from polars_dp.errors import ParameterError
 from polars_dp.kernels.morton import MortonLayout, check_fanout, resolution_bits
+from polars_dp.kernels.pst import check_max_nodes
 from polars_dp.noise import (
     NEIGHBOURS,
     NOISE_KINDS,
@@ -23,9 +27,16 @@ from polars_dp.noise import (
 )
 from polars_dp.params import NULLS, ON_OUT_OF_DOMAIN, check_int
 from polars_dp.plans.base import Plan, register_plan
+from polars_dp.plans.grid import PriveletPlan
 from polars_dp.plans.noise_model import IndependentLaplace, NoiseModel, WaveletLaplace
 from polars_dp.plans.options import Option
 from polars_dp.plans.privtree_levels import check_levels, split_count_budget
+from polars_dp.plans.privtree_scales import (
+    decisions_epsilon,
+    grid_theta,
+    privtree_lambda,
+    privtree_sequence_params,
+)
 
 _ROWS = (
     Option("on_out_of_domain", "choice", "raise", choices=ON_OUT_OF_DOMAIN),
@@ -36,6 +47,11 @@ _ROWS = (
 _NOISE = _ROWS[-1]
 _POINTS = (Option("columns", "any"), Option("bounds", "any"), Option("epsilon", "positive"))
 _NEIGHBOURS = Option("neighbours", "any", "add_remove", choices=NEIGHBOURS, check=check_neighbours)
+
+
+def _spent(sensitivity: int, scale: float | Fraction) -> Fraction:
+    """``Delta / b`` exactly: what a (discrete) Laplace mechanism of scale ``b`` spends."""
+    return Fraction(sensitivity) / Fraction(scale)
 
 
 def split_budget(epsilon: float | Fraction, share: float, noise: str
@@ -86,8 +102,18 @@ class PrivTreePlan(PointsPlan):
             self.epsilon_levels, self.epsilon_leaf = split_count_budget(self.epsilon_leaf, self.levels,
                                                                         self.box.d, self.noise)
         self.level_scales = [laplace_scale(self.sensitivity, e, self.noise) for e in self.epsilon_levels]
+        self.nominal_level_scales = [self.sensitivity / float(e) for e in self.epsilon_levels]
         self.leaf_scale = laplace_scale(self.sensitivity, self.epsilon_leaf, self.noise)
         self.nominal_leaf_scale = self.sensitivity / float(self.epsilon_leaf)
+        self.lam = privtree_lambda(self.epsilon_tree, self.layout.fanout, group=self.sensitivity,
+                                   noise=self.noise)
+
+    def _exact_spent(self) -> Fraction:
+        """Decisions ``(2 beta - 1) Delta / ((beta - 1) lambda)``, leaves ``Delta / b_leaf``,
+        counted levels ``Delta / b_l``."""
+        return (decisions_epsilon(self.lam, self.layout.fanout, self.sensitivity)
+                + _spent(self.sensitivity, self.leaf_scale)
+                + sum((_spent(self.sensitivity, b) for b in self.level_scales), Fraction(0)))
 
     @property
     def noise_model(self) -> NoiseModel:
@@ -116,6 +142,9 @@ class _CountedGridPlan(PointsPlan):
             self.n_scale = (laplace_scale(1, self.epsilon_n, self.noise) if self.noise == "exact"
                             else 1.0 / (self.options["n_share"] * self.epsilon))
 
+    def _n_spent(self) -> Fraction:
+        return Fraction(0) if self.n_scale is None else _spent(1, self.n_scale)
+
     @property
     def n_source(self) -> str:
         if self.options["n"] is not None:
@@ -141,6 +170,10 @@ class UniformGridPlan(_CountedGridPlan):
         self.cell_scale = laplace_scale(self.sensitivity, self.epsilon_grid, self.noise)
         self.nominal_cell_scale = self.sensitivity / float(self.epsilon_grid)
 
+    def _exact_spent(self) -> Fraction:
+        """The noisy ``n`` (``1 / b_n``, when not public) and the cells (``Delta / b``)."""
+        return self._n_spent() + _spent(self.sensitivity, self.cell_scale)
+
     @property
     def noise_model(self) -> NoiseModel:
         return IndependentLaplace(float(self.cell_scale))
@@ -164,6 +197,13 @@ class AdaptiveGridPlan(_CountedGridPlan):
                                                                 self.noise)
         self.level1_scale = laplace_scale(self.sensitivity, self.epsilon_level1, self.noise)
         self.level2_scale = laplace_scale(self.sensitivity, self.epsilon_level2, self.noise)
+        self.nominal_level1_scale = self.sensitivity / float(self.epsilon_level1)
+        self.nominal_level2_scale = self.sensitivity / float(self.epsilon_level2)
+
+    def _exact_spent(self) -> Fraction:
+        """The noisy ``n`` (when not public) and both grid levels (``Delta / b_1 + Delta / b_2``)."""
+        return (self._n_spent() + _spent(self.sensitivity, self.level1_scale)
+                + _spent(self.sensitivity, self.level2_scale))
 
 
 @register_plan
@@ -181,9 +221,16 @@ class PriveletGridPlan(PointsPlan):
         bits = self.options["bits"]
         self.bits = max(1, 16 // self.box.d) if bits is None else bits
         self.m = 1 << self.bits
-        self.rho = (1 + self.bits) ** self.box.d
-        self.scale = laplace_scale(self.sensitivity * self.rho, self.epsilon, self.noise)
-        self.nominal_scale = self.sensitivity * self.rho / self.epsilon
+        #: Privelet over the grid's cell indices (one Haar axis of ``m`` cells per dimension):
+        #: its calibration is this plan's, ``rho = (1 + bits)^d``.
+        self.privelet = PriveletPlan([Ordinal(c, 0, self.m - 1) for c in self.box.columns],
+                                     epsilon=self.epsilon, neighbours=self.neighbours, noise=self.noise)
+        self.rho = self.privelet.rho
+        self.scale = self.privelet.scale
+        self.nominal_scale = self.privelet.nominal_scale
+
+    def _exact_spent(self) -> Fraction:
+        return self.privelet.epsilon_spent
 
     @property
     def noise_model(self) -> NoiseModel:
@@ -217,6 +264,75 @@ class PrivTreeSequencesPlan(SequencesPlan):
     release_mechanisms = ("privtree_sequences",)
     unknown_before_data = "the tree (which contexts split, decided by noisy counts) and the clipping"
 
+    def _calibrate(self) -> None:
+        """The one calibration of :func:`polars_dp.privtree_sequences` (its module docstring has
+        the proof): ``l_top = max_length + 1``, ``beta = |I| + 1``; ``eps_tree = tree_share
+        epsilon``, ``eps_length = length_share epsilon``, ``eps_leaf = epsilon - eps_tree -
+        eps_length`` (exact rationals for exact noise); ``lambda``/``delta`` from ``eps_tree`` with
+        group factor ``l_top`` (:func:`~polars_dp.plans.privtree_scales.privtree_sequence_params`);
+        leaf bins ``Lap(l_top / eps_leaf)``, length bins ``Lap(1 / eps_length)``."""
+        o = self.options
+        self.alphabet_size = alphabet_size(o["alphabet"])
+        self.beta = self.alphabet_size + 1
+        self.max_length = o["max_length"]
+        self.l_top = self.max_length + 1
+        self.tree_share = o["tree_share"]
+        self.length_share = check_length_share(o["length_share"], self.tree_share)
+        self.max_nodes = check_max_nodes(o["max_nodes"], self.beta)
+        self.theta = grid_theta(o["theta"]) if self.noise == "exact" else float(o["theta"])
+        self.epsilon_tree: float | Fraction
+        self.epsilon_length: float | Fraction
+        self.epsilon_leaf: float | Fraction
+        if self.noise == "exact":  # exact rationals that add up to epsilon
+            self.epsilon_tree = Fraction(self.tree_share) * Fraction(self.epsilon)
+            self.epsilon_length = Fraction(self.length_share) * Fraction(self.epsilon)
+            self.epsilon_leaf = Fraction(self.epsilon) - self.epsilon_tree - self.epsilon_length
+        else:
+            self.epsilon_tree = self.tree_share * self.epsilon
+            self.epsilon_length = self.length_share * self.epsilon
+            self.epsilon_leaf = self.epsilon - self.epsilon_tree - self.epsilon_length
+        self.lam, self.delta = privtree_sequence_params(self.alphabet_size, self.max_length,
+                                                        self.epsilon_tree, noise=self.noise)
+        self.leaf_scale = laplace_scale(self.l_top, self.epsilon_leaf, self.noise)
+        self.length_scale = (laplace_scale(1, self.epsilon_length, self.noise)
+                             if self.epsilon_length > 0 else None)
+        # the real-valued scales, before any rounding to the lattice (what a file is checked against)
+        self.nominal_lambda = ((2 * self.beta - 1) * self.l_top
+                               / ((self.beta - 1) * float(self.epsilon_tree)))
+        self.nominal_leaf_scale = self.l_top / float(self.epsilon_leaf)
+        self.nominal_delta = self.nominal_lambda * math.log(self.beta)
+        self.nominal_length_scale = (1 / float(self.epsilon_length) if self.epsilon_length > 0
+                                     else None)
+
+    def _exact_spent(self) -> Fraction:
+        """Decisions ``(2 beta - 1) l_top / ((beta - 1) lambda)``, leaf bins ``l_top / b_leaf``,
+        length bins ``1 / b_length``."""
+        spent = (decisions_epsilon(self.lam, self.beta, self.l_top) + _spent(self.l_top, self.leaf_scale))
+        return spent if self.length_scale is None else spent + _spent(1, self.length_scale)
+
+
+def alphabet_size(alphabet: Any) -> int:
+    """Number of public symbols (a string is its characters); the symbols themselves are
+    checked when the sequences are encoded."""
+    try:
+        return len(list(alphabet))
+    except TypeError:
+        raise ParameterError(f"alphabet must be a list of symbols (ints or strings), got {alphabet!r}",
+                             parameter="alphabet") from None
+
+
+def check_length_share(length_share: float, tree_share: float) -> float:
+    """``length_share`` in ``[0, 1)`` leaving budget for the leaves: ``tree_share + length_share < 1``."""
+    try:
+        value = float(length_share)
+    except (TypeError, ValueError):
+        value = float("nan")
+    if not 0.0 <= value < 1.0 or tree_share + value >= 1.0:
+        raise ParameterError(f"length_share must be in [0, 1) with tree_share + length_share < 1, got "
+                             f"length_share={length_share!r}, tree_share={tree_share!r}",
+                             parameter="length_share")
+    return value
+
 
 @register_plan
 class NgramPlan(SequencesPlan):
@@ -231,6 +347,10 @@ class NgramPlan(SequencesPlan):
     def _calibrate(self) -> None:
         self.l_top = self.options["max_length"] + 1
         self.scale = laplace_scale(self.options["height"] * self.l_top, self.epsilon, self.noise)
+        self.nominal_scale = self.options["height"] * self.l_top / self.epsilon
+
+    def _exact_spent(self) -> Fraction:
+        return _spent(self.options["height"] * self.l_top, self.scale)
 
     @property
     def noise_model(self) -> NoiseModel:
@@ -238,4 +358,5 @@ class NgramPlan(SequencesPlan):
 
 
 __all__ = ["AdaptiveGridPlan", "NgramPlan", "PointsPlan", "PrivTreePlan", "PrivTreeSequencesPlan",
-           "PriveletGridPlan", "SequencesPlan", "UniformGridPlan", "split_budget"]
+           "PriveletGridPlan", "SequencesPlan", "UniformGridPlan", "alphabet_size", "check_length_share",
+           "split_budget"]

@@ -1,4 +1,4 @@
-"""Reading a sequence release back: tree structure and noise parameters recomputed.
+"""Reading a sequence release back: tree structure and noise parameters checked against the plan.
 
 What :meth:`SequenceRelease.from_arrow` verifies beyond the common metadata (the checksum,
 required unless the file predates checksums, is checked by the caller):
@@ -8,13 +8,13 @@ required unless the file predates checksums, is checked by the caller):
   ``l_top`` (PrivTree) or ``height - 1`` (n-grams); at most ``max_nodes`` nodes; for PrivTree
   every internal histogram the sum of its children's (both post-processings publish sums;
   not checked on files that predate checksums, whose 0.1.0 writer clipped level by level);
-* the parameters, from the declared ``epsilon`` and shares: ``l_top = max_length + 1``,
-  ``beta``, ``eps_tree = tree_share epsilon``, ``eps_length = length_share epsilon``,
-  ``eps_leaf = epsilon - eps_tree - eps_length``, ``lambda`` from ``eps_tree`` (Theorem 4.1
-  as reconstructed: ``(2 beta - 1) l_top / ((beta - 1) eps_tree)``), ``delta >= lambda ln
-  beta``, ``leaf_noise_scale = l_top / eps_leaf``, ``length_noise_scale = 1 / eps_length``; for
-  n-grams ``noise_scale = height l_top / epsilon``.  Each scale through
-  :func:`~polars_dp.releases.integrity.check_noise_scale` (the one tolerance rule);
+* the parameters, against the plan rebuilt from the declared ``epsilon``, shares, alphabet
+  and ``max_length`` (:class:`~polars_dp.plans.PrivTreeSequencesPlan`,
+  :class:`~polars_dp.plans.NgramPlan`: the one calibration): ``l_top``, ``beta``,
+  ``eps_tree``, ``eps_length``, ``eps_leaf`` equal; ``lambda``, ``delta``,
+  ``leaf_noise_scale``, ``length_noise_scale`` (n-grams: ``noise_scale``) against the plan's
+  real-valued scales through :func:`~polars_dp.releases.integrity.check_noise_scale` (the
+  one tolerance rule: never below, above only by the documented lattice rounding);
 * sequence models are add/remove-one only (``neighbours = "add_remove"``).
 """
 
@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from polars_dp.errors import ReleaseFormatError
+from polars_dp.errors import PolarsDPError, ReleaseFormatError
+from polars_dp.plans import NgramPlan, PrivTreeSequencesPlan
 from polars_dp.releases.integrity import check_equal, check_noise_scale, positive_number
 
 if TYPE_CHECKING:
@@ -81,48 +82,57 @@ def check_sequence_structure(release: SequenceRelease, *, sums: bool = True) -> 
                                      "children's: the counts were edited")
 
 
+def rebuilt_plan(release: SequenceRelease) -> NgramPlan | PrivTreeSequencesPlan:
+    """The plan of a sequence release rebuilt from its metadata (the one calibration: no
+    formula is repeated here); a parameter the plan refuses is a ReleaseFormatError."""
+    p = release.params
+    common = {"alphabet": list(release.alphabet), "max_length": release.max_length,
+              "epsilon": release.epsilon, "noise": release.noise}
+    try:
+        if release.mechanism == "ngram":
+            return NgramPlan("", height=int(_number(p, "height")), **common)
+        return PrivTreeSequencesPlan(
+            "", tree_share=_number(p, "tree_share"), theta=_number(p, "theta", positive=False),
+            postprocess=p.get("postprocess", "sum_then_clip"), max_nodes=p.get("max_nodes"),
+            length_share=_number(p, "length_share", positive=False) if "length_share" in p else 0.0,
+            **common)
+    except PolarsDPError as exc:
+        if isinstance(exc, ReleaseFormatError):
+            raise
+        raise ReleaseFormatError(f"release metadata field 'params' is invalid: {exc}") from None
+
+
 def check_sequence_parameters(release: SequenceRelease, meta: Mapping[str, Any]) -> None:
-    """The noise parameters recomputed from the declared ones (module docstring); ``meta`` is
-    the decoded top-level metadata, whose copies of parameters must agree with ``params``."""
+    """The recorded noise parameters against the plan rebuilt from the declared ones (module
+    docstring); ``meta`` is the decoded top-level metadata, whose copies of parameters must
+    agree with ``params``."""
     if release.mechanism not in SEQUENCE_MECHANISMS:
         raise ReleaseFormatError(f"release metadata field 'mechanism' is {release.mechanism!r}, not a "
                                  f"sequence mechanism {SEQUENCE_MECHANISMS}")
     if release.neighbours != "add_remove":
         raise ReleaseFormatError("release metadata field 'neighbours' of a sequence model must be "
                                  f"'add_remove', got {release.neighbours!r}")
-    p, eps = release.params, release.epsilon
-    beta = release.alphabet_size + 1
-    l_top = release.max_length + 1
-    check_equal("params.l_top", p.get("l_top"), l_top)
-    if "beta" in p:
-        check_equal("params.beta", p["beta"], beta)
+    p = release.params
     for key, value in meta.items():
         if key in p and key in ("lambda", "delta", "tree_share", "theta", "leaf_noise_scale", "l_top",
                                 "height", "noise_scale"):
             check_equal(key, value, p[key])
-    if release.mechanism == "ngram":
-        height = _number(p, "height")
-        check_noise_scale("params.noise_scale", _number(p, "noise_scale"), height * l_top / eps)
+    plan = rebuilt_plan(release)
+    check_equal("params.l_top", p.get("l_top"), plan.l_top)
+    if isinstance(plan, NgramPlan):
+        check_noise_scale("params.noise_scale", _number(p, "noise_scale"), plan.nominal_scale)
         return
-    share = _number(p, "tree_share")
-    length_share = _number(p, "length_share", positive=False) if "length_share" in p else 0.0
-    if not share + length_share < 1:
-        raise ReleaseFormatError(f"release metadata fields 'params.tree_share' + 'params.length_share' "
-                                 f"must stay below 1, got {share!r} + {length_share!r}")
-    eps_tree = _number(p, "eps_tree")
-    check_equal("params.eps_tree", eps_tree, share * eps)
-    eps_length = 0.0
-    if length_share > 0:
-        eps_length = _number(p, "eps_length")
-        check_equal("params.eps_length", eps_length, length_share * eps)
-        check_noise_scale("params.length_noise_scale", _number(p, "length_noise_scale"), 1 / eps_length)
-    eps_leaf = _number(p, "eps_leaf")
-    check_equal("params.eps_leaf", eps_leaf + eps_tree + eps_length, eps)
-    lam = _number(p, "lambda")
-    check_noise_scale("params.lambda", lam, (2 * beta - 1) * l_top / ((beta - 1) * eps_tree))
-    check_noise_scale("params.delta", _number(p, "delta"), lam * math.log(beta))
-    check_noise_scale("params.leaf_noise_scale", _number(p, "leaf_noise_scale"), l_top / eps_leaf)
-    _number(p, "theta", positive=False)
+    if "beta" in p:
+        check_equal("params.beta", p["beta"], plan.beta)
+    check_equal("params.eps_tree", _number(p, "eps_tree"), float(plan.epsilon_tree))
+    check_equal("params.eps_leaf", _number(p, "eps_leaf"), float(plan.epsilon_leaf))
+    if plan.nominal_length_scale is not None:
+        check_equal("params.eps_length", _number(p, "eps_length"), float(plan.epsilon_length))
+        check_noise_scale("params.length_noise_scale", _number(p, "length_noise_scale"),
+                          plan.nominal_length_scale)
+    check_noise_scale("params.lambda", _number(p, "lambda"), plan.nominal_lambda)
+    check_noise_scale("params.delta", _number(p, "delta"), plan.nominal_delta)
+    check_noise_scale("params.leaf_noise_scale", _number(p, "leaf_noise_scale"), plan.nominal_leaf_scale)
 
 
-__all__ = ["SEQUENCE_MECHANISMS", "check_sequence_parameters", "check_sequence_structure"]
+__all__ = ["SEQUENCE_MECHANISMS", "check_sequence_parameters", "check_sequence_structure", "rebuilt_plan"]

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
+from polars_dp.errors import ParameterError
 from polars_dp.releases.noise_model import IndependentLaplace
 from polars_dp.releases.postprocess import postprocessed_noise_model
 from polars_dp.releases.sql import (
@@ -48,6 +49,46 @@ def _noise_std(release: SpatialRelease, name: str) -> str:
     return "NULL::DOUBLE"
 
 
+def accuracy_function(name: str) -> str:
+    """Name of the scalar function behind ``noise_lo`` / ``noise_hi`` of release ``name``."""
+    return f"__pdp_noise_accuracy_{name}"
+
+
+def _noise_half_width(release: SpatialRelease, name: str) -> str:
+    """SQL of each answer's leaf-noise half-width at ``alpha`` (the rule of
+    ``release.range_counts(alpha=...)``, by a scalar function over ``sum w^2``); NULL where
+    the release states no error bar (counted levels, AG, Privelet*, post-processed)."""
+    if (postprocessed_noise_model(release.params) is not None or release.levels is not None
+            or not isinstance(release.noise_model, IndependentLaplace)):
+        return "NULL::DOUBLE"
+    return f"{ident(accuracy_function(name))}(alpha::DOUBLE, coalesce(total.weight_squares, 0.0))"
+
+
+def _register_accuracy_function(con: Any, name: str, release: SpatialRelease, replace: bool) -> None:
+    """The vectorised scalar function ``(alpha, sum w^2) -> half-width``:
+    :meth:`SpatialRelease.leaf_noise_accuracy`, so SQL and Python agree; a NULL alpha gives NULL."""
+    fname = accuracy_function(name)
+    if replace:
+        with contextlib.suppress(Exception):  # none registered yet
+            con.remove_function(fname)
+
+    def accuracy(alpha: pa.Array, squares: pa.Array) -> pa.Array:
+        a = np.asarray(pa.array(alpha).to_numpy(zero_copy_only=False), dtype=np.float64)
+        w = np.asarray(pa.array(squares).to_numpy(zero_copy_only=False), dtype=np.float64)
+        out = np.full(a.size, np.nan)
+        for value in np.unique(a[~np.isnan(a)]):
+            rows = a == value
+            out[rows] = release.leaf_noise_accuracy(w[rows], float(value))
+        return pa.array(out, from_pandas=True)  # NaN (alpha NULL) -> NULL
+
+    try:
+        con.create_function(fname, accuracy, ["DOUBLE", "DOUBLE"], "DOUBLE", type="arrow",
+                            null_handling="special", side_effects=False)
+    except Exception as exc:
+        raise ParameterError(f"DuckDB function {fname!r} exists in this connection; pass replace=True "
+                             f"to overwrite it ({exc})") from None
+
+
 def _register_std_function(con: Any, name: str, release: SpatialRelease, replace: bool) -> None:
     """The vectorised scalar function behind ``noise_std`` of a release with counted levels."""
     d, box, levels = release.box.d, release.box, release.levels
@@ -83,7 +124,8 @@ def _tree_answers(release: SpatialRelease, name: str, queries: str, where: str) 
     return render("tree_answers.sql", table=ident(name), queries=queries, checks=checks,
                   typed_columns=", ".join(["NULL AS id", *typed]),
                   bounds=",\n           ".join(bounds), fractions=" * ".join(fractions),
-                  overlap=" AND ".join(overlap), noise_std=_noise_std(release, name))
+                  overlap=" AND ".join(overlap), noise_std=_noise_std(release, name),
+                  noise_half=_noise_half_width(release, name))
 
 
 def register_tree(con: Any, name: str, release: SpatialRelease, *, replace: bool = False) -> Any:
@@ -92,13 +134,19 @@ def register_tree(con: Any, name: str, release: SpatialRelease, *, replace: bool
     * ``name``: one row per leaf (``<col>_lo``, ``<col>_hi``, ``depth``, ``count``, and the
       leaf's position ``leaf`` in the release);
     * ``name_meta(key, value)`` and a table comment, as for grid releases;
-    * ``name_range_count(<col>_lo := ..., <col>_hi := ...)``: one row (``count``, ``noise_std``);
-    * ``name_range_counts(boxes_table)``: ``id``, ``count``, ``noise_std`` per box of a table with
-      an ``id`` column and ``<col>_lo`` / ``<col>_hi`` columns (missing or NULL = the whole range; any
-      other column, a NULL id and a repeated id are refused, as in Python).
+    * ``name_range_count(<col>_lo := ..., <col>_hi := ..., alpha := 0.05)``: one row (``count``,
+      ``noise_std``, ``noise_lo``, ``noise_hi``);
+    * ``name_range_counts(boxes_table, alpha := 0.05)``: ``id``, ``count``, ``noise_std``,
+      ``noise_lo``, ``noise_hi`` per box of a table with an ``id`` column and ``<col>_lo`` /
+      ``<col>_hi`` columns (missing or NULL = the whole range; any other column, a NULL id and a
+      repeated id are refused, as in Python).
 
-    ``noise_std`` is what ``release.range_counts(std=True)`` gives: the noise of the counts only
-    (not the uniformity error), NULL where the release states no error bar.  A release with
+    ``noise_std`` is what ``release.range_counts(std=True)`` gives and ``noise_lo`` /
+    ``noise_hi`` what ``release.range_counts(alpha=...)`` gives (``count`` -/+ the half-width
+    the leaf noise exceeds with probability at most ``alpha``, from a scalar function
+    ``__pdp_noise_accuracy_<name>`` registered on the connection): the noise of the counts only
+    (not the uniformity error, hence the ``noise_`` names), NULL where the release states no
+    error bar or with ``alpha := NULL``.  A release with
     counted top levels answers from its inferred counts and gets its ``noise_std`` from a
     scalar function ``__pdp_noise_std_<name>`` registered on the connection (the inference
     weights live in Python).
@@ -110,7 +158,8 @@ def register_tree(con: Any, name: str, release: SpatialRelease, *, replace: bool
     """
     check_identifier(name)
     source, meta_source = f"__pdp_source_{name}", f"__pdp_meta_{name}"
-    params = ", ".join(f"{ident(f'{c}_{side}')} := NULL" for c in release.columns for side in ("lo", "hi"))
+    ranges = [f"{ident(f'{c}_{side}')} := NULL" for c in release.columns for side in ("lo", "hi")]
+    params = ", ".join([*ranges, "alpha := 0.05"])
     single_source = "(SELECT 0 AS id, " + ", ".join(
         f"{ident(f'{c}_{side}')} AS {ident(f'{c}_{side}')}" for c in release.columns
         for side in ("lo", "hi")) + ")"
@@ -121,6 +170,8 @@ def register_tree(con: Any, name: str, release: SpatialRelease, *, replace: bool
         create = create_mode(replace)
         if release.levels is not None:
             _register_std_function(con, name, release, replace)
+        if _noise_half_width(release, name) != "NULL::DOUBLE":
+            _register_accuracy_function(con, name, release, replace)
         con.execute(render("tree_register.sql", table=ident(name), source=ident(source), create=create,
                            meta_table=ident(f"{name}_meta"), meta_source=ident(meta_source),
                            comment=comment(release, name)))

@@ -260,8 +260,11 @@ class SpatialRelease(Release):
             counts, var = self.levels.range_counts(self.box, *self._query_arrays(frame, passthrough),
                                                    variance=exact_std)
             bar.close()
-            extra = ([pl.Series("noise_std", np.sqrt(var))] if var is not None
-                     else [pl.lit(None, pl.Float64).alias("noise_std")] if std else [])
+            extra: list[pl.Series | pl.Expr] = (
+                [pl.Series("noise_std", np.sqrt(var))] if var is not None
+                else [pl.lit(None, pl.Float64).alias("noise_std")] if std else [])
+            if alpha is not None:  # inferred counts mix the noise: no tail bound is stated
+                extra += [pl.lit(None, pl.Float64).alias(c) for c in ("noise_lo", "noise_hi")]
             return frame.with_columns(pl.Series("count", counts), *extra)
         if not std or postprocessed_noise_model(self.params) is not None:  # post-processed: std NULL
             counts = self.range_count_array(frame, passthrough=passthrough)
@@ -282,9 +285,19 @@ class SpatialRelease(Release):
         bar.close()
         out = [pl.Series("count", counts), pl.Series("noise_std", np.sqrt(2.0 * scale**2 * squares))]
         if alpha is not None:
-            half = chernoff_accuracy(scale**2 * squares, scale, alpha)
+            half = self.leaf_noise_accuracy(squares, alpha)
             out += [pl.Series("noise_lo", counts - half), pl.Series("noise_hi", counts + half)]
         return frame.with_columns(out)
+
+    def leaf_noise_accuracy(self, weight_squares: np.ndarray, alpha: float) -> np.ndarray:
+        """Half-width ``a`` with ``P(|leaf noise of the answer| > a) <= alpha`` for answers whose
+        leaf weights ``w <= 1`` have ``sum w^2 = weight_squares``: the Chernoff bound
+        :func:`~polars_dp.kernels.tail_bounds.chernoff_accuracy` with every term's scale at most
+        the leaves' ``b`` (i.i.d. leaf noise only; the uniformity error is not included).  The
+        one rule behind ``noise_lo`` / ``noise_hi`` in Python and in DuckDB."""
+        scale = self._leaf_noise_scale()
+        squares = np.asarray(weight_squares, dtype=np.float64)
+        return chernoff_accuracy(scale**2 * squares, scale, check_alpha(alpha))
 
     def noise_variance_array(self, boxes: Any, *, passthrough: Iterable[str] = ("id",)) -> np.ndarray:
         """The noise variance of each answer of :meth:`range_counts` (``noise_std ** 2``; NaN where
@@ -310,6 +323,18 @@ class SpatialRelease(Release):
             query = {f"{self.box.columns[0]}_lo": [float(self.box.lo[0])]}
         std = self.range_counts(query, std=True)["noise_std"][0]
         return None if std is None else float(std)  # None: post-processed, no error bar (as range_counts)
+
+    def range_noise_interval(self, alpha: float = 0.05, **ranges: tuple[float, float]
+                             ) -> tuple[float | None, float | None]:
+        """``(noise_lo, noise_hi)`` of :meth:`range_count` at ``alpha`` (the columns of
+        :meth:`range_counts` with ``alpha=``: leaf noise only); ``(None, None)`` where the
+        release states no error bar."""
+        query = self._single_query(ranges)
+        if not query:
+            query = {f"{self.box.columns[0]}_lo": [float(self.box.lo[0])]}
+        row = self.range_counts(query, alpha=alpha).row(0, named=True)
+        lo, hi = row["noise_lo"], row["noise_hi"]
+        return (None, None) if lo is None else (float(lo), float(hi))
 
     def range_sums(self, boxes: Any, *, passthrough: Iterable[str] = ("id",)) -> np.ndarray:
         """Deprecated name of :meth:`range_count_array`."""

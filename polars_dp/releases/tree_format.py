@@ -18,7 +18,7 @@ from polars_dp.errors import PolarsDPError, ReleaseFormatError
 from polars_dp.kernels.grid import grid_boxes
 from polars_dp.kernels.morton import MortonLayout
 from polars_dp.noise import histogram_sensitivity
-from polars_dp.plans import Plan, PriveletGridPlan, PrivTreePlan, UniformGridPlan
+from polars_dp.plans import AdaptiveGridPlan, Plan, PriveletGridPlan, PrivTreePlan, UniformGridPlan
 from polars_dp.plans.noise_model import (
     Correlated,
     IndependentLaplace,
@@ -119,7 +119,7 @@ def _leaf_order(box: Box, layout: Mapping[str, Any], lo: np.ndarray, hi: np.ndar
 
 
 def rebuilt_plan(release: SpatialRelease) -> Plan | None:
-    """The plan of a PrivTree, UG or Privelet* release rebuilt from its metadata (None for
+    """The plan of a PrivTree, UG, AG or Privelet* release rebuilt from its metadata (None for
     other mechanisms, or when the file records too little to rebuild it)."""
     p, box = release.params, release.box
     common = {"bounds": [(float(lo), float(hi)) for lo, hi in zip(box.lo, box.hi, strict=True)],
@@ -133,10 +133,14 @@ def rebuilt_plan(release: SpatialRelease) -> Plan | None:
                                 **common)
         if release.mechanism == "privelet_grid" and "bits" in p:
             return PriveletGridPlan(list(box.columns), bits=p["bits"], **common)
-        if release.mechanism == "uniform_grid" and "n_source" in p and "n_used" in p:
+        if release.mechanism in ("uniform_grid", "adaptive_grid") and "n_source" in p and "n_used" in p:
             public = str(p["n_source"]) == "public"
-            return UniformGridPlan(list(box.columns), n=int(p["n_used"]) if public else None,
-                                   n_share=_share(p["n_source"]), c=p.get("c", 10.0), **common)
+            n = {"n": int(p["n_used"]) if public else None, "n_share": _share(p["n_source"]),
+                 "c": p.get("c", 10.0)}
+            if release.mechanism == "uniform_grid":
+                return UniformGridPlan(list(box.columns), **n, **common)
+            return AdaptiveGridPlan(list(box.columns), **n, alpha=p.get("alpha", 0.5), c2=p.get("c2", 5.0),
+                                    **common)
     except PolarsDPError as exc:
         raise ReleaseFormatError(f"release metadata field 'params' is invalid: {exc}") from None
     return None
@@ -153,8 +157,14 @@ def _share(n_source: Any) -> float:
     return 0.05
 
 
-def _check_against_plan(release: SpatialRelease, plan: Plan) -> None:
-    """The recorded budget split and scales against the rebuilt plan's."""
+def _recorded(p: Mapping[str, Any], key: str) -> float | None:
+    return positive_number(p[key], f"params.{key}") if key in p else None
+
+
+def _check_against_plan(release: SpatialRelease, plan: Plan) -> float | None:
+    """The recorded budget split and scales against the rebuilt plan's (each recorded value
+    that the plan computes; the one calibration).  Returns the recorded scale of independent
+    leaf noise, if any."""
     p = release.params
     if isinstance(plan, PrivTreePlan):
         if "epsilon_tree" in p:
@@ -168,35 +178,64 @@ def _check_against_plan(release: SpatialRelease, plan: Plan) -> None:
                                      "was edited or is corrupt")
         for j, (got, want) in enumerate(zip(recorded, plan.epsilon_levels, strict=True)):
             check_equal(f"params.epsilon_levels[{j}]", got, float(want))
-        if "leaf_noise_scale" in p:
-            check_noise_scale("params.leaf_noise_scale", positive_number(p["leaf_noise_scale"],
-                                                                        "params.leaf_noise_scale"),
-                              plan.nominal_leaf_scale)
-    elif isinstance(plan, PriveletGridPlan):
+        scales = p.get("level_noise_scales", [])
+        if not isinstance(scales, list) or len(scales) != len(plan.nominal_level_scales):
+            raise ReleaseFormatError("release metadata fields 'params.epsilon_levels' and "
+                                     "'params.level_noise_scales' must be lists of one number per "
+                                     "counted level")
+        for j, (b, nominal) in enumerate(zip(scales, plan.nominal_level_scales, strict=True)):
+            name = f"params.level_noise_scales[{j}]"
+            check_noise_scale(name, positive_number(b, name), nominal)
+        scale = _recorded(p, "leaf_noise_scale")
+        if scale is not None:
+            check_noise_scale("params.leaf_noise_scale", scale, plan.nominal_leaf_scale)
+        return scale
+    if isinstance(plan, PriveletGridPlan):
         if "rho" in p:
             check_equal("params.rho", p["rho"], plan.rho)
-        if "noise_scale" in p:
-            check_noise_scale("params.noise_scale", positive_number(p["noise_scale"], "params.noise_scale"),
-                              plan.nominal_scale)
-    elif isinstance(plan, UniformGridPlan):
-        if "epsilon_grid" in p:
-            check_equal("params.epsilon_grid", p["epsilon_grid"], float(plan.epsilon_grid))
-        if "noise_scale" in p:
-            check_noise_scale("params.noise_scale", positive_number(p["noise_scale"], "params.noise_scale"),
-                              plan.nominal_cell_scale)
+        scale = _recorded(p, "noise_scale")
+        if scale is not None:
+            check_noise_scale("params.noise_scale", scale, plan.nominal_scale)
+        return scale
+    if isinstance(plan, (UniformGridPlan, AdaptiveGridPlan)) and "epsilon_grid" in p:
+        check_equal("params.epsilon_grid", p["epsilon_grid"], float(plan.epsilon_grid))
+    if isinstance(plan, AdaptiveGridPlan):
+        for level, nominal in ((1, plan.nominal_level1_scale), (2, plan.nominal_level2_scale)):
+            key = f"level{level}_noise_scale"
+            recorded_scale = _recorded(p, key)
+            if recorded_scale is not None:
+                check_noise_scale(f"params.{key}", recorded_scale, nominal)
+        return None
+    assert isinstance(plan, UniformGridPlan)
+    scale = _recorded(p, "noise_scale")
+    if scale is not None:
+        check_noise_scale("params.noise_scale", scale, plan.nominal_cell_scale)
+    return scale
 
 
 def _check_tree_parameters(release: SpatialRelease) -> None:
-    """Noise parameters recomputed from the declared ones (only those the release records):
-    ``epsilon_tree + epsilon_leaf = epsilon`` and ``epsilon_tree = tree_share * epsilon``,
-    ``epsilon_grid <= epsilon``, ``leaf_noise_scale`` from ``epsilon_leaf``, a grid's
-    ``noise_scale`` from ``epsilon_grid`` or ``rho``, and the noise model's scale from those
-    (or at least ``sensitivity / epsilon``: leaf counts partition the data)."""
-    p, eps = release.params, release.epsilon
-    plan = rebuilt_plan(release)
-    if plan is not None:  # the one calibration; the checks below cover what it does not rebuild
-        _check_against_plan(release, plan)
+    """The recorded parameters against the plan rebuilt from the declared ones
+    (:func:`rebuilt_plan`); for a file that records too little to rebuild it (or a mechanism
+    without a plan rebuild), the relations between the recorded values: ``epsilon_tree +
+    epsilon_leaf = epsilon``, ``epsilon_tree = tree_share * epsilon``, ``epsilon_grid <=
+    epsilon``, scales from the recorded epsilons.  Then the noise model's scale equals the
+    recorded one (or is at least ``sensitivity / epsilon``: leaf counts partition the data)."""
+    eps = release.epsilon
     sens = histogram_sensitivity(release.neighbours)
+    plan = rebuilt_plan(release)
+    scale = (_check_against_plan(release, plan) if plan is not None
+             else _check_recorded_relations(release, sens))
+    model = release.noise_model
+    if isinstance(model, IndependentLaplace):
+        if scale is not None:
+            check_equal("noise_model.scale", model.scale, scale)
+        else:
+            check_noise_scale("noise_model.scale", max(model.scale, sens / eps), sens / eps)
+
+
+def _check_recorded_relations(release: SpatialRelease, sens: int) -> float | None:
+    """Files without a rebuildable plan: the recorded values checked against each other."""
+    p, eps = release.params, release.epsilon
 
     def number(key: str) -> float:
         if key not in p:
@@ -222,12 +261,7 @@ def _check_tree_parameters(release: SpatialRelease) -> None:
             check_noise_scale("params.noise_scale", scale, sens * number("rho") / eps)
         elif "epsilon_grid" in p:
             check_noise_scale("params.noise_scale", scale, sens / number("epsilon_grid"))
-    model = release.noise_model
-    if isinstance(model, IndependentLaplace):
-        if scale is not None:
-            check_equal("noise_model.scale", model.scale, scale)
-        else:
-            check_noise_scale("noise_model.scale", max(model.scale, sens / eps), sens / eps)
+    return scale
 
 
 def _levels_epsilon(p: Mapping[str, Any], sens: int) -> float:

@@ -395,7 +395,8 @@ def test_cli_sql_wrong_argument_shows_the_signature(files, capsys, in_tmp):
                         names=("release_range_count(age_lo := NULL, age_hi := NULL, sex := NULL",))
     assert "explicit type casts" not in message
     cli_error(capsys, in_tmp, "sql", files["tree"], "SELECT * FROM release_range_count(lon_lo := 3)",
-              names=("release_range_count(x_lo := NULL, x_hi := NULL, y_lo := NULL, y_hi := NULL)",))
+              names=("release_range_count(x_lo := NULL, x_hi := NULL, y_lo := NULL, y_hi := NULL, "
+                     "alpha := 0.05)",))
 
 
 # ---------------------------------------------------------------------- 14. sql only reads
