@@ -214,7 +214,7 @@ def privtree(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: 
     theta = check_theta(theta)
     if noise == "exact":
         theta = grid_theta(theta)
-    lam = privtree_lambda(eps_tree, beta, group=factor, noise=noise)
+    lam = plan.lam  # the plan's lambda: one calibration
     delta = privtree_delta(lam, beta, noise=noise)
     leaf_scale = plan.leaf_scale
     src = noise_source(seed)
