@@ -29,8 +29,9 @@ def _overlap(s: np.ndarray, t: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.n
     return np.clip(np.minimum(t, b) - np.maximum(s, a), 0, None)
 
 
-def haar_range_variance_factor(m: int, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
-    """``sum_c a_c^2`` for the ranges ``[start, stop)`` of ``m`` Haar cells.
+def haar_range_weights(m: int, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
+    """``|a_c|`` of the (at most ``1 + 2 l``) unnormalised Haar coefficients with a non-zero
+    weight in the range sums ``[start, stop)``, shape ``(queries, 1 + 2 l)`` (zeros pad).
 
     ``a_c`` is the weight of unnormalised coefficient ``c`` in the range sum after the
     inverse: ``(stop - start) / P`` for the base and ``(|R ∩ left| - |R ∩ right|) / W`` for a
@@ -40,7 +41,7 @@ def haar_range_variance_factor(m: int, starts: np.ndarray, stops: np.ndarray) ->
     s = np.asarray(starts, dtype=np.int64)
     t = np.asarray(stops, dtype=np.int64)
     p = haar_padded_length(m)
-    f = ((t - s) / p) ** 2
+    cols = [np.abs((t - s) / p)]
     w = p
     while w > 1:
         half = w // 2
@@ -48,9 +49,16 @@ def haar_range_variance_factor(m: int, starts: np.ndarray, stops: np.ndarray) ->
         last = ((t - 1) // w) * w
         for a, use in ((first, np.ones(s.shape, dtype=bool)), (last, last != first)):
             diff = _overlap(s, t, a, a + half) - _overlap(s, t, a + half, a + w)
-            f += np.where(use, (diff / w) ** 2, 0.0)
+            cols.append(np.where(use, np.abs(diff / w), 0.0))
         w = half
-    return f
+    return np.stack(cols, axis=-1)
+
+
+def haar_range_variance_factor(m: int, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
+    """``sum_c a_c^2`` for the ranges ``[start, stop)`` of ``m`` Haar cells: the sum of
+    squares of :func:`haar_range_weights`."""
+    weights = haar_range_weights(m, starts, stops)
+    return np.einsum("...i,...i->...", weights, weights)
 
 
 def nominal_range_variance_factor(hierarchy: Hierarchy, starts: np.ndarray, stops: np.ndarray,
@@ -111,26 +119,6 @@ def range_variance_factor(attribute: Attribute, starts: np.ndarray, stops: np.nd
 
 
 # ---------------------------------------------------------------------------- weights
-def haar_range_weights(m: int, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
-    """``|a_c|`` of the (at most ``1 + 2 l``) unnormalised Haar coefficients with a non-zero
-    weight in the range sums ``[start, stop)``, shape ``(queries, 1 + 2 l)`` (zeros pad);
-    ``sum of squares`` = :func:`haar_range_variance_factor`."""
-    s = np.asarray(starts, dtype=np.int64)
-    t = np.asarray(stops, dtype=np.int64)
-    p = haar_padded_length(m)
-    cols = [np.abs((t - s) / p)]
-    w = p
-    while w > 1:
-        half = w // 2
-        first = (s // w) * w
-        last = ((t - 1) // w) * w
-        for a, use in ((first, np.ones(s.shape, dtype=bool)), (last, last != first)):
-            diff = _overlap(s, t, a, a + half) - _overlap(s, t, a + half, a + w)
-            cols.append(np.where(use, np.abs(diff / w), 0.0))
-        w = half
-    return np.stack(cols, axis=-1)
-
-
 def nominal_range_weights(hierarchy: Hierarchy, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
     """``|a_c|`` of every nominal coefficient (root first, then BFS) in the leaf-range sums
     ``[start, stop)``, shape ``(queries, nodes)``; squares sum to
