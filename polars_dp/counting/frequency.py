@@ -9,7 +9,6 @@ return only (cell, count).  The private rows are read once, here.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from typing import Any
 
@@ -21,6 +20,7 @@ from polars_dp.counting import engines
 from polars_dp.counting.spec import CountSpec, strides
 from polars_dp.domains.attributes import Attribute, as_attributes
 from polars_dp.errors import DomainTooLargeError, ParameterError
+from polars_dp.memory import total_memory_bytes
 from polars_dp.params import NULLS, ON_OUT_OF_DOMAIN, check_option
 
 
@@ -41,14 +41,6 @@ def check_row_options(on_out_of_domain: str, nulls: str) -> None:
     """The row-wise options every mechanism takes: ``on_out_of_domain`` and ``nulls``."""
     check_option(on_out_of_domain, "on_out_of_domain", ON_OUT_OF_DOMAIN)
     check_option(nulls, "nulls", NULLS)
-
-
-def total_memory_bytes() -> int:
-    """Physical memory of this machine (falls back to 8 GiB where it cannot be read)."""
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
-        return 8 << 30
 
 
 def _size_text(x: float) -> str:

@@ -23,6 +23,7 @@ from polars_dp.errors import ParameterError, QueryError, ReleaseFormatError
 from polars_dp.kernels.prefix import box_sums, prefix_sums, streamed_box_sums
 from polars_dp.kernels.tail_bounds import laplace_sum_accuracy
 from polars_dp.kernels.wavelet_variance import range_variance_factor, range_weights
+from polars_dp.memory import available_memory
 from polars_dp.noise import SeedLike
 from polars_dp.plans.grid import check_alpha
 from polars_dp.plans.noise_model import Correlated, NoiseModel, WaveletLaplace
@@ -59,22 +60,6 @@ def _axis_index(shape: tuple[int, ...], axis: int, start: int = 0, stop: int | N
     outer = int(np.prod(shape[:axis], dtype=np.int64))
     base = np.arange(shape[axis], dtype=np.int32)
     return np.tile(np.repeat(base, inner), outer)
-
-
-def available_memory() -> int | None:
-    """Bytes of memory available now (``MemAvailable`` of /proc/meminfo, else free pages), or
-    None when unknown."""
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError):
-        pass
-    try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, AttributeError):
-        return None
 
 
 def _label_array(labels: list | np.ndarray, codes: np.ndarray) -> pa.Array:

@@ -31,9 +31,9 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
-from polars_dp.counting.frequency import total_memory_bytes
 from polars_dp.domains.attributes import Attribute, Nominal, Ordinal
 from polars_dp.errors import DomainTooLargeError, EmptyReleaseError
+from polars_dp.memory import total_memory_bytes
 from polars_dp.noise import SeedLike, make_rng
 from polars_dp.params import check_int
 
