@@ -75,26 +75,11 @@ def nominal_range_variance_factor(hierarchy: Hierarchy, starts: np.ndarray, stop
     tr = nominal_tree(hierarchy)
     s = np.asarray(starts, dtype=np.int64)
     t = np.asarray(stops, dtype=np.int64)
-    # 1/prod of fanouts of the proper ancestors of each node (root: 1)
-    node_scale = np.ones(tr.n_nodes)
-    for a, b in tr.level_bounds:
-        par = tr.parent[a:b]
-        node_scale[a:b] = node_scale[par] / tr.fanout[par]
-    leaf_scale = np.empty(tr.n_leaves)
-    leaf_scale[tr.start[tr.leaf_nodes]] = node_scale[tr.leaf_nodes]
-    cum = np.r_[0.0, np.cumsum(leaf_scale)]
-    inv_w = 1.0 / tr.weights[1:]
     out = np.empty(s.shape, dtype=np.float64)
     step = max(1, chunk_cells // tr.n_nodes)
-    for i in range(0, s.size, step):
-        qs, qt = s[i:i + step, None], t[i:i + step, None]
-        lo = np.clip(qs, tr.start, tr.stop)
-        hi = np.clip(qt, tr.start, tr.stop)
-        q = (cum[hi] - cum[lo]) / node_scale
-        kids = q[:, 1:]
-        mean = np.add.reduceat(kids, tr.group_start, axis=1) / tr.group_size
-        a = (kids - np.repeat(mean, tr.group_size, axis=1)) * inv_w
-        out[i:i + step] = q[:, 0] ** 2 + np.einsum("ij,ij->i", a, a)
+    for i in range(0, s.size, step):  # chunks of queries: the weights are (queries, nodes)
+        weights = nominal_range_weights(hierarchy, s[i:i + step], t[i:i + step])
+        out[i:i + step] = np.einsum("ij,ij->i", weights, weights)
     return out
 
 
