@@ -71,18 +71,27 @@ def morton_tree_sums(leaf_starts: np.ndarray, leaf_counts: np.ndarray, layout: M
         expand = ~inside & ~is_leaf & (frac > 0)
         if not expand.any():
             break
-        k = layout.fanout
-        qi = np.repeat(qi[expand], k)
-        prefix = ((prefix[expand] << layout.split_bits)[:, None] | children).ravel()
-        lo = np.repeat(lo[expand], k, axis=0)
-        hi = np.repeat(hi[expand], k, axis=0)
-        child = np.tile(children, int(expand.sum()))
-        for t, dim in enumerate(layout.split_dims(depth)):
-            upper = ((child >> (layout.split_bits - 1 - t)) & 1).astype(bool)
-            mid = 0.5 * (lo[:, dim] + hi[:, dim])
-            lo[:, dim] = np.where(upper, mid, lo[:, dim])
-            hi[:, dim] = np.where(upper, hi[:, dim], mid)
+        qi = np.repeat(qi[expand], layout.fanout)
+        prefix, lo, hi = child_boxes(layout, depth, prefix[expand], lo[expand], hi[expand], children)
     return (answers, squares) if weight_squares else answers
+
+
+def child_boxes(layout: MortonLayout, depth: int, prefix: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                children: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The ``fanout`` children of each node at ``depth`` (Morton ``prefix``, box ``[lo, hi]``):
+    their prefixes and boxes, each node's children consecutive in child-code order (the split
+    dimensions of ``depth`` halved, the child code's bit ``t`` choosing the upper half)."""
+    k = layout.fanout
+    child_prefix = ((prefix << layout.split_bits)[:, None] | children).ravel()
+    lo = np.repeat(lo, k, axis=0)
+    hi = np.repeat(hi, k, axis=0)
+    child = np.tile(children, prefix.size)
+    for t, dim in enumerate(layout.split_dims(depth)):
+        upper = ((child >> (layout.split_bits - 1 - t)) & 1).astype(bool)
+        mid = 0.5 * (lo[:, dim] + hi[:, dim])
+        lo[:, dim] = np.where(upper, mid, lo[:, dim])
+        hi[:, dim] = np.where(upper, hi[:, dim], mid)
+    return child_prefix, lo, hi
 
 
 def grid_weight_squares(m: int, box: Box, q_lo: np.ndarray, q_hi: np.ndarray) -> np.ndarray:
@@ -168,4 +177,4 @@ def two_level_grid_sums(prefix: np.ndarray, offsets: np.ndarray, m2: np.ndarray,
     return np.bincount(qi, weights=pair, minlength=n_q)
 
 
-__all__ = ["grid_sums", "morton_tree_sums", "two_level_grid_sums"]
+__all__ = ["child_boxes", "grid_sums", "morton_tree_sums", "two_level_grid_sums"]

@@ -18,6 +18,7 @@ import numpy as np
 
 from polars_dp.domains.box import Box
 from polars_dp.kernels.morton import MortonLayout, overlap_fraction
+from polars_dp.kernels.spatial_sums import child_boxes
 from polars_dp.kernels.tree_inference import functional_variance
 
 
@@ -115,18 +116,9 @@ def level_tree_sums(tree: LevelTree, finest_starts: np.ndarray, finest_counts: n
             rec_node.append(np.searchsorted(tree.prefixes[depth], prefix))
         if not expand.any():
             break
-        k = lay.fanout
-        up = np.repeat(np.nonzero(expand)[0], k)
-        qi = np.repeat(qi[expand], k)
-        prefix = ((prefix[expand] << lay.split_bits)[:, None] | children).ravel()
-        lo = np.repeat(lo[expand], k, axis=0)
-        hi = np.repeat(hi[expand], k, axis=0)
-        child = np.tile(children, int(expand.sum()))
-        for t, dim in enumerate(lay.split_dims(depth)):
-            upper = ((child >> (lay.split_bits - 1 - t)) & 1).astype(bool)
-            mid = 0.5 * (lo[:, dim] + hi[:, dim])
-            lo[:, dim] = np.where(upper, mid, lo[:, dim])
-            hi[:, dim] = np.where(upper, hi[:, dim], mid)
+        up = np.repeat(np.nonzero(expand)[0], lay.fanout)
+        qi = np.repeat(qi[expand], lay.fanout)
+        prefix, lo, hi = child_boxes(lay, depth, prefix[expand], lo[expand], hi[expand], children)
     if node_stats is None:
         return answers, None
     V, ratio, group = node_stats
