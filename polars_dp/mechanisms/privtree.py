@@ -70,7 +70,7 @@ from polars_dp.params import Nulls, OnOutOfDomain
 from polars_dp.plans.spatial import PrivTreePlan
 from polars_dp.progress import Progress, rows_hint
 from polars_dp.releases.noise_model import Correlated, IndependentLaplace
-from polars_dp.releases.tree import SpatialRelease
+from polars_dp.releases.spatial import SpatialRelease
 from polars_dp.releases.tree_levels import TopLevels
 
 

@@ -64,7 +64,7 @@ from polars_dp.params import Nulls, OnOutOfDomain
 from polars_dp.plans.noise_model import Correlated, IndependentLaplace
 from polars_dp.plans.spatial import AdaptiveGridPlan, PriveletGridPlan, UniformGridPlan
 from polars_dp.progress import Progress, rows_hint
-from polars_dp.releases.tree import SpatialRelease
+from polars_dp.releases.spatial import SpatialRelease
 
 
 def grid_side(n: float, epsilon: float, c: float, d: int) -> int:

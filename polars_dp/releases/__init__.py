@@ -8,7 +8,7 @@ from polars_dp.releases.grid import GridRelease
 from polars_dp.releases.io import read_release, write_table_atomic
 from polars_dp.releases.scan import scan_release
 from polars_dp.releases.sequence import SequenceRelease
-from polars_dp.releases.tree import SpatialRelease
+from polars_dp.releases.spatial import SpatialRelease
 
 __all__ = ["GridRelease", "Release", "SequenceRelease", "SpatialRelease", "read_release",
            "scan_release", "write_table_atomic"]

@@ -26,7 +26,7 @@ from polars_dp.releases.sql import (
 )
 
 if TYPE_CHECKING:
-    from polars_dp.releases.tree import SpatialRelease
+    from polars_dp.releases.spatial import SpatialRelease
 
 
 def std_function(name: str) -> str:

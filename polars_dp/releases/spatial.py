@@ -1,0 +1,466 @@
+"""SpatialRelease: a partition of a public box into leaf boxes with noisy counts.
+
+The output of PrivTree and of the grid baselines (UG, AG).  One row per leaf: ``<col>_lo``,
+``<col>_hi`` for each column, ``depth`` and the noisy ``count`` (plus, for a PrivTree, the
+leaf's first Morton code ``morton``, which encodes the tree).  Range counts use the
+uniformity assumption (:mod:`polars_dp.kernels.spatial_sums`).  Everything here is
+post-processing of the mechanism's output; the release holds no reference to the input.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterable, Mapping
+from typing import Any, cast
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+
+from polars_dp.domains.box import Box, as_box
+from polars_dp.errors import QueryError, ReleaseFormatError
+from polars_dp.kernels.morton import MortonLayout
+from polars_dp.kernels.prefix import prefix_sums
+from polars_dp.kernels.spatial_sums import (
+    grid_sums,
+    grid_weight_squares,
+    morton_tree_sums,
+    two_level_grid_sums,
+)
+from polars_dp.kernels.tail_bounds import chernoff_accuracy
+from polars_dp.noise import SeedLike
+from polars_dp.plans.grid import check_alpha
+from polars_dp.progress import Progress
+from polars_dp.releases import geoparquet, sql_tree
+from polars_dp.releases.base import Release
+from polars_dp.releases.grid_queries import as_query_frame
+from polars_dp.releases.integrity import (
+    field,
+    verify_checksum,
+)
+from polars_dp.releases.io import register_release_type
+from polars_dp.releases.metadata import read_metadata
+from polars_dp.releases.noise_model import (
+    IndependentLaplace,
+    NoiseModel,
+    noise_model_from_json,
+    noise_model_to_json,
+)
+from polars_dp.releases.postprocess import TREE_POSTPROCESSING, postprocess_counts, postprocessed_noise_model
+from polars_dp.releases.sampling import sample_boxes
+from polars_dp.releases.spatial_format import (
+    LAYOUTS,
+    _check_layout,
+    _check_tree_parameters,
+    _float_column,
+    _leaf_order,
+    _legacy_noise_model,
+)
+from polars_dp.releases.tree_levels import TopLevels, check_same, parse_levels
+
+
+@register_release_type
+class SpatialRelease(Release):
+    """Leaves of a spatial decomposition with noisy counts.
+
+    ``layout`` says how the leaves tile the box: ``{"kind": "morton", "bits": k,
+    "split_bits": s}`` (a PrivTree; ``codes`` holds each leaf's first Morton code),
+    ``{"kind": "grid", "m": m}`` (``m^d`` cells in C order) or ``{"kind": "two_level_grid",
+    "m1": m1, "m2": [...]}`` (first-level cells in C order, each cut into its own ``m2^d``
+    cells, leaves grouped by first-level cell).
+    """
+
+    release_type = "tree"
+
+    def __init__(self, box: Box, lo: np.ndarray, hi: np.ndarray, depth: np.ndarray, count: np.ndarray,
+                 *, layout: Mapping[str, Any], mechanism: str, epsilon: float, neighbours: str,
+                 params: Mapping[str, Any] | None = None, codes: np.ndarray | None = None,
+                 noise_model: NoiseModel | None = None, created: str | None = None,
+                 library_version: str | None = None, noise: str = "float", seeded: bool = False,
+                 levels: TopLevels | None = None):
+        if layout.get("kind") not in LAYOUTS:
+            raise ReleaseFormatError(f"unknown tree layout {layout.get('kind')!r}; known: {LAYOUTS}")
+        if layout["kind"] == "morton" and codes is None:
+            raise ReleaseFormatError("a Morton-layout tree release needs the leaves' Morton codes")
+        self.box = box
+        self.lo = np.asarray(lo, dtype=np.float64).reshape(-1, box.d)
+        self.hi = np.asarray(hi, dtype=np.float64).reshape(-1, box.d)
+        self.depth = np.asarray(depth, dtype=np.int32)
+        self.count = np.asarray(count, dtype=np.float64)
+        self.codes = None if codes is None else np.asarray(codes, dtype=np.int64)
+        self.layout = dict(layout)
+        self._init_common(mechanism=mechanism, epsilon=epsilon, neighbours=neighbours, params=params,
+                          created=created, library_version=library_version, noise=noise, seeded=seeded)
+        self.noise_model = noise_model or _legacy_noise_model(self.mechanism, self.params)
+        self._grid_cache: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        #: counted top levels and the inference answering queries (``None``: leaves only)
+        self.levels = levels
+
+    # ------------------------------------------------------------------ basics
+    @property
+    def columns(self) -> list[str]:
+        return list(self.box.columns)
+
+    @property
+    def n_leaves(self) -> int:
+        return int(self.count.size)
+
+    @property
+    def leaves(self) -> pl.DataFrame:
+        """One row per leaf: ``<col>_lo``, ``<col>_hi`` per column, ``depth``, ``count``."""
+        hidden = [c for c in ("morton", "noisy_count") if c in self._table().column_names]
+        return cast(pl.DataFrame, pl.from_arrow(self._table().drop_columns(hidden)))
+
+    def metadata(self) -> dict[str, Any]:
+        meta = super().metadata()
+        meta.update({k: v for k, v in self.params.items() if k not in meta})
+        meta.update({"columns": list(self.box.columns), "bounds": self.box.to_json(),
+                     "layout": self.layout, "n_leaves": self.n_leaves,
+                     "noise_model": noise_model_to_json(self.noise_model)})
+        if self.levels is not None:
+            meta["levels"] = self.levels.to_json()
+        return meta
+
+    # ------------------------------------------------------------------ Arrow
+    def _table(self) -> pa.Table:
+        cols: dict[str, Any] = {}
+        for j, c in enumerate(self.box.columns):
+            cols[f"{c}_lo"] = pa.array(self.lo[:, j])
+            cols[f"{c}_hi"] = pa.array(self.hi[:, j])
+        cols["depth"] = pa.array(self.depth)
+        cols["count"] = pa.array(self.count)
+        if self.codes is not None:
+            cols["morton"] = pa.array(self.codes)
+        if self.levels is not None:
+            cols["noisy_count"] = pa.array(self.levels.noisy_leaves)
+        return pa.table(cols)
+
+    @classmethod
+    def from_arrow(cls, table: pa.Table) -> SpatialRelease:
+        """The release of a table written by :meth:`to_arrow`, verified before it answers
+        (:mod:`polars_dp.releases.integrity`): metadata types, the noise parameters recomputed
+        from epsilon and the neighbour relation, every leaf put in its place by its geometry
+        (any row order; the leaves must tile the box as the layout says), and the checksum
+        (required unless the file predates checksums)."""
+        meta = read_metadata(table)
+        common = cls._common_from_metadata(meta)
+        box = field(meta, "bounds", lambda b: as_box(field(meta, "columns"), b))
+        layout = field(meta, "layout", _check_layout)
+        model = field(meta, "noise_model", noise_model_from_json, default=None)
+        try:
+            lo = np.column_stack([_float_column(table, f"{c}_lo") for c in box.columns])
+            hi = np.column_stack([_float_column(table, f"{c}_hi") for c in box.columns])
+            depth = table.column("depth").to_numpy()
+            count = table.column("count").to_numpy()  # the stored type (the constructor decides)
+            if not np.issubdtype(count.dtype, np.number):
+                raise ReleaseFormatError(f"tree release column 'count' has type {count.dtype}, not numbers")
+            codes = table.column("morton").to_numpy() if "morton" in table.column_names else None
+            noisy_leaves = _float_column(table, "noisy_count") if "levels" in meta else None
+        except KeyError as exc:
+            raise ReleaseFormatError(f"tree release table has no {exc.args[0]!r} column") from None
+        n_leaves = field(meta, "n_leaves", int, default=table.num_rows)
+        if n_leaves != table.num_rows:
+            raise ReleaseFormatError(f"tree release has {table.num_rows} rows but its metadata declares "
+                                     f"{n_leaves} leaves: rows were removed or added")
+        try:
+            order = _leaf_order(box, layout, lo, hi, depth, codes)
+        except (KeyError, TypeError, ValueError, OverflowError) as exc:
+            if isinstance(exc, ReleaseFormatError):
+                raise
+            raise ReleaseFormatError(
+                f"release metadata field 'layout' is malformed ({layout!r}): {exc!r}") from None
+        codes = None if codes is None else codes[order]
+        release = cls(box, lo[order], hi[order], depth[order], count[order], layout=layout, codes=codes,
+                      noise_model=model, **common)
+        _check_tree_parameters(release)
+        if noisy_leaves is None:
+            verify_checksum(meta, release._payload_arrays(), required=True)
+            return release
+        if layout["kind"] != "morton" or codes is None:
+            raise ReleaseFormatError("counted top levels need a Morton-layout tree release")
+        lay = MortonLayout(box.d, int(layout["bits"]), int(layout["split_bits"]))
+        parsed = parse_levels(field(meta, "levels"), lay)
+        verify_checksum(meta, [*release._payload_arrays(), noisy_leaves[order], parsed[2]], required=True)
+        release.levels = _read_levels(release, lay, parsed, noisy_leaves[order])
+        return release
+
+    def _payload_arrays(self) -> list[np.ndarray]:
+        arrays: list[np.ndarray] = [self.lo, self.hi, self.depth, self.count]
+        arrays = arrays if self.codes is None else [*arrays, self.codes]
+        if self.levels is not None:
+            arrays += [self.levels.noisy_leaves, self.levels.noisy]
+        return arrays
+
+    def _geometry_batches(self, crs: object | None, rows: int) -> pa.RecordBatchReader:
+        """The leaf batches with GeoParquet polygons (``write_parquet(geometry=True)``; 2-D only):
+        see :mod:`polars_dp.releases.geoparquet`."""
+        return geoparquet.with_geometry(self.to_batches(rows), self.box, crs)
+
+    # ------------------------------------------------------------------ queries
+    def _query_arrays(self, boxes: Any, passthrough: Iterable[str] = ()) -> tuple[np.ndarray, np.ndarray]:
+        frame = as_query_frame(boxes)
+        known = {f"{c}_{s}" for c in self.box.columns for s in ("lo", "hi")} | set(passthrough)
+        unknown = [c for c in frame.columns if c not in known]
+        if unknown:
+            raise QueryError(f"query column {unknown[0]!r} is not one of {sorted(known)}")
+        n = frame.height
+        q_lo = np.empty((n, self.box.d))
+        q_hi = np.empty_like(q_lo)
+        for j, c in enumerate(self.box.columns):
+            for arr, side, default in ((q_lo, "lo", self.box.lo[j]), (q_hi, "hi", self.box.hi[j])):
+                name = f"{c}_{side}"
+                if name in frame.columns:
+                    s = frame[name]
+                    if not (s.dtype.is_numeric() or s.dtype == pl.Null):
+                        raise QueryError(f"query column {name!r} must hold numbers, got {s.dtype}")
+                    arr[:, j] = s.cast(pl.Float64).fill_null(default).to_numpy()  # null: whole range
+                else:
+                    arr[:, j] = default
+        if np.isnan(q_lo).any() or np.isnan(q_hi).any():
+            raise QueryError("query bounds contain NaN")
+        bad = np.nonzero(np.any(q_lo > q_hi, axis=1))[0]
+        if bad.size:
+            raise QueryError(f"query {int(bad[0])} has lo > hi; every range must be (lo, hi) with lo <= hi")
+        return q_lo, q_hi
+
+    def range_counts(self, boxes: Any, std: bool = False, *,
+                     passthrough: Iterable[str] = ("id",), progress: bool | None = None,
+                     alpha: float | None = None) -> pl.DataFrame:
+        """Noisy counts of many boxes at once: ``boxes`` with a ``count`` column added.
+
+        ``boxes``: a Polars frame (or anything ``pl.DataFrame`` accepts) with ``<col>_lo`` /
+        ``<col>_hi`` columns (closed ranges; a missing column or a null means the whole
+        declared range, as in SQL) and optionally the ``passthrough`` columns (e.g. an
+        ``id``), kept as they are.  Each leaf contributes its count times the fraction of
+        its volume inside the box (the same shape of answer as
+        :meth:`GridRelease.range_counts`).
+
+        ``std=True`` adds a ``noise_std`` column: each answer's noise standard deviation
+        ``sqrt(2 b^2 sum_leaves w^2)`` (``b`` the leaves' Laplace scale, ``w`` each leaf's
+        weight in the answer), exact, for releases whose leaf counts carry independent noise
+        (PrivTree, UG).  It is the noise of the leaf counts only: the **uniformity error**
+        inside partially covered leaves (points are not spread evenly in a leaf) is **not
+        included**, and on real data it can dominate (the column is named ``noise_std``, not
+        ``std``, to say so; grid releases' ``std`` is the whole error of an unbiased answer).
+
+        ``alpha`` adds ``noise_lo`` / ``noise_hi``: ``count`` -/+ a half-width the *leaf noise*
+        exceeds with probability at most ``alpha`` (:func:`polars_dp.kernels.tail_bounds.chernoff_accuracy`
+        with every leaf weight <= 1); like ``noise_std`` it leaves out the uniformity error.
+
+        ``progress``: a stage bar on stderr; ``None``: on a terminal for large work.
+        """
+        if alpha is not None:
+            alpha = check_alpha(alpha)
+            std = True
+        frame = as_query_frame(boxes)
+        bar = Progress("range_counts", progress, frame.height * max(self.n_leaves, 1))
+        bar.step("queries")
+        if self.levels is not None:
+            exact_std = std and postprocessed_noise_model(self.params) is None
+            counts, var = self.levels.range_counts(self.box, *self._query_arrays(frame, passthrough),
+                                                   variance=exact_std)
+            bar.close()
+            extra: list[pl.Series | pl.Expr] = (
+                [pl.Series("noise_std", np.sqrt(var))] if var is not None
+                else [pl.lit(None, pl.Float64).alias("noise_std")] if std else [])
+            if alpha is not None:  # inferred counts mix the noise: no tail bound is stated
+                extra += [pl.lit(None, pl.Float64).alias(c) for c in ("noise_lo", "noise_hi")]
+            return frame.with_columns(pl.Series("count", counts), *extra)
+        if not std or postprocessed_noise_model(self.params) is not None:  # post-processed: std NULL
+            counts = self.range_count_array(frame, passthrough=passthrough)
+            nulls = [pl.lit(None, pl.Float64).alias(c) for c in
+                     (["noise_std"] if std else []) + (["noise_lo", "noise_hi"] if alpha is not None else [])]
+            bar.close()
+            return frame.with_columns(pl.Series("count", counts), *nulls)
+        scale = self._leaf_noise_scale()
+        q_lo, q_hi = self._query_arrays(frame, passthrough)
+        if self.layout["kind"] == "morton":
+            layout = MortonLayout(self.box.d, int(self.layout["bits"]), int(self.layout["split_bits"]))
+            codes = cast(np.ndarray, self.codes)  # a Morton layout always has codes
+            counts, squares = morton_tree_sums(codes, self.count, layout, self.box, q_lo, q_hi,
+                                               weight_squares=True)
+        else:
+            counts = self.range_count_array(frame, passthrough=passthrough)
+            squares = grid_weight_squares(int(self.layout["m"]), self.box, q_lo, q_hi)
+        bar.close()
+        out = [pl.Series("count", counts), pl.Series("noise_std", np.sqrt(2.0 * scale**2 * squares))]
+        if alpha is not None:
+            half = self.leaf_noise_accuracy(squares, alpha)
+            out += [pl.Series("noise_lo", counts - half), pl.Series("noise_hi", counts + half)]
+        return frame.with_columns(out)
+
+    def leaf_noise_accuracy(self, weight_squares: np.ndarray, alpha: float) -> np.ndarray:
+        """Half-width ``a`` with ``P(|leaf noise of the answer| > a) <= alpha`` for answers whose
+        leaf weights ``w <= 1`` have ``sum w^2 = weight_squares``: the Chernoff bound
+        :func:`~polars_dp.kernels.tail_bounds.chernoff_accuracy` with every term's scale at most
+        the leaves' ``b`` (i.i.d. leaf noise only; the uniformity error is not included).  The
+        one rule behind ``noise_lo`` / ``noise_hi`` in Python and in DuckDB."""
+        scale = self._leaf_noise_scale()
+        squares = np.asarray(weight_squares, dtype=np.float64)
+        return chernoff_accuracy(scale**2 * squares, scale, check_alpha(alpha))
+
+    def noise_variance_array(self, boxes: Any, *, passthrough: Iterable[str] = ("id",)) -> np.ndarray:
+        """The noise variance of each answer of :meth:`range_counts` (``noise_std ** 2``; NaN where
+        the release states no error bar).  Exact for i.i.d. leaf noise and for counted top levels
+        (from the inference weights); the hook a tail bound such as ``accuracy(alpha)`` reads."""
+        std = self.range_counts(boxes, std=True, passthrough=passthrough)["noise_std"]
+        return std.fill_null(float("nan")).to_numpy() ** 2
+
+    def _leaf_noise_scale(self) -> float:
+        """Laplace scale of every leaf count, when the leaf noise is i.i.d. (the noise model says)."""
+        if isinstance(self.noise_model, IndependentLaplace):
+            return self.noise_model.scale
+        reason = getattr(self.noise_model, "reason", "")  # Correlated says why
+        raise QueryError(
+            f"std is not available for this {self.mechanism!r} release: {reason}"
+        )
+
+    def range_std(self, **ranges: tuple[float, float]) -> float | None:
+        """Noise standard deviation of :meth:`range_count` (the ``noise_std`` of
+        :meth:`range_counts`: leaf noise only, the uniformity error inside leaves is not included)."""
+        query = self._single_query(ranges)
+        if not query:
+            query = {f"{self.box.columns[0]}_lo": [float(self.box.lo[0])]}
+        std = self.range_counts(query, std=True)["noise_std"][0]
+        return None if std is None else float(std)  # None: post-processed, no error bar (as range_counts)
+
+    def range_noise_interval(self, alpha: float = 0.05, **ranges: tuple[float, float]
+                             ) -> tuple[float | None, float | None]:
+        """``(noise_lo, noise_hi)`` of :meth:`range_count` at ``alpha`` (the columns of
+        :meth:`range_counts` with ``alpha=``: leaf noise only); ``(None, None)`` where the
+        release states no error bar."""
+        query = self._single_query(ranges)
+        if not query:
+            query = {f"{self.box.columns[0]}_lo": [float(self.box.lo[0])]}
+        row = self.range_counts(query, alpha=alpha).row(0, named=True)
+        lo, hi = row["noise_lo"], row["noise_hi"]
+        return (None, None) if lo is None else (float(lo), float(hi))
+
+    def range_sums(self, boxes: Any, *, passthrough: Iterable[str] = ("id",)) -> np.ndarray:
+        """Deprecated name of :meth:`range_count_array`."""
+        warnings.warn("SpatialRelease.range_sums is deprecated; use range_count_array", DeprecationWarning,
+                      stacklevel=2)
+        return self.range_count_array(boxes, passthrough=passthrough)
+
+    def range_count_array(self, boxes: Any, *, passthrough: Iterable[str] = ("id",)) -> np.ndarray:
+        """The answers of :meth:`range_counts` as a float64 numpy array (one per box)."""
+        q_lo, q_hi = self._query_arrays(boxes, passthrough)
+        kind = self.layout["kind"]
+        if self.levels is not None:
+            return self.levels.range_counts(self.box, q_lo, q_hi, variance=False)[0]
+        if kind == "morton":
+            layout = MortonLayout(self.box.d, int(self.layout["bits"]), int(self.layout["split_bits"]))
+            return morton_tree_sums(cast(np.ndarray, self.codes), self.count, layout, self.box, q_lo, q_hi)
+        prefix, offsets, m2 = self._grid_structure()
+        if kind == "grid":
+            n = q_lo.shape[0]
+            zeros = np.zeros(n, dtype=np.int64)
+            return grid_sums(prefix, zeros, m2[zeros], np.broadcast_to(self.box.lo, q_lo.shape),
+                             np.broadcast_to(self.box.hi, q_lo.shape), q_lo, q_hi)
+        return two_level_grid_sums(prefix, offsets, m2, int(self.layout["m1"]), self.box, q_lo, q_hi)
+
+    def _grid_structure(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Flattened prefix sums of every (sub-)grid, their offsets, and their sides."""
+        if self._grid_cache is None:
+            d = self.box.d
+            if self.layout["kind"] == "grid":
+                m = int(self.layout["m"])
+                prefix = prefix_sums(self.count.reshape((1,) + (m,) * d), batch_axes=1).ravel()
+                self._grid_cache = (prefix, np.zeros(1, dtype=np.int64), np.array([m]))
+            else:
+                m2 = np.asarray(self.layout["m2"], dtype=np.int64)
+                leaf_start = np.concatenate([[0], np.cumsum(m2**d)])[:-1]
+                sizes = (m2 + 1) ** d
+                offsets = np.concatenate([[0], np.cumsum(sizes)])[:-1]
+                prefix = np.empty(int(sizes.sum()))
+                for side in np.unique(m2):  # one pass per distinct sub-grid side
+                    cells = np.nonzero(m2 == side)[0]
+                    idx = leaf_start[cells][:, None] + np.arange(side**d)
+                    p = prefix_sums(self.count[idx].reshape((cells.size,) + (int(side),) * d), batch_axes=1)
+                    prefix[(offsets[cells][:, None] + np.arange((side + 1) ** d)).ravel()] = p.ravel()
+                self._grid_cache = (prefix, offsets, m2)
+        return self._grid_cache
+
+    def range_count(self, **ranges: tuple[float, float]) -> float:
+        """Noisy count of points with ``lo <= col <= hi`` for each ``col=(lo, hi)`` given
+        (an absent column means its whole declared range)."""
+        query = self._single_query(ranges)
+        if not query:
+            return float(self.count.sum())
+        return float(self.range_count_array(query)[0])
+
+    def _single_query(self, ranges: Mapping[str, Any]) -> dict[str, list[float]]:
+        query: dict[str, list[float]] = {}
+        for col, pred in ranges.items():
+            if col not in self.box.columns:
+                raise QueryError(f"{col!r} is not a column of this release; columns: {self.columns}")
+            if not (isinstance(pred, (tuple, list)) and len(pred) == 2):
+                raise QueryError(f"{col}: give a (lo, hi) pair, got {pred!r}")
+            query[f"{col}_lo"], query[f"{col}_hi"] = [float(pred[0])], [float(pred[1])]
+        return query
+
+    # ------------------------------------------------------------------ outputs
+    def sample(self, n: int, *, seed: SeedLike = None) -> pl.DataFrame:
+        """``n`` synthetic points: a leaf drawn by its count (negatives read as 0), then a point
+        uniform in its box; see :mod:`polars_dp.releases.sampling`.  No data, no budget."""
+        return sample_boxes(self.lo, self.hi, self.count, self.columns, n, seed)
+
+    def postprocess(self, *methods: str) -> SpatialRelease:
+        """A new release with the leaf counts post-processed: ``"nonnegative"`` (least-squares
+        projection onto non-negative counts with the same total), recorded in
+        ``params["postprocessed"]``.  Its noise model becomes :class:`Correlated` and
+        ``range_counts(std=True)`` gives a NULL ``std``: see :mod:`polars_dp.releases.postprocess`."""
+        levels = self.levels
+        if levels is None:
+            count, params = postprocess_counts(self.count, self.params, methods, TREE_POSTPROCESSING)
+        else:  # after inference, on the finest nodes (the leaves keep the sums of theirs)
+            finest, params = postprocess_counts(levels.finest_counts, self.params, methods,
+                                                TREE_POSTPROCESSING)
+            levels = levels.with_finest_counts(finest)
+            count = levels.leaf_counts()
+        return SpatialRelease(self.box, self.lo, self.hi, self.depth, count, layout=self.layout,
+                           mechanism=self.mechanism, epsilon=self.epsilon, neighbours=self.neighbours,
+                           params=params, codes=self.codes, noise_model=postprocessed_noise_model(params),
+                           created=self.created, noise=self.noise, seeded=self.seeded, levels=levels)
+
+    def _payload_equal(self, other: Release) -> bool:
+        return isinstance(other, SpatialRelease) and self._table().equals(other._table())
+
+    def to_duckdb(self, con: Any, name: str, *, replace: bool = False) -> Any:
+        """Register this release in a DuckDB connection: a leaf table ``name``, its metadata and
+        box range-count macros; see :func:`polars_dp.releases.sql_tree.register_tree`.
+
+        Refuses (:class:`ParameterError` naming them) when a table, view or macro it would
+        create exists; ``replace=True`` overwrites them."""
+        return sql_tree.register_tree(con, name, self, replace=replace)
+
+    def __repr__(self) -> str:
+        return (f"SpatialRelease(mechanism={self.mechanism!r}, epsilon={self.epsilon}, "
+                f"neighbours={self.neighbours!r}, columns={self.columns}, leaves={self.n_leaves:,}"
+                f"{self._repr_flags()})")
+
+
+def _read_levels(release: SpatialRelease, layout: MortonLayout,
+                 parsed: tuple[int, list[float], np.ndarray, np.ndarray],
+                 noisy_leaves: np.ndarray) -> TopLevels:
+    """The counted top levels of a table, verified: the inference is recomputed from the noisy
+    counts (and the recorded post-processing reapplied) and must give the stored counts."""
+    params = release.params
+    if "leaf_noise_scale" not in params:
+        raise ReleaseFormatError("a release with counted top levels must record params.leaf_noise_scale")
+    k, scales, noisy, stored_top = parsed
+    if params.get("levels") != k or list(params.get("level_noise_scales", [])) != scales:
+        raise ReleaseFormatError("params.levels / params.level_noise_scales disagree with the counted levels")
+    assert release.codes is not None  # checked by the caller: a Morton-layout release
+    levels = TopLevels.infer(release.codes, release.depth, layout, k, noisy, scales, noisy_leaves,
+                             float(params["leaf_noise_scale"]), release.noise)
+    check_same("top-level counts", stored_top, levels.top_counts())
+    steps = [s["method"] for s in params.get("postprocessed", [])]
+    if steps:
+        finest, _ = postprocess_counts(levels.finest_counts, {}, steps, TREE_POSTPROCESSING)
+        levels = levels.with_finest_counts(finest)
+    check_same("leaf counts", release.count, levels.leaf_counts())
+    return levels
+
+
+__all__ = ["SpatialRelease"]
