@@ -27,22 +27,19 @@ import polars as pl
 import pyarrow as pa
 
 from polars_dp._version import __version__
-from polars_dp.errors import ParameterError, ReleaseFormatError
+from polars_dp.errors import ParameterError
 from polars_dp.progress import Progress
 from polars_dp.releases import io
-from polars_dp.releases.integrity import (
-    CHECKSUM_KEY,
-    check_epsilon,
-    check_mechanism,
-    check_neighbours,
-    field,
-    payload_checksum,
-)
+from polars_dp.releases.integrity import CHECKSUM_KEY, payload_checksum
 from polars_dp.releases.io import write_batches_atomic
-from polars_dp.releases.metadata import attach_metadata, encode_metadata
-
-#: How noise was drawn: exact integer/lattice samplers, or numpy's floating-point Laplace.
-NOISE_KINDS = ("exact", "float")
+from polars_dp.releases.metadata import (
+    NOISE_KINDS,
+    DecodedMetadata,
+    attach_metadata,
+    encode_metadata,
+    read_release_metadata,
+    release_metadata,
+)
 
 #: Rows per record batch of the Arrow stream (a consumer may hold a few batches at once; Parquet
 #: files are written in larger row groups, :data:`~polars_dp.releases.io.ROW_GROUP_ROWS`).
@@ -53,6 +50,9 @@ class Release:
     """Common behaviour of every release: metadata, Arrow/Polars/Parquet export."""
 
     release_type: ClassVar[str] = ""
+    #: The type's own top-level metadata entries beside the header and ``params`` (its public
+    #: domain, payload size and noise description; :mod:`polars_dp.releases.metadata`).
+    metadata_entries: ClassVar[tuple[str, ...]] = ()
     #: Columns written PLAIN and uncompressed (:func:`~polars_dp.releases.io.column_options`).
     _plain_columns: ClassVar[tuple[str, ...]] = ()
 
@@ -78,18 +78,23 @@ class Release:
         self.seeded = bool(seeded)
 
     def metadata(self) -> dict[str, Any]:
-        """What the Arrow schema metadata records (keys without the ``polars_dp.`` prefix)."""
-        return {
-            "release_type": self.release_type,
-            "mechanism": self.mechanism,
-            "epsilon": self.epsilon,
-            "neighbours": self.neighbours,
-            "noise": self.noise,
-            "seeded": self.seeded,
-            "params": self.params,
-            "version": self.library_version,
-            "created": self.created,
-        }
+        """What the Arrow schema metadata records (keys without the ``polars_dp.`` prefix), in
+        the one layout of :mod:`polars_dp.releases.metadata`: the header, ``params`` and the
+        type's :attr:`metadata_entries`."""
+        header = {"release_type": self.release_type, "mechanism": self.mechanism, "epsilon": self.epsilon,
+                  "neighbours": self.neighbours, "noise": self.noise, "seeded": self.seeded,
+                  "version": self.library_version, "created": self.created}
+        return release_metadata(header, self.params, self._metadata_entries(), self.metadata_entries)
+
+    def _metadata_entries(self) -> dict[str, Any]:
+        """The values of this type's :attr:`metadata_entries` (those it has)."""
+        return {}
+
+    @classmethod
+    def _read_metadata(cls, source: pa.Table | pa.Schema) -> DecodedMetadata:
+        """The metadata of a table of this type, decoded and its header checked
+        (:func:`~polars_dp.releases.metadata.read_release_metadata`)."""
+        return read_release_metadata(source, cls.metadata_entries)
 
     def export_metadata(self) -> dict[str, str]:
         """The metadata entries as stored (text), with the ``checksum`` of the content
@@ -106,48 +111,6 @@ class Release:
         with pa.ipc.new_stream(sink, table.schema) as writer:
             writer.write_table(table)
         return [np.frombuffer(sink.getvalue(), dtype=np.uint8)]
-
-    @staticmethod
-    def _common_from_metadata(meta: Mapping[str, str]) -> dict[str, Any]:
-        """Constructor arguments shared by every release type, from decoded metadata, each
-        field checked (a malformed one is a ReleaseFormatError naming it).
-
-        Files written before ``noise``/``seeded`` were recorded (0.1.0) used the float sampler;
-        whether a seed was used is unknown there and read as ``False``.
-        """
-
-        def params(value: Any) -> dict[str, Any]:
-            if not isinstance(value, dict):
-                raise ReleaseFormatError(f"release metadata field 'params' must be an object, got {value!r}")
-            return value
-
-        def noise(value: Any) -> str:
-            if value not in NOISE_KINDS:
-                raise ReleaseFormatError(f"release metadata field 'noise' must be one of {NOISE_KINDS}, "
-                                         f"got {value!r}")
-            return value
-
-        def flag(value: Any) -> bool:
-            if not isinstance(value, bool):
-                raise ReleaseFormatError(
-                    f"release metadata field 'seeded' must be true or false, got {value!r}")
-            return value
-
-        def text(value: Any) -> str | None:
-            if value is not None and not isinstance(value, str):
-                raise ReleaseFormatError(f"release metadata text field is not text: {value!r}")
-            return value
-
-        return {
-            "mechanism": field(meta, "mechanism", check_mechanism, json_value=False),
-            "epsilon": field(meta, "epsilon", check_epsilon),
-            "neighbours": field(meta, "neighbours", check_neighbours, json_value=False),
-            "params": field(meta, "params", params, default={}),
-            "created": field(meta, "created", text, json_value=False, default=None),
-            "library_version": field(meta, "version", text, json_value=False, default=None),
-            "noise": field(meta, "noise", noise, json_value=False, default="float"),
-            "seeded": field(meta, "seeded", flag, default=False),
-        }
 
     def _repr_flags(self) -> str:
         """``, seeded`` / ``, noise='float'`` for the repr of releases that are not production-grade."""

@@ -38,13 +38,9 @@ from polars_dp.releases.grid_format import (
     counts_in_write_order,
     write_order_columns,
 )
-from polars_dp.releases.integrity import (
-    field,
-    positive_number,
-    verify_checksum,
-)
+from polars_dp.releases.integrity import positive_number, verify_checksum
 from polars_dp.releases.io import open_parquet, read_table, register_release_type
-from polars_dp.releases.metadata import read_metadata
+from polars_dp.releases.metadata import DecodedMetadata
 from polars_dp.releases.postprocess import GRID_POSTPROCESSING, postprocess_counts, postprocessed_noise_model
 from polars_dp.releases.sampling import sample_grid
 
@@ -80,6 +76,7 @@ class GridRelease(Release):
     """
 
     release_type = "grid"
+    metadata_entries = ("attributes", "shape", "noise_scale")
     _plain_columns = ("count",)  # noisy values: stored as they are, read at copy speed
 
     #: Largest summed-area array (bytes) kept for later queries; ``None``: half of the memory
@@ -139,14 +136,9 @@ class GridRelease(Release):
         if dup:
             raise ParameterError(f"release column name(s) {sorted(dup)} would collide; rename the column")
 
-    def metadata(self) -> dict[str, Any]:
-        meta = super().metadata()
-        meta.update({
-            "attributes": [a.to_json() for a in self.attributes],
-            "shape": list(self.shape),
-            "noise_scale": self.noise_scale,
-        })
-        return meta
+    def _metadata_entries(self) -> dict[str, Any]:
+        return {"attributes": [a.to_json() for a in self.attributes], "shape": list(self.shape),
+                "noise_scale": self.noise_scale}
 
     # ------------------------------------------------------------------ Arrow
     def _table(self, start: int = 0, stop: int | None = None) -> pa.Table:
@@ -177,13 +169,13 @@ class GridRelease(Release):
             yield from self._table(start, min(start + rows, self.n_cells)).to_batches()
 
     @classmethod
-    def _header(cls, meta: Mapping[str, str]
+    def _header(cls, meta: DecodedMetadata
                 ) -> tuple[dict[str, Any], tuple[Attribute, ...], tuple[int, ...], float]:
         """The verified metadata of a grid table: (common fields, attributes, shape, noise scale)."""
-        common = cls._common_from_metadata(meta)
-        attrs = field(meta, "attributes", lambda x: tuple(attribute_from_json(a) for a in x))
-        shape = field(meta, "shape", lambda x: tuple(int(n) for n in x))
-        scale = field(meta, "noise_scale", lambda x: positive_number(x, "noise_scale"))
+        common = meta.common
+        attrs = meta.entry("attributes", lambda x: tuple(attribute_from_json(a) for a in x))
+        shape = meta.entry("shape", lambda x: tuple(int(n) for n in x))
+        scale = meta.entry("noise_scale", lambda x: positive_number(x, "noise_scale"))
         if shape != tuple(a.n_cells for a in attrs):
             raise ReleaseFormatError(f"release metadata field 'shape' is {list(shape)} but the attributes "
                                      f"declare {[a.n_cells for a in attrs]}")
@@ -197,11 +189,11 @@ class GridRelease(Release):
         epsilon, the neighbour relation and ``rho``, every cell located by its label columns
         (any row order; a missing or repeated cell is refused), the level columns, and the
         checksum (required unless the file predates checksums)."""
-        meta = read_metadata(table)
+        meta = cls._read_metadata(table)
         common, attrs, shape, scale = cls._header(meta)
         counts = counts_by_label(table, attrs, shape)
         release = cls(counts, attrs, noise_scale=scale, **common)
-        verify_checksum(meta, release._payload_arrays(), required=True)
+        verify_checksum(meta.text, release._payload_arrays(), required=True)
         return release
 
     @classmethod
@@ -211,7 +203,7 @@ class GridRelease(Release):
         :func:`~polars_dp.releases.grid_format.counts_in_write_order`); any other file is read
         whole and placed by label."""
         file = open_parquet(path, buffer_size=READ_BUFFER, pre_buffer=False)
-        meta = read_metadata(file.schema_arrow)
+        meta = cls._read_metadata(file.schema_arrow)
         common, attrs, shape, scale = cls._header(meta)
         columns = write_order_columns(attrs)
         counts = None
@@ -224,7 +216,7 @@ class GridRelease(Release):
         if counts is None:
             return cls.from_arrow(read_table(path))
         release = cls(counts, attrs, noise_scale=scale, **common)
-        verify_checksum(meta, release._payload_arrays(), required=True)
+        verify_checksum(meta.text, release._payload_arrays(), required=True)
         return release
 
     def _payload_arrays(self) -> list[np.ndarray]:

@@ -143,7 +143,7 @@ def payload_checksum(metadata_text: Mapping[str, str], arrays: Iterable[np.ndarr
 
 #: Metadata entries that every writer since checksums records and the 0.1.0 writer did not (the
 #: library version alone cannot tell: it stayed "0.1.0" when checksums were added).
-POST_CHECKSUM_KEYS = ("noise", "seeded")
+POST_CHECKSUM_KEYS = ("noise", "seeded", "format")
 PRE_CHECKSUM_VERSIONS = ("0.1.0",)
 
 

@@ -73,9 +73,8 @@ from polars_dp.noise import SeedLike, make_rng
 from polars_dp.params import check_int
 from polars_dp.releases import sql_sequence
 from polars_dp.releases.base import Release
-from polars_dp.releases.integrity import field, predates_checksums, verify_checksum
+from polars_dp.releases.integrity import predates_checksums, verify_checksum
 from polars_dp.releases.io import register_release_type
-from polars_dp.releases.metadata import read_metadata
 from polars_dp.releases.sampling import check_rows_fit
 from polars_dp.releases.sequence_format import check_sequence_parameters, check_sequence_structure
 
@@ -161,6 +160,7 @@ class SequenceRelease(Release):
     """
 
     release_type: ClassVar[str] = "sequence_model"
+    metadata_entries = ("alphabet", "max_length", "n_nodes")
 
     def __init__(self, *, alphabet: Sequence[Any], max_length: int, parent: np.ndarray,
                  prepended: np.ndarray, hist: np.ndarray, mechanism: str, epsilon: float,
@@ -215,15 +215,8 @@ class SequenceRelease(Release):
     def height(self) -> int:
         return int(self.depth.max())
 
-    def metadata(self) -> dict[str, Any]:
-        meta = super().metadata()
-        meta.update({"alphabet": list(self.alphabet), "max_length": self.max_length,
-                     "n_nodes": self.n_nodes})
-        for key in ("lambda", "delta", "tree_share", "theta", "leaf_noise_scale", "l_top", "height",
-                    "noise_scale"):
-            if key in self.params:
-                meta[key] = self.params[key]
-        return meta
+    def _metadata_entries(self) -> dict[str, Any]:
+        return {"alphabet": list(self.alphabet), "max_length": self.max_length, "n_nodes": self.n_nodes}
 
     def _symbols(self, codes: np.ndarray) -> pa.Array:
         return symbol_array(self.alphabet, codes)
@@ -516,11 +509,11 @@ class SequenceRelease(Release):
         (:mod:`polars_dp.releases.sequence_format`): metadata types, the tree structure, the
         noise parameters recomputed from epsilon and the shares, and the checksum (required
         unless the file predates checksums)."""
-        meta = read_metadata(table)
         try:
-            common = cls._common_from_metadata(meta)
-            alphabet = json.loads(meta["alphabet"])
-            max_length = json.loads(meta["max_length"])
+            meta = cls._read_metadata(table)
+            common = meta.common
+            alphabet = json.loads(meta.entries["alphabet"])
+            max_length = json.loads(meta.entries["max_length"])
             beta = len(alphabet) + 1
             node = table.column("node").to_numpy()
             first = np.flatnonzero(table.column("next_code").to_numpy() == 0)
@@ -533,18 +526,15 @@ class SequenceRelease(Release):
             raise ReleaseFormatError("sequence model rows must list nodes 0..n-1, each with all symbols")
         if not np.array_equal(table.column("next_code").to_numpy(), np.tile(np.arange(beta), first.size)):
             raise ReleaseFormatError("sequence model rows must list each node's symbols in code order")
-        n_nodes = field(meta, "n_nodes", int, default=first.size)
+        n_nodes = meta.entry("n_nodes", int, default=first.size)
         if n_nodes != first.size:
             raise ReleaseFormatError(f"sequence model has {first.size} nodes but its metadata declares "
                                      f"{n_nodes}: rows were removed or added")
         release = cls(alphabet=alphabet, max_length=max_length, parent=parent, prepended=prepended,
                       hist=hist, **common)
-        copied = ("lambda", "delta", "tree_share", "theta", "leaf_noise_scale", "l_top", "height",
-                  "noise_scale")
-        copies: dict[str, Any] = {k: field(meta, k) for k in copied if k in meta}
-        check_sequence_parameters(release, copies)
-        check_sequence_structure(release, sums=not predates_checksums(meta))
-        verify_checksum(meta, release._payload_arrays(), required=True)
+        check_sequence_parameters(release)
+        check_sequence_structure(release, sums=not predates_checksums(meta.text))
+        verify_checksum(meta.text, release._payload_arrays(), required=True)
         return release
 
     def _payload_equal(self, other: Release) -> bool:

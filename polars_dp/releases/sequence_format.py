@@ -102,10 +102,10 @@ def rebuilt_plan(release: SequenceRelease) -> NgramPlan | PrivTreeSequencesPlan:
         raise ReleaseFormatError(f"release metadata field 'params' is invalid: {exc}") from None
 
 
-def check_sequence_parameters(release: SequenceRelease, meta: Mapping[str, Any]) -> None:
+def check_sequence_parameters(release: SequenceRelease) -> None:
     """The recorded noise parameters against the plan rebuilt from the declared ones (module
-    docstring); ``meta`` is the decoded top-level metadata, whose copies of parameters must
-    agree with ``params``."""
+    docstring; the copies of parameters in format-1 files are checked by the metadata codec,
+    :func:`polars_dp.releases.metadata.from_format_1`)."""
     if release.mechanism not in SEQUENCE_MECHANISMS:
         raise ReleaseFormatError(f"release metadata field 'mechanism' is {release.mechanism!r}, not a "
                                  f"sequence mechanism {SEQUENCE_MECHANISMS}")
@@ -113,10 +113,6 @@ def check_sequence_parameters(release: SequenceRelease, meta: Mapping[str, Any])
         raise ReleaseFormatError("release metadata field 'neighbours' of a sequence model must be "
                                  f"'add_remove', got {release.neighbours!r}")
     p = release.params
-    for key, value in meta.items():
-        if key in p and key in ("lambda", "delta", "tree_share", "theta", "leaf_noise_scale", "l_top",
-                                "height", "noise_scale"):
-            check_equal(key, value, p[key])
     plan = rebuilt_plan(release)
     check_equal("params.l_top", p.get("l_top"), plan.l_top)
     if isinstance(plan, NgramPlan):

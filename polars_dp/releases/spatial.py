@@ -34,12 +34,8 @@ from polars_dp.progress import Progress
 from polars_dp.releases import geoparquet, sql_tree
 from polars_dp.releases.base import Release
 from polars_dp.releases.grid_queries import as_query_frame
-from polars_dp.releases.integrity import (
-    field,
-    verify_checksum,
-)
+from polars_dp.releases.integrity import verify_checksum
 from polars_dp.releases.io import register_release_type
-from polars_dp.releases.metadata import read_metadata
 from polars_dp.releases.noise_model import (
     IndependentLaplace,
     NoiseModel,
@@ -71,6 +67,7 @@ class SpatialRelease(Release):
     """
 
     release_type = "tree"
+    metadata_entries = ("columns", "bounds", "layout", "n_leaves", "noise_model", "levels")
 
     def __init__(self, box: Box, lo: np.ndarray, hi: np.ndarray, depth: np.ndarray, count: np.ndarray,
                  *, layout: Mapping[str, Any], mechanism: str, epsilon: float, neighbours: str,
@@ -111,15 +108,12 @@ class SpatialRelease(Release):
         hidden = [c for c in ("morton", "noisy_count") if c in self._table().column_names]
         return cast(pl.DataFrame, pl.from_arrow(self._table().drop_columns(hidden)))
 
-    def metadata(self) -> dict[str, Any]:
-        meta = super().metadata()
-        meta.update({k: v for k, v in self.params.items() if k not in meta})
-        meta.update({"columns": list(self.box.columns), "bounds": self.box.to_json(),
-                     "layout": self.layout, "n_leaves": self.n_leaves,
-                     "noise_model": noise_model_to_json(self.noise_model)})
+    def _metadata_entries(self) -> dict[str, Any]:
+        entries = {"columns": list(self.box.columns), "bounds": self.box.to_json(), "layout": self.layout,
+                   "n_leaves": self.n_leaves, "noise_model": noise_model_to_json(self.noise_model)}
         if self.levels is not None:
-            meta["levels"] = self.levels.to_json()
-        return meta
+            entries["levels"] = self.levels.to_json()
+        return entries
 
     # ------------------------------------------------------------------ Arrow
     def _table(self) -> pa.Table:
@@ -142,11 +136,11 @@ class SpatialRelease(Release):
         from epsilon and the neighbour relation, every leaf put in its place by its geometry
         (any row order; the leaves must tile the box as the layout says), and the checksum
         (required unless the file predates checksums)."""
-        meta = read_metadata(table)
-        common = cls._common_from_metadata(meta)
-        box = field(meta, "bounds", lambda b: as_box(field(meta, "columns"), b))
-        layout = field(meta, "layout", _check_layout)
-        model = field(meta, "noise_model", noise_model_from_json, default=None)
+        meta = cls._read_metadata(table)
+        common = meta.common
+        box = meta.entry("bounds", lambda b: as_box(meta.entry("columns"), b))
+        layout = meta.entry("layout", _check_layout)
+        model = meta.entry("noise_model", noise_model_from_json, default=None)
         try:
             lo = np.column_stack([_float_column(table, f"{c}_lo") for c in box.columns])
             hi = np.column_stack([_float_column(table, f"{c}_hi") for c in box.columns])
@@ -158,7 +152,7 @@ class SpatialRelease(Release):
             noisy_leaves = _float_column(table, "noisy_count") if "levels" in meta else None
         except KeyError as exc:
             raise ReleaseFormatError(f"tree release table has no {exc.args[0]!r} column") from None
-        n_leaves = field(meta, "n_leaves", int, default=table.num_rows)
+        n_leaves = meta.entry("n_leaves", int, default=table.num_rows)
         if n_leaves != table.num_rows:
             raise ReleaseFormatError(f"tree release has {table.num_rows} rows but its metadata declares "
                                      f"{n_leaves} leaves: rows were removed or added")
@@ -174,13 +168,14 @@ class SpatialRelease(Release):
                       noise_model=model, **common)
         _check_tree_parameters(release)
         if noisy_leaves is None:
-            verify_checksum(meta, release._payload_arrays(), required=True)
+            verify_checksum(meta.text, release._payload_arrays(), required=True)
             return release
         if layout["kind"] != "morton" or codes is None:
             raise ReleaseFormatError("counted top levels need a Morton-layout tree release")
         lay = MortonLayout(box.d, int(layout["bits"]), int(layout["split_bits"]))
-        parsed = parse_levels(field(meta, "levels"), lay)
-        verify_checksum(meta, [*release._payload_arrays(), noisy_leaves[order], parsed[2]], required=True)
+        parsed = parse_levels(meta.entry("levels"), lay)
+        payload = [*release._payload_arrays(), noisy_leaves[order], parsed[2]]
+        verify_checksum(meta.text, payload, required=True)
         release.levels = _read_levels(release, lay, parsed, noisy_leaves[order])
         return release
 

@@ -1,4 +1,5 @@
 import itertools
+import json
 import math
 
 import numpy as np
@@ -149,9 +150,11 @@ def test_arrow_round_trip_and_metadata(model, tmp_path):
     table = model.to_arrow()
     assert table.num_rows == model.n_nodes * 4
     meta = pdp.releases.metadata.read_metadata(table)
-    keys = ("mechanism", "epsilon", "neighbours", "alphabet", "max_length", "lambda", "delta", "tree_share")
-    for key in keys:
+    for key in ("mechanism", "epsilon", "neighbours", "alphabet", "max_length"):
         assert key in meta
+    params = json.loads(meta["params"])
+    for key in ("lambda", "delta", "tree_share"):  # parameters: in params only
+        assert key in params and key not in meta
     assert meta["neighbours"] == "add_remove"
     path = model.write_parquet(tmp_path / "pst.parquet")
     again = pdp.read_release(path)

@@ -382,7 +382,8 @@ def test_releases_record_noise_and_seeded(tmp_path):
     assert back.noise == "exact" and back.seeded
     # a file written before exact noise: no noise / seeded keys
     table = seeded.to_arrow()
-    new_keys = (b"polars_dp.noise", b"polars_dp.seeded", b"polars_dp.checksum")  # none of them in 0.1.0
+    new_keys = (b"polars_dp.noise", b"polars_dp.seeded", b"polars_dp.checksum",  # none of them in 0.1.0
+                b"polars_dp.format")
     old = {k: v for k, v in table.schema.metadata.items() if k not in new_keys}
     legacy = type(seeded).from_arrow(table.replace_schema_metadata(old))
     assert legacy.noise == "float" and legacy.seeded is False
