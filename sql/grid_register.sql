@@ -1,10 +1,10 @@
 -- Native table of a grid release: one row per cell, sorted by the linear cell index.
 -- {{source}} is a transient Arrow stream: attribute columns, count, cell, prefix.
 -- prefix = inclusive d-dimensional prefix sum: sum of count over cells <= this cell on every axis.
-CREATE {{create}}TABLE {{table}} AS
+CREATE TABLE {{table}} AS
 SELECT * FROM {{source}}{{order_by}};
 
 -- The release metadata (polars_dp.* Arrow schema metadata, values as JSON text).
-CREATE {{create}}TABLE {{meta_table}} AS SELECT key, value FROM {{meta_source}};
+CREATE TABLE {{meta_table}} AS SELECT key, value FROM {{meta_source}};
 
 COMMENT ON TABLE {{table}} IS {{comment}};

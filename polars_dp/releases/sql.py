@@ -1,8 +1,11 @@
 """DuckDB glue shared by every release type: SQL templates, identifiers, one transaction.
 
 The SQL lives in ``sql/*.sql`` templates (shipped in the wheel as ``polars_dp/sql``), rendered
-per release by :func:`render`.  Registration runs in one transaction (:func:`in_transaction`):
-a failure leaves nothing half-made in the connection.  :func:`to_arrow` / :func:`read_release`
+per release by :func:`render`.  Every release type registers through one flow
+(:func:`register`): the type describes its parts (:class:`Registration`: tables, macros,
+Python functions, the statements creating them) and the flow checks the names, handles
+``replace`` and runs everything in one transaction (:func:`in_transaction`): a failure leaves
+nothing half-made in the connection.  :func:`to_arrow` / :func:`read_release`
 read a registered release back, with its ``polars_dp.*`` metadata re-attached from
 ``<name>_meta``.
 """
@@ -11,7 +14,8 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -91,24 +95,11 @@ def check_identifier(name: str) -> None:
         )
 
 
-def small_table(con: Any, view: str, table: str, data: pa.Table, *, replace: bool = False) -> None:
-    con.register(view, data)
-    try:
-        con.execute(f"CREATE {create_mode(replace)}TABLE {ident(table)} AS SELECT * FROM {ident(view)}")
-    finally:
-        con.unregister(view)
-
-
-def create_mode(replace: bool) -> str:
-    """``"OR REPLACE "`` when ``replace`` else ``""``: the words after ``CREATE``."""
-    return "OR REPLACE " if replace else ""
-
-
 def check_free(con: Any, tables: list[str], macros: list[str], *, replace: bool) -> None:
     """Refuse (ParameterError naming them) when any table/view or macro that a registration
     would create already exists in the connection's current schema (or as a temporary view);
-    with ``replace=True`` drop the tables/views of those names instead (the macros are
-    replaced by ``CREATE OR REPLACE``).  DuckDB names are case-insensitive."""
+    with ``replace=True`` drop those tables, views and macros instead, so that the registration
+    creates everything afresh.  DuckDB names are case-insensitive."""
     where = ("database_name IN (current_database(), 'temp') "
              "AND schema_name IN (current_schema(), 'main')")
     found_tables = {
@@ -116,9 +107,11 @@ def check_free(con: Any, tables: list[str], macros: list[str], *, replace: bool)
             f"SELECT table_name, 'TABLE' FROM duckdb_tables() WHERE {where} "
             f"UNION ALL SELECT view_name, 'VIEW' FROM duckdb_views() WHERE NOT internal AND {where}"
         ).fetchall()}
-    found_macros = {row[0].lower() for row in con.execute(
-        f"SELECT function_name FROM duckdb_functions() WHERE function_type IN ('macro', 'table_macro') "
-        f"AND {where}").fetchall()}
+    found_macros = {
+        row[0].lower(): row[1] for row in con.execute(
+            "SELECT function_name, CASE function_type WHEN 'macro' THEN 'MACRO' ELSE 'MACRO TABLE' END "
+            f"FROM duckdb_functions() WHERE function_type IN ('macro', 'table_macro') AND {where}"
+        ).fetchall()}
     clash = [t for t in tables if t.lower() in found_tables]
     clash += [m for m in macros if m.lower() in found_macros]
     if not clash:
@@ -128,10 +121,69 @@ def check_free(con: Any, tables: list[str], macros: list[str], *, replace: bool)
             f"registering would overwrite {', '.join(map(repr, clash))} in this DuckDB connection; "
             "choose another name, drop them, or pass replace=True to overwrite"
         )
-    for t in tables:
-        kind = found_tables.get(t.lower())
-        if kind is not None:
-            con.execute(f"DROP {kind} {ident(t)}")
+    for names, found in ((tables, found_tables), (macros, found_macros)):
+        for n in names:
+            kind = found.get(n.lower())
+            if kind is not None:
+                con.execute(f"DROP {kind} {ident(n)}")
+
+
+@dataclass(frozen=True)
+class PythonFunction:
+    """A vectorised (Arrow) Python scalar function that a registration adds to the connection
+    (error bars whose rule lives in Python): its name, the callable, DuckDB parameter and
+    return types and further ``create_function`` options."""
+
+    name: str
+    function: Callable[..., Any]
+    parameters: list[str]
+    returns: str
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+def register_function(con: Any, function: PythonFunction, *, replace: bool = False) -> None:
+    """Add ``function`` to ``con``; an existing function of that name is refused
+    (:class:`ParameterError`) unless ``replace=True``, which removes it first."""
+    if replace:
+        with contextlib.suppress(Exception):  # none registered yet
+            con.remove_function(function.name)
+    try:
+        con.create_function(function.name, function.function, function.parameters, function.returns,
+                            type="arrow", **function.options)
+    except Exception as exc:
+        raise ParameterError(f"DuckDB function {function.name!r} exists in this connection; pass "
+                             f"replace=True to overwrite it ({exc})") from None
+
+
+@dataclass
+class Registration:
+    """What registering one release creates in DuckDB, described by its type: the ``tables``
+    and ``macros`` it creates (checked free first), the transient Arrow ``sources`` (view name
+    -> table or batch reader) its ``statements`` read, its Python ``functions``, and the
+    ``statements`` (rendered ``sql/*.sql``) creating the tables and macros, run in order."""
+
+    tables: list[str]
+    macros: list[str]
+    sources: dict[str, Any]
+    statements: list[str]
+    functions: list[PythonFunction] = field(default_factory=list)
+
+
+def register(con: Any, name: str, parts: Registration, *, replace: bool = False) -> Any:
+    """The one registration flow of every release type, in one transaction
+    (:func:`in_transaction`): refuse (or with ``replace=True`` drop) the existing tables, views
+    and macros of those names (:func:`check_free`), add the Python functions
+    (:func:`register_function`), run the statements.  Returns the relation of table ``name``."""
+
+    def build() -> None:
+        check_free(con, parts.tables, parts.macros, replace=replace)
+        for function in parts.functions:
+            register_function(con, function, replace=replace)
+        for statement in parts.statements:
+            con.execute(statement)
+
+    in_transaction(con, parts.sources, build)
+    return con.table(name)
 
 
 def metadata_table(release: Release) -> pa.Table:
@@ -188,6 +240,6 @@ def read_release(con: Any, name: str) -> Release:
     return read_arrow_release(to_arrow(con, name))
 
 
-__all__ = ["BATCH_WHERE", "NO_CHECKS", "check_free", "check_identifier", "comment", "create_mode", "ident",
-           "in_transaction", "literal", "metadata_table", "number", "query_checks", "read_release", "render",
-           "small_table", "sql_dir", "to_arrow"]
+__all__ = ["BATCH_WHERE", "NO_CHECKS", "PythonFunction", "Registration", "check_free", "check_identifier",
+           "comment", "ident", "in_transaction", "literal", "metadata_table", "number", "query_checks",
+           "read_release", "register", "register_function", "render", "sql_dir", "to_arrow"]

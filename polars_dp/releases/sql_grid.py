@@ -58,18 +58,18 @@ from polars_dp.plans.noise_model import Correlated
 from polars_dp.releases.grid_queries import label_ranges
 from polars_dp.releases.sql import (
     BATCH_WHERE,
-    check_free,
+    PythonFunction,
+    Registration,
     check_identifier,
     comment,
-    create_mode,
     ident,
-    in_transaction,
     literal,
     metadata_table,
     number,
     query_checks,
+    register,
+    register_function,
     render,
-    small_table,
 )
 
 if TYPE_CHECKING:
@@ -313,14 +313,13 @@ def accuracy_function(name: str) -> str:
     return f"__pdp_accuracy_{name}"
 
 
-def register_accuracy(con: Any, name: str, release: GridRelease, *, replace: bool = False) -> None:
+def accuracy_udf(name: str, release: GridRelease) -> PythonFunction:
     """A vectorised DuckDB function ``accuracy_function(name)(alpha, s0, e0, ...)`` answering
     :meth:`GridRelease.range_accuracy` for the cell ranges of a batch (the same code as the
-    Python answers, so SQL and Python agree exactly).  It lives in this connection: a database
+    Python answers, so SQL and Python agree exactly).  It lives in the connection: a database
     file reopened without registering the release again answers counts and ``std`` but not
     ``lo`` / ``hi``."""
     d = len(release.attributes)
-    function = accuracy_function(name)
 
     def accuracy(alpha: pa.Array, *bounds: pa.Array) -> pa.Array:
         a = np.asarray(alpha.to_numpy(zero_copy_only=False), dtype=np.float64)
@@ -335,17 +334,14 @@ def register_accuracy(con: Any, name: str, release: GridRelease, *, replace: boo
     positional = inspect.Parameter.POSITIONAL_ONLY
     accuracy.__signature__ = inspect.Signature(  # type: ignore[attr-defined]  # DuckDB counts these
         [inspect.Parameter(f"p{i}", positional) for i in range(2 * d + 1)])
-    if replace:
-        try:
-            con.remove_function(function)
-        except Exception:
-            pass
-    try:
-        con.create_function(function, accuracy, ["DOUBLE"] + ["BIGINT"] * (2 * d), "DOUBLE", type="arrow",
-                            side_effects=False)
-    except Exception as exc:
-        raise ParameterError(f"DuckDB function {function!r} exists in this connection; pass replace=True "
-                             f"to overwrite it ({exc})") from None
+    return PythonFunction(accuracy_function(name), accuracy, ["DOUBLE"] + ["BIGINT"] * (2 * d), "DOUBLE",
+                          {"side_effects": False})
+
+
+def register_accuracy(con: Any, name: str, release: GridRelease, *, replace: bool = False) -> None:
+    """Add the function of :func:`accuracy_udf` to ``con``
+    (:func:`~polars_dp.releases.sql.register_function`)."""
+    register_function(con, accuracy_udf(name, release), replace=replace)
 
 
 def _check_name(name: str, release: GridRelease) -> None:
@@ -382,29 +378,33 @@ def _cell_batches(release: GridRelease) -> tuple[pa.Schema, Iterator[pa.RecordBa
     return first.schema, batches()
 
 
-def lookup_tables(con: Any, release: GridRelease, axes: list[_Axis], *, replace: bool = False) -> None:
+def lookup_tables(release: GridRelease, axes: list[_Axis]) -> tuple[dict[str, pa.Table], list[str]]:
+    """The ``name_labels_<column>`` table of each nominal axis: its transient source (label,
+    leaf range, per-axis variance factor) and the statement creating it."""
+    sources, statements = {}, []
     for ax in axes:
         a, k = ax.attribute, ax.axis
         if isinstance(a, Nominal):
             mapping = label_ranges(a)
             starts = np.array([r[0] for r in mapping.values()], dtype=np.int64)
             stops = np.array([r[1] for r in mapping.values()], dtype=np.int64)
-            data = pa.table({"label": pa.array(list(mapping), pa.string()), "start": starts, "stop": stops,
-                             "factor": release.axis_variance(k, starts, stops)})
-            small_table(con, f"__pdp_labels_{k}", ax.labels_table(), data, replace=replace)
+            view = f"__pdp_labels_{k}"
+            sources[view] = pa.table({"label": pa.array(list(mapping), pa.string()), "start": starts,
+                                      "stop": stops, "factor": release.axis_variance(k, starts, stops)})
+            statements.append(f"CREATE TABLE {ident(ax.labels_table())} AS SELECT * FROM {ident(view)}")
+    return sources, statements
 
 
 def register_grid(con: Any, name: str, release: GridRelease, *, replace: bool = False) -> Any:
     """Create the table, metadata, lookup tables and macros of ``release`` in ``con`` (see the
-    module doc); all in one transaction.  Returns the DuckDB relation of the table ``name``.
+    module doc); all in one transaction (:func:`~polars_dp.releases.sql.register`).  Returns
+    the DuckDB relation of the table ``name``.
 
     Refuses (:class:`ParameterError` naming them) when a table, view or macro it would create
     exists already, unless ``replace=True``.
     """
     _check_name(name, release)
     axes = [_Axis(release, name, k) for k in range(len(release.attributes))]
-    tables = [name, f"{name}_meta", *(t for ax in axes for t in ax.tables())]
-    macros = [f"{name}_range_count", f"{name}_range_counts"]
     schema, batches = _cell_batches(release)
     source, meta_source = f"__pdp_source_{name}", f"__pdp_meta_{name}"
     preserve = con.execute("SELECT current_setting('preserve_insertion_order')").fetchall()[0][0]
@@ -412,27 +412,27 @@ def register_grid(con: Any, name: str, release: GridRelease, *, replace: bool = 
                         "alpha := 0.05"])
     single_source = "(SELECT 0 AS id, " + ", ".join(
         f"{ident(c)} AS {ident(c)}" for ax in axes for c in ax.columns) + ")"
+    labels, label_statements = lookup_tables(release, axes)
+    statements = [
+        render("grid_register.sql", table=ident(name), source=ident(source),
+               order_by="" if preserve else " ORDER BY cell",
+               meta_table=ident(f"{name}_meta"), meta_source=ident(meta_source),
+               comment=comment(release, name, f", noise_scale={release.noise_scale}")),
+        *label_statements,
+        render("grid_macros.sql", name=name,
+               single_macro=ident(f"{name}_range_count"), batch_macro=ident(f"{name}_range_counts"),
+               parameters=params,
+               single_answers=_answers(release, name, axes, single_source, "''"),
+               batch_answers=_answers(release, name, axes, "query_table(queries)", BATCH_WHERE)),
+    ]
+    parts = Registration(
+        tables=[name, f"{name}_meta", *(t for ax in axes for t in ax.tables())],
+        macros=[f"{name}_range_count", f"{name}_range_counts"],
+        sources={source: pa.RecordBatchReader.from_batches(schema, batches),
+                 meta_source: metadata_table(release), **labels},
+        statements=statements, functions=[accuracy_udf(name, release)])
+    return register(con, name, parts, replace=replace)
 
-    def build() -> None:
-        check_free(con, tables, macros, replace=replace)
-        create = create_mode(replace)
-        con.execute(render("grid_register.sql", table=ident(name), source=ident(source), create=create,
-                           order_by="" if preserve else " ORDER BY cell",
-                           meta_table=ident(f"{name}_meta"), meta_source=ident(meta_source),
-                           comment=comment(release, name, f", noise_scale={release.noise_scale}")))
-        lookup_tables(con, release, axes, replace=replace)
-        register_accuracy(con, name, release, replace=replace)
-        con.execute(render(
-            "grid_macros.sql", name=name, create=create,
-            single_macro=ident(f"{name}_range_count"), batch_macro=ident(f"{name}_range_counts"),
-            parameters=params,
-            single_answers=_answers(release, name, axes, single_source, "''"),
-            batch_answers=_answers(release, name, axes, "query_table(queries)", BATCH_WHERE),
-        ))
 
-    in_transaction(con, {source: pa.RecordBatchReader.from_batches(schema, batches),
-                          meta_source: metadata_table(release)}, build)
-    return con.table(name)
-
-
-__all__ = ["BATCH_CELLS", "accuracy_function", "haar_factor_sql", "register_accuracy", "register_grid"]
+__all__ = ["BATCH_CELLS", "accuracy_function", "accuracy_udf", "haar_factor_sql", "register_accuracy",
+           "register_grid"]

@@ -29,14 +29,14 @@ import pyarrow as pa
 from polars_dp.counting.sequences import alphabet_text
 from polars_dp.releases.sql import (
     BATCH_WHERE,
-    check_free,
+    Registration,
     check_identifier,
     comment,
     ident,
-    in_transaction,
     literal,
     metadata_table,
     query_checks,
+    register,
     render,
 )
 
@@ -86,23 +86,18 @@ def register_sequences(con: Any, name: str, model: Any, *, replace: bool = False
     cell = table.column("node").to_numpy().astype(np.int64) * beta + table.column("next_code").to_numpy()
     table = table.append_column("cell", pa.array(cell, pa.int64()))
     single = "(SELECT 0 AS id, string AS string)"
-
-    def build() -> None:
-        check_free(con, tables, macros, replace=replace)
-        for m in macros:
-            con.execute(f"DROP MACRO TABLE IF EXISTS {ident(m)}")
-        con.execute(render("sequence_register.sql", table=ident(name), source=ident(source),
-                           nodes_table=ident(f"{name}_nodes"), nodes_source=ident(nodes_source),
-                           meta_table=ident(f"{name}_meta"), meta_source=ident(meta_source),
-                           comment=comment(model, name)))
-        con.execute(render("sequence_macros.sql", name=name,
-                           single_macro=ident(f"{name}_frequency"), batch_macro=ident(f"{name}_frequencies"),
-                           single_answers=_answers(model, name, single, "''"),
-                           batch_answers=_answers(model, name, "query_table(queries)", BATCH_WHERE)))
-
-    in_transaction(con, {source: table, nodes_source: _nodes_table(model),
-                          meta_source: metadata_table(model)}, build)
-    return con.table(name)
+    statements = [
+        render("sequence_register.sql", table=ident(name), source=ident(source),
+               nodes_table=ident(f"{name}_nodes"), nodes_source=ident(nodes_source),
+               meta_table=ident(f"{name}_meta"), meta_source=ident(meta_source),
+               comment=comment(model, name)),
+        render("sequence_macros.sql", name=name,
+               single_macro=ident(f"{name}_frequency"), batch_macro=ident(f"{name}_frequencies"),
+               single_answers=_answers(model, name, single, "''"),
+               batch_answers=_answers(model, name, "query_table(queries)", BATCH_WHERE)),
+    ]
+    sources = {source: table, nodes_source: _nodes_table(model), meta_source: metadata_table(model)}
+    return register(con, name, Registration(tables, macros, sources, statements), replace=replace)
 
 
 __all__ = ["object_names", "register_sequences"]

@@ -2,26 +2,24 @@
 
 from __future__ import annotations
 
-import contextlib
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 
-from polars_dp.errors import ParameterError
 from polars_dp.releases.noise_model import IndependentLaplace
 from polars_dp.releases.postprocess import postprocessed_noise_model
 from polars_dp.releases.sql import (
     BATCH_WHERE,
-    check_free,
+    PythonFunction,
+    Registration,
     check_identifier,
     comment,
-    create_mode,
     ident,
-    in_transaction,
     literal,
     metadata_table,
     query_checks,
+    register,
     render,
 )
 
@@ -64,13 +62,9 @@ def _noise_half_width(release: SpatialRelease, name: str) -> str:
     return f"{ident(accuracy_function(name))}(alpha::DOUBLE, coalesce(total.weight_squares, 0.0))"
 
 
-def _register_accuracy_function(con: Any, name: str, release: SpatialRelease, replace: bool) -> None:
+def _accuracy_function(name: str, release: SpatialRelease) -> PythonFunction:
     """The vectorised scalar function ``(alpha, sum w^2) -> half-width``:
     :meth:`SpatialRelease.leaf_noise_accuracy`, so SQL and Python agree; a NULL alpha gives NULL."""
-    fname = accuracy_function(name)
-    if replace:
-        with contextlib.suppress(Exception):  # none registered yet
-            con.remove_function(fname)
 
     def accuracy(alpha: pa.Array, squares: pa.Array) -> pa.Array:
         a = np.asarray(pa.array(alpha).to_numpy(zero_copy_only=False), dtype=np.float64)
@@ -81,22 +75,14 @@ def _register_accuracy_function(con: Any, name: str, release: SpatialRelease, re
             out[rows] = release.leaf_noise_accuracy(w[rows], float(value))
         return pa.array(out, from_pandas=True)  # NaN (alpha NULL) -> NULL
 
-    try:
-        con.create_function(fname, accuracy, ["DOUBLE", "DOUBLE"], "DOUBLE", type="arrow",
-                            null_handling="special", side_effects=False)
-    except Exception as exc:
-        raise ParameterError(f"DuckDB function {fname!r} exists in this connection; pass replace=True "
-                             f"to overwrite it ({exc})") from None
+    return PythonFunction(accuracy_function(name), accuracy, ["DOUBLE", "DOUBLE"], "DOUBLE",
+                          {"null_handling": "special", "side_effects": False})
 
 
-def _register_std_function(con: Any, name: str, release: SpatialRelease, replace: bool) -> None:
+def _std_function(name: str, release: SpatialRelease) -> PythonFunction:
     """The vectorised scalar function behind ``noise_std`` of a release with counted levels."""
     d, box, levels = release.box.d, release.box, release.levels
     assert levels is not None  # called for releases with counted levels only
-    fname = std_function(name)
-    if replace:
-        with contextlib.suppress(Exception):  # none registered yet
-            con.remove_function(fname)
 
     def noise_std(bounds: pa.Array) -> pa.Array:  # one [lo0, hi0, lo1, hi1, ...] list per box
         flat = np.asarray(pa.array(bounds).flatten().to_numpy(zero_copy_only=False), dtype=np.float64)
@@ -104,7 +90,7 @@ def _register_std_function(con: Any, name: str, release: SpatialRelease, replace
         _, var = levels.range_counts(box, pairs[:, :, 0], pairs[:, :, 1], variance=True)
         return pa.array(np.sqrt(np.asarray(var, dtype=np.float64)))
 
-    con.create_function(fname, noise_std, ["DOUBLE[]"], "DOUBLE", type="arrow")
+    return PythonFunction(std_function(name), noise_std, ["DOUBLE[]"], "DOUBLE")
 
 
 def _tree_answers(release: SpatialRelease, name: str, queries: str, where: str) -> str:
@@ -163,30 +149,24 @@ def register_tree(con: Any, name: str, release: SpatialRelease, *, replace: bool
     single_source = "(SELECT 0 AS id, " + ", ".join(
         f"{ident(f'{c}_{side}')} AS {ident(f'{c}_{side}')}" for c in release.columns
         for side in ("lo", "hi")) + ")"
-
-    def build() -> None:
-        check_free(con, [name, f"{name}_meta"], [f"{name}_range_count", f"{name}_range_counts"],
-                   replace=replace)
-        create = create_mode(replace)
-        if release.levels is not None:
-            _register_std_function(con, name, release, replace)
-        if _noise_half_width(release, name) != "NULL::DOUBLE":
-            _register_accuracy_function(con, name, release, replace)
-        con.execute(render("tree_register.sql", table=ident(name), source=ident(source), create=create,
-                           meta_table=ident(f"{name}_meta"), meta_source=ident(meta_source),
-                           comment=comment(release, name)))
-        con.execute(render(
-            "tree_macros.sql", name=name, create=create,
-            single_macro=ident(f"{name}_range_count"), batch_macro=ident(f"{name}_range_counts"),
-            parameters=params,
-            single_answers=_tree_answers(release, name, single_source, "''"),
-            batch_answers=_tree_answers(release, name, "query_table(queries)", BATCH_WHERE),
-        ))
-
+    functions = [] if release.levels is None else [_std_function(name, release)]
+    if _noise_half_width(release, name) != "NULL::DOUBLE":
+        functions.append(_accuracy_function(name, release))
     leaves = release._table()
     leaves = leaves.append_column("leaf", pa.array(np.arange(leaves.num_rows, dtype=np.int64)))
-    in_transaction(con, {source: leaves, meta_source: metadata_table(release)}, build)
-    return con.table(name)
+    statements = [
+        render("tree_register.sql", table=ident(name), source=ident(source), meta_table=ident(f"{name}_meta"),
+               meta_source=ident(meta_source), comment=comment(release, name)),
+        render("tree_macros.sql", name=name, single_macro=ident(f"{name}_range_count"),
+               batch_macro=ident(f"{name}_range_counts"), parameters=params,
+               single_answers=_tree_answers(release, name, single_source, "''"),
+               batch_answers=_tree_answers(release, name, "query_table(queries)", BATCH_WHERE)),
+    ]
+    parts = Registration(tables=[name, f"{name}_meta"],
+                         macros=[f"{name}_range_count", f"{name}_range_counts"],
+                         sources={source: leaves, meta_source: metadata_table(release)},
+                         statements=statements, functions=functions)
+    return register(con, name, parts, replace=replace)
 
 
 __all__ = ["register_tree"]

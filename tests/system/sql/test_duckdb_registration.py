@@ -1,0 +1,98 @@
+"""One registration flow (``releases.sql.register``) for the three release types: the same
+refusal of existing objects, the same ``replace`` (tables, views, scalar or table macros and
+Python functions all dropped and created afresh), one transaction."""
+
+from __future__ import annotations
+
+import duckdb
+import numpy as np
+import polars as pl
+import pytest
+
+import polars_dp as pdp
+from polars_dp.releases.sql import Registration, register
+
+POINTS = pl.DataFrame({"x": np.random.default_rng(3).beta(2, 5, 3_000),
+                       "y": np.random.default_rng(4).beta(5, 2, 3_000)})
+
+
+def _grid() -> pdp.Release:
+    frame = pl.DataFrame({"a": np.random.default_rng(1).integers(0, 10, 500),
+                          "s": np.random.default_rng(2).choice(["f", "m"], 500)})
+    return pdp.privelet(frame, [pdp.Ordinal("a", 0, 9), pdp.Nominal("s", categories=["f", "m"])],
+                        epsilon=1.0, seed=1)
+
+
+def _sequence() -> pdp.Release:
+    frame = pl.DataFrame({"s": ["abcab", "ba", "ccc", "a", "abab"] * 60})
+    return frame.dp.privtree_sequences("s", alphabet="abc", max_length=5, epsilon=3.0, seed=1)
+
+
+MAKERS = {
+    "grid": (_grid, "r_range_count", "SELECT count FROM r_range_count()"),
+    "spatial": (lambda: POINTS.dp.privtree(["x", "y"], bounds=[(0, 1), (0, 1)], epsilon=1.0, seed=2),
+                "r_range_count", "SELECT count FROM r_range_count()"),
+    "spatial_levels": (lambda: POINTS.dp.privtree(["x", "y"], bounds=[(0, 1), (0, 1)], epsilon=1.0,
+                                                  seed=2, levels=2),
+                       "r_range_count", "SELECT count FROM r_range_count()"),
+    "sequence": (_sequence, "r_frequency", "SELECT count FROM r_frequency(['a'])"),
+}
+
+
+@pytest.fixture(scope="module", params=list(MAKERS))
+def case(request):
+    make, macro, query = MAKERS[request.param]
+    return make(), macro, query
+
+
+@pytest.mark.parametrize("existing", ["CREATE MACRO {m}(a) AS a + 1",
+                                      "CREATE MACRO {m}(a) AS TABLE SELECT a AS one",
+                                      "CREATE VIEW r AS SELECT 1 AS one",
+                                      "CREATE TABLE r_meta (note VARCHAR)"])
+def test_replace_overwrites_every_kind_of_object_for_every_type(case, existing):
+    release, macro, query = case
+    con = duckdb.connect()
+    con.execute(existing.format(m=macro))
+    with pytest.raises(pdp.ParameterError, match="would overwrite .*pass replace=True"):
+        release.to_duckdb(con, "r")
+    release.to_duckdb(con, "r", replace=True)
+    assert con.sql(query).fetchall()[0][0] is not None
+    assert pdp.duckdb.read_release(con, "r") == release
+    release.to_duckdb(con, "r", replace=True)  # again: its own tables, macros and functions
+    assert pdp.duckdb.read_release(con, "r") == release
+
+
+def test_a_leftover_python_function_is_refused_unless_replace(case):
+    release, _, query = case
+    con = duckdb.connect()
+    release.to_duckdb(con, "r")
+    names = [row[0] for row in con.execute(
+        "SELECT function_name FROM duckdb_functions() WHERE function_name LIKE '__pdp_%_r'").fetchall()]
+    for row in con.execute("SELECT function_name, function_type FROM duckdb_functions() "
+                           "WHERE function_name LIKE 'r_%' AND function_type = 'table_macro'").fetchall():
+        con.execute(f'DROP MACRO TABLE "{row[0]}"')
+    for table in ("r", "r_meta", "r_nodes", "r_labels_s"):
+        con.execute(f'DROP TABLE IF EXISTS "{table}"')
+    if not names:  # this type registers no Python function: nothing is left over
+        release.to_duckdb(con, "r")
+        return
+    with pytest.raises(pdp.ParameterError, match=f"DuckDB function '{names[0]}' exists.*replace=True"):
+        release.to_duckdb(con, "r")
+    assert con.sql("SHOW TABLES").fetchall() == []  # the transaction was rolled back
+    release.to_duckdb(con, "r", replace=True)
+    assert con.sql(query).fetchall()[0][0] is not None
+
+
+def test_a_failed_statement_leaves_nothing_behind():
+    con = duckdb.connect()
+    parts = Registration(tables=["t", "t_meta"], macros=["t_m"],
+                         sources={"__src": pl.DataFrame({"a": [1, 2]}).to_arrow()},
+                         statements=["CREATE TABLE t AS SELECT * FROM __src",
+                                     "CREATE TABLE t_meta AS SELECT no_such_column FROM __src"])
+    with pytest.raises(duckdb.Error, match="no_such_column"):
+        register(con, "t", parts)
+    assert con.sql("SHOW TABLES").fetchall() == []
+    with pytest.raises(duckdb.Error):
+        con.sql("SELECT * FROM __src").fetchall()  # the transient source is gone too
+    parts.statements[1] = "CREATE TABLE t_meta AS SELECT a FROM __src"
+    assert register(con, "t", parts).fetchall() == [(1,), (2,)]
