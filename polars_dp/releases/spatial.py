@@ -46,11 +46,11 @@ from polars_dp.releases.postprocess import TREE_POSTPROCESSING, postprocess_coun
 from polars_dp.releases.sampling import sample_boxes
 from polars_dp.releases.spatial_format import (
     LAYOUTS,
-    _check_layout,
-    _check_tree_parameters,
-    _float_column,
-    _leaf_order,
-    _legacy_noise_model,
+    check_layout,
+    check_spatial_parameters,
+    float_column,
+    leaf_order,
+    legacy_noise_model,
 )
 from polars_dp.releases.tree_levels import TopLevels, check_same, parse_levels
 
@@ -66,7 +66,7 @@ class SpatialRelease(Release):
     cells, leaves grouped by first-level cell).
     """
 
-    release_type = "tree"
+    release_type = "tree"  # the identifier stored in files (docs/release-format.md)
     metadata_entries = ("columns", "bounds", "layout", "n_leaves", "noise_model", "levels")
 
     def __init__(self, box: Box, lo: np.ndarray, hi: np.ndarray, depth: np.ndarray, count: np.ndarray,
@@ -88,7 +88,7 @@ class SpatialRelease(Release):
         self.layout = dict(layout)
         self._init_common(mechanism=mechanism, epsilon=epsilon, neighbours=neighbours, params=params,
                           created=created, library_version=library_version, noise=noise, seeded=seeded)
-        self.noise_model = noise_model or _legacy_noise_model(self.mechanism, self.params)
+        self.noise_model = noise_model or legacy_noise_model(self.mechanism, self.params)
         self._grid_cache: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         #: counted top levels and the inference answering queries (``None``: leaves only)
         self.levels = levels
@@ -139,17 +139,17 @@ class SpatialRelease(Release):
         meta = cls._read_metadata(table)
         common = meta.common
         box = meta.entry("bounds", lambda b: as_box(meta.entry("columns"), b))
-        layout = meta.entry("layout", _check_layout)
+        layout = meta.entry("layout", check_layout)
         model = meta.entry("noise_model", noise_model_from_json, default=None)
         try:
-            lo = np.column_stack([_float_column(table, f"{c}_lo") for c in box.columns])
-            hi = np.column_stack([_float_column(table, f"{c}_hi") for c in box.columns])
+            lo = np.column_stack([float_column(table, f"{c}_lo") for c in box.columns])
+            hi = np.column_stack([float_column(table, f"{c}_hi") for c in box.columns])
             depth = table.column("depth").to_numpy()
             count = table.column("count").to_numpy()  # the stored type (the constructor decides)
             if not np.issubdtype(count.dtype, np.number):
                 raise ReleaseFormatError(f"tree release column 'count' has type {count.dtype}, not numbers")
             codes = table.column("morton").to_numpy() if "morton" in table.column_names else None
-            noisy_leaves = _float_column(table, "noisy_count") if "levels" in meta else None
+            noisy_leaves = float_column(table, "noisy_count") if "levels" in meta else None
         except KeyError as exc:
             raise ReleaseFormatError(f"tree release table has no {exc.args[0]!r} column") from None
         n_leaves = meta.entry("n_leaves", int, default=table.num_rows)
@@ -157,7 +157,7 @@ class SpatialRelease(Release):
             raise ReleaseFormatError(f"tree release has {table.num_rows} rows but its metadata declares "
                                      f"{n_leaves} leaves: rows were removed or added")
         try:
-            order = _leaf_order(box, layout, lo, hi, depth, codes)
+            order = leaf_order(box, layout, lo, hi, depth, codes)
         except (KeyError, TypeError, ValueError, OverflowError) as exc:
             if isinstance(exc, ReleaseFormatError):
                 raise
@@ -166,7 +166,7 @@ class SpatialRelease(Release):
         codes = None if codes is None else codes[order]
         release = cls(box, lo[order], hi[order], depth[order], count[order], layout=layout, codes=codes,
                       noise_model=model, **common)
-        _check_tree_parameters(release)
+        check_spatial_parameters(release)
         if noisy_leaves is None:
             verify_checksum(meta.text, release._payload_arrays(), required=True)
             return release

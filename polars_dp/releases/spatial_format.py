@@ -38,21 +38,23 @@ if TYPE_CHECKING:
 LAYOUTS = ("morton", "grid", "two_level_grid")
 
 
-def _float_column(table: pa.Table, name: str) -> np.ndarray:
+def float_column(table: pa.Table, name: str) -> np.ndarray:
+    """Column ``name`` of a spatial release table as float64 (numbers only, else ReleaseFormatError)."""
     values = table.column(name).to_numpy()
     if not np.issubdtype(values.dtype, np.number):
         raise ReleaseFormatError(f"tree release column {name!r} has type {values.dtype}, not numbers")
     return values.astype(np.float64)
 
 
-def _check_layout(layout: Any) -> dict[str, Any]:
+def check_layout(layout: Any) -> dict[str, Any]:
+    """The decoded ``layout`` entry, if it is an object naming one of :data:`LAYOUTS`."""
     if not isinstance(layout, dict) or layout.get("kind") not in LAYOUTS:
         raise ReleaseFormatError(f"release metadata field 'layout' must be one of the layouts {LAYOUTS}, "
                                  f"got {layout!r}")
     return layout
 
 
-def _leaf_order(box: Box, layout: Mapping[str, Any], lo: np.ndarray, hi: np.ndarray, depth: np.ndarray,
+def leaf_order(box: Box, layout: Mapping[str, Any], lo: np.ndarray, hi: np.ndarray, depth: np.ndarray,
                 codes: np.ndarray | None) -> np.ndarray:
     """Permutation putting the rows in the release's leaf order, after checking that the
     leaves tile ``box`` as ``layout`` says (a missing, repeated or moved leaf is refused).
@@ -213,7 +215,7 @@ def _check_against_plan(release: SpatialRelease, plan: Plan) -> float | None:
     return scale
 
 
-def _check_tree_parameters(release: SpatialRelease) -> None:
+def check_spatial_parameters(release: SpatialRelease) -> None:
     """The recorded parameters against the plan rebuilt from the declared ones
     (:func:`rebuilt_plan`); for a file that records too little to rebuild it (or a mechanism
     without a plan rebuild), the relations between the recorded values: ``epsilon_tree +
@@ -281,9 +283,10 @@ def _levels_epsilon(p: Mapping[str, Any], sens: int) -> float:
     return float(sum(eps_l))
 
 
-def _legacy_noise_model(mechanism: str, params: Mapping[str, Any]) -> NoiseModel:
-    """The noise of a release written by 0.1.0, which recorded no ``noise_model``: read from
-    the mechanism and its params (for those files only; newer files carry the model)."""
+def legacy_noise_model(mechanism: str, params: Mapping[str, Any]) -> NoiseModel:
+    """The noise of a release written by 0.1.0 (a format-1 file without a ``noise_model``
+    entry, ``docs/release-format.md``): read from the mechanism and its params (for those files
+    only; newer files carry the model)."""
     if mechanism == "privtree" and "leaf_noise_scale" in params:
         return IndependentLaplace(float(params["leaf_noise_scale"]))
     if mechanism == "uniform_grid" and "noise_scale" in params:
@@ -291,4 +294,5 @@ def _legacy_noise_model(mechanism: str, params: Mapping[str, Any]) -> NoiseModel
     return Correlated("its leaf counts are not independent (constrained inference or a wavelet)")
 
 
-__all__ = ["LAYOUTS", "rebuilt_plan"]  # and the private helpers of SpatialRelease.from_arrow
+__all__ = ["LAYOUTS", "check_layout", "check_spatial_parameters", "float_column", "leaf_order",
+           "legacy_noise_model", "rebuilt_plan"]

@@ -165,14 +165,7 @@ def test_only_mechanisms_draw_noise(module):
 
 #: Private names still imported across modules, in files other branches are changing; each is to be
 #: made public in its module (or moved next to its one caller), then removed from here.
-PRIVATE_IMPORTS_TO_FIX = {
-    # releases/spatial_format.py -> releases/spatial.py
-    ("polars_dp.releases.spatial", "polars_dp.releases.spatial_format", "_check_layout"),
-    ("polars_dp.releases.spatial", "polars_dp.releases.spatial_format", "_check_tree_parameters"),
-    ("polars_dp.releases.spatial", "polars_dp.releases.spatial_format", "_float_column"),
-    ("polars_dp.releases.spatial", "polars_dp.releases.spatial_format", "_leaf_order"),
-    ("polars_dp.releases.spatial", "polars_dp.releases.spatial_format", "_legacy_noise_model"),
-}
+PRIVATE_IMPORTS_TO_FIX: set[tuple[str, str, str]] = set()
 
 
 def _private_imports(path: Path) -> list[tuple[int, str, str]]:

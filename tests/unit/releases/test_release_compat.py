@@ -56,3 +56,12 @@ def test_former_class_names_are_deprecated_aliases(old, new):
     with pytest.warns(DeprecationWarning, match=new):
         assert getattr(pdp, old) is getattr(pdp, new)
     assert old in pdp.__all__
+
+
+def test_former_module_names_are_aliases():
+    from polars_dp.releases import spatial, spatial_format, tree, tree_format
+
+    assert tree.SpatialRelease is spatial.SpatialRelease is pdp.SpatialRelease
+    assert tree_format.rebuilt_plan is spatial_format.rebuilt_plan
+    assert tree.__all__ == spatial.__all__ and tree_format.__all__ == spatial_format.__all__
+    assert pdp.SpatialRelease.release_type == "tree"  # the stored identifier every version has written
