@@ -478,7 +478,8 @@ class SequenceRelease(Release):
         string's symbols oldest first without ``#`` (a list array)."""
         strings, depth = self.predictor_strings()
         starts_with_start = np.zeros(self.n_nodes, dtype=bool)
-        starts_with_start[depth > 0] = strings[depth > 0, 0] == self.alphabet_size
+        if strings.shape[1]:  # a model of the root alone has no symbol to look at
+            starts_with_start[depth > 0] = strings[depth > 0, 0] == self.alphabet_size
         mask = (np.arange(strings.shape[1])[None, :] < depth[:, None]) & (strings != self.alphabet_size)
         return starts_with_start, _list_array(self._symbols(strings[mask]), mask.sum(axis=1))
 

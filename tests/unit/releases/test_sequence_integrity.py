@@ -116,3 +116,16 @@ def test_edited_tree_structure_is_refused(model):
         counts[0] += 5
         with pytest.raises(pdp.ReleaseFormatError, match="sums"):  # checked before the checksum
             pdp.read_release(edit(table, counts=counts))
+
+
+@pytest.mark.parametrize("kind", ["privtree_sequences", "ngram_sequences"])
+def test_a_model_of_the_root_alone_is_written_and_read(kind, tmp_path):
+    """A public cap that stops the tree at its root (``max_nodes=1``, ``height=1``) still gives a
+    release that exports (regression: building the node contexts raised IndexError)."""
+    cap = {"max_nodes": 1} if kind == "privtree_sequences" else {"height": 1}
+    model = getattr(pdp, kind)(pl.DataFrame({"s": SEQS}), "s", alphabet=[1, 2, 3], max_length=6,
+                               epsilon=1.0, seed=5, **cap)
+    assert model.n_nodes == 1
+    back = pdp.read_release(model.write_parquet(tmp_path / "root.parquet"))
+    assert back == model
+    np.testing.assert_array_equal(back.frequencies([[1], [2, 3]]), model.frequencies([[1], [2, 3]]))
