@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from polars_dp.errors import ParameterError, ReleaseFormatError
-from polars_dp.releases.metadata import read_metadata
+from polars_dp.releases.metadata import format_of, read_metadata
 
 if TYPE_CHECKING:
     from polars_dp.releases.base import Release
@@ -127,6 +127,7 @@ def open_parquet(source: str | os.PathLike, **kwargs: Any) -> pq.ParquetFile:
 
 
 def _release_class(meta: dict[str, str]) -> type[Release]:
+    format_of(meta)  # a newer layout is refused as such, before its type is looked up
     kind = meta.get("release_type")
     if kind is None:
         raise ReleaseFormatError(

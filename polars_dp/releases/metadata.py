@@ -123,7 +123,9 @@ class DecodedMetadata:
         return key in self.entries
 
 
-def _format(meta: Mapping[str, str]) -> int:
+def format_of(meta: Mapping[str, str]) -> int:
+    """The layout number of a table's metadata text: its ``format`` entry, 1 without one; a
+    format this version does not read is a :class:`ReleaseFormatError` saying so."""
     def check(value: Any) -> int:
         if isinstance(value, bool) or value not in READABLE_FORMATS:
             raise ReleaseFormatError(
@@ -181,7 +183,7 @@ def decode_metadata(meta: Mapping[str, str], declared: Sequence[str]) -> Decoded
     malformed one is a :class:`ReleaseFormatError` naming it).  Files without ``noise`` /
     ``seeded`` (0.1.0) used the float sampler; whether a seed was used is unknown there and
     read as ``False``.  Entries outside the layout are not read (the checksum covers them)."""
-    version = _format(meta)
+    version = format_of(meta)
     layout = from_format_1(meta, declared) if version == 1 else meta
     common = {
         "mechanism": field(layout, "mechanism", check_mechanism, json_value=False),
@@ -204,4 +206,4 @@ def read_release_metadata(table_or_schema: pa.Table | pa.Schema, declared: Seque
 
 __all__ = ["FORMAT_KEY", "FORMAT_VERSION", "HEADER_KEYS", "META_PREFIX", "NOISE_KINDS", "PARAMS_KEY",
            "READABLE_FORMATS", "DecodedMetadata", "attach_metadata", "decode_metadata", "encode_metadata",
-           "from_format_1", "read_metadata", "read_release_metadata", "release_metadata"]
+           "format_of", "from_format_1", "read_metadata", "read_release_metadata", "release_metadata"]

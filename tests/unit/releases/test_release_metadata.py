@@ -155,3 +155,14 @@ def test_the_writer_refuses_an_entry_out_of_place():
         release_metadata({**header, "format": 1}, {}, {}, ())
     with pytest.raises(ValueError, match="out of place"):
         release_metadata(header, {}, {}, ("epsilon",))  # an entry may not shadow the header
+
+
+def test_a_newer_format_is_named_before_its_release_type():
+    table = _make("basic").to_arrow()
+    text = read_metadata(table)
+    text.update(format="3", release_type="hypercube")
+    with pytest.raises(pdp.ReleaseFormatError, match="'format' is 3: .*a newer polars-dp"):
+        pdp.read_release(_with_meta(table, text))
+    del text["format"]
+    with pytest.raises(pdp.ReleaseFormatError, match="unknown release type 'hypercube'"):
+        pdp.read_release(_with_meta(table, text))
