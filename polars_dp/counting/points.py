@@ -23,7 +23,7 @@ from polars_dp.counting import engines
 from polars_dp.counting.frequency import check_row_options
 from polars_dp.counting.spec import CountSpec, check_count_dtype, check_counts
 from polars_dp.domains.box import Box, grid_axes
-from polars_dp.errors import ColumnNotFoundError, DomainError, ParameterError
+from polars_dp.errors import ColumnNotFoundError, ParameterError
 
 
 def collect_points(frame: Any, box: Box, *, on_out_of_domain: str = "raise",
@@ -60,26 +60,17 @@ def collect_weighted_points(frame: Any, box: Box, *, on_out_of_domain: str = "ra
         check_counts(count_column, w.null_count(), w.min())
         weights = w.to_numpy()
     out = []
-    for j, c in enumerate(box.columns):
+    for j, (c, axis) in enumerate(zip(box.columns, grid_axes(box, 1), strict=True)):
         s = df[c]
-        if s.null_count():
-            raise DomainError(f"column {c!r} has {s.null_count()} null value(s); drop or fill them first, "
-                              "or pass nulls='drop'")
         x = s.to_numpy()
-        n_nan = int(np.count_nonzero(np.isnan(x)))
-        if n_nan:
-            raise DomainError(f"column {c!r} has {n_nan} NaN value(s); drop or fill them first, "
-                              "or pass nulls='drop'")
         lo, hi = box.lo[j], box.hi[j]
-        if x.size and (x.min() < lo or x.max() > hi):
-            if on_out_of_domain == "clamp":
-                x = np.clip(x, lo, hi)
-            else:
-                bad = x[(x < lo) | (x > hi)]
-                raise DomainError(
-                    f"column {c!r} has {bad.size} value(s) outside the declared bounds [{lo}, {hi}], "
-                    f"e.g. {bad[0]!r}; declare wider bounds or pass on_out_of_domain='clamp'"
-                )
+        outside = (x < lo) | (x > hi)
+        if on_out_of_domain == "clamp":
+            x, outside = np.clip(x, lo, hi), np.zeros(0, dtype=bool)
+        error = axis.invalid_error(schema[c], s.null_count(), int(np.count_nonzero(np.isnan(x))),
+                                   int(np.count_nonzero(outside)), x[outside][0] if outside.any() else None)
+        if error is not None:
+            raise error
         out.append(x)
     return out, weights
 
