@@ -225,7 +225,9 @@ def run_spatial(args: argparse.Namespace, config: Config, folder: Path, out: Pat
         "PrivTree+levels is `privtree` with its default counted top levels (`levels=None`: 2 levels in "
         "2-D, 1 in 4-D, 16 cells on the deepest; 1/16 of the count budget, split geometrically) and "
         "the least-squares inference over the whole tree; PrivTree is `levels=0`, the paper's release. "
-        "Both spend the same budget on the split decisions.",
+        "Both spend the same budget on the split decisions. Where the error comes from (uniformity "
+        "inside partly covered leaves vs noise) and what the counted levels remove: "
+        "[privtree_levels_ablation.md](privtree_levels_ablation.md).",
         "![PrivTree decomposition](privtree_geonames.png)",
     ]
     write(out / "spatial.md", header("PrivTree: spatial range counts", config, seconds, args.seed, notes)
@@ -288,6 +290,9 @@ def write_index(out: Path, config: Config, timings: dict[str, Any]) -> None:
              "quintile, Basic vs Privelet vs Privelet+ (GSS wages; synthetic census) |",
              "| [spatial.md](spatial.md) | PrivTree paper: relative error of small/medium/large boxes, "
              "PrivTree vs UG vs AG vs Privelet* (GeoNames 2-D, flights 4-D), sizes, build times |",
+             "| [privtree_levels_ablation.md](privtree_levels_ablation.md) | PrivTree with counted top "
+             "levels: the error of the uniformity assumption alone (exact counts, not private) vs the "
+             "noise, and what the counted levels remove (`python -m benchmarks.ablation_privtree_levels`) |",
              "| [sequences.md](sequences.md) | PrivTree paper: top-k precision and TV distance on msnbc, "
              "PST vs n-gram vs truncation |",
              "| [outputs.md](outputs.md) | non-negative projection vs range-query error; synthetic rows vs "

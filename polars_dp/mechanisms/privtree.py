@@ -189,7 +189,11 @@ def privtree(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: 
         a noisy count (:mod:`polars_dp.mechanisms.privtree_levels`); ``0`` (default): the
         leaves only, as in the paper; ``None``: ``max(1, 4 // log2(fanout))`` (2 in 2-D, 1 in
         4-D: 16 cells on level ``k``).  The default stays 0 because on GeoNames and the flights
-        the counted levels did not lower the error of any box size (``docs/results/spatial.md``).
+        the counted levels did not lower the error of any box size (``docs/results/spatial.md``):
+        on GeoNames most of PrivTree's error is the uniformity error inside partly covered leaves,
+        which no noise reduction removes, and the levels' budget comes from the leaves; noisy
+        level cells inside a shallow leaf add more noise than the uniformity error they remove
+        (``docs/results/privtree_levels_ablation.md``).
         With ``k >= 1`` the count budget ``epsilon - eps_tree`` is split: 1/16 to the top
         levels (geometrically, Cormode et al. 2012), the rest to the leaves; every count is then
         replaced by the least-squares estimate consistent with the tree
