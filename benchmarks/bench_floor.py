@@ -200,7 +200,7 @@ def grid_case(case: str, quick: bool, rows: int, repeats: int, noise: str) -> di
     from polars_dp.kernels import wavelet_blocks as WB
     from polars_dp.kernels import wavelets as W
     from polars_dp.kernels.prefix import prefix_sums, streamed_box_sums
-    privelet_module = importlib.import_module("polars_dp.mechanisms.privelet")
+    privelet_module = importlib.import_module("polars_dp.mechanisms.wavelet")
 
     attrs, plus_untransformed = case_attributes(case, quick)
     frame = case_rows(case, attrs, rows)

@@ -7,13 +7,13 @@ mechanisms are run with the plan's validated options.
 
 from typing import TYPE_CHECKING, Any
 
-from polars_dp.mechanisms.basic import basic
+from polars_dp.mechanisms.laplace_histogram import basic
 from polars_dp.mechanisms.ngram import ngram_sequences, run_ngram
 from polars_dp.mechanisms.options import checked_options
-from polars_dp.mechanisms.privelet import privelet
-from polars_dp.mechanisms.privtree import privtree
 from polars_dp.mechanisms.sequences import privtree_sequences, run_privtree_sequences
 from polars_dp.mechanisms.spatial_grids import adaptive_grid, privelet_grid, uniform_grid
+from polars_dp.mechanisms.spatial_tree import privtree
+from polars_dp.mechanisms.wavelet import privelet
 from polars_dp.plans.base import Plan, register_runner
 
 privtree = checked_options("privtree")(privtree)

@@ -24,7 +24,7 @@ and 2 under replace-one; level ``l`` gets discrete Laplace noise of scale
 ``sensitivity / eps_l`` (rounded up to the ``2^-20`` grid), independent of everything else.
 By sequential composition the release spends ``eps_tree + sum_l eps_l + eps_leaf = epsilon``
 under either relation (the decisions: PrivTree's theorem with group privacy for replace-one,
-see :mod:`polars_dp.mechanisms.privtree`).  The levels are public, so which cells are counted
+see :mod:`polars_dp.mechanisms.spatial_tree`).  The levels are public, so which cells are counted
 never depends on the data.
 """
 from __future__ import annotations

@@ -50,7 +50,7 @@ from polars_dp.counting.frequency import check_domain_size
 from polars_dp.counting.points import collect_weighted_points, grid_counts
 from polars_dp.domains.box import Box, as_box
 from polars_dp.kernels.grid import flat_cells, grid_boxes, grid_cells
-from polars_dp.mechanisms.privelet import privelet_counts
+from polars_dp.mechanisms.wavelet import privelet_counts
 from polars_dp.noise import (
     Neighbours,
     NoiseKind,

@@ -18,7 +18,7 @@ import polars_dp as pdp
 from polars_dp.counting.frequency import frequency_matrix
 from polars_dp.domains.box import as_box
 from polars_dp.kernels.morton import MortonLayout, grid_coordinates, morton_codes, resolution_bits
-from polars_dp.mechanisms.privtree import grow_tree
+from polars_dp.mechanisms.spatial_tree import grow_tree
 from polars_dp.noise import make_rng
 from tests.helpers.engines import ATTRS, KINDS, brute_force, inputs, points, table
 

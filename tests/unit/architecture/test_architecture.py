@@ -209,7 +209,7 @@ def test_the_checks_see_a_violation(tmp_path):
     found = _imports(path)
     assert [(imp, top) for _, imp, _, top in found] == [("polars_dp.mechanisms", True),
                                                         ("polars_dp.releases", False)]
-    assert _layer("polars_dp.domains.box") < _layer("polars_dp.mechanisms.basic")
+    assert _layer("polars_dp.domains.box") < _layer("polars_dp.mechanisms.laplace_histogram")
     path.write_text("from polars_dp.kernels.wavelets import _tree, __version__, forward\n"
                     "if TYPE_CHECKING:\n    from polars_dp.noise.sources import _U64\n")
     assert [(imp, name) for _, imp, name in _private_imports(path)] == [

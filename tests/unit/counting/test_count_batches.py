@@ -3,19 +3,16 @@ fetched as many Arrow record batches, give exactly the one-shot counts."""
 
 from __future__ import annotations
 
-import importlib
-
 import duckdb
 import numpy as np
 import polars as pl
 import pytest
 
 import polars_dp as pdp
+import polars_dp.counting.engines.duckdb as duckdb_engine
+import polars_dp.counting.engines.polars as polars_engine
 from polars_dp.counting.frequency import frequency_matrix
 from polars_dp.errors import DomainError
-
-polars_engine = importlib.import_module("polars_dp.counting.engines.polars")
-duckdb_engine = importlib.import_module("polars_dp.counting.engines.duckdb")
 
 
 def _frame(n: int = 20_000) -> pl.DataFrame:

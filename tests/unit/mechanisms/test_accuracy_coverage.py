@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 import polars_dp as pdp
-from polars_dp.mechanisms.basic import add_cell_noise
-from polars_dp.mechanisms.privelet_exact import add_wavelet_noise_exact
+from polars_dp.mechanisms.laplace_histogram import add_cell_noise
+from polars_dp.mechanisms.wavelet_lattice import add_wavelet_noise_exact
 from polars_dp.noise import noise_source
 
 R = 10_000

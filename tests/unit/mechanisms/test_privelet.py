@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import math
 from statistics import NormalDist
 
@@ -11,14 +10,13 @@ import polars as pl
 import pytest
 
 import polars_dp as pdp
+import polars_dp.mechanisms.wavelet as privelet_module
 from polars_dp.counting.frequency import frequency_matrix
 from polars_dp.errors import ColumnNotFoundError, DomainError, HierarchyError, ParameterError
 from polars_dp.kernels import wavelet_blocks as TB
 from polars_dp.kernels import wavelets as T
 from polars_dp.noise import laplace, make_rng
 from polars_dp.releases.grid_queries import predicate_ranges
-
-privelet_module = importlib.import_module("polars_dp.mechanisms.privelet")
 
 FALSE_FAILURE = 1e-6
 

@@ -9,7 +9,6 @@ numerators, computed here with Python integers.
 
 from __future__ import annotations
 
-import importlib
 from fractions import Fraction
 
 import numpy as np
@@ -17,13 +16,12 @@ import polars as pl
 import pytest
 
 import polars_dp as pdp
+import polars_dp.mechanisms.wavelet_lattice as privelet_exact
 from polars_dp.errors import ParameterError
 from polars_dp.kernels import wavelet_blocks as TB
 from polars_dp.kernels import wavelet_exact as TE
 from polars_dp.kernels import wavelets as T
 from polars_dp.noise import noise_source
-
-privelet_exact = importlib.import_module("polars_dp.mechanisms.privelet_exact")
 
 F = 40
 WIDE = [pdp.Nominal(c, pdp.Hierarchy.flat([f"{c}{i}" for i in range(F)])) for c in "abc"]

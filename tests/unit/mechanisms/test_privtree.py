@@ -1,6 +1,5 @@
 """PrivTree: privacy proof obligations (PrivTree paper Sec. 3: privacy, tree size) and input validation."""
 
-import importlib
 import math
 
 import numpy as np
@@ -8,6 +7,7 @@ import polars as pl
 import pytest
 
 import polars_dp  # noqa: F401  (registers df.dp)
+import polars_dp.mechanisms.spatial_tree as privtree_module
 from polars_dp.domains.box import as_box
 from polars_dp.errors import ColumnNotFoundError, DomainError, ParameterError
 from polars_dp.kernels.morton import (
@@ -17,11 +17,9 @@ from polars_dp.kernels.morton import (
     morton_codes,
     resolution_bits,
 )
-from polars_dp.mechanisms.privtree import grow_tree, privtree, privtree_delta, privtree_lambda
 from polars_dp.mechanisms.privtree_rule import privtree_split
+from polars_dp.mechanisms.spatial_tree import grow_tree, privtree, privtree_delta, privtree_lambda
 from polars_dp.noise import make_rng
-
-privtree_module = importlib.import_module("polars_dp.mechanisms.privtree")
 
 Z = 4.89  # two-sided normal quantile for a false-failure probability of 1e-6
 

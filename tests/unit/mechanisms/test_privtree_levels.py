@@ -3,7 +3,6 @@ inference against a dense solve, exact error bars, storage and bad input."""
 
 from __future__ import annotations
 
-import importlib
 from fractions import Fraction
 
 import numpy as np
@@ -12,6 +11,8 @@ import pyarrow as pa
 import pytest
 
 import polars_dp as pdp
+import polars_dp.mechanisms.privtree_levels as levels_module
+import polars_dp.mechanisms.spatial_tree as privtree_module
 from polars_dp.cli.spec import SpecError, load_spec
 from polars_dp.domains.box import as_box
 from polars_dp.errors import ParameterError, ReleaseFormatError
@@ -30,8 +31,6 @@ from polars_dp.noise import laplace_scale
 from polars_dp.releases.tree_levels import TopLevels, noise_variance
 from tests.helpers.noise import assert_dlap
 
-levels_module = importlib.import_module("polars_dp.mechanisms.privtree_levels")
-privtree_module = importlib.import_module("polars_dp.mechanisms.privtree")
 RELATIONS = [("replace", 2), ("add_remove", 1)]
 BOUNDS = [(0.0, 1.0), (0.0, 1.0)]
 

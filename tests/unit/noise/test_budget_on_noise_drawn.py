@@ -13,7 +13,6 @@ here (small inputs: no chunking), so a call the spec does not list fails the tes
 
 from __future__ import annotations
 
-import importlib
 from decimal import Context, Decimal
 from fractions import Fraction
 
@@ -22,12 +21,12 @@ import polars as pl
 import pytest
 
 import polars_dp as pdp
+import polars_dp.mechanisms.sequences as sequences
+import polars_dp.mechanisms.spatial_tree as privtree
+import polars_dp.mechanisms.wavelet_lattice as privelet_exact
 from polars_dp import noise as N
 from polars_dp.noise import discrete
 
-privelet_exact = importlib.import_module("polars_dp.mechanisms.privelet_exact")
-privtree = importlib.import_module("polars_dp.mechanisms.privtree")
-sequences = importlib.import_module("polars_dp.mechanisms.sequences")
 REAL_DLAP, REAL_SPLIT = discrete.discrete_laplace, privtree.privtree_split
 
 EPSILONS = [0.3, 0.7, 1 / 3, 0.123, 2.5]

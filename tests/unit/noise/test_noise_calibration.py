@@ -9,7 +9,6 @@ scale, double the scale and 1.5 times the epsilon, so every test can fail.
 
 from __future__ import annotations
 
-import importlib
 import math
 from fractions import Fraction
 
@@ -20,6 +19,11 @@ import pytest
 from scipy import stats
 
 import polars_dp as pdp
+import polars_dp.mechanisms.ngram as ngram_module
+import polars_dp.mechanisms.sequences as seq_module
+import polars_dp.mechanisms.spatial_grids as grids_module
+import polars_dp.mechanisms.spatial_tree as privtree_module
+import polars_dp.mechanisms.wavelet_lattice as privelet_exact
 from polars_dp.counting.frequency import frequency_matrix
 from polars_dp.domains.box import as_box
 from polars_dp.errors import ParameterError
@@ -27,13 +31,6 @@ from polars_dp.kernels import wavelet_blocks as TB
 from polars_dp.kernels import wavelets as T
 from polars_dp.kernels.morton import MortonLayout, grid_coordinates, morton_codes, resolution_bits
 from tests.helpers.noise import ALPHA, assert_dlap
-
-ngram_module = importlib.import_module("polars_dp.mechanisms.ngram")
-privelet_module = importlib.import_module("polars_dp.mechanisms.privelet")
-privelet_exact = importlib.import_module("polars_dp.mechanisms.privelet_exact")
-privtree_module = importlib.import_module("polars_dp.mechanisms.privtree")
-seq_module = importlib.import_module("polars_dp.mechanisms.sequences")
-grids_module = importlib.import_module("polars_dp.mechanisms.spatial_grids")
 
 Z = stats.norm.isf(ALPHA / 2)
 RELATIONS = [("replace", 2), ("add_remove", 1)]

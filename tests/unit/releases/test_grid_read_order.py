@@ -12,9 +12,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import polars_dp as pdp
+import polars_dp.releases.grid_format as grid_format
 from polars_dp.errors import ReleaseFormatError
-
-grid_format = importlib.import_module("polars_dp.releases.grid_format")
 
 
 def _attributes() -> list:

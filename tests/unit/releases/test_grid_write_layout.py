@@ -3,16 +3,13 @@ and compressed; the write-order check of a label column against every start, str
 
 from __future__ import annotations
 
-import importlib
-
 import numpy as np
 import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
 import polars_dp as pdp
-
-grid_format = importlib.import_module("polars_dp.releases.grid_format")
+import polars_dp.releases.grid_format as grid_format
 
 
 def test_count_column_plain_labels_compressed(tmp_path):

@@ -45,7 +45,7 @@ exp(||u - u'||_1 / lambda') <= exp(Delta rho / lambda')``, so the release is
 The noisy coefficients ``(D u + Z) / D`` are then inverted in floating point: post-processing
 of the noisy coefficients alone (the float shortcut ``M + inverse(eta)`` is not used, since
 its rounding would depend on ``M``).  The whole pipeline (exact forward, noise, inverse) runs
-block by block over the counts (:mod:`polars_dp.mechanisms.privelet_exact`).
+block by block over the counts (:mod:`polars_dp.mechanisms.wavelet_lattice`).
 ``noise="float"`` keeps the float path described above.
 
 Utility: every range count has noise variance ``2 lambda^2 prod_axes f_axis``, exposed by
@@ -66,7 +66,7 @@ from polars_dp.counting.frequency import frequency_matrix
 from polars_dp.domains.attributes import Attribute
 from polars_dp.kernels import wavelet_blocks
 from polars_dp.mechanisms.options import checked_options
-from polars_dp.mechanisms.privelet_exact import add_wavelet_noise_exact
+from polars_dp.mechanisms.wavelet_lattice import add_wavelet_noise_exact
 from polars_dp.noise import (
     Neighbours,
     NoiseKind,

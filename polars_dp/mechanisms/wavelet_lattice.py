@@ -1,6 +1,6 @@
 """Privelet's exact noise: integer lattice coefficients plus discrete Laplace (Canonne, Kamath, Steinke 2020).
 
-The privacy argument is in :mod:`polars_dp.mechanisms.privelet` ("Exact noise"): every
+The privacy argument is in :mod:`polars_dp.mechanisms.wavelet` ("Exact noise"): every
 coefficient's integer numerator ``D(c) u(c)`` (Haar: ``D = 1``; nominal: ``D = 2 (f - 1)``;
 the factors multiply across axes) gets discrete Laplace noise of scale ``D(c) lambda'``, so the
 release spends ``Delta rho / lambda' <= epsilon``.  Everything after the noisy numerators (the
