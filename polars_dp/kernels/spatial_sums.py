@@ -16,7 +16,8 @@ Three kernels, all vectorised over queries (loops only over tree levels or box c
 from __future__ import annotations
 
 import itertools
-from typing import Literal, overload
+from collections.abc import Iterator
+from typing import Literal, NamedTuple, overload
 
 import numpy as np
 
@@ -45,35 +46,75 @@ def morton_tree_sums(leaf_starts: np.ndarray, leaf_counts: np.ndarray, layout: M
     cum = np.concatenate([[0.0], np.cumsum(leaf_counts, dtype=np.float64)])
     answers = np.zeros(n_q)
     squares = np.zeros(n_q)
+    for v in visit_tree(leaf_starts, layout, box, q_lo, q_hi, layout.max_depth + 1):
+        answers += np.bincount(v.qi, weights=v.contribution(cum, leaf_counts), minlength=n_q)
+        if weight_squares:
+            w2 = np.where(v.inside, (v.stop - v.first).astype(np.float64),
+                          np.where(v.is_leaf & ~v.inside, v.frac**2, 0.0))
+            squares += np.bincount(v.qi, weights=w2, minlength=n_q)
+    return (answers, squares) if weight_squares else answers
+
+
+class Visit(NamedTuple):
+    """The (query, node) pairs of one depth of a top-down traversal: query ``qi`` meets node
+    ``prefix`` (Morton code at that depth) whose leaves are ``starts[first:stop]``; ``inside``:
+    the node lies in the query box; ``frac``: the overlapped fraction of its volume; ``parent``:
+    the row of the pair at the previous depth that expanded into this one."""
+
+    depth: int
+    qi: np.ndarray
+    prefix: np.ndarray
+    first: np.ndarray
+    stop: np.ndarray
+    is_leaf: np.ndarray
+    inside: np.ndarray
+    frac: np.ndarray
+    parent: np.ndarray
+
+    def contribution(self, cum: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        """Each pair's share of its query's answer: the subtree total (prefix sums ``cum`` of
+        ``counts`` in code order) of a node inside the box, ``count * frac`` of a leaf crossing
+        its boundary, 0 otherwise (that node is expanded or disjoint)."""
+        out = np.where(self.inside, cum[self.stop] - cum[self.first], 0.0)
+        partial = self.is_leaf & ~self.inside
+        out[partial] = counts[self.first[partial]] * self.frac[partial]
+        return out
+
+
+def visit_tree(starts: np.ndarray, layout: MortonLayout, box: Box, q_lo: np.ndarray, q_hi: np.ndarray,
+               n_depths: int, *, starts_are_nodes: bool = False) -> Iterator[Visit]:
+    """Top-down traversal of the dyadic tree whose leaves tile ``box`` and start at the sorted
+    Morton codes ``starts``: per depth, the pairs of queries and the nodes they partly cover
+    (a node inside a query or disjoint from it is not expanded, nor is a leaf).  A node is a
+    leaf when one start falls in its code range (``starts_are_nodes``: and that start is its
+    own first code)."""
+    n_q = q_lo.shape[0]
     qi = np.arange(n_q)
     prefix = np.zeros(n_q, dtype=np.int64)
+    parent = np.zeros(n_q, dtype=np.int64)
     lo = np.broadcast_to(box.lo, (n_q, layout.d)).copy()
     hi = np.broadcast_to(box.hi, (n_q, layout.d)).copy()
     children = np.arange(layout.fanout, dtype=np.int64)
-    for depth in range(layout.max_depth + 1):
+    for depth in range(n_depths):
         if not qi.size:
-            break
+            return
         shift = layout.shift(depth)
         start = prefix << shift
-        first = np.searchsorted(leaf_starts, start, side="left")
-        stop = np.searchsorted(leaf_starts, start + (np.int64(1) << shift), side="left")
+        first = np.searchsorted(starts, start, side="left")
+        stop = np.searchsorted(starts, start + (np.int64(1) << shift), side="left")
         is_leaf = stop - first == 1
+        if starts_are_nodes:
+            is_leaf &= starts[np.minimum(first, starts.size - 1)] == start
         ql, qh = q_lo[qi], q_hi[qi]
         inside = np.all((ql <= lo) & (hi <= qh), axis=1)
         frac = overlap_fraction(ql, qh, lo, hi)
-        contrib = np.where(inside, cum[stop] - cum[first], 0.0)
-        partial_leaf = is_leaf & ~inside
-        contrib[partial_leaf] = leaf_counts[first[partial_leaf]] * frac[partial_leaf]
-        answers += np.bincount(qi, weights=contrib, minlength=n_q)
-        if weight_squares:
-            w2 = np.where(inside, (stop - first).astype(np.float64), np.where(partial_leaf, frac**2, 0.0))
-            squares += np.bincount(qi, weights=w2, minlength=n_q)
+        yield Visit(depth, qi, prefix, first, stop, is_leaf, inside, frac, parent)
         expand = ~inside & ~is_leaf & (frac > 0)
         if not expand.any():
-            break
+            return
+        parent = np.repeat(np.nonzero(expand)[0], layout.fanout)
         qi = np.repeat(qi[expand], layout.fanout)
         prefix, lo, hi = child_boxes(layout, depth, prefix[expand], lo[expand], hi[expand], children)
-    return (answers, squares) if weight_squares else answers
 
 
 def child_boxes(layout: MortonLayout, depth: int, prefix: np.ndarray, lo: np.ndarray, hi: np.ndarray,
@@ -177,4 +218,4 @@ def two_level_grid_sums(prefix: np.ndarray, offsets: np.ndarray, m2: np.ndarray,
     return np.bincount(qi, weights=pair, minlength=n_q)
 
 
-__all__ = ["child_boxes", "grid_sums", "morton_tree_sums", "two_level_grid_sums"]
+__all__ = ["Visit", "child_boxes", "grid_sums", "morton_tree_sums", "two_level_grid_sums", "visit_tree"]

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from polars_dp.domains.box import Box
-from polars_dp.kernels.morton import MortonLayout, overlap_fraction
-from polars_dp.kernels.spatial_sums import child_boxes
+from polars_dp.kernels.morton import MortonLayout
+from polars_dp.kernels.spatial_sums import visit_tree
 from polars_dp.kernels.tree_inference import functional_variance
 
 
@@ -78,47 +78,21 @@ def level_tree_sums(tree: LevelTree, finest_starts: np.ndarray, finest_counts: n
 
     With ``node_stats = (V, ratio, group)`` per level (:class:`~polars_dp.kernels.tree_inference.
     TreeEstimate`), also each answer's exact noise variance (:func:`functional_variance`)."""
-    lay = tree.layout
     n_q = q_lo.shape[0]
     cum = np.r_[0.0, np.cumsum(finest_counts, dtype=np.float64)]
     answers = np.zeros(n_q)
-    qi = np.arange(n_q)
-    prefix = np.zeros(n_q, dtype=np.int64)
-    lo = np.broadcast_to(box.lo, (n_q, lay.d)).copy()
-    hi = np.broadcast_to(box.hi, (n_q, lay.d)).copy()
-    children = np.arange(lay.fanout, dtype=np.int64)
     rec_w: list[np.ndarray] = []
     rec_q: list[np.ndarray] = []
     rec_up: list[np.ndarray] = []
     rec_node: list[np.ndarray] = []
-    up = np.zeros(n_q, dtype=np.int64)
-    for depth in range(len(tree.prefixes)):
-        if not qi.size:
-            break
-        shift = lay.shift(depth)
-        start = prefix << shift
-        first = np.searchsorted(finest_starts, start, side="left")
-        stop = np.searchsorted(finest_starts, start + (np.int64(1) << shift), side="left")
-        is_leaf = (stop - first == 1) & (finest_starts[np.minimum(first, finest_starts.size - 1)] == start)
-        ql, qh = q_lo[qi], q_hi[qi]
-        inside = np.all((ql <= lo) & (hi <= qh), axis=1)
-        frac = overlap_fraction(ql, qh, lo, hi)
-        weight = np.where(inside, 1.0, np.where(is_leaf, frac, 0.0))
-        contrib = np.where(inside, cum[stop] - cum[first], 0.0)
-        partial = is_leaf & ~inside
-        contrib[partial] = finest_counts[first[partial]] * frac[partial]
-        answers += np.bincount(qi, weights=contrib, minlength=n_q)
-        expand = ~inside & ~is_leaf & (frac > 0)
+    depths = len(tree.prefixes)
+    for v in visit_tree(finest_starts, tree.layout, box, q_lo, q_hi, depths, starts_are_nodes=True):
+        answers += np.bincount(v.qi, weights=v.contribution(cum, finest_counts), minlength=n_q)
         if node_stats is not None:
-            rec_w.append(weight)
-            rec_q.append(qi)
-            rec_up.append(up)
-            rec_node.append(np.searchsorted(tree.prefixes[depth], prefix))
-        if not expand.any():
-            break
-        up = np.repeat(np.nonzero(expand)[0], lay.fanout)
-        qi = np.repeat(qi[expand], lay.fanout)
-        prefix, lo, hi = child_boxes(lay, depth, prefix[expand], lo[expand], hi[expand], children)
+            rec_w.append(np.where(v.inside, 1.0, np.where(v.is_leaf, v.frac, 0.0)))
+            rec_q.append(v.qi)
+            rec_up.append(v.parent)
+            rec_node.append(np.searchsorted(tree.prefixes[v.depth], v.prefix))
     if node_stats is None:
         return answers, None
     V, ratio, group = node_stats
