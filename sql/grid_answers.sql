@@ -22,8 +22,8 @@ ranged AS (                                  -- per axis k: cells [s_k, e_k) (al
     FROM pos AS q{{label_joins}}
 ),
 box AS MATERIALIZED (                        -- an ordinal range holding no whole bin is an error
-    SELECT b.id, {{checked}}
-    FROM ranged AS b
+    SELECT q.id, {{checked}}
+    FROM ranged AS q
 ),
 corner AS (                                  -- inclusion-exclusion: 2^d corners of each box
     SELECT box.id,

@@ -38,15 +38,26 @@ the text of a non-string leaf), an integer or Boolean column names leaves of tha
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import polars as pl
 
-from polars_dp.domains.attributes import FLOAT_TOLERANCE, Attribute, Nominal, Ordinal
+from polars_dp.domains.attributes import Attribute, Nominal, Ordinal
+from polars_dp.domains.expressions import NUMPY
 from polars_dp.domains.hierarchy import Label
+from polars_dp.domains.ranges import (
+    bin_bounds,
+    bin_positions,
+    cell_ranges,
+    chosen,
+    no_bin_text,
+    not_a_label_text,
+    outside_text,
+    reversed_text,
+    unaligned_text,
+)
 from polars_dp.errors import QueryError
 from polars_dp.params import check_option
 
@@ -100,101 +111,46 @@ def _ordinal_pair(attribute: Ordinal, predicate: Any) -> tuple[Any, Any]:
     hi = attribute.hi if hi is None else hi
     for value in (lo, hi):
         if not attribute.lo <= value <= attribute.hi:
-            raise QueryError(
-                f"{attribute.column}: {value!r} is outside the declared domain {attribute.domain_text()}"
-            )
+            raise QueryError(outside_text(NUMPY, attribute.column, value, attribute.domain_text()))
     if lo > hi:
-        raise QueryError(f"{attribute.column}: lo={lo!r} > hi={hi!r}; the range is empty")
+        raise QueryError(reversed_text(NUMPY, attribute.column, lo, hi))
     return lo, hi
 
 
 # ---------------------------------------------------------------------- bin alignment
 def cell_bounds(attribute: Ordinal, starts: np.ndarray, stops: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The aligned inclusive ``(lo, hi)`` values of the cell ranges ``[start, stop)``."""
-    starts = np.asarray(starts, dtype=np.int64)
-    stops = np.asarray(stops, dtype=np.int64)
-    n, w = attribute.n_cells, attribute.width
-    if attribute.integer:
-        return attribute.lo + starts * w, np.minimum(attribute.lo + stops * w - 1, attribute.hi)
-    magnitude = max(abs(attribute.lo), abs(attribute.hi), abs(attribute.width))
-    digits = 12 - math.floor(math.log10(magnitude))  # the rounding of Ordinal.cell_labels
-
-    def edge(k: np.ndarray) -> np.ndarray:
-        return np.where(k >= n, float(attribute.hi), np.round(attribute.lo + k * float(w), digits))
-
-    return edge(starts), edge(stops)
-
-
-def _position(attribute: Ordinal, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(cell, on_edge)`` of in-domain values: the bin holding each value and whether the
-    value is that bin's lower edge (exact integer arithmetic for integer attributes and
-    integer values; otherwise within ``FLOAT_TOLERANCE`` widths, as :meth:`Ordinal.value_to_cell`)."""
-    if attribute.integer and np.issubdtype(values.dtype, np.integer):
-        offset = values.astype(np.int64) - attribute.lo
-        return offset // attribute.width, offset % attribute.width == 0
-    t = (values.astype(np.float64) - attribute.lo) / attribute.width
-    cell = np.clip(np.floor(t + FLOAT_TOLERANCE), 0, attribute.n_cells - 1).astype(np.int64)
-    return cell, (t - cell) <= FLOAT_TOLERANCE
-
-
-def _range_text(attribute: Ordinal, lo: Any, hi: Any) -> str:
-    return f"{attribute.column}=({lo!r}, {hi!r})"
+    """The aligned inclusive ``(lo, hi)`` values of the cell ranges ``[start, stop)``
+    (:func:`polars_dp.domains.ranges.bin_bounds`)."""
+    return bin_bounds(NUMPY, attribute, np.asarray(starts, dtype=np.int64), np.asarray(stops, dtype=np.int64))
 
 
 def ordinal_ranges(attribute: Ordinal, lo: np.ndarray, lo_given: np.ndarray, hi: np.ndarray,
                    hi_given: np.ndarray, align: str = "exact", where: Any = None
                    ) -> tuple[np.ndarray, np.ndarray]:
     """Cell ranges ``[start, stop)`` of inclusive ordinal ranges ``[lo, hi]`` (values inside
-    the domain, ``lo <= hi``; ``*_given`` False = open side), aligned as ``align`` says.
+    the domain, ``lo <= hi``; ``*_given`` False = open side), aligned as ``align`` says
+    (:mod:`polars_dp.domains.ranges`, the rule the SQL macros apply too).
 
     ``where(i)`` describes query ``i`` in error messages.
     """
     align = check_option(align, "align", ALIGN)
-    n = attribute.n_cells
-    lo_cell, lo_edge = _position(attribute, lo)
-    hi_cell, hi_edge = _position(attribute, hi)
-    lo_edge = lo_edge | ~lo_given
-    lo_cell = np.where(lo_given, lo_cell, 0)
-    if attribute.integer:
-        last = np.minimum(attribute.lo + (hi_cell + 1) * attribute.width - 1, attribute.hi)
-        hi_aligned = (hi == last) | ~hi_given
-        aligned_stop = hi_cell + 1
-    else:
-        at_top = hi >= attribute.hi
-        hi_aligned = at_top | hi_edge | ~hi_given
-        aligned_stop = np.where(at_top, n, hi_cell)
-    aligned_stop = np.where(hi_given, aligned_stop, n)
-    # outer: at least the bin holding lo (a single value on a float bin edge is that bin)
-    outer = (lo_cell, np.maximum(np.where(hi_aligned, aligned_stop, hi_cell + 1), lo_cell + 1))
-    inner = (lo_cell + ~lo_edge, np.where(hi_aligned, aligned_stop, hi_cell))
-    bad = np.flatnonzero(~(lo_edge & hi_aligned))
+    ranges = cell_ranges(NUMPY, bin_positions(NUMPY, attribute, lo, lo_given, hi, hi_given))
+
+    def fail(text: str, i: int) -> QueryError:
+        return QueryError(text + (f" ({where(i)})" if where else ""))
+
+    def asked(i: int) -> tuple[Any, Any]:
+        return (lo[i] if lo_given[i] else None), (hi[i] if hi_given[i] else None)
+
+    bad = np.flatnonzero(~ranges.aligned)
     if align == "exact" and bad.size:
         i = int(bad[0])
-        q_lo = lo[i].item() if lo_given[i] else None
-        q_hi = hi[i].item() if hi_given[i] else None
-        o_lo, o_hi = cell_bounds(attribute, outer[0][i:i + 1], outer[1][i:i + 1])
-        text = (f"{_range_text(attribute, q_lo, q_hi)} does not fall on bin edges of "
-                f"{attribute.domain_text()} (a release only knows whole bins); nearest aligned: "
-                f"{_range_text(attribute, o_lo[0].item(), o_hi[0].item())} (align='outer')")
-        if inner[0][i] < inner[1][i]:
-            i_lo, i_hi = cell_bounds(attribute, inner[0][i:i + 1], inner[1][i:i + 1])
-            text += f" or {_range_text(attribute, i_lo[0].item(), i_hi[0].item())} (align='inner')"
-        else:
-            text += "; no whole bin lies inside it"
-        raise QueryError(text + (f" ({where(i)})" if where else ""))
-    starts, stops = inner if align == "inner" else outer
-    if align == "exact":
-        starts, stops = lo_cell, aligned_stop
+        raise fail(unaligned_text(NUMPY, attribute, *asked(i), ranges.row(i)), i)
+    starts, stops = chosen(NUMPY, ranges, align)
     empty = np.flatnonzero(starts >= stops)
     if empty.size:
         i = int(empty[0])
-        q_lo = lo[i].item() if lo_given[i] else None
-        q_hi = hi[i].item() if hi_given[i] else None
-        raise QueryError(
-            f"{_range_text(attribute, q_lo, q_hi)} contains no whole bin of {attribute.domain_text()}"
-            + ("; use align='outer' for the bins it touches" if align != "outer" else "")
-            + (f" ({where(i)})" if where else "")
-        )
+        raise fail(no_bin_text(NUMPY, attribute, *asked(i), align), i)
     return starts, stops
 
 
@@ -263,10 +219,8 @@ def _ordinal_values(attribute: Ordinal, series: pl.Series, queries: pl.DataFrame
     bad = np.flatnonzero(present & ~inside)
     if bad.size:
         row = int(bad[0])
-        raise QueryError(
-            f"{series.name}: {series[row]!r} is outside the declared domain "
-            f"{attribute.domain_text()} ({_row_text(queries, row)})"
-        )
+        raise QueryError(f"{outside_text(NUMPY, series.name, series[row], attribute.domain_text())} "
+                         f"({_row_text(queries, row)})")
     return raw, present
 
 
@@ -296,7 +250,7 @@ def _nominal_ranges(attribute: Nominal, series: pl.Series, queries: pl.DataFrame
         value = series[row]
         try:
             attribute.leaf_range(value)
-            message = f"{attribute.column}: {value!r} is not a label of this hierarchy"
+            message = not_a_label_text(NUMPY, attribute.column, value)
         except QueryError as exc:  # the hierarchy's own sentence, with its "did you mean" hint
             message = str(exc)
         raise QueryError(f"{message} ({_row_text(queries, row)})")
@@ -342,10 +296,8 @@ def query_ranges(attributes: Sequence[Attribute], queries: pl.DataFrame, *,
         bad = np.flatnonzero(lo_given & hi_given & (lo.astype(np.float64) > hi.astype(np.float64)))
         if bad.size:
             row = int(bad[0])
-            raise QueryError(
-                f"{a.column}: lo={queries[lo_col][row]!r} > hi={queries[hi_col][row]!r}; "
-                f"the range is empty ({_row_text(queries, row)})"
-            )
+            raise QueryError(f"{reversed_text(NUMPY, a.column, queries[lo_col][row], queries[hi_col][row])} "
+                             f"({_row_text(queries, row)})")
         lo = np.where(lo_given, lo, a.lo)
         hi = np.where(hi_given, hi, a.hi)
         starts[:, axis], stops[:, axis] = ordinal_ranges(

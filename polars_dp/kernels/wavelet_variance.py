@@ -6,12 +6,16 @@ A range count of the inverse transform of i.i.d. ``Lap(lambda)`` coefficients ha
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any
+
 import numpy as np
 
 from polars_dp.domains.attributes import Attribute, Nominal
+from polars_dp.domains.expressions import NUMPY, Ops
 from polars_dp.domains.hierarchy import Hierarchy
 from polars_dp.errors import QueryError
-from polars_dp.kernels.wavelets import haar_padded_length, nominal_tree
+from polars_dp.kernels.wavelets import haar_levels, haar_padded_length, nominal_tree
 
 
 # ---------------------------------------------------------------------------- variance
@@ -25,8 +29,24 @@ def _check_ranges(attribute: Attribute, starts: np.ndarray, stops: np.ndarray) -
         )
 
 
-def _overlap(s: np.ndarray, t: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return np.clip(np.minimum(t, b) - np.maximum(s, a), 0, None)
+def haar_level_weights(ops: Ops, m: int, starts: Any, stops: Any) -> Iterator[tuple[int, Any, Any]]:
+    """Per level of node width ``w`` (``P, ..., 2``): ``(w, |d_first|, |d_last|)``, the integer
+    numerators of the weights ``|d| / w`` of the (at most two) nodes holding a range end
+    (``ops``: :mod:`polars_dp.domains.expressions`; numpy or SQL).
+
+    ``d`` = cells of the range in the node's left half minus its right half; every other node is
+    covered whole or not at all (``d = 0``).  Within one node (``start // w = (stop - 1) // w``)
+    ``d`` is the overlap difference and the last node adds nothing; otherwise the range covers
+    the first node from ``r = start mod w`` and the last for ``t = (stop - 1) mod w + 1`` cells,
+    so ``|d|`` is ``min(r, w - r)`` and ``min(t, w - t)``.
+    """
+    s, t = starts, stops
+    for w in (haar_padded_length(m) >> j for j in range(haar_levels(m))):
+        r, u = s % w, (t - 1) % w + 1
+        mid = s - r + w // 2
+        same = s // w == (t - 1) // w
+        within = ops.abs(ops.greatest(ops.least(t, mid) - s, 0) - ops.greatest(t - ops.greatest(s, mid), 0))
+        yield w, ops.where(same, within, ops.least(r, w - r)), ops.where(same, 0, ops.least(u, w - u))
 
 
 def haar_range_weights(m: int, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
@@ -35,30 +55,31 @@ def haar_range_weights(m: int, starts: np.ndarray, stops: np.ndarray) -> np.ndar
 
     ``a_c`` is the weight of unnormalised coefficient ``c`` in the range sum after the
     inverse: ``(stop - start) / P`` for the base and ``(|R ∩ left| - |R ∩ right|) / W`` for a
-    node of ``W`` leaves.  Only the (at most two) nodes per level that contain a range end
-    are partially covered; all others contribute 0.  One pass per level.
+    node of ``W`` leaves (:func:`haar_level_weights`).
     """
     s = np.asarray(starts, dtype=np.int64)
     t = np.asarray(stops, dtype=np.int64)
-    p = haar_padded_length(m)
-    cols = [np.abs((t - s) / p)]
-    w = p
-    while w > 1:
-        half = w // 2
-        first = (s // w) * w
-        last = ((t - 1) // w) * w
-        for a, use in ((first, np.ones(s.shape, dtype=bool)), (last, last != first)):
-            diff = _overlap(s, t, a, a + half) - _overlap(s, t, a + half, a + w)
-            cols.append(np.where(use, np.abs(diff / w), 0.0))
-        w = half
+    cols = [(t - s) / haar_padded_length(m)]
+    for w, first, last in haar_level_weights(NUMPY, m, s, t):
+        cols += [first / w, last / w]
     return np.stack(cols, axis=-1)
+
+
+def haar_range_factor(ops: Ops, m: int, starts: Any, stops: Any) -> Any:
+    """``sum_c a_c^2`` of the ranges ``[start, stop)`` of ``m`` Haar cells:
+    ``((stop - start) / P)^2 + sum_levels (d_first^2 + d_last^2) / w^2``
+    (:func:`haar_level_weights`), summed left to right, so numpy and SQL agree bit for bit."""
+    base = (stops - starts) / haar_padded_length(m)
+    total = base * base
+    for w, first, last in haar_level_weights(ops, m, starts, stops):
+        total = total + (first * first + last * last) / (w * w)
+    return total
 
 
 def haar_range_variance_factor(m: int, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
     """``sum_c a_c^2`` for the ranges ``[start, stop)`` of ``m`` Haar cells: the sum of
-    squares of :func:`haar_range_weights`."""
-    weights = haar_range_weights(m, starts, stops)
-    return np.einsum("...i,...i->...", weights, weights)
+    squares of :func:`haar_range_weights` (:func:`haar_range_factor` on numpy)."""
+    return haar_range_factor(NUMPY, m, np.asarray(starts, dtype=np.int64), np.asarray(stops, dtype=np.int64))
 
 
 def nominal_range_variance_factor(hierarchy: Hierarchy, starts: np.ndarray, stops: np.ndarray,
@@ -140,5 +161,5 @@ def range_weights(attribute: Attribute, starts: np.ndarray, stops: np.ndarray, t
     return w, np.ones_like(w)
 
 
-__all__ = ["haar_range_variance_factor", "haar_range_weights", "nominal_range_variance_factor",
-           "nominal_range_weights", "range_variance_factor", "range_weights"]
+__all__ = ["haar_level_weights", "haar_range_factor", "haar_range_variance_factor", "haar_range_weights",
+           "nominal_range_variance_factor", "nominal_range_weights", "range_variance_factor", "range_weights"]

@@ -44,16 +44,28 @@ Plain SQL works on the table too::
 from __future__ import annotations
 
 import inspect
-import math
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pyarrow as pa
 
-from polars_dp.domains.attributes import FLOAT_TOLERANCE, Nominal, Ordinal
+from polars_dp.domains.attributes import Nominal, Ordinal
+from polars_dp.domains.expressions import SQL, Sql, sql_text
+from polars_dp.domains.queries import ALIGN
+from polars_dp.domains.ranges import (
+    BinPositions,
+    bin_positions,
+    cell_ranges,
+    chosen,
+    no_bin_text,
+    not_a_label_text,
+    outside_text,
+    reversed_text,
+    unaligned_text,
+)
 from polars_dp.errors import ParameterError
-from polars_dp.kernels.wavelets import haar_levels, haar_padded_length
+from polars_dp.kernels.wavelet_variance import haar_range_factor
 from polars_dp.plans.noise_model import Correlated
 from polars_dp.releases.grid_queries import label_ranges
 from polars_dp.releases.sql import (
@@ -81,31 +93,15 @@ BATCH_CELLS = 1 << 21
 
 def haar_factor_sql(start: str, stop: str, m: int) -> str:
     """SQL of :func:`polars_dp.kernels.wavelet_variance.haar_range_variance_factor` for one range
-    ``[start, stop)`` of ``m`` cells: exact for every ``m`` (no stored table).
-
-    The base term is ``((stop - start) / P)^2``; each level of node width ``w`` (``P, ..., 2``,
-    half ``h``) adds ``(diff / w)^2`` for the (at most two) nodes holding a range end, ``diff`` =
-    cells of the range in the node's left half minus its right half.  When the ends fall in
-    different nodes the range covers the start node from ``r = start mod w`` to its end and the
-    stop node from its beginning for ``t = (stop - 1) mod w + 1`` cells, so ``|diff|`` is
-    ``min(r, w - r)`` and ``min(t, w - t)``; within one node it is the overlap difference.
-    Integer arithmetic up to the final division; one unrolled term per level."""
-    p = haar_padded_length(m)
-    terms = [f"power(({stop} - {start})::DOUBLE / {p}, 2)"]
-    for w in (p >> j for j in range(haar_levels(m))):
-        r, t = f"({start} % {w})", f"(({stop} - 1) % {w} + 1)"
-        mid = f"({start} - {r} + {w // 2})"
-        same = f"({start} // {w} = ({stop} - 1) // {w})"
-        diff = (f"(greatest(least({stop}, {mid}) - {start}, 0) "
-                f"- greatest({stop} - greatest({start}, {mid}), 0))")
-        near_r, near_t = f"least({r}, {w} - {r})", f"least({t}, {w} - {t})"
-        ends = f"{near_r} * {near_r} + {near_t} * {near_t}"
-        terms.append(f"(CASE WHEN {same} THEN {diff} * {diff} ELSE {ends} END)::DOUBLE / {w * w}")
-    return "(" + " + ".join(terms) + ")"
+    ``[start, stop)`` of ``m`` cells: the same function (:func:`~polars_dp.kernels.wavelet_variance.
+    haar_range_factor`) rendered as SQL, exact for every ``m`` (no stored table)."""
+    return haar_range_factor(SQL, m, Sql(start), Sql(stop)).text
 
 
 class _Axis:
-    """SQL of one axis: start/stop cells and variance factor of a predicate, per query."""
+    """SQL of one axis: start/stop cells and variance factor of a predicate, per query.  The
+    ordinal cells and error texts come from :mod:`polars_dp.domains.ranges`, the functions
+    the Python answers run."""
 
     def __init__(self, release: GridRelease, name: str, axis: int):
         self.release = release
@@ -140,113 +136,67 @@ class _Axis:
         for column, side in zip(self.columns, ("lo", "hi"), strict=True):
             raw = f"q.{ident(column)}"
             ref = f"TRY_CAST({raw} AS DOUBLE)"
+            outside = outside_text(SQL, column, Sql(ref), a.domain_text())
             out.append(
                 f"CASE WHEN {raw} IS NULL THEN NULL "
                 f"WHEN {ref} IS NULL THEN error({literal(column + ': ')} || CAST({raw} AS VARCHAR) || "
                 f"{literal(' is not a number')} || {where}) "
                 f"WHEN NOT ({ref} >= {number(a.lo)} AND {ref} <= {number(a.hi)}) THEN "
-                f"error({literal(column + ': ')} || {ref} || "
-                f"{literal(' is outside the declared domain ' + a.domain_text())} || {where}) "
+                f"error({outside} || {where}) "
                 f"ELSE {ref} END AS __{side}{k}")
         return ", " + ", ".join(out)
 
+    def _bounds(self, prefix: str) -> tuple[Sql, Sql, Sql, Sql]:
+        """``(lo, lo_given, hi, hi_given)`` of the checked bounds (an open side: the domain's end)."""
+        a, k = cast(Ordinal, self.attribute), self.axis
+        lo, hi = Sql(f"{prefix}.__lo{k}"), Sql(f"{prefix}.__hi{k}")
+        return (Sql(f"coalesce({lo}, {sql_text(a.lo)})"), Sql(f"({lo} IS NOT NULL)"),
+                Sql(f"coalesce({hi}, {sql_text(a.hi)})"), Sql(f"({hi} IS NOT NULL)"))
+
     def positions(self) -> str:
-        """Per ordinal axis, columns of the ``pos`` CTE (same arithmetic as
-        :func:`polars_dp.releases.grid_queries.ordinal_ranges`): ``__cl<k>``/``__ch<k>`` the
-        bins holding lo/hi, ``__el<k>`` lo is a bin edge, ``__eh<k>`` hi ends a bin, ``__sh<k>``
-        the stop cell of an aligned hi."""
+        """Per ordinal axis, the :class:`~polars_dp.domains.ranges.BinPositions` of the query as
+        columns ``__p<field><k>`` of the ``pos`` CTE."""
         a, k = self.attribute, self.axis
         if isinstance(a, Nominal):
             return ""
-        lo, w, tol = number(a.lo), number(a.width), repr(FLOAT_TOLERANCE)
-
-        def t(ref: str) -> str:
-            return f"(({ref} - {lo}) / {w})"
-
-        def cell(ref: str) -> str:
-            # greatest/least skip NULLs: an open side must stay NULL
-            return (f"CASE WHEN {ref} IS NOT NULL THEN "
-                    f"CAST(least(greatest(floor({t(ref)} + {tol}), 0), {a.n_cells - 1}) AS BIGINT) END")
-
-        def on_edge(ref: str) -> str:
-            return f"({t(ref)} - {cell(ref)} <= {tol})"
-
-        h = f"v.__hi{k}"
-        if a.integer:
-            ends = f"({h} = least({lo} + ({cell(h)} + 1) * {w} - 1, {number(a.hi)}))"
-            stop = f"{cell(h)} + 1"
-        else:
-            ends = f"({h} >= {number(a.hi)} OR {on_edge(h)})"
-            stop = f"CASE WHEN {h} >= {number(a.hi)} THEN {a.n_cells} ELSE {cell(h)} END"
-        return (f", {cell(f'v.__lo{k}')} AS __cl{k}, {on_edge(f'v.__lo{k}')} AS __el{k}, "
-                f"{cell(h)} AS __ch{k}, {ends} AS __eh{k}, {stop} AS __sh{k}")
-
-    def _bound_text(self, stop_cells: str, start_cells: str) -> str:
-        """SQL text ``column=(lo, hi)`` of the aligned bounds of cells ``[start, stop)``."""
-        a = cast(Ordinal, self.attribute)  # called for ordinal axes only
-        lo, w = number(a.lo), number(a.width)
-        if a.integer:
-            first = f"CAST({lo} + ({start_cells}) * {w} AS BIGINT)"
-            last = f"CAST(least({lo} + ({stop_cells}) * {w} - 1, {number(a.hi)}) AS BIGINT)"
-        else:
-            magnitude = max(abs(a.lo), abs(a.hi), abs(a.width))
-            digits = 12 - math.floor(math.log10(magnitude))
-            first = f"round({lo} + ({start_cells}) * {w}, {digits})"
-            last = (f"CASE WHEN ({stop_cells}) >= {a.n_cells} THEN {number(a.hi)} "
-                    f"ELSE round({lo} + ({stop_cells}) * {w}, {digits}) END")
-        return (f"{literal(a.column + '=(')} || CAST({first} AS VARCHAR) || ', ' || "
-                f"CAST({last} AS VARCHAR) || ')'")
+        p = bin_positions(SQL, a, *self._bounds("v"))
+        return "".join(f", {x} AS __p{f}{k}" for f, x in zip(BinPositions._fields, p, strict=True))
 
     def ranges(self, where: str) -> str:
-        """``s<k>``, ``e<k>`` (and ``f<k>`` for nominal) columns of the ``box`` CTE."""
+        """``s<k>``, ``__e<k>`` (``e<k>``, ``f<k>`` for nominal) columns of the ``ranged`` CTE."""
         k, a = self.axis, self.attribute
         if isinstance(a, Nominal):
             ref, lab = f"q.{ident(a.column)}", f"l{k}"
             root = float(self.release.axis_variance(k, np.array([0]), np.array([a.n_cells]))[0])
-            unknown = (f"error({literal(a.column + ': ')} || CAST({ref} AS VARCHAR) || "
-                       f"{literal(' is not a label of this hierarchy')} || {where})")
+            unknown = f"error({not_a_label_text(SQL, a.column, Sql(ref))} || {where})"
             return (f"CASE WHEN {ref} IS NULL THEN 0 WHEN {lab}.start IS NULL THEN {unknown} "
                     f"ELSE {lab}.start END AS s{k}, "
                     f"CASE WHEN {ref} IS NULL THEN {a.n_cells} ELSE {lab}.stop END AS e{k}, "
                     f"CASE WHEN {ref} IS NULL THEN {root!r} ELSE {lab}.factor END AS f{k}")
-        lo, hi = f"q.__lo{k}", f"q.__hi{k}"
-        cl, el, ch, eh, sh = (f"q.__{x}{k}" for x in ("cl", "el", "ch", "eh", "sh"))
-        n = a.n_cells
-        outer_start = f"coalesce({cl}, 0)"
-        inner_start = f"coalesce({cl} + CASE WHEN {el} THEN 0 ELSE 1 END, 0)"
-        outer_stop = (f"greatest(CASE WHEN {hi} IS NULL THEN {n} WHEN {eh} THEN {sh} ELSE {ch} + 1 END, "
-                      f"coalesce({cl}, 0) + 1)")
-        inner_stop = f"CASE WHEN {hi} IS NULL THEN {n} WHEN {eh} THEN {sh} ELSE {ch} END"
-        raw_lo, raw_hi = (f"coalesce(CAST(q.{ident(c)} AS VARCHAR), 'None')" for c in self.columns)
-        asked = f"{literal(a.column + '=(')} || {raw_lo} || ', ' || {raw_hi} || ')'"
-        nearest = (f"{self._bound_text(outer_stop, outer_start)} || {literal(' (align=outer)')} || "
-                   f"CASE WHEN ({inner_start}) < ({inner_stop}) THEN ' or ' || "
-                   f"{self._bound_text(inner_stop, inner_start)} || {literal(' (align=inner)')} "
-                   f"ELSE {literal('; no whole bin lies inside it')} END")
-        unaligned = (f"error({asked} || {literal(' does not fall on bin edges of ' + a.domain_text())} || "
-                     f"{literal(' (a release only knows whole bins); nearest aligned: ')} || {nearest} "
-                     f"|| {where})")
-        empty = (f"error({literal(a.column + ': lo=')} || {lo} || ' > hi=' || {hi} || "
-                 f"{literal('; the range is empty')} || {where})")
-        bad_align = "error('align must be one of exact, outer, inner, got ' || coalesce(align, 'NULL'))"
-        start = (f"CASE WHEN align IS NULL OR align NOT IN ('exact', 'outer', 'inner') THEN {bad_align} "
-                 f"WHEN {lo} IS NOT NULL AND {hi} IS NOT NULL AND {lo} > {hi} THEN {empty} "
-                 f"WHEN align = 'exact' AND NOT (coalesce({el}, true) AND coalesce({eh}, true)) "
-                 f"THEN {unaligned} "
-                 f"WHEN align = 'inner' THEN {inner_start} ELSE {outer_start} END")
-        stop = f"CASE WHEN align = 'inner' THEN {inner_stop} ELSE {outer_stop} END"
-        hint = literal("; use align := outer for the bins it touches")
-        no_bin = (f"{asked} || {literal(' contains no whole bin of ' + a.domain_text())} || "
-                  f"CASE WHEN align = 'outer' THEN '' ELSE {hint} END || {where}")
-        return f"{start} AS s{k}, {stop} AS __e{k}, {no_bin} AS __nobin{k}"
+        lo, lo_given, hi, hi_given = self._bounds("q")
+        ranges = cell_ranges(SQL, BinPositions(*(Sql(f"q.__p{f}{k}") for f in BinPositions._fields)))
+        start, stop = chosen(SQL, ranges, Sql("align"))
+        raw_lo, raw_hi = (Sql(f"q.{ident(c)}") for c in self.columns)
+        bad_align = (f"error({literal('align must be one of ' + ', '.join(ALIGN) + ', got ')} "
+                     "|| coalesce(align, 'NULL'))")
+        reverse = reversed_text(SQL, a.column, Sql(f"q.__lo{k}"), Sql(f"q.__hi{k}"))
+        known = ", ".join(map(literal, ALIGN))
+        return (f"CASE WHEN align IS NULL OR align NOT IN ({known}) THEN {bad_align} "
+                f"WHEN {lo_given & hi_given & (lo > hi)} THEN error({reverse} || {where}) "
+                f"WHEN align = 'exact' AND NOT {ranges.aligned} "
+                f"THEN error({unaligned_text(SQL, a, raw_lo, raw_hi, ranges)} || {where}) "
+                f"ELSE {start} END AS s{k}, {stop} AS __e{k}, "
+                f"{raw_lo} AS __rl{k}, {raw_hi} AS __rh{k}")
 
-    def checked(self) -> str:
+    def checked(self, where: str) -> str:
         """``s<k>``, ``e<k>`` (``f<k>``) of the ``box`` CTE: an ordinal range that holds no
         whole bin is an error (DuckDB cannot raise it where ``s<k>`` is defined)."""
-        k = self.axis
-        if isinstance(self.attribute, Nominal):
-            return f"b.s{k}, b.e{k}, b.f{k}"
-        return f"b.s{k}, CASE WHEN b.__e{k} <= b.s{k} THEN error(b.__nobin{k}) ELSE b.__e{k} END AS e{k}"
+        k, a = self.axis, self.attribute
+        if isinstance(a, Nominal):
+            return f"q.s{k}, q.e{k}, q.f{k}"
+        no_bin = no_bin_text(SQL, a, Sql(f"q.__rl{k}"), Sql(f"q.__rh{k}"), Sql("align"))
+        return (f"q.s{k}, CASE WHEN q.__e{k} <= q.s{k} THEN error({no_bin} || {where}) "
+                f"ELSE q.__e{k} END AS e{k}")
 
     def label_join(self) -> str:
         if not isinstance(self.attribute, Nominal):
@@ -297,7 +247,7 @@ def _answers(release: GridRelease, name: str, axes: list[_Axis], queries: str, w
         values="".join(ax.values(where) for ax in axes),
         positions="".join(ax.positions() for ax in axes),
         ranges=",\n           ".join(ax.ranges(where) for ax in axes),
-        checked=", ".join(ax.checked() for ax in axes),
+        checked=", ".join(ax.checked(where) for ax in axes),
         label_joins="".join(ax.label_join() for ax in axes),
         d=d,
         n_corners=1 << d,

@@ -1,0 +1,274 @@
+"""Arithmetic written once, evaluated on numpy arrays or rendered as DuckDB SQL.
+
+A rule that both the Python answers and the SQL macros apply (the bin alignment of
+:mod:`polars_dp.domains.ranges`, the Haar range variance of
+:mod:`polars_dp.kernels.wavelet_variance`) is a function of an *ops* namespace ``ops`` and
+of operands that support ``+ - * / // %``, comparisons and ``& | ~``.  :data:`NUMPY` runs it
+on arrays (or scalars); :data:`SQL` on :class:`Sql` operands, whose operators return the SQL
+text of the operation instead of a value, so the same function *generates* the SQL::
+
+    >>> def stop_cell(ops, hi, width):
+    ...     return ops.where(hi % width == 0, hi // width, hi // width + 1)
+    >>> stop_cell(NUMPY, np.array([6, 7]), 3)
+    array([2, 3])
+    >>> print(stop_cell(SQL, Sql("q.hi"), 3))
+    CASE WHEN ((q.hi % 3) = 0) THEN (q.hi // 3) ELSE ((q.hi // 3) + 1) END
+
+Both spellings compute the same IEEE-754 doubles and 64-bit integers step by step (DuckDB's
+``/`` is true division and ``//`` integer division, numpy's likewise), so Python and SQL
+answers agree exactly.  ``//`` and ``%`` are used on non-negative integers only (numpy
+floors, DuckDB truncates).  Text operations (``concat``, ``show``) build the error messages
+from one template: a Python string, or a SQL string expression.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from polars_dp.domains.sql import double_sql
+
+
+def sql_text(value: Any) -> str:
+    """SQL text of an operand: a :class:`Sql` as is; a Python bool, int, float or str as a literal
+    (a float as the exact DOUBLE it is, see :func:`polars_dp.domains.sql.double_sql`)."""
+    if isinstance(value, Sql):
+        return value.text
+    if isinstance(value, (bool, np.bool_)):
+        return "true" if value else "false"
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    if isinstance(value, (float, np.floating)):
+        return double_sql(float(value))
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    raise TypeError(f"no SQL literal for {value!r}")
+
+
+class Sql:
+    """A SQL expression; its operators return the SQL of the operation (``Sql("a") + 1`` is
+    ``(a + 1)``).  ``==`` renders ``=``, so a ``Sql`` is not hashable."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __repr__(self) -> str:
+        return f"Sql({self.text!r})"
+
+    def _op(self, op: str, other: Any) -> Sql:
+        return Sql(f"({self.text} {op} {sql_text(other)})")
+
+    def _rop(self, op: str, other: Any) -> Sql:
+        return Sql(f"({sql_text(other)} {op} {self.text})")
+
+    def __add__(self, other: Any) -> Sql:
+        return self._op("+", other)
+
+    def __radd__(self, other: Any) -> Sql:
+        return self._rop("+", other)
+
+    def __sub__(self, other: Any) -> Sql:
+        return self._op("-", other)
+
+    def __rsub__(self, other: Any) -> Sql:
+        return self._rop("-", other)
+
+    def __mul__(self, other: Any) -> Sql:
+        return self._op("*", other)
+
+    def __rmul__(self, other: Any) -> Sql:
+        return self._rop("*", other)
+
+    def __truediv__(self, other: Any) -> Sql:
+        return self._op("/", other)
+
+    def __rtruediv__(self, other: Any) -> Sql:
+        return self._rop("/", other)
+
+    def __floordiv__(self, other: Any) -> Sql:
+        return self._op("//", other)
+
+    def __rfloordiv__(self, other: Any) -> Sql:
+        return self._rop("//", other)
+
+    def __mod__(self, other: Any) -> Sql:
+        return self._op("%", other)
+
+    def __rmod__(self, other: Any) -> Sql:
+        return self._rop("%", other)
+
+    def __lt__(self, other: Any) -> Sql:
+        return self._op("<", other)
+
+    def __le__(self, other: Any) -> Sql:
+        return self._op("<=", other)
+
+    def __gt__(self, other: Any) -> Sql:
+        return self._op(">", other)
+
+    def __ge__(self, other: Any) -> Sql:
+        return self._op(">=", other)
+
+    def __eq__(self, other: Any) -> Sql:  # type: ignore[override]  # renders SQL, as numpy's does
+        return self._op("=", other)
+
+    def __ne__(self, other: Any) -> Sql:  # type: ignore[override]
+        return self._op("<>", other)
+
+    def __and__(self, other: Any) -> Sql:
+        return self._op("AND", other)
+
+    def __rand__(self, other: Any) -> Sql:
+        return self._rop("AND", other)
+
+    def __or__(self, other: Any) -> Sql:
+        return self._op("OR", other)
+
+    def __ror__(self, other: Any) -> Sql:
+        return self._rop("OR", other)
+
+    def __invert__(self) -> Sql:
+        return Sql(f"(NOT {self.text})")
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class NumpyOps:
+    """The ops on numpy arrays and scalars (the Python answers)."""
+
+    @staticmethod
+    def where(cond: Any, a: Any, b: Any) -> Any:
+        if isinstance(a, str) or isinstance(b, str):  # text: one query's message
+            return a if bool(cond) else b
+        return np.where(cond, a, b)
+
+    @staticmethod
+    def least(a: Any, b: Any) -> Any:
+        return np.minimum(a, b)
+
+    @staticmethod
+    def greatest(a: Any, b: Any) -> Any:
+        return np.maximum(a, b)
+
+    @staticmethod
+    def floor(x: Any) -> Any:
+        return np.floor(x)
+
+    @staticmethod
+    def abs(x: Any) -> Any:
+        return np.abs(x)
+
+    @staticmethod
+    def round(x: Any, digits: int) -> Any:
+        return np.round(x, digits)
+
+    @staticmethod
+    def to_int(x: Any) -> Any:
+        """An integral value as int64."""
+        return np.asarray(x).astype(np.int64)
+
+    @staticmethod
+    def to_float(x: Any) -> Any:
+        return np.asarray(x).astype(np.float64)
+
+    @staticmethod
+    def is_integer(x: Any) -> bool:
+        """Whether ``x`` is known to hold integers (decides the exact integer path)."""
+        return bool(np.issubdtype(np.asarray(x).dtype, np.integer))
+
+    @staticmethod
+    def switch(key: Any, cases: Mapping[str, Any]) -> Any:
+        """``cases[key]`` (``key`` an option, e.g. ``align``)."""
+        return cases[key]
+
+    @staticmethod
+    def show(x: Any) -> str:
+        """``repr`` of a value (``'None'`` for a missing one)."""
+        return repr(x.item() if isinstance(x, (np.ndarray, np.generic)) else x)
+
+    @staticmethod
+    def concat(*parts: Any) -> str:
+        return "".join(parts)
+
+    @staticmethod
+    def option(name: str, value: str) -> str:
+        """An option as a message names it."""
+        return f"{name}={value!r}"
+
+
+class SqlOps:
+    """The ops on :class:`Sql` operands (DuckDB; Python numbers become literals)."""
+
+    @staticmethod
+    def where(cond: Any, a: Any, b: Any) -> Sql:
+        return Sql(f"CASE WHEN {sql_text(cond)} THEN {sql_text(a)} ELSE {sql_text(b)} END")
+
+    @staticmethod
+    def least(a: Any, b: Any) -> Sql:
+        return Sql(f"least({sql_text(a)}, {sql_text(b)})")
+
+    @staticmethod
+    def greatest(a: Any, b: Any) -> Sql:
+        return Sql(f"greatest({sql_text(a)}, {sql_text(b)})")
+
+    @staticmethod
+    def floor(x: Any) -> Sql:
+        return Sql(f"floor({sql_text(x)})")
+
+    @staticmethod
+    def abs(x: Any) -> Sql:
+        return Sql(f"abs({sql_text(x)})")
+
+    @staticmethod
+    def round(x: Any, digits: int) -> Sql:
+        return Sql(f"round({sql_text(x)}, {int(digits)})")
+
+    @staticmethod
+    def to_int(x: Any) -> Sql:
+        return Sql(f"CAST({sql_text(x)} AS BIGINT)")
+
+    @staticmethod
+    def to_float(x: Any) -> Sql:
+        return Sql(f"CAST({sql_text(x)} AS DOUBLE)")
+
+    @staticmethod
+    def is_integer(x: Any) -> bool:
+        """False: the macros read ordinal bounds as DOUBLE."""
+        return False
+
+    @staticmethod
+    def switch(key: Any, cases: Mapping[str, Any]) -> Sql:
+        texts = {k: sql_text(v) for k, v in cases.items()}
+        if len(set(texts.values())) == 1:
+            return Sql(next(iter(texts.values())))
+        whens = " ".join(f"WHEN {sql_text(k)} THEN {v}" for k, v in texts.items())
+        return Sql(f"CASE {sql_text(key)} {whens} END")
+
+    @staticmethod
+    def show(x: Any) -> Sql:
+        return Sql(f"coalesce(CAST({sql_text(x)} AS VARCHAR), 'None')")
+
+    @staticmethod
+    def concat(*parts: Any) -> Sql:
+        return Sql("(" + " || ".join(sql_text(p) for p in parts) + ")")
+
+    @staticmethod
+    def option(name: str, value: str) -> str:
+        return f"{name}={value}"
+
+
+#: Evaluate on numpy arrays.
+NUMPY = NumpyOps()
+#: Render DuckDB SQL.
+SQL = SqlOps()
+#: Either namespace (the type of an ``ops`` argument).
+Ops = NumpyOps | SqlOps
+
+__all__ = ["NUMPY", "SQL", "NumpyOps", "Ops", "Sql", "SqlOps", "sql_text"]
