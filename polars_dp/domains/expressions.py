@@ -236,7 +236,8 @@ class SqlOps:
 
     @staticmethod
     def to_float(x: Any) -> Sql:
-        return Sql(f"CAST({sql_text(x)} AS DOUBLE)")
+        """As is: the bounds are DOUBLE, and ``/`` divides as doubles anyway."""
+        return Sql(sql_text(x))
 
     @staticmethod
     def is_integer(x: Any) -> bool:

@@ -134,7 +134,9 @@ def ordinal_ranges(attribute: Ordinal, lo: np.ndarray, lo_given: np.ndarray, hi:
     ``where(i)`` describes query ``i`` in error messages.
     """
     align = check_option(align, "align", ALIGN)
-    ranges = cell_ranges(NUMPY, bin_positions(NUMPY, attribute, lo, lo_given, hi, hi_given))
+    lo = np.where(lo_given, lo, attribute.lo)
+    hi = np.where(hi_given, hi, attribute.hi)
+    ranges = cell_ranges(NUMPY, bin_positions(NUMPY, attribute, lo, hi))
 
     def fail(text: str, i: int) -> QueryError:
         return QueryError(text + (f" ({where(i)})" if where else ""))
@@ -298,8 +300,6 @@ def query_ranges(attributes: Sequence[Attribute], queries: pl.DataFrame, *,
             row = int(bad[0])
             raise QueryError(f"{reversed_text(NUMPY, a.column, queries[lo_col][row], queries[hi_col][row])} "
                              f"({_row_text(queries, row)})")
-        lo = np.where(lo_given, lo, a.lo)
-        hi = np.where(hi_given, hi, a.hi)
         starts[:, axis], stops[:, axis] = ordinal_ranges(
             a, lo, lo_given, hi, hi_given, align, lambda row: _row_text(queries, row))
     return starts, stops

@@ -7,7 +7,7 @@ with ``SQL`` it generates the columns of the DuckDB range-count macros
 docstring of :mod:`polars_dp.domains.queries`): bins are ``e_k = lo + k width``; a value ``v``
 lies in bin ``floor((v - lo) / width)`` (exact integer division for integers, else within
 ``FLOAT_TOLERANCE`` widths of an edge); a query ``[lo, hi]`` counts the bins all of whose
-values it holds.  An open side (``*_given`` false) is the domain's end.
+values it holds.  An open side is the domain's end (aligned).
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ from polars_dp.domains.expressions import Ops
 class BinPositions(NamedTuple):
     """Where the bounds of ordinal ranges fall (one entry per query)."""
 
-    lo_cell: Any       #: bin holding ``lo`` (0 for an open ``lo``)
-    lo_edge: Any       #: ``lo`` is that bin's lower edge (true for an open ``lo``)
+    lo_cell: Any       #: bin holding ``lo``
+    lo_edge: Any       #: ``lo`` is that bin's lower edge
     hi_cell: Any       #: bin holding ``hi``
-    hi_aligned: Any    #: ``hi`` ends a bin (true for an open ``hi``)
-    aligned_stop: Any  #: the stop cell when ``hi`` is aligned (``n`` for an open ``hi``)
+    hi_aligned: Any    #: ``hi`` ends a bin
+    aligned_stop: Any  #: the stop cell when ``hi`` is aligned
 
 
 class CellRanges(NamedTuple):
@@ -56,26 +56,22 @@ def bin_of(ops: Ops, attribute: Ordinal, values: Any) -> tuple[Any, Any]:
     return cell, (t - cell) <= FLOAT_TOLERANCE
 
 
-def bin_positions(ops: Ops, attribute: Ordinal, lo: Any, lo_given: Any, hi: Any, hi_given: Any
-                  ) -> BinPositions:
-    """:class:`BinPositions` of inclusive ranges ``[lo, hi]`` (in the domain, ``lo <= hi``).
+def bin_positions(ops: Ops, attribute: Ordinal, lo: Any, hi: Any) -> BinPositions:
+    """:class:`BinPositions` of inclusive ranges ``[lo, hi]`` (in the domain, ``lo <= hi``; an
+    open side given as the domain's end, which is aligned).
 
     ``hi`` is aligned when it is the last value of its bin: in an integer domain
     ``hi = min(lo_dom + (cell + 1) width - 1, hi_dom)`` (stop ``cell + 1``); in a float domain
-    when it is the domain's ``hi`` (stop ``n``) or a bin edge ``e_{cell}`` (stop ``cell``: of bin
+    when it is the domain's ``hi`` (stop ``n``) or a bin edge ``e_cell`` (stop ``cell``: of bin
     ``cell`` the range holds the single value ``e_cell``)."""
-    a, n = attribute, attribute.n_cells
+    a = attribute
     lo_cell, lo_edge = bin_of(ops, a, lo)
     hi_cell, hi_edge = bin_of(ops, a, hi)
     if a.integer:
-        hi_aligned = hi == ops.least(a.lo + (hi_cell + 1) * a.width - 1, a.hi)
-        stop = hi_cell + 1
-    else:
-        at_top = hi >= a.hi
-        hi_aligned = at_top | hi_edge
-        stop = ops.where(at_top, n, hi_cell)
-    return BinPositions(ops.where(lo_given, lo_cell, 0), lo_edge | ~lo_given, hi_cell,
-                        hi_aligned | ~hi_given, ops.where(hi_given, stop, n))
+        return BinPositions(lo_cell, lo_edge, hi_cell,
+                            hi == ops.least(a.lo + (hi_cell + 1) * a.width - 1, a.hi), hi_cell + 1)
+    at_top = hi >= a.hi
+    return BinPositions(lo_cell, lo_edge, hi_cell, at_top | hi_edge, ops.where(at_top, a.n_cells, hi_cell))
 
 
 def cell_ranges(ops: Ops, p: BinPositions) -> CellRanges:

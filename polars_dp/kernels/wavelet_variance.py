@@ -7,7 +7,7 @@ A range count of the inverse transform of i.i.d. ``Lap(lambda)`` coefficients ha
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -29,24 +29,35 @@ def _check_ranges(attribute: Attribute, starts: np.ndarray, stops: np.ndarray) -
         )
 
 
-def haar_level_weights(ops: Ops, m: int, starts: Any, stops: Any) -> Iterator[tuple[int, Any, Any]]:
-    """Per level of node width ``w`` (``P, ..., 2``): ``(w, |d_first|, |d_last|)``, the integer
-    numerators of the weights ``|d| / w`` of the (at most two) nodes holding a range end
-    (``ops``: :mod:`polars_dp.domains.expressions`; numpy or SQL).
+class HaarLevel(NamedTuple):
+    """One level of the Haar tree for a batch of ranges: nodes of ``w`` cells; ``same`` = both
+    range ends in one node; ``d`` = |cells in the left half - cells in the right half| of the
+    range in that node; ``d_first`` / ``d_last`` = the same of the first / last node when the
+    ends fall in different nodes."""
 
-    ``d`` = cells of the range in the node's left half minus its right half; every other node is
-    covered whole or not at all (``d = 0``).  Within one node (``start // w = (stop - 1) // w``)
-    ``d`` is the overlap difference and the last node adds nothing; otherwise the range covers
-    the first node from ``r = start mod w`` and the last for ``t = (stop - 1) mod w + 1`` cells,
-    so ``|d|`` is ``min(r, w - r)`` and ``min(t, w - t)``.
+    w: int
+    same: Any
+    d: Any
+    d_first: Any
+    d_last: Any
+
+
+def haar_levels_of(ops: Ops, m: int, starts: Any, stops: Any) -> Iterator[HaarLevel]:
+    """:class:`HaarLevel` per node width ``w = P, ..., 2`` of the ranges ``[start, stop)`` of
+    ``m`` cells (``ops``: :mod:`polars_dp.domains.expressions`; numpy or SQL).
+
+    Only the (at most two) nodes holding a range end are partly covered (every other node
+    adds ``d = 0``).  Within one node (``start // w = (stop - 1) // w``) ``d`` is the overlap
+    difference; otherwise the range covers the first node from ``r = start mod w`` and the
+    last for ``u = (stop - 1) mod w + 1`` cells, so ``d_first = min(r, w - r)`` and
+    ``d_last = min(u, w - u)``.  Integer arithmetic.
     """
     s, t = starts, stops
     for w in (haar_padded_length(m) >> j for j in range(haar_levels(m))):
         r, u = s % w, (t - 1) % w + 1
         mid = s - r + w // 2
-        same = s // w == (t - 1) // w
-        within = ops.abs(ops.greatest(ops.least(t, mid) - s, 0) - ops.greatest(t - ops.greatest(s, mid), 0))
-        yield w, ops.where(same, within, ops.least(r, w - r)), ops.where(same, 0, ops.least(u, w - u))
+        d = ops.abs(ops.greatest(ops.least(t, mid) - s, 0) - ops.greatest(t - ops.greatest(s, mid), 0))
+        yield HaarLevel(w, s // w == (t - 1) // w, d, ops.least(r, w - r), ops.least(u, w - u))
 
 
 def haar_range_weights(m: int, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
@@ -55,24 +66,27 @@ def haar_range_weights(m: int, starts: np.ndarray, stops: np.ndarray) -> np.ndar
 
     ``a_c`` is the weight of unnormalised coefficient ``c`` in the range sum after the
     inverse: ``(stop - start) / P`` for the base and ``(|R ∩ left| - |R ∩ right|) / W`` for a
-    node of ``W`` leaves (:func:`haar_level_weights`).
+    node of ``W`` leaves, per level the first and the last node holding a range end
+    (:func:`haar_levels_of`).
     """
     s = np.asarray(starts, dtype=np.int64)
     t = np.asarray(stops, dtype=np.int64)
     cols = [(t - s) / haar_padded_length(m)]
-    for w, first, last in haar_level_weights(NUMPY, m, s, t):
-        cols += [first / w, last / w]
+    for lv in haar_levels_of(NUMPY, m, s, t):
+        cols += [np.where(lv.same, lv.d, lv.d_first) / lv.w, np.where(lv.same, 0, lv.d_last) / lv.w]
     return np.stack(cols, axis=-1)
 
 
 def haar_range_factor(ops: Ops, m: int, starts: Any, stops: Any) -> Any:
-    """``sum_c a_c^2`` of the ranges ``[start, stop)`` of ``m`` Haar cells:
-    ``((stop - start) / P)^2 + sum_levels (d_first^2 + d_last^2) / w^2``
-    (:func:`haar_level_weights`), summed left to right, so numpy and SQL agree bit for bit."""
+    """``sum_c a_c^2`` of the ranges ``[start, stop)`` of ``m`` Haar cells (the squares of
+    :func:`haar_range_weights`): ``((stop - start) / P)^2 + sum_levels D / w^2`` with the
+    integer ``D = d^2`` within one node, else ``d_first^2 + d_last^2`` (:func:`haar_levels_of`),
+    summed left to right, so numpy and SQL agree bit for bit."""
     base = (stops - starts) / haar_padded_length(m)
     total = base * base
-    for w, first, last in haar_level_weights(ops, m, starts, stops):
-        total = total + (first * first + last * last) / (w * w)
+    for lv in haar_levels_of(ops, m, starts, stops):
+        squares = ops.where(lv.same, lv.d * lv.d, lv.d_first * lv.d_first + lv.d_last * lv.d_last)
+        total = total + squares / (lv.w * lv.w)
     return total
 
 
@@ -161,5 +175,6 @@ def range_weights(attribute: Attribute, starts: np.ndarray, stops: np.ndarray, t
     return w, np.ones_like(w)
 
 
-__all__ = ["haar_level_weights", "haar_range_factor", "haar_range_variance_factor", "haar_range_weights",
-           "nominal_range_variance_factor", "nominal_range_weights", "range_variance_factor", "range_weights"]
+__all__ = ["HaarLevel", "haar_levels_of", "haar_range_factor", "haar_range_variance_factor",
+           "haar_range_weights", "nominal_range_variance_factor", "nominal_range_weights",
+           "range_variance_factor", "range_weights"]

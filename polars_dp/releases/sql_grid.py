@@ -146,12 +146,11 @@ class _Axis:
                 f"ELSE {ref} END AS __{side}{k}")
         return ", " + ", ".join(out)
 
-    def _bounds(self, prefix: str) -> tuple[Sql, Sql, Sql, Sql]:
-        """``(lo, lo_given, hi, hi_given)`` of the checked bounds (an open side: the domain's end)."""
+    def _bounds(self, prefix: str) -> tuple[Sql, Sql]:
+        """``(lo, hi)`` of the checked bounds, an open side (NULL) as the domain's end."""
         a, k = cast(Ordinal, self.attribute), self.axis
-        lo, hi = Sql(f"{prefix}.__lo{k}"), Sql(f"{prefix}.__hi{k}")
-        return (Sql(f"coalesce({lo}, {sql_text(a.lo)})"), Sql(f"({lo} IS NOT NULL)"),
-                Sql(f"coalesce({hi}, {sql_text(a.hi)})"), Sql(f"({hi} IS NOT NULL)"))
+        return (Sql(f"coalesce({prefix}.__lo{k}, {sql_text(a.lo)})"),
+                Sql(f"coalesce({prefix}.__hi{k}, {sql_text(a.hi)})"))
 
     def positions(self) -> str:
         """Per ordinal axis, the :class:`~polars_dp.domains.ranges.BinPositions` of the query as
@@ -173,7 +172,7 @@ class _Axis:
                     f"ELSE {lab}.start END AS s{k}, "
                     f"CASE WHEN {ref} IS NULL THEN {a.n_cells} ELSE {lab}.stop END AS e{k}, "
                     f"CASE WHEN {ref} IS NULL THEN {root!r} ELSE {lab}.factor END AS f{k}")
-        lo, lo_given, hi, hi_given = self._bounds("q")
+        lo, hi = self._bounds("q")
         ranges = cell_ranges(SQL, BinPositions(*(Sql(f"q.__p{f}{k}") for f in BinPositions._fields)))
         start, stop = chosen(SQL, ranges, Sql("align"))
         raw_lo, raw_hi = (Sql(f"q.{ident(c)}") for c in self.columns)
@@ -182,7 +181,7 @@ class _Axis:
         reverse = reversed_text(SQL, a.column, Sql(f"q.__lo{k}"), Sql(f"q.__hi{k}"))
         known = ", ".join(map(literal, ALIGN))
         return (f"CASE WHEN align IS NULL OR align NOT IN ({known}) THEN {bad_align} "
-                f"WHEN {lo_given & hi_given & (lo > hi)} THEN error({reverse} || {where}) "
+                f"WHEN {lo > hi} THEN error({reverse} || {where}) "
                 f"WHEN align = 'exact' AND NOT {ranges.aligned} "
                 f"THEN error({unaligned_text(SQL, a, raw_lo, raw_hi, ranges)} || {where}) "
                 f"ELSE {start} END AS s{k}, {stop} AS __e{k}, "
