@@ -23,7 +23,7 @@ from one template: a Python string, or a SQL string expression.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -203,6 +203,13 @@ class NumpyOps:
         return f"{name}={value!r}"
 
 
+def _function(name: str) -> Callable[..., Sql]:
+    """The SQL call ``name(args...)``."""
+    def call(*args: Any) -> Sql:
+        return Sql(f"{name}({', '.join(sql_text(x) for x in args)})")
+    return call
+
+
 class SqlOps:
     """The ops on :class:`Sql` operands (DuckDB; Python numbers become literals)."""
 
@@ -210,21 +217,10 @@ class SqlOps:
     def where(cond: Any, a: Any, b: Any) -> Sql:
         return Sql(f"CASE WHEN {sql_text(cond)} THEN {sql_text(a)} ELSE {sql_text(b)} END")
 
-    @staticmethod
-    def least(a: Any, b: Any) -> Sql:
-        return Sql(f"least({sql_text(a)}, {sql_text(b)})")
-
-    @staticmethod
-    def greatest(a: Any, b: Any) -> Sql:
-        return Sql(f"greatest({sql_text(a)}, {sql_text(b)})")
-
-    @staticmethod
-    def floor(x: Any) -> Sql:
-        return Sql(f"floor({sql_text(x)})")
-
-    @staticmethod
-    def abs(x: Any) -> Sql:
-        return Sql(f"abs({sql_text(x)})")
+    least = staticmethod(_function("least"))
+    greatest = staticmethod(_function("greatest"))
+    floor = staticmethod(_function("floor"))
+    abs = staticmethod(_function("abs"))
 
     @staticmethod
     def round(x: Any, digits: int) -> Sql:

@@ -21,8 +21,9 @@ value ``e_{k+1}``).  ``lat=(44.0, 45.0)`` is therefore the bins of 44 and 45 whe
 (a non-integral bound of an integer domain is one): ``"exact"`` (default) raises
 :class:`QueryError` naming the nearest aligned ranges, ``"outer"`` widens the range to the
 whole bins holding its values (a range inside one bin, or the single value ``e_{k+1}``, gives
-that bin) and ``"inner"`` narrows it to the whole bins inside it.  The SQL macros take the
-same option.
+that bin) and ``"inner"`` narrows it to the whole bins inside it.  The rule is written once
+(:mod:`polars_dp.domains.ranges`); the SQL macros take the same option and run the same
+functions, rendered as SQL.
 
 Answers come from the summed-area (prefix-sum) array by inclusion-exclusion over the ``2^d``
 corners of the box (:mod:`polars_dp.kernels.prefix`).
@@ -44,20 +45,10 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from polars_dp.domains import ranges as rule
 from polars_dp.domains.attributes import Attribute, Nominal, Ordinal
 from polars_dp.domains.expressions import NUMPY
 from polars_dp.domains.hierarchy import Label
-from polars_dp.domains.ranges import (
-    bin_bounds,
-    bin_positions,
-    cell_ranges,
-    chosen,
-    no_bin_text,
-    not_a_label_text,
-    outside_text,
-    reversed_text,
-    unaligned_text,
-)
 from polars_dp.errors import QueryError
 from polars_dp.params import check_option
 
@@ -111,9 +102,9 @@ def _ordinal_pair(attribute: Ordinal, predicate: Any) -> tuple[Any, Any]:
     hi = attribute.hi if hi is None else hi
     for value in (lo, hi):
         if not attribute.lo <= value <= attribute.hi:
-            raise QueryError(outside_text(NUMPY, attribute.column, value, attribute.domain_text()))
+            raise QueryError(rule.outside_text(NUMPY, attribute.column, value, attribute.domain_text()))
     if lo > hi:
-        raise QueryError(reversed_text(NUMPY, attribute.column, lo, hi))
+        raise QueryError(rule.reversed_text(NUMPY, attribute.column, lo, hi))
     return lo, hi
 
 
@@ -121,7 +112,8 @@ def _ordinal_pair(attribute: Ordinal, predicate: Any) -> tuple[Any, Any]:
 def cell_bounds(attribute: Ordinal, starts: np.ndarray, stops: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The aligned inclusive ``(lo, hi)`` values of the cell ranges ``[start, stop)``
     (:func:`polars_dp.domains.ranges.bin_bounds`)."""
-    return bin_bounds(NUMPY, attribute, np.asarray(starts, dtype=np.int64), np.asarray(stops, dtype=np.int64))
+    starts, stops = np.asarray(starts, dtype=np.int64), np.asarray(stops, dtype=np.int64)
+    return rule.bin_bounds(NUMPY, attribute, starts, stops)
 
 
 def ordinal_ranges(attribute: Ordinal, lo: np.ndarray, lo_given: np.ndarray, hi: np.ndarray,
@@ -136,7 +128,7 @@ def ordinal_ranges(attribute: Ordinal, lo: np.ndarray, lo_given: np.ndarray, hi:
     align = check_option(align, "align", ALIGN)
     lo = np.where(lo_given, lo, attribute.lo)
     hi = np.where(hi_given, hi, attribute.hi)
-    ranges = cell_ranges(NUMPY, bin_positions(NUMPY, attribute, lo, hi))
+    cells = rule.cell_ranges(NUMPY, rule.bin_positions(NUMPY, attribute, lo, hi))
 
     def fail(text: str, i: int) -> QueryError:
         return QueryError(text + (f" ({where(i)})" if where else ""))
@@ -144,15 +136,15 @@ def ordinal_ranges(attribute: Ordinal, lo: np.ndarray, lo_given: np.ndarray, hi:
     def asked(i: int) -> tuple[Any, Any]:
         return (lo[i] if lo_given[i] else None), (hi[i] if hi_given[i] else None)
 
-    bad = np.flatnonzero(~ranges.aligned)
+    bad = np.flatnonzero(~cells.aligned)
     if align == "exact" and bad.size:
         i = int(bad[0])
-        raise fail(unaligned_text(NUMPY, attribute, *asked(i), ranges.row(i)), i)
-    starts, stops = chosen(NUMPY, ranges, align)
+        raise fail(rule.unaligned_text(NUMPY, attribute, *asked(i), cells.row(i)), i)
+    starts, stops = rule.chosen(NUMPY, cells, align)
     empty = np.flatnonzero(starts >= stops)
     if empty.size:
         i = int(empty[0])
-        raise fail(no_bin_text(NUMPY, attribute, *asked(i), align), i)
+        raise fail(rule.no_bin_text(NUMPY, attribute, *asked(i), align), i)
     return starts, stops
 
 
@@ -221,7 +213,7 @@ def _ordinal_values(attribute: Ordinal, series: pl.Series, queries: pl.DataFrame
     bad = np.flatnonzero(present & ~inside)
     if bad.size:
         row = int(bad[0])
-        raise QueryError(f"{outside_text(NUMPY, series.name, series[row], attribute.domain_text())} "
+        raise QueryError(f"{rule.outside_text(NUMPY, series.name, series[row], attribute.domain_text())} "
                          f"({_row_text(queries, row)})")
     return raw, present
 
@@ -252,7 +244,7 @@ def _nominal_ranges(attribute: Nominal, series: pl.Series, queries: pl.DataFrame
         value = series[row]
         try:
             attribute.leaf_range(value)
-            message = not_a_label_text(NUMPY, attribute.column, value)
+            message = rule.not_a_label_text(NUMPY, attribute.column, value)
         except QueryError as exc:  # the hierarchy's own sentence, with its "did you mean" hint
             message = str(exc)
         raise QueryError(f"{message} ({_row_text(queries, row)})")
@@ -298,8 +290,8 @@ def query_ranges(attributes: Sequence[Attribute], queries: pl.DataFrame, *,
         bad = np.flatnonzero(lo_given & hi_given & (lo.astype(np.float64) > hi.astype(np.float64)))
         if bad.size:
             row = int(bad[0])
-            raise QueryError(f"{reversed_text(NUMPY, a.column, queries[lo_col][row], queries[hi_col][row])} "
-                             f"({_row_text(queries, row)})")
+            text = rule.reversed_text(NUMPY, a.column, queries[lo_col][row], queries[hi_col][row])
+            raise QueryError(f"{text} ({_row_text(queries, row)})")
         starts[:, axis], stops[:, axis] = ordinal_ranges(
             a, lo, lo_given, hi, hi_given, align, lambda row: _row_text(queries, row))
     return starts, stops

@@ -18,20 +18,21 @@
   columns and NULLs mean the whole domain; any other column, a NULL id and a repeated id are
   refused (``sql/query_checks.sql``, the rule of Python's ``range_counts``).
 
-Both macros answer by inclusion-exclusion over the ``2^d`` corners of each query's box,
-joined on ``prefix`` (the same arithmetic as :mod:`polars_dp.releases.grid_queries`).  A bad predicate
-(unknown label, value outside the domain, ``lo > hi``) raises a DuckDB error naming the
-column and value.
+Each query's box of cells, and every error text, comes from the functions the Python answers
+run (:mod:`polars_dp.domains.ranges`), rendered as SQL (:mod:`polars_dp.domains.expressions`),
+so SQL and Python answer alike; both macros then sum by inclusion-exclusion over the ``2^d``
+corners of the box, joined on ``prefix``.  A bad predicate (unknown label, value outside the
+domain, ``lo > hi``) raises a DuckDB error naming the column and value.
 
 ``std`` is the exact noise standard deviation ``sqrt(2 scale^2 prod_k f_k)`` (Privelet
 paper, Theorem 3; Basic: ``f_k`` = cells in the range).  For an ordinal axis the mechanism
 transformed, ``f_k`` is computed in SQL per query from the Haar tree's levels
-(:func:`haar_factor_sql`, the arithmetic of
-:func:`polars_dp.kernels.wavelet_variance.haar_range_variance_factor`): exact for every axis size.
+(:func:`haar_factor_sql`: :func:`polars_dp.kernels.wavelet_variance.haar_range_factor`, which
+Python runs on numpy, rendered as SQL): exact for every axis size.
 
 Both macros take ``align := 'exact'`` (default; an ordinal bound inside a bin is an error
 naming the nearest aligned bounds), ``'outer'`` or ``'inner'``, as the Python methods do
-(:mod:`polars_dp.releases.grid_queries`).  Batch answers come in ``id`` order.
+(:mod:`polars_dp.domains.queries`).  Batch answers come in ``id`` order.
 
 Registration refuses to overwrite an existing table, view or macro (the error names them)
 unless ``replace=True``.
