@@ -8,6 +8,7 @@ table macros: grid releases (Basic, Privelet) as described in
     import polars_dp.duckdb as pdd
     pdd.register(con, "cube", release)       # same as release.to_duckdb(con, "cube")
     pdd.read_release(con, "cube")            # the release back, metadata and all
+    pdd.attach(con, "cube")                  # after reopening a database file (see attach)
 """
 
 from __future__ import annotations
@@ -15,10 +16,13 @@ from __future__ import annotations
 from typing import Any
 
 from polars_dp.errors import ParameterError
-from polars_dp.releases import Release
-from polars_dp.releases.sql import ident, literal, read_release, render, sql_dir, to_arrow
+from polars_dp.releases import Release, sql_grid, sql_tree
+from polars_dp.releases.sql import ident, literal, read_release, register_function, render, sql_dir, to_arrow
 from polars_dp.releases.sql_grid import BATCH_CELLS
 from polars_dp.releases.sql_tree import register_tree
+
+#: Per stored ``release_type``: the Python functions its macros call.
+_FUNCTIONS: dict[str, Any] = {"grid": sql_grid.python_functions, "tree": sql_tree.python_functions}
 
 
 def register(con: Any, name: str, release: Release, *, replace: bool = False) -> Any:
@@ -32,5 +36,20 @@ def register(con: Any, name: str, release: Release, *, replace: bool = False) ->
     return to_duckdb(con, name, replace=replace)
 
 
-__all__ = ["BATCH_CELLS", "ident", "literal", "read_release", "register",
+def attach(con: Any, name: str) -> Release:
+    """Make release ``name`` of a reopened database file answer again; returns the release.
+
+    DuckDB stores a release's tables and macros in the database file, but the Python functions
+    the macros call (the ``lo`` / ``hi`` half-widths, the ``noise_std`` of counted top levels)
+    live only in the connection that registered them.  ``attach`` reads the release back from
+    its tables (verified, as :func:`read_release`) and adds those functions to ``con``
+    (replacing any of the same name); the tables and macros are left as they are.
+    """
+    release = read_release(con, name)
+    for function in _FUNCTIONS.get(release.release_type, lambda *_: [])(name, release):
+        register_function(con, function, replace=True)
+    return release
+
+
+__all__ = ["BATCH_CELLS", "attach", "ident", "literal", "read_release", "register",
            "register_tree", "render", "sql_dir", "to_arrow"]

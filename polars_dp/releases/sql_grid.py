@@ -266,9 +266,9 @@ def accuracy_function(name: str) -> str:
 def accuracy_udf(name: str, release: GridRelease) -> PythonFunction:
     """A vectorised DuckDB function ``accuracy_function(name)(alpha, s0, e0, ...)`` answering
     :meth:`GridRelease.range_accuracy` for the cell ranges of a batch (the same code as the
-    Python answers, so SQL and Python agree exactly).  It lives in the connection: a database
-    file reopened without registering the release again answers counts and ``std`` but not
-    ``lo`` / ``hi``."""
+    Python answers, so SQL and Python agree exactly).  It lives in the connection, not in a database file:
+    the macros reference it, so a reopened file needs :func:`polars_dp.duckdb.attach` before
+    they answer."""
     d = len(release.attributes)
 
     def accuracy(alpha: pa.Array, *bounds: pa.Array) -> pa.Array:
@@ -286,6 +286,11 @@ def accuracy_udf(name: str, release: GridRelease) -> PythonFunction:
         [inspect.Parameter(f"p{i}", positional) for i in range(2 * d + 1)])
     return PythonFunction(accuracy_function(name), accuracy, ["DOUBLE"] + ["BIGINT"] * (2 * d), "DOUBLE",
                           {"side_effects": False})
+
+
+def python_functions(name: str, release: GridRelease) -> list[PythonFunction]:
+    """The connection-local Python functions the macros of release ``name`` call (lo / hi)."""
+    return [accuracy_udf(name, release)]
 
 
 def register_accuracy(con: Any, name: str, release: GridRelease, *, replace: bool = False) -> None:
@@ -380,9 +385,10 @@ def register_grid(con: Any, name: str, release: GridRelease, *, replace: bool = 
         macros=[f"{name}_range_count", f"{name}_range_counts"],
         sources={source: pa.RecordBatchReader.from_batches(schema, batches),
                  meta_source: metadata_table(release), **labels},
-        statements=statements, functions=[accuracy_udf(name, release)])
+        statements=statements, functions=python_functions(name, release))
     return register(con, name, parts, replace=replace)
 
 
-__all__ = ["BATCH_CELLS", "accuracy_function", "accuracy_udf", "haar_factor_sql", "register_accuracy",
+__all__ = ["BATCH_CELLS", "accuracy_function", "accuracy_udf", "haar_factor_sql", "python_functions",
+           "register_accuracy",
            "register_grid"]

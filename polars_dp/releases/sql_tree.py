@@ -114,6 +114,15 @@ def _tree_answers(release: SpatialRelease, name: str, queries: str, where: str) 
                   noise_half=_noise_half_width(release, name))
 
 
+def python_functions(name: str, release: SpatialRelease) -> list[PythonFunction]:
+    """The connection-local Python functions the macros of release ``name`` call: the noise
+    half-width (lo / hi) when the release states one, the ``noise_std`` of counted top levels."""
+    functions = [] if release.levels is None else [_std_function(name, release)]
+    if _noise_half_width(release, name) != "NULL::DOUBLE":
+        functions.append(_accuracy_function(name, release))
+    return functions
+
+
 def register_tree(con: Any, name: str, release: SpatialRelease, *, replace: bool = False) -> Any:
     """Register a spatial :class:`~polars_dp.SpatialRelease` in ``con``, in one transaction:
 
@@ -149,9 +158,7 @@ def register_tree(con: Any, name: str, release: SpatialRelease, *, replace: bool
     single_source = "(SELECT 0 AS id, " + ", ".join(
         f"{ident(f'{c}_{side}')} AS {ident(f'{c}_{side}')}" for c in release.columns
         for side in ("lo", "hi")) + ")"
-    functions = [] if release.levels is None else [_std_function(name, release)]
-    if _noise_half_width(release, name) != "NULL::DOUBLE":
-        functions.append(_accuracy_function(name, release))
+    functions = python_functions(name, release)
     leaves = release._table()
     leaves = leaves.append_column("leaf", pa.array(np.arange(leaves.num_rows, dtype=np.int64)))
     statements = [
@@ -169,4 +176,4 @@ def register_tree(con: Any, name: str, release: SpatialRelease, *, replace: bool
     return register(con, name, parts, replace=replace)
 
 
-__all__ = ["register_tree"]
+__all__ = ["python_functions", "register_tree"]

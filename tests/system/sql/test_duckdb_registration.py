@@ -96,3 +96,31 @@ def test_a_failed_statement_leaves_nothing_behind():
         con.sql("SELECT * FROM __src").fetchall()  # the transient source is gone too
     parts.statements[1] = "CREATE TABLE t_meta AS SELECT a FROM __src"
     assert register(con, "t", parts).fetchall() == [(1,), (2,)]
+
+
+BOX_ANSWER = "SELECT count, noise_std, noise_lo, noise_hi FROM r_range_count(x_lo := 0.1, x_hi := 0.6)"
+FULL_ANSWERS = {
+    "grid": "SELECT count, std, lo, hi FROM r_range_count(a_lo := 2, a_hi := 7)",
+    "spatial": BOX_ANSWER,
+    "spatial_levels": BOX_ANSWER,
+    "sequence": "SELECT count FROM r_frequency(['a', 'b'])",
+}
+
+
+def test_attach_makes_a_reopened_database_answer_as_before(case, tmp_path, request):
+    """Tables and macros live in the file, the Python functions they call only in the connection:
+    a reopened file answers everything once ``pdd.attach`` has added them, exactly as before."""
+    release, _, _ = case
+    query = FULL_ANSWERS[request.node.callspec.params["case"]]
+    path = str(tmp_path / "releases.duckdb")
+    with duckdb.connect(path) as con:
+        release.to_duckdb(con, "r")
+        before = con.sql(query).fetchall()
+    with duckdb.connect(path) as con:
+        if release.release_type != "sequence_model":  # its macros are plain SQL
+            with pytest.raises(duckdb.Error, match="__pdp_"):
+                con.sql(query).fetchall()
+        assert pdp.duckdb.attach(con, "r") == release
+        assert con.sql(query).fetchall() == before
+        pdp.duckdb.attach(con, "r")  # idempotent
+        assert con.sql(query).fetchall() == before
