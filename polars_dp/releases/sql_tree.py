@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
+from polars_dp.domains.expressions import SQL, Sql
+from polars_dp.domains.ranges import reversed_text
 from polars_dp.releases.noise_model import IndependentLaplace
 from polars_dp.releases.postprocess import postprocessed_noise_model
 from polars_dp.releases.sql import (
@@ -16,7 +18,6 @@ from polars_dp.releases.sql import (
     check_identifier,
     comment,
     ident,
-    literal,
     metadata_table,
     query_checks,
     register,
@@ -100,9 +101,9 @@ def _tree_answers(release: SpatialRelease, name: str, queries: str, where: str) 
         lo, hi = ident(f"{c}_lo"), ident(f"{c}_hi")
         typed += [f"NULL::DOUBLE AS {lo}", f"NULL::DOUBLE AS {hi}"]
         qlo, qhi = f"coalesce(q.{lo}, {float(box.lo[k])!r})", f"coalesce(q.{hi}, {float(box.hi[k])!r})"
-        bounds.append(
-            f"CASE WHEN {qlo} > {qhi} THEN error({literal(c + ': lo=')} || {qlo} || ' > hi=' || {qhi} "
-            f"|| {literal('; the range is empty')} || {where}) ELSE {qlo} END AS lo{k}, {qhi} AS hi{k}")
+        reverse = reversed_text(SQL, c, Sql(qlo), Sql(qhi))
+        bounds.append(f"CASE WHEN {qlo} > {qhi} THEN error({reverse} || {where}) ELSE {qlo} END AS lo{k}, "
+                      f"{qhi} AS hi{k}")
         fractions.append(f"(least(t.{hi}, box.hi{k}) - greatest(t.{lo}, box.lo{k})) / (t.{hi} - t.{lo})")
         overlap.append(f"t.{hi} > box.lo{k} AND t.{lo} < box.hi{k}")
     checks = query_checks(queries, "q", [f"{c}_{side}" for c in cols for side in ("lo", "hi")],

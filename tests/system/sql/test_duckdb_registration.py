@@ -124,3 +124,14 @@ def test_attach_makes_a_reopened_database_answer_as_before(case, tmp_path, reque
         assert con.sql(query).fetchall() == before
         pdp.duckdb.attach(con, "r")  # idempotent
         assert con.sql(query).fetchall() == before
+
+
+def test_a_reversed_box_is_refused_in_sql_with_the_shared_text():
+    release = MAKERS["spatial"][0]()
+    con = duckdb.connect()
+    release.to_duckdb(con, "t")
+    with pytest.raises(duckdb.Error, match=r"x: lo=0\.7 > hi=0\.2; the range is empty$"):
+        con.sql("SELECT * FROM t_range_count(x_lo := 0.7, x_hi := 0.2)").fetchall()
+    con.register("b", pl.DataFrame({"id": [5], "y_lo": [0.9], "y_hi": [0.1]}).to_arrow())
+    with pytest.raises(duckdb.Error, match=r"y: lo=0\.9 > hi=0\.1; the range is empty \(query id=5\)"):
+        con.sql("SELECT * FROM t_range_counts('b')").fetchall()
