@@ -159,10 +159,10 @@ def counts_by_label(table: pa.Table, attrs: tuple[Attribute, ...], shape: tuple[
 
 
 # ---------------------------------------------------------------------------- files in write order
-#: Rows per record batch when a grid file is read in write order (about 0.5 MB decoded at a
+#: Rows per record batch when a grid file is read in write order (about 0.3 MB decoded at a
 #: time), and the bytes of file read at a time (``ParquetFile(buffer_size=...)``).  Row groups
 #: are read one by one: a reader over the whole file reads ahead and holds far more.
-READ_BATCH = 1 << 14
+READ_BATCH = 1 << 13
 READ_BUFFER = 1 << 18
 
 
