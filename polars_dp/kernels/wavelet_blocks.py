@@ -20,6 +20,7 @@ from threadpoolctl import ThreadpoolController
 from polars_dp.domains.attributes import Attribute, Nominal
 from polars_dp.domains.hierarchy import Hierarchy
 from polars_dp.errors import ParameterError
+from polars_dp.kernels import scratch
 from polars_dp.kernels.wavelet_exact import (
     check_integer,
     forward_numerators,
@@ -186,7 +187,7 @@ def hn_inverse_blocked(source: Source, attributes: Sequence[Attribute], transfor
     plan = _plan(attrs, tr, slab_cells)
     if out.shape != plan.cells or out.dtype != np.float64 or not out.flags.c_contiguous:
         raise ParameterError(f"out must be a C-contiguous float64 array of shape {plan.cells}")
-    with blas_single_thread():
+    with blas_single_thread(), scratch.arena():
         return _run_blocks(source, attrs, tr, plan, out, add, slab_cells, buffer, advance)
 
 
@@ -199,6 +200,7 @@ def _run_blocks(source: Source, attrs: tuple[Attribute, ...], tr: list[bool], pl
         flat = out.reshape(-1)
         for i in range(0, flat.size, slab_cells):
             j = min(i + slab_cells, flat.size)
+            scratch.reset()
             _store(flat[i:j], source(i, j), add)
             tick(j - i)
         return out
@@ -209,6 +211,7 @@ def _run_blocks(source: Source, attrs: tuple[Attribute, ...], tr: list[bool], pl
         group = max(1, slab_cells // sub)
         for b in range(0, batch, group):
             g = min(group, batch - b)
+            scratch.reset()
             blk = np.asarray(source(b * sub, (b + g) * sub)).reshape(g, *plan.coef[lead:])
             _store(rows_out[b:b + g], _inverse_axes(blk, attrs[lead:], tr[lead:], 1), add)
             tick(g * sub)
@@ -226,6 +229,7 @@ def _run_blocks(source: Source, attrs: tuple[Attribute, ...], tr: list[bool], pl
         base = b * sub
         for r in range(0, n_outer, row_step):
             rr = min(row_step, n_outer - r)
+            scratch.reset()
             blk = np.asarray(source(base + r * inner, base + (r + rr) * inner))
             blk = blk.reshape(rr, *plan.coef[split:])
             buf[r:r + rr] = _inverse_axes(blk, attrs[split:], tr[split:], 1).reshape(rr, inner_cells)
@@ -233,6 +237,7 @@ def _run_blocks(source: Source, attrs: tuple[Attribute, ...], tr: list[bool], pl
         item = rows_out[b].reshape(n_outer_cells, inner_cells)
         for j in range(0, inner_cells, col_step):
             jj = min(col_step, inner_cells - j)
+            scratch.reset()
             blk = buf[:, j:j + jj].reshape(*outer_coef, jj)
             res = _inverse_axes(blk, attrs[lead:split], tr[lead:split], 0)
             _store(item[:, j:j + jj], res.reshape(n_outer_cells, jj), add)

@@ -50,6 +50,7 @@ import numpy as np
 from polars_dp.domains.attributes import Attribute, Nominal
 from polars_dp.domains.hierarchy import Hierarchy
 from polars_dp.errors import HierarchyError, ParameterError
+from polars_dp.kernels import scratch
 from polars_dp.kernels.prefix import cumsum_inplace
 
 
@@ -98,20 +99,35 @@ def haar_forward(x: np.ndarray, axis: int = -1) -> np.ndarray:
 
 def haar_sums_and_differences(x: np.ndarray, axis: int) -> np.ndarray:
     """Unnormalised Haar coefficients of ``x`` along ``axis`` in ``x``'s dtype (float64 or int64):
-    level by level, the details ``even - odd`` and the sums ``even + odd`` passed up."""
+    level by level, the details ``even - odd`` and the sums ``even + odd`` passed up.
+
+    The zero padding is never materialised: at a level with ``n`` non-zero sums the
+    ``n // 2`` full pairs are combined, an odd last sum passes up alone (``x - 0``, ``x + 0``,
+    the same values as with the padding) and the details of the all-padding nodes are zero.
+    The sums live in one scratch buffer of half the padded length (two halves, ping-pong)."""
     v, shape, axis = as3d(x, axis)
-    m = v.shape[1]
+    pre, m, post = v.shape
     p = haar_padded_length(m)
-    s = np.zeros((v.shape[0], p, v.shape[2]), dtype=x.dtype)
-    s[:, :m] = v
-    out = np.empty_like(s)
-    half = p
+    out = scratch.empty((pre, p, post), x.dtype)
+    if p == 1:
+        out[...] = v
+        return out.reshape(with_axis(shape, axis, p))
+    work = scratch.empty((pre, p // 2 + p // 4 + 1, post), x.dtype)
+    bufs = (work[:, :p // 2], work[:, p // 2:])
+    cur, n, half, which = v, m, p, 0
     while half > 1:  # finest level first: its details go to [half/2, half)
         half //= 2
-        even, odd = s[:, 0:2 * half:2], s[:, 1:2 * half:2]
-        np.subtract(even, odd, out=out[:, half:2 * half])
-        s = even + odd
-    out[:, 0] = s[:, 0]
+        full = n // 2
+        nxt = out[:, 0:1] if half == 1 else bufs[which][:, :half]
+        even, odd = cur[:, 0:2 * full:2], cur[:, 1:2 * full:2]
+        np.subtract(even, odd, out=out[:, half:half + full])
+        np.add(even, odd, out=nxt[:, :full])
+        if n % 2:  # a last sum without a partner: its pair is padding
+            np.subtract(cur[:, n - 1], 0, out=out[:, half + full])
+            np.add(cur[:, n - 1], 0, out=nxt[:, full])
+        n = (n + 1) // 2
+        out[:, half + n:2 * half] = 0  # nodes over padding only
+        cur, which = nxt, 1 - which
     return out.reshape(with_axis(shape, axis, p))
 
 
@@ -119,27 +135,39 @@ def haar_inverse(u: np.ndarray, m: int, axis: int = -1) -> np.ndarray:
     """Cells ``[0, m)`` rebuilt from unnormalised Haar coefficients along ``axis`` (Eq. 3).
 
     With ``s`` a node's sum and ``d`` its detail, the children's sums are ``(s + d)/2`` and
-    ``(s - d)/2``.  The halvings are folded into one up-front scaling of the coefficients
-    (level-``k`` details by ``2^k / P``, the base by ``1 / P``), so each level is one add and
-    one subtract; only the nodes that cover cells ``< m`` are rebuilt (no padded output).
+    ``(s - d)/2``.  The halvings are folded into the coefficients (level-``k`` details by
+    ``2^k / P``, the base by ``1 / P``, exact powers of two), so each level is one scaling,
+    one add and one subtract; only the nodes that cover cells ``< m`` are rebuilt (no padded
+    output).  The intermediate sums live in one scratch buffer (two halves, ping-pong) and the
+    last level writes the result.
     """
     c, shape, axis = as3d(np.asarray(u, dtype=np.float64), axis)
     p = haar_padded_length(m)
     if c.shape[1] != p:
         raise ParameterError(f"{m} cells need {p} Haar coefficients along axis {axis}, got {c.shape[1]}")
-    scaled = c * (1.0 / haar_weights(m))[:, None]  # level k: W = P / 2^k, so 1/W = 2^k / P
-    s = scaled[:, 0:1]
-    k = 1
+    pre, post = c.shape[0], c.shape[2]
+    out = scratch.empty((pre, m, post))
+    if p == 1:
+        np.multiply(c, 1.0, out=out)
+        return out.reshape(with_axis(shape, axis, m))
+    h = p // 2
+    work = scratch.empty((pre, 3 * h, post))
+    bufs = (work[:, :h], work[:, h:2 * h])
+    d = work[:, 2 * h:]
+    s = bufs[1][:, 0:1]
+    np.multiply(c[:, 0:1], 1.0 / p, out=s)  # base: W = P
+    k, which = 1, 0
     while k < p:  # k nodes (sums s, details d) -> 2k children, of which `need` cover cells < m
         need = -(-m * 2 * k // p)
         n_even, n_odd = (need + 1) // 2, need // 2
-        d = scaled[:, k:2 * k]
-        nxt = np.empty((c.shape[0], need, c.shape[2]))
-        np.add(s[:, :n_even], d[:, :n_even], out=nxt[:, 0::2])
-        np.subtract(s[:, :n_odd], d[:, :n_odd], out=nxt[:, 1::2])
-        s = nxt
+        nxt = out if 2 * k == p else bufs[which][:, :need]
+        dk = d[:, :n_even]
+        np.multiply(c[:, k:k + n_even], k / p, out=dk)  # level of k nodes: W = P / k
+        np.add(s[:, :n_even], dk, out=nxt[:, 0::2])
+        np.subtract(s[:, :n_odd], dk[:, :n_odd], out=nxt[:, 1::2])
+        s, which = nxt, 1 - which
         k *= 2
-    return s.reshape(with_axis(shape, axis, m))
+    return out.reshape(with_axis(shape, axis, m))
 
 
 # ---------------------------------------------------------------------------- nominal

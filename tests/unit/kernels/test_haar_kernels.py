@@ -1,0 +1,131 @@
+"""The Haar kernels against the level-by-level reference (bit for bit), and the scratch arena."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from polars_dp.kernels import scratch
+from polars_dp.kernels import wavelet_exact as WE
+from polars_dp.kernels import wavelets as T
+
+
+# ---------------------------------------------------------------- references (the padded formulas)
+def reference_forward(x: np.ndarray, axis: int) -> np.ndarray:
+    """Zero-pad to ``P``, then per level details ``even - odd`` and sums ``even + odd``."""
+    x = np.moveaxis(np.asarray(x), axis, -1)
+    m = x.shape[-1]
+    p = 1 << (m - 1).bit_length()
+    s = np.zeros((*x.shape[:-1], p), dtype=x.dtype)
+    s[..., :m] = x
+    out = np.empty_like(s)
+    half = p
+    while half > 1:
+        half //= 2
+        even, odd = s[..., 0:2 * half:2], s[..., 1:2 * half:2]
+        out[..., half:2 * half] = even - odd
+        s = even + odd
+    out[..., 0] = s[..., 0]
+    return np.moveaxis(out, -1, axis)
+
+
+def reference_inverse(u: np.ndarray, m: int, axis: int) -> np.ndarray:
+    """Scale level ``k`` by ``1 / W`` (``W = P / 2^k``, the base by ``1 / P``), then
+    ``(s + d, s - d)`` level by level, all ``P`` cells, cut to ``m`` at the end."""
+    u = np.moveaxis(np.asarray(u, dtype=np.float64), axis, -1)
+    p = u.shape[-1]
+    w = np.empty(p)
+    w[0] = p
+    k = 1
+    while k < p:
+        w[k:2 * k] = p // k
+        k *= 2
+    c = u * (1.0 / w)
+    s = c[..., 0:1]
+    k = 1
+    while k < p:
+        nxt = np.empty((*c.shape[:-1], 2 * k))
+        nxt[..., 0::2] = s + c[..., k:2 * k]
+        nxt[..., 1::2] = s - c[..., k:2 * k]
+        s = nxt
+        k *= 2
+    return np.moveaxis(s[..., :m], -1, axis)
+
+
+def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.dtype == np.float64:
+        return bool(np.array_equal(a.view(np.int64), b.view(np.int64)))
+    return bool(np.array_equal(a, b))
+
+
+LENGTHS = [1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33, 63, 64, 65, 100, 101, 127, 129, 1001]
+LAYOUTS = [((), ()), ((3,), ()), ((), (4,)), ((2,), (3,))]
+
+
+@pytest.mark.parametrize("m", LENGTHS)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", ["int64", "float64"])
+def test_forward_matches_the_padded_reference_bit_for_bit(m, layout, dtype):
+    before, after = layout
+    rng = np.random.default_rng(m)
+    shape = (*before, m, *after)
+    if dtype == "int64":  # wrapping int64 sums included: the kernel is exact modulo 2^64
+        x = rng.integers(-(1 << 62), 1 << 62, shape)
+    else:
+        x = rng.standard_normal(shape) * 1e6
+    got = T.haar_sums_and_differences(x, len(before))
+    assert same_bits(got, reference_forward(x, len(before)))
+    if dtype == "int64":
+        assert same_bits(WE.haar_forward_int(x, len(before)), reference_forward(x, len(before)))
+
+
+@pytest.mark.parametrize("m", LENGTHS)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_inverse_matches_the_level_reference_bit_for_bit(m, layout):
+    before, after = layout
+    p = T.haar_padded_length(m)
+    u = np.random.default_rng(m).standard_normal((*before, p, *after)) * 1e3
+    got = T.haar_inverse(u, m, len(before))
+    assert same_bits(got, reference_inverse(u, m, len(before)))
+
+
+def test_inverse_inverts_the_forward_of_counts():
+    x = np.random.default_rng(3).integers(0, 50, (5, 1001))
+    back = T.haar_inverse(T.haar_forward(x, 1), 1001, 1)
+    assert np.array_equal(back, x.astype(np.float64))
+
+
+def test_forward_of_an_odd_tail_is_the_padded_one():
+    """The last cell of an odd line pairs with padding: detail ``x - 0``, sum ``x + 0``."""
+    x = np.array([[5, 3, 7]])
+    assert T.haar_sums_and_differences(x, 1).tolist() == [[15, 1, 2, 7]]
+
+
+# ---------------------------------------------------------------- the scratch arena
+def test_arena_reuses_one_buffer_after_reset():
+    with scratch.arena():
+        a = scratch.empty((1000,), np.int64)  # larger than the (empty) buffer: a plain array
+        scratch.reset()  # grows the buffer to the high-water mark
+        b = scratch.empty((1000,), np.int64)
+        c = scratch.empty((10,), np.float64)
+        assert not np.shares_memory(a, b)
+        assert not np.shares_memory(b, c)  # one block's arrays never overlap
+        scratch.reset()
+        d = scratch.empty((1000,), np.int64)
+        assert np.shares_memory(b, d)  # the next block reuses the front of the buffer
+    e = scratch.empty((1000,), np.int64)
+    assert not np.shares_memory(d, e)  # outside a context: np.empty
+
+
+def test_kernels_inside_an_arena_give_the_same_values():
+    x = np.random.default_rng(4).integers(0, 9, (3, 6, 101))
+    want_f = T.haar_sums_and_differences(x, 2)
+    want_i = T.haar_inverse(want_f.astype(np.float64), 101, 2)
+    with scratch.arena():
+        for _ in range(3):
+            scratch.reset()
+            got_f = T.haar_sums_and_differences(x, 2)
+            got_i = T.haar_inverse(got_f.astype(np.float64), 101, 2)
+            assert same_bits(got_f, want_f) and same_bits(got_i, want_i)
