@@ -112,13 +112,14 @@ def haar_sums_and_differences(x: np.ndarray, axis: int) -> np.ndarray:
     if p == 1:
         out[...] = v
         return out.reshape(with_axis(shape, axis, p))
-    work = scratch.empty((pre, p // 2 + p // 4 + 1, post), x.dtype)
-    bufs = (work[:, :p // 2], work[:, p // 2:])
+    h = pre * (p // 2) * post
+    work = scratch.empty(h + h // 2 + pre * post, x.dtype)
+    bufs = (work[:h], work[h:])  # compact (pre, half, post) arrays, one level each
     cur, n, half, which = v, m, p, 0
     while half > 1:  # finest level first: its details go to [half/2, half)
         half //= 2
         full = n // 2
-        nxt = out[:, 0:1] if half == 1 else bufs[which][:, :half]
+        nxt = out[:, 0:1] if half == 1 else bufs[which][:pre * half * post].reshape(pre, half, post)
         even, odd = cur[:, 0:2 * full:2], cur[:, 1:2 * full:2]
         np.subtract(even, odd, out=out[:, half:half + full])
         np.add(even, odd, out=nxt[:, :full])
@@ -150,18 +151,17 @@ def haar_inverse(u: np.ndarray, m: int, axis: int = -1) -> np.ndarray:
     if p == 1:
         np.multiply(c, 1.0, out=out)
         return out.reshape(with_axis(shape, axis, m))
-    h = p // 2
-    work = scratch.empty((pre, 3 * h, post))
-    bufs = (work[:, :h], work[:, h:2 * h])
-    d = work[:, 2 * h:]
-    s = bufs[1][:, 0:1]
+    h = pre * (p // 2) * post
+    work = scratch.empty(3 * h)
+    bufs = (work[:h], work[h:2 * h])  # compact (pre, need, post) arrays, one level each
+    s = bufs[1][:pre * post].reshape(pre, 1, post)  # k = 1 writes bufs[0]
     np.multiply(c[:, 0:1], 1.0 / p, out=s)  # base: W = P
     k, which = 1, 0
     while k < p:  # k nodes (sums s, details d) -> 2k children, of which `need` cover cells < m
         need = -(-m * 2 * k // p)
         n_even, n_odd = (need + 1) // 2, need // 2
-        nxt = out if 2 * k == p else bufs[which][:, :need]
-        dk = d[:, :n_even]
+        nxt = out if 2 * k == p else bufs[which][:pre * need * post].reshape(pre, need, post)
+        dk = work[2 * h:2 * h + pre * n_even * post].reshape(pre, n_even, post)
         np.multiply(c[:, k:k + n_even], k / p, out=dk)  # level of k nodes: W = P / k
         np.add(s[:, :n_even], dk, out=nxt[:, 0::2])
         np.subtract(s[:, :n_odd], dk[:, :n_odd], out=nxt[:, 1::2])
@@ -221,6 +221,32 @@ class NominalTree:
                                          fan[self.group_parent[ga:gb]].astype(np.float64), kids,
                                          group_of_node[kids - 1], pos[kids]))
         self.height = h.height
+        # the leaves (contiguous) as consecutive groups of one size f: (first group, groups, f)
+        self.leaf_run: tuple[int, int, int] | None = None
+        if self.leaves_contiguous:
+            g0, n_groups = int(self.leaf_group[0]), int(self.leaf_group[-1] - self.leaf_group[0]) + 1
+            size = int(self.n_leaves) // n_groups
+            if size * n_groups == self.n_leaves and np.array_equal(
+                    self.leaf_group, np.repeat(np.arange(g0, g0 + n_groups), size)):
+                self.leaf_run = (g0, n_groups, size)
+
+
+def segment_sums(x: np.ndarray, fanouts: np.ndarray) -> np.ndarray:
+    """Sums of consecutive segments of ``fanouts[i]`` entries along axis 1 of an integer ``x``
+    (pre, sum(fanouts), post): ``np.add.reduceat`` at the segment starts.
+
+    With one fanout ``f`` and a last axis long enough to vectorise, the segments are summed
+    as a ``(segments, f)`` block along its axis 2 (integer sums: exact in any order, and
+    modulo ``2^64`` when they wrap, like ``reduceat``); otherwise ``reduceat``.  Integers only:
+    in float64 the two orders of summation round differently."""
+    if not np.issubdtype(x.dtype, np.integer):
+        raise ParameterError(f"segment_sums adds integers only, got dtype {x.dtype}")
+    f = int(fanouts[0])
+    if x.shape[2] < 8 or np.any(fanouts != f):
+        return np.add.reduceat(x, np.r_[0, np.cumsum(fanouts)[:-1]], axis=1)
+    out = scratch.empty((x.shape[0], fanouts.size, x.shape[2]), x.dtype)
+    np.add.reduce(x.reshape(x.shape[0], fanouts.size, f, x.shape[2]), axis=2, out=out)
+    return out
 
 
 @lru_cache(maxsize=64)
@@ -279,6 +305,14 @@ def nominal_inverse(u: np.ndarray, hierarchy: Hierarchy, axis: int = -1) -> np.n
             internal_ls[:, child_pos] = (t.group_k[child_groups, None] * c[:, child_nodes]
                                          + offset[:, child_groups])
     leaves = t.leaf_nodes
+    if t.leaf_run is not None:  # consecutive groups of f leaves: one factor per group, broadcast offsets
+        g0, n_groups, f = t.leaf_run
+        out = scratch.empty((c.shape[0], t.n_leaves, c.shape[2]))
+        src = c[:, leaves[0]:leaves[0] + t.n_leaves].reshape(c.shape[0], n_groups, f, c.shape[2])
+        view = out.reshape(c.shape[0], n_groups, f, c.shape[2])
+        np.multiply(src, t.group_k[g0:g0 + n_groups, None, None], out=view)
+        view += offset[:, g0:g0 + n_groups, None, :]
+        return out.reshape(with_axis(shape, axis, t.n_leaves))
     if t.leaves_contiguous:
         out = c[:, leaves[0]:leaves[-1] + 1] * t.leaf_k[:, None]
     else:
@@ -342,5 +376,6 @@ def hn_forward(x: np.ndarray, attributes: Sequence[Attribute], transformed: Sequ
 __all__ = ["NominalTree", "as3d", "coefficient_count", "forward", "generalized_sensitivity",
            "haar_forward", "haar_inverse", "haar_levels", "haar_padded_length",
            "haar_sums_and_differences", "haar_weights", "hn_forward", "inverse", "nominal_forward",
-           "nominal_inverse", "nominal_tree", "nominal_weights", "variance_factor_bound", "weights",
+           "nominal_inverse", "nominal_tree", "nominal_weights", "segment_sums", "variance_factor_bound",
+           "weights",
            "with_axis"]

@@ -1,4 +1,4 @@
-"""The Haar kernels against the level-by-level reference (bit for bit), and the scratch arena."""
+"""The fast Haar and nominal kernels against their references (bit for bit), and the scratch arena."""
 
 from __future__ import annotations
 
@@ -129,3 +129,61 @@ def test_kernels_inside_an_arena_give_the_same_values():
             got_f = T.haar_sums_and_differences(x, 2)
             got_i = T.haar_inverse(got_f.astype(np.float64), 101, 2)
             assert same_bits(got_f, want_f) and same_bits(got_i, want_i)
+
+
+# ---------------------------------------------------------------- nominal kernels
+def hierarchies():
+    from polars_dp import Hierarchy
+    return {
+        "census": Hierarchy.from_dict({f"g{g}": [f"o{g}_{j}" for j in range(64)] for g in range(8)}),
+        "three_levels": Hierarchy.from_dict({f"a{i}": {f"b{i}{j}": [f"c{i}{j}{k}" for k in range(3)]
+                                                       for j in range(4)} for i in range(5)}),
+        "uneven": Hierarchy.from_dict({"g1": ["a", "b", "c"], "g2": ["d", "e", "f", "g", "h"],
+                                       "g3": ["i", "j"]}),
+        "two": Hierarchy.flat([0, 1]),
+    }
+
+
+@pytest.mark.parametrize("name", ["census", "three_levels", "uneven", "two"])
+@pytest.mark.parametrize("post", [1, 7, 9, 1001])
+def test_nominal_inverse_leaf_broadcast_matches_the_gather(name, post, monkeypatch):
+    h = hierarchies()[name]
+    t = T.nominal_tree(h)
+    u = np.random.default_rng(post).standard_normal((2, t.n_nodes, post)) * 100
+    got = T.nominal_inverse(u, h, 1)
+    assert (t.leaf_run is not None) == (name != "uneven")  # uneven: groups of 3, 5, 2 leaves
+    monkeypatch.setattr(t, "leaf_run", None)  # the gather of the offsets, leaf by leaf
+    assert same_bits(got, T.nominal_inverse(u, h, 1))
+
+
+@pytest.mark.parametrize("name", ["census", "three_levels", "two"])
+@pytest.mark.parametrize("post", [1, 9, 1001])
+def test_nominal_forward_int_by_level_matches_the_prefix_sum_formula(name, post, monkeypatch):
+    """Balanced hierarchies take the level sums (block reductions); the prefix-sum formula of
+    the unbalanced case is the reference, int64 and wrapping included."""
+    h = hierarchies()[name]
+    t = T.nominal_tree(h)
+    assert t.balanced
+    rng = np.random.default_rng(post)
+    shape = (2, t.n_leaves, post)
+    for x in (rng.integers(0, 1000, shape), rng.integers(-(1 << 62), 1 << 62, shape)):
+        got = WE.nominal_forward_int(x, h, 1)
+        monkeypatch.setattr(t, "balanced", False)
+        want = WE.nominal_forward_int(x, h, 1)
+        monkeypatch.setattr(t, "balanced", True)
+        assert same_bits(got, want)
+
+
+@pytest.mark.parametrize("post", [1, 8, 100])
+def test_segment_sums_equal_reduceat_for_integers(post):
+    rng = np.random.default_rng(post)
+    for fan in (np.array([4, 4, 4]), np.array([2, 5, 1]), np.array([64] * 8)):
+        x = rng.integers(-(1 << 62), 1 << 62, (3, int(fan.sum()), post))
+        want = np.add.reduceat(x, np.r_[0, np.cumsum(fan)[:-1]], axis=1)
+        assert same_bits(T.segment_sums(x, fan), want)
+
+
+def test_segment_sums_refuse_floats():
+    from polars_dp.errors import ParameterError
+    with pytest.raises(ParameterError, match="integers only"):
+        T.segment_sums(np.ones((1, 4, 8)), np.array([2, 2]))
