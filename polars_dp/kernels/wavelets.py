@@ -132,7 +132,7 @@ def haar_sums_and_differences(x: np.ndarray, axis: int) -> np.ndarray:
     return out.reshape(with_axis(shape, axis, p))
 
 
-def haar_inverse(u: np.ndarray, m: int, axis: int = -1) -> np.ndarray:
+def haar_inverse(u: np.ndarray, m: int, axis: int = -1, divisor: np.ndarray | None = None) -> np.ndarray:
     """Cells ``[0, m)`` rebuilt from unnormalised Haar coefficients along ``axis`` (Eq. 3).
 
     With ``s`` a node's sum and ``d`` its detail, the children's sums are ``(s + d)/2`` and
@@ -141,28 +141,48 @@ def haar_inverse(u: np.ndarray, m: int, axis: int = -1) -> np.ndarray:
     one add and one subtract; only the nodes that cover cells ``< m`` are rebuilt (no padded
     output).  The intermediate sums live in one scratch buffer (two halves, ping-pong) and the
     last level writes the result.
+
+    ``divisor`` (broadcastable to ``u`` with length 1 along ``axis``; integers or float64, exact
+    in float64) makes the coefficients ``u / divisor``: the scaling becomes one division by
+    ``divisor x P / 2^k``, which rounds as ``u / divisor`` then times ``2^k / P`` does (a power
+    of two scales a rounded quotient exactly, barring under- and overflow), so the result is
+    bit for bit ``haar_inverse(u / divisor)``; ``u`` may then be int64 (converted as ``/`` does).
     """
-    c, shape, axis = as3d(np.asarray(u, dtype=np.float64), axis)
+    if divisor is None:
+        c, shape, axis = as3d(np.asarray(u, dtype=np.float64), axis)
+        dv = None
+    else:
+        c, shape, axis = as3d(np.asarray(u), axis)
+        dv = as3d(np.broadcast_to(np.asarray(divisor, dtype=np.float64), with_axis(shape, axis, 1)), axis)[0]
     p = haar_padded_length(m)
     if c.shape[1] != p:
         raise ParameterError(f"{m} cells need {p} Haar coefficients along axis {axis}, got {c.shape[1]}")
     pre, post = c.shape[0], c.shape[2]
     out = scratch.empty((pre, m, post))
     if p == 1:
-        np.multiply(c, 1.0, out=out)
+        if dv is None:
+            np.multiply(c, 1.0, out=out)
+        else:
+            np.divide(c, dv, out=out)
         return out.reshape(with_axis(shape, axis, m))
     h = pre * (p // 2) * post
     work = scratch.empty(3 * h)
     bufs = (work[:h], work[h:2 * h])  # compact (pre, need, post) arrays, one level each
     s = bufs[1][:pre * post].reshape(pre, 1, post)  # k = 1 writes bufs[0]
-    np.multiply(c[:, 0:1], 1.0 / p, out=s)  # base: W = P
+    if dv is None:
+        np.multiply(c[:, 0:1], 1.0 / p, out=s)  # base: W = P
+    else:
+        np.divide(c[:, 0:1], dv * p, out=s)
     k, which = 1, 0
     while k < p:  # k nodes (sums s, details d) -> 2k children, of which `need` cover cells < m
         need = -(-m * 2 * k // p)
         n_even, n_odd = (need + 1) // 2, need // 2
         nxt = out if 2 * k == p else bufs[which][:pre * need * post].reshape(pre, need, post)
         dk = work[2 * h:2 * h + pre * n_even * post].reshape(pre, n_even, post)
-        np.multiply(c[:, k:k + n_even], k / p, out=dk)  # level of k nodes: W = P / k
+        if dv is None:
+            np.multiply(c[:, k:k + n_even], k / p, out=dk)  # level of k nodes: W = P / k
+        else:
+            np.divide(c[:, k:k + n_even], dv * (p // k), out=dk)
         np.add(s[:, :n_even], dk, out=nxt[:, 0::2])
         np.subtract(s[:, :n_odd], dk[:, :n_odd], out=nxt[:, 1::2])
         s, which = nxt, 1 - which

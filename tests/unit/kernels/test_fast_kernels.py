@@ -187,3 +187,22 @@ def test_segment_sums_refuse_floats():
     from polars_dp.errors import ParameterError
     with pytest.raises(ParameterError, match="integers only"):
         T.segment_sums(np.ones((1, 4, 8)), np.array([2, 2]))
+
+
+@pytest.mark.parametrize("m", [1, 2, 5, 64, 101, 1001])
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_inverse_with_a_divisor_is_the_inverse_of_the_quotients(m, layout):
+    """``haar_inverse(X, divisor=D)`` == ``haar_inverse(X / D)`` bit for bit, int64 ``X`` beyond
+    2^53 included (converted to float64 as ``/`` converts them) and float ``X``."""
+    before, after = layout
+    p = T.haar_padded_length(m)
+    rng = np.random.default_rng(m + len(before))
+    shape = (*before, p, *after)
+    den_shape = (*before, 1, *after)
+    den = rng.choice(np.array([1, 2, 14, 126, 252, 3 * 5 * 7 * 11]), den_shape)
+    for x in (rng.integers(-(1 << 62), 1 << 62, shape), rng.integers(-1000, 1000, shape),
+              rng.standard_normal(shape) * 1e9):
+        got = T.haar_inverse(x, m, len(before), divisor=den)
+        assert same_bits(got, T.haar_inverse(x / den, m, len(before)))
+    assert same_bits(T.haar_inverse(x, m, len(before), divisor=np.int64(7)),
+                     T.haar_inverse(x / 7, m, len(before)))
