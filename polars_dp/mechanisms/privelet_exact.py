@@ -18,7 +18,10 @@ The pipeline is :func:`polars_dp.kernels.wavelet_blocks.hn_lattice_inverse`: exa
 forward transform, noise, float64 inverse, block by block in the C order of the coefficient
 array, writing over the counts (peak memory about 1.4x the count array on top of it).  Within a
 block the draws are taken value by value of ``D`` (each value's coefficients in C order), so a
-seed reproduces a release for a given block size.
+seed reproduces a release for a given block size.  The division ``X / D`` is the first step of
+the float post-processing; when the last axis is a Haar axis it is done inside that axis's
+inverse (``perturb.undivided`` hands over ``X``; ``haar_inverse(X, divisor=D)`` rounds exactly
+as ``X / D`` followed by the inverse does), one pass fewer and the same release bit for bit.
 """
 
 from __future__ import annotations
