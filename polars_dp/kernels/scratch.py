@@ -43,7 +43,7 @@ class _Arena:
 
     def reset(self) -> None:
         if self.high > self.buf.size:
-            self.buf = np.empty(self.high + (self.high >> 3), dtype=np.uint8)
+            self.buf = np.empty(self.high, dtype=np.uint8)  # blocks repeat one shape: no slack
         self.used = 0
 
 
