@@ -107,7 +107,8 @@ def test_forward_of_an_odd_tail_is_the_padded_one():
 def test_arena_reuses_one_buffer_after_reset():
     with scratch.arena():
         a = scratch.empty((1000,), np.int64)  # larger than the (empty) buffer: a plain array
-        scratch.reset()  # grows the buffer to the high-water mark
+        scratch.empty((10,), np.float64)
+        scratch.reset()  # grows the buffer to the high-water mark of the block
         b = scratch.empty((1000,), np.int64)
         c = scratch.empty((10,), np.float64)
         assert not np.shares_memory(a, b)
