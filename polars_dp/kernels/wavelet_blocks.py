@@ -20,6 +20,7 @@ from threadpoolctl import ThreadpoolController
 from polars_dp.domains.attributes import Attribute, Nominal
 from polars_dp.domains.hierarchy import Hierarchy
 from polars_dp.errors import ParameterError
+from polars_dp.kernels import scratch
 from polars_dp.kernels.wavelet_exact import (
     check_integer,
     forward_numerators,
@@ -92,12 +93,20 @@ def inverse_axis(u: np.ndarray, attribute: Attribute, axis: int = -1) -> np.ndar
     return out.reshape(with_axis(shape, axis, m))
 
 
+#: ``last(block)``: the inverse along the last axis of an inner block (see hn_inverse_blocked).
+LastInverse = Callable[[np.ndarray], np.ndarray]
+
+
 def _inverse_axes(block: np.ndarray, attributes: Sequence[Attribute], transformed: Sequence[bool],
-                  first_axis: int) -> np.ndarray:
-    """Inverse along the transformed axes of ``block`` (axis ``first_axis + k`` is attribute k)."""
+                  first_axis: int, last: LastInverse | None = None) -> np.ndarray:
+    """Inverse along the transformed axes of ``block`` (axis ``first_axis + k`` is attribute k);
+    ``last`` replaces :func:`inverse_axis` along the last one."""
     for k in reversed(range(len(attributes))):
         if transformed[k]:
-            block = inverse_axis(block, attributes[k], first_axis + k)
+            if last is not None and k == len(attributes) - 1:
+                block = last(block)
+            else:
+                block = inverse_axis(block, attributes[k], first_axis + k)
     return block
 
 
@@ -166,7 +175,8 @@ def _store(target: np.ndarray, values: np.ndarray, add: bool) -> None:
 def hn_inverse_blocked(source: Source, attributes: Sequence[Attribute], transformed: Sequence[bool],
                        out: np.ndarray, *, add: bool = False, slab_cells: int = SLAB_CELLS,
                        buffer: np.ndarray | None = None,
-                       advance: Callable[[int], None] | None = None) -> np.ndarray:
+                       advance: Callable[[int], None] | None = None,
+                       last_inverse: LastInverse | None = None) -> np.ndarray:
     """``out (+)= inverse_HN(U)`` with the coefficients ``U`` pulled block by block from
     ``source`` in their C order (each coefficient exactly once).
 
@@ -179,26 +189,29 @@ def hn_inverse_blocked(source: Source, attributes: Sequence[Attribute], transfor
     the extra memory is the buffer (none if a batch item fits one block).  ``buffer`` (a flat
     float64 array of at least that size) may alias storage that ``source`` has finished
     reading: rows are written only after the source returned them.  ``advance(n)`` is called
-    with the number of coefficients consumed after every block (progress).
+    with the number of coefficients consumed after every block (progress).  ``last_inverse(block)``,
+    when given, replaces the inverse along the last axis of every block that ``source`` returned
+    (the caller's kernel for values that ``source`` left unscaled).
     """
     attrs = tuple(attributes)
     tr = [bool(t) for t in transformed]
     plan = _plan(attrs, tr, slab_cells)
     if out.shape != plan.cells or out.dtype != np.float64 or not out.flags.c_contiguous:
         raise ParameterError(f"out must be a C-contiguous float64 array of shape {plan.cells}")
-    with blas_single_thread():
-        return _run_blocks(source, attrs, tr, plan, out, add, slab_cells, buffer, advance)
+    with blas_single_thread(), scratch.arena():
+        return _run_blocks(source, attrs, tr, plan, out, add, slab_cells, buffer, advance, last_inverse)
 
 
 def _run_blocks(source: Source, attrs: tuple[Attribute, ...], tr: list[bool], plan: _Plan, out: np.ndarray,
                 add: bool, slab_cells: int, buffer: np.ndarray | None,
-                advance: Callable[[int], None] | None) -> np.ndarray:
+                advance: Callable[[int], None] | None, last: LastInverse | None) -> np.ndarray:
     tick = advance or (lambda n: None)
     d = len(attrs)
     if plan.lead == d:  # nothing transformed: coefficients are cells
         flat = out.reshape(-1)
         for i in range(0, flat.size, slab_cells):
             j = min(i + slab_cells, flat.size)
+            scratch.reset()
             _store(flat[i:j], source(i, j), add)
             tick(j - i)
         return out
@@ -209,8 +222,9 @@ def _run_blocks(source: Source, attrs: tuple[Attribute, ...], tr: list[bool], pl
         group = max(1, slab_cells // sub)
         for b in range(0, batch, group):
             g = min(group, batch - b)
+            scratch.reset()
             blk = np.asarray(source(b * sub, (b + g) * sub)).reshape(g, *plan.coef[lead:])
-            _store(rows_out[b:b + g], _inverse_axes(blk, attrs[lead:], tr[lead:], 1), add)
+            _store(rows_out[b:b + g], _inverse_axes(blk, attrs[lead:], tr[lead:], 1, last), add)
             tick(g * sub)
         return out
     outer_coef = plan.coef[lead:split]
@@ -226,13 +240,16 @@ def _run_blocks(source: Source, attrs: tuple[Attribute, ...], tr: list[bool], pl
         base = b * sub
         for r in range(0, n_outer, row_step):
             rr = min(row_step, n_outer - r)
+            scratch.reset()
             blk = np.asarray(source(base + r * inner, base + (r + rr) * inner))
             blk = blk.reshape(rr, *plan.coef[split:])
-            buf[r:r + rr] = _inverse_axes(blk, attrs[split:], tr[split:], 1).reshape(rr, inner_cells)
+            res = _inverse_axes(blk, attrs[split:], tr[split:], 1, last)
+            buf[r:r + rr] = res.reshape(rr, inner_cells)
             tick(rr * inner)
         item = rows_out[b].reshape(n_outer_cells, inner_cells)
         for j in range(0, inner_cells, col_step):
             jj = min(col_step, inner_cells - j)
+            scratch.reset()
             blk = buf[:, j:j + jj].reshape(*outer_coef, jj)
             res = _inverse_axes(blk, attrs[lead:split], tr[lead:split], 0)
             _store(item[:, j:j + jj], res.reshape(n_outer_cells, jj), add)
@@ -284,7 +301,11 @@ def hn_lattice_inverse(counts: np.ndarray, attributes: Sequence[Attribute], tran
     numerators are exact modulo ``2^64`` whatever their size; with ``approximate=True`` the
     same numerators computed in float64 (:func:`forward_numerators`) are passed as well, as
     ``perturb(numerators, denominators, start, approx=...)`` (a fresh array it may overwrite),
-    so that ``perturb`` can recover numerators that overflowed int64.
+    so that ``perturb`` can recover numerators that overflowed int64.  If ``perturb`` has an
+    attribute ``undivided`` (the same noisy numerators ``X``, not divided by ``D``: int64, or
+    float64 ``float(X)``) and the last axis is a Haar axis inverted level by level, that is
+    called instead and the division is folded into the Haar inverse
+    (``haar_inverse(X, divisor=D)``, bit for bit the inverse of ``X / D``).
 
     Memory: the forward along the outer transformed axes is one int64 buffer of (outer
     coefficients x inner cells), reused in place (as float64) by the inverse (plus one float64
@@ -312,10 +333,28 @@ def hn_lattice_inverse(counts: np.ndarray, attributes: Sequence[Attribute], tran
                 x = forward_numerators(x, attrs[k], k - offset)
         return x
 
+    # A perturb with an ``undivided`` variant hands over ``X`` itself when the last axis is a Haar
+    # axis inverted level by level: the division by ``D`` is folded into that inverse's scaling
+    # (``haar_inverse(X, divisor=D)`` is bit for bit ``haar_inverse(X / D)``), one pass fewer.
+    undivided: Perturb | None = getattr(perturb, "undivided", None)
+    last_attr = attrs[-1]
+    fold = (undivided is not None and tr[-1] and not isinstance(last_attr, Nominal) and split < d
+            and last_attr.n_cells * coefficient_count(last_attr) > DENSE_INVERSE_ENTRIES)
+    handed: list[np.ndarray] = []  # the denominators of the block just handed over
+
     def hand_over(num: np.ndarray, num_f: np.ndarray | None, den: np.ndarray, i: int) -> np.ndarray:
+        give = perturb
+        if fold and undivided is not None:
+            handed[:] = [den]
+            give = undivided
         if num_f is None:
-            return perturb(num, den, i)
-        return perturb(num, den, i, approx=num_f)
+            return give(num, den, i)
+        return give(num, den, i, approx=num_f)
+
+    def last_inverse(block: np.ndarray) -> np.ndarray:
+        return haar_inverse(block, last_attr.n_cells, block.ndim - 1, divisor=handed[0])
+
+    last = last_inverse if fold else None
 
     if lead == d or split == lead:  # batch items (or all cells) go block by block
         lo = min(lead, d)
@@ -335,7 +374,8 @@ def hn_lattice_inverse(counts: np.ndarray, attributes: Sequence[Attribute], tran
             num_f = numerators(x.astype(np.float64), lead, lead - 1) if approximate else None
             return hand_over(num, num_f, item_den, i)
 
-        return hn_inverse_blocked(small_source, attrs, tr, out, slab_cells=slab_cells, advance=advance)
+        return hn_inverse_blocked(small_source, attrs, tr, out, slab_cells=slab_cells, advance=advance,
+                                  last_inverse=last)
     outer_coef = plan.coef[lead:split]
     n_outer = _prod(outer_coef)
     inner, inner_cells = _prod(plan.coef[split:]), _prod(plan.cells[split:])
@@ -378,7 +418,7 @@ def hn_lattice_inverse(counts: np.ndarray, attributes: Sequence[Attribute], tran
         return blk
 
     return hn_inverse_blocked(source, attrs, tr, out, slab_cells=slab_cells,
-                              buffer=store.view(np.float64), advance=advance)
+                              buffer=store.view(np.float64), advance=advance, last_inverse=last)
 
 
 

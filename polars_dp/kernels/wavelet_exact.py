@@ -15,6 +15,7 @@ import numpy as np
 from polars_dp.domains.attributes import Attribute, Nominal
 from polars_dp.domains.hierarchy import Hierarchy
 from polars_dp.errors import ParameterError
+from polars_dp.kernels import scratch
 from polars_dp.kernels.prefix import cumsum_inplace
 from polars_dp.kernels.wavelets import (
     NominalTree,
@@ -22,6 +23,7 @@ from polars_dp.kernels.wavelets import (
     haar_padded_length,
     haar_sums_and_differences,
     nominal_tree,
+    segment_sums,
     with_axis,
 )
 
@@ -86,22 +88,28 @@ def _nominal_forward_int_by_level(v: np.ndarray, t: NominalTree) -> np.ndarray:
     runs, then per level ``f leafsum(N) - leafsum(p)`` with the parents broadcast over their
     children.  Two passes over the leaves instead of a cumulative sum and gathers."""
     levels = [(0, 1), *t.level_bounds]
+    integer = np.issubdtype(v.dtype, np.integer)
     sums = [v]  # leaf sums per depth, deepest first
     for a, b in reversed(levels[:-1]):
         fan = t.fanout[a:b]
-        sums.append(np.add.reduceat(sums[-1], np.r_[0, np.cumsum(fan)[:-1]], axis=1))
+        if integer:  # exact in any order: equal-fanout segments as one block reduction
+            sums.append(segment_sums(sums[-1], fan))
+        else:
+            sums.append(np.add.reduceat(sums[-1], np.r_[0, np.cumsum(fan)[:-1]], axis=1))
     sums.reverse()
-    out = np.empty((v.shape[0], t.n_nodes, v.shape[2]), dtype=v.dtype)
+    out = scratch.empty((v.shape[0], t.n_nodes, v.shape[2]), v.dtype)
     out[:, 0] = sums[0][:, 0]
     for depth in range(1, len(levels)):
         a, b = levels[depth]
         pa, pb = levels[depth - 1]
         fan = t.fanout[pa:pb].astype(np.int64)
         kids = out[:, a:b]
-        np.multiply(sums[depth], np.repeat(fan, fan).astype(v.dtype)[:, None], out=kids)
-        if np.all(fan == fan[0]):  # uniform fanout: broadcast the parents over their children
-            kids.reshape(v.shape[0], pb - pa, int(fan[0]), v.shape[2])[...] -= sums[depth - 1][:, :, None]
+        if np.all(fan == fan[0]):  # uniform fanout: one factor, parents broadcast over their children
+            f = int(fan[0])
+            np.multiply(sums[depth], v.dtype.type(f), out=kids)
+            kids.reshape(v.shape[0], pb - pa, f, v.shape[2])[...] -= sums[depth - 1][:, :, None]
         else:
+            np.multiply(sums[depth], np.repeat(fan, fan).astype(v.dtype)[:, None], out=kids)
             kids -= np.repeat(sums[depth - 1], fan, axis=1)
     return out
 

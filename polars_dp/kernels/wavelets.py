@@ -50,6 +50,7 @@ import numpy as np
 from polars_dp.domains.attributes import Attribute, Nominal
 from polars_dp.domains.hierarchy import Hierarchy
 from polars_dp.errors import HierarchyError, ParameterError
+from polars_dp.kernels import scratch
 from polars_dp.kernels.prefix import cumsum_inplace
 
 
@@ -98,48 +99,95 @@ def haar_forward(x: np.ndarray, axis: int = -1) -> np.ndarray:
 
 def haar_sums_and_differences(x: np.ndarray, axis: int) -> np.ndarray:
     """Unnormalised Haar coefficients of ``x`` along ``axis`` in ``x``'s dtype (float64 or int64):
-    level by level, the details ``even - odd`` and the sums ``even + odd`` passed up."""
+    level by level, the details ``even - odd`` and the sums ``even + odd`` passed up.
+
+    The zero padding is never materialised: at a level with ``n`` non-zero sums the
+    ``n // 2`` full pairs are combined, an odd last sum passes up alone (``x - 0``, ``x + 0``,
+    the same values as with the padding) and the details of the all-padding nodes are zero.
+    The sums live in one scratch buffer of half the padded length (two halves, ping-pong)."""
     v, shape, axis = as3d(x, axis)
-    m = v.shape[1]
+    pre, m, post = v.shape
     p = haar_padded_length(m)
-    s = np.zeros((v.shape[0], p, v.shape[2]), dtype=x.dtype)
-    s[:, :m] = v
-    out = np.empty_like(s)
-    half = p
+    out = scratch.empty((pre, p, post), x.dtype)
+    if p == 1:
+        out[...] = v
+        return out.reshape(with_axis(shape, axis, p))
+    h = pre * (p // 2) * post
+    work = scratch.empty(h + h // 2 + pre * post, x.dtype)
+    bufs = (work[:h], work[h:])  # compact (pre, half, post) arrays, one level each
+    cur, n, half, which = v, m, p, 0
     while half > 1:  # finest level first: its details go to [half/2, half)
         half //= 2
-        even, odd = s[:, 0:2 * half:2], s[:, 1:2 * half:2]
-        np.subtract(even, odd, out=out[:, half:2 * half])
-        s = even + odd
-    out[:, 0] = s[:, 0]
+        full = n // 2
+        nxt = out[:, 0:1] if half == 1 else bufs[which][:pre * half * post].reshape(pre, half, post)
+        even, odd = cur[:, 0:2 * full:2], cur[:, 1:2 * full:2]
+        np.subtract(even, odd, out=out[:, half:half + full])
+        np.add(even, odd, out=nxt[:, :full])
+        if n % 2:  # a last sum without a partner: its pair is padding
+            np.subtract(cur[:, n - 1], 0, out=out[:, half + full])
+            np.add(cur[:, n - 1], 0, out=nxt[:, full])
+        n = (n + 1) // 2
+        out[:, half + n:2 * half] = 0  # nodes over padding only
+        cur, which = nxt, 1 - which
     return out.reshape(with_axis(shape, axis, p))
 
 
-def haar_inverse(u: np.ndarray, m: int, axis: int = -1) -> np.ndarray:
+def haar_inverse(u: np.ndarray, m: int, axis: int = -1, divisor: np.ndarray | None = None) -> np.ndarray:
     """Cells ``[0, m)`` rebuilt from unnormalised Haar coefficients along ``axis`` (Eq. 3).
 
     With ``s`` a node's sum and ``d`` its detail, the children's sums are ``(s + d)/2`` and
-    ``(s - d)/2``.  The halvings are folded into one up-front scaling of the coefficients
-    (level-``k`` details by ``2^k / P``, the base by ``1 / P``), so each level is one add and
-    one subtract; only the nodes that cover cells ``< m`` are rebuilt (no padded output).
+    ``(s - d)/2``.  The halvings are folded into the coefficients (level-``k`` details by
+    ``2^k / P``, the base by ``1 / P``, exact powers of two), so each level is one scaling,
+    one add and one subtract; only the nodes that cover cells ``< m`` are rebuilt (no padded
+    output).  The intermediate sums live in one scratch buffer (two halves, ping-pong) and the
+    last level writes the result.
+
+    ``divisor`` (broadcastable to ``u`` with length 1 along ``axis``; integers or float64, exact
+    in float64) makes the coefficients ``u / divisor``: the scaling becomes one division by
+    ``divisor x P / 2^k``, which rounds as ``u / divisor`` then times ``2^k / P`` does (a power
+    of two scales a rounded quotient exactly, barring under- and overflow), so the result is
+    bit for bit ``haar_inverse(u / divisor)``; ``u`` may then be int64 (converted as ``/`` does).
     """
-    c, shape, axis = as3d(np.asarray(u, dtype=np.float64), axis)
+    if divisor is None:
+        c, shape, axis = as3d(np.asarray(u, dtype=np.float64), axis)
+        dv = None
+    else:
+        c, shape, axis = as3d(np.asarray(u), axis)
+        dv = as3d(np.broadcast_to(np.asarray(divisor, dtype=np.float64), with_axis(shape, axis, 1)), axis)[0]
     p = haar_padded_length(m)
     if c.shape[1] != p:
         raise ParameterError(f"{m} cells need {p} Haar coefficients along axis {axis}, got {c.shape[1]}")
-    scaled = c * (1.0 / haar_weights(m))[:, None]  # level k: W = P / 2^k, so 1/W = 2^k / P
-    s = scaled[:, 0:1]
-    k = 1
+    pre, post = c.shape[0], c.shape[2]
+    out = scratch.empty((pre, m, post))
+    if p == 1:
+        if dv is None:
+            np.multiply(c, 1.0, out=out)
+        else:
+            np.divide(c, dv, out=out)
+        return out.reshape(with_axis(shape, axis, m))
+    h = pre * (p // 2) * post
+    work = scratch.empty(3 * h)
+    bufs = (work[:h], work[h:2 * h])  # compact (pre, need, post) arrays, one level each
+    s = bufs[1][:pre * post].reshape(pre, 1, post)  # k = 1 writes bufs[0]
+    if dv is None:
+        np.multiply(c[:, 0:1], 1.0 / p, out=s)  # base: W = P
+    else:
+        np.divide(c[:, 0:1], dv * p, out=s)
+    k, which = 1, 0
     while k < p:  # k nodes (sums s, details d) -> 2k children, of which `need` cover cells < m
         need = -(-m * 2 * k // p)
         n_even, n_odd = (need + 1) // 2, need // 2
-        d = scaled[:, k:2 * k]
-        nxt = np.empty((c.shape[0], need, c.shape[2]))
-        np.add(s[:, :n_even], d[:, :n_even], out=nxt[:, 0::2])
-        np.subtract(s[:, :n_odd], d[:, :n_odd], out=nxt[:, 1::2])
-        s = nxt
+        nxt = out if 2 * k == p else bufs[which][:pre * need * post].reshape(pre, need, post)
+        dk = work[2 * h:2 * h + pre * n_even * post].reshape(pre, n_even, post)
+        if dv is None:
+            np.multiply(c[:, k:k + n_even], k / p, out=dk)  # level of k nodes: W = P / k
+        else:
+            np.divide(c[:, k:k + n_even], dv * (p // k), out=dk)
+        np.add(s[:, :n_even], dk, out=nxt[:, 0::2])
+        np.subtract(s[:, :n_odd], dk[:, :n_odd], out=nxt[:, 1::2])
+        s, which = nxt, 1 - which
         k *= 2
-    return s.reshape(with_axis(shape, axis, m))
+    return out.reshape(with_axis(shape, axis, m))
 
 
 # ---------------------------------------------------------------------------- nominal
@@ -193,6 +241,32 @@ class NominalTree:
                                          fan[self.group_parent[ga:gb]].astype(np.float64), kids,
                                          group_of_node[kids - 1], pos[kids]))
         self.height = h.height
+        # the leaves (contiguous) as consecutive groups of one size f: (first group, groups, f)
+        self.leaf_run: tuple[int, int, int] | None = None
+        if self.leaves_contiguous:
+            g0, n_groups = int(self.leaf_group[0]), int(self.leaf_group[-1] - self.leaf_group[0]) + 1
+            size = int(self.n_leaves) // n_groups
+            if size * n_groups == self.n_leaves and np.array_equal(
+                    self.leaf_group, np.repeat(np.arange(g0, g0 + n_groups), size)):
+                self.leaf_run = (g0, n_groups, size)
+
+
+def segment_sums(x: np.ndarray, fanouts: np.ndarray) -> np.ndarray:
+    """Sums of consecutive segments of ``fanouts[i]`` entries along axis 1 of an integer ``x``
+    (pre, sum(fanouts), post): ``np.add.reduceat`` at the segment starts.
+
+    With one fanout ``f`` and a last axis long enough to vectorise, the segments are summed
+    as a ``(segments, f)`` block along its axis 2 (integer sums: exact in any order, and
+    modulo ``2^64`` when they wrap, like ``reduceat``); otherwise ``reduceat``.  Integers only:
+    in float64 the two orders of summation round differently."""
+    if not np.issubdtype(x.dtype, np.integer):
+        raise ParameterError(f"segment_sums adds integers only, got dtype {x.dtype}")
+    f = int(fanouts[0])
+    if x.shape[2] < 8 or np.any(fanouts != f):
+        return np.add.reduceat(x, np.r_[0, np.cumsum(fanouts)[:-1]], axis=1)
+    out = scratch.empty((x.shape[0], fanouts.size, x.shape[2]), x.dtype)
+    np.add.reduce(x.reshape(x.shape[0], fanouts.size, f, x.shape[2]), axis=2, out=out)
+    return out
 
 
 @lru_cache(maxsize=64)
@@ -251,6 +325,14 @@ def nominal_inverse(u: np.ndarray, hierarchy: Hierarchy, axis: int = -1) -> np.n
             internal_ls[:, child_pos] = (t.group_k[child_groups, None] * c[:, child_nodes]
                                          + offset[:, child_groups])
     leaves = t.leaf_nodes
+    if t.leaf_run is not None:  # consecutive groups of f leaves: one factor per group, broadcast offsets
+        g0, n_groups, f = t.leaf_run
+        out = scratch.empty((c.shape[0], t.n_leaves, c.shape[2]))
+        src = c[:, leaves[0]:leaves[0] + t.n_leaves].reshape(c.shape[0], n_groups, f, c.shape[2])
+        view = out.reshape(c.shape[0], n_groups, f, c.shape[2])
+        np.multiply(src, t.group_k[g0:g0 + n_groups, None, None], out=view)
+        view += offset[:, g0:g0 + n_groups, None, :]
+        return out.reshape(with_axis(shape, axis, t.n_leaves))
     if t.leaves_contiguous:
         out = c[:, leaves[0]:leaves[-1] + 1] * t.leaf_k[:, None]
     else:
@@ -314,5 +396,6 @@ def hn_forward(x: np.ndarray, attributes: Sequence[Attribute], transformed: Sequ
 __all__ = ["NominalTree", "as3d", "coefficient_count", "forward", "generalized_sensitivity",
            "haar_forward", "haar_inverse", "haar_levels", "haar_padded_length",
            "haar_sums_and_differences", "haar_weights", "hn_forward", "inverse", "nominal_forward",
-           "nominal_inverse", "nominal_tree", "nominal_weights", "variance_factor_bound", "weights",
+           "nominal_inverse", "nominal_tree", "nominal_weights", "segment_sums", "variance_factor_bound",
+           "weights",
            "with_axis"]

@@ -18,7 +18,10 @@ The pipeline is :func:`polars_dp.kernels.wavelet_blocks.hn_lattice_inverse`: exa
 forward transform, noise, float64 inverse, block by block in the C order of the coefficient
 array, writing over the counts (peak memory about 1.4x the count array on top of it).  Within a
 block the draws are taken value by value of ``D`` (each value's coefficients in C order), so a
-seed reproduces a release for a given block size.
+seed reproduces a release for a given block size.  The division ``X / D`` is the first step of
+the float post-processing; when the last axis is a Haar axis it is done inside that axis's
+inverse (``perturb.undivided`` hands over ``X``; ``haar_inverse(X, divisor=D)`` rounds exactly
+as ``X / D`` followed by the inverse does), one pass fewer and the same release bit for bit.
 """
 
 from __future__ import annotations
@@ -145,8 +148,10 @@ def lattice_perturb(scale: Fraction, src: NoiseSource, factors: Sequence[int]
     numerators (a fresh int64 array) are overwritten; the result is a float64 view of them.
     """
 
-    def perturb(numerators: np.ndarray, denominators: np.ndarray, start: int,
-                approx: np.ndarray | None = None) -> np.ndarray:
+    def noisy(numerators: np.ndarray, denominators: np.ndarray, approx: np.ndarray | None
+              ) -> tuple[np.ndarray, np.ndarray]:
+        """``(X mod 2^64 as int64, X)``: ``X`` is that int64 array itself (exact) unless a value
+        needed recovering, then float64 ``float(X)`` (:func:`_recover`)."""
         noisy = np.ascontiguousarray(numerators, dtype=np.int64)
         if noisy is numerators and not noisy.flags.writeable:
             noisy = noisy.copy()
@@ -179,15 +184,24 @@ def lattice_perturb(scale: Fraction, src: NoiseSource, factors: Sequence[int]
             else:
                 which = np.flatnonzero(row_den == value)
                 add(which, discrete_laplace(src, t, s, (which.size, run)))
-        out = noisy.view(np.float64)
-        den = np.broadcast_to(denominators, noisy.shape)
         if near is None:
-            np.divide(noisy, den, out=out)  # post-processing
-        else:
-            exact = _recover(noisy, near.reshape(noisy.shape), near.reshape(noisy.shape))
-            np.divide(exact, den, out=out)
+            return noisy, noisy
+        return noisy, _recover(noisy, near.reshape(noisy.shape), near.reshape(noisy.shape))
+
+    def perturb(numerators: np.ndarray, denominators: np.ndarray, start: int,
+                approx: np.ndarray | None = None) -> np.ndarray:
+        ints, x = noisy(numerators, denominators, approx)
+        out = ints.view(np.float64)
+        np.divide(x, np.broadcast_to(denominators, x.shape), out=out)  # post-processing
         return out
 
+    def undivided(numerators: np.ndarray, denominators: np.ndarray, start: int,
+                  approx: np.ndarray | None = None) -> np.ndarray:
+        """``X`` itself (int64, or float64 ``float(X)`` after a recovery): ``perturb`` without
+        the division, which the pipeline folds into the first Haar inverse."""
+        return noisy(numerators, denominators, approx)[1]
+
+    perturb.undivided = undivided  # type: ignore[attr-defined]  # read by hn_lattice_inverse
     return perturb
 
 

@@ -154,7 +154,9 @@ class InversionTable:
     ``count_below(u)`` returns ``#{j : U < x_j}`` for ``U = (u + further bits) / 2^63``.  The
     guide (Chen and Asau's "guide table" for inversion) splits ``[0, 2^63)`` into ``2^GUIDE_BITS``
     buckets by the top bits of ``u``; a bucket that contains no threshold and lies above
-    ``F_L`` fixes the answer, so most draws cost one table look-up.  The rest go through
+    ``F_L`` fixes the answer, so most draws cost one table look-up.  A bucket that holds exactly
+    one threshold ``F`` answers ``#{F' > end of bucket} + [u < F]`` with one comparison (the same
+    value as the search for every ``u != F``: :meth:`resolve`).  The rest go through
     ``searchsorted`` and, when ``u`` equals a threshold, through exact bit refinement.
     """
 
@@ -174,6 +176,10 @@ class InversionTable:
         above = length - np.searchsorted(self.ascending, ends, side="right")  # #{F > end}
         fixed = (at_least == above) & (above < length)
         self.guide = np.where(fixed, above, -1).astype(np.int64)
+        single = at_least - above == 1  # the bucket holds one threshold, ascending[length - at_least]
+        self.single_threshold = np.where(single, self.ascending[np.minimum(length - at_least, length - 1)],
+                                         0).astype(np.uint64)
+        self.single_base = np.where(single, above, -1).astype(np.int64)
 
     def _build(self, prec: int) -> list[int] | None:
         law = self.law
@@ -211,12 +217,24 @@ class InversionTable:
                 level += 1
         return count
 
+    def resolve(self, u: np.ndarray, src: NoiseSource) -> np.ndarray:
+        """:meth:`search`'s ``#{j : U < x_j}``, first by one comparison where ``u``'s bucket holds
+        a single threshold ``F != u``: ``#{F' > u} = #{F' > end of bucket} + [u < F]``."""
+        bucket = (u >> np.uint64(63 - GUIDE_BITS)).view(np.int64)
+        thr = self.single_threshold.take(bucket, mode="clip")  # bucket < 2^GUIDE_BITS: in range
+        count = self.single_base.take(bucket, mode="clip")
+        count += u < thr
+        hard = np.flatnonzero((count < 0) | (u == thr))  # no single threshold, or a tie
+        if hard.size:
+            count[hard] = self.search(u[hard], src)
+        return count
+
     def count_below(self, u: np.ndarray, src: NoiseSource) -> np.ndarray:
-        """``#{j : U < x_j}`` for 63-bit ``u`` (guide first, then :meth:`search`)."""
+        """``#{j : U < x_j}`` for 63-bit ``u`` (guide first, then :meth:`resolve`)."""
         count = self.guide.take((u >> np.uint64(63 - GUIDE_BITS)).view(np.int64), mode="clip")  # in range
         open_ = np.flatnonzero(count < 0)
         if open_.size:
-            count[open_] = self.search(u[open_], src)
+            count[open_] = self.resolve(u[open_], src)
         return count
 
 
@@ -297,7 +315,7 @@ def discrete_laplace(src: NoiseSource, t: int, s: int, size: int | tuple[int, ..
         open_ = np.flatnonzero(y == _OPEN)
         if open_.size:
             wo = w[open_]
-            mag = tab.search(wo & MASK63, src)
+            mag = tab.resolve(wo & MASK63, src)
             if not split:
                 tail = np.flatnonzero(mag == length)
                 if tail.size:
