@@ -1,6 +1,6 @@
 # Two commands for a fresh machine with Python 3.11 and make:  `make demo`, `make test`.
 # `make demo` installs the package and its runtime dependencies only; `make test` (and lint, bench,
-# evaluate) add the test, eval, spark and geo extras.  Each install runs once per pyproject.toml version
+# evaluate) add the test, eval, spark, geo and fast extras.  Each install runs once per pyproject.toml version
 # (a stamp file in the venv named after its checksum) and says in one line what it installs.
 PYTHON ?= python3
 VENV   ?= .venv
@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 SUM    := $(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 BASE   := $(VENV)/.installed-base-$(SUM)
 FULL   := $(VENV)/.installed-full-$(SUM)
-EXTRAS := test,eval,spark,geo
+EXTRAS := test,eval,spark,geo,fast
 # the dependencies pyproject.toml declares (for the announcement), e.g. "polars, pyarrow, ..."
 DEPS    = $(shell $(PYTHON) -c "import re, tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; \
           print(', '.join(re.split('[<>=!~ ;\[]', d)[0] for d in p['dependencies']))")

@@ -176,7 +176,7 @@ def hn_inverse_blocked(source: Source, attributes: Sequence[Attribute], transfor
                        out: np.ndarray, *, add: bool = False, slab_cells: int = SLAB_CELLS,
                        buffer: np.ndarray | None = None,
                        advance: Callable[[int], None] | None = None,
-                       last_inverse: LastInverse | None = None) -> np.ndarray:
+                       last_inverse: LastInverse | None = None, last_cells: bool = False) -> np.ndarray:
     """``out (+)= inverse_HN(U)`` with the coefficients ``U`` pulled block by block from
     ``source`` in their C order (each coefficient exactly once).
 
@@ -198,13 +198,27 @@ def hn_inverse_blocked(source: Source, attributes: Sequence[Attribute], transfor
     plan = _plan(attrs, tr, slab_cells)
     if out.shape != plan.cells or out.dtype != np.float64 or not out.flags.c_contiguous:
         raise ParameterError(f"out must be a C-contiguous float64 array of shape {plan.cells}")
+    block_last = plan.cells[-1] if last_cells else plan.coef[-1]
+    if last_cells:
+        last_inverse = _as_is
     with blas_single_thread(), scratch.arena():
-        return _run_blocks(source, attrs, tr, plan, out, add, slab_cells, buffer, advance, last_inverse)
+        return _run_blocks(source, attrs, tr, plan, out, add, slab_cells, buffer, advance, last_inverse,
+                           block_last)
+
+
+def _as_is(block: np.ndarray) -> np.ndarray:
+    return block
+
+
+def _block_shape(coef: tuple[int, ...], last: int) -> tuple[int, ...]:
+    """A block's shape along ``coef``'s axes, ``last`` entries along the last one."""
+    return (*coef[:-1], last) if coef else ()
 
 
 def _run_blocks(source: Source, attrs: tuple[Attribute, ...], tr: list[bool], plan: _Plan, out: np.ndarray,
                 add: bool, slab_cells: int, buffer: np.ndarray | None,
-                advance: Callable[[int], None] | None, last: LastInverse | None) -> np.ndarray:
+                advance: Callable[[int], None] | None, last: LastInverse | None, block_last: int
+                ) -> np.ndarray:
     tick = advance or (lambda n: None)
     d = len(attrs)
     if plan.lead == d:  # nothing transformed: coefficients are cells
@@ -223,7 +237,8 @@ def _run_blocks(source: Source, attrs: tuple[Attribute, ...], tr: list[bool], pl
         for b in range(0, batch, group):
             g = min(group, batch - b)
             scratch.reset()
-            blk = np.asarray(source(b * sub, (b + g) * sub)).reshape(g, *plan.coef[lead:])
+            blk = np.asarray(source(b * sub, (b + g) * sub))
+            blk = blk.reshape(g, *_block_shape(plan.coef[lead:], block_last))
             _store(rows_out[b:b + g], _inverse_axes(blk, attrs[lead:], tr[lead:], 1, last), add)
             tick(g * sub)
         return out
@@ -242,7 +257,7 @@ def _run_blocks(source: Source, attrs: tuple[Attribute, ...], tr: list[bool], pl
             rr = min(row_step, n_outer - r)
             scratch.reset()
             blk = np.asarray(source(base + r * inner, base + (r + rr) * inner))
-            blk = blk.reshape(rr, *plan.coef[split:])
+            blk = blk.reshape(rr, *_block_shape(plan.coef[split:], block_last))
             res = _inverse_axes(blk, attrs[split:], tr[split:], 1, last)
             buf[r:r + rr] = res.reshape(rr, inner_cells)
             tick(rr * inner)
@@ -326,9 +341,9 @@ def hn_lattice_inverse(counts: np.ndarray, attributes: Sequence[Attribute], tran
     lead, split, d = plan.lead, plan.split, len(attrs)
     flat_counts = counts.reshape(plan.batch, -1)
 
-    def numerators(x: np.ndarray, first: int, offset: int) -> np.ndarray:
-        """Forward along the transformed axes ``[first, d)`` (array axis ``k - offset``)."""
-        for k in range(first, d):
+    def numerators(x: np.ndarray, first: int, offset: int, stop: int = d) -> np.ndarray:
+        """Forward along the transformed axes ``[first, stop)`` (array axis ``k - offset``)."""
+        for k in range(first, stop):
             if tr[k]:
                 x = forward_numerators(x, attrs[k], k - offset)
         return x
@@ -355,6 +370,16 @@ def hn_lattice_inverse(counts: np.ndarray, attributes: Sequence[Attribute], tran
         return haar_inverse(block, last_attr.n_cells, block.ndim - 1, divisor=handed[0])
 
     last = last_inverse if fold else None
+    # A perturb with a ``noise_first`` variant, on the narrow lattice, skips the last Haar axis's
+    # forward: it gets the numerators along the other axes and returns the block inverted along
+    # the last one (``P H^-1(D u + Z) = P Y + P H^-1(Z)``, exact; see that variant).
+    noise_first: Perturb | None = getattr(perturb, "noise_first", None)
+    first = fold and noise_first is not None and not approximate
+    m_last = last_attr.n_cells
+
+    def hand_over_first(partial: np.ndarray, den: np.ndarray, i: int) -> np.ndarray:
+        assert noise_first is not None
+        return noise_first(partial, den, i, m_last)
 
     if lead == d or split == lead:  # batch items (or all cells) go block by block
         lo = min(lead, d)
@@ -368,6 +393,8 @@ def hn_lattice_inverse(counts: np.ndarray, attributes: Sequence[Attribute], tran
                                  np.ones((), dtype=np.int64), i)
             b, g = i // sub, (j - i) // sub
             x = flat_counts[b:b + g].reshape(g, *plan.cells[lead:])
+            if first:
+                return hand_over_first(numerators(x, lead, lead - 1, d - 1), item_den, i)
             num = numerators(x, lead, lead - 1)
             if num is x:
                 num = x.copy()
@@ -375,7 +402,7 @@ def hn_lattice_inverse(counts: np.ndarray, attributes: Sequence[Attribute], tran
             return hand_over(num, num_f, item_den, i)
 
         return hn_inverse_blocked(small_source, attrs, tr, out, slab_cells=slab_cells, advance=advance,
-                                  last_inverse=last)
+                                  last_inverse=last, last_cells=first)
     outer_coef = plan.coef[lead:split]
     n_outer = _prod(outer_coef)
     inner, inner_cells = _prod(plan.coef[split:]), _prod(plan.cells[split:])
@@ -400,6 +427,9 @@ def hn_lattice_inverse(counts: np.ndarray, attributes: Sequence[Attribute], tran
                     blk_f = _outer_forward(blk.astype(np.float64), lead, split)
                     store_f[:, c:c + cc] = blk_f.reshape(n_outer, cc)
         x = store[r:r + rr].reshape(rr, *plan.cells[split:])
+        den = outer_den[r:r + rr].reshape(rr, *([1] * (d - split))) * inner_den
+        if first:
+            return hand_over_first(numerators(x, split, split - 1, d - 1), den, i)
         num = numerators(x, split, split - 1)
         if np.shares_memory(num, store):
             num = num.copy()
@@ -408,7 +438,6 @@ def hn_lattice_inverse(counts: np.ndarray, attributes: Sequence[Attribute], tran
             num_f = numerators(store_f[r:r + rr].reshape(rr, *plan.cells[split:]), split, split - 1)
             if np.shares_memory(num_f, store_f):
                 num_f = num_f.copy()
-        den = outer_den[r:r + rr].reshape(rr, *([1] * (d - split))) * inner_den
         return hand_over(num, num_f, den, i)
 
     def _outer_forward(blk: np.ndarray, first: int, stop: int) -> np.ndarray:
@@ -418,7 +447,8 @@ def hn_lattice_inverse(counts: np.ndarray, attributes: Sequence[Attribute], tran
         return blk
 
     return hn_inverse_blocked(source, attrs, tr, out, slab_cells=slab_cells,
-                              buffer=store.view(np.float64), advance=advance, last_inverse=last)
+                              buffer=store.view(np.float64), advance=advance, last_inverse=last,
+                              last_cells=first)
 
 
 

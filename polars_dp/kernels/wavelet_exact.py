@@ -9,6 +9,7 @@ multiply (:func:`hn_denominators`).  Used by the exact Privelet path and by
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -156,6 +157,101 @@ def float_magnitude_factor(attribute: Attribute) -> int:
     return 1
 
 
+# ---------------------------------------------------------------------------- exact scaled inverse
+#: :func:`haar_inverse_scaled` stays in int64 (and float64-exact) while ``P max|z| < 2^52``.
+SCALED_LIMIT = 1 << 52
+
+
+def haar_inverse_scaled(z: np.ndarray, m: int, axis: int = -1) -> np.ndarray:
+    """``W = P * haar_inverse(z)`` (cells ``[0, m)``, ``P`` the padded length) of integer
+    coefficients ``z``, exactly.
+
+    Eq. 3 with the halvings multiplied out: ``P x_i = z_0 + sum_k (+-k) z_(k, i)`` over the
+    levels of ``k = 1, 2, ..., P/2`` nodes (``z_(k, i)`` the detail of the level-``k`` node
+    over cell ``i``, ``+`` on its left half), so every partial sum is an integer of size at
+    most ``P max|z|``.  int64 input is computed in int64 when ``P max|z| < 2^52``
+    (:data:`SCALED_LIMIT`, so ``|W| < 2^52``), else (and for object input) in Python ints
+    (an object array); the values are the same either way, and which way runs depends on
+    ``z`` alone.
+    """
+    c, shape, axis = as3d(np.asarray(z), axis)
+    p = haar_padded_length(m)
+    if c.shape[1] != p:
+        raise ParameterError(f"{m} cells need {p} Haar coefficients along axis {axis}, got {c.shape[1]}")
+    if c.dtype != object:
+        c = check_integer(c)
+        if c.size and max(-int(c.min()), int(c.max())) * p >= SCALED_LIMIT:
+            c = c.astype(object)
+    wide = c.dtype == object
+
+    def alloc(n: Any) -> np.ndarray:
+        return np.empty(n, dtype=object) if wide else scratch.empty(n, np.int64)
+
+    pre, post = c.shape[0], c.shape[2]
+    out = alloc((pre, m, post))
+    if p == 1:
+        out[...] = c
+        return out.reshape(with_axis(shape, axis, m))
+    h = pre * (p // 2) * post
+    work = alloc(3 * h)
+    bufs = (work[:h], work[h:2 * h])
+    s = c[:, 0:1]  # P * (z_0 / P)
+    k, which = 1, 0
+    while k < p:  # k nodes -> 2k children, of which `need` cover cells < m
+        need = -(-m * 2 * k // p)
+        n_even, n_odd = (need + 1) // 2, need // 2
+        nxt = out if 2 * k == p else bufs[which][:pre * need * post].reshape(pre, need, post)
+        dk = work[2 * h:2 * h + pre * n_even * post].reshape(pre, n_even, post)
+        np.multiply(c[:, k:k + n_even], k, out=dk)  # P * (k / P) z
+        np.add(s[:, :n_even], dk, out=nxt[:, 0::2])
+        np.subtract(s[:, :n_odd], dk[:, :n_odd], out=nxt[:, 1::2])
+        s, which = nxt, 1 - which
+        k *= 2
+    return out.reshape(with_axis(shape, axis, m))
+
+
+#: Cells per step of :func:`scaled_to_float` (its temporaries stay in cache).
+_STEP = 1 << 15
+
+
+def scaled_to_float(y: np.ndarray, w: np.ndarray, p: int, out: np.ndarray | None = None) -> np.ndarray:
+    """``fl(N / P)``, the correctly rounded float64 of ``N / P`` for ``N = P y + w`` (``P = 2^b``),
+    without forming ``N``.
+
+    int64 ``y`` (``|y| < 2^62``) and ``w`` (``|w| < 2^52``, as :func:`haar_inverse_scaled`
+    returns it in int64): with ``K = 52 - b``, ``y = y_h + y_l``, ``y_l = y mod 2^K``.  Then
+    ``y_h`` (a multiple of ``2^K`` below ``2^62``), ``y_l`` and ``w / P`` are exact in float64,
+    so is ``s = y_l + w / P`` (below ``2^(K+1)`` in size, on the grid ``2^-b``: 53 bits), and
+    ``fl(y_h + s)`` is one rounding of the exact ``N / P``.  Object ``w`` (Python ints):
+    ``(P y + w) / P`` in Python, also correctly rounded.  So the result is a function of ``N``
+    alone whichever way runs.  ``y`` has ``w``'s shape.
+    """
+    if p & (p - 1) or not 1 <= p <= 1 << 52:
+        raise ParameterError(f"scaled_to_float needs a power of two up to 2^52, got {p}")
+    if out is None:
+        out = np.empty(w.shape)
+    if w.dtype == object:
+        out[...] = (np.asarray(y).astype(object) * p + w) / p  # int / int: correctly rounded
+        return out
+    bits = p.bit_length() - 1
+    low = np.int64((1 << (52 - bits)) - 1)
+    yf, wf, of = y.reshape(-1), w.reshape(-1), out.reshape(-1)
+    if not (np.shares_memory(of, out) and yf.size == wf.size == of.size):
+        raise ParameterError("scaled_to_float needs y, w and out of one shape, out contiguous")
+    t = scratch.empty(min(_STEP, wf.size), np.int64)
+    f = scratch.empty(t.size)
+    scale = 1.0 / p
+    for a in range(0, wf.size, _STEP):
+        b = min(wf.size, a + _STEP)
+        tt, ff = t[:b - a], f[:b - a]
+        np.multiply(wf[a:b], scale, out=ff)  # w / P, exact
+        np.bitwise_and(yf[a:b], low, out=tt)  # y_l
+        np.add(tt, ff, out=ff)  # s = y_l + w / P, exact
+        np.bitwise_and(yf[a:b], ~low, out=tt)  # y_h
+        np.add(tt, ff, out=of[a:b])  # fl(y_h + s): the one rounding
+    return out
+
+
 def hn_forward_int(x: np.ndarray, attributes: Sequence[Attribute], transformed: Sequence[bool]) -> np.ndarray:
     """Exact int64 numerators of the HN transform of integer counts (whole array).
 
@@ -178,6 +274,6 @@ def hn_denominators(attributes: Sequence[Attribute], transformed: Sequence[bool]
 
 
 
-__all__ = ["check_integer", "denominators", "float_error_steps", "float_magnitude_factor", "forward_int",
-           "forward_numerators", "haar_forward_int", "hn_denominators", "hn_forward_int",
-           "nominal_denominators", "nominal_forward_int"]
+__all__ = ["SCALED_LIMIT", "check_integer", "denominators", "float_error_steps", "float_magnitude_factor",
+           "forward_int", "forward_numerators", "haar_forward_int", "haar_inverse_scaled", "hn_denominators",
+           "hn_forward_int", "nominal_denominators", "nominal_forward_int", "scaled_to_float"]

@@ -29,14 +29,20 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Sequence
 from fractions import Fraction
-from typing import Any
 
 import numpy as np
 
 from polars_dp.domains.attributes import Attribute, Nominal
 from polars_dp.errors import ParameterError
-from polars_dp.kernels import wavelet_blocks
-from polars_dp.kernels.wavelet_exact import float_error_steps, float_magnitude_factor, hn_denominators
+from polars_dp.kernels import compiled, scratch, wavelet_blocks
+from polars_dp.kernels.wavelet_exact import (
+    float_error_steps,
+    float_magnitude_factor,
+    haar_inverse_scaled,
+    hn_denominators,
+    scaled_to_float,
+)
+from polars_dp.kernels.wavelets import haar_padded_length
 from polars_dp.noise import NoiseSource, discrete_laplace
 
 #: Cells per block of the exact pipeline (and of the in-place conversion to int64).
@@ -148,25 +154,12 @@ def lattice_perturb(scale: Fraction, src: NoiseSource, factors: Sequence[int]
     numerators (a fresh int64 array) are overwritten; the result is a float64 view of them.
     """
 
-    def noisy(numerators: np.ndarray, denominators: np.ndarray, approx: np.ndarray | None
-              ) -> tuple[np.ndarray, np.ndarray]:
-        """``(X mod 2^64 as int64, X)``: ``X`` is that int64 array itself (exact) unless a value
-        needed recovering, then float64 ``float(X)`` (:func:`_recover`)."""
-        noisy = np.ascontiguousarray(numerators, dtype=np.int64)
-        if noisy is numerators and not noisy.flags.writeable:
-            noisy = noisy.copy()
-        run, row_den = _rows_of_equal_denominator(noisy.shape, denominators)
-        rows = noisy.reshape(-1, run)
-        near = None if approx is None else np.ascontiguousarray(approx, dtype=np.float64).reshape(-1, run)
-
-        def add(sel: Any, z: np.ndarray) -> None:
-            nonlocal near
-            if near is None and z.size and (int(z.max()) >= _BIG or int(z.min()) <= -_BIG):
-                near = rows.astype(np.float64)  # exact sums so far: within 2^10 of X
-            rows[sel] += z  # modulo 2^64
-            if near is not None:
-                near[sel] += z
-
+    def draw(shape: tuple[int, ...], denominators: np.ndarray) -> np.ndarray:
+        """``Z`` of a block of coefficients (int64, ``shape``): ``DLap(D lambda')`` each, drawn
+        value by value of ``D``, each value's coefficients in C order."""
+        z = scratch.empty(shape, np.int64)
+        run, row_den = _rows_of_equal_denominator(shape, denominators)
+        rows = z.reshape(-1, run)
         cut = np.flatnonzero(np.diff(row_den)) + 1  # runs of rows with one D
         bounds = np.r_[0, cut, row_den.size]
         for value in factors:
@@ -175,18 +168,33 @@ def lattice_perturb(scale: Fraction, src: NoiseSource, factors: Sequence[int]
             t, s = value * scale.numerator, scale.denominator
             if bounds.size - 1 <= MAX_RUNS:
                 a_b = [(a, b) for a, b in itertools.pairwise(bounds.tolist()) if row_den[a] == value]
-                z = discrete_laplace(src, t, s, sum(b - a for a, b in a_b) * run)
+                drawn = discrete_laplace(src, t, s, sum(b - a for a, b in a_b) * run)
                 used = 0
                 for a, b in a_b:
                     n = (b - a) * run
-                    add(slice(a, b), z[used:used + n].reshape(b - a, run))
+                    rows[a:b] = drawn[used:used + n].reshape(b - a, run)
                     used += n
             else:
                 which = np.flatnonzero(row_den == value)
-                add(which, discrete_laplace(src, t, s, (which.size, run)))
+                rows[which] = discrete_laplace(src, t, s, (which.size, run))
+        return z
+
+    def noisy(numerators: np.ndarray, denominators: np.ndarray, approx: np.ndarray | None
+              ) -> tuple[np.ndarray, np.ndarray]:
+        """``(X mod 2^64 as int64, X)``: ``X`` is that int64 array itself (exact) unless a value
+        needed recovering, then float64 ``float(X)`` (:func:`_recover`)."""
+        noisy = np.ascontiguousarray(numerators, dtype=np.int64)
+        if noisy is numerators and not noisy.flags.writeable:
+            noisy = noisy.copy()
+        z = draw(noisy.shape, denominators)
+        near = None if approx is None else np.ascontiguousarray(approx, dtype=np.float64)
+        if near is None and z.size and (int(z.max()) >= _BIG or int(z.min()) <= -_BIG):
+            near = noisy.astype(np.float64)  # exact sums: within 2^10 of X
+        noisy += z  # modulo 2^64
         if near is None:
             return noisy, noisy
-        return noisy, _recover(noisy, near.reshape(noisy.shape), near.reshape(noisy.shape))
+        near += z
+        return noisy, _recover(noisy, near, near)
 
     def perturb(numerators: np.ndarray, denominators: np.ndarray, start: int,
                 approx: np.ndarray | None = None) -> np.ndarray:
@@ -201,7 +209,33 @@ def lattice_perturb(scale: Fraction, src: NoiseSource, factors: Sequence[int]
         the division, which the pipeline folds into the first Haar inverse."""
         return noisy(numerators, denominators, approx)[1]
 
+    def noise_first(partial: np.ndarray, denominators: np.ndarray, start: int, m: int) -> np.ndarray:
+        """The block's coefficients inverted along its last (Haar) axis, from ``partial``, the
+        integer numerators ``Y`` along every other transformed axis (cells along the last).
+
+        ``X = D u + Z`` with ``Z`` drawn exactly as :func:`perturb` draws it (the same draws,
+        the same order), and ``P H^-1(X)`` along the last axis is ``N = P Y + W``,
+        ``W = P H^-1(Z)`` (:func:`haar_inverse_scaled`, exact): an exact linear function of
+        ``X``.  The result ``g(N) / D`` (:func:`scaled_to_float`, then the division by the
+        other axes' ``D``) is post-processing of ``X`` alone.  The Haar forward of the counts
+        is never computed.  ``|Y| < 2^62`` on the narrow lattice; ``W`` leaves int64 only when
+        the noise is that large (then it is computed in Python ints, the same values).
+        """
+        p = haar_padded_length(m)
+        z = draw(partial.shape[:-1] + (p,), denominators)
+        out = scratch.empty(partial.shape)
+        y = np.ascontiguousarray(partial, dtype=np.int64)
+        den = np.broadcast_to(np.asarray(denominators, dtype=np.float64), partial.shape[:-1] + (1,))
+        if compiled.haar_last_to_float(z.reshape(-1, p), y.reshape(-1, m),
+                                       np.ascontiguousarray(den).reshape(-1), m, out.reshape(-1, m)):
+            return out  # the same bits as below, in one pass per row
+        scaled_to_float(y, haar_inverse_scaled(z, m), p, out)
+        if np.any(den != 1):  # public: the declared hierarchies
+            np.divide(out, den, out=out)
+        return out
+
     perturb.undivided = undivided  # type: ignore[attr-defined]  # read by hn_lattice_inverse
+    perturb.noise_first = noise_first  # type: ignore[attr-defined]  # read by hn_lattice_inverse
     return perturb
 
 

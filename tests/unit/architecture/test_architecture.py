@@ -32,7 +32,7 @@ LAYERS = {
     "duckdb": 8, "namespace": 8, "session": 8, "datasets": 8, "__init__": 9, "cli": 10, "__main__": 10,
 }
 #: Optional dependencies that may be imported inside a function (so the package imports without them).
-OPTIONAL = {"pyspark", "matplotlib", "tqdm", "opendp", "randomgen", "scipy"}
+OPTIONAL = {"pyspark", "matplotlib", "tqdm", "opendp", "randomgen", "scipy", "numba"}
 #: Names of polars_dp.noise that draw no random numbers (anyone may import them).
 NOT_SAMPLERS = {"make_rng", "SeedLike", "Neighbours", "NoiseKind", "NEIGHBOURS", "NOISE_KINDS", "GRID_BITS",
                 "check_epsilon", "check_fraction", "check_neighbours", "check_noise", "histogram_sensitivity",
