@@ -1,30 +1,27 @@
-"""Optional compiled kernels (numba, from the ``fast`` extra): one pass per row, in cache.
+"""Optional compiled twins of the wavelet kernels (numba, the ``fast`` extra): one pass per row.
 
-Each kernel performs the same integer and IEEE-754 operations, in the same order per value, as
-the numpy kernel it replaces, so the two give the same bits (the tests compare them on every
-path).  int64 arithmetic wraps modulo ``2^64`` in both; numba compiles without ``fastmath``, so
-every float operation is the correctly rounded one numpy performs.  Which of the two runs
-depends only on whether numba is installed and on ``POLARS_DP_COMPILED`` (``0`` turns the
-compiled kernels off), never on the data.  numba is imported on first use, not with the package.
+Each performs the integer and IEEE-754 operations of the numpy kernels it replaces, in the same
+order per value, so both give the same bits (the tests compare them on every path).  Whether
+they run is :func:`polars_dp.compiled.enabled` (numba installed, ``POLARS_DP_COMPILED``
+not ``0``): never a function of the data.
 """
 
 from __future__ import annotations
 
-import os
 from functools import cache
 from typing import Any
 
 import numpy as np
 
+from polars_dp.compiled import enabled, numba_module
 from polars_dp.kernels.wavelet_exact import SCALED_LIMIT
 
 
 @cache
 def _kernels() -> dict[str, Any] | None:
     """The compiled kernels, or None without numba (compiled on first call, cached on disk)."""
-    try:
-        import numba  # optional dependency: the ``fast`` extra
-    except ImportError:
+    numba = numba_module()
+    if numba is None:
         return None
 
     @numba.njit(cache=True, nogil=True)
@@ -58,11 +55,6 @@ def _kernels() -> dict[str, Any] | None:
                 out[r, i] = (float(yi & high) + (float(yi & low) + float(buf[i]) * scale)) / den
 
     return {"min_max": min_max, "haar_last_to_float": haar_last_to_float}
-
-
-def enabled() -> bool:
-    """Whether the compiled kernels run (numba installed and ``POLARS_DP_COMPILED`` not ``0``)."""
-    return os.environ.get("POLARS_DP_COMPILED", "1") != "0" and _kernels() is not None
 
 
 def haar_last_to_float(z: np.ndarray, y: np.ndarray, row_den: np.ndarray, m: int,

@@ -1,0 +1,33 @@
+"""Optional compiled kernels (numba, from the ``fast`` extra): whether they run.
+
+A compiled kernel performs the integer operations of the numpy code it replaces, value by
+value, so both give the same bits (the tests compare them).  int64 arithmetic wraps modulo
+``2^64`` in both; numba compiles without ``fastmath``, so a float operation is the correctly
+rounded one numpy performs.  Which of the two runs depends only on whether numba is installed
+and on ``POLARS_DP_COMPILED`` (``0`` turns the compiled kernels off), never on data or noise.
+numba is imported on first use, not with the package; the kernels are cached on disk.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import cache
+from typing import Any
+
+
+@cache
+def numba_module() -> Any:
+    """The ``numba`` module, or None when it is not installed."""
+    try:
+        import numba  # optional dependency: the ``fast`` extra
+    except ImportError:
+        return None
+    return numba
+
+
+def enabled() -> bool:
+    """Whether compiled kernels run: numba is installed and ``POLARS_DP_COMPILED`` is not ``0``."""
+    return os.environ.get("POLARS_DP_COMPILED", "1") != "0" and numba_module() is not None
+
+
+__all__ = ["enabled", "numba_module"]
