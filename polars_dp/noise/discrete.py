@@ -439,8 +439,8 @@ def _split_laplace(src: NoiseSource, t: int, s: int, out: np.ndarray) -> None:
     bits ``S b_Q``.  ``Y = first + second`` unless a marker shows (the sum is then ``>= _BAD``);
     those draws (about ``c / 2^G + L / 2^H``, i.e. ``2 sqrt(12 t/s) / 2^16``, of them) are
     finished from the same word by the rules above.  Above about ``TABLE_CAP^2 / 12`` the
-    quotient's table would be too long: ``second`` is zero and every ``Q`` is drawn from fresh
-    words.  Which path a draw takes depends on the public scale and its random words only.
+    quotient's table would be too long: ``second`` is zero and every draw (``W = 0`` too, its
+    ``Q`` unused) takes ``Q`` from fresh words (:func:`geometric`), after the digits.  Which path a draw takes depends on the public scale and its random words only.
     """
     tabs = _split_tables(t, s)
     c = tabs.c
