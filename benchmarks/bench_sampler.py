@@ -103,7 +103,8 @@ def main(argv: list[str] | None = None) -> None:
             ratio = lo["new"][s] / lo["new"][2]
             if 341 <= s <= 300_000:
                 worst = max(worst, ratio)
-            print(f"{s:>9} | {lo['base'][s]:>6.2f}..{hi['base'][s]:<6.2f} {lo['base'][s] / lo['base'][2]:>6.2f} | "
+            base_ratio = lo["base"][s] / lo["base"][2]
+            print(f"{s:>9} | {lo['base'][s]:>6.2f}..{hi['base'][s]:<6.2f} {base_ratio:>6.2f} | "
                   f"{lo['new'][s]:>6.2f}..{hi['new'][s]:<6.2f} {ratio:>6.2f} | "
                   f"{lo['new'][s] / lo['base'][s]:>8.2f} | {faults:>11.0f}")
         print(f"worst new ratio over scales 341 .. 3e5: {worst:.2f} (target <= 1.3: "

@@ -337,7 +337,7 @@ _OPEN_Q = 1 << 29
 _BAD = 1 << 28
 #: Draws of the split sampler whose rare cases are finished together (a few blocks: the
 #: finishing costs a few dozen numpy calls, and its scatter stays in cache).
-SPLIT_GROUP = 1 << 18
+SPLIT_GROUP = 1 << 20
 #: Draws per block of the split sampler (measured: 2^14 and 2^15 are no faster).
 SPLIT_BLOCK = BLOCK
 
@@ -440,7 +440,8 @@ def _split_laplace(src: NoiseSource, t: int, s: int, out: np.ndarray) -> None:
     those draws (about ``c / 2^G + L / 2^H``, i.e. ``2 sqrt(12 t/s) / 2^16``, of them) are
     finished from the same word by the rules above.  Above about ``TABLE_CAP^2 / 12`` the
     quotient's table would be too long: ``second`` is zero and every draw (``W = 0`` too, its
-    ``Q`` unused) takes ``Q`` from fresh words (:func:`geometric`), after the digits.  Which path a draw takes depends on the public scale and its random words only.
+    ``Q`` unused) takes ``Q`` from fresh words (:func:`geometric`), after the digits.  Which
+    path a draw takes depends on the public scale and its random words only.
     """
     tabs = _split_tables(t, s)
     c = tabs.c
@@ -487,30 +488,40 @@ def _split_finish(src: NoiseSource, tabs: _SplitTables, w: np.ndarray, pos: np.n
     finished from their words ``w`` (the rules in its docstring)."""
     c = tabs.c
     below = 63 - tabs.bits_w  # bits below the sign bit
-    f = tabs.first.take((w >> np.uint64(below)).view(np.int64), mode="clip")
-    negative = ((w >> np.uint64(below)) & np.uint64(1)).astype(bool)  # the sign bit
-    rest = w & np.uint64((1 << below) - 1)
+    rest = np.uint64((1 << below) - 1)
+    top = w >> np.uint64(below)  # 2 b_W + S
+    f = tabs.first.take(top.view(np.int64), mode="clip")
+    negative = (top & np.uint64(1)).astype(bool)  # the sign bit
     mag = np.zeros(w.size, dtype=np.int64)  # |Y|; stays 0 where b_W decides W = 0
     opened = np.flatnonzero(f == _OPEN_W)
     if opened.size:  # W from the 63 bits other than the sign; Q (if W >= 1) from fresh words
-        u_w = ((w[opened] >> np.uint64(below + 1)) << np.uint64(below)) | rest[opened]
-        m = tabs.digit.count_below(u_w, src)
+        wo = w[opened]
+        m = tabs.digit.resolve(((wo >> np.uint64(below + 1)) << np.uint64(below)) | (wo & rest), src)
         if tabs.quotient is not None:
             nz = np.flatnonzero(m)
-            if nz.size:
-                m[nz] += c * geometric(src, t2, s2, nz.size)
+            if nz.size:  # as geometric(src, t2, s2, nz.size): the fresh words' low 63 bits
+                m[nz] += c * _quotients(src, tabs.quotient, src.words(nz.size) & MASK63, t2, s2, True)
         mag[opened] = m
     q_open = np.flatnonzero(f < _ZERO_W)  # b_W decided W >= 1, so b_Q was open
     if q_open.size and tabs.quotient is not None:  # U_Q = r, then G fresh bits
         fill = src.words(q_open.size) >> np.uint64(64 - tabs.bits_w)
-        quo = tabs.quotient.count_below((rest[q_open] << np.uint64(tabs.bits_w)) | fill, src)
-        tail = np.flatnonzero(quo == tabs.quotient.length)
-        if tail.size:  # Q >= L: Q = L + Q' (memorylessness)
-            quo[tail] += geometric(src, t2, s2, tail.size)
+        quo = _quotients(src, tabs.quotient, ((w[q_open] & rest) << np.uint64(tabs.bits_w)) | fill, t2, s2)
         quo *= c
         quo += np.abs(f[q_open])
         mag[q_open] = quo
     out[pos] = np.where(negative, -mag, mag)
+
+
+def _quotients(src: NoiseSource, tab: InversionTable, u: np.ndarray, t2: int, s2: int,
+               fresh: bool = False) -> np.ndarray:
+    """``#{k : U < q^(ck)}`` for 63-bit ``u`` (ties refined), ``Q >= L`` continued by
+    memorylessness with :func:`geometric`.  ``fresh``: ``u`` uniform (its guide first), else
+    from open buckets (straight to :meth:`InversionTable.resolve`); the same value either way."""
+    quo = tab.count_below(u, src) if fresh else tab.resolve(u, src)
+    tail = np.flatnonzero(quo == tab.length)
+    if tail.size:  # Q >= L: Q = L + Q'
+        quo[tail] += geometric(src, t2, s2, tail.size)
+    return quo
 
 
 @lru_cache(maxsize=256)
