@@ -293,3 +293,50 @@ def test_the_cases_reach_every_path():
         if words.used >= 3:
             paths.add("ties or tail")
     assert paths == {"digit open", "zero", "quotient open", "both decided", "ties or tail"}
+
+
+# ---------------------------------------------------------------------------- single table (small scales)
+class SingleReference(Reference):
+    """Scales up to TABLE_CAP / 12: the top bit is the sign, the low 63 bits ``U`` give
+    ``M = #{m <= L : U < 2 q^m / (1 + q)}``, ``L = ceil(12 t / s)``; ``M = L`` continues with
+    ``L + G``, ``G`` the geometric of ratio ``q`` from fresh words (memorylessness)."""
+
+    def __init__(self, t: int, s: int):
+        g = math.gcd(t, s)
+        self.t, self.s = t // g, s // g
+        self.n = _length(self.t, self.s)
+        q = _q(self.t, self.s)
+        with localcontext(CTX):
+            self.law = Law([2 * p / (1 + q) for p in _powers(q, self.n)])
+        self.geo = {}
+
+    def draw(self, words: Words) -> int:
+        w = words.next()
+        mag = self.law.count(w & (TWO63 - 1), words)
+        if mag == self.n:
+            mag += self.geometric(self.t, self.s, words)
+        return -mag if w >> 63 else mag
+
+
+@pytest.mark.parametrize(("t", "s"), [(2, 1), (7, 3), (1, 5), (66, 1), (341, 1)], ids=lambda v: str(v))
+def test_single_table_words_map_to_the_reference_values(t, s):
+    """Small scales keep the one-table inversion: every word at, below and above each
+    threshold floor (and its bucket's ends), with a tie word either side, and random words."""
+    ref = SingleReference(t, s)
+    rng = np.random.default_rng(t)
+    scripts = [[int(v) for v in rng.integers(0, 1 << 64, 10, dtype=np.uint64)] for _ in range(60)]
+    width = 1 << (63 - D.GUIDE_BITS)
+    picks = sorted({1, 2, ref.n // 2, ref.n - 1, ref.n} - {0})
+    for j in picks:
+        f = ref.law.floors[j - 1]
+        tie = _floor(ref.law.xs[j - 1], 127) & M64
+        rest = [int(v) for v in rng.integers(0, 1 << 64, 8, dtype=np.uint64)]
+        for u in (f - 1, f, f + 1, (f // width) * width, (f // width) * width + width - 1):
+            for sign in (0, 1 << 63):
+                scripts.append([u | sign, tie - 1] + rest)
+                scripts.append([u | sign, tie + 1] + rest)
+    scripts.append([0, 0] + scripts[0])  # U = 0: the tail, continued from fresh words
+    for script in scripts:
+        src, words = Scripted(script), Words(script)
+        got = int(D.discrete_laplace(src, t, s, 1)[0])
+        assert (got, src.used) == (ref.draw(words), words.used), (t, s, script[:2])
