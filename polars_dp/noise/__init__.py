@@ -45,12 +45,13 @@ leaks).
   ``M >= L`` (probability ``<= e^-12``) adds a geometric drawn the same way (memorylessness).
   The 64th bit is the sign.  A guide table (Chen and Asau 1974) indexed by the top 17 bits
   answers most draws with one look-up; buckets that hold a threshold fall back to
-  ``searchsorted``.  Scales above ``TABLE_CAP / 12`` (about 341) split the magnitude: the word
-  gives ``|Y| = 0`` or ``1 + (|Y| - 1) mod 2048``, and the geometric quotient (the base-c
-  digits of a geometric are independent) reads its uniform from the 47 bits of ``U`` that the
-  guide look-up left unused (independent of the bucket that decided the digit; 16 fresh bits
-  complete it in the rare buckets that need more, and draws that went to the search take a
-  fresh word).  This is the note's exact inversion taken to its
+  ``searchsorted``.  Scales above ``TABLE_CAP / 12`` (about 341) split the magnitude into a
+  digit ``W = 1 + (|Y| - 1) mod c`` (or 0) and a geometric quotient ``Q`` (the base-c digits
+  of a geometric are independent), ``c`` about ``sqrt(12 scale)``: one word's top 16 bits
+  decide ``W``, the next bit is the sign, and the bits below, independent of the bucket that
+  decided ``W``, decide ``Q``; two look-ups in signed tables give ``Y`` for all but about
+  ``2 sqrt(12 scale) / 2^16`` of the draws, which finish exactly from the same word (fresh
+  bits where it has none left).  This is the note's exact inversion taken to its
   end: about one word per draw instead of CKS's 6 to 9 uniforms, and as fast as numpy's float
   sampler.  The thresholds are computed once per scale (cached) by a Python loop over at most
   ``TABLE_CAP`` entries.

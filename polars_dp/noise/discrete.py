@@ -286,14 +286,14 @@ def discrete_laplace(src: NoiseSource, t: int, s: int, size: int | tuple[int, ..
     """I.i.d. discrete Laplace (two-sided geometric) with scale ``t/s``, as int64:
     ``P(Y = y) = (1 - q)/(1 + q) q^|y|``, ``q = exp(-s/t)``.  Exact (module docstring).
 
-    One 64-bit word per draw: the top bit is the sign, the other 63 bits ``U`` give the
-    magnitude ``M = #{m : U < 2 q^m / (1 + q)}``; the signed guide table (indexed by the sign
-    and the top ``GUIDE_BITS`` bits of ``U``) returns ``+-M`` directly unless the bucket holds a
-    threshold or the tail (then :meth:`InversionTable.search`, and a geometric for ``M >= L``).
+    Scales up to ``TABLE_CAP / 12`` (about 341): one 64-bit word per draw; the top bit is the
+    sign, the other 63 bits ``U`` give the magnitude ``M = #{m : U < 2 q^m / (1 + q)}``; the
+    signed guide table (indexed by the sign and the top ``GUIDE_BITS`` bits of ``U``) returns
+    ``+-M`` directly unless the bucket holds a threshold or the tail (then
+    :meth:`InversionTable.search`, and a geometric for ``M >= L``).  Larger scales split the
+    magnitude into a digit and a quotient, both read from the same word in the common case
+    (:func:`_split_laplace`, whose docstring has the exactness argument).
     Scales above :data:`MAX_SCALE` are refused (ParameterError).
-    Scales above ``TABLE_CAP / 12`` read ``W = 0`` (``M = 0``) or ``1 + (M - 1) mod c`` from the
-    word and add ``c * Geometric(q^c)`` (``c = DIGIT``), read from the word's bits that the
-    guide left unused (:func:`_digit_quotients`).
     """
     t, s = _check_ratio(t, s)
     check_scale(t, s)
@@ -301,9 +301,10 @@ def discrete_laplace(src: NoiseSource, t: int, s: int, size: int | tuple[int, ..
     n = int(np.prod(shape, dtype=np.int64))
     out = np.empty(n, dtype=np.int64)
     length = inversion_table_length(t, s)
-    split = length > TABLE_CAP
-    tab = (inversion_table("two_sided_trunc", t, s, DIGIT, DIGIT) if split
-           else inversion_table("two_sided", t, s, 0, length))
+    if length > TABLE_CAP:
+        _split_laplace(src, t, s, out)
+        return out.reshape(shape)
+    tab = inversion_table("two_sided", t, s, 0, length)
     signed = _signed_guide(tab)
     shift = np.uint64(63 - GUIDE_BITS)
     for a in range(0, n, BLOCK):
@@ -316,56 +317,213 @@ def discrete_laplace(src: NoiseSource, t: int, s: int, size: int | tuple[int, ..
         if open_.size:
             wo = w[open_]
             mag = tab.resolve(wo & MASK63, src)
-            if not split:
-                tail = np.flatnonzero(mag == length)
-                if tail.size:
-                    mag[tail] += geometric(src, t, s, tail.size)
+            tail = np.flatnonzero(mag == length)
+            if tail.size:
+                mag[tail] += geometric(src, t, s, tail.size)
             y[open_] = np.where(wo >> np.uint64(63) == 1, -mag, mag)
-        if split:  # |Y| = W + c * high when W >= 1 (sign(0) = 0 leaves Y = 0 alone)
-            high = _digit_quotients(src, t, s, w, open_)
-            high *= np.sign(y)
-            high *= DIGIT
-            y += high
     return out.reshape(shape)
 
 
 _OPEN = np.iinfo(np.int64).min
-#: Low bits of ``U`` that the guide look-up leaves undecided (and so free for the quotient).
-_LOW_BITS = 63 - GUIDE_BITS
-_MASK_LOW = np.uint64((1 << _LOW_BITS) - 1)
+
+# ---------------------------------------------------------------------------- split sampler
+#: Markers in the split tables (int32): a digit bucket that decides ``W = 0`` (so ``Y = 0``),
+#: an open digit bucket, an open quotient bucket.  Decided entries are below ``2^25`` in
+#: absolute value (``c <= TABLE_CAP = 2^12`` and ``Q < TABLE_CAP``), so ``A + B >= _BAD``
+#: exactly when one of the two look-ups hit a marker.
+_ZERO_W = 1 << 29
+_OPEN_W = 1 << 30
+_OPEN_Q = 1 << 29
+_BAD = 1 << 28
+#: Draws of the split sampler whose rare cases are finished together (a few blocks: the
+#: finishing costs a few dozen numpy calls, and its scatter stays in cache).
+SPLIT_GROUP = 1 << 20
+#: Draws per block of the split sampler (measured: 2^14 and 2^15 are no faster).
+SPLIT_BLOCK = BLOCK
 
 
-def _digit_quotients(src: NoiseSource, t: int, s: int, w: np.ndarray, open_: np.ndarray) -> np.ndarray:
-    """The quotients ``Geometric(q^c)`` (``c = DIGIT``) of the split discrete Laplace, reusing
-    the first words ``w``.
+def split_digit(t: int, s: int) -> int:
+    """The digit base ``c`` of the split sampler at scale ``t/s > TABLE_CAP / 12``: about
+    ``sqrt(12 t / s)``, so that the digit table (``c`` thresholds) and the quotient table
+    (``ceil(12 t / (s c))`` thresholds) have about the same length and leave about as few
+    buckets open; at most ``TABLE_CAP``.  A function of the public scale alone."""
+    return max(1, min(TABLE_CAP, math.isqrt(-(-TAIL_SCALES * t // s))))
 
-    Where the guide bucket (sign and top ``GUIDE_BITS`` bits of ``U``) decided ``W``, the low
-    ``63 - GUIDE_BITS`` bits of ``U`` are uniform and independent of ``W`` (and of whether the
-    bucket decided, a function of the bucket alone), so they serve as the leading bits of the
-    quotient's own uniform.  Its guide table decides from those leading bits unless the bucket
-    holds a threshold; then 16 fresh bits complete 63 bits and the exact inversion (ties
-    refined, tail by memorylessness) takes over.  Draws whose first word went to the search
-    (``open_``) take fresh words.  So the quotient is exact and independent of ``W``, and most
-    draws cost one word instead of two.
-    """
-    t2, s2 = _check_ratio(t, s * DIGIT)
+
+def split_bits(t: int, s: int) -> tuple[int, int]:
+    """Bits ``(G, H)`` of the digit's and the quotient's buckets at scale ``t/s`` (public):
+    about ``sqrt(12 t/s) / 2^G`` of the draws find their bucket open; 17 bits halve that at the
+    price of tables twice as large (1 MiB each), which measured faster only above about 1.5e5."""
+    return (16, 16) if t < 150_000 * s else (17, 17)
+
+
+@dataclass(frozen=True)
+class _SplitTables:
+    """The tables of the split sampler at one scale (see :func:`_split_laplace`)."""
+
+    c: int
+    bits_w: int  # G: bits of b_W
+    bits_q: int  # H: bits of b_Q
+    digit: InversionTable  # W: "two_sided_trunc", c thresholds, W in 0..c (no tail)
+    quotient: InversionTable | None  # Q: "geometric" of q^c, or None (fresh words, huge scales)
+    first: np.ndarray  # int32 [2 b_W + S]: +-W, or _ZERO_W / _OPEN_W
+    second: np.ndarray  # int32 [S 2^H + b_Q]: +-c Q, or _OPEN_Q (zeros when quotient is None)
+
+
+def _bucket_counts(tab: InversionTable, bits: int, tail: bool) -> tuple[np.ndarray, np.ndarray]:
+    """For the ``2^bits`` buckets ``[b 2^(63-bits), (b+1) 2^(63-bits))`` of a 63-bit ``u``:
+    whether the bucket holds no threshold ``F_j`` (and, with ``tail``, lies above ``F_L``),
+    and ``#{j : F_j > end of bucket}``, which is then ``#{j : U < x_j}`` for every ``U`` in
+    the bucket."""
+    shift = 63 - bits
+    starts = np.arange(1 << bits, dtype=np.uint64) << np.uint64(shift)
+    ends = starts + np.uint64((1 << shift) - 1)
+    at_least = tab.length - np.searchsorted(tab.ascending, starts, side="left")  # #{F >= start}
+    above = tab.length - np.searchsorted(tab.ascending, ends, side="right")  # #{F > end}
+    fixed = at_least == above
+    if tail:
+        fixed &= above < tab.length
+    return fixed, above
+
+
+@lru_cache(maxsize=64)
+def _split_tables(t: int, s: int) -> _SplitTables:
+    c = split_digit(t, s)
+    bits_w, bits_q = split_bits(t, s)
+    digit = inversion_table("two_sided_trunc", t, s, c, c)
+    fixed, w = _bucket_counts(digit, bits_w, tail=False)
+    first = np.empty(2 << bits_w, dtype=np.int32)
+    first[0::2] = np.where(fixed, np.where(w == 0, _ZERO_W, w), _OPEN_W)  # sign bit 0: +W
+    first[1::2] = np.where(fixed, np.where(w == 0, _ZERO_W, -w), _OPEN_W)  # sign bit 1: -W
+    t2, s2 = _check_ratio(t, s * c)
     length = inversion_table_length(t2, s2)
-    if length > TABLE_CAP:  # scales above ~700,000: fresh words (digit by digit)
-        return geometric(src, t2, s2, w.size)
-    tab = inversion_table("geometric", t2, s2, 0, length)
-    bucket = (w & _MASK_LOW) >> np.uint64(_LOW_BITS - GUIDE_BITS)  # < 2^GUIDE_BITS
-    out = tab.guide.take(bucket.view(np.int64), mode="clip")
-    out[open_] = 0
-    redo = np.flatnonzero(out < 0)
-    if redo.size:
-        fill = src.words(redo.size) >> np.uint64(64 - GUIDE_BITS)
-        out[redo] = tab.count_below(((w[redo] & _MASK_LOW) << np.uint64(GUIDE_BITS)) | fill, src)
-        tail = redo[out[redo] == length]
-        if tail.size:  # G >= L: G = L + G' (memorylessness)
-            out[tail] += geometric(src, t2, s2, tail.size)
-    if open_.size:
-        out[open_] = geometric(src, t2, s2, open_.size)
-    return out
+    if length > TABLE_CAP:  # scales above about TABLE_CAP^2 / 12: the quotient from fresh words
+        return _SplitTables(c, bits_w, bits_q, digit, None, first, np.zeros(2 << bits_q, dtype=np.int32))
+    quotient = inversion_table("geometric", t2, s2, 0, length)
+    fixed, q = _bucket_counts(quotient, bits_q, tail=True)
+    second = np.concatenate([np.where(fixed, c * q, _OPEN_Q),  # sign bit 0: +c Q
+                             np.where(fixed, -c * q, _OPEN_Q)]).astype(np.int32)  # sign bit 1
+    return _SplitTables(c, bits_w, bits_q, digit, quotient, first, second)
+
+
+def _split_laplace(src: NoiseSource, t: int, s: int, out: np.ndarray) -> None:
+    """``out[:] =`` i.i.d. discrete Laplace draws of scale ``t/s > TABLE_CAP / 12``, exactly.
+
+    **The split.**  With ``M = |Y|`` and a digit base ``c`` (:func:`split_digit`), let ``W = 0``
+    if ``M = 0`` else ``1 + (M - 1) mod c``, and ``Q = (M - 1) div c``.  Given ``M >= 1``,
+    ``M - 1`` is Geometric(``q``), whose base-``c`` digit and quotient are independent:
+    ``P(W >= j) = x_j = 2 (q^j - q^(c+1)) / ((1 + q)(1 - q^c))`` (``j = 1..c``, law
+    ``"two_sided_trunc"``) and ``Q`` is Geometric(``q^c``), ``P(Q >= k) = q^(ck)``.  So
+    ``Y = S (W + c Q)`` with a fair sign ``S`` and ``W, Q, S`` independent (``Y = 0`` when
+    ``W = 0``, whatever ``Q`` and ``S``).  Each of ``W, Q`` is read by exact inversion from
+    a 63-bit uniform: ``W = #{j : U_W < x_j}``, ``Q = #{k : U_Q < q^(ck)}``, with thresholds
+    ``F = floor(2^63 x)`` (exact floors, ties refined by further words: :class:`InversionTable`).
+
+    **The bits of one word** ``w`` (``G, H`` from :func:`split_bits`), from the top:
+    ``b_W`` = bits ``63 .. 64-G``; the sign ``S`` = bit ``63-G``; ``r`` = the ``63-G`` bits
+    below it, whose top ``H`` bits are ``b_Q``.  ``U_W = b_W r`` (the 63 bits other than the
+    sign).  A bucket ``b_W`` is *decided* when the ``U_W``-interval it spans holds no
+    threshold ``F_j``: then ``W = #{F_j > end of bucket}`` for every ``U_W`` in it (``u < F_j``
+    for all of them, or ``u > F_j`` and so ``U_W >= (F_j + 1)/2^63 > x_j``).  Whether ``b_W`` is
+    decided, and ``W`` when it is, are functions of ``b_W`` alone.  Given ``b_W``, ``r`` and
+    ``S`` are uniform and independent of it; so where ``b_W`` decides, ``r`` is the leading
+    ``63-G`` bits of ``U_Q`` (``G`` fresh bits complete it when needed), and ``Q``'s bucket
+    ``b_Q`` (top ``H`` bits of ``U_Q``) is decided, a function of ``b_Q`` alone, when it holds no
+    threshold and lies above the tail ``F_L`` (``P <= e^-12``; ``Q >= L`` recurses by
+    memorylessness).  Where ``b_W`` is open, ``r`` goes to ``W`` (``U_W``, then the search) and
+    ``Q`` takes fresh words (:func:`geometric`).  Conditional on any ``b_W``, ``Q`` is
+    Geometric(``q^c``) and independent of ``W``, so it is so unconditionally; ``S`` is a bit
+    nobody else reads.
+
+    **The tables** make a decided draw two look-ups and an add: ``first[2 b_W + S] = S W``
+    (``_ZERO_W`` for ``W = 0``, ``_OPEN_W`` for an open ``b_W``), indexed by ``w >> (63 - G)``;
+    ``second[S 2^H + b_Q] = S c Q`` (``_OPEN_Q`` for an open ``b_Q``), indexed by the ``H + 1``
+    bits ``S b_Q``.  ``Y = first + second`` unless a marker shows (the sum is then ``>= _BAD``);
+    those draws (about ``c / 2^G + L / 2^H``, i.e. ``2 sqrt(12 t/s) / 2^16``, of them) are
+    finished from the same word by the rules above.  Above about ``TABLE_CAP^2 / 12`` the
+    quotient's table would be too long: ``second`` is zero and every draw (``W = 0`` too, its
+    ``Q`` unused) takes ``Q`` from fresh words (:func:`geometric`), after the digits.  Which
+    path a draw takes depends on the public scale and its random words only.
+    """
+    tabs = _split_tables(t, s)
+    c = tabs.c
+    n = out.size
+    t2, s2 = _check_ratio(t, s * c)
+    shift_a = np.uint64(63 - tabs.bits_w)
+    shift_b = np.uint64(63 - tabs.bits_w - tabs.bits_q)
+    mask_b = np.uint64((2 << tabs.bits_q) - 1)
+    size = min(n, SPLIT_BLOCK)
+    idx = np.empty(size, dtype=np.uint64)  # scratch reused by every block
+    first = np.empty(size, dtype=np.int32)
+    second = np.empty(size, dtype=np.int32)
+    for g in range(0, n, SPLIT_GROUP):  # the rare draws are finished once per group of blocks
+        pending_pos, pending_w = [], []
+        for a in range(g, min(n, g + SPLIT_GROUP), SPLIT_BLOCK):
+            m = min(SPLIT_BLOCK, n - a)
+            w = src.words(m)
+            i, f, h = idx[:m], first[:m], second[:m]
+            np.right_shift(w, shift_a, out=i)
+            np.take(tabs.first, i.view(np.int64), out=f, mode="clip")  # i < 2^(G + 1): in range
+            np.right_shift(w, shift_b, out=i)
+            np.bitwise_and(i, mask_b, out=i)
+            np.take(tabs.second, i.view(np.int64), out=h, mode="clip")  # i < 2^(H + 1)
+            y = out[a:a + m]
+            np.add(f, h, out=y)
+            bad = np.flatnonzero(y >= _BAD)
+            if bad.size:
+                pending_w.append(w[bad])
+                bad += a
+                pending_pos.append(bad)
+        if pending_pos:
+            _split_finish(src, tabs, np.concatenate(pending_w), np.concatenate(pending_pos), out, t2, s2)
+        if tabs.quotient is None:  # |Y| = W + c Q, Q from fresh words (sign(0) = 0 keeps Y = 0)
+            y = out[g:g + SPLIT_GROUP]
+            high = geometric(src, t2, s2, y.size)
+            high *= np.sign(y)
+            high *= c
+            y += high
+
+
+def _split_finish(src: NoiseSource, tabs: _SplitTables, w: np.ndarray, pos: np.ndarray,
+                  out: np.ndarray, t2: int, s2: int) -> None:
+    """``out[pos]`` for the draws of :func:`_split_laplace` whose look-ups hit a marker,
+    finished from their words ``w`` (the rules in its docstring)."""
+    c = tabs.c
+    below = 63 - tabs.bits_w  # bits below the sign bit
+    rest = np.uint64((1 << below) - 1)
+    top = w >> np.uint64(below)  # 2 b_W + S
+    f = tabs.first.take(top.view(np.int64), mode="clip")
+    negative = (top & np.uint64(1)).astype(bool)  # the sign bit
+    mag = np.zeros(w.size, dtype=np.int64)  # |Y|; stays 0 where b_W decides W = 0
+    opened = np.flatnonzero(f == _OPEN_W)
+    if opened.size:  # W from the 63 bits other than the sign; Q (if W >= 1) from fresh words
+        wo = w[opened]
+        m = tabs.digit.resolve(((wo >> np.uint64(below + 1)) << np.uint64(below)) | (wo & rest), src)
+        if tabs.quotient is not None:
+            nz = np.flatnonzero(m)
+            if nz.size:  # as geometric(src, t2, s2, nz.size): the fresh words' low 63 bits
+                m[nz] += c * _quotients(src, tabs.quotient, src.words(nz.size) & MASK63, t2, s2, True)
+        mag[opened] = m
+    q_open = np.flatnonzero(f < _ZERO_W)  # b_W decided W >= 1, so b_Q was open
+    if q_open.size and tabs.quotient is not None:  # U_Q = r, then G fresh bits
+        fill = src.words(q_open.size) >> np.uint64(64 - tabs.bits_w)
+        quo = _quotients(src, tabs.quotient, ((w[q_open] & rest) << np.uint64(tabs.bits_w)) | fill, t2, s2)
+        quo *= c
+        quo += np.abs(f[q_open])
+        mag[q_open] = quo
+    out[pos] = np.where(negative, -mag, mag)
+
+
+def _quotients(src: NoiseSource, tab: InversionTable, u: np.ndarray, t2: int, s2: int,
+               fresh: bool = False) -> np.ndarray:
+    """``#{k : U < q^(ck)}`` for 63-bit ``u`` (ties refined), ``Q >= L`` continued by
+    memorylessness with :func:`geometric`.  ``fresh``: ``u`` uniform (its guide first), else
+    from open buckets (straight to :meth:`InversionTable.resolve`); the same value either way."""
+    quo = tab.count_below(u, src) if fresh else tab.resolve(u, src)
+    tail = np.flatnonzero(quo == tab.length)
+    if tail.size:  # Q >= L: Q = L + Q'
+        quo[tail] += geometric(src, t2, s2, tail.size)
+    return quo
 
 
 @lru_cache(maxsize=256)

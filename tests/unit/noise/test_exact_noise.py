@@ -14,7 +14,7 @@ from scipy import stats
 
 from polars_dp import noise as N
 from polars_dp.errors import ParameterError
-from polars_dp.noise.discrete import DIGIT
+from polars_dp.noise.discrete import split_digit
 from tests.helpers.noise import ALPHA, assert_dlap, chi2_pvalue
 
 DRAWS = 1_000_000
@@ -29,13 +29,45 @@ def test_discrete_laplace_pmf(t, s):
     assert_dlap(y, t / s, alternatives=t / s >= 0.5)
 
 
+def dlap_cdf(scale_t: int, scale_s: int, y: np.ndarray) -> np.ndarray:
+    """``P(Y <= y)`` of the discrete Laplace: ``1 - q^(y+1)/(1+q)`` for ``y >= 0``, else
+    ``q^-y / (1+q)`` (sum of the geometric pmf)."""
+    q = math.exp(-scale_s / scale_t)
+    yf = y.astype(np.float64)
+    return np.where(y >= 0, 1 - q ** (yf + 1) / (1 + q), q ** (-yf) / (1 + q))
+
+
+@pytest.mark.parametrize(("t", "s", "seed"), [(924, 1, 1), (8316, 1, 2), (8316, 1, None), (300_000, 1, 3)])
+def test_split_scales_fit_the_exact_law(t, s, seed):
+    """The census scales on the split path, 10^6 draws.  (a) Chi-square against the exact pmf,
+    one cell per value with expectation >= 5 plus two tail cells: asymptotically chi2 with
+    (cells - 1) degrees of freedom, rejected when p < ALPHA = 1e-6 (and it must reject 1/2, 2
+    and 1/1.5 times the scale).  (b) Kolmogorov distance to the exact CDF at every integer:
+    by the Dvoretzky-Kiefer-Wolfowitz inequality with Massart's constant,
+    ``P(sup |F_n - F| > e) <= 2 exp(-2 n e^2)``, a finite-sample bound (no asymptotics; it also
+    holds for discrete laws), so ``e = sqrt(ln(2 / ALPHA) / (2 n))`` (0.0027 here) is exceeded
+    with probability <= ALPHA.  ``seed=None`` is the ChaCha20 source (not reproducible; the
+    same false-failure bound)."""
+    y = N.discrete_laplace(N.noise_source(seed), t, s, DRAWS)
+    if t / s <= 10_000:  # at 3e5 no value reaches 5 expected draws: only (b)
+        assert_dlap(y, t / s)
+    v, counts = np.unique(y, return_counts=True)
+    ecdf = np.cumsum(counts) / y.size
+    cdf = dlap_cdf(t, s, v)
+    gap = max(float(np.max(np.abs(ecdf - cdf))),  # F_n jumps at the draws: check both sides
+              float(np.max(np.abs(np.concatenate([[0.0], ecdf[:-1]]) - dlap_cdf(t, s, v - 1)))))
+    bound = math.sqrt(math.log(2 / ALPHA) / (2 * y.size))
+    assert gap < bound, (gap, bound)
+
+
 def test_split_digit_and_quotient_are_independent():
-    """Above TABLE_CAP / 12 the quotient reads the bits the digit's guide look-up left unused:
+    """Above TABLE_CAP / 12 the quotient reads the bits the digit's look-up left unused:
     the digit and the quotient must stay independent (a contingency table on 10^6 draws)."""
+    c = split_digit(5000, 1)
     y = np.abs(N.discrete_laplace(N.noise_source(77), 5000, 1, DRAWS))
     m = y[y > 0] - 1
-    digit_half = (m % DIGIT) >= DIGIT // 2
-    quotient = np.minimum(m // DIGIT, 3)
+    digit_half = (m % c) >= c // 2
+    quotient = np.minimum(m // c, 3)
     table = np.array([[np.sum((digit_half == d) & (quotient == k)) for k in range(4)] for d in (False, True)])
     assert stats.chi2_contingency(table).pvalue > ALPHA
 

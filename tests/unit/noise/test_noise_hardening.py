@@ -126,29 +126,36 @@ class _FirstWords(N.NoiseSource):
 
 def open_first_words(t: int, per_digit: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """``(words, digit)``: for every digit value ``W = 1..c`` of the split sampler at scale
-    ``t``, ``per_digit`` first words uniform on the part of ``W``'s interval
-    ``[F_(W+1), F_W)`` of ``U`` that lies in open guide buckets (the buckets holding ``F_W`` and
-    ``F_(W+1)``: the draws the guide sends to the search), with a random sign bit."""
-    tab = D.inversion_table("two_sided_trunc", t, 1, D.DIGIT, D.DIGIT)
+    ``t`` (``c = split_digit(t, 1)``), ``per_digit`` first words whose ``U_W`` (the 63 bits
+    other than the sign bit ``63 - G``) is uniform on the part of ``W``'s interval
+    ``[F_(W+1), F_W)`` that lies in open digit buckets (those holding ``F_W`` or
+    ``F_(W+1)``: the draws sent to the search, whose quotient takes fresh words), with a
+    random sign bit."""
+    c = D.split_digit(t, 1)
+    g, _ = D.split_bits(t, 1)
+    tab = D.inversion_table("two_sided_trunc", t, 1, c, c)
     f = [int(v) for v in tab.ascending[::-1]] + [0]  # F_1 > F_2 > ... > F_c > F_(c+1) := 0
-    bucket = 1 << (63 - D.GUIDE_BITS)
+    bucket = 1 << (63 - g)
     pieces = []
-    for j in range(1, D.DIGIT + 1):
+    for j in range(1, c + 1):
         lo, hi = f[j], f[j - 1]
-        if j == D.DIGIT or lo // bucket == hi // bucket:
-            pieces.append((lo, hi - lo, 0, 0))  # below F_c every bucket is open
-        else:
-            top = (lo // bucket + 1) * bucket
-            start = (hi // bucket) * bucket
-            pieces.append((lo, top - lo, start, hi - start))
-    a1, n1, a2, n2 = (np.array(c, dtype=np.int64) for c in zip(*pieces, strict=True))
+        start = (hi // bucket) * bucket  # the open bucket holding F_W
+        if j == c and start > 0:  # below F_c's bucket W = c is decided (F_(c+1) = 0 is no threshold)
+            pieces.append((0, 0, start, hi - start))
+        elif lo // bucket == hi // bucket:
+            pieces.append((lo, hi - lo, 0, 0))
+        else:  # the open bucket holding F_(W+1), and the one holding F_W
+            pieces.append((lo, (lo // bucket + 1) * bucket - lo, start, hi - start))
+    a1, n1, a2, n2 = (np.array(v, dtype=np.int64) for v in zip(*pieces, strict=True))
     rng = np.random.Generator(np.random.PCG64(seed))
-    digit = np.repeat(np.arange(1, D.DIGIT + 1), per_digit)
+    digit = np.repeat(np.arange(1, c + 1), per_digit)
     i = digit - 1
     u = rng.integers(0, n1[i] + n2[i])
-    first = np.where(u < n1[i], a1[i] + u, a2[i] + (u - n1[i])).astype(np.uint64)
-    sign = rng.integers(0, 2, size=first.size).astype(np.uint64) << np.uint64(63)
-    return first | sign, digit
+    u_w = np.where(u < n1[i], a1[i] + u, a2[i] + (u - n1[i])).astype(np.uint64)
+    below = np.uint64(63 - g)
+    sign = rng.integers(0, 2, size=u_w.size).astype(np.uint64) << below
+    words = ((u_w >> below) << (below + np.uint64(1))) | sign | (u_w & np.uint64((1 << (63 - g)) - 1))
+    return words, digit
 
 
 def split_quotient_check(t: int, per_digit: int, seed: int) -> dict[str, float]:
@@ -159,14 +166,15 @@ def split_quotient_check(t: int, per_digit: int, seed: int) -> dict[str, float]:
     ``2 + (1 - 6 p (1 - p)) / (n_W p (1 - p))``), the number of digits with ``c_W = 0`` and
     the bound ``sum_W (1 - p)^n_W`` on its expectation."""
     words, digit = open_first_words(t, per_digit, seed)
-    y = np.concatenate([N.discrete_laplace(_FirstWords(seed + a, words[a:a + D.BLOCK]), t, 1,
-                                           words[a:a + D.BLOCK].size)
-                        for a in range(0, words.size, D.BLOCK)])  # one call per block of first words
+    c = D.split_digit(t, 1)
+    y = np.concatenate([N.discrete_laplace(_FirstWords(seed + a, words[a:a + D.SPLIT_BLOCK]), t, 1,
+                                           words[a:a + D.SPLIT_BLOCK].size)
+                        for a in range(0, words.size, D.SPLIT_BLOCK)])  # one call per block of first words
     m = np.abs(y) - 1
-    assert np.array_equal(m % D.DIGIT + 1, digit), "the first words did not fix the digit"
-    n_w = np.bincount(digit, minlength=D.DIGIT + 1)[1:].astype(np.float64)
-    c_w = np.bincount(digit, weights=(m >= D.DIGIT).astype(np.float64), minlength=D.DIGIT + 1)[1:]
-    p = math.exp(-D.DIGIT / t)
+    assert np.array_equal(m % c + 1, digit), "the first words did not fix the digit"
+    n_w = np.bincount(digit, minlength=c + 1)[1:].astype(np.float64)
+    c_w = np.bincount(digit, weights=(m >= c).astype(np.float64), minlength=c + 1)[1:]
+    p = math.exp(-c / t)
     v = p * (1 - p)
     return {"T": float(((c_w - n_w * p) ** 2 / (n_w * v)).sum()), "mean": float(n_w.size),
             "sd": math.sqrt(float((2 + (1 - 6 * v) / (n_w * v)).sum())),
