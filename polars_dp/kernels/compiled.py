@@ -1,9 +1,9 @@
 """Optional compiled twins of the wavelet kernels (numba, the ``fast`` extra): one pass per row.
 
-Each performs the integer and IEEE-754 operations of the numpy kernels it replaces, in the same
+Each performs the integer and IEEE-754 operations of the numpy kernel it replaces, in the same
 order per value, so both give the same bits (the tests compare them on every path).  Whether
-they run is :func:`polars_dp.compiled.enabled` (numba installed, ``POLARS_DP_COMPILED``
-not ``0``): never a function of the data.
+they run is :func:`polars_dp.compiled.enabled` (numba installed, ``POLARS_DP_COMPILED`` not
+``0``): never a function of the data.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 
 from polars_dp.compiled import enabled, numba_module
-from polars_dp.kernels.wavelet_exact import SCALED_LIMIT
 
 
 @cache
@@ -33,8 +32,8 @@ def _kernels() -> dict[str, Any] | None:
         return lo, hi
 
     @numba.njit(cache=True, nogil=True)
-    def haar_last_to_float(z: np.ndarray, y: np.ndarray, row_den: np.ndarray, out: np.ndarray,
-                           m: int, low: np.int64) -> None:  # pragma: no cover - compiled
+    def haar_rows(z: np.ndarray, y: np.ndarray, row_den: np.ndarray, out: np.ndarray,
+                  m: int, low: np.int64) -> None:  # pragma: no cover - compiled
         rows, p = z.shape
         buf = np.empty(p, np.int64)
         scale = 1.0 / p
@@ -54,11 +53,53 @@ def _kernels() -> dict[str, Any] | None:
                 yi = y[r, i]
                 out[r, i] = (float(yi & high) + (float(yi & low) + float(buf[i]) * scale)) / den
 
-    return {"min_max": min_max, "haar_last_to_float": haar_last_to_float}
+    @numba.njit(cache=True, nogil=True)
+    def nominal_rows(c: np.ndarray, group_start: np.ndarray, group_size: np.ndarray,
+                     group_parent_pos: np.ndarray, parent_fan: np.ndarray, group_k: np.ndarray,
+                     node_pos: np.ndarray, leaf_nodes: np.ndarray, leaf_group: np.ndarray,
+                     leaf_k: np.ndarray, n_internal: int, out: np.ndarray) -> None:  # pragma: no cover
+        pre, _, post = c.shape
+        n_groups = group_start.size
+        mean = np.empty((n_groups, post))
+        offset = np.empty((n_groups, post))
+        ils = np.empty((n_internal, post))
+        for a in range(pre):
+            for g in range(n_groups):  # sibling sums left to right (as reduceat), then / size
+                first = 1 + group_start[g]
+                for col in range(post):
+                    mean[g, col] = c[a, first, col]
+                for j in range(first + 1, first + group_size[g]):
+                    for col in range(post):
+                        mean[g, col] = mean[g, col] + c[a, j, col]
+                size = float(group_size[g])
+                for col in range(post):
+                    mean[g, col] = mean[g, col] / size
+            for col in range(post):
+                ils[0, col] = c[a, 0, col]
+            for g in range(n_groups):  # parents before children (BFS order of the groups)
+                pp, pf, k = group_parent_pos[g], parent_fan[g], group_k[g]
+                for col in range(post):
+                    offset[g, col] = ils[pp, col] / pf - k * mean[g, col]
+                first = 1 + group_start[g]
+                for node in range(first, first + group_size[g]):
+                    q = node_pos[node]
+                    if q >= 0:
+                        for col in range(post):
+                            ils[q, col] = k * c[a, node, col] + offset[g, col]
+            for j in range(leaf_nodes.size):
+                node, g, k = leaf_nodes[j], leaf_group[j], leaf_k[j]
+                for col in range(post):
+                    out[a, j, col] = c[a, node, col] * k + offset[g, col]
+
+    return {"min_max": min_max, "haar_rows": haar_rows, "nominal_rows": nominal_rows}
+
+
+def _active() -> dict[str, Any] | None:
+    return _kernels() if enabled() else None
 
 
 def haar_last_to_float(z: np.ndarray, y: np.ndarray, row_den: np.ndarray, m: int,
-                       out: np.ndarray) -> bool:
+                       out: np.ndarray, limit: int) -> bool:
     """``out = fl(N / P) / D`` per row, ``N = P y + P H^-1(z)`` along the last axis: the
     compiled :func:`~polars_dp.kernels.wavelet_exact.haar_inverse_scaled` followed by
     :func:`~polars_dp.kernels.wavelet_exact.scaled_to_float` and the division by each row's
@@ -66,19 +107,42 @@ def haar_last_to_float(z: np.ndarray, y: np.ndarray, row_den: np.ndarray, m: int
 
     ``z``: int64 ``(rows, P)``; ``y``: int64 ``(rows, m)``; ``out``: float64 ``(rows, m)``, all
     C-contiguous.  Returns False, leaving ``out`` alone, when the compiled kernels are off or
-    ``P max|z| >= 2^52`` (the numpy kernels then take the exact wide path).
+    ``P max|z| >= limit`` (:data:`~polars_dp.kernels.wavelet_exact.SCALED_LIMIT`; the numpy
+    kernels then take the exact Python-int path).
     """
-    ks = _kernels() if enabled() else None
+    ks = _active()
     if ks is None:
         return False
     p = z.shape[1]
     if z.size:
         lo, hi = ks["min_max"](z)
-        if max(-int(lo), int(hi)) * p >= SCALED_LIMIT:
+        if max(-int(lo), int(hi)) * p >= limit:
             return False
     low = np.int64((1 << (52 - (p.bit_length() - 1))) - 1)
-    ks["haar_last_to_float"](z, y, row_den, out, m, low)
+    ks["haar_rows"](z, y, row_den, out, m, low)
     return True
 
 
-__all__ = ["enabled", "haar_last_to_float"]
+def nominal_inverse(c: np.ndarray, tree: Any, out: np.ndarray) -> bool:
+    """:func:`~polars_dp.kernels.wavelets.nominal_inverse` of float64 ``c`` (pre, nodes, post)
+    into ``out`` (pre, leaves, post), its operations in its order: each sibling group's sum
+    left to right (as ``np.add.reduceat``), divided by its size; group by group, parents first,
+    ``offset = leafsum(p) / f_p - k mean`` and ``leafsum = k u + offset`` for the internal
+    children; every leaf ``u k + offset``.  False (``out`` untouched) when compiled kernels
+    are off.  ``tree`` is the hierarchy's :class:`~polars_dp.kernels.wavelets.NominalTree`."""
+    ks = _active()
+    if ks is None:
+        return False
+    t = tree
+    internal = np.flatnonzero(t.fanout > 0)
+    node_pos = np.full(t.n_nodes, -1, dtype=np.int64)
+    node_pos[internal] = np.arange(internal.size)
+    parent = t.group_parent.astype(np.int64)
+    ks["nominal_rows"](c, t.group_start.astype(np.int64), t.group_size.astype(np.int64), node_pos[parent],
+                       t.fanout[parent].astype(np.float64), np.ascontiguousarray(t.group_k, dtype=np.float64),
+                       node_pos, t.leaf_nodes.astype(np.int64), t.leaf_group.astype(np.int64),
+                       np.ascontiguousarray(t.leaf_k, dtype=np.float64), int(internal.size), out)
+    return True
+
+
+__all__ = ["enabled", "haar_last_to_float", "nominal_inverse"]

@@ -50,7 +50,7 @@ import numpy as np
 from polars_dp.domains.attributes import Attribute, Nominal
 from polars_dp.domains.hierarchy import Hierarchy
 from polars_dp.errors import HierarchyError, ParameterError
-from polars_dp.kernels import scratch
+from polars_dp.kernels import compiled, scratch
 from polars_dp.kernels.prefix import cumsum_inplace
 
 
@@ -298,10 +298,29 @@ def nominal_forward(x: np.ndarray, hierarchy: Hierarchy, axis: int = -1) -> np.n
     return out.reshape(with_axis(shape, axis, t.n_nodes))
 
 
+def sibling_sums(kids: np.ndarray, t: NominalTree) -> np.ndarray:
+    """Each sibling group's sum of ``kids`` (pre, nodes below the root, post), float64, taken
+    left to right: ``((k_0 + k_1) + k_2) + ...``, one fixed order whatever the layout (so a
+    compiled twin can repeat it).  One vector add per position within the groups."""
+    out = np.empty((kids.shape[0], t.group_start.size, kids.shape[2]))
+    out[...] = kids[:, t.group_start]
+    sizes = t.group_size
+    if np.all(sizes == sizes[0]) and t.group_start.size * int(sizes[0]) == kids.shape[1]:
+        blocks = kids.reshape(kids.shape[0], t.group_start.size, int(sizes[0]), kids.shape[2])
+        for j in range(1, int(sizes[0])):
+            out += blocks[:, :, j]
+        return out
+    for j in range(1, int(sizes.max())):
+        has = np.flatnonzero(sizes > j)
+        out[:, has] += kids[:, t.group_start[has] + j]
+    return out
+
+
 def nominal_inverse(u: np.ndarray, hierarchy: Hierarchy, axis: int = -1) -> np.ndarray:
     """Leaves rebuilt from unnormalised nominal coefficients along ``axis``.
 
-    Subtracts each sibling group's mean (the paper's refinement), then applies Eq. 5
+    Subtracts each sibling group's mean (the paper's refinement; sums left to right,
+    :func:`sibling_sums`), then applies Eq. 5
     top-down: ``leafsum(child) = c_child + leafsum(parent) / f_parent``.  Written per node
     ``N`` with parent ``p``: ``leafsum(N) = k_p u_N + offset_p`` with ``k_p = 1 / W`` and
     ``offset_p = leafsum(p) / f_p - k_p * mean(u over p's children)``; the offsets are
@@ -312,8 +331,13 @@ def nominal_inverse(u: np.ndarray, hierarchy: Hierarchy, axis: int = -1) -> np.n
     c, shape, axis = as3d(np.asarray(u, dtype=np.float64), axis)
     if c.shape[1] != t.n_nodes:
         raise ParameterError(f"the hierarchy has {t.n_nodes} nodes but axis {axis} has {c.shape[1]}")
+    if compiled.enabled():  # the same operations in the same order, one pass per row
+        done = scratch.empty((c.shape[0], t.n_leaves, c.shape[2]))
+        if compiled.nominal_inverse(np.ascontiguousarray(c), t, done):
+            return done.reshape(with_axis(shape, axis, t.n_leaves))
     kids = c[:, 1:]
-    group_mean = np.add.reduceat(kids, t.group_start, axis=1) / t.group_size[:, None]
+    group_mean = sibling_sums(kids, t)
+    group_mean /= t.group_size[:, None]
     # offset of each group, built top-down (groups are listed in BFS order of their parents)
     offset = np.empty_like(group_mean)
     internal_ls = np.empty((c.shape[0], t.n_internal, c.shape[2]))  # leaf sums of internal nodes
@@ -393,7 +417,7 @@ def hn_forward(x: np.ndarray, attributes: Sequence[Attribute], transformed: Sequ
 
 
 
-__all__ = ["NominalTree", "as3d", "coefficient_count", "forward", "generalized_sensitivity",
+__all__ = ["NominalTree", "as3d", "coefficient_count", "forward", "generalized_sensitivity", "sibling_sums",
            "haar_forward", "haar_inverse", "haar_levels", "haar_padded_length",
            "haar_sums_and_differences", "haar_weights", "hn_forward", "inverse", "nominal_forward",
            "nominal_inverse", "nominal_tree", "nominal_weights", "segment_sums", "variance_factor_bound",

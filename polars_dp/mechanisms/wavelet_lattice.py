@@ -36,6 +36,7 @@ from polars_dp.domains.attributes import Attribute, Nominal
 from polars_dp.errors import ParameterError
 from polars_dp.kernels import compiled, scratch, wavelet_blocks
 from polars_dp.kernels.wavelet_exact import (
+    SCALED_LIMIT,
     float_error_steps,
     float_magnitude_factor,
     haar_inverse_scaled,
@@ -227,7 +228,8 @@ def lattice_perturb(scale: Fraction, src: NoiseSource, factors: Sequence[int]
         y = np.ascontiguousarray(partial, dtype=np.int64)
         den = np.broadcast_to(np.asarray(denominators, dtype=np.float64), partial.shape[:-1] + (1,))
         if compiled.haar_last_to_float(z.reshape(-1, p), y.reshape(-1, m),
-                                       np.ascontiguousarray(den).reshape(-1), m, out.reshape(-1, m)):
+                                       np.ascontiguousarray(den).reshape(-1), m, out.reshape(-1, m),
+                                       SCALED_LIMIT):
             return out  # the same bits as below, in one pass per row
         scaled_to_float(y, haar_inverse_scaled(z, m), p, out)
         if np.any(den != 1):  # public: the declared hierarchies

@@ -22,6 +22,7 @@ except ImportError:  # pragma: no cover - exercised only without the package
     _Cipher = _ChaCha20 = None  # type: ignore[misc,assignment]  # fallback: package absent
 
 
+from polars_dp.noise import lookups
 from polars_dp.noise.sources import MASK63, U64, NoiseSource
 
 #: Draws generated per chunk (bounds the temporary memory of the samplers).
@@ -311,9 +312,11 @@ def discrete_laplace(src: NoiseSource, t: int, s: int, size: int | tuple[int, ..
         m = min(BLOCK, n - a)
         w = src.words(m)
         y = out[a:a + m]
-        idx = w >> shift
-        np.take(signed, idx.view(np.int64), out=y, mode="clip")  # idx < 2^(1 + GUIDE_BITS): in range
-        open_ = np.flatnonzero(y == _OPEN)
+        open_ = lookups.guide(w, signed, shift, _OPEN, y)  # compiled, or None
+        if open_ is None:
+            idx = w >> shift
+            np.take(signed, idx.view(np.int64), out=y, mode="clip")  # idx < 2^(1 + GUIDE_BITS): in range
+            open_ = np.flatnonzero(y == _OPEN)
         if open_.size:
             wo = w[open_]
             mag = tab.resolve(wo & MASK63, src)
@@ -461,15 +464,17 @@ def _split_laplace(src: NoiseSource, t: int, s: int, out: np.ndarray) -> None:
         for a in range(g, min(n, g + SPLIT_GROUP), SPLIT_BLOCK):
             m = min(SPLIT_BLOCK, n - a)
             w = src.words(m)
-            i, f, h = idx[:m], first[:m], second[:m]
-            np.right_shift(w, shift_a, out=i)
-            np.take(tabs.first, i.view(np.int64), out=f, mode="clip")  # i < 2^(G + 1): in range
-            np.right_shift(w, shift_b, out=i)
-            np.bitwise_and(i, mask_b, out=i)
-            np.take(tabs.second, i.view(np.int64), out=h, mode="clip")  # i < 2^(H + 1)
             y = out[a:a + m]
-            np.add(f, h, out=y)
-            bad = np.flatnonzero(y >= _BAD)
+            bad = lookups.two_tables(w, tabs.first, tabs.second, shift_a, shift_b, mask_b, _BAD, y)
+            if bad is None:  # not compiled: the same look-ups in numpy
+                i, f, h = idx[:m], first[:m], second[:m]
+                np.right_shift(w, shift_a, out=i)
+                np.take(tabs.first, i.view(np.int64), out=f, mode="clip")  # i < 2^(G + 1): in range
+                np.right_shift(w, shift_b, out=i)
+                np.bitwise_and(i, mask_b, out=i)
+                np.take(tabs.second, i.view(np.int64), out=h, mode="clip")  # i < 2^(H + 1)
+                np.add(f, h, out=y)
+                bad = np.flatnonzero(y >= _BAD)
             if bad.size:
                 pending_w.append(w[bad])
                 bad += a

@@ -1,0 +1,66 @@
+"""The compiled twins (numba, the ``fast`` extra) give the numpy kernels' bits, and the numpy
+kernels keep the fixed orders the twins repeat."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import polars_dp as pdp
+from polars_dp.kernels import compiled
+from polars_dp.kernels import wavelet_exact as TE
+from polars_dp.kernels import wavelets as T
+
+HIERARCHIES = [
+    pdp.Hierarchy.from_dict({f"g{g}": list(range(g * 64, (g + 1) * 64)) for g in range(8)}),
+    pdp.Hierarchy.from_dict({"a": {"x": [1, 2, 3], "y": [4, 5]}, "b": [6, 7, 8, 9], "c": [10, 11]}),
+    pdp.Hierarchy.flat(list(range(7))),
+    pdp.Hierarchy.flat(list(range(300))),  # a group longer than numpy's pairwise block
+]
+
+needs_numba = pytest.mark.skipif(not compiled.enabled(), reason="numba (the fast extra) is not installed")
+
+
+def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.shape == b.shape and np.array_equal(np.ascontiguousarray(a).view(np.int64),
+                                                 np.ascontiguousarray(b).view(np.int64))
+
+
+@pytest.mark.parametrize("h", HIERARCHIES, ids=lambda h: f"{h.n_leaves}leaves")
+def test_sibling_sums_are_left_to_right(h):
+    t = T.nominal_tree(h)
+    kids = np.random.default_rng(1).normal(0, 1e3, (2, t.n_nodes - 1, 3))
+    got = T.sibling_sums(kids, t)
+    for g, (a, n) in enumerate(zip(t.group_start, t.group_size, strict=True)):
+        acc = kids[:, a].copy()
+        for j in range(1, n):
+            acc = acc + kids[:, a + j]
+        assert same_bits(got[:, g], acc)
+
+
+@needs_numba
+@pytest.mark.parametrize("h", HIERARCHIES, ids=lambda h: f"{h.n_leaves}leaves")
+@pytest.mark.parametrize(("pre", "post"), [(3, 1001), (5, 1), (1, 4)])
+def test_compiled_nominal_inverse_gives_the_numpy_bits(monkeypatch, h, pre, post):
+    n = T.nominal_tree(h).n_nodes
+    u = np.random.default_rng(pre * post).normal(0, 1e4, (pre, n, post))
+    monkeypatch.setenv("POLARS_DP_COMPILED", "1")
+    fast = T.nominal_inverse(u, h, 1).copy()
+    monkeypatch.setenv("POLARS_DP_COMPILED", "0")
+    assert same_bits(fast, T.nominal_inverse(u, h, 1))
+
+
+@needs_numba
+@pytest.mark.parametrize("m", [301, 1001, 2, 1])
+def test_compiled_haar_rows_give_the_numpy_bits(m):
+    p = T.haar_padded_length(m)
+    rng = np.random.default_rng(m)
+    z = rng.integers(-10**7, 10**7, (40, p))
+    y = rng.integers(-2**61, 2**61, (40, m))
+    den = rng.integers(1, 200, 40).astype(np.float64)
+    out = np.empty((40, m))
+    assert compiled.haar_last_to_float(z, y, den, m, out, TE.SCALED_LIMIT)
+    want = TE.scaled_to_float(y, TE.haar_inverse_scaled(z, m), p) / den[:, None]
+    assert same_bits(out, want)
+    z[3, 0] = TE.SCALED_LIMIT // p  # P max|z| reaches the limit: left to the exact numpy path
+    assert not compiled.haar_last_to_float(z, y, den, m, np.empty((40, m)), TE.SCALED_LIMIT)
