@@ -622,4 +622,4 @@ def privtree_decision(src: NoiseSource, x: np.ndarray, lam: int) -> np.ndarray:
 
 __all__ = ["BLOCK", "CHUNK", "InversionTable", "MAX_COUNT_SCALE", "MAX_SCALE", "add_discrete_laplace",
            "bernoulli_exp", "check_scale", "discrete_laplace", "geometric", "inversion_table",
-           "inversion_table_length", "privtree_decision"]
+           "inversion_table_length", "privtree_decision", "split_bits", "split_digit"]
