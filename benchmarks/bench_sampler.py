@@ -9,7 +9,7 @@ git revision (default ``main``) exported to a temporary folder; both run in chil
 that alternate round by round (the machine is shared: the figures are min..max over rounds).
 Target: scales 341 .. 3e5 at <= 1.3x the scale-2 rate of the same version and source.
 
-``python -m benchmarks.bench_sampler [--baseline main] [--rounds 3] [--reps 3]``
+``python -m benchmarks.bench_sampler [--baseline main] [--rounds 3] [--reps 3] [--quick]``
 """
 
 from __future__ import annotations
@@ -82,7 +82,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--baseline", default="main", help="git revision to compare against (default main)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--reps", type=int, default=3, help="repetitions of 2^22 draws per round")
-    args = ap.parse_args(argv)
+    ap.add_argument("--quick", action="store_true", help="one round of one repetition")
+    args, _ = ap.parse_known_args(argv)  # options meant for other benchmarks are ignored
+    if args.quick:
+        args.rounds, args.reps = 1, 1
     versions = {"base": _export(args.baseline), "new": ROOT}
     runs: dict[str, list[dict]] = {"base": [], "new": []}
     for r in range(args.rounds):

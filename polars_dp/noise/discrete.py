@@ -331,15 +331,16 @@ _OPEN = np.iinfo(np.int64).min
 
 # ---------------------------------------------------------------------------- split sampler
 #: Markers in the split tables (int32): a digit bucket that decides ``W = 0`` (so ``Y = 0``),
-#: an open digit bucket, an open quotient bucket.  Decided entries are below ``2^25`` in
-#: absolute value (``c <= TABLE_CAP = 2^12`` and ``Q < TABLE_CAP``), so ``A + B >= _BAD``
-#: exactly when one of the two look-ups hit a marker.
+#: an open digit bucket, an open quotient bucket.  Decided entries are ``|S W| <= c <= 2^12``
+#: and ``|S c Q| < c TABLE_CAP <= 2^24`` (``c <= TABLE_CAP``, ``Q < L <= TABLE_CAP``), so
+#: ``first + second >= _BAD`` exactly when a look-up hit a marker (then the sum is at least
+#: ``2^29 - 2^24 - 2^12``; never past ``2^30 + 2^29 < 2^31``: no int32 overflow).
 _ZERO_W = 1 << 29
 _OPEN_W = 1 << 30
 _OPEN_Q = 1 << 29
 _BAD = 1 << 28
-#: Draws of the split sampler whose rare cases are finished together (a few blocks: the
-#: finishing costs a few dozen numpy calls, and its scatter stays in cache).
+#: Draws of the split sampler whose rare cases are finished together (16 blocks: finishing
+#: costs a few dozen numpy calls, whatever the number of draws it finishes).
 SPLIT_GROUP = 1 << 20
 #: Draws per block of the split sampler (measured: 2^14 and 2^15 are no faster).
 SPLIT_BLOCK = BLOCK
@@ -626,4 +627,4 @@ def privtree_decision(src: NoiseSource, x: np.ndarray, lam: int) -> np.ndarray:
 
 __all__ = ["BLOCK", "CHUNK", "InversionTable", "MAX_COUNT_SCALE", "MAX_SCALE", "add_discrete_laplace",
            "bernoulli_exp", "check_scale", "discrete_laplace", "geometric", "inversion_table",
-           "inversion_table_length", "privtree_decision"]
+           "inversion_table_length", "privtree_decision", "split_bits", "split_digit"]
