@@ -320,7 +320,11 @@ def hn_lattice_inverse(counts: np.ndarray, attributes: Sequence[Attribute], tran
     attribute ``undivided`` (the same noisy numerators ``X``, not divided by ``D``: int64, or
     float64 ``float(X)``) and the last axis is a Haar axis inverted level by level, that is
     called instead and the division is folded into the Haar inverse
-    (``haar_inverse(X, divisor=D)``, bit for bit the inverse of ``X / D``).
+    (``haar_inverse(X, divisor=D)``, bit for bit the inverse of ``X / D``).  If ``perturb`` has
+    an attribute ``noise_first`` and ``approximate`` is False, that replaces both on such an
+    axis: it is called as ``noise_first(Y, denominators, start, m)`` with ``Y`` the numerators
+    along every transformed axis but the last (cells along it) and returns the block inverted
+    along the last axis; the forward along it is never computed.
 
     Memory: the forward along the outer transformed axes is one int64 buffer of (outer
     coefficients x inner cells), reused in place (as float64) by the inverse (plus one float64

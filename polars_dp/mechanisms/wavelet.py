@@ -42,10 +42,13 @@ Each integer ``D(c) u(c)`` gets discrete Laplace noise of scale ``D(c) lambda'``
 neighbouring outputs is ``exp(sum_c |D(c) (u(c) - u'(c))| / (D(c) lambda')) =
 exp(||u - u'||_1 / lambda') <= exp(Delta rho / lambda')``, so the release is
 ``epsilon_effective = Delta rho / lambda' <= epsilon``-DP, the same calibration as above.
-The noisy coefficients ``(D u + Z) / D`` are then inverted in floating point: post-processing
-of the noisy coefficients alone (the float shortcut ``M + inverse(eta)`` is not used, since
-its rounding would depend on ``M``).  The whole pipeline (exact forward, noise, inverse) runs
-block by block over the counts (:mod:`polars_dp.mechanisms.wavelet_lattice`).
+Everything after ``X = D u + Z`` is post-processing of ``X`` alone.  When the last axis is a
+Haar axis (and the lattice is narrow), its forward is skipped: ``P H^-1(X)`` along that axis
+(``P`` its padded length) is the exact integer ``N = P Y + P H^-1(Z)``, ``Y`` the numerators
+along the other axes, so the counts enter only through exact integers and ``N / P`` is
+rounded once (a float shortcut ``M + inverse(eta)`` would round according to ``M``, which is
+why it is not used).  The rest of the inverse runs in floating point on those values.  The
+whole pipeline runs block by block over the counts (:mod:`polars_dp.mechanisms.wavelet_lattice`).
 ``noise="float"`` keeps the float path described above.
 
 Utility: every range count has noise variance ``2 lambda^2 prod_axes f_axis``, exposed by

@@ -4,8 +4,8 @@ The privacy argument is in :mod:`polars_dp.mechanisms.wavelet` ("Exact noise"): 
 coefficient's integer numerator ``D(c) u(c)`` (Haar: ``D = 1``; nominal: ``D = 2 (f - 1)``;
 the factors multiply across axes) gets discrete Laplace noise of scale ``D(c) lambda'``, so the
 release spends ``Delta rho / lambda' <= epsilon``.  Everything after the noisy numerators (the
-division by ``D`` and the inverse transform) is post-processing in floating point of the noisy
-coefficients alone.
+inverse transform and the division by ``D``: exact integer steps, then floating point) is
+post-processing of the noisy numerators alone.
 
 Nothing reads the data to refuse or to choose a path.  The numerators are summed in int64,
 exact modulo ``2^64``; :func:`needs_wide` decides from the declared hierarchies alone (the
@@ -14,14 +14,17 @@ the float64 numerators are computed too and every noisy numerator is recovered e
 both (:func:`lattice_perturb`).  So the output law is the same for every dataset whose total
 is at most :data:`MAX_TOTAL` (``2^53``, where the float64 count matrix stops being exact).
 
-The pipeline is :func:`polars_dp.kernels.wavelet_blocks.hn_lattice_inverse`: exact int64
-forward transform, noise, float64 inverse, block by block in the C order of the coefficient
-array, writing over the counts (peak memory about 1.4x the count array on top of it).  Within a
-block the draws are taken value by value of ``D`` (each value's coefficients in C order), so a
-seed reproduces a release for a given block size.  The division ``X / D`` is the first step of
-the float post-processing; when the last axis is a Haar axis it is done inside that axis's
-inverse (``perturb.undivided`` hands over ``X``; ``haar_inverse(X, divisor=D)`` rounds exactly
-as ``X / D`` followed by the inverse does), one pass fewer and the same release bit for bit.
+The pipeline is :func:`polars_dp.kernels.wavelet_blocks.hn_lattice_inverse`, block by block in
+the C order of the coefficient array, writing over the counts.  Within a block the draws are
+taken value by value of ``D`` (each value's coefficients in C order), so a seed reproduces a
+release for a given block size.  On the narrow lattice with a Haar last axis (the usual case)
+the forward along that axis is never computed: ``lattice_perturb(...).noise_first`` draws the
+block's ``Z``, forms ``N = P Y + P H^-1(Z)`` exactly (``Y`` the int64 numerators along the other
+axes; :func:`~polars_dp.kernels.wavelet_exact.haar_inverse_scaled`) and rounds ``N / P`` once
+(:func:`~polars_dp.kernels.wavelet_exact.scaled_to_float`); then the division by the other
+axes' ``D`` and their float inverse follow.  Otherwise: exact int64 forward, noise, ``X / D``
+and the float64 inverse; on the wide lattice with a Haar last axis the division is done inside
+that axis's inverse (``perturb.undivided``; bit for bit ``X / D`` then the inverse).
 """
 
 from __future__ import annotations
