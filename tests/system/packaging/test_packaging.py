@@ -41,7 +41,7 @@ def test_make_demo_installs_only_the_runtime_dependencies_in_one_announced_line(
 
 def test_make_test_keeps_the_extras(tmp_path):
     installs = [line for line in dry_run("test", tmp_path) if "pip install" in line]
-    assert len(installs) == 1 and "'.[test,eval,spark,geo]'" in installs[0]
+    assert len(installs) == 1 and "'.[test,eval,spark,geo,fast]'" in installs[0]
 
 
 def test_license_is_the_apache_2_text():
