@@ -91,7 +91,32 @@ def _kernels() -> dict[str, Any] | None:
                 for col in range(post):
                     out[a, j, col] = c[a, node, col] * k + offset[g, col]
 
-    return {"min_max": min_max, "haar_rows": haar_rows, "nominal_rows": nominal_rows}
+    @numba.njit(cache=True, nogil=True)
+    def nominal_numerator_rows(v: np.ndarray, leaf_nodes: np.ndarray, parent: np.ndarray,
+                               parent_fanout: np.ndarray, internal: np.ndarray,
+                               out: np.ndarray) -> None:  # pragma: no cover - compiled
+        pre, _, post = v.shape
+        n_nodes = parent.size
+        for a in range(pre):
+            for node in internal:
+                for col in range(post):
+                    out[a, node, col] = 0
+            for j in range(leaf_nodes.size):
+                leaf = leaf_nodes[j]
+                for col in range(post):
+                    out[a, leaf, col] = v[a, j, col]
+            for node in range(n_nodes - 1, 0, -1):  # leaf sums: children before parents (BFS)
+                p = parent[node]
+                for col in range(post):
+                    out[a, p, col] += out[a, node, col]
+            for node in range(n_nodes - 1, 0, -1):  # f leafsum(N) - leafsum(p): parents still sums
+                p = parent[node]
+                f = parent_fanout[node]
+                for col in range(post):
+                    out[a, node, col] = f * out[a, node, col] - out[a, p, col]
+
+    return {"min_max": min_max, "haar_rows": haar_rows, "nominal_rows": nominal_rows,
+            "nominal_numerator_rows": nominal_numerator_rows}
 
 
 def _active() -> dict[str, Any] | None:
@@ -123,6 +148,22 @@ def haar_last_to_float(z: np.ndarray, y: np.ndarray, row_den: np.ndarray, m: int
     return True
 
 
+def nominal_numerators(v: np.ndarray, tree: Any, out: np.ndarray) -> bool:
+    """``out[:, N] = f_p leafsum(N) - leafsum(p)`` (the root: its leaf sum) for int64 leaves
+    ``v`` (pre, leaves, post), as :func:`~polars_dp.kernels.wavelet_exact.nominal_forward_int`:
+    leaf sums bottom-up in reverse BFS order, then every node from its parent's sum, in place.
+    Integer arithmetic modulo ``2^64``, so the same integers as numpy in any order.  False
+    (``out`` untouched) when compiled kernels are off."""
+    ks = _active()
+    if ks is None:
+        return False
+    t = tree
+    ks["nominal_numerator_rows"](v, t.leaf_nodes.astype(np.int64), t.parent.astype(np.int64),
+                                 np.r_[0, t.parent_fanout].astype(np.int64),
+                                 np.flatnonzero(t.fanout > 0).astype(np.int64), out)
+    return True
+
+
 def nominal_inverse(c: np.ndarray, tree: Any, out: np.ndarray) -> bool:
     """:func:`~polars_dp.kernels.wavelets.nominal_inverse` of float64 ``c`` (pre, nodes, post)
     into ``out`` (pre, leaves, post), its operations in its order: each sibling group's sum
@@ -145,4 +186,4 @@ def nominal_inverse(c: np.ndarray, tree: Any, out: np.ndarray) -> bool:
     return True
 
 
-__all__ = ["enabled", "haar_last_to_float", "nominal_inverse"]
+__all__ = ["enabled", "haar_last_to_float", "nominal_inverse", "nominal_numerators"]

@@ -16,7 +16,7 @@ import numpy as np
 from polars_dp.domains.attributes import Attribute, Nominal
 from polars_dp.domains.hierarchy import Hierarchy
 from polars_dp.errors import ParameterError
-from polars_dp.kernels import scratch
+from polars_dp.kernels import compiled, scratch
 from polars_dp.kernels.prefix import cumsum_inplace
 from polars_dp.kernels.wavelets import (
     NominalTree,
@@ -70,6 +70,10 @@ def _nominal_numerators(x: np.ndarray, hierarchy: Hierarchy, axis: int) -> np.nd
     v, shape, axis = as3d(x, axis)
     if v.shape[1] != t.n_leaves:
         raise ParameterError(f"the hierarchy has {t.n_leaves} leaves but axis {axis} has {v.shape[1]}")
+    if v.dtype == np.int64 and compiled.enabled():  # the same integers, one pass per row
+        out = scratch.empty((v.shape[0], t.n_nodes, v.shape[2]), np.int64)
+        if compiled.nominal_numerators(np.ascontiguousarray(v), t, out):
+            return out.reshape(with_axis(shape, axis, t.n_nodes))
     if t.balanced:
         return _nominal_forward_int_by_level(v, t).reshape(with_axis(shape, axis, t.n_nodes))
     cum = np.zeros((v.shape[0], t.n_leaves + 1, v.shape[2]), dtype=v.dtype)

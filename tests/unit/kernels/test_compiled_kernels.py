@@ -64,3 +64,15 @@ def test_compiled_haar_rows_give_the_numpy_bits(m):
     assert same_bits(out, want)
     z[3, 0] = TE.SCALED_LIMIT // p  # P max|z| reaches the limit: left to the exact numpy path
     assert not compiled.haar_last_to_float(z, y, den, m, np.empty((40, m)), TE.SCALED_LIMIT)
+
+
+@needs_numba
+@pytest.mark.parametrize("h", HIERARCHIES, ids=lambda h: f"{h.n_leaves}leaves")
+@pytest.mark.parametrize(("pre", "post"), [(3, 1001), (5, 1), (1, 4)])
+def test_compiled_nominal_numerators_give_the_numpy_integers(monkeypatch, h, pre, post):
+    v = np.random.default_rng(pre + post).integers(0, 2**40, (pre, h.n_leaves, post))
+    v.reshape(-1)[0] = 2**62  # wraps modulo 2^64 in both
+    monkeypatch.setenv("POLARS_DP_COMPILED", "1")
+    fast = TE.nominal_forward_int(v, h, 1).copy()
+    monkeypatch.setenv("POLARS_DP_COMPILED", "0")
+    assert np.array_equal(fast, TE.nominal_forward_int(v, h, 1))
