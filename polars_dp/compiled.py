@@ -11,6 +11,7 @@ numba is imported on first use, not with the package; the kernels are cached on 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
@@ -30,4 +31,11 @@ def enabled() -> bool:
     return os.environ.get("POLARS_DP_COMPILED", "1") != "0" and numba_module() is not None
 
 
-__all__ = ["enabled", "numba_module"]
+def kernel_set(build: Callable[[Any], dict[str, Any]]) -> Callable[[], dict[str, Any] | None]:
+    """A getter of the kernels that ``build(numba)`` compiles (built once, on first use): None
+    when numba is missing or the compiled kernels are off."""
+    built = cache(lambda: None if numba_module() is None else build(numba_module()))
+    return lambda: built() if enabled() else None
+
+
+__all__ = ["enabled", "kernel_set", "numba_module"]

@@ -8,20 +8,15 @@ they run is :func:`polars_dp.compiled.enabled` (numba installed, ``POLARS_DP_COM
 
 from __future__ import annotations
 
-from functools import cache
 from typing import Any
 
 import numpy as np
 
-from polars_dp.compiled import enabled, numba_module
+from polars_dp.compiled import enabled, kernel_set
 
 
-@cache
-def _kernels() -> dict[str, Any] | None:
-    """The compiled kernels, or None without numba (compiled on first call, cached on disk)."""
-    numba = numba_module()
-    if numba is None:
-        return None
+def _build(numba: Any) -> dict[str, Any]:
+    """The compiled kernels (compiled on first call, cached on disk)."""
 
     @numba.njit(cache=True, nogil=True)
     def min_max(z: np.ndarray) -> tuple[int, int]:  # pragma: no cover - compiled
@@ -119,8 +114,7 @@ def _kernels() -> dict[str, Any] | None:
             "nominal_numerator_rows": nominal_numerator_rows}
 
 
-def _active() -> dict[str, Any] | None:
-    return _kernels() if enabled() else None
+_active = kernel_set(_build)
 
 
 def haar_last_to_float(z: np.ndarray, y: np.ndarray, row_den: np.ndarray, m: int,

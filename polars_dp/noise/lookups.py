@@ -9,19 +9,14 @@ depends on the words.
 
 from __future__ import annotations
 
-from functools import cache
 from typing import Any
 
 import numpy as np
 
-from polars_dp.compiled import enabled, numba_module
+from polars_dp.compiled import kernel_set
 
 
-@cache
-def _kernels() -> dict[str, Any] | None:
-    numba = numba_module()
-    if numba is None:
-        return None
+def _build(numba: Any) -> dict[str, Any]:
 
     @numba.njit(cache=True, nogil=True)
     def guide(w: np.ndarray, table: np.ndarray, shift: np.uint64, marker: np.int64, out: np.ndarray,
@@ -52,8 +47,7 @@ def _kernels() -> dict[str, Any] | None:
     return {"guide": guide, "two_tables": two_tables}
 
 
-def _active() -> dict[str, Any] | None:
-    return _kernels() if enabled() else None
+_active = kernel_set(_build)
 
 
 def guide(w: np.ndarray, table: np.ndarray, shift: np.uint64, marker: int, out: np.ndarray

@@ -13,20 +13,7 @@ import polars_dp as pdp
 import polars_dp.mechanisms.wavelet_lattice as privelet_exact
 from polars_dp.kernels import wavelet_blocks as TB
 from polars_dp.noise import noise_source
-
-OCC = pdp.Nominal("occ", pdp.Hierarchy.from_dict({f"g{g}": [f"o{g}_{i}" for i in range(6)]
-                                                   for g in range(3)}))
-INCOME = pdp.Ordinal("income", 0, 300)  # 301 x 512 entries: inverted level by level, not by a matrix
-assert INCOME.n_cells * 512 > TB.DENSE_INVERSE_ENTRIES
-
-CASES = [
-    # (attributes, transformed, slab): groups of batch items, one item per block, outer axes
-    ([pdp.Ordinal("age", 0, 4), OCC, INCOME], [False, True, True], 1 << 21),
-    ([pdp.Ordinal("age", 0, 4), OCC, INCOME], [False, True, True], 5000),
-    ([pdp.Ordinal("age", 0, 6), OCC, INCOME], [True, True, True], 20_000),
-    ([pdp.Ordinal("age", 0, 6), pdp.Nominal("g", categories=[0, 1]), INCOME], [True, True, True], 3000),
-    ([INCOME], [True], 1 << 21),
-]
+from tests.helpers.wavelet_cases import CASES, OCC
 
 
 def release(counts, attrs, transformed, slab, monkeypatch, *, fold: bool, seed: int = 3):

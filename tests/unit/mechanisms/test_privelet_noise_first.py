@@ -18,23 +18,12 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-import polars_dp as pdp
 import polars_dp.mechanisms.wavelet_lattice as privelet_exact
 from polars_dp.kernels import compiled
 from polars_dp.kernels import wavelet_exact as TE
 from polars_dp.kernels import wavelets as T
 from polars_dp.noise import noise_source
-
-OCC = pdp.Nominal("occ", pdp.Hierarchy.from_dict({f"g{g}": [f"o{g}_{i}" for i in range(6)]
-                                                   for g in range(3)}))
-INCOME = pdp.Ordinal("income", 0, 300)  # 301 cells, P = 512: inverted level by level
-CASES = [
-    ([pdp.Ordinal("age", 0, 4), OCC, INCOME], [False, True, True], 1 << 21),
-    ([pdp.Ordinal("age", 0, 4), OCC, INCOME], [False, True, True], 5000),
-    ([pdp.Ordinal("age", 0, 6), OCC, INCOME], [True, True, True], 20_000),
-    ([pdp.Ordinal("age", 0, 6), pdp.Nominal("g", categories=[0, 1]), INCOME], [True, True, True], 3000),
-    ([INCOME], [True], 1 << 21),
-]
+from tests.helpers.wavelet_cases import CASES, INCOME
 
 
 def exact_scaled_inverse(z: np.ndarray, m: int) -> np.ndarray:
