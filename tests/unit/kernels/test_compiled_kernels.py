@@ -18,7 +18,7 @@ HIERARCHIES = [
     pdp.Hierarchy.flat(list(range(300))),  # a group longer than numpy's pairwise block
 ]
 
-needs_numba = pytest.mark.skipif(not compiled.enabled(), reason="numba (the fast extra) is not installed")
+needs_numba = pytest.mark.skipif(not compiled.enabled(), reason="compiled kernels off: no numba (the fast extra), or POLARS_DP_COMPILED=0")
 
 
 def same_bits(a: np.ndarray, b: np.ndarray) -> bool:

@@ -145,7 +145,7 @@ def test_huge_draws_take_the_python_int_path(monkeypatch, low):
     assert np.array_equal(work.view(np.int64), want.view(np.int64))
 
 
-@pytest.mark.skipif(not compiled.enabled(), reason="numba (the fast extra) is not installed")
+@pytest.mark.skipif(not compiled.enabled(), reason="compiled kernels off: no numba (the fast extra), or POLARS_DP_COMPILED=0")
 @pytest.mark.parametrize(("attrs", "transformed", "slab"), CASES)
 def test_compiled_kernels_give_the_numpy_bits(monkeypatch, attrs, transformed, slab):
     counts = np.random.default_rng(8).poisson(50.0, tuple(a.n_cells for a in attrs))
