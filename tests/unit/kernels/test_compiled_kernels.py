@@ -10,6 +10,7 @@ import polars_dp as pdp
 from polars_dp.kernels import compiled
 from polars_dp.kernels import wavelet_exact as TE
 from polars_dp.kernels import wavelets as T
+from tests.helpers.compiled import needs_compiled
 
 HIERARCHIES = [
     pdp.Hierarchy.from_dict({f"g{g}": list(range(g * 64, (g + 1) * 64)) for g in range(8)}),
@@ -18,7 +19,6 @@ HIERARCHIES = [
     pdp.Hierarchy.flat(list(range(300))),  # a group longer than numpy's pairwise block
 ]
 
-needs_numba = pytest.mark.skipif(not compiled.enabled(), reason="compiled kernels off: no numba (the fast extra), or POLARS_DP_COMPILED=0")
 
 
 def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
@@ -38,7 +38,7 @@ def test_sibling_sums_are_left_to_right(h):
         assert same_bits(got[:, g], acc)
 
 
-@needs_numba
+@needs_compiled
 @pytest.mark.parametrize("h", HIERARCHIES, ids=lambda h: f"{h.n_leaves}leaves")
 @pytest.mark.parametrize(("pre", "post"), [(3, 1001), (5, 1), (1, 4)])
 def test_compiled_nominal_inverse_gives_the_numpy_bits(monkeypatch, h, pre, post):
@@ -50,7 +50,7 @@ def test_compiled_nominal_inverse_gives_the_numpy_bits(monkeypatch, h, pre, post
     assert same_bits(fast, T.nominal_inverse(u, h, 1))
 
 
-@needs_numba
+@needs_compiled
 @pytest.mark.parametrize("m", [301, 1001, 2, 1])
 def test_compiled_haar_rows_give_the_numpy_bits(m):
     p = T.haar_padded_length(m)
@@ -66,7 +66,7 @@ def test_compiled_haar_rows_give_the_numpy_bits(m):
     assert not compiled.haar_last_to_float(z, y, den, m, np.empty((40, m)), TE.SCALED_LIMIT)
 
 
-@needs_numba
+@needs_compiled
 @pytest.mark.parametrize("h", HIERARCHIES, ids=lambda h: f"{h.n_leaves}leaves")
 @pytest.mark.parametrize(("pre", "post"), [(3, 1001), (5, 1), (1, 4)])
 def test_compiled_nominal_numerators_give_the_numpy_integers(monkeypatch, h, pre, post):

@@ -19,10 +19,10 @@ import numpy as np
 import pytest
 
 import polars_dp.mechanisms.wavelet_lattice as privelet_exact
-from polars_dp.kernels import compiled
 from polars_dp.kernels import wavelet_exact as TE
 from polars_dp.kernels import wavelets as T
 from polars_dp.noise import noise_source
+from tests.helpers.compiled import needs_compiled
 from tests.helpers.wavelet_cases import CASES, INCOME
 
 
@@ -145,7 +145,7 @@ def test_huge_draws_take_the_python_int_path(monkeypatch, low):
     assert np.array_equal(work.view(np.int64), want.view(np.int64))
 
 
-@pytest.mark.skipif(not compiled.enabled(), reason="compiled kernels off: no numba (the fast extra), or POLARS_DP_COMPILED=0")
+@needs_compiled
 @pytest.mark.parametrize(("attrs", "transformed", "slab"), CASES)
 def test_compiled_kernels_give_the_numpy_bits(monkeypatch, attrs, transformed, slab):
     counts = np.random.default_rng(8).poisson(50.0, tuple(a.n_cells for a in attrs))

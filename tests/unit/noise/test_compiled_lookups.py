@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from polars_dp.compiled import enabled
 from polars_dp.noise import discrete_laplace, noise_source
+from tests.helpers.compiled import needs_compiled
 
 
-@pytest.mark.skipif(not enabled(), reason="compiled kernels off: no numba (the fast extra), or POLARS_DP_COMPILED=0")
+@needs_compiled
 @pytest.mark.parametrize("scale", [(2, 1), (7, 3), (66, 1), (400, 1), (8316, 1), (300_000, 1), (2e6, 1)])
 def test_compiled_lookups_give_the_numpy_draws(monkeypatch, scale):
     t, s = int(scale[0]), scale[1]
