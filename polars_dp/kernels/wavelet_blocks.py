@@ -424,6 +424,7 @@ def hn_lattice_inverse(counts: np.ndarray, attributes: Sequence[Attribute], tran
         if r == 0:  # a new batch item: forward along the outer axes, column block by block
             item = flat_counts[b].reshape(n_outer_cells, inner_cells)
             for c in range(0, inner_cells, col_step):
+                scratch.reset()  # each column block is copied into ``store`` before the next
                 cc = min(col_step, inner_cells - c)
                 blk = item[:, c:c + cc].reshape(*plan.cells[lead:split], cc)
                 store[:, c:c + cc] = _outer_forward(blk, lead, split).reshape(n_outer, cc)

@@ -10,6 +10,7 @@ import pytest
 
 from polars_dp import Hierarchy, Nominal, Ordinal
 from polars_dp.errors import ParameterError
+from polars_dp.kernels import scratch
 from polars_dp.kernels import wavelet_blocks as TB
 from polars_dp.kernels import wavelet_exact as TE
 from polars_dp.kernels import wavelets as T
@@ -179,3 +180,26 @@ def test_lattice_pipeline_may_write_over_the_counts():
                                out=work.view(np.float64), slab_cells=64)
     np.testing.assert_allclose(got, expected, atol=1e-9)
     np.testing.assert_allclose(got, m, atol=1e-9)
+
+
+def test_outer_forward_keeps_the_scratch_to_a_column_block(monkeypatch):
+    """The outer axes' forward runs column block by column block into one buffer; the scratch of
+    one column block is not kept for the next (else every batch item after the first would
+    touch scratch as large as that buffer)."""
+    attrs = [Ordinal("u", 0, 2), AXES["haar70"], AXES["uneven"], Ordinal("w", 0, 299)]
+    transformed = [False, True, True, True]
+    counts = np.random.default_rng(3).integers(0, 5, size=tuple(a.n_cells for a in attrs))
+    highs = []
+    real_reset = scratch._Arena.reset
+
+    def reset(self):
+        highs.append(self.high)
+        real_reset(self)
+
+    monkeypatch.setattr(scratch._Arena, "reset", reset)
+    slab = 4096
+    expected = reference_inverse(T.hn_forward(counts.astype(float), attrs, transformed), attrs, transformed)
+    got = TB.hn_lattice_inverse(counts, attrs, transformed, lambda n, d, s: n / d, slab_cells=slab)
+    np.testing.assert_allclose(got, expected, atol=1e-8)
+    store = T.coefficient_count(attrs[1]) * attrs[2].n_cells * attrs[3].n_cells * 8  # bytes, one item
+    assert max(highs) < store / 4, (max(highs), store)
