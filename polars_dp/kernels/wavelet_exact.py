@@ -21,6 +21,7 @@ from polars_dp.kernels.prefix import cumsum_inplace
 from polars_dp.kernels.wavelets import (
     NominalTree,
     as3d,
+    haar_inverse_levels,
     haar_padded_length,
     haar_sums_and_differences,
     nominal_tree,
@@ -200,17 +201,15 @@ def haar_inverse_scaled(z: np.ndarray, m: int, axis: int = -1) -> np.ndarray:
     work = alloc(3 * h)
     bufs = (work[:h], work[h:2 * h])
     s = c[:, 0:1]  # P * (z_0 / P)
-    k, which = 1, 0
-    while k < p:  # k nodes -> 2k children, of which `need` cover cells < m
-        need = -(-m * 2 * k // p)
-        n_even, n_odd = (need + 1) // 2, need // 2
+    which = 0
+    for k, n_even, n_odd in haar_inverse_levels(m):
+        need = n_even + n_odd
         nxt = out if 2 * k == p else bufs[which][:pre * need * post].reshape(pre, need, post)
         dk = work[2 * h:2 * h + pre * n_even * post].reshape(pre, n_even, post)
         np.multiply(c[:, k:k + n_even], k, out=dk)  # P * (k / P) z
         np.add(s[:, :n_even], dk, out=nxt[:, 0::2])
         np.subtract(s[:, :n_odd], dk[:, :n_odd], out=nxt[:, 1::2])
         s, which = nxt, 1 - which
-        k *= 2
     return out.reshape(with_axis(shape, axis, m))
 
 

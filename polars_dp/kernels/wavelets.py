@@ -42,7 +42,7 @@ for large cubes: :mod:`polars_dp.kernels.wavelet_blocks`; range variance factors
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from functools import lru_cache
 
 import numpy as np
@@ -132,6 +132,18 @@ def haar_sums_and_differences(x: np.ndarray, axis: int) -> np.ndarray:
     return out.reshape(with_axis(shape, axis, p))
 
 
+def haar_inverse_levels(m: int) -> Iterator[tuple[int, int, int]]:
+    """The levels of Eq. 3's inverse over ``m`` cells, top down: ``(k, n_even, n_odd)`` for the
+    level of ``k = 1, 2, ..., P/2`` nodes, whose children ``2i`` (``i < n_even``) and ``2i + 1``
+    (``i < n_odd``) are the ones that cover cells ``< m`` (no padded output is rebuilt)."""
+    p = haar_padded_length(m)
+    k = 1
+    while k < p:
+        need = -(-m * 2 * k // p)
+        yield k, (need + 1) // 2, need // 2
+        k *= 2
+
+
 def haar_inverse(u: np.ndarray, m: int, axis: int = -1, divisor: np.ndarray | None = None) -> np.ndarray:
     """Cells ``[0, m)`` rebuilt from unnormalised Haar coefficients along ``axis`` (Eq. 3).
 
@@ -173,10 +185,9 @@ def haar_inverse(u: np.ndarray, m: int, axis: int = -1, divisor: np.ndarray | No
         np.multiply(c[:, 0:1], 1.0 / p, out=s)  # base: W = P
     else:
         np.divide(c[:, 0:1], dv * p, out=s)
-    k, which = 1, 0
-    while k < p:  # k nodes (sums s, details d) -> 2k children, of which `need` cover cells < m
-        need = -(-m * 2 * k // p)
-        n_even, n_odd = (need + 1) // 2, need // 2
+    which = 0
+    for k, n_even, n_odd in haar_inverse_levels(m):  # k nodes (sums s, details d) -> children
+        need = n_even + n_odd
         nxt = out if 2 * k == p else bufs[which][:pre * need * post].reshape(pre, need, post)
         dk = work[2 * h:2 * h + pre * n_even * post].reshape(pre, n_even, post)
         if dv is None:
@@ -186,7 +197,6 @@ def haar_inverse(u: np.ndarray, m: int, axis: int = -1, divisor: np.ndarray | No
         np.add(s[:, :n_even], dk, out=nxt[:, 0::2])
         np.subtract(s[:, :n_odd], dk[:, :n_odd], out=nxt[:, 1::2])
         s, which = nxt, 1 - which
-        k *= 2
     return out.reshape(with_axis(shape, axis, m))
 
 
@@ -418,7 +428,7 @@ def hn_forward(x: np.ndarray, attributes: Sequence[Attribute], transformed: Sequ
 
 
 __all__ = ["NominalTree", "as3d", "coefficient_count", "forward", "generalized_sensitivity", "sibling_sums",
-           "haar_forward", "haar_inverse", "haar_levels", "haar_padded_length",
+           "haar_forward", "haar_inverse", "haar_inverse_levels", "haar_levels", "haar_padded_length",
            "haar_sums_and_differences", "haar_weights", "hn_forward", "inverse", "nominal_forward",
            "nominal_inverse", "nominal_tree", "nominal_weights", "segment_sums", "variance_factor_bound",
            "weights",
