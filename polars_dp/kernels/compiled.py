@@ -14,6 +14,9 @@ import numpy as np
 
 from polars_dp.compiled import enabled, kernel_set
 
+#: Columns per chunk of the nominal kernels: a chunk of every node's row stays in cache (L2).
+COLUMNS = 256
+
 
 def _build(numba: Any) -> dict[str, Any]:
     """The compiled kernels (compiled on first call, cached on disk)."""
@@ -55,36 +58,43 @@ def _build(numba: Any) -> dict[str, Any]:
                      leaf_k: np.ndarray, n_internal: int, out: np.ndarray) -> None:  # pragma: no cover
         pre, _, post = c.shape
         n_groups = group_start.size
-        mean = np.empty((n_groups, post))
-        offset = np.empty((n_groups, post))
-        ils = np.empty((n_internal, post))
+        width = min(post, COLUMNS)
+        mean = np.empty((n_groups, width))
+        offset = np.empty((n_groups, width))
+        ils = np.empty((n_internal, width))
         for a in range(pre):
-            for g in range(n_groups):  # sibling sums left to right (as reduceat), then / size
-                first = 1 + group_start[g]
-                for col in range(post):
-                    mean[g, col] = c[a, first, col]
-                for j in range(first + 1, first + group_size[g]):
-                    for col in range(post):
-                        mean[g, col] = mean[g, col] + c[a, j, col]
-                size = float(group_size[g])
-                for col in range(post):
-                    mean[g, col] = mean[g, col] / size
-            for col in range(post):
-                ils[0, col] = c[a, 0, col]
-            for g in range(n_groups):  # parents before children (BFS order of the groups)
-                pp, pf, k = group_parent_pos[g], parent_fan[g], group_k[g]
-                for col in range(post):
-                    offset[g, col] = ils[pp, col] / pf - k * mean[g, col]
-                first = 1 + group_start[g]
-                for node in range(first, first + group_size[g]):
-                    q = node_pos[node]
-                    if q >= 0:
-                        for col in range(post):
-                            ils[q, col] = k * c[a, node, col] + offset[g, col]
-            for j in range(leaf_nodes.size):
-                node, g, k = leaf_nodes[j], leaf_group[j], leaf_k[j]
-                for col in range(post):
-                    out[a, j, col] = c[a, node, col] * k + offset[g, col]
+            for c0 in range(0, post, width):  # a column chunk at a time: every row of it in cache
+                c1 = min(post, c0 + width)
+                w = c1 - c0
+                for g in range(n_groups):  # sibling sums left to right (as reduceat), then / size
+                    first = 1 + group_start[g]
+                    acc = mean[g, :w]
+                    acc[:] = c[a, first, c0:c1]
+                    for j in range(first + 1, first + group_size[g]):
+                        row = c[a, j, c0:c1]
+                        for col in range(w):
+                            acc[col] = acc[col] + row[col]
+                    size = float(group_size[g])
+                    for col in range(w):
+                        acc[col] = acc[col] / size
+                ils[0, :w] = c[a, 0, c0:c1]
+                for g in range(n_groups):  # parents before children (BFS order of the groups)
+                    pf, k = parent_fan[g], group_k[g]
+                    off, up, acc = offset[g, :w], ils[group_parent_pos[g], :w], mean[g, :w]
+                    for col in range(w):
+                        off[col] = up[col] / pf - k * acc[col]
+                    first = 1 + group_start[g]
+                    for node in range(first, first + group_size[g]):
+                        q = node_pos[node]
+                        if q >= 0:
+                            row, dst = c[a, node, c0:c1], ils[q, :w]
+                            for col in range(w):
+                                dst[col] = k * row[col] + off[col]
+                for j in range(leaf_nodes.size):
+                    k, off = leaf_k[j], offset[leaf_group[j], :w]
+                    row, dst = c[a, leaf_nodes[j], c0:c1], out[a, j, c0:c1]
+                    for col in range(w):
+                        dst[col] = row[col] * k + off[col]
 
     @numba.njit(cache=True, nogil=True)
     def nominal_numerator_rows(v: np.ndarray, leaf_nodes: np.ndarray, parent: np.ndarray,
@@ -92,23 +102,23 @@ def _build(numba: Any) -> dict[str, Any]:
                                out: np.ndarray) -> None:  # pragma: no cover - compiled
         pre, _, post = v.shape
         n_nodes = parent.size
+        width = min(post, COLUMNS)
         for a in range(pre):
-            for node in internal:
-                for col in range(post):
-                    out[a, node, col] = 0
-            for j in range(leaf_nodes.size):
-                leaf = leaf_nodes[j]
-                for col in range(post):
-                    out[a, leaf, col] = v[a, j, col]
-            for node in range(n_nodes - 1, 0, -1):  # leaf sums: children before parents (BFS)
-                p = parent[node]
-                for col in range(post):
-                    out[a, p, col] += out[a, node, col]
-            for node in range(n_nodes - 1, 0, -1):  # f leafsum(N) - leafsum(p): parents still sums
-                p = parent[node]
-                f = parent_fanout[node]
-                for col in range(post):
-                    out[a, node, col] = f * out[a, node, col] - out[a, p, col]
+            for c0 in range(0, post, width):  # a column chunk at a time: every row of it in cache
+                c1 = min(post, c0 + width)
+                for node in internal:
+                    out[a, node, c0:c1] = 0
+                for j in range(leaf_nodes.size):
+                    out[a, leaf_nodes[j], c0:c1] = v[a, j, c0:c1]
+                for node in range(n_nodes - 1, 0, -1):  # leaf sums: children before parents (BFS)
+                    src, dst = out[a, node, c0:c1], out[a, parent[node], c0:c1]
+                    for col in range(c1 - c0):
+                        dst[col] += src[col]
+                for node in range(n_nodes - 1, 0, -1):  # f leafsum(N) - leafsum(p): parents still sums
+                    f = parent_fanout[node]
+                    src, dst = out[a, parent[node], c0:c1], out[a, node, c0:c1]
+                    for col in range(c1 - c0):
+                        dst[col] = f * dst[col] - src[col]
 
     return {"min_max": min_max, "haar_rows": haar_rows, "nominal_rows": nominal_rows,
             "nominal_numerator_rows": nominal_numerator_rows}

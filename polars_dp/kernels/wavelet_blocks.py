@@ -21,6 +21,7 @@ from polars_dp.domains.attributes import Attribute, Nominal
 from polars_dp.domains.hierarchy import Hierarchy
 from polars_dp.errors import ParameterError
 from polars_dp.kernels import scratch
+from polars_dp.kernels.row_store import SplitRows
 from polars_dp.kernels.wavelet_exact import (
     check_integer,
     forward_numerators,
@@ -126,6 +127,9 @@ Source = Callable[[int, int], np.ndarray]
 #: float64 numerators as a fourth, keyword argument ``approx`` (also fresh).
 Perturb = Callable[..., np.ndarray]
 
+#: ``buffer_of(b)``: the (outer coefficients x inner cells) float64 buffer of batch item ``b``.
+ItemBuffer = Callable[[int], SplitRows]
+
 
 @dataclass(frozen=True)
 class _Plan:
@@ -174,7 +178,7 @@ def _store(target: np.ndarray, values: np.ndarray, add: bool) -> None:
 
 def hn_inverse_blocked(source: Source, attributes: Sequence[Attribute], transformed: Sequence[bool],
                        out: np.ndarray, *, add: bool = False, slab_cells: int = SLAB_CELLS,
-                       buffer: np.ndarray | None = None,
+                       buffer: np.ndarray | ItemBuffer | None = None,
                        advance: Callable[[int], None] | None = None,
                        last_inverse: LastInverse | None = None, last_cells: bool = False) -> np.ndarray:
     """``out (+)= inverse_HN(U)`` with the coefficients ``U`` pulled block by block from
@@ -187,8 +191,11 @@ def hn_inverse_blocked(source: Source, attributes: Sequence[Attribute], transfor
     then inverted along the outer transformed axes in column blocks straight into ``out``.
     So the cube is read and written about twice whatever the number of transformed axes, and
     the extra memory is the buffer (none if a batch item fits one block).  ``buffer`` (a flat
-    float64 array of at least that size) may alias storage that ``source`` has finished
-    reading: rows are written only after the source returned them.  ``advance(n)`` is called
+    float64 array of at least that size, or ``buffer_of(b)`` giving batch item ``b``'s as
+    :class:`~polars_dp.kernels.row_store.SplitRows`) may alias storage that ``source`` has
+    finished reading, even item ``b``'s rows of ``out`` (without ``add``): rows are written
+    only after the source returned them, and a column block of ``out`` only after the
+    buffer's columns were read into its inverse.  ``advance(n)`` is called
     with the number of coefficients consumed after every block (progress).  ``last_inverse(block)``,
     when given, replaces the inverse along the last axis of every block that ``source`` returned
     (the caller's kernel for values that ``source`` left unscaled).
@@ -216,7 +223,7 @@ def _block_shape(coef: tuple[int, ...], last: int) -> tuple[int, ...]:
 
 
 def _run_blocks(source: Source, attrs: tuple[Attribute, ...], tr: list[bool], plan: _Plan, out: np.ndarray,
-                add: bool, slab_cells: int, buffer: np.ndarray | None,
+                add: bool, slab_cells: int, buffer: np.ndarray | ItemBuffer | None,
                 advance: Callable[[int], None] | None, last: LastInverse | None, block_last: int
                 ) -> np.ndarray:
     tick = advance or (lambda n: None)
@@ -245,28 +252,33 @@ def _run_blocks(source: Source, attrs: tuple[Attribute, ...], tr: list[bool], pl
     outer_coef = plan.coef[lead:split]
     n_outer, n_outer_cells = _prod(outer_coef), _prod(plan.cells[lead:split])
     inner, inner_cells = _prod(plan.coef[split:]), _prod(plan.cells[split:])
-    if buffer is None:
-        buf = np.empty((n_outer, inner_cells))
+    buffer_of: ItemBuffer
+    if buffer is None or isinstance(buffer, np.ndarray):
+        whole = SplitRows.whole(np.empty((n_outer, inner_cells)) if buffer is None
+                                else buffer.reshape(-1)[:n_outer * inner_cells].reshape(n_outer, inner_cells))
+        buffer_of = lambda b: whole  # noqa: E731 - one buffer for every batch item
     else:
-        buf = buffer.reshape(-1)[:n_outer * inner_cells].reshape(n_outer, inner_cells)
+        buffer_of = buffer
     row_step = max(1, slab_cells // inner)
     col_step = max(1, slab_cells // n_outer)
     for b in range(batch):
         base = b * sub
+        buf = buffer_of(b)
         for r in range(0, n_outer, row_step):
             rr = min(row_step, n_outer - r)
             scratch.reset()
             blk = np.asarray(source(base + r * inner, base + (r + rr) * inner))
             blk = blk.reshape(rr, *_block_shape(plan.coef[split:], block_last))
             res = _inverse_axes(blk, attrs[split:], tr[split:], 1, last)
-            buf[r:r + rr] = res.reshape(rr, inner_cells)
+            buf.set_rows(r, res.reshape(rr, inner_cells))
             tick(rr * inner)
         item = rows_out[b].reshape(n_outer_cells, inner_cells)
         for j in range(0, inner_cells, col_step):
             jj = min(col_step, inner_cells - j)
             scratch.reset()
-            blk = buf[:, j:j + jj].reshape(*outer_coef, jj)
-            res = _inverse_axes(blk, attrs[lead:split], tr[lead:split], 0)
+            blk = buf.columns(j, jj).reshape(*outer_coef, jj)
+            res = _inverse_axes(blk, attrs[lead:split], tr[lead:split], 0)  # a new array: at least
+            # one outer axis is transformed
             _store(item[:, j:j + jj], res.reshape(n_outer_cells, jj), add)
     return out
 
@@ -327,9 +339,11 @@ def hn_lattice_inverse(counts: np.ndarray, attributes: Sequence[Attribute], tran
     along the last axis; the forward along it is never computed.
 
     Memory: the forward along the outer transformed axes is one int64 buffer of (outer
-    coefficients x inner cells), reused in place (as float64) by the inverse (plus one float64
-    buffer of that size with ``approximate``); with ``out`` given as ``counts.view(np.float64)``
-    (the counts are consumed) nothing else of cube size is allocated.  The inner axes are
+    coefficients x inner cells) per batch item, reused in place (as float64) by the inverse (plus
+    one float64 buffer of that size with ``approximate``).  With ``out`` given as
+    ``counts.view(np.float64)`` (the counts are consumed) its first (outer cells) rows are the
+    item's own counts (:class:`~polars_dp.kernels.row_store.SplitRows`), so only the extra
+    coefficient rows are new memory: 27 rows of 101 cells for a 128-coefficient Haar axis.  The inner axes are
     forward-transformed, perturbed and inverted one block at a time.
     """
     attrs = tuple(attributes)
@@ -411,7 +425,17 @@ def hn_lattice_inverse(counts: np.ndarray, attributes: Sequence[Attribute], tran
     n_outer = _prod(outer_coef)
     inner, inner_cells = _prod(plan.coef[split:]), _prod(plan.cells[split:])
     n_outer_cells = _prod(plan.cells[lead:split])
-    store = np.empty((n_outer, inner_cells), dtype=np.int64)
+    # Overwriting the counts, batch item b's first cells-many coefficient rows are its own counts'
+    # memory (each column block is read whole before its coefficients are written back, each row
+    # block before its inverse): only the extra coefficient rows take new memory.
+    in_place = out.ctypes.data == counts.ctypes.data and out.nbytes == counts.nbytes
+    tail = np.empty((n_outer - n_outer_cells if in_place else n_outer, inner_cells), dtype=np.int64)
+
+    def store_of(b: int) -> SplitRows:
+        if in_place:
+            return SplitRows(flat_counts[b].reshape(n_outer_cells, inner_cells), tail)
+        return SplitRows.whole(tail)
+
     store_f = np.empty((n_outer, inner_cells)) if approximate else None
     outer_den = _outer_product(dens[lead:split]).reshape(-1)
     inner_den = _outer_product(_broadcastable(dens[split:]))[None]
@@ -421,22 +445,24 @@ def hn_lattice_inverse(counts: np.ndarray, attributes: Sequence[Attribute], tran
     def source(i: int, j: int) -> np.ndarray:
         b, offset = divmod(i, sub)
         r, rr = offset // inner, (j - i) // inner
-        if r == 0:  # a new batch item: forward along the outer axes, column block by block
+        store = store_of(b)
+        if r == 0:  # a new batch item: forward along the outer axes, column block by column block
             item = flat_counts[b].reshape(n_outer_cells, inner_cells)
             for c in range(0, inner_cells, col_step):
                 scratch.reset()  # each column block is copied into ``store`` before the next
                 cc = min(col_step, inner_cells - c)
                 blk = item[:, c:c + cc].reshape(*plan.cells[lead:split], cc)
-                store[:, c:c + cc] = _outer_forward(blk, lead, split).reshape(n_outer, cc)
-                if store_f is not None:
-                    blk_f = _outer_forward(blk.astype(np.float64), lead, split)
-                    store_f[:, c:c + cc] = blk_f.reshape(n_outer, cc)
-        x = store[r:r + rr].reshape(rr, *plan.cells[split:])
+                coef = _outer_forward(blk, lead, split)  # new arrays: ``lead`` is transformed
+                coef_f = None if store_f is None else _outer_forward(blk.astype(np.float64), lead, split)
+                store.set_columns(c, coef.reshape(n_outer, cc))  # may overwrite ``blk``: read above
+                if store_f is not None and coef_f is not None:
+                    store_f[:, c:c + cc] = coef_f.reshape(n_outer, cc)
+        x = store.rows(r, rr).reshape(rr, *plan.cells[split:])
         den = outer_den[r:r + rr].reshape(rr, *([1] * (d - split))) * inner_den
         if first:
             return hand_over_first(numerators(x, split, split - 1, d - 1), den, i)
         num = numerators(x, split, split - 1)
-        if np.shares_memory(num, store):
+        if np.shares_memory(num, x):
             num = num.copy()
         num_f = None
         if store_f is not None:
@@ -451,8 +477,11 @@ def hn_lattice_inverse(counts: np.ndarray, attributes: Sequence[Attribute], tran
                 blk = forward_numerators(blk, attrs[k], k - first)
         return blk
 
+    def buffer_of(b: int) -> SplitRows:
+        return store_of(b).view(np.float64)
+
     return hn_inverse_blocked(source, attrs, tr, out, slab_cells=slab_cells,
-                              buffer=store.view(np.float64), advance=advance, last_inverse=last,
+                              buffer=buffer_of, advance=advance, last_inverse=last,
                               last_cells=first)
 
 
