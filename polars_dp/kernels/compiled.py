@@ -120,8 +120,86 @@ def _build(numba: Any) -> dict[str, Any]:
                     for col in range(c1 - c0):
                         dst[col] = f * dst[col] - src[col]
 
+    @numba.njit(cache=True, nogil=True)
+    def haar_columns_forward(x: np.ndarray, head: np.ndarray, tail: np.ndarray,
+                             p: int) -> None:  # pragma: no cover - compiled
+        m, cols = x.shape
+        h = head.shape[0]
+        width = min(cols, COLUMNS)
+        cur = np.empty((m, width), np.int64)  # the sums of a level, compacted in place
+        res = np.empty((p, width), np.int64)
+        for c0 in range(0, cols, width):  # a column chunk at a time, copied in first
+            w = min(width, cols - c0)
+            for r in range(m):
+                cur[r, :w] = x[r, c0:c0 + w]
+            n, half = m, p
+            while half > 1:  # finest level first: details even - odd, sums even + odd passed up
+                half //= 2
+                full = n // 2
+                for i in range(full):
+                    e, o, d, s = cur[2 * i, :w], cur[2 * i + 1, :w], res[half + i, :w], cur[i, :w]
+                    for col in range(w):
+                        d[col] = e[col] - o[col]
+                    for col in range(w):
+                        s[col] = e[col] + o[col]  # row i <= 2i: read before it is written
+                if n % 2:  # a last sum without a partner: its pair is padding
+                    res[half + full, :w] = cur[n - 1, :w]
+                    cur[full, :w] = cur[n - 1, :w]
+                n = (n + 1) // 2
+                for r in range(half + n, 2 * half):  # nodes over padding only
+                    res[r, :w] = 0
+            res[0, :w] = cur[0, :w]
+            for r in range(p):
+                if r < h:
+                    head[r, c0:c0 + w] = res[r, :w]
+                else:
+                    tail[r - h, c0:c0 + w] = res[r, :w]
+
+    @numba.njit(cache=True, nogil=True)
+    def haar_columns_inverse(head: np.ndarray, tail: np.ndarray, levels: np.ndarray, out: np.ndarray,
+                             add: bool) -> None:  # pragma: no cover - compiled
+        m, cols = out.shape
+        h = head.shape[0]
+        p = h + tail.shape[0]
+        width = min(cols, COLUMNS)
+        c = np.empty((p, width))
+        bufs = np.empty((2, max(p // 2, 1), width))
+        out_chunk = np.empty((m, width))
+        for c0 in range(0, cols, width):  # a column chunk at a time, copied in first
+            w = min(width, cols - c0)
+            for r in range(p):
+                c[r, :w] = head[r, c0:c0 + w] if r < h else tail[r - h, c0:c0 + w]
+            s = bufs[1]
+            for col in range(w):
+                s[0, col] = c[0, col] * (1.0 / p)  # base: W = P
+            which = 0
+            for lv in range(levels.shape[0]):  # k nodes (sums s, details d) -> children
+                k, n_even, n_odd = levels[lv, 0], levels[lv, 1], levels[lv, 2]
+                nxt = out_chunk if 2 * k == p else bufs[which]
+                f = k / p  # level of k nodes: W = P / k
+                for i in range(n_even):
+                    ci, si, ev = c[k + i], s[i], nxt[2 * i]
+                    for col in range(w):
+                        ev[col] = si[col] + ci[col] * f
+                    if i < n_odd:
+                        od = nxt[2 * i + 1]
+                        for col in range(w):
+                            od[col] = si[col] - ci[col] * f
+                s, which = nxt, 1 - which
+            if p == 1:
+                for col in range(w):
+                    out_chunk[0, col] = s[0, col]
+            for r in range(m):
+                dst, src = out[r, c0:c0 + w], out_chunk[r, :w]
+                if add:
+                    for col in range(w):
+                        dst[col] = dst[col] + src[col]
+                else:
+                    dst[:] = src
+
     return {"min_max": min_max, "haar_rows": haar_rows, "nominal_rows": nominal_rows,
-            "nominal_numerator_rows": nominal_numerator_rows}
+            "nominal_numerator_rows": nominal_numerator_rows,
+            "haar_columns_forward": haar_columns_forward, "haar_columns_inverse": haar_columns_inverse}
 
 
 _active = kernel_set(_build)
@@ -190,4 +268,35 @@ def nominal_inverse(c: np.ndarray, tree: Any, out: np.ndarray) -> bool:
     return True
 
 
-__all__ = ["enabled", "haar_last_to_float", "nominal_inverse", "nominal_numerators"]
+def haar_columns_forward(x: np.ndarray, head: np.ndarray, tail: np.ndarray) -> bool:
+    """The unnormalised Haar coefficients of int64 ``x`` (``m`` cells, columns) down its rows,
+    as :func:`~polars_dp.kernels.wavelets.haar_sums_and_differences` along axis 0: coefficient
+    rows ``[0, h)`` into ``head``, the rest into ``tail`` (``P`` rows in all).  Integers modulo
+    ``2^64``, so the same values as numpy.  Each column chunk of ``x`` is copied in before its
+    coefficients are written, so ``head`` may be ``x``'s own memory.  False (nothing written)
+    when compiled kernels are off."""
+    ks = _active()
+    if ks is None:
+        return False
+    ks["haar_columns_forward"](x, head, tail, head.shape[0] + tail.shape[0])
+    return True
+
+
+def haar_columns_inverse(head: np.ndarray, tail: np.ndarray, levels: np.ndarray, out: np.ndarray,
+                         add: bool) -> bool:
+    """``out (+)= haar_inverse(c, m, axis=0)`` of float64 coefficient rows ``c`` (rows ``[0, h)``
+    in ``head``, the rest in ``tail``; ``m = out.shape[0]`` cells), the numpy kernel's operations
+    in its order: the base times ``1/P``, then per level ``s + c (k/P)`` and ``s - c (k/P)``
+    (``levels``: int64 rows ``(k, n_even, n_odd)`` of
+    :func:`~polars_dp.kernels.wavelets.haar_inverse_levels`).  Each column chunk is
+    copied in before ``out`` is written, so ``head`` may be ``out``'s own memory.  False
+    (nothing written) when compiled kernels are off."""
+    ks = _active()
+    if ks is None:
+        return False
+    ks["haar_columns_inverse"](head, tail, levels, out, add)
+    return True
+
+
+__all__ = ["enabled", "haar_columns_forward", "haar_columns_inverse", "haar_last_to_float", "nominal_inverse",
+           "nominal_numerators"]

@@ -20,7 +20,7 @@ from threadpoolctl import ThreadpoolController
 from polars_dp.domains.attributes import Attribute, Nominal
 from polars_dp.domains.hierarchy import Hierarchy
 from polars_dp.errors import ParameterError
-from polars_dp.kernels import scratch
+from polars_dp.kernels import compiled, scratch
 from polars_dp.kernels.row_store import SplitRows
 from polars_dp.kernels.wavelet_exact import (
     check_integer,
@@ -31,6 +31,7 @@ from polars_dp.kernels.wavelets import (
     as3d,
     coefficient_count,
     haar_inverse,
+    haar_inverse_levels,
     haar_padded_length,
     inverse,
     nominal_inverse,
@@ -99,16 +100,24 @@ LastInverse = Callable[[np.ndarray], np.ndarray]
 
 
 def _inverse_axes(block: np.ndarray, attributes: Sequence[Attribute], transformed: Sequence[bool],
-                  first_axis: int, last: LastInverse | None = None) -> np.ndarray:
+                  first_axis: int, last: LastInverse | None = None, haar_levels: bool = False) -> np.ndarray:
     """Inverse along the transformed axes of ``block`` (axis ``first_axis + k`` is attribute k);
-    ``last`` replaces :func:`inverse_axis` along the last one."""
+    ``last`` replaces :func:`inverse_axis` along the last one; ``haar_levels``: Haar axes by
+    the level kernels, never the dense product (the outer axes, whose blocks are long)."""
     for k in reversed(range(len(attributes))):
         if transformed[k]:
             if last is not None and k == len(attributes) - 1:
                 block = last(block)
+            elif haar_levels and not isinstance(attributes[k], Nominal):
+                block = inverse(block, attributes[k], first_axis + k)
             else:
                 block = inverse_axis(block, attributes[k], first_axis + k)
     return block
+
+
+def _single_haar(attrs: Sequence[Attribute], tr: Sequence[bool]) -> bool:
+    """Whether the axes are one transformed Haar axis (the outer axes of the usual layouts)."""
+    return len(attrs) == 1 and tr[0] and not isinstance(attrs[0], Nominal)
 
 
 # ---------------------------------------------------------------------------- blocked HN inverse
@@ -261,6 +270,9 @@ def _run_blocks(source: Source, attrs: tuple[Attribute, ...], tr: list[bool], pl
         buffer_of = buffer
     row_step = max(1, slab_cells // inner)
     col_step = max(1, slab_cells // n_outer)
+    outer_haar = _single_haar(attrs[lead:split], tr[lead:split])
+    outer_levels = np.array(list(haar_inverse_levels(plan.cells[lead])) if outer_haar else [],
+                            dtype=np.int64).reshape(-1, 3)
     for b in range(batch):
         base = b * sub
         buf = buffer_of(b)
@@ -273,12 +285,14 @@ def _run_blocks(source: Source, attrs: tuple[Attribute, ...], tr: list[bool], pl
             buf.set_rows(r, res.reshape(rr, inner_cells))
             tick(rr * inner)
         item = rows_out[b].reshape(n_outer_cells, inner_cells)
+        if outer_haar and compiled.haar_columns_inverse(buf.head, buf.tail, outer_levels, item, add):
+            continue  # the same bits as below, column chunk by column chunk
         for j in range(0, inner_cells, col_step):
             jj = min(col_step, inner_cells - j)
             scratch.reset()
             blk = buf.columns(j, jj).reshape(*outer_coef, jj)
-            res = _inverse_axes(blk, attrs[lead:split], tr[lead:split], 0)  # a new array: at least
-            # one outer axis is transformed
+            res = _inverse_axes(blk, attrs[lead:split], tr[lead:split], 0,  # a new array: at least
+                                haar_levels=True)  # one outer axis is transformed
             _store(item[:, j:j + jj], res.reshape(n_outer_cells, jj), add)
     return out
 
@@ -441,14 +455,15 @@ def hn_lattice_inverse(counts: np.ndarray, attributes: Sequence[Attribute], tran
     inner_den = _outer_product(_broadcastable(dens[split:]))[None]
     sub = plan.per_item
     col_step = max(1, slab_cells // n_outer)
+    compiled_forward = store_f is None and _single_haar(attrs[lead:split], tr[lead:split])
 
     def source(i: int, j: int) -> np.ndarray:
         b, offset = divmod(i, sub)
         r, rr = offset // inner, (j - i) // inner
         store = store_of(b)
-        if r == 0:  # a new batch item: forward along the outer axes, column block by column block
-            item = flat_counts[b].reshape(n_outer_cells, inner_cells)
-            for c in range(0, inner_cells, col_step):
+        item = flat_counts[b].reshape(n_outer_cells, inner_cells)
+        if r == 0 and not (compiled_forward and compiled.haar_columns_forward(item, store.head, store.tail)):
+            for c in range(0, inner_cells, col_step):  # a new batch item: the outer axes' forward
                 scratch.reset()  # each column block is copied into ``store`` before the next
                 cc = min(col_step, inner_cells - c)
                 blk = item[:, c:c + cc].reshape(*plan.cells[lead:split], cc)

@@ -76,3 +76,56 @@ def test_compiled_nominal_numerators_give_the_numpy_integers(monkeypatch, h, pre
     fast = TE.nominal_forward_int(v, h, 1).copy()
     monkeypatch.setenv("POLARS_DP_COMPILED", "0")
     assert np.array_equal(fast, TE.nominal_forward_int(v, h, 1))
+
+
+@needs_compiled
+@pytest.mark.parametrize("m", [101, 70, 64, 3, 2, 1])
+@pytest.mark.parametrize("head_rows", [0, 1, "cells", "all"])
+@pytest.mark.parametrize("cols", [1000, 7])
+def test_compiled_haar_columns_forward_gives_the_numpy_integers(m, head_rows, cols):
+    p = T.haar_padded_length(m)
+    h = {"cells": m, "all": p}.get(head_rows, head_rows)
+    h = min(h, p)
+    x = np.random.default_rng(m + cols).integers(0, 2**40, (m, cols))
+    x[0, 0] = 2**62  # wraps modulo 2^64 in both
+    head, tail = np.empty((h, cols), np.int64), np.empty((p - h, cols), np.int64)
+    assert compiled.haar_columns_forward(x, head, tail)
+    assert np.array_equal(np.vstack([head, tail]), T.haar_sums_and_differences(x, 0))
+
+
+@needs_compiled
+def test_compiled_haar_columns_forward_may_write_over_its_input():
+    m, cols = 101, 600
+    x = np.random.default_rng(2).integers(0, 1000, (m, cols))
+    want = T.haar_sums_and_differences(x, 0)
+    head, tail = x, np.empty((128 - m, cols), np.int64)  # the cells' rows hold the first coefficients
+    assert compiled.haar_columns_forward(x, head, tail)
+    assert np.array_equal(np.vstack([head, tail]), want)
+
+
+@needs_compiled
+@pytest.mark.parametrize("m", [101, 70, 64, 3, 2, 1])
+@pytest.mark.parametrize("head_rows", [0, "cells", "all"])
+@pytest.mark.parametrize("add", [False, True])
+def test_compiled_haar_columns_inverse_gives_the_numpy_bits(m, head_rows, add):
+    p, cols = T.haar_padded_length(m), 1000
+    h = min({"cells": m, "all": p}.get(head_rows, head_rows), p)
+    rng = np.random.default_rng(m)
+    c = rng.normal(0, 1e5, (p, cols))
+    base = rng.normal(0, 1e3, (m, cols))
+    levels = np.array(list(T.haar_inverse_levels(m)), dtype=np.int64).reshape(-1, 3)
+    out = base.copy()
+    assert compiled.haar_columns_inverse(c[:h].copy(), c[h:].copy(), levels, out, add)
+    want = T.haar_inverse(c, m, 0)
+    assert same_bits(out, base + want if add else want)
+
+
+@needs_compiled
+def test_compiled_haar_columns_inverse_may_write_over_its_input():
+    m, p, cols = 101, 128, 600
+    c = np.random.default_rng(3).normal(0, 1e5, (p, cols))
+    want = T.haar_inverse(c, m, 0)
+    head, tail = c[:m].copy(), c[m:].copy()
+    levels = np.array(list(T.haar_inverse_levels(m)), dtype=np.int64).reshape(-1, 3)
+    assert compiled.haar_columns_inverse(head, tail, levels, head, False)  # out is the head's memory
+    assert same_bits(head, want)

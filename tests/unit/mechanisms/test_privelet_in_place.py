@@ -54,14 +54,17 @@ def test_writing_over_the_counts_gives_the_same_bits(attrs, transformed, slab, a
 
 def test_writing_over_the_counts_allocates_only_the_extra_rows():
     """Outer axis: 70 cells, 128 coefficient rows.  Apart, the pipeline needs all 128 rows (and
-    the output); over the counts only the 58 extra rows (plus block scratch)."""
-    attrs, transformed, slab = [HAAR70, UNEVEN, INCOME], [True, True, True], 8192
+    the output); over the counts only the 58 extra rows, plus scratch of a few blocks."""
+    long_axis = pdp.Ordinal("w", 0, 1999)
+    attrs, transformed, slab = [HAAR70, UNEVEN, long_axis], [True, True, True], 1 << 15
     counts = np.random.default_rng(1).poisson(4.0, tuple(a.n_cells for a in attrs)).astype(np.int64)
-    inner_cells = UNEVEN.n_cells * INCOME.n_cells
+    inner_cells = UNEVEN.n_cells * long_axis.n_cells
     rows = T.coefficient_count(HAAR70)
     peaks = {}
     for in_place in (False, True):
-        work = counts.astype(np.int64)
+        _run(counts.copy(), attrs, transformed, slab, in_place=in_place, approximate=False,
+             variants=True)  # warm: caches and compiled kernels are not the pipeline's memory
+        work = counts.copy()
         tracemalloc.start()
         _run(work, attrs, transformed, slab, in_place=in_place, approximate=False, variants=True)
         peaks[in_place] = tracemalloc.get_traced_memory()[1]
@@ -69,7 +72,7 @@ def test_writing_over_the_counts_allocates_only_the_extra_rows():
     store = rows * inner_cells * 8
     extra = (rows - HAAR70.n_cells) * inner_cells * 8
     assert peaks[False] >= store + counts.size * 8  # the whole buffer and the output
-    assert peaks[True] < extra + store / 8, (peaks, extra, store)
+    assert peaks[True] < extra + 16 * slab * 8, (peaks, extra, store)  # + block scratch
 
 
 def test_split_rows_reads_and_writes_across_the_split():
