@@ -345,11 +345,19 @@ class Hierarchy:
             obj = cast(Mapping, json.loads(obj))
         return cls(obj["tree"], root=obj["root"], level_names=obj.get("level_names"))
 
+    def _key(self) -> str:
+        """The canonical JSON of :meth:`to_json`, computed once (a hierarchy is not changed after
+        it is built): equality and hashing, which the kernels' caches do per block."""
+        key = self.__dict__.get("_json_key")
+        if key is None:
+            key = self.__dict__["_json_key"] = json.dumps(self.to_json(), sort_keys=True, default=str)
+        return key
+
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Hierarchy) and self.to_json() == other.to_json()
+        return isinstance(other, Hierarchy) and (self is other or self._key() == other._key())
 
     def __hash__(self) -> int:
-        return hash(json.dumps(self.to_json(), sort_keys=True, default=str))
+        return hash(self._key())
 
     def __repr__(self) -> str:
         return (f"Hierarchy(leaves={self.n_leaves}, height={self.height}, "
