@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -21,6 +21,7 @@ from polars_dp.domains.attributes import Attribute, Nominal
 from polars_dp.domains.hierarchy import Hierarchy
 from polars_dp.errors import ParameterError
 from polars_dp.kernels import compiled, scratch
+from polars_dp.kernels.ahead import ahead
 from polars_dp.kernels.row_store import SplitRows
 from polars_dp.kernels.wavelet_exact import (
     check_integer,
@@ -164,6 +165,36 @@ def _prod(xs: Sequence[int]) -> int:
     return int(np.prod(xs, dtype=np.int64)) if len(xs) else 1
 
 
+def _item_groups(plan: _Plan, slab: int) -> list[tuple[int, int]]:
+    """``(first item, items)`` of every block when a batch item fits one block (``split == lead``)."""
+    group = max(1, slab // plan.per_item)
+    return [(b, min(group, plan.batch - b)) for b in range(0, plan.batch, group)]
+
+
+def _row_blocks(plan: _Plan, slab: int) -> list[tuple[int, int]]:
+    """``(first outer coefficient row, rows)`` of every block of one batch item (``split > lead``)."""
+    inner, n_outer = _prod(plan.coef[plan.split:]), _prod(plan.coef[plan.lead:plan.split])
+    step = max(1, slab // inner)
+    return [(r, min(step, n_outer - r)) for r in range(0, n_outer, step)]
+
+
+def block_ranges(attributes: Sequence[Attribute], transformed: Sequence[bool],
+                 slab_cells: int = SLAB_CELLS) -> list[tuple[int, int]]:
+    """The flat coefficient ranges ``[start, stop)`` that :func:`hn_inverse_blocked` pulls from its
+    source, in order (the blocks of a transformed cube: groups of batch items, or row blocks of
+    every batch item)."""
+    plan = _plan(tuple(attributes), [bool(t) for t in transformed], slab_cells)
+    if plan.lead == len(plan.cells):
+        total = _prod(plan.cells)
+        return [(i, min(i + slab_cells, total)) for i in range(0, total, slab_cells)]
+    sub = plan.per_item
+    if plan.split == plan.lead:
+        return [(b * sub, (b + g) * sub) for b, g in _item_groups(plan, slab_cells)]
+    inner = _prod(plan.coef[plan.split:])
+    return [(b * sub + r * inner, b * sub + (r + rr) * inner)
+            for b in range(plan.batch) for r, rr in _row_blocks(plan, slab_cells)]
+
+
 def _plan(attributes: Sequence[Attribute], transformed: Sequence[bool], slab: int) -> _Plan:
     coef = tuple(coefficient_count(a) if t else a.n_cells
                  for a, t in zip(attributes, transformed, strict=True))
@@ -249,9 +280,7 @@ def _run_blocks(source: Source, attrs: tuple[Attribute, ...], tr: list[bool], pl
     batch, sub = plan.batch, plan.per_item
     rows_out = out.reshape(batch, -1)
     if split == lead:  # a whole batch item fits one block: groups of items
-        group = max(1, slab_cells // sub)
-        for b in range(0, batch, group):
-            g = min(group, batch - b)
+        for b, g in _item_groups(plan, slab_cells):
             scratch.reset()
             blk = np.asarray(source(b * sub, (b + g) * sub))
             blk = blk.reshape(g, *_block_shape(plan.coef[lead:], block_last))
@@ -268,7 +297,6 @@ def _run_blocks(source: Source, attrs: tuple[Attribute, ...], tr: list[bool], pl
         buffer_of = lambda b: whole  # noqa: E731 - one buffer for every batch item
     else:
         buffer_of = buffer
-    row_step = max(1, slab_cells // inner)
     col_step = max(1, slab_cells // n_outer)
     outer_haar = _single_haar(attrs[lead:split], tr[lead:split])
     outer_levels = np.array(list(haar_inverse_levels(plan.cells[lead])) if outer_haar else [],
@@ -276,8 +304,7 @@ def _run_blocks(source: Source, attrs: tuple[Attribute, ...], tr: list[bool], pl
     for b in range(batch):
         base = b * sub
         buf = buffer_of(b)
-        for r in range(0, n_outer, row_step):
-            rr = min(row_step, n_outer - r)
+        for r, rr in _row_blocks(plan, slab_cells):
             scratch.reset()
             blk = np.asarray(source(base + r * inner, base + (r + rr) * inner))
             blk = blk.reshape(rr, *_block_shape(plan.coef[split:], block_last))
@@ -409,9 +436,42 @@ def hn_lattice_inverse(counts: np.ndarray, attributes: Sequence[Attribute], tran
     first = fold and noise_first is not None and not approximate
     m_last = last_attr.n_cells
 
+    # A perturb with a ``draw(shape, denominators)`` has the noise-first blocks' noise drawn by a
+    # worker thread one block ahead (the same draws in the same order: :func:`ahead`), so that on
+    # two cores drawing overlaps the transforms of the block before.
+    drawer: Callable[[tuple[int, ...], np.ndarray], np.ndarray] | None = getattr(perturb, "draw", None)
+    p_last = coefficient_count(last_attr) if first else 0  # a Haar axis when noise comes first
+    drawn: list[Generator[tuple[int, np.ndarray], None, None]] = []
+
     def hand_over_first(partial: np.ndarray, den: np.ndarray, i: int) -> np.ndarray:
         assert noise_first is not None
-        return noise_first(partial, den, i, m_last)
+        z = None
+        if drawn:
+            start, z = next(drawn[0])
+            if start != i:
+                raise RuntimeError(f"noise drawn for the block at {start} handed to the block at {i}")
+        return noise_first(partial, den, i, m_last, z)
+
+    def run(source: Source, request: Callable[[int, int], tuple[tuple[int, ...], np.ndarray]],
+            **kwargs: Any) -> np.ndarray:
+        """:func:`hn_inverse_blocked` of ``source``; on the noise-first path every block's noise is
+        ``drawer(*request(start, stop))``, drawn ahead."""
+        if not (first and drawer is not None):
+            return hn_inverse_blocked(source, attrs, tr, out, slab_cells=slab_cells, advance=advance,
+                                      last_inverse=last, last_cells=first, **kwargs)
+        assert drawer is not None
+        draw = drawer
+
+        def take(block: tuple[int, int]) -> tuple[int, np.ndarray]:
+            return block[0], draw(*request(*block))
+
+        draws = ahead(take, block_ranges(attrs, tr, slab_cells))
+        drawn.append(draws)
+        try:
+            return hn_inverse_blocked(source, attrs, tr, out, slab_cells=slab_cells, advance=advance,
+                                      last_inverse=last, last_cells=first, **kwargs)
+        finally:
+            draws.close()
 
     if lead == d or split == lead:  # batch items (or all cells) go block by block
         lo = min(lead, d)
@@ -433,8 +493,10 @@ def hn_lattice_inverse(counts: np.ndarray, attributes: Sequence[Attribute], tran
             num_f = numerators(x.astype(np.float64), lead, lead - 1) if approximate else None
             return hand_over(num, num_f, item_den, i)
 
-        return hn_inverse_blocked(small_source, attrs, tr, out, slab_cells=slab_cells, advance=advance,
-                                  last_inverse=last, last_cells=first)
+        def small_request(i: int, j: int) -> tuple[tuple[int, ...], np.ndarray]:
+            return ((j - i) // sub, *plan.coef[lead:d - 1], p_last), item_den
+
+        return run(small_source, small_request)
     outer_coef = plan.coef[lead:split]
     n_outer = _prod(outer_coef)
     inner, inner_cells = _prod(plan.coef[split:]), _prod(plan.cells[split:])
@@ -473,7 +535,7 @@ def hn_lattice_inverse(counts: np.ndarray, attributes: Sequence[Attribute], tran
                 if store_f is not None and coef_f is not None:
                     store_f[:, c:c + cc] = coef_f.reshape(n_outer, cc)
         x = store.rows(r, rr).reshape(rr, *plan.cells[split:])
-        den = outer_den[r:r + rr].reshape(rr, *([1] * (d - split))) * inner_den
+        den = rows_den(i, j)
         if first:
             return hand_over_first(numerators(x, split, split - 1, d - 1), den, i)
         num = numerators(x, split, split - 1)
@@ -495,11 +557,17 @@ def hn_lattice_inverse(counts: np.ndarray, attributes: Sequence[Attribute], tran
     def buffer_of(b: int) -> SplitRows:
         return store_of(b).view(np.float64)
 
-    return hn_inverse_blocked(source, attrs, tr, out, slab_cells=slab_cells,
-                              buffer=buffer_of, advance=advance, last_inverse=last,
-                              last_cells=first)
+    def rows_den(i: int, j: int) -> np.ndarray:
+        """The denominators of the row block ``[i, j)`` (its outer rows times the inner axes')."""
+        r, rr = (i % sub) // inner, (j - i) // inner
+        return outer_den[r:r + rr].reshape(rr, *([1] * (d - split))) * inner_den
+
+    def rows_request(i: int, j: int) -> tuple[tuple[int, ...], np.ndarray]:
+        return ((j - i) // inner, *plan.coef[split:d - 1], p_last), rows_den(i, j)
+
+    return run(source, rows_request, buffer=buffer_of)
 
 
 
-__all__ = ["DENSE_INVERSE_ENTRIES", "Perturb", "SLAB_CELLS", "Source", "hn_inverse", "hn_inverse_blocked",
-           "hn_lattice_inverse", "inverse_axis", "inverse_matrix"]
+__all__ = ["DENSE_INVERSE_ENTRIES", "Perturb", "SLAB_CELLS", "Source", "block_ranges", "hn_inverse",
+           "hn_inverse_blocked", "hn_lattice_inverse", "inverse_axis", "inverse_matrix"]

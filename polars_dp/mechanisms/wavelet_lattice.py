@@ -213,7 +213,8 @@ def lattice_perturb(scale: Fraction, src: NoiseSource, factors: Sequence[int]
         the division, which the pipeline folds into the first Haar inverse."""
         return noisy(numerators, denominators, approx)[1]
 
-    def noise_first(partial: np.ndarray, denominators: np.ndarray, start: int, m: int) -> np.ndarray:
+    def noise_first(partial: np.ndarray, denominators: np.ndarray, start: int, m: int,
+                    z: np.ndarray | None = None) -> np.ndarray:
         """The block's coefficients inverted along its last (Haar) axis, from ``partial``, the
         integer numerators ``Y`` along every other transformed axis (cells along the last).
 
@@ -223,10 +224,16 @@ def lattice_perturb(scale: Fraction, src: NoiseSource, factors: Sequence[int]
         ``X``.  The result ``g(N) / D`` (:func:`scaled_to_float`, then the division by the
         other axes' ``D``) is post-processing of ``X`` alone.  The Haar forward of the counts
         is never computed.  ``|Y| < 2^62`` on the narrow lattice; ``W`` leaves int64 only when
-        the noise is that large (then it is computed in Python ints, the same values).
+        the noise is that large (then it is computed in Python ints, the same values).  ``z``:
+        the block's ``Z`` if it was drawn already (``perturb.draw(shape, denominators)``, in
+        block order: the pipeline draws one block ahead).
         """
         p = haar_padded_length(m)
-        z = draw(partial.shape[:-1] + (p,), denominators)
+        shape = partial.shape[:-1] + (p,)
+        if z is None:
+            z = draw(shape, denominators)
+        elif z.shape != shape:
+            raise ParameterError(f"noise of shape {z.shape} handed to a block of shape {shape}")
         out = scratch.empty(partial.shape)
         y = np.ascontiguousarray(partial, dtype=np.int64)
         den = np.broadcast_to(np.asarray(denominators, dtype=np.float64), partial.shape[:-1] + (1,))
@@ -240,6 +247,7 @@ def lattice_perturb(scale: Fraction, src: NoiseSource, factors: Sequence[int]
         return out
 
     perturb.undivided = undivided  # type: ignore[attr-defined]  # read by hn_lattice_inverse
+    perturb.draw = draw  # type: ignore[attr-defined]  # read by hn_lattice_inverse
     perturb.noise_first = noise_first  # type: ignore[attr-defined]  # read by hn_lattice_inverse
     return perturb
 

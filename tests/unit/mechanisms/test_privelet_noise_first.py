@@ -158,3 +158,38 @@ def test_compiled_kernels_give_the_numpy_bits(monkeypatch, attrs, transformed, s
         privelet_exact.add_wavelet_noise_exact(work, attrs, transformed, Fraction(7, 3), noise_source(2))
         outs.append(work)
     assert np.array_equal(outs[0].view(np.int64), outs[1].view(np.int64))
+
+
+@pytest.mark.parametrize(("attrs", "transformed", "slab"), CASES)
+@pytest.mark.parametrize("compiled_kernels", ["1", "0"])
+def test_noise_drawn_ahead_gives_the_same_release(monkeypatch, attrs, transformed, slab, compiled_kernels):
+    """The pipeline draws every block's noise one block ahead on a worker thread: the same
+    draws in the same order, so the same bits as drawing each block when it is reached."""
+    counts = np.random.default_rng(10).poisson(6.0, tuple(a.n_cells for a in attrs))
+    monkeypatch.setattr(privelet_exact, "SLAB_CELLS", slab)
+    monkeypatch.setenv("POLARS_DP_COMPILED", compiled_kernels)
+    real = privelet_exact.lattice_perturb
+    outs = []
+    for ahead in (True, False):
+        def perturb(*args, keep=ahead):
+            p = real(*args)
+            if not keep:
+                del p.draw  # no draw: each block's noise drawn in place
+            return p
+
+        monkeypatch.setattr(privelet_exact, "lattice_perturb", perturb)
+        work = counts.astype(np.float64)
+        privelet_exact.add_wavelet_noise_exact(work, attrs, transformed, Fraction(7, 3), noise_source(9))
+        outs.append(work)
+    assert np.array_equal(outs[0].view(np.int64), outs[1].view(np.int64))
+
+
+def test_noise_out_of_step_with_the_blocks_is_refused(monkeypatch):
+    attrs, transformed, slab = CASES[2]
+    monkeypatch.setattr(privelet_exact, "SLAB_CELLS", slab)
+    real = privelet_exact.wavelet_blocks.block_ranges
+    monkeypatch.setattr(privelet_exact.wavelet_blocks, "block_ranges",
+                        lambda *a, **k: list(reversed(real(*a, **k))))
+    counts = np.random.default_rng(11).poisson(6.0, tuple(a.n_cells for a in attrs)).astype(np.float64)
+    with pytest.raises(RuntimeError, match="handed to the block"):
+        privelet_exact.add_wavelet_noise_exact(counts, attrs, transformed, Fraction(7, 3), noise_source(9))
