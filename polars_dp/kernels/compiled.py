@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from polars_dp.compiled import enabled, kernel_set
+from polars_dp.kernels import scratch
 
 #: Columns per chunk of the nominal kernels: a chunk of every node's row stays in cache (L2).
 COLUMNS = 256
@@ -30,12 +31,10 @@ def _build(numba: Any) -> dict[str, Any]:
         return lo, hi
 
     @numba.njit(cache=True, nogil=True)
-    def haar_rows(z: np.ndarray, y: np.ndarray, row_den: np.ndarray, out: np.ndarray,
-                  m: int, low: np.int64) -> None:  # pragma: no cover - compiled
+    def haar_scaled_rows(z: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover - compiled
         rows, p = z.shape
+        m = out.shape[1]
         buf = np.empty(p, np.int64)
-        scale = 1.0 / p
-        high = ~low
         for r in range(rows):
             buf[0] = z[r, 0]
             k = 1
@@ -46,10 +45,18 @@ def _build(numba: Any) -> dict[str, Any]:
                     buf[2 * i] = s + d
                     buf[2 * i + 1] = s - d
                 k *= 2
-            den = row_den[r]
+            out[r, :] = buf[:m]
+
+    @numba.njit(cache=True, nogil=True)
+    def scaled_rows(y: np.ndarray, w: np.ndarray, row_den: np.ndarray, out: np.ndarray, low: np.int64,
+                    scale: float) -> None:  # pragma: no cover - compiled
+        rows, m = y.shape
+        high = ~low
+        for r in range(rows):
+            den, yr, wr, orow = row_den[r], y[r], w[r], out[r]
             for i in range(m):
-                yi = y[r, i]
-                out[r, i] = (float(yi & high) + (float(yi & low) + float(buf[i]) * scale)) / den
+                yi = yr[i]
+                orow[i] = (float(yi & high) + (float(yi & low) + float(wr[i]) * scale)) / den
 
     @numba.njit(cache=True, nogil=True)
     def nominal_rows(c: np.ndarray, group_start: np.ndarray, group_size: np.ndarray,
@@ -197,7 +204,8 @@ def _build(numba: Any) -> dict[str, Any]:
                 else:
                     dst[:] = src
 
-    return {"min_max": min_max, "haar_rows": haar_rows, "nominal_rows": nominal_rows,
+    return {"min_max": min_max, "haar_scaled_rows": haar_scaled_rows, "scaled_rows": scaled_rows,
+            "nominal_rows": nominal_rows,
             "nominal_numerator_rows": nominal_numerator_rows,
             "haar_columns_forward": haar_columns_forward, "haar_columns_inverse": haar_columns_inverse}
 
@@ -205,28 +213,36 @@ def _build(numba: Any) -> dict[str, Any]:
 _active = kernel_set(_build)
 
 
-def haar_last_to_float(z: np.ndarray, y: np.ndarray, row_den: np.ndarray, m: int,
-                       out: np.ndarray, limit: int) -> bool:
-    """``out = fl(N / P) / D`` per row, ``N = P y + P H^-1(z)`` along the last axis: the
-    compiled :func:`~polars_dp.kernels.wavelet_exact.haar_inverse_scaled` followed by
-    :func:`~polars_dp.kernels.wavelet_exact.scaled_to_float` and the division by each row's
-    ``D`` (``row_den``, float64; ``x / 1.0 = x``), the same operations value by value.
-
-    ``z``: int64 ``(rows, P)``; ``y``: int64 ``(rows, m)``; ``out``: float64 ``(rows, m)``, all
-    C-contiguous.  Returns False, leaving ``out`` alone, when the compiled kernels are off or
-    ``P max|z| >= limit`` (:data:`~polars_dp.kernels.wavelet_exact.SCALED_LIMIT`; the numpy
-    kernels then take the exact Python-int path).
-    """
+def haar_scaled(z: np.ndarray, m: int, limit: int) -> np.ndarray | None:
+    """:func:`~polars_dp.kernels.wavelet_exact.haar_inverse_scaled` of int64 rows ``z`` (rows,
+    ``P``): ``W = P H^-1(z)``, cells ``[0, m)``, int64 (integers: the same values in any
+    order).  None when the compiled kernels are off or ``P max|z| >= limit``
+    (:data:`~polars_dp.kernels.wavelet_exact.SCALED_LIMIT`; the numpy kernel then takes the
+    exact Python-int path)."""
     ks = _active()
     if ks is None:
-        return False
+        return None
     p = z.shape[1]
     if z.size:
         lo, hi = ks["min_max"](z)
         if max(-int(lo), int(hi)) * p >= limit:
-            return False
+            return None
+    out = scratch.empty((z.shape[0], m), np.int64)
+    ks["haar_scaled_rows"](z, out)
+    return out
+
+
+def scaled_rows_to_float(y: np.ndarray, w: np.ndarray, row_den: np.ndarray, p: int, out: np.ndarray) -> bool:
+    """``out = fl(N / P) / D`` per row, ``N = P y + w``: the compiled
+    :func:`~polars_dp.kernels.wavelet_exact.scaled_to_float` followed by the division by each
+    row's ``D`` (``row_den``, float64; ``x / 1.0 = x``), the same operations value by value.
+    ``y``, ``w``: int64 (rows, m), ``|w| < 2^52``; ``out``: float64 (rows, m); all C-contiguous.
+    False (``out`` untouched) when compiled kernels are off."""
+    ks = _active()
+    if ks is None:
+        return False
     low = np.int64((1 << (52 - (p.bit_length() - 1))) - 1)
-    ks["haar_rows"](z, y, row_den, out, m, low)
+    ks["scaled_rows"](y, w, row_den, out, low, 1.0 / p)
     return True
 
 
@@ -298,5 +314,5 @@ def haar_columns_inverse(head: np.ndarray, tail: np.ndarray, levels: np.ndarray,
     return True
 
 
-__all__ = ["enabled", "haar_columns_forward", "haar_columns_inverse", "haar_last_to_float", "nominal_inverse",
-           "nominal_numerators"]
+__all__ = ["enabled", "haar_columns_forward", "haar_columns_inverse", "haar_scaled", "nominal_inverse",
+           "nominal_numerators", "scaled_rows_to_float"]

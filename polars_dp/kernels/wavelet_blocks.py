@@ -436,26 +436,27 @@ def hn_lattice_inverse(counts: np.ndarray, attributes: Sequence[Attribute], tran
     first = fold and noise_first is not None and not approximate
     m_last = last_attr.n_cells
 
-    # A perturb with a ``draw(shape, denominators)`` has the noise-first blocks' noise drawn by a
-    # worker thread one block ahead (the same draws in the same order: :func:`ahead`), so that on
-    # two cores drawing overlaps the transforms of the block before.
-    drawer: Callable[[tuple[int, ...], np.ndarray], np.ndarray] | None = getattr(perturb, "draw", None)
+    # A perturb with a ``first_noise(shape, denominators, m)`` has the noise-first blocks' noise
+    # drawn and inverted along the last axis by a worker thread one block ahead (the same draws in
+    # the same order: :func:`ahead`), so that on two cores it overlaps the block before.
+    drawer: Callable[[tuple[int, ...], np.ndarray, int], np.ndarray] | None = getattr(
+        perturb, "first_noise", None)
     p_last = coefficient_count(last_attr) if first else 0  # a Haar axis when noise comes first
     drawn: list[Generator[tuple[int, np.ndarray], None, None]] = []
 
     def hand_over_first(partial: np.ndarray, den: np.ndarray, i: int) -> np.ndarray:
         assert noise_first is not None
-        z = None
+        w = None
         if drawn:
-            start, z = next(drawn[0])
+            start, w = next(drawn[0])
             if start != i:
                 raise RuntimeError(f"noise drawn for the block at {start} handed to the block at {i}")
-        return noise_first(partial, den, i, m_last, z)
+        return noise_first(partial, den, i, m_last, w)
 
     def run(source: Source, request: Callable[[int, int], tuple[tuple[int, ...], np.ndarray]],
             **kwargs: Any) -> np.ndarray:
         """:func:`hn_inverse_blocked` of ``source``; on the noise-first path every block's noise is
-        ``drawer(*request(start, stop))``, drawn ahead."""
+        ``drawer(*request(start, stop), m)``, drawn ahead."""
         if not (first and drawer is not None):
             return hn_inverse_blocked(source, attrs, tr, out, slab_cells=slab_cells, advance=advance,
                                       last_inverse=last, last_cells=first, **kwargs)
@@ -463,7 +464,7 @@ def hn_lattice_inverse(counts: np.ndarray, attributes: Sequence[Attribute], tran
         draw = drawer
 
         def take(block: tuple[int, int]) -> tuple[int, np.ndarray]:
-            return block[0], draw(*request(*block))
+            return block[0], draw(*request(*block), m_last)
 
         draws = ahead(take, block_ranges(attrs, tr, slab_cells))
         drawn.append(draws)

@@ -213,41 +213,51 @@ def lattice_perturb(scale: Fraction, src: NoiseSource, factors: Sequence[int]
         the division, which the pipeline folds into the first Haar inverse."""
         return noisy(numerators, denominators, approx)[1]
 
+    def first_noise(shape: tuple[int, ...], denominators: np.ndarray, m: int) -> np.ndarray:
+        """``W = P H^-1(Z)`` along the last (Haar, ``m`` cells, ``P`` coefficients) axis of a
+        block's draws ``Z`` (``shape``, the last axis ``P``): ``Z`` drawn exactly as
+        :func:`perturb` draws it, ``W`` exact (:func:`haar_inverse_scaled`; int64 rows
+        ``(prod(shape[:-1]), m)``, or Python ints when ``P max|Z| >= 2^52``, a property of the
+        noise alone).  A function of the noise only: the pipeline computes it one block ahead."""
+        p = shape[-1]
+        z = draw(shape, denominators).reshape(-1, p)
+        w = compiled.haar_scaled(z, m, SCALED_LIMIT)
+        return haar_inverse_scaled(z, m) if w is None else w
+
     def noise_first(partial: np.ndarray, denominators: np.ndarray, start: int, m: int,
-                    z: np.ndarray | None = None) -> np.ndarray:
+                    w: np.ndarray | None = None) -> np.ndarray:
         """The block's coefficients inverted along its last (Haar) axis, from ``partial``, the
         integer numerators ``Y`` along every other transformed axis (cells along the last).
 
         ``X = D u + Z`` with ``Z`` drawn exactly as :func:`perturb` draws it (the same draws,
         the same order), and ``P H^-1(X)`` along the last axis is ``N = P Y + W``,
-        ``W = P H^-1(Z)`` (:func:`haar_inverse_scaled`, exact): an exact linear function of
-        ``X``.  The result ``g(N) / D`` (:func:`scaled_to_float`, then the division by the
-        other axes' ``D``) is post-processing of ``X`` alone.  The Haar forward of the counts
-        is never computed.  ``|Y| < 2^62`` on the narrow lattice; ``W`` leaves int64 only when
-        the noise is that large (then it is computed in Python ints, the same values).  ``z``:
-        the block's ``Z`` if it was drawn already (``perturb.draw(shape, denominators)``, in
-        block order: the pipeline draws one block ahead).
+        ``W = P H^-1(Z)`` (:func:`first_noise`, exact): an exact linear function of ``X``.
+        The result ``g(N) / D`` (:func:`scaled_to_float`, then the division by the other
+        axes' ``D``) is post-processing of ``X`` alone.  The Haar forward of the counts is
+        never computed.  ``|Y| < 2^62`` on the narrow lattice; ``W`` leaves int64 only when
+        the noise is that large (then it is in Python ints, the same values).  ``w``: the
+        block's ``W`` if it was computed already (``perturb.first_noise``, in block order:
+        the pipeline draws one block ahead).
         """
         p = haar_padded_length(m)
-        shape = partial.shape[:-1] + (p,)
-        if z is None:
-            z = draw(shape, denominators)
-        elif z.shape != shape:
-            raise ParameterError(f"noise of shape {z.shape} handed to a block of shape {shape}")
+        rows = int(np.prod(partial.shape[:-1], dtype=np.int64))
+        if w is None:
+            w = first_noise(partial.shape[:-1] + (p,), denominators, m)
+        elif w.shape != (rows, m):
+            raise ParameterError(f"noise of shape {w.shape} handed to a block of {rows} rows of {m} cells")
         out = scratch.empty(partial.shape)
-        y = np.ascontiguousarray(partial, dtype=np.int64)
-        den = np.broadcast_to(np.asarray(denominators, dtype=np.float64), partial.shape[:-1] + (1,))
-        if compiled.haar_last_to_float(z.reshape(-1, p), y.reshape(-1, m),
-                                       np.ascontiguousarray(den).reshape(-1), m, out.reshape(-1, m),
-                                       SCALED_LIMIT):
+        y = np.ascontiguousarray(partial, dtype=np.int64).reshape(rows, m)
+        den = np.ascontiguousarray(np.broadcast_to(np.asarray(denominators, dtype=np.float64),
+                                                   partial.shape[:-1] + (1,))).reshape(rows)
+        if w.dtype != object and compiled.scaled_rows_to_float(y, w, den, p, out.reshape(rows, m)):
             return out  # the same bits as below, in one pass per row
-        scaled_to_float(y, haar_inverse_scaled(z, m), p, out)
+        scaled_to_float(y, w, p, out.reshape(rows, m))
         if np.any(den != 1):  # public: the declared hierarchies
-            np.divide(out, den, out=out)
+            np.divide(out.reshape(rows, m), den[:, None], out=out.reshape(rows, m))
         return out
 
     perturb.undivided = undivided  # type: ignore[attr-defined]  # read by hn_lattice_inverse
-    perturb.draw = draw  # type: ignore[attr-defined]  # read by hn_lattice_inverse
+    perturb.first_noise = first_noise  # type: ignore[attr-defined]  # read by hn_lattice_inverse
     perturb.noise_first = noise_first  # type: ignore[attr-defined]  # read by hn_lattice_inverse
     return perturb
 

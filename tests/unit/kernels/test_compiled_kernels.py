@@ -58,12 +58,13 @@ def test_compiled_haar_rows_give_the_numpy_bits(m):
     z = rng.integers(-10**7, 10**7, (40, p))
     y = rng.integers(-2**61, 2**61, (40, m))
     den = rng.integers(1, 200, 40).astype(np.float64)
+    w = compiled.haar_scaled(z, m, TE.SCALED_LIMIT)
+    assert w is not None and np.array_equal(w, TE.haar_inverse_scaled(z, m))
     out = np.empty((40, m))
-    assert compiled.haar_last_to_float(z, y, den, m, out, TE.SCALED_LIMIT)
-    want = TE.scaled_to_float(y, TE.haar_inverse_scaled(z, m), p) / den[:, None]
-    assert same_bits(out, want)
+    assert compiled.scaled_rows_to_float(y, w, den, p, out)
+    assert same_bits(out, TE.scaled_to_float(y, w, p) / den[:, None])
     z[3, 0] = TE.SCALED_LIMIT // p  # P max|z| reaches the limit: left to the exact numpy path
-    assert not compiled.haar_last_to_float(z, y, den, m, np.empty((40, m)), TE.SCALED_LIMIT)
+    assert compiled.haar_scaled(z, m, TE.SCALED_LIMIT) is None
 
 
 @needs_compiled

@@ -174,7 +174,7 @@ def test_noise_drawn_ahead_gives_the_same_release(monkeypatch, attrs, transforme
         def perturb(*args, keep=ahead):
             p = real(*args)
             if not keep:
-                del p.draw  # no draw: each block's noise drawn in place
+                del p.first_noise  # each block's noise drawn when it is reached
             return p
 
         monkeypatch.setattr(privelet_exact, "lattice_perturb", perturb)
