@@ -375,9 +375,12 @@ def hn_lattice_inverse(counts: np.ndarray, attributes: Sequence[Attribute], tran
     called instead and the division is folded into the Haar inverse
     (``haar_inverse(X, divisor=D)``, bit for bit the inverse of ``X / D``).  If ``perturb`` has
     an attribute ``noise_first`` and ``approximate`` is False, that replaces both on such an
-    axis: it is called as ``noise_first(Y, denominators, start, m)`` with ``Y`` the numerators
+    axis: it is called as ``noise_first(Y, denominators, start, m, w)`` with ``Y`` the numerators
     along every transformed axis but the last (cells along it) and returns the block inverted
-    along the last axis; the forward along it is never computed.
+    along the last axis; the forward along it is never computed.  ``w`` is the block's noise
+    from ``perturb.first_noise(shape, denominators, m)`` when the perturb has one: that is
+    called block by block in the same order, one block ahead, on a worker thread
+    (:func:`~polars_dp.kernels.ahead.ahead`); else None.
 
     Memory: the forward along the outer transformed axes is one int64 buffer of (outer
     coefficients x inner cells) per batch item, reused in place (as float64) by the inverse (plus
@@ -457,22 +460,18 @@ def hn_lattice_inverse(counts: np.ndarray, attributes: Sequence[Attribute], tran
             **kwargs: Any) -> np.ndarray:
         """:func:`hn_inverse_blocked` of ``source``; on the noise-first path every block's noise is
         ``drawer(*request(start, stop), m)``, drawn ahead."""
-        if not (first and drawer is not None):
-            return hn_inverse_blocked(source, attrs, tr, out, slab_cells=slab_cells, advance=advance,
-                                      last_inverse=last, last_cells=first, **kwargs)
-        assert drawer is not None
-        draw = drawer
+        if first and drawer is not None:
+            def take(block: tuple[int, int], draw: Callable[..., np.ndarray] = drawer
+                     ) -> tuple[int, np.ndarray]:
+                return block[0], draw(*request(*block), m_last)
 
-        def take(block: tuple[int, int]) -> tuple[int, np.ndarray]:
-            return block[0], draw(*request(*block), m_last)
-
-        draws = ahead(take, block_ranges(attrs, tr, slab_cells))
-        drawn.append(draws)
+            drawn.append(ahead(take, block_ranges(attrs, tr, slab_cells)))
         try:
             return hn_inverse_blocked(source, attrs, tr, out, slab_cells=slab_cells, advance=advance,
                                       last_inverse=last, last_cells=first, **kwargs)
         finally:
-            draws.close()
+            for draws in drawn:
+                draws.close()  # cancels what was not started, waits for the running draw
 
     if lead == d or split == lead:  # batch items (or all cells) go block by block
         lo = min(lead, d)
