@@ -3,13 +3,14 @@
 * :func:`hn_inverse_blocked`: the inverse of coefficients pulled block by block from a source
   (e.g. a noise sampler): inner axes per cache-sized block, outer transformed axes in column
   blocks of one buffer; small axes by their dense inverse matrix (:func:`inverse_axis`).
-* :func:`hn_lattice_inverse`: counts -> exact int64 forward -> ``perturb`` (the caller's
-  noise on the numerators) -> float64 inverse, blocked, in the C order of the coefficients.
+* :func:`block_plan`, :func:`block_ranges`: how a cube is cut into blocks, and their order.
+
+The exact lattice pipeline on top of the driver is :mod:`polars_dp.kernels.lattice_blocks`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -21,13 +22,7 @@ from polars_dp.domains.attributes import Attribute, Nominal
 from polars_dp.domains.hierarchy import Hierarchy
 from polars_dp.errors import ParameterError
 from polars_dp.kernels import compiled, scratch
-from polars_dp.kernels.ahead import ahead
 from polars_dp.kernels.row_store import SplitRows
-from polars_dp.kernels.wavelet_exact import (
-    check_integer,
-    forward_numerators,
-    hn_denominators,
-)
 from polars_dp.kernels.wavelets import (
     as3d,
     coefficient_count,
@@ -116,7 +111,7 @@ def _inverse_axes(block: np.ndarray, attributes: Sequence[Attribute], transforme
     return block
 
 
-def _single_haar(attrs: Sequence[Attribute], tr: Sequence[bool]) -> bool:
+def single_haar(attrs: Sequence[Attribute], tr: Sequence[bool]) -> bool:
     """Whether the axes are one transformed Haar axis (the outer axes of the usual layouts)."""
     return len(attrs) == 1 and tr[0] and not isinstance(attrs[0], Nominal)
 
@@ -129,20 +124,13 @@ SLAB_CELLS = 1 << 21
 #: array, as an array of that many float64 values (any shape).
 Source = Callable[[int, int], np.ndarray]
 
-#: ``perturb(numerators, denominators, start)``: the float64 coefficients (same shape as the
-#: int64 ``numerators``) of a block that starts at flat coefficient ``start``; ``denominators``
-#: (int64) broadcasts to the block.  ``numerators / denominators`` are the exact coefficients.
-#: ``numerators`` is always a fresh array that ``perturb`` may overwrite (its result may be a
-#: float64 view of it).  With ``hn_lattice_inverse(..., approximate=True)`` it is called with the
-#: float64 numerators as a fourth, keyword argument ``approx`` (also fresh).
-Perturb = Callable[..., np.ndarray]
 
 #: ``buffer_of(b)``: the (outer coefficients x inner cells) float64 buffer of batch item ``b``.
 ItemBuffer = Callable[[int], SplitRows]
 
 
 @dataclass(frozen=True)
-class _Plan:
+class BlockPlan:
     """How a cube is cut into blocks: ``lead`` leading untransformed axes (batch items), then
     outer transformed axes ``[lead, split)`` (a buffer, inverted in column blocks), then inner
     axes ``[split, d)`` (one block of rows holds at most ``slab`` coefficients)."""
@@ -165,13 +153,13 @@ def _prod(xs: Sequence[int]) -> int:
     return int(np.prod(xs, dtype=np.int64)) if len(xs) else 1
 
 
-def _item_groups(plan: _Plan, slab: int) -> list[tuple[int, int]]:
+def _item_groups(plan: BlockPlan, slab: int) -> list[tuple[int, int]]:
     """``(first item, items)`` of every block when a batch item fits one block (``split == lead``)."""
     group = max(1, slab // plan.per_item)
     return [(b, min(group, plan.batch - b)) for b in range(0, plan.batch, group)]
 
 
-def _row_blocks(plan: _Plan, slab: int) -> list[tuple[int, int]]:
+def _row_blocks(plan: BlockPlan, slab: int) -> list[tuple[int, int]]:
     """``(first outer coefficient row, rows)`` of every block of one batch item (``split > lead``)."""
     inner, n_outer = _prod(plan.coef[plan.split:]), _prod(plan.coef[plan.lead:plan.split])
     step = max(1, slab // inner)
@@ -183,7 +171,7 @@ def block_ranges(attributes: Sequence[Attribute], transformed: Sequence[bool],
     """The flat coefficient ranges ``[start, stop)`` that :func:`hn_inverse_blocked` pulls from its
     source, in order (the blocks of a transformed cube: groups of batch items, or row blocks of
     every batch item)."""
-    plan = _plan(tuple(attributes), [bool(t) for t in transformed], slab_cells)
+    plan = block_plan(tuple(attributes), [bool(t) for t in transformed], slab_cells)
     if plan.lead == len(plan.cells):
         total = _prod(plan.cells)
         return [(i, min(i + slab_cells, total)) for i in range(0, total, slab_cells)]
@@ -195,7 +183,7 @@ def block_ranges(attributes: Sequence[Attribute], transformed: Sequence[bool],
             for b in range(plan.batch) for r, rr in _row_blocks(plan, slab_cells)]
 
 
-def _plan(attributes: Sequence[Attribute], transformed: Sequence[bool], slab: int) -> _Plan:
+def block_plan(attributes: Sequence[Attribute], transformed: Sequence[bool], slab: int) -> BlockPlan:
     coef = tuple(coefficient_count(a) if t else a.n_cells
                  for a, t in zip(attributes, transformed, strict=True))
     cells = tuple(a.n_cells for a in attributes)
@@ -206,7 +194,7 @@ def _plan(attributes: Sequence[Attribute], transformed: Sequence[bool], slab: in
     split = lead
     while split < d and _prod(coef[split:]) > slab:
         split += 1
-    return _Plan(coef, cells, lead, split)
+    return BlockPlan(coef, cells, lead, split)
 
 
 def _store(target: np.ndarray, values: np.ndarray, add: bool) -> None:
@@ -242,7 +230,7 @@ def hn_inverse_blocked(source: Source, attributes: Sequence[Attribute], transfor
     """
     attrs = tuple(attributes)
     tr = [bool(t) for t in transformed]
-    plan = _plan(attrs, tr, slab_cells)
+    plan = block_plan(attrs, tr, slab_cells)
     if out.shape != plan.cells or out.dtype != np.float64 or not out.flags.c_contiguous:
         raise ParameterError(f"out must be a C-contiguous float64 array of shape {plan.cells}")
     block_last = plan.cells[-1] if last_cells else plan.coef[-1]
@@ -262,8 +250,8 @@ def _block_shape(coef: tuple[int, ...], last: int) -> tuple[int, ...]:
     return (*coef[:-1], last) if coef else ()
 
 
-def _run_blocks(source: Source, attrs: tuple[Attribute, ...], tr: list[bool], plan: _Plan, out: np.ndarray,
-                add: bool, slab_cells: int, buffer: np.ndarray | ItemBuffer | None,
+def _run_blocks(source: Source, attrs: tuple[Attribute, ...], tr: list[bool], plan: BlockPlan,
+                out: np.ndarray, add: bool, slab_cells: int, buffer: np.ndarray | ItemBuffer | None,
                 advance: Callable[[int], None] | None, last: LastInverse | None, block_last: int
                 ) -> np.ndarray:
     tick = advance or (lambda n: None)
@@ -298,7 +286,7 @@ def _run_blocks(source: Source, attrs: tuple[Attribute, ...], tr: list[bool], pl
     else:
         buffer_of = buffer
     col_step = max(1, slab_cells // n_outer)
-    outer_haar = _single_haar(attrs[lead:split], tr[lead:split])
+    outer_haar = single_haar(attrs[lead:split], tr[lead:split])
     outer_levels = np.array(list(haar_inverse_levels(plan.cells[lead])) if outer_haar else [],
                             dtype=np.int64).reshape(-1, 3)
     for b in range(batch):
@@ -333,7 +321,7 @@ def hn_inverse(u: np.ndarray, attributes: Sequence[Attribute], transformed: Sequ
     (in ``out`` if given).
     """
     attrs = tuple(attributes)
-    plan = _plan(attrs, list(transformed), slab_cells)
+    plan = block_plan(attrs, list(transformed), slab_cells)
     u = np.asarray(u, dtype=np.float64)
     if u.shape != plan.coef:
         raise ParameterError(f"expected coefficients of shape {plan.coef}, got {u.shape}")
@@ -343,231 +331,6 @@ def hn_inverse(u: np.ndarray, attributes: Sequence[Attribute], transformed: Sequ
     return hn_inverse_blocked(lambda i, j: flat[i:j], attrs, transformed, out, slab_cells=slab_cells)
 
 
-def _broadcastable(parts: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """Per-axis denominators with the all-ones axes (Haar, untransformed) cut to length 1, so
-    their outer product broadcasts instead of repeating ones."""
-    return [p if np.any(p != 1) else p[:1] for p in parts]
-
-
-def _outer_product(parts: Sequence[np.ndarray]) -> np.ndarray:
-    """Outer product of 1-D int64 arrays, shape ``(len(p) for p in parts)``."""
-    out = np.ones((), dtype=np.int64)
-    for p in parts:
-        out = np.multiply.outer(out, p)
-    return out
-
-
-def hn_lattice_inverse(counts: np.ndarray, attributes: Sequence[Attribute], transformed: Sequence[bool],
-                       perturb: Perturb, *, out: np.ndarray | None = None, slab_cells: int = SLAB_CELLS,
-                       advance: Callable[[int], None] | None = None, approximate: bool = False) -> np.ndarray:
-    """``inverse_HN(perturb(forward_HN(counts)))``: exact int64 forward, float64 inverse, blocked.
-
-    The integer numerators ``D * u`` of every coefficient (:func:`hn_forward_int`, with the
-    denominators ``D`` of :func:`hn_denominators`) are handed to ``perturb`` block by block,
-    in the C order of the full coefficient array; ``perturb`` returns the float64 (noisy)
-    coefficients of the block, and the inverse of those is written to ``out``.  The int64
-    numerators are exact modulo ``2^64`` whatever their size; with ``approximate=True`` the
-    same numerators computed in float64 (:func:`forward_numerators`) are passed as well, as
-    ``perturb(numerators, denominators, start, approx=...)`` (a fresh array it may overwrite),
-    so that ``perturb`` can recover numerators that overflowed int64.  If ``perturb`` has an
-    attribute ``undivided`` (the same noisy numerators ``X``, not divided by ``D``: int64, or
-    float64 ``float(X)``) and the last axis is a Haar axis inverted level by level, that is
-    called instead and the division is folded into the Haar inverse
-    (``haar_inverse(X, divisor=D)``, bit for bit the inverse of ``X / D``).  If ``perturb`` has
-    an attribute ``noise_first`` and ``approximate`` is False, that replaces both on such an
-    axis: it is called as ``noise_first(Y, denominators, start, m, w)`` with ``Y`` the numerators
-    along every transformed axis but the last (cells along it) and returns the block inverted
-    along the last axis; the forward along it is never computed.  ``w`` is the block's noise
-    from ``perturb.first_noise(shape, denominators, m)`` when the perturb has one: that is
-    called block by block in the same order, one block ahead, on a worker thread
-    (:func:`~polars_dp.kernels.ahead.ahead`); else None.
-
-    Memory: the forward along the outer transformed axes is one int64 buffer of (outer
-    coefficients x inner cells) per batch item, reused in place (as float64) by the inverse (plus
-    one float64 buffer of that size with ``approximate``).  With ``out`` given as
-    ``counts.view(np.float64)`` (the counts are consumed) its first (outer cells) rows are the
-    item's own counts (:class:`~polars_dp.kernels.row_store.SplitRows`), so only the extra
-    coefficient rows are new memory: 27 rows of 101 cells for a 128-coefficient Haar axis.  The inner axes are
-    forward-transformed, perturbed and inverted one block at a time.
-    """
-    attrs = tuple(attributes)
-    tr = [bool(t) for t in transformed]
-    counts = check_integer(counts)
-    plan = _plan(attrs, tr, slab_cells)
-    if counts.shape != plan.cells:
-        raise ParameterError(f"counts has shape {counts.shape} but the attributes declare {plan.cells}")
-    counts = np.ascontiguousarray(counts)
-    if out is None:
-        out = np.empty(plan.cells)
-    dens = hn_denominators(attrs, tr)
-    lead, split, d = plan.lead, plan.split, len(attrs)
-    flat_counts = counts.reshape(plan.batch, -1)
-
-    def numerators(x: np.ndarray, first: int, offset: int, stop: int = d) -> np.ndarray:
-        """Forward along the transformed axes ``[first, stop)`` (array axis ``k - offset``)."""
-        for k in range(first, stop):
-            if tr[k]:
-                x = forward_numerators(x, attrs[k], k - offset)
-        return x
-
-    # A perturb with an ``undivided`` variant hands over ``X`` itself when the last axis is a Haar
-    # axis inverted level by level: the division by ``D`` is folded into that inverse's scaling
-    # (``haar_inverse(X, divisor=D)`` is bit for bit ``haar_inverse(X / D)``), one pass fewer.
-    undivided: Perturb | None = getattr(perturb, "undivided", None)
-    last_attr = attrs[-1]
-    fold = (undivided is not None and tr[-1] and not isinstance(last_attr, Nominal) and split < d
-            and last_attr.n_cells * coefficient_count(last_attr) > DENSE_INVERSE_ENTRIES)
-    handed: list[np.ndarray] = []  # the denominators of the block just handed over
-
-    def hand_over(num: np.ndarray, num_f: np.ndarray | None, den: np.ndarray, i: int) -> np.ndarray:
-        give = perturb
-        if fold and undivided is not None:
-            handed[:] = [den]
-            give = undivided
-        if num_f is None:
-            return give(num, den, i)
-        return give(num, den, i, approx=num_f)
-
-    def last_inverse(block: np.ndarray) -> np.ndarray:
-        return haar_inverse(block, last_attr.n_cells, block.ndim - 1, divisor=handed[0])
-
-    last = last_inverse if fold else None
-    # A perturb with a ``noise_first`` variant, on the narrow lattice, skips the last Haar axis's
-    # forward: it gets the numerators along the other axes and returns the block inverted along
-    # the last one (``P H^-1(D u + Z) = P Y + P H^-1(Z)``, exact; see that variant).
-    noise_first: Perturb | None = getattr(perturb, "noise_first", None)
-    first = fold and noise_first is not None and not approximate
-    m_last = last_attr.n_cells
-
-    # A perturb with a ``first_noise(shape, denominators, m)`` has the noise-first blocks' noise
-    # drawn and inverted along the last axis by a worker thread one block ahead (the same draws in
-    # the same order: :func:`ahead`), so that on two cores it overlaps the block before.
-    drawer: Callable[[tuple[int, ...], np.ndarray, int], np.ndarray] | None = getattr(
-        perturb, "first_noise", None)
-    p_last = coefficient_count(last_attr) if first else 0  # a Haar axis when noise comes first
-    drawn: list[Generator[tuple[int, np.ndarray], None, None]] = []
-
-    def hand_over_first(partial: np.ndarray, den: np.ndarray, i: int) -> np.ndarray:
-        assert noise_first is not None
-        w = None
-        if drawn:
-            start, w = next(drawn[0])
-            if start != i:
-                raise RuntimeError(f"noise drawn for the block at {start} handed to the block at {i}")
-        return noise_first(partial, den, i, m_last, w)
-
-    def run(source: Source, request: Callable[[int, int], tuple[tuple[int, ...], np.ndarray]],
-            **kwargs: Any) -> np.ndarray:
-        """:func:`hn_inverse_blocked` of ``source``; on the noise-first path every block's noise is
-        ``drawer(*request(start, stop), m)``, drawn ahead."""
-        if first and drawer is not None:
-            def take(block: tuple[int, int], draw: Callable[..., np.ndarray] = drawer
-                     ) -> tuple[int, np.ndarray]:
-                return block[0], draw(*request(*block), m_last)
-
-            drawn.append(ahead(take, block_ranges(attrs, tr, slab_cells)))
-        try:
-            return hn_inverse_blocked(source, attrs, tr, out, slab_cells=slab_cells, advance=advance,
-                                      last_inverse=last, last_cells=first, **kwargs)
-        finally:
-            for draws in drawn:
-                draws.close()  # cancels what was not started, waits for the running draw
-
-    if lead == d or split == lead:  # batch items (or all cells) go block by block
-        lo = min(lead, d)
-        item_den = _outer_product(_broadcastable(dens[lo:]))[None]
-        sub = plan.per_item
-
-        def small_source(i: int, j: int) -> np.ndarray:
-            if lead == d:
-                x = counts.reshape(-1)[i:j]
-                return hand_over(x.copy(), x.astype(np.float64) if approximate else None,
-                                 np.ones((), dtype=np.int64), i)
-            b, g = i // sub, (j - i) // sub
-            x = flat_counts[b:b + g].reshape(g, *plan.cells[lead:])
-            if first:
-                return hand_over_first(numerators(x, lead, lead - 1, d - 1), item_den, i)
-            num = numerators(x, lead, lead - 1)
-            if num is x:
-                num = x.copy()
-            num_f = numerators(x.astype(np.float64), lead, lead - 1) if approximate else None
-            return hand_over(num, num_f, item_den, i)
-
-        def small_request(i: int, j: int) -> tuple[tuple[int, ...], np.ndarray]:
-            return ((j - i) // sub, *plan.coef[lead:d - 1], p_last), item_den
-
-        return run(small_source, small_request)
-    outer_coef = plan.coef[lead:split]
-    n_outer = _prod(outer_coef)
-    inner, inner_cells = _prod(plan.coef[split:]), _prod(plan.cells[split:])
-    n_outer_cells = _prod(plan.cells[lead:split])
-    # Overwriting the counts, batch item b's first cells-many coefficient rows are its own counts'
-    # memory (each column block is read whole before its coefficients are written back, each row
-    # block before its inverse): only the extra coefficient rows take new memory.
-    in_place = out.ctypes.data == counts.ctypes.data and out.nbytes == counts.nbytes
-    tail = np.empty((n_outer - n_outer_cells if in_place else n_outer, inner_cells), dtype=np.int64)
-
-    def store_of(b: int) -> SplitRows:
-        if in_place:
-            return SplitRows(flat_counts[b].reshape(n_outer_cells, inner_cells), tail)
-        return SplitRows.whole(tail)
-
-    store_f = np.empty((n_outer, inner_cells)) if approximate else None
-    outer_den = _outer_product(dens[lead:split]).reshape(-1)
-    inner_den = _outer_product(_broadcastable(dens[split:]))[None]
-    sub = plan.per_item
-    col_step = max(1, slab_cells // n_outer)
-    compiled_forward = store_f is None and _single_haar(attrs[lead:split], tr[lead:split])
-
-    def source(i: int, j: int) -> np.ndarray:
-        b, offset = divmod(i, sub)
-        r, rr = offset // inner, (j - i) // inner
-        store = store_of(b)
-        item = flat_counts[b].reshape(n_outer_cells, inner_cells)
-        if r == 0 and not (compiled_forward and compiled.haar_columns_forward(item, store.head, store.tail)):
-            for c in range(0, inner_cells, col_step):  # a new batch item: the outer axes' forward
-                scratch.reset()  # each column block is copied into ``store`` before the next
-                cc = min(col_step, inner_cells - c)
-                blk = item[:, c:c + cc].reshape(*plan.cells[lead:split], cc)
-                coef = _outer_forward(blk, lead, split)  # new arrays: ``lead`` is transformed
-                coef_f = None if store_f is None else _outer_forward(blk.astype(np.float64), lead, split)
-                store.set_columns(c, coef.reshape(n_outer, cc))  # may overwrite ``blk``: read above
-                if store_f is not None and coef_f is not None:
-                    store_f[:, c:c + cc] = coef_f.reshape(n_outer, cc)
-        x = store.rows(r, rr).reshape(rr, *plan.cells[split:])
-        den = rows_den(i, j)
-        if first:
-            return hand_over_first(numerators(x, split, split - 1, d - 1), den, i)
-        num = numerators(x, split, split - 1)
-        if np.shares_memory(num, x):
-            num = num.copy()
-        num_f = None
-        if store_f is not None:
-            num_f = numerators(store_f[r:r + rr].reshape(rr, *plan.cells[split:]), split, split - 1)
-            if np.shares_memory(num_f, store_f):
-                num_f = num_f.copy()
-        return hand_over(num, num_f, den, i)
-
-    def _outer_forward(blk: np.ndarray, first: int, stop: int) -> np.ndarray:
-        for k in range(first, stop):
-            if tr[k]:
-                blk = forward_numerators(blk, attrs[k], k - first)
-        return blk
-
-    def buffer_of(b: int) -> SplitRows:
-        return store_of(b).view(np.float64)
-
-    def rows_den(i: int, j: int) -> np.ndarray:
-        """The denominators of the row block ``[i, j)`` (its outer rows times the inner axes')."""
-        r, rr = (i % sub) // inner, (j - i) // inner
-        return outer_den[r:r + rr].reshape(rr, *([1] * (d - split))) * inner_den
-
-    def rows_request(i: int, j: int) -> tuple[tuple[int, ...], np.ndarray]:
-        return ((j - i) // inner, *plan.coef[split:d - 1], p_last), rows_den(i, j)
-
-    return run(source, rows_request, buffer=buffer_of)
-
-
-
-__all__ = ["DENSE_INVERSE_ENTRIES", "Perturb", "SLAB_CELLS", "Source", "block_ranges", "hn_inverse",
-           "hn_inverse_blocked", "hn_lattice_inverse", "inverse_axis", "inverse_matrix"]
+__all__ = ["DENSE_INVERSE_ENTRIES", "SLAB_CELLS", "BlockPlan", "LastInverse", "Source", "block_plan",
+           "block_ranges", "blas_single_thread", "hn_inverse", "hn_inverse_blocked", "inverse_axis",
+           "inverse_matrix", "single_haar"]

@@ -3,7 +3,7 @@
 Haar coefficients of integer counts are integers (``D = 1``); nominal ones have
 ``D = 2 (f_parent - 1)`` (:func:`nominal_denominators`); across axes the denominators
 multiply (:func:`hn_denominators`).  Used by the exact Privelet path and by
-:func:`polars_dp.kernels.wavelet_blocks.hn_lattice_inverse`.
+:func:`polars_dp.kernels.lattice_blocks.hn_lattice_inverse`.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ the float64 numerators are computed too and every noisy numerator is recovered e
 both (:func:`lattice_perturb`).  So the output law is the same for every dataset whose total
 is at most :data:`MAX_TOTAL` (``2^53``, where the float64 count matrix stops being exact).
 
-The pipeline is :func:`polars_dp.kernels.wavelet_blocks.hn_lattice_inverse`, block by block in
+The pipeline is :func:`polars_dp.kernels.lattice_blocks.hn_lattice_inverse`, block by block in
 the C order of the coefficient array, writing over the counts.  Within a block the draws are
 taken value by value of ``D`` (each value's coefficients in C order), so a seed reproduces a
 release for a given block size.  On the narrow lattice with a Haar last axis (the usual case)
@@ -37,7 +37,7 @@ import numpy as np
 
 from polars_dp.domains.attributes import Attribute, Nominal
 from polars_dp.errors import ParameterError
-from polars_dp.kernels import compiled, scratch, wavelet_blocks
+from polars_dp.kernels import compiled, lattice_blocks, scratch
 from polars_dp.kernels.wavelet_exact import (
     SCALED_LIMIT,
     float_error_steps,
@@ -143,7 +143,7 @@ def _recover(residues: np.ndarray, approx: np.ndarray, out: np.ndarray) -> np.nd
 
 def lattice_perturb(scale: Fraction, src: NoiseSource, factors: Sequence[int]
                     ) -> Callable[..., np.ndarray]:
-    """``perturb`` for :func:`~polars_dp.kernels.wavelet_blocks.hn_lattice_inverse`: the integer
+    """``perturb`` for :func:`~polars_dp.kernels.lattice_blocks.hn_lattice_inverse`: the integer
     numerators ``D u`` of a block get ``DLap(D lambda')`` each, then ``X / D`` with
     ``X = D u + Z`` the exact noisy numerator.
 
@@ -286,7 +286,7 @@ def add_wavelet_noise_exact(counts: np.ndarray, attributes: Sequence[Attribute],
     for a in range(0, flat_f.size, SLAB_CELLS):
         flat_i[a:a + SLAB_CELLS] = flat_f[a:a + SLAB_CELLS]  # exact: integers below 2^53
     perturb = lattice_perturb(scale, src, lattice_factors(attributes, transformed))
-    wavelet_blocks.hn_lattice_inverse(ints, attributes, transformed, perturb, out=counts,
+    lattice_blocks.hn_lattice_inverse(ints, attributes, transformed, perturb, out=counts,
                                       slab_cells=SLAB_CELLS, advance=advance, approximate=wide)
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from polars_dp import Hierarchy, Nominal, Ordinal
 from polars_dp.errors import ParameterError
+from polars_dp.kernels import lattice_blocks as TL
 from polars_dp.kernels import scratch
 from polars_dp.kernels import wavelet_blocks as TB
 from polars_dp.kernels import wavelet_exact as TE
@@ -161,7 +162,7 @@ def test_lattice_pipeline_equals_direct_formula(names, transformed, slab):
         calls.append(start)
         return num / den + flat_noise[start:start + num.size].reshape(num.shape)
 
-    got = TB.hn_lattice_inverse(m, attrs, transformed, perturb, slab_cells=slab)
+    got = TL.hn_lattice_inverse(m, attrs, transformed, perturb, slab_cells=slab)
     num = TE.hn_forward_int(m, attrs, transformed)
     den = np.ones((), dtype=np.int64)
     for p in TE.hn_denominators(attrs, transformed):
@@ -176,7 +177,7 @@ def test_lattice_pipeline_may_write_over_the_counts():
     m = np.random.default_rng(2).integers(0, 9, size=(10, 70))
     expected = reference_inverse(T.hn_forward(m.astype(float), attrs, transformed), attrs, transformed)
     work = m.copy()
-    got = TB.hn_lattice_inverse(work, attrs, transformed, lambda n, d, s: n / d,
+    got = TL.hn_lattice_inverse(work, attrs, transformed, lambda n, d, s: n / d,
                                out=work.view(np.float64), slab_cells=64)
     np.testing.assert_allclose(got, expected, atol=1e-9)
     np.testing.assert_allclose(got, m, atol=1e-9)
@@ -199,7 +200,7 @@ def test_outer_forward_keeps_the_scratch_to_a_column_block(monkeypatch):
     monkeypatch.setattr(scratch._Arena, "reset", reset)
     slab = 4096
     expected = reference_inverse(T.hn_forward(counts.astype(float), attrs, transformed), attrs, transformed)
-    got = TB.hn_lattice_inverse(counts, attrs, transformed, lambda n, d, s: n / d, slab_cells=slab)
+    got = TL.hn_lattice_inverse(counts, attrs, transformed, lambda n, d, s: n / d, slab_cells=slab)
     np.testing.assert_allclose(got, expected, atol=1e-8)
     store = T.coefficient_count(attrs[1]) * attrs[2].n_cells * attrs[3].n_cells * 8  # bytes, one item
     assert max(highs) < store / 4, (max(highs), store)

@@ -11,7 +11,7 @@ import pytest
 
 import polars_dp as pdp
 import polars_dp.mechanisms.wavelet_lattice as privelet_exact
-from polars_dp.kernels import wavelet_blocks as TB
+from polars_dp.kernels import lattice_blocks as TL
 from polars_dp.noise import noise_source
 from tests.helpers.wavelet_cases import CASES, OCC
 
@@ -26,17 +26,17 @@ def release(counts, attrs, transformed, slab, monkeypatch, *, fold: bool, seed: 
             return lambda *a, **k: perturb(*a, **k)
         monkeypatch.setattr(privelet_exact, "lattice_perturb", plain)
     calls = []
-    real_inverse = TB.haar_inverse
+    real_inverse = TL.haar_inverse
 
     def spy(u, m, axis=-1, divisor=None):
         calls.append(divisor is not None)
         return real_inverse(u, m, axis, divisor=divisor)
 
-    monkeypatch.setattr(TB, "haar_inverse", spy)
+    monkeypatch.setattr(TL, "haar_inverse", spy)
     work = counts.astype(np.float64)
     privelet_exact.add_wavelet_noise_exact(work, attrs, transformed, Fraction(7, 3), noise_source(seed))
     monkeypatch.setattr(privelet_exact, "lattice_perturb", real)
-    monkeypatch.setattr(TB, "haar_inverse", real_inverse)
+    monkeypatch.setattr(TL, "haar_inverse", real_inverse)
     return work, calls
 
 

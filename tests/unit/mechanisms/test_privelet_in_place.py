@@ -12,7 +12,7 @@ import pytest
 
 import polars_dp as pdp
 import polars_dp.mechanisms.wavelet_lattice as privelet_exact
-from polars_dp.kernels import wavelet_blocks as TB
+from polars_dp.kernels import lattice_blocks as TL
 from polars_dp.kernels import wavelets as T
 from polars_dp.kernels.row_store import SplitRows
 from polars_dp.noise import noise_source
@@ -36,7 +36,7 @@ def _run(counts, attrs, transformed, slab, *, in_place, approximate, variants):
         perturb = (lambda p: lambda *a, **k: p(*a, **k))(perturb)
     work = counts.astype(np.int64, copy=False)  # consumed when in place
     out = work.view(np.float64) if in_place else np.empty(work.shape)
-    got = TB.hn_lattice_inverse(work, attrs, transformed, perturb, out=out, slab_cells=slab,
+    got = TL.hn_lattice_inverse(work, attrs, transformed, perturb, out=out, slab_cells=slab,
                                 approximate=approximate)
     assert got is out
     return got

@@ -187,8 +187,8 @@ def test_noise_drawn_ahead_gives_the_same_release(monkeypatch, attrs, transforme
 def test_noise_out_of_step_with_the_blocks_is_refused(monkeypatch):
     attrs, transformed, slab = CASES[2]
     monkeypatch.setattr(privelet_exact, "SLAB_CELLS", slab)
-    real = privelet_exact.wavelet_blocks.block_ranges
-    monkeypatch.setattr(privelet_exact.wavelet_blocks, "block_ranges",
+    real = privelet_exact.lattice_blocks.block_ranges
+    monkeypatch.setattr(privelet_exact.lattice_blocks, "block_ranges",
                         lambda *a, **k: list(reversed(real(*a, **k))))
     counts = np.random.default_rng(11).poisson(6.0, tuple(a.n_cells for a in attrs)).astype(np.float64)
     with pytest.raises(RuntimeError, match="handed to the block"):
