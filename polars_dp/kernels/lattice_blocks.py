@@ -8,22 +8,21 @@ driver are :mod:`polars_dp.kernels.wavelet_blocks`.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Generator, Sequence
+import threading
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from polars_dp.domains.attributes import Attribute, Nominal
 from polars_dp.errors import ParameterError
-from polars_dp.kernels import compiled, scratch
-from polars_dp.kernels.ahead import ahead
+from polars_dp.kernels import compiled, parallel
 from polars_dp.kernels.row_store import SplitRows
 from polars_dp.kernels.wavelet_blocks import (
     DENSE_INVERSE_ENTRIES,
     SLAB_CELLS,
     Source,
     block_plan,
-    block_ranges,
     hn_inverse_blocked,
     single_haar,
 )
@@ -55,7 +54,8 @@ def _outer_product(parts: Sequence[np.ndarray]) -> np.ndarray:
 
 def hn_lattice_inverse(counts: np.ndarray, attributes: Sequence[Attribute], transformed: Sequence[bool],
                        perturb: Perturb, *, out: np.ndarray | None = None, slab_cells: int = SLAB_CELLS,
-                       advance: Callable[[int], None] | None = None, approximate: bool = False) -> np.ndarray:
+                       advance: Callable[[int], None] | None = None, approximate: bool = False,
+                       threads: int | None = None) -> np.ndarray:
     """``inverse_HN(perturb(forward_HN(counts)))``: exact int64 forward, float64 inverse, blocked.
 
     The integer numerators ``D * u`` of every coefficient (:func:`hn_forward_int`, with the
@@ -71,12 +71,14 @@ def hn_lattice_inverse(counts: np.ndarray, attributes: Sequence[Attribute], tran
     called instead and the division is folded into the Haar inverse
     (``haar_inverse(X, divisor=D)``, bit for bit the inverse of ``X / D``).  If ``perturb`` has
     an attribute ``noise_first`` and ``approximate`` is False, that replaces both on such an
-    axis: it is called as ``noise_first(Y, denominators, start, m, w)`` with ``Y`` the numerators
+    axis: it is called as ``noise_first(Y, denominators, start, m)`` with ``Y`` the numerators
     along every transformed axis but the last (cells along it) and returns the block inverted
-    along the last axis; the forward along it is never computed.  ``w`` is the block's noise
-    from ``perturb.first_noise(shape, denominators, m)`` when the perturb has one: that is
-    called block by block in the same order, one block ahead, on a worker thread
-    (:func:`~polars_dp.kernels.ahead.ahead`); else None.
+    along the last axis; the forward along it is never computed.  If ``perturb`` has a true
+    attribute ``by_block`` (its value for a block depends on that block's start and
+    numerators alone, and it may be called from several threads at once), the blocks, and the
+    column blocks of the outer axes' forward and inverse, are shared among
+    ``threads`` threads (default :func:`~polars_dp.kernels.parallel.thread_count`); the
+    release is the same for any number of threads.
 
     Memory: the forward along the outer transformed axes is one int64 buffer of (outer
     coefficients x inner cells) per batch item, reused in place (as float64) by the inverse (plus
@@ -113,19 +115,19 @@ def hn_lattice_inverse(counts: np.ndarray, attributes: Sequence[Attribute], tran
     last_attr = attrs[-1]
     fold = (undivided is not None and tr[-1] and not isinstance(last_attr, Nominal) and split < d
             and last_attr.n_cells * coefficient_count(last_attr) > DENSE_INVERSE_ENTRIES)
-    handed: list[np.ndarray] = []  # the denominators of the block just handed over
+    handed = threading.local()  # .den: the denominators of the block this thread handed over
 
     def hand_over(num: np.ndarray, num_f: np.ndarray | None, den: np.ndarray, i: int) -> np.ndarray:
         give = perturb
         if fold and undivided is not None:
-            handed[:] = [den]
+            handed.den = den
             give = undivided
         if num_f is None:
             return give(num, den, i)
         return give(num, den, i, approx=num_f)
 
     def last_inverse(block: np.ndarray) -> np.ndarray:
-        return haar_inverse(block, last_attr.n_cells, block.ndim - 1, divisor=handed[0])
+        return haar_inverse(block, last_attr.n_cells, block.ndim - 1, divisor=handed.den)
 
     last = last_inverse if fold else None
     # A perturb with a ``noise_first`` variant, on the narrow lattice, skips the last Haar axis's
@@ -134,40 +136,19 @@ def hn_lattice_inverse(counts: np.ndarray, attributes: Sequence[Attribute], tran
     noise_first: Perturb | None = getattr(perturb, "noise_first", None)
     first = fold and noise_first is not None and not approximate
     m_last = last_attr.n_cells
-
-    # A perturb with a ``first_noise(shape, denominators, m)`` has the noise-first blocks' noise
-    # drawn and inverted along the last axis by a worker thread one block ahead (the same draws in
-    # the same order: :func:`ahead`), so that on two cores it overlaps the block before.
-    drawer: Callable[[tuple[int, ...], np.ndarray, int], np.ndarray] | None = getattr(
-        perturb, "first_noise", None)
-    p_last = coefficient_count(last_attr) if first else 0  # a Haar axis when noise comes first
-    drawn: list[Generator[tuple[int, np.ndarray], None, None]] = []
+    # Blocks go to several threads only for a perturb whose blocks are independent (its own
+    # noise stream per block): which thread takes a block never changes a value.
+    n_threads = 1
+    if getattr(perturb, "by_block", False):
+        n_threads = parallel.thread_count() if threads is None else max(1, int(threads))
 
     def hand_over_first(partial: np.ndarray, den: np.ndarray, i: int) -> np.ndarray:
         assert noise_first is not None
-        w = None
-        if drawn:
-            start, w = next(drawn[0])
-            if start != i:
-                raise RuntimeError(f"noise drawn for the block at {start} handed to the block at {i}")
-        return noise_first(partial, den, i, m_last, w)
+        return noise_first(partial, den, i, m_last)
 
-    def run(source: Source, request: Callable[[int, int], tuple[tuple[int, ...], np.ndarray]],
-            **kwargs: Any) -> np.ndarray:
-        """:func:`hn_inverse_blocked` of ``source``; on the noise-first path every block's noise is
-        ``drawer(*request(start, stop), m)``, drawn ahead."""
-        if first and drawer is not None:
-            def take(block: tuple[int, int], draw: Callable[..., np.ndarray] = drawer
-                     ) -> tuple[int, np.ndarray]:
-                return block[0], draw(*request(*block), m_last)
-
-            drawn.append(ahead(take, block_ranges(attrs, tr, slab_cells)))
-        try:
-            return hn_inverse_blocked(source, attrs, tr, out, slab_cells=slab_cells, advance=advance,
-                                      last_inverse=last, last_cells=first, **kwargs)
-        finally:
-            for draws in drawn:
-                draws.close()  # cancels what was not started, waits for the running draw
+    def run(source: Source, **kwargs: Any) -> np.ndarray:
+        return hn_inverse_blocked(source, attrs, tr, out, slab_cells=slab_cells, advance=advance,
+                                  last_inverse=last, last_cells=first, threads=n_threads, **kwargs)
 
     if lead == d or split == lead:  # batch items (or all cells) go block by block
         lo = min(lead, d)
@@ -189,10 +170,7 @@ def hn_lattice_inverse(counts: np.ndarray, attributes: Sequence[Attribute], tran
             num_f = numerators(x.astype(np.float64), lead, lead - 1) if approximate else None
             return hand_over(num, num_f, item_den, i)
 
-        def small_request(i: int, j: int) -> tuple[tuple[int, ...], np.ndarray]:
-            return ((j - i) // sub, *plan.coef[lead:d - 1], p_last), item_den
-
-        return run(small_source, small_request)
+        return run(small_source)
     outer_coef = plan.coef[lead:split]
     n_outer = math.prod(outer_coef)
     inner, inner_cells = math.prod(plan.coef[split:]), math.prod(plan.cells[split:])
@@ -215,21 +193,35 @@ def hn_lattice_inverse(counts: np.ndarray, attributes: Sequence[Attribute], tran
     col_step = max(1, slab_cells // n_outer)
     compiled_forward = store_f is None and single_haar(attrs[lead:split], tr[lead:split])
 
+    def begin_item(b: int) -> None:
+        """The outer axes' forward of batch item ``b`` into its coefficient rows, column block by
+        column block (each read whole before its coefficients are written: ``store`` may alias it)."""
+        store = store_of(b)
+        item = flat_counts[b].reshape(n_outer_cells, inner_cells)
+        if compiled_forward and compiled.enabled():
+            def compiled_columns(cols: tuple[int, int]) -> None:
+                c, e = cols
+                compiled.haar_columns_forward(item[:, c:e], store.head[:, c:e], store.tail[:, c:e])
+
+            parallel.each(compiled_columns, parallel.column_ranges(inner_cells, n_threads, compiled.COLUMNS),
+                          n_threads)
+            return
+
+        def columns(c: int) -> None:
+            cc = min(col_step, inner_cells - c)
+            blk = item[:, c:c + cc].reshape(*plan.cells[lead:split], cc)
+            coef = _outer_forward(blk, lead, split)  # new arrays: ``lead`` is transformed
+            coef_f = None if store_f is None else _outer_forward(blk.astype(np.float64), lead, split)
+            store.set_columns(c, coef.reshape(n_outer, cc))  # may overwrite ``blk``: read above
+            if store_f is not None and coef_f is not None:
+                store_f[:, c:c + cc] = coef_f.reshape(n_outer, cc)
+
+        parallel.each(columns, range(0, inner_cells, col_step), n_threads)
+
     def source(i: int, j: int) -> np.ndarray:
         b, offset = divmod(i, sub)
         r, rr = offset // inner, (j - i) // inner
         store = store_of(b)
-        item = flat_counts[b].reshape(n_outer_cells, inner_cells)
-        if r == 0 and not (compiled_forward and compiled.haar_columns_forward(item, store.head, store.tail)):
-            for c in range(0, inner_cells, col_step):  # a new batch item: the outer axes' forward
-                scratch.reset()  # each column block is copied into ``store`` before the next
-                cc = min(col_step, inner_cells - c)
-                blk = item[:, c:c + cc].reshape(*plan.cells[lead:split], cc)
-                coef = _outer_forward(blk, lead, split)  # new arrays: ``lead`` is transformed
-                coef_f = None if store_f is None else _outer_forward(blk.astype(np.float64), lead, split)
-                store.set_columns(c, coef.reshape(n_outer, cc))  # may overwrite ``blk``: read above
-                if store_f is not None and coef_f is not None:
-                    store_f[:, c:c + cc] = coef_f.reshape(n_outer, cc)
         x = store.rows(r, rr).reshape(rr, *plan.cells[split:])
         den = rows_den(i, j)
         if first:
@@ -258,10 +250,7 @@ def hn_lattice_inverse(counts: np.ndarray, attributes: Sequence[Attribute], tran
         r, rr = (i % sub) // inner, (j - i) // inner
         return outer_den[r:r + rr].reshape(rr, *([1] * (d - split))) * inner_den
 
-    def rows_request(i: int, j: int) -> tuple[tuple[int, ...], np.ndarray]:
-        return ((j - i) // inner, *plan.coef[split:d - 1], p_last), rows_den(i, j)
-
-    return run(source, rows_request, buffer=buffer_of)
+    return run(source, buffer=buffer_of, begin_item=begin_item)
 
 
 __all__ = ["Perturb", "hn_lattice_inverse"]

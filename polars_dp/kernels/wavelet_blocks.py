@@ -10,6 +10,7 @@ The exact lattice pipeline on top of the driver is :mod:`polars_dp.kernels.latti
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -21,7 +22,7 @@ from threadpoolctl import ThreadpoolController
 from polars_dp.domains.attributes import Attribute, Nominal
 from polars_dp.domains.hierarchy import Hierarchy
 from polars_dp.errors import ParameterError
-from polars_dp.kernels import compiled, scratch
+from polars_dp.kernels import compiled, parallel, scratch
 from polars_dp.kernels.row_store import SplitRows
 from polars_dp.kernels.wavelets import (
     as3d,
@@ -208,7 +209,8 @@ def hn_inverse_blocked(source: Source, attributes: Sequence[Attribute], transfor
                        out: np.ndarray, *, add: bool = False, slab_cells: int = SLAB_CELLS,
                        buffer: np.ndarray | ItemBuffer | None = None,
                        advance: Callable[[int], None] | None = None,
-                       last_inverse: LastInverse | None = None, last_cells: bool = False) -> np.ndarray:
+                       last_inverse: LastInverse | None = None, last_cells: bool = False,
+                       begin_item: Callable[[int], None] | None = None, threads: int = 1) -> np.ndarray:
     """``out (+)= inverse_HN(U)`` with the coefficients ``U`` pulled block by block from
     ``source`` in their C order (each coefficient exactly once).
 
@@ -226,7 +228,14 @@ def hn_inverse_blocked(source: Source, attributes: Sequence[Attribute], transfor
     buffer's columns were read into its inverse.  ``advance(n)`` is called
     with the number of coefficients consumed after every block (progress).  ``last_inverse(block)``,
     when given, replaces the inverse along the last axis of every block that ``source`` returned
-    (the caller's kernel for values that ``source`` left unscaled).
+    (the caller's kernel for values that ``source`` left unscaled).  ``begin_item(b)`` is called
+    before the first block of batch item ``b`` is pulled (when the outer axes are buffered).
+
+    ``threads > 1`` shares the blocks of a batch item, and the column blocks of its outer
+    inverse, among that many threads (:func:`~polars_dp.kernels.parallel.each`): only for a
+    ``source`` (and ``last_inverse``) whose value for a block depends on that block alone, and
+    that may be called from several threads at once.  Each block writes only its own rows
+    (and a column block its own columns), so the output does not depend on the threads.
     """
     attrs = tuple(attributes)
     tr = [bool(t) for t in transformed]
@@ -237,8 +246,25 @@ def hn_inverse_blocked(source: Source, attributes: Sequence[Attribute], transfor
     if last_cells:
         last_inverse = _as_is
     with blas_single_thread(), scratch.arena():
-        return _run_blocks(source, attrs, tr, plan, out, add, slab_cells, buffer, advance, last_inverse,
-                           block_last)
+        return _run_blocks(source, attrs, tr, plan, out, add, slab_cells, buffer, _locked(advance),
+                           last_inverse, block_last, begin_item or _nothing, max(1, int(threads)))
+
+
+def _nothing(b: int) -> None:
+    return None
+
+
+def _locked(advance: Callable[[int], None] | None) -> Callable[[int], None]:
+    """``advance`` (progress) made safe to call from the block threads."""
+    if advance is None:
+        return lambda n: None
+    lock = threading.Lock()
+
+    def tick(n: int) -> None:
+        with lock:
+            advance(n)
+
+    return tick
 
 
 def _as_is(block: np.ndarray) -> np.ndarray:
@@ -252,28 +278,31 @@ def _block_shape(coef: tuple[int, ...], last: int) -> tuple[int, ...]:
 
 def _run_blocks(source: Source, attrs: tuple[Attribute, ...], tr: list[bool], plan: BlockPlan,
                 out: np.ndarray, add: bool, slab_cells: int, buffer: np.ndarray | ItemBuffer | None,
-                advance: Callable[[int], None] | None, last: LastInverse | None, block_last: int
-                ) -> np.ndarray:
-    tick = advance or (lambda n: None)
+                tick: Callable[[int], None], last: LastInverse | None, block_last: int,
+                begin_item: Callable[[int], None], threads: int) -> np.ndarray:
     d = len(attrs)
     if plan.lead == d:  # nothing transformed: coefficients are cells
         flat = out.reshape(-1)
-        for i in range(0, flat.size, slab_cells):
+
+        def cells_block(i: int) -> None:
             j = min(i + slab_cells, flat.size)
-            scratch.reset()
             _store(flat[i:j], source(i, j), add)
             tick(j - i)
+
+        parallel.each(cells_block, range(0, flat.size, slab_cells), threads)
         return out
     lead, split = plan.lead, plan.split
     batch, sub = plan.batch, plan.per_item
     rows_out = out.reshape(batch, -1)
     if split == lead:  # a whole batch item fits one block: groups of items
-        for b, g in _item_groups(plan, slab_cells):
-            scratch.reset()
+        def items_block(group: tuple[int, int]) -> None:
+            b, g = group
             blk = np.asarray(source(b * sub, (b + g) * sub))
             blk = blk.reshape(g, *_block_shape(plan.coef[lead:], block_last))
             _store(rows_out[b:b + g], _inverse_axes(blk, attrs[lead:], tr[lead:], 1, last), add)
             tick(g * sub)
+
+        parallel.each(items_block, _item_groups(plan, slab_cells), threads)
         return out
     outer_coef = plan.coef[lead:split]
     n_outer, n_outer_cells = _prod(outer_coef), _prod(plan.cells[lead:split])
@@ -291,24 +320,38 @@ def _run_blocks(source: Source, attrs: tuple[Attribute, ...], tr: list[bool], pl
                             dtype=np.int64).reshape(-1, 3)
     for b in range(batch):
         base = b * sub
+        begin_item(b)
         buf = buffer_of(b)
-        for r, rr in _row_blocks(plan, slab_cells):
-            scratch.reset()
+
+        def rows_block(rows: tuple[int, int], base: int = base, buf: SplitRows = buf) -> None:
+            r, rr = rows
             blk = np.asarray(source(base + r * inner, base + (r + rr) * inner))
             blk = blk.reshape(rr, *_block_shape(plan.coef[split:], block_last))
             res = _inverse_axes(blk, attrs[split:], tr[split:], 1, last)
             buf.set_rows(r, res.reshape(rr, inner_cells))
             tick(rr * inner)
+
+        parallel.each(rows_block, _row_blocks(plan, slab_cells), threads)
         item = rows_out[b].reshape(n_outer_cells, inner_cells)
-        if outer_haar and compiled.haar_columns_inverse(buf.head, buf.tail, outer_levels, item, add):
-            continue  # the same bits as below, column chunk by column chunk
-        for j in range(0, inner_cells, col_step):
+        if outer_haar and compiled.enabled():
+            def compiled_columns(cols: tuple[int, int], buf: SplitRows = buf,
+                                 item: np.ndarray = item) -> None:
+                j, k = cols  # the same bits as below, column chunk by column chunk
+                compiled.haar_columns_inverse(buf.head[:, j:k], buf.tail[:, j:k], outer_levels, item[:, j:k],
+                                              add)
+
+            parallel.each(compiled_columns, parallel.column_ranges(inner_cells, threads, compiled.COLUMNS),
+                          threads)
+            continue
+
+        def columns_block(j: int, buf: SplitRows = buf, item: np.ndarray = item) -> None:
             jj = min(col_step, inner_cells - j)
-            scratch.reset()
             blk = buf.columns(j, jj).reshape(*outer_coef, jj)
             res = _inverse_axes(blk, attrs[lead:split], tr[lead:split], 0,  # a new array: at least
                                 haar_levels=True)  # one outer axis is transformed
             _store(item[:, j:j + jj], res.reshape(n_outer_cells, jj), add)
+
+        parallel.each(columns_block, range(0, inner_cells, col_step), threads)
     return out
 
 

@@ -14,10 +14,12 @@ the float64 numerators are computed too and every noisy numerator is recovered e
 both (:func:`lattice_perturb`).  So the output law is the same for every dataset whose total
 is at most :data:`MAX_TOTAL` (``2^53``, where the float64 count matrix stops being exact).
 
-The pipeline is :func:`polars_dp.kernels.lattice_blocks.hn_lattice_inverse`, block by block in
-the C order of the coefficient array, writing over the counts.  Within a block the draws are
-taken value by value of ``D`` (each value's coefficients in C order), so a seed reproduces a
-release for a given block size.  On the narrow lattice with a Haar last axis (the usual case)
+The pipeline is :func:`polars_dp.kernels.lattice_blocks.hn_lattice_inverse`, block by block,
+writing over the counts.  Every block draws from a stream of its own
+(:meth:`~polars_dp.noise.NoiseSource.block_streams`, keyed by the block's first coefficient), so
+the blocks' noise is independent, the blocks run on every core, and a seed reproduces a release
+for a given block size whatever the threads.  Within a block the draws are taken value by value
+of ``D`` (each value's coefficients in C order).  On the narrow lattice with a Haar last axis (the usual case)
 the forward along that axis is never computed: ``lattice_perturb(...).noise_first`` draws the
 block's ``Z``, forms ``N = P Y + P H^-1(Z)`` exactly (``Y`` the int64 numerators along the other
 axes; :func:`~polars_dp.kernels.wavelet_exact.haar_inverse_scaled`) and rounds ``N / P`` once
@@ -154,13 +156,19 @@ def lattice_perturb(scale: Fraction, src: NoiseSource, factors: Sequence[int]
     exact partial sums.  Either way the value divided by ``D`` is ``float(X)`` when
     ``|X| < 2^63``, and a fixed function of ``X`` beyond: post-processing of ``X`` alone.
 
-    The draws are taken value by value of ``D``, each value's coefficients in C order.  The
+    The block that starts at flat coefficient ``start`` draws from a stream of its own,
+    ``src.block_streams()(start)`` (independent across blocks), value by value of ``D``, each
+    value's coefficients in C order.  So a block's noise depends on its start alone, and the
+    pipeline may run blocks in any order or at once (the attribute ``by_block``).  The
     numerators (a fresh int64 array) are overwritten; the result is a float64 view of them.
     """
+    streams = src.block_streams()
 
-    def draw(shape: tuple[int, ...], denominators: np.ndarray) -> np.ndarray:
-        """``Z`` of a block of coefficients (int64, ``shape``): ``DLap(D lambda')`` each, drawn
-        value by value of ``D``, each value's coefficients in C order."""
+    def draw(shape: tuple[int, ...], denominators: np.ndarray, start: int) -> np.ndarray:
+        """``Z`` of the block at ``start`` (int64, ``shape``): ``DLap(D lambda')`` each, drawn
+        from the block's own stream value by value of ``D``, each value's coefficients in C
+        order."""
+        own = streams(start)
         z = scratch.empty(shape, np.int64)
         run, row_den = _rows_of_equal_denominator(shape, denominators)
         rows = z.reshape(-1, run)
@@ -172,7 +180,7 @@ def lattice_perturb(scale: Fraction, src: NoiseSource, factors: Sequence[int]
             t, s = value * scale.numerator, scale.denominator
             if bounds.size - 1 <= MAX_RUNS:
                 a_b = [(a, b) for a, b in itertools.pairwise(bounds.tolist()) if row_den[a] == value]
-                drawn = discrete_laplace(src, t, s, sum(b - a for a, b in a_b) * run)
+                drawn = discrete_laplace(own, t, s, sum(b - a for a, b in a_b) * run)
                 used = 0
                 for a, b in a_b:
                     n = (b - a) * run
@@ -180,17 +188,17 @@ def lattice_perturb(scale: Fraction, src: NoiseSource, factors: Sequence[int]
                     used += n
             else:
                 which = np.flatnonzero(row_den == value)
-                rows[which] = discrete_laplace(src, t, s, (which.size, run))
+                rows[which] = discrete_laplace(own, t, s, (which.size, run))
         return z
 
-    def noisy(numerators: np.ndarray, denominators: np.ndarray, approx: np.ndarray | None
+    def noisy(numerators: np.ndarray, denominators: np.ndarray, start: int, approx: np.ndarray | None
               ) -> tuple[np.ndarray, np.ndarray]:
         """``(X mod 2^64 as int64, X)``: ``X`` is that int64 array itself (exact) unless a value
         needed recovering, then float64 ``float(X)`` (:func:`_recover`)."""
         noisy = np.ascontiguousarray(numerators, dtype=np.int64)
         if noisy is numerators and not noisy.flags.writeable:
             noisy = noisy.copy()
-        z = draw(noisy.shape, denominators)
+        z = draw(noisy.shape, denominators, start)
         near = None if approx is None else np.ascontiguousarray(approx, dtype=np.float64)
         if near is None and z.size and (int(z.max()) >= _BIG or int(z.min()) <= -_BIG):
             near = noisy.astype(np.float64)  # exact sums: within 2^10 of X
@@ -202,7 +210,7 @@ def lattice_perturb(scale: Fraction, src: NoiseSource, factors: Sequence[int]
 
     def perturb(numerators: np.ndarray, denominators: np.ndarray, start: int,
                 approx: np.ndarray | None = None) -> np.ndarray:
-        ints, x = noisy(numerators, denominators, approx)
+        ints, x = noisy(numerators, denominators, start, approx)
         out = ints.view(np.float64)
         np.divide(x, np.broadcast_to(denominators, x.shape), out=out)  # post-processing
         return out
@@ -211,21 +219,20 @@ def lattice_perturb(scale: Fraction, src: NoiseSource, factors: Sequence[int]
                   approx: np.ndarray | None = None) -> np.ndarray:
         """``X`` itself (int64, or float64 ``float(X)`` after a recovery): ``perturb`` without
         the division, which the pipeline folds into the first Haar inverse."""
-        return noisy(numerators, denominators, approx)[1]
+        return noisy(numerators, denominators, start, approx)[1]
 
-    def first_noise(shape: tuple[int, ...], denominators: np.ndarray, m: int) -> np.ndarray:
-        """``W = P H^-1(Z)`` along the last (Haar, ``m`` cells, ``P`` coefficients) axis of a
-        block's draws ``Z`` (``shape``, the last axis ``P``): ``Z`` drawn exactly as
-        :func:`perturb` draws it, ``W`` exact (:func:`haar_inverse_scaled`; int64 rows
-        ``(prod(shape[:-1]), m)``, or Python ints when ``P max|Z| >= 2^52``, a property of the
-        noise alone).  A function of the noise only: the pipeline computes it one block ahead."""
+    def first_noise(shape: tuple[int, ...], denominators: np.ndarray, m: int, start: int) -> np.ndarray:
+        """``W = P H^-1(Z)`` along the last (Haar, ``m`` cells, ``P`` coefficients) axis of the
+        draws ``Z`` of the block at ``start`` (``shape``, the last axis ``P``): ``Z`` drawn
+        exactly as :func:`perturb` draws it, ``W`` exact (:func:`haar_inverse_scaled`; int64
+        rows ``(prod(shape[:-1]), m)``, or Python ints when ``P max|Z| >= 2^52``, a property of
+        the noise alone)."""
         p = shape[-1]
-        z = draw(shape, denominators).reshape(-1, p)
+        z = draw(shape, denominators, start).reshape(-1, p)
         w = compiled.haar_scaled(z, m, SCALED_LIMIT)
         return haar_inverse_scaled(z, m) if w is None else w
 
-    def noise_first(partial: np.ndarray, denominators: np.ndarray, start: int, m: int,
-                    w: np.ndarray | None = None) -> np.ndarray:
+    def noise_first(partial: np.ndarray, denominators: np.ndarray, start: int, m: int) -> np.ndarray:
         """The block's coefficients inverted along its last (Haar) axis, from ``partial``, the
         integer numerators ``Y`` along every other transformed axis (cells along the last).
 
@@ -235,16 +242,11 @@ def lattice_perturb(scale: Fraction, src: NoiseSource, factors: Sequence[int]
         The result ``g(N) / D`` (:func:`scaled_to_float`, then the division by the other
         axes' ``D``) is post-processing of ``X`` alone.  The Haar forward of the counts is
         never computed.  ``|Y| < 2^62`` on the narrow lattice; ``W`` leaves int64 only when
-        the noise is that large (then it is in Python ints, the same values).  ``w``: the
-        block's ``W`` if it was computed already (``perturb.first_noise``, in block order:
-        the pipeline draws one block ahead).
+        the noise is that large (then it is in Python ints, the same values).
         """
         p = haar_padded_length(m)
         rows = int(np.prod(partial.shape[:-1], dtype=np.int64))
-        if w is None:
-            w = first_noise(partial.shape[:-1] + (p,), denominators, m)
-        elif w.shape != (rows, m):
-            raise ParameterError(f"noise of shape {w.shape} handed to a block of {rows} rows of {m} cells")
+        w = first_noise(partial.shape[:-1] + (p,), denominators, m, start)
         out = scratch.empty(partial.shape)
         y = np.ascontiguousarray(partial, dtype=np.int64).reshape(rows, m)
         den = np.ascontiguousarray(np.broadcast_to(np.asarray(denominators, dtype=np.float64),
@@ -257,7 +259,7 @@ def lattice_perturb(scale: Fraction, src: NoiseSource, factors: Sequence[int]
         return out
 
     perturb.undivided = undivided  # type: ignore[attr-defined]  # read by hn_lattice_inverse
-    perturb.first_noise = first_noise  # type: ignore[attr-defined]  # read by hn_lattice_inverse
+    perturb.by_block = True  # type: ignore[attr-defined]  # read by hn_lattice_inverse
     perturb.noise_first = noise_first  # type: ignore[attr-defined]  # read by hn_lattice_inverse
     return perturb
 

@@ -24,6 +24,10 @@ PID) and every 2^32 words.  Without ``cryptography`` the source
 falls back to reading :func:`os.urandom` in bulk.  A ``seed`` gives a PCG64
 stream instead: reproducible, for tests and experiments only (anyone who knows the seed
 can subtract the noise), and every release made with one records ``seeded = true``.
+A mechanism that draws in independent blocks (the exact wavelet pipeline, on every core) takes
+one source per block from :meth:`NoiseSource.block_streams`: a freshly keyed ChaCha20 source
+each, or with a seed PCG64 children of a 128-bit root drawn from the seeded stream
+(``SeedSequence(root, spawn_key=(k,))``).
 :func:`make_rng` still returns a plain numpy Generator for non-noise uses (workload
 generation, sampling from a released model).
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import secrets
+from collections.abc import Callable
 from functools import lru_cache
 from typing import TYPE_CHECKING, TypeAlias
 
@@ -149,6 +150,25 @@ class NoiseSource:
             out[todo[ok]] = v[ok] % bound
             todo = todo[~ok]
         return out
+
+    def block_streams(self) -> Callable[[int], NoiseSource]:
+        """``stream(k)``: a source of its own for block ``k``, independent of every other block's
+        and of this source's later words, so that blocks can draw in any order or at once.
+
+        Cryptographic: every ``stream(k)`` is a new :class:`NoiseSource`, keyed afresh from
+        :func:`os.urandom`.  Seeded: two words of this source are a 128-bit root, and
+        ``stream(k)`` is PCG64 seeded by ``SeedSequence(root, spawn_key=(k,))`` (numpy's
+        construction of independent child streams), so the same seed gives the same blocks."""
+        if self.generator is None:
+            return lambda k: NoiseSource()
+        w = self.words(2)
+        root = (int(w[0]) << 64) | int(w[1])
+
+        def stream(k: int) -> NoiseSource:
+            seq = np.random.SeedSequence(root, spawn_key=(int(k),))
+            return NoiseSource(np.random.Generator(np.random.PCG64(seq)))
+
+        return stream
 
     def fair_bits(self, n: int) -> np.ndarray:
         """``n`` independent fair booleans."""

@@ -261,3 +261,38 @@ def test_privtree_decision_past_int64_is_the_laplace_tail():
     halves = (split[:40_000].mean(), 1 - math.exp(-1) / 2), (split[40_000:].mean(), math.exp(-0.5) / 2)
     for got, want in halves:
         assert abs(got - want) < 5.5 * math.sqrt(want * (1 - want) / 40_000)
+
+
+# ============================================================================ block streams
+def test_seeded_block_streams_are_reproducible_and_distinct():
+    """Seeded: the same seed gives the same stream per block, blocks differ from each other and
+    from the parent's own later words, and the construction is numpy's child seeding."""
+    a, b = N.noise_source(11).block_streams(), N.noise_source(11).block_streams()
+    first = [a(k).words(64) for k in (0, 5, 1 << 40)]
+    np.testing.assert_array_equal(first[1], b(5).words(64))
+    assert len({w.tobytes() for w in first}) == 3
+    parent = N.noise_source(11)
+    root_words = parent.words(2)
+    root = (int(root_words[0]) << 64) | int(root_words[1])
+    want = np.random.PCG64(np.random.SeedSequence(root, spawn_key=(5,))).random_raw(64)
+    np.testing.assert_array_equal(first[1], want)
+    assert not np.array_equal(parent.words(64), first[0])
+    assert a(3).seeded and a(3).kind == "pcg64 (seeded)"
+
+
+@pytest.mark.skipif(S._ChaCha20 is None, reason="needs the cryptography package")
+def test_cryptographic_block_streams_are_keyed_afresh(monkeypatch):
+    """Unseeded: every block's stream is a new ChaCha20 source with its own key from the OS."""
+    asked = []
+    real = S.os.urandom
+
+    def urandom(n: int) -> bytes:
+        asked.append(n)
+        return real(n)
+
+    streams = N.NoiseSource().block_streams()
+    monkeypatch.setattr(S.os, "urandom", urandom)
+    one, two = streams(0), streams(0)
+    assert not one.seeded and one.kind == "chacha20"
+    assert not np.array_equal(one.words(8), two.words(8))
+    assert asked == [32, 12, 32, 12]  # a key and a nonce for each
