@@ -155,8 +155,11 @@ def _prod(xs: Sequence[int]) -> int:
 
 
 def _item_groups(plan: BlockPlan, slab: int) -> list[tuple[int, int]]:
-    """``(first item, items)`` of every block when a batch item fits one block (``split == lead``)."""
-    group = max(1, slab // plan.per_item)
+    """``(first item, items)`` of every block when a batch item fits one block (``split == lead``):
+    at most half a slab of coefficients per group (an item group's pipeline holds several
+    block-sized temporaries; with two threads, half-slab groups keep the scratch of one
+    full-slab thread, at the same speed)."""
+    group = max(1, slab // (2 * plan.per_item))
     return [(b, min(group, plan.batch - b)) for b in range(0, plan.batch, group)]
 
 
