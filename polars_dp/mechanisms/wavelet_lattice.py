@@ -39,7 +39,7 @@ import numpy as np
 
 from polars_dp.domains.attributes import Attribute, Nominal
 from polars_dp.errors import ParameterError
-from polars_dp.kernels import compiled, lattice_blocks, scratch
+from polars_dp.kernels import compiled, lattice_blocks, parallel, scratch
 from polars_dp.kernels.wavelet_exact import (
     SCALED_LIMIT,
     float_error_steps,
@@ -285,8 +285,11 @@ def add_wavelet_noise_exact(counts: np.ndarray, attributes: Sequence[Attribute],
     counts = np.ascontiguousarray(counts)
     ints = counts.view(np.int64)
     flat_f, flat_i = counts.reshape(-1), ints.reshape(-1)
-    for a in range(0, flat_f.size, SLAB_CELLS):
+
+    def to_int(a: int) -> None:
         flat_i[a:a + SLAB_CELLS] = flat_f[a:a + SLAB_CELLS]  # exact: integers below 2^53
+
+    parallel.each(to_int, range(0, flat_f.size, SLAB_CELLS), parallel.thread_count())
     perturb = lattice_perturb(scale, src, lattice_factors(attributes, transformed))
     lattice_blocks.hn_lattice_inverse(ints, attributes, transformed, perturb, out=counts,
                                       slab_cells=SLAB_CELLS, advance=advance, approximate=wide)
