@@ -3,7 +3,7 @@
 * :func:`hn_inverse_blocked`: the inverse of coefficients pulled block by block from a source
   (e.g. a noise sampler): inner axes per cache-sized block, outer transformed axes in column
   blocks of one buffer; small axes by their dense inverse matrix (:func:`inverse_axis`).
-* :func:`block_plan`, :func:`block_ranges`: how a cube is cut into blocks, and their order.
+* :func:`block_plan`: how a cube is cut into blocks.
 
 The exact lattice pipeline on top of the driver is :mod:`polars_dp.kernels.lattice_blocks`.
 """
@@ -168,23 +168,6 @@ def _row_blocks(plan: BlockPlan, slab: int) -> list[tuple[int, int]]:
     inner, n_outer = _prod(plan.coef[plan.split:]), _prod(plan.coef[plan.lead:plan.split])
     step = max(1, slab // inner)
     return [(r, min(step, n_outer - r)) for r in range(0, n_outer, step)]
-
-
-def block_ranges(attributes: Sequence[Attribute], transformed: Sequence[bool],
-                 slab_cells: int = SLAB_CELLS) -> list[tuple[int, int]]:
-    """The flat coefficient ranges ``[start, stop)`` that :func:`hn_inverse_blocked` pulls from its
-    source, in order (the blocks of a transformed cube: groups of batch items, or row blocks of
-    every batch item)."""
-    plan = block_plan(tuple(attributes), [bool(t) for t in transformed], slab_cells)
-    if plan.lead == len(plan.cells):
-        total = _prod(plan.cells)
-        return [(i, min(i + slab_cells, total)) for i in range(0, total, slab_cells)]
-    sub = plan.per_item
-    if plan.split == plan.lead:
-        return [(b * sub, (b + g) * sub) for b, g in _item_groups(plan, slab_cells)]
-    inner = _prod(plan.coef[plan.split:])
-    return [(b * sub + r * inner, b * sub + (r + rr) * inner)
-            for b in range(plan.batch) for r, rr in _row_blocks(plan, slab_cells)]
 
 
 def block_plan(attributes: Sequence[Attribute], transformed: Sequence[bool], slab: int) -> BlockPlan:
@@ -378,5 +361,5 @@ def hn_inverse(u: np.ndarray, attributes: Sequence[Attribute], transformed: Sequ
 
 
 __all__ = ["DENSE_INVERSE_ENTRIES", "SLAB_CELLS", "BlockPlan", "LastInverse", "Source", "block_plan",
-           "block_ranges", "blas_single_thread", "hn_inverse", "hn_inverse_blocked", "inverse_axis",
+           "blas_single_thread", "hn_inverse", "hn_inverse_blocked", "inverse_axis",
            "inverse_matrix", "single_haar"]
