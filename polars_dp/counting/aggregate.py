@@ -2,9 +2,9 @@
 
 Dense (a frequency matrix or a grid): the float64 result is allocated once, by
 ``np.bincount`` of the first piece (its int64 output converted to float64 in its own buffer,
-so nothing is allocated twice).  Later pieces are added in place by ``np.add.at`` (unbuffered,
-as fast as ``bincount`` since numpy 2 and without a result-sized temporary per piece; exact,
-the counts being integers below ``2^53``).
+so nothing is allocated twice; with ``integer`` the int64 output is the result).  Later pieces
+are added in place by ``np.add.at`` (unbuffered, as fast as ``bincount`` since numpy 2 and
+without a result-sized temporary per piece; exact, the counts being integers below ``2^53``).
 
 Sparse (PrivTree's finest cells): pieces are reduced to sorted unique keys with summed counts
 (re-reduced whenever they pile up), returned as int64 ``(keys, counts)``; a single unweighted
@@ -54,9 +54,10 @@ def _reduce(keys: np.ndarray, counts: np.ndarray | None) -> tuple[np.ndarray, np
 class Accumulator:
     """Sum of counts per key over pieces (one piece per batch or per engine result)."""
 
-    def __init__(self, n_cells: int, dense: bool):
+    def __init__(self, n_cells: int, dense: bool, integer: bool = False):
         self.n_cells = n_cells
         self.dense_mode = dense
+        self.integer = integer  # dense counts as int64
         self._dense: np.ndarray | None = None
         self._pieces: list[tuple[np.ndarray, np.ndarray | None]] = []
         self._held = 0
@@ -74,6 +75,14 @@ class Accumulator:
             if self._held > MERGE_KEYS and len(self._pieces) > 1:
                 self._pieces = [self._merge()]
                 self._held = self._pieces[0][0].size
+            return
+        if self.integer:  # int64 counts, exact
+            if self._dense is None and counts is None:  # bincount's own output is the result
+                self._dense = np.bincount(keys, minlength=self.n_cells).astype(np.int64, copy=False)
+                return
+            if self._dense is None:
+                self._dense = np.zeros(self.n_cells, dtype=np.int64)
+            np.add.at(self._dense, keys, 1 if counts is None else counts.astype(np.int64))
             return
         w = None if counts is None else counts.astype(np.float64)
         if self._dense is None:  # the first piece allocates the result: bincount writes it
@@ -97,9 +106,9 @@ class Accumulator:
         return _reduce(keys, counts.astype(np.float64))
 
     def dense(self) -> np.ndarray:
-        """Flat float64 counts over all ``n_cells`` keys."""
+        """Flat counts over all ``n_cells`` keys (float64; int64 with ``integer``)."""
         if self._dense is None:
-            self._dense = np.zeros(self.n_cells, dtype=np.float64)
+            self._dense = np.zeros(self.n_cells, dtype=np.int64 if self.integer else np.float64)
         return self._dense
 
     def sparse(self) -> tuple[np.ndarray, np.ndarray | None]:

@@ -72,8 +72,10 @@ def check_domain_size(shape: tuple[int, ...], *, bytes_per_cell: int = 24,
 
 def frequency_matrix(frame: Any, attributes: Iterable[Attribute], *,
                      on_out_of_domain: str = "raise", nulls: str = "raise",
-                     bytes_per_cell: int = 24, count_column: str | None = None) -> np.ndarray:
-    """Dense d-dimensional count matrix (float64, shape = cells per attribute, in order).
+                     bytes_per_cell: int = 24, count_column: str | None = None,
+                     integer: bool = False) -> np.ndarray:
+    """Dense d-dimensional count matrix (float64, or exact int64 with ``integer``; shape = cells
+    per attribute, in order).
 
     ``frame`` is any input of :mod:`polars_dp.counting.engines` (Polars, Arrow, DuckDB, Spark);
     the count runs in that engine.  ``count_column`` names a column of non-negative integer
@@ -83,7 +85,8 @@ def frequency_matrix(frame: Any, attributes: Iterable[Attribute], *,
     cannot fit in memory.
     """
     attrs = as_attributes(attributes)
-    spec = CountSpec.make(attrs, on_out_of_domain=on_out_of_domain, nulls=nulls, count_column=count_column)
+    spec = CountSpec.make(attrs, on_out_of_domain=on_out_of_domain, nulls=nulls, count_column=count_column,
+                          integer=integer)
     _check_clamp(spec.clamp, attrs)
     shape = spec.shape
     check_domain_size(shape, bytes_per_cell=bytes_per_cell, attributes=attrs)

@@ -48,18 +48,26 @@ class CountSpec:
     drop_nulls: bool = False
     count_column: str | None = None
     key: Callable[[list[np.ndarray]], np.ndarray] | None = None
+    integer: bool = False  # dense counts as int64 (exact) instead of float64
 
     @staticmethod
     def make(axes: Sequence[Any], *, on_out_of_domain: str = "raise", nulls: str = "raise",
              count_column: str | None = None,
-             key: Callable[[list[np.ndarray]], np.ndarray] | None = None) -> CountSpec:
+             key: Callable[[list[np.ndarray]], np.ndarray] | None = None,
+             integer: bool = False) -> CountSpec:
         check_option(on_out_of_domain, "on_out_of_domain", ON_OUT_OF_DOMAIN)
         check_option(nulls, "nulls", NULLS)
         if count_column is not None and (not isinstance(count_column, str) or not count_column):
             raise ParameterError(f"count_column must be a column name or None, got {count_column!r}")
         if count_column is not None and count_column in {a.column for a in axes}:
             raise ParameterError(f"count_column {count_column!r} is also a declared attribute")
-        return CountSpec(tuple(axes), on_out_of_domain == "clamp", nulls == "drop", count_column, key)
+        return CountSpec(tuple(axes), on_out_of_domain == "clamp", nulls == "drop", count_column, key,
+                         bool(integer))
+
+    @property
+    def dense_dtype(self) -> np.dtype:
+        """The dtype of the dense counts: int64 with ``integer``, else float64."""
+        return np.dtype(np.int64 if self.integer else np.float64)
 
     @property
     def shape(self) -> tuple[int, ...]:

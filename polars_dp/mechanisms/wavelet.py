@@ -119,7 +119,8 @@ def run_privelet(plan: PriveletPlan, frame: Any, *, seed: SeedLike = None, progr
                    max(plan.coefficients, rows_hint(frame) or 0))
     bar.step("counting")
     counts = frequency_matrix(frame, attrs, on_out_of_domain=opts["on_out_of_domain"], nulls=opts["nulls"],
-                              bytes_per_cell=24, count_column=opts["count_column"])
+                              bytes_per_cell=24, count_column=opts["count_column"],
+                              integer=plan.noise == "exact")  # the exact pipeline works on int64
     release = privelet_counts(plan, counts, src, advance=bar.step("noise + inverse transform",
                                                                   plan.coefficients, "coef"))
     bar.close()
@@ -128,11 +129,12 @@ def run_privelet(plan: PriveletPlan, frame: Any, *, seed: SeedLike = None, progr
 
 def privelet_counts(plan: PriveletPlan, counts: np.ndarray, src: NoiseSource,
                     advance: Callable[[int], None] | None = None) -> GridRelease:
-    """The plan's wavelet noise on ``counts`` (float64 holding the exact counts, shaped as the
-    plan's attributes; overwritten in place) -> the release.  No data is read here."""
+    """The plan's wavelet noise on ``counts`` (the exact counts shaped as the plan's attributes:
+    float64, or int64 for exact noise; consumed) -> the release.  No data is read here."""
     attrs, transformed = plan.attributes, plan.transformed_mask
     if plan.noise == "exact":
-        add_wavelet_noise_exact(counts, attrs, transformed, Fraction(plan.scale), src, advance=advance)
+        counts = add_wavelet_noise_exact(counts, attrs, transformed, Fraction(plan.scale), src,
+                                         advance=advance)
     else:
         add_wavelet_noise(counts, attrs, transformed, plan.noise_scale, src, advance=advance)
     return GridRelease(counts, attrs, mechanism=plan.release_mechanism, epsilon=plan.epsilon,

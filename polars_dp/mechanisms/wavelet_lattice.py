@@ -266,12 +266,12 @@ def lattice_perturb(scale: Fraction, src: NoiseSource, factors: Sequence[int]
 
 def add_wavelet_noise_exact(counts: np.ndarray, attributes: Sequence[Attribute], transformed: Sequence[bool],
                             scale: Fraction, src: NoiseSource,
-                            advance: Callable[[int], None] | None = None) -> None:
-    """``counts <- inverse_HN(X / D)`` in place, ``X = D u + Z``, ``Z ~ DLap(D lambda')`` per
-    coefficient.
+                            advance: Callable[[int], None] | None = None) -> np.ndarray:
+    """``inverse_HN(X / D)`` written over ``counts``, ``X = D u + Z``, ``Z ~ DLap(D lambda')`` per
+    coefficient; returns the release (float64, the memory of ``counts``).
 
-    ``counts`` (float64 holding integers, total at most :data:`MAX_TOTAL`) is converted to int64
-    in place, block by block, and overwritten by the release.  Nothing here reads the data to
+    ``counts`` (int64, or float64 holding integers that are converted to int64 in place block by
+    block; total at most :data:`MAX_TOTAL`) is consumed.  Nothing here reads the data to
     choose a path or to refuse: the int64 numerators are exact modulo ``2^64``; when the public
     :func:`lattice_bound` allows ``|D u| >= 2^62`` (:func:`needs_wide`) the float64 numerators are
     computed too and every ``X`` is recovered exactly from both (:func:`lattice_perturb`); a
@@ -282,17 +282,22 @@ def add_wavelet_noise_exact(counts: np.ndarray, attributes: Sequence[Attribute],
     wide = needs_wide(attributes, transformed)
     if wide:
         check_wide(attributes, transformed)
-    counts = np.ascontiguousarray(counts)
-    ints = counts.view(np.int64)
-    flat_f, flat_i = counts.reshape(-1), ints.reshape(-1)
+    if counts.dtype == np.int64:
+        ints = np.ascontiguousarray(counts)
+    else:
+        floats = np.ascontiguousarray(counts, dtype=np.float64)
+        ints = floats.view(np.int64)
+        flat_f, flat_i = floats.reshape(-1), ints.reshape(-1)
 
-    def to_int(a: int) -> None:
-        flat_i[a:a + SLAB_CELLS] = flat_f[a:a + SLAB_CELLS]  # exact: integers below 2^53
+        def to_int(a: int) -> None:
+            flat_i[a:a + SLAB_CELLS] = flat_f[a:a + SLAB_CELLS]  # exact: integers below 2^53
 
-    parallel.each(to_int, range(0, flat_f.size, SLAB_CELLS), parallel.thread_count())
+        parallel.each(to_int, range(0, flat_f.size, SLAB_CELLS), parallel.thread_count())
+    release = ints.view(np.float64)
     perturb = lattice_perturb(scale, src, lattice_factors(attributes, transformed))
-    lattice_blocks.hn_lattice_inverse(ints, attributes, transformed, perturb, out=counts,
+    lattice_blocks.hn_lattice_inverse(ints, attributes, transformed, perturb, out=release,
                                       slab_cells=SLAB_CELLS, advance=advance, approximate=wide)
+    return release
 
 
 __all__ = ["MAX_TOTAL", "add_wavelet_noise_exact", "check_wide", "lattice_bound", "lattice_factors",

@@ -60,8 +60,8 @@ def count(data: Any, spec: CountSpec, *, dense: Literal[True]) -> np.ndarray: ..
 @overload
 def count(data: Any, spec: CountSpec, *, dense: Literal[False]) -> tuple[np.ndarray, np.ndarray | None]: ...
 def count(data: Any, spec: CountSpec, *, dense: bool) -> Counts:
-    """Counts of ``spec`` over the rows of ``data``: the flat float64 vector of all cells
-    (``dense``) or sorted unique int64 keys with their int64 counts."""
+    """Counts of ``spec`` over the rows of ``data``: the flat vector of all cells (``dense``;
+    float64, or int64 with ``spec.integer``) or sorted unique int64 keys with their int64 counts."""
     engine = engine_of(data)
     if engine == "polars":
         if isinstance(data, (pa.Table, pa.RecordBatch)):

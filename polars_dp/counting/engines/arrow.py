@@ -28,7 +28,7 @@ def count_stream(data: Any, spec: CountSpec, *, dense: bool) -> Counts:
     reader = as_reader(data)
     schema = pl.DataFrame(pl.from_arrow(reader.schema.empty_table())).schema
     keys, drop, dtypes = prepare(schema, spec)
-    acc = Accumulator(spec.n_cells, dense)
+    acc = Accumulator(spec.n_cells, dense, spec.integer)
     stats: Stats | None = None
     for record_batch in reader:
         frame = pl.DataFrame(pl.from_arrow(record_batch))

@@ -77,7 +77,7 @@ def count_polars(frame: pl.DataFrame | pl.LazyFrame, spec: CountSpec, *, dense: 
     else:
         batches = lf.select(keys).collect_batches(chunk_size=BATCH_ROWS, maintain_order=False,
                                                   engine="streaming")
-    acc = Accumulator(spec.n_cells, dense)
+    acc = Accumulator(spec.n_cells, dense, spec.integer)
     complete = all(add_batch(acc, batch, spec) for batch in batches)
     if not complete:
         del batches  # stops the stream before the second (error-path) pass

@@ -66,9 +66,9 @@ def stats_sql(spec: CountSpec, dtypes: Sequence[pl.DataType], dialect: str, tabl
 def finish_batches(batches: Iterable[pa.RecordBatch], spec: CountSpec, *, dense: bool
                    ) -> Counts | None:
     """:func:`finish` of the aggregate as a stream of Arrow record batches, each scattered
-    straight into the result (dense: one float64 array, the cells being unique); None when a
-    batch holds a NULL cell (the caller explains the invalid rows)."""
-    out = np.zeros(spec.n_cells, dtype=np.float64) if dense else None
+    straight into the result (dense: one array of ``spec.dense_dtype``, the cells being unique);
+    None when a batch holds a NULL cell (the caller explains the invalid rows)."""
+    out = np.zeros(spec.n_cells, dtype=spec.dense_dtype) if dense else None
     acc = None if dense else Accumulator(spec.n_cells, dense=False)
     nulls, low = 0, None
     for batch in batches:
@@ -104,7 +104,7 @@ def finish(agg: pl.DataFrame, spec: CountSpec, *, dense: bool) -> Counts:
     cells = agg["cell"].cast(pl.Int64).to_numpy()
     counts = agg["n"].cast(pl.Int64).fill_null(0).to_numpy()
     if dense:
-        out = np.zeros(spec.n_cells, dtype=np.float64)
+        out = np.zeros(spec.n_cells, dtype=spec.dense_dtype)
         out[cells] = counts
         return out
     acc = Accumulator(spec.n_cells, dense=False)

@@ -29,23 +29,45 @@ def _truth(frame: pl.DataFrame, weights: bool) -> np.ndarray:
     return np.bincount(cell, weights=frame["w"].to_numpy() if weights else None, minlength=90).reshape(30, 3)
 
 
-@pytest.mark.parametrize("weights", [False, True])
-def test_many_streamed_batches_add_up_exactly(monkeypatch, weights):
-    monkeypatch.setattr(polars_engine, "BATCH_ROWS", 997)
-    frame = _frame()
-    got = frequency_matrix(frame.lazy(), ATTRS, count_column="w" if weights else None)
+def _check(got: np.ndarray, frame: pl.DataFrame, weights: bool, integer: bool) -> None:
+    assert got.dtype == (np.int64 if integer else np.float64)
     np.testing.assert_array_equal(got, _truth(frame, weights))
 
 
+@pytest.mark.parametrize("integer", [False, True])
 @pytest.mark.parametrize("weights", [False, True])
-def test_duckdb_aggregate_in_record_batches(monkeypatch, weights):
+def test_many_streamed_batches_add_up_exactly(monkeypatch, weights, integer):
+    monkeypatch.setattr(polars_engine, "BATCH_ROWS", 997)
+    frame = _frame()
+    got = frequency_matrix(frame.lazy(), ATTRS, count_column="w" if weights else None, integer=integer)
+    _check(got, frame, weights, integer)
+
+
+@pytest.mark.parametrize("integer", [False, True])
+@pytest.mark.parametrize("weights", [False, True])
+def test_duckdb_aggregate_in_record_batches(monkeypatch, weights, integer):
     monkeypatch.setattr(duckdb_engine, "FETCH_ROWS", 7)
     frame = _frame(200_000)
     con = duckdb.connect()
     con.register("t", frame.to_arrow())
     rel = con.sql("SELECT * FROM t")
-    got = frequency_matrix(rel, ATTRS, count_column="w" if weights else None)
-    np.testing.assert_array_equal(got, _truth(frame, weights))
+    got = frequency_matrix(rel, ATTRS, count_column="w" if weights else None, integer=integer)
+    _check(got, frame, weights, integer)
+
+
+@pytest.mark.parametrize("weights", [False, True])
+def test_integer_counts_of_one_frame_and_of_an_arrow_stream(weights):
+    frame = _frame()
+    for data in (frame, pl.DataFrame(frame).to_arrow().to_reader(max_chunksize=1001)):
+        got = frequency_matrix(data, ATTRS, count_column="w" if weights else None, integer=True)
+        _check(got, frame, weights, True)
+
+
+def test_integer_counts_past_2_to_53_stay_exact():
+    """int64 counts hold what float64 would round: 2^53 + 1 individuals in one cell."""
+    frame = pl.DataFrame({"a": [0, 0], "b": ["x", "x"], "w": [2**53, 1]})
+    got = frequency_matrix(frame, ATTRS, count_column="w", integer=True)
+    assert int(got[0, 0]) == 2**53 + 1
 
 
 def test_duckdb_negative_count_is_refused_from_any_batch(monkeypatch):
