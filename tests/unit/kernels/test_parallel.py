@@ -3,8 +3,10 @@ arena; errors raised in the caller; ``thread_count`` and ``column_ranges``."""
 
 from __future__ import annotations
 
+import collections
 import itertools
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -46,25 +48,25 @@ def test_one_thread_runs_in_order_in_the_caller():
 
 
 def test_each_thread_has_its_own_scratch_reset_per_item():
-    starts = {}
+    seen: dict[str, collections.Counter] = {}
     lock = threading.Lock()
+    barrier = threading.Barrier(2, timeout=10)
 
     def fn(x):
+        if x < 2:
+            barrier.wait()  # both threads hold an item: each serves from its own arena
         a = scratch.empty(1000, np.int64)
         a[:] = x
-        with lock:
-            starts.setdefault(threading.current_thread().name, set()).add(a.ctypes.data)
+        time.sleep(0.001)  # the other thread works meanwhile: a shared buffer would be overwritten
         assert np.all(a == x)
+        with lock:
+            seen.setdefault(threading.current_thread().name, collections.Counter())[a.ctypes.data] += 1
 
-    with scratch.arena():
-        scratch.empty(10)  # served once so the arena has a buffer
-        scratch.reset()
-        parallel.each(fn, range(40), 2)
-    ptrs = [p for s in starts.values() for p in s]
-    assert len(starts) == 2
-    assert not (starts[threading.main_thread().name] & set().union(
-        *(s for n, s in starts.items() if n != threading.main_thread().name)))
-    assert len(ptrs) <= 6  # reset before every item: the same few addresses again and again
+    parallel.each(fn, range(40), 2)
+    assert len(seen) == 2
+    steady = [counts.most_common(1)[0][0] for counts in seen.values()]
+    assert steady[0] != steady[1]  # one arena per thread
+    assert all(len(counts) <= 2 for counts in seen.values())  # reset before every item: one address
 
 
 def test_an_error_is_raised_in_the_caller_and_stops_new_items():
@@ -74,6 +76,7 @@ def test_an_error_is_raised_in_the_caller_and_stops_new_items():
         taken.append(x)
         if x == 3:
             raise KeyError("boom")
+        time.sleep(0.001)  # so that the other thread cannot finish every item first
 
     with pytest.raises(KeyError, match="boom"):
         parallel.each(fn, range(1000), 2)
