@@ -20,9 +20,10 @@ writing over the counts.  Every block draws from a stream of its own
 the blocks' noise is independent, the blocks run on every core, and a seed reproduces a release
 for a given block size whatever the threads.  Within a block the draws are taken value by value
 of ``D`` (each value's coefficients in C order).  On the narrow lattice with a Haar last axis
-(the usual case) the forward along that axis is never computed: ``lattice_perturb(...).noise_first`` draws the
-block's ``Z``, forms ``N = P Y + P H^-1(Z)`` exactly (``Y`` the int64 numerators along the other
-axes; :func:`~polars_dp.kernels.wavelet_exact.haar_inverse_scaled`) and rounds ``N / P`` once
+(the usual case) the forward along that axis is never computed:
+``lattice_perturb(...).noise_first`` draws the block's ``Z``, forms ``N = P Y + P H^-1(Z)``
+exactly (``Y`` the int64 numerators along the other axes;
+:func:`~polars_dp.kernels.wavelet_exact.haar_inverse_scaled`) and rounds ``N / P`` once
 (:func:`~polars_dp.kernels.wavelet_exact.scaled_to_float`); then the division by the other
 axes' ``D`` and their float inverse follow.  Otherwise: exact int64 forward, noise, ``X / D``
 and the float64 inverse; on the wide lattice with a Haar last axis the division is done inside
