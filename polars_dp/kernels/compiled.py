@@ -13,7 +13,6 @@ from typing import Any
 import numpy as np
 
 from polars_dp.compiled import enabled, kernel_set
-from polars_dp.kernels import scratch
 
 #: Columns per chunk of the nominal kernels: a chunk of every node's row stays in cache (L2).
 COLUMNS = 256
@@ -31,32 +30,27 @@ def _build(numba: Any) -> dict[str, Any]:
         return lo, hi
 
     @numba.njit(cache=True, nogil=True)
-    def haar_scaled_rows(z: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover - compiled
-        rows, p = z.shape
-        m = out.shape[1]
-        buf = np.empty(p, np.int64)
-        for r in range(rows):
-            buf[0] = z[r, 0]
-            k = 1
-            while k < p:  # in place, right to left: child 2i, 2i+1 overwrite sums already read
-                for i in range(k - 1, -1, -1):
-                    d = z[r, k + i] * k
-                    s = buf[i]
-                    buf[2 * i] = s + d
-                    buf[2 * i + 1] = s - d
-                k *= 2
-            out[r, :] = buf[:m]
-
-    @numba.njit(cache=True, nogil=True)
-    def scaled_rows(y: np.ndarray, w: np.ndarray, row_den: np.ndarray, out: np.ndarray, low: np.int64,
-                    scale: float) -> None:  # pragma: no cover - compiled
-        rows, m = y.shape
+    def noise_first_rows(z: np.ndarray, which: np.ndarray, y: np.ndarray, row_den: np.ndarray,
+                         out: np.ndarray, low: np.int64, scale: float) -> None:  # pragma: no cover - compiled
+        rows, m = out.shape
+        p = z.shape[1]
         high = ~low
+        w = np.empty(p, np.int64)
         for r in range(rows):
-            den, yr, wr, orow = row_den[r], y[r], w[r], out[r]
-            for i in range(m):
+            zr = z[which[r]]
+            w[0] = zr[0]
+            k = 1
+            while k < p:  # W = P H^-1(z) in place, right to left: 2i, 2i+1 overwrite sums already read
+                for i in range(k - 1, -1, -1):
+                    d = zr[k + i] * k
+                    s = w[i]
+                    w[2 * i] = s + d
+                    w[2 * i + 1] = s - d
+                k *= 2
+            den, yr, orow = row_den[r], y[r], out[r]
+            for i in range(m):  # fl(N / P) / D, N = P y + W (scaled_to_float)
                 yi = yr[i]
-                orow[i] = (float(yi & high) + (float(yi & low) + float(wr[i]) * scale)) / den
+                orow[i] = (float(yi & high) + (float(yi & low) + float(w[i]) * scale)) / den
 
     @numba.njit(cache=True, nogil=True)
     def nominal_rows(c: np.ndarray, group_start: np.ndarray, group_size: np.ndarray,
@@ -204,8 +198,7 @@ def _build(numba: Any) -> dict[str, Any]:
                 else:
                     dst[:] = src
 
-    return {"min_max": min_max, "haar_scaled_rows": haar_scaled_rows, "scaled_rows": scaled_rows,
-            "nominal_rows": nominal_rows,
+    return {"min_max": min_max, "noise_first_rows": noise_first_rows, "nominal_rows": nominal_rows,
             "nominal_numerator_rows": nominal_numerator_rows,
             "haar_columns_forward": haar_columns_forward, "haar_columns_inverse": haar_columns_inverse}
 
@@ -213,36 +206,28 @@ def _build(numba: Any) -> dict[str, Any]:
 _active = kernel_set(_build)
 
 
-def haar_scaled(z: np.ndarray, m: int, limit: int) -> np.ndarray | None:
-    """:func:`~polars_dp.kernels.wavelet_exact.haar_inverse_scaled` of int64 rows ``z`` (rows,
-    ``P``): ``W = P H^-1(z)``, cells ``[0, m)``, int64 (integers: the same values in any
-    order).  None when the compiled kernels are off or ``P max|z| >= limit``
-    (:data:`~polars_dp.kernels.wavelet_exact.SCALED_LIMIT`; the numpy kernel then takes the
-    exact Python-int path)."""
+def noise_first_rows(z: np.ndarray, which: np.ndarray, y: np.ndarray, row_den: np.ndarray, out: np.ndarray,
+                     limit: int) -> bool:
+    """``out[r] = fl(N / P) / D`` per row ``r``, ``N = P y[r] + W``, ``W = P H^-1(z[which[r]])``:
+    the numpy :func:`~polars_dp.kernels.wavelet_exact.haar_inverse_scaled` (int64 ``W``, cells
+    ``[0, m)``), :func:`~polars_dp.kernels.wavelet_exact.scaled_to_float` and the division by
+    each row's ``D`` (``row_den``, float64; ``x / 1.0 = x``), the same operations value by
+    value, one row at a time (``W`` never leaves the cache).  ``z``: int64 (any rows, ``P``);
+    ``which``: int64 row of ``z`` per output row; ``y``: int64 (rows, ``m``), ``|y| < 2^62``;
+    ``out``: float64 (rows, ``m``); all C-contiguous.  False (``out`` untouched) when compiled
+    kernels are off or ``P max|z| >= limit``
+    (:data:`~polars_dp.kernels.wavelet_exact.SCALED_LIMIT`: the numpy kernels then take the
+    exact Python-int path), a property of ``z`` alone."""
     ks = _active()
     if ks is None:
-        return None
+        return False
     p = z.shape[1]
     if z.size:
         lo, hi = ks["min_max"](z)
         if max(-int(lo), int(hi)) * p >= limit:
-            return None
-    out = scratch.empty((z.shape[0], m), np.int64)
-    ks["haar_scaled_rows"](z, out)
-    return out
-
-
-def scaled_rows_to_float(y: np.ndarray, w: np.ndarray, row_den: np.ndarray, p: int, out: np.ndarray) -> bool:
-    """``out = fl(N / P) / D`` per row, ``N = P y + w``: the compiled
-    :func:`~polars_dp.kernels.wavelet_exact.scaled_to_float` followed by the division by each
-    row's ``D`` (``row_den``, float64; ``x / 1.0 = x``), the same operations value by value.
-    ``y``, ``w``: int64 (rows, m), ``|w| < 2^52``; ``out``: float64 (rows, m); all C-contiguous.
-    False (``out`` untouched) when compiled kernels are off."""
-    ks = _active()
-    if ks is None:
-        return False
+            return False
     low = np.int64((1 << (52 - (p.bit_length() - 1))) - 1)
-    ks["scaled_rows"](y, w, row_den, out, low, 1.0 / p)
+    ks["noise_first_rows"](z, which, y, row_den, out, low, 1.0 / p)
     return True
 
 
@@ -314,5 +299,5 @@ def haar_columns_inverse(head: np.ndarray, tail: np.ndarray, levels: np.ndarray,
     return True
 
 
-__all__ = ["enabled", "haar_columns_forward", "haar_columns_inverse", "haar_scaled", "nominal_inverse",
-           "nominal_numerators", "scaled_rows_to_float"]
+__all__ = ["enabled", "haar_columns_forward", "haar_columns_inverse", "noise_first_rows", "nominal_inverse",
+           "nominal_numerators"]

@@ -102,10 +102,14 @@ def hn_lattice_inverse(counts: np.ndarray, attributes: Sequence[Attribute], tran
     flat_counts = counts.reshape(plan.batch, -1)
 
     def numerators(x: np.ndarray, first: int, offset: int, stop: int = d) -> np.ndarray:
-        """Forward along the transformed axes ``[first, stop)`` (array axis ``k - offset``)."""
-        for k in range(first, stop):
-            if tr[k]:
-                x = forward_numerators(x, attrs[k], k - offset)
+        """Forward along the transformed axes ``[first, stop)`` (array axis ``k - offset``).
+        int64: the axes that grow the array least go first (the least memory traffic; exact
+        integers, so the same numerators in any order); float64 approximations in axis order."""
+        axes = [k for k in range(first, stop) if tr[k]]
+        if x.dtype == np.int64:
+            axes.sort(key=lambda k: coefficient_count(attrs[k]) / attrs[k].n_cells)
+        for k in axes:
+            x = forward_numerators(x, attrs[k], k - offset)
         return x
 
     # A perturb with an ``undivided`` variant hands over ``X`` itself when the last axis is a Haar

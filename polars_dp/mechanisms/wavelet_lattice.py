@@ -19,9 +19,9 @@ writing over the counts.  Every block draws from a stream of its own
 (:meth:`~polars_dp.noise.NoiseSource.block_streams`, keyed by the block's first coefficient), so
 the blocks' noise is independent, the blocks run on every core, and a seed reproduces a release
 for a given block size whatever the threads.  Within a block the draws are taken value by value
-of ``D`` (each value's coefficients in C order).  On the narrow lattice with a Haar last axis
-(the usual case) the forward along that axis is never computed:
-``lattice_perturb(...).noise_first`` draws the block's ``Z``, forms ``N = P Y + P H^-1(Z)``
+of ``D`` (each value's coefficients in C order), into one buffer that is read row by row.  On
+the narrow lattice with a Haar last axis (the usual case) the forward along that axis is never
+computed: ``lattice_perturb(...).noise_first`` draws the block's ``Z``, forms ``N = P Y + P H^-1(Z)``
 exactly (``Y`` the int64 numerators along the other axes;
 :func:`~polars_dp.kernels.wavelet_exact.haar_inverse_scaled`) and rounds ``N / P`` once
 (:func:`~polars_dp.kernels.wavelet_exact.scaled_to_float`); then the division by the other
@@ -109,10 +109,6 @@ def lattice_factors(attributes: Sequence[Attribute], transformed: Sequence[bool]
     return sorted({int(np.prod(combo, dtype=np.int64)) for combo in itertools.product(*per_axis)})
 
 
-#: Up to this many runs of equal ``D`` per block are noised slice by slice (else by row index).
-MAX_RUNS = 256
-
-
 def _rows_of_equal_denominator(shape: tuple[int, ...], denominators: np.ndarray) -> tuple[int, np.ndarray]:
     """``(R, D per row)``: the block viewed as rows of ``R`` cells along which ``D`` is constant
     (the trailing axes where ``denominators`` has length 1)."""
@@ -144,6 +140,31 @@ def _recover(residues: np.ndarray, approx: np.ndarray, out: np.ndarray) -> np.nd
     return out
 
 
+def _draws_by_value(own: NoiseSource, shape: tuple[int, ...], denominators: np.ndarray, scale: Fraction,
+                    factors: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """``DLap(D lambda')`` for every coefficient of a block (``shape``, ``D`` broadcast from
+    ``denominators``), drawn from ``own`` value by value of ``D`` (in the order of
+    ``factors``), each value's coefficients in C order, into one buffer.
+
+    Returns ``(drawn, which)``: ``drawn`` int64 rows along the block's last axis (rows of one
+    coefficient when ``D`` varies along it), and row ``k`` of the block is ``drawn[which[k]]``.
+    Which rows take which draws is a function of ``shape`` and ``denominators`` alone."""
+    run, row_den = _rows_of_equal_denominator(shape, denominators)
+    width = min(run, shape[-1]) if shape else 1  # run: a multiple of the last axis, or 1
+    row_den = np.repeat(row_den, run // width)
+    drawn = scratch.empty((row_den.size, width), np.int64)
+    which = np.empty(row_den.size, dtype=np.int64)
+    used = 0
+    for value in factors:
+        rows = np.flatnonzero(row_den == value)
+        if rows.size:
+            t, s = value * scale.numerator, scale.denominator
+            discrete_laplace(own, t, s, rows.size * width, out=drawn[used:used + rows.size])
+            which[rows] = np.arange(used, used + rows.size)
+            used += rows.size
+    return drawn, which
+
+
 def lattice_perturb(scale: Fraction, src: NoiseSource, factors: Sequence[int]
                     ) -> Callable[..., np.ndarray]:
     """``perturb`` for :func:`~polars_dp.kernels.lattice_blocks.hn_lattice_inverse`: the integer
@@ -165,31 +186,18 @@ def lattice_perturb(scale: Fraction, src: NoiseSource, factors: Sequence[int]
     """
     streams = src.block_streams()
 
+    def draw_rows(shape: tuple[int, ...], denominators: np.ndarray, start: int
+                  ) -> tuple[np.ndarray, np.ndarray]:
+        """The draws ``Z`` of the block at ``start`` (:func:`_draws_by_value`)."""
+        return _draws_by_value(streams(start), shape, denominators, scale, factors)
+
     def draw(shape: tuple[int, ...], denominators: np.ndarray, start: int) -> np.ndarray:
-        """``Z`` of the block at ``start`` (int64, ``shape``): ``DLap(D lambda')`` each, drawn
-        from the block's own stream value by value of ``D``, each value's coefficients in C
-        order."""
-        own = streams(start)
+        """``Z`` of the block at ``start`` (int64, ``shape``), its rows put in place."""
+        drawn, which = draw_rows(shape, denominators, start)
+        if np.array_equal(which, np.arange(which.size)):  # public: the denominators' layout
+            return drawn.reshape(shape)
         z = scratch.empty(shape, np.int64)
-        run, row_den = _rows_of_equal_denominator(shape, denominators)
-        rows = z.reshape(-1, run)
-        cut = np.flatnonzero(np.diff(row_den)) + 1  # runs of rows with one D
-        bounds = np.r_[0, cut, row_den.size]
-        for value in factors:
-            if not np.any(row_den == value):
-                continue
-            t, s = value * scale.numerator, scale.denominator
-            if bounds.size - 1 <= MAX_RUNS:
-                a_b = [(a, b) for a, b in itertools.pairwise(bounds.tolist()) if row_den[a] == value]
-                drawn = discrete_laplace(own, t, s, sum(b - a for a, b in a_b) * run)
-                used = 0
-                for a, b in a_b:
-                    n = (b - a) * run
-                    rows[a:b] = drawn[used:used + n].reshape(b - a, run)
-                    used += n
-            else:
-                which = np.flatnonzero(row_den == value)
-                rows[which] = discrete_laplace(own, t, s, (which.size, run))
+        np.take(drawn, which, axis=0, out=z.reshape(drawn.shape))
         return z
 
     def noisy(numerators: np.ndarray, denominators: np.ndarray, start: int, approx: np.ndarray | None
@@ -222,41 +230,34 @@ def lattice_perturb(scale: Fraction, src: NoiseSource, factors: Sequence[int]
         the division, which the pipeline folds into the first Haar inverse."""
         return noisy(numerators, denominators, start, approx)[1]
 
-    def first_noise(shape: tuple[int, ...], denominators: np.ndarray, m: int, start: int) -> np.ndarray:
-        """``W = P H^-1(Z)`` along the last (Haar, ``m`` cells, ``P`` coefficients) axis of the
-        draws ``Z`` of the block at ``start`` (``shape``, the last axis ``P``): ``Z`` drawn
-        exactly as :func:`perturb` draws it, ``W`` exact (:func:`haar_inverse_scaled`; int64
-        rows ``(prod(shape[:-1]), m)``, or Python ints when ``P max|Z| >= 2^52``, a property of
-        the noise alone)."""
-        p = shape[-1]
-        z = draw(shape, denominators, start).reshape(-1, p)
-        w = compiled.haar_scaled(z, m, SCALED_LIMIT)
-        return haar_inverse_scaled(z, m) if w is None else w
-
     def noise_first(partial: np.ndarray, denominators: np.ndarray, start: int, m: int) -> np.ndarray:
-        """The block's coefficients inverted along its last (Haar) axis, from ``partial``, the
-        integer numerators ``Y`` along every other transformed axis (cells along the last).
+        """The block's coefficients inverted along its last (Haar, ``m`` cells, ``P``
+        coefficients) axis, from ``partial``, the integer numerators ``Y`` along every other
+        transformed axis (cells along the last).
 
         ``X = D u + Z`` with ``Z`` drawn exactly as :func:`perturb` draws it (the same draws,
         the same order), and ``P H^-1(X)`` along the last axis is ``N = P Y + W``,
-        ``W = P H^-1(Z)`` (:func:`first_noise`, exact): an exact linear function of ``X``.
-        The result ``g(N) / D`` (:func:`scaled_to_float`, then the division by the other
-        axes' ``D``) is post-processing of ``X`` alone.  The Haar forward of the counts is
-        never computed.  ``|Y| < 2^62`` on the narrow lattice; ``W`` leaves int64 only when
-        the noise is that large (then it is in Python ints, the same values).
+        ``W = P H^-1(Z)``: an exact linear function of ``X``.  The result ``g(N) / D``
+        (:func:`scaled_to_float`, then the division by the other axes' ``D``) is
+        post-processing of ``X`` alone.  The Haar forward of the counts is never computed,
+        and each row's ``W`` is formed and used while it is in cache
+        (:func:`~polars_dp.kernels.compiled.noise_first_rows`, or the numpy kernels).
+        ``|Y| < 2^62`` on the narrow lattice; ``W`` leaves int64 only when the noise is that
+        large (:func:`haar_inverse_scaled` then works in Python ints: the same values).
         """
         p = haar_padded_length(m)
         rows = int(np.prod(partial.shape[:-1], dtype=np.int64))
-        w = first_noise(partial.shape[:-1] + (p,), denominators, m, start)
         out = scratch.empty(partial.shape)
         y = np.ascontiguousarray(partial, dtype=np.int64).reshape(rows, m)
         den = np.ascontiguousarray(np.broadcast_to(np.asarray(denominators, dtype=np.float64),
                                                    partial.shape[:-1] + (1,))).reshape(rows)
-        if w.dtype != object and compiled.scaled_rows_to_float(y, w, den, p, out.reshape(rows, m)):
+        drawn, which = draw_rows(partial.shape[:-1] + (p,), denominators, start)
+        flat = out.reshape(rows, m)
+        if compiled.noise_first_rows(drawn, which, y, den, flat, SCALED_LIMIT):
             return out  # the same bits as below, in one pass per row
-        scaled_to_float(y, w, p, out.reshape(rows, m))
+        scaled_to_float(y, haar_inverse_scaled(drawn[which], m), p, flat)
         if np.any(den != 1):  # public: the declared hierarchies
-            np.divide(out.reshape(rows, m), den[:, None], out=out.reshape(rows, m))
+            np.divide(flat, den[:, None], out=flat)
         return out
 
     perturb.undivided = undivided  # type: ignore[attr-defined]  # read by hn_lattice_inverse

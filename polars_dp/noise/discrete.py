@@ -283,7 +283,8 @@ def geometric(src: NoiseSource, t: int, s: int, n: int) -> np.ndarray:
     return out
 
 
-def discrete_laplace(src: NoiseSource, t: int, s: int, size: int | tuple[int, ...]) -> np.ndarray:
+def discrete_laplace(src: NoiseSource, t: int, s: int, size: int | tuple[int, ...],
+                     out: np.ndarray | None = None) -> np.ndarray:
     """I.i.d. discrete Laplace (two-sided geometric) with scale ``t/s``, as int64:
     ``P(Y = y) = (1 - q)/(1 + q) q^|y|``, ``q = exp(-s/t)``.  Exact (module docstring).
 
@@ -294,13 +295,20 @@ def discrete_laplace(src: NoiseSource, t: int, s: int, size: int | tuple[int, ..
     :meth:`InversionTable.search`, and a geometric for ``M >= L``).  Larger scales split the
     magnitude into a digit and a quotient, both read from the same word in the common case
     (:func:`_split_laplace`, whose docstring has the exactness argument).
-    Scales above :data:`MAX_SCALE` are refused (ParameterError).
+    Scales above :data:`MAX_SCALE` are refused (ParameterError).  ``out`` (a C-contiguous int64
+    array of ``prod(size)`` values) receives the draws instead of a new array: the same draws.
     """
     t, s = _check_ratio(t, s)
     check_scale(t, s)
     shape = (size,) if isinstance(size, (int, np.integer)) else tuple(size)
     n = int(np.prod(shape, dtype=np.int64))
-    out = np.empty(n, dtype=np.int64)
+    if out is None:
+        out = np.empty(n, dtype=np.int64)
+    elif out.dtype != np.int64 or out.size != n or not out.flags.c_contiguous:
+        raise ParameterError(f"out must be a C-contiguous int64 array of {n} values, got {out.dtype} "
+                             f"{out.shape}")
+    else:
+        out = out.reshape(n)
     length = inversion_table_length(t, s)
     if length > TABLE_CAP:
         _split_laplace(src, t, s, out)

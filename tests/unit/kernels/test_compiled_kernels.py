@@ -52,19 +52,22 @@ def test_compiled_nominal_inverse_gives_the_numpy_bits(monkeypatch, h, pre, post
 
 @needs_compiled
 @pytest.mark.parametrize("m", [301, 1001, 2, 1])
-def test_compiled_haar_rows_give_the_numpy_bits(m):
+def test_compiled_noise_first_rows_give_the_numpy_bits(m):
+    """``fl(N / P) / D``, ``N = P y + P H^-1(z)`` (``z``'s rows taken in any order), in one pass
+    per row: the bits of the numpy kernels run one after the other."""
     p = T.haar_padded_length(m)
     rng = np.random.default_rng(m)
     z = rng.integers(-10**7, 10**7, (40, p))
     y = rng.integers(-2**61, 2**61, (40, m))
     den = rng.integers(1, 200, 40).astype(np.float64)
-    w = compiled.haar_scaled(z, m, TE.SCALED_LIMIT)
-    assert w is not None and np.array_equal(w, TE.haar_inverse_scaled(z, m))
+    which = rng.permutation(40)
     out = np.empty((40, m))
-    assert compiled.scaled_rows_to_float(y, w, den, p, out)
-    assert same_bits(out, TE.scaled_to_float(y, w, p) / den[:, None])
+    assert compiled.noise_first_rows(z, which, y, den, out, TE.SCALED_LIMIT)
+    assert same_bits(out, TE.scaled_to_float(y, TE.haar_inverse_scaled(z[which], m), p) / den[:, None])
     z[3, 0] = TE.SCALED_LIMIT // p  # P max|z| reaches the limit: left to the exact numpy path
-    assert compiled.haar_scaled(z, m, TE.SCALED_LIMIT) is None
+    untouched = out.copy()
+    assert not compiled.noise_first_rows(z, which, y, den, out, TE.SCALED_LIMIT)
+    assert same_bits(out, untouched)
 
 
 @needs_compiled

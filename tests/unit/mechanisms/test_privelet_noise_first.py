@@ -24,6 +24,7 @@ from polars_dp.kernels import wavelet_exact as TE
 from polars_dp.kernels import wavelets as T
 from polars_dp.noise import noise_source
 from tests.helpers.compiled import needs_compiled
+from tests.helpers.samplers import with_out
 from tests.helpers.wavelet_cases import CASES, INCOME
 
 
@@ -88,7 +89,8 @@ def test_release_is_a_function_of_the_noisy_numerators(monkeypatch):
     z2 = z + TE.haar_forward_int(u) - TE.haar_forward_int(u2)
     outs = []
     for counts, noise in ((u, z), (u2, z2)):
-        monkeypatch.setattr(privelet_exact, "discrete_laplace", lambda src, t, s, size, v=noise: v.copy())
+        fixed = with_out(lambda src, t, s, size, v=noise: v.copy())
+        monkeypatch.setattr(privelet_exact, "discrete_laplace", fixed)
         work = counts.astype(np.float64)
         privelet_exact.add_wavelet_noise_exact(work, attrs, tr, Fraction(7, 3), noise_source(1))
         outs.append(work)
@@ -138,7 +140,7 @@ def test_huge_draws_take_the_python_int_path(monkeypatch, low):
     attrs, tr = [INCOME], [True]
     counts = np.random.default_rng(6).poisson(2.0, 301)
     noise = np.random.default_rng(7).integers(low, 2 * low, 512)
-    monkeypatch.setattr(privelet_exact, "discrete_laplace", lambda src, t, s, size: noise.copy())
+    monkeypatch.setattr(privelet_exact, "discrete_laplace", with_out(lambda src, t, s, size: noise.copy()))
     work = counts.astype(np.float64)
     privelet_exact.add_wavelet_noise_exact(work, attrs, tr, Fraction(7, 3), noise_source(1))
     inv = exact_scaled_inverse(noise[None], 301)[0]
@@ -210,7 +212,7 @@ def test_blocks_draw_from_distinct_streams(monkeypatch):
         drawn.append(z.ravel().copy())
         return z
 
-    monkeypatch.setattr(privelet_exact, "discrete_laplace", record)
+    monkeypatch.setattr(privelet_exact, "discrete_laplace", with_out(record))
     monkeypatch.setenv("POLARS_DP_THREADS", "1")
     counts = np.zeros(tuple(a.n_cells for a in attrs))
     privelet_exact.add_wavelet_noise_exact(counts, attrs, transformed, Fraction(7, 3), noise_source(9))
@@ -222,3 +224,24 @@ def test_blocks_draw_from_distinct_streams(monkeypatch):
     assert same  # blocks of one shape exist, so the comparison below means something
     for zs in same:
         assert len({z.tobytes() for z in zs}) == len(zs)
+
+
+@pytest.mark.parametrize("den_shape", [(1, 3, 4, 1), (1, 3, 1, 1), (1, 1, 1, 8), (1, 1, 1, 1)])
+def test_draws_go_value_by_value_into_one_buffer(den_shape):
+    """The rows with ``D = v`` take the next draws of the block's stream at scale ``v lambda'``,
+    in C order, values in the order of ``factors``; ``which`` hands every row its own draws
+    (each draw used once)."""
+    shape, scale = (2, 3, 4, 8), Fraction(7, 3)
+    den = np.random.default_rng(sum(den_shape)).choice([1, 2, 14, 28], den_shape)
+    factors = sorted({int(v) for v in den.ravel()})
+    drawn, which = privelet_exact._draws_by_value(noise_source(5), shape, den, scale, factors)
+    full = np.broadcast_to(den, shape)
+    width = shape[-1] if np.all(full == full[..., :1]) else 1
+    row_den = full.reshape(-1, width)[:, 0]
+    want = np.empty((row_den.size, width), dtype=np.int64)
+    ref = noise_source(5)
+    for v in factors:
+        rows = np.flatnonzero(row_den == v)
+        want[rows] = privelet_exact.discrete_laplace(ref, v * 7, 3, rows.size * width).reshape(-1, width)
+    assert np.array_equal(drawn[which], want)
+    assert np.array_equal(np.sort(which), np.arange(which.size))

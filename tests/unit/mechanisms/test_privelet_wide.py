@@ -22,6 +22,7 @@ from polars_dp.kernels import wavelet_blocks as TB
 from polars_dp.kernels import wavelet_exact as TE
 from polars_dp.kernels import wavelets as T
 from polars_dp.noise import noise_source
+from tests.helpers.samplers import with_out
 
 F = 40
 WIDE = [pdp.Nominal(c, pdp.Hierarchy.flat([f"{c}{i}" for i in range(F)])) for c in "abc"]
@@ -73,7 +74,7 @@ def _run_recorded(monkeypatch, counts: np.ndarray, attrs, transformed, noise: in
     monkeypatch.setattr(privelet_exact, "lattice_perturb", recording)
     if noise is not None:
         monkeypatch.setattr(privelet_exact, "discrete_laplace",
-                            lambda src, t, s, size: np.full(size, noise, dtype=np.int64))
+                            with_out(lambda src, t, s, size: np.full(size, noise, dtype=np.int64)))
     work = counts.astype(np.float64)
     privelet_exact.add_wavelet_noise_exact(work, attrs, transformed, Fraction(3, 2), noise_source(seed))
     monkeypatch.undo()

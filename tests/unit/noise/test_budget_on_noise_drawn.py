@@ -26,6 +26,7 @@ import polars_dp.mechanisms.spatial_tree as privtree
 import polars_dp.mechanisms.wavelet_lattice as privelet_exact
 from polars_dp import noise as N
 from polars_dp.noise import discrete
+from tests.helpers.samplers import with_out
 
 REAL_DLAP, REAL_SPLIT = discrete.discrete_laplace, privtree.privtree_split
 
@@ -47,7 +48,7 @@ class Spy:
             return real_split(score, depth, lam=lam, delta=delta, theta=theta, rng=rng, noise=noise)
 
         for module in (discrete, N, privelet_exact):
-            monkeypatch.setattr(module, "discrete_laplace", dlap)
+            monkeypatch.setattr(module, "discrete_laplace", with_out(dlap))
         for module in (privtree, sequences):
             monkeypatch.setattr(module, "privtree_split", split)
 

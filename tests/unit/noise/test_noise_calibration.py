@@ -31,6 +31,7 @@ from polars_dp.kernels import wavelet_blocks as TB
 from polars_dp.kernels import wavelets as T
 from polars_dp.kernels.morton import MortonLayout, grid_coordinates, morton_codes, resolution_bits
 from tests.helpers.noise import ALPHA, assert_dlap
+from tests.helpers.samplers import with_out
 
 Z = stats.norm.isf(ALPHA / 2)
 RELATIONS = [("replace", 2), ("add_remove", 1)]
@@ -116,7 +117,7 @@ def test_privelet_nominal_lattice(neighbours, sens, monkeypatch):
         calls.append((Fraction(t, s), out))
         return out
 
-    monkeypatch.setattr(privelet_exact, "discrete_laplace", spy_dlap)
+    monkeypatch.setattr(privelet_exact, "discrete_laplace", with_out(spy_dlap))
     attrs = _nominal_attrs()
     rng = np.random.default_rng(0)
     frame = pl.DataFrame({"a": rng.integers(0, 64, 3000), "occ": _occupations(rng, 3000)})
@@ -172,19 +173,6 @@ def test_privelet_exact_blocks_cover_the_coefficients_once(monkeypatch):
                           "b": rng.integers(0, 41, 2000)})
     monkeypatch.setattr(privelet_exact, "SLAB_CELLS", 1000)
     assert_release_is_inverse_of_noisy_lattice(monkeypatch, frame, attrs, epsilon=1.0, seed=13)
-
-
-def test_privelet_exact_runs_and_row_index_draw_the_same_noise(monkeypatch):
-    """Noise is added run by run of equal ``D`` (few runs) or by row index (many runs): the same
-    draws in the same order, so the same seeded release."""
-    attrs = [pdp.Ordinal("a", 0, 63), _nominal_attrs()[1]]
-    rng = np.random.default_rng(12)
-    frame = pl.DataFrame({"a": rng.integers(0, 64, 2000), "occ": _occupations(rng, 2000)})
-    by_runs = pdp.privelet(frame, attrs, epsilon=1.0, seed=21).counts
-    monkeypatch.setattr(privelet_exact, "MAX_RUNS", 0)
-    by_rows = pdp.privelet(frame, attrs, epsilon=1.0, seed=21).counts
-    np.testing.assert_array_equal(by_runs, by_rows)
-    assert_release_is_inverse_of_noisy_lattice(monkeypatch, frame, attrs, epsilon=1.0, seed=21)
 
 
 @pytest.mark.parametrize(("neighbours", "sens"), RELATIONS)
