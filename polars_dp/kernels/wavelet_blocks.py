@@ -100,15 +100,19 @@ def _inverse_axes(block: np.ndarray, attributes: Sequence[Attribute], transforme
                   first_axis: int, last: LastInverse | None = None, haar_levels: bool = False) -> np.ndarray:
     """Inverse along the transformed axes of ``block`` (axis ``first_axis + k`` is attribute k);
     ``last`` replaces :func:`inverse_axis` along the last one; ``haar_levels``: Haar axes by
-    the level kernels, never the dense product (the outer axes, whose blocks are long)."""
-    for k in reversed(range(len(attributes))):
-        if transformed[k]:
-            if last is not None and k == len(attributes) - 1:
-                block = last(block)
-            elif haar_levels and not isinstance(attributes[k], Nominal):
-                block = inverse(block, attributes[k], first_axis + k)
-            else:
-                block = inverse_axis(block, attributes[k], first_axis + k)
+    the level kernels, never the dense product (the outer axes, whose blocks are long).
+    Order: ``last`` first, then the axes that shrink the block most (coefficients per cell),
+    so that the least memory is read and written (ties: from the last axis back)."""
+    d = len(attributes)
+    axes = [k for k in reversed(range(d)) if transformed[k] and not (last is not None and k == d - 1)]
+    axes.sort(key=lambda k: attributes[k].n_cells / coefficient_count(attributes[k]))
+    if last is not None and d and transformed[d - 1]:
+        block = last(block)
+    for k in axes:
+        if haar_levels and not isinstance(attributes[k], Nominal):
+            block = inverse(block, attributes[k], first_axis + k)
+        else:
+            block = inverse_axis(block, attributes[k], first_axis + k)
     return block
 
 
