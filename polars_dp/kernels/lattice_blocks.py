@@ -86,7 +86,10 @@ def hn_lattice_inverse(counts: np.ndarray, attributes: Sequence[Attribute], tran
     ``counts.view(np.float64)`` (the counts are consumed) its first (outer cells) rows are the
     item's own counts (:class:`~polars_dp.kernels.row_store.SplitRows`), so only the extra
     coefficient rows are new memory: 27 rows of 101 cells for a 128-coefficient Haar axis.  The inner axes are
-    forward-transformed, perturbed and inverted one block at a time.
+    forward-transformed, perturbed and inverted one block at a time.  The rows of an outer Haar
+    axis over padding cells only (:func:`~polars_dp.kernels.wavelets.haar_unused`) reach no
+    cell: ``perturb`` never sees them (``skip_unused`` of the driver), and they keep the
+    forward's zeros.
     """
     attrs = tuple(attributes)
     tr = [bool(t) for t in transformed]
@@ -152,7 +155,8 @@ def hn_lattice_inverse(counts: np.ndarray, attributes: Sequence[Attribute], tran
 
     def run(source: Source, **kwargs: Any) -> np.ndarray:
         return hn_inverse_blocked(source, attrs, tr, out, slab_cells=slab_cells, advance=advance,
-                                  last_inverse=last, last_cells=first, threads=n_threads, **kwargs)
+                                  last_inverse=last, last_cells=first, threads=n_threads, skip_unused=True,
+                                  **kwargs)
 
     if lead == d or split == lead:  # batch items (or all cells) go block by block
         lo = min(lead, d)

@@ -144,6 +144,14 @@ def haar_inverse_levels(m: int) -> Iterator[tuple[int, int, int]]:
         k *= 2
 
 
+def haar_unused(m: int) -> list[tuple[int, int]]:
+    """The coefficients ``[a, b)`` (unnormalised layout: base, then the ``k`` details of each
+    level of ``k`` nodes) whose nodes cover padding cells ``>= m`` only.  The inverse never
+    reads them (:func:`haar_inverse_levels` rebuilds no padded output), so their values, and
+    any noise on them, reach no cell.  A function of ``m`` alone."""
+    return [(k + n_even, 2 * k) for k, n_even, _ in haar_inverse_levels(m) if n_even < k]
+
+
 def haar_inverse(u: np.ndarray, m: int, axis: int = -1, divisor: np.ndarray | None = None) -> np.ndarray:
     """Cells ``[0, m)`` rebuilt from unnormalised Haar coefficients along ``axis`` (Eq. 3).
 
@@ -429,6 +437,7 @@ def hn_forward(x: np.ndarray, attributes: Sequence[Attribute], transformed: Sequ
 
 __all__ = ["NominalTree", "as3d", "coefficient_count", "forward", "generalized_sensitivity", "sibling_sums",
            "haar_forward", "haar_inverse", "haar_inverse_levels", "haar_levels", "haar_padded_length",
+           "haar_unused",
            "haar_sums_and_differences", "haar_weights", "hn_forward", "inverse", "nominal_forward",
            "nominal_inverse", "nominal_tree", "nominal_weights", "segment_sums", "variance_factor_bound",
            "weights",

@@ -15,5 +15,7 @@ CASES = [
     ([pdp.Ordinal("age", 0, 4), OCC, INCOME], [False, True, True], 5000),
     ([pdp.Ordinal("age", 0, 6), OCC, INCOME], [True, True, True], 20_000),
     ([pdp.Ordinal("age", 0, 6), pdp.Nominal("g", categories=[0, 1]), INCOME], [True, True, True], 3000),
+    # an outer Haar axis with rows over padding only (11 cells: 3 of 16 rows), blocks of 3 rows cut there
+    ([pdp.Ordinal("age", 0, 10), OCC, INCOME], [True, True, True], 40_000),
     ([INCOME], [True], 1 << 21),
 ]

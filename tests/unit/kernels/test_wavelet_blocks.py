@@ -204,3 +204,68 @@ def test_outer_forward_keeps_the_scratch_to_a_column_block(monkeypatch):
     np.testing.assert_allclose(got, expected, atol=1e-8)
     store = T.coefficient_count(attrs[1]) * attrs[2].n_cells * attrs[3].n_cells * 8  # bytes, one item
     assert max(highs) < store / 4, (max(highs), store)
+
+
+@pytest.mark.parametrize("m", [1, 2, 3, 5, 7, 11, 70, 101, 128, 1001])
+def test_haar_unused_is_what_the_inverse_never_reads(m):
+    """``haar_unused(m)``: exactly the coefficients whose node covers padding cells only, and
+    exactly the ones no cell depends on (the rows of the inverse's matrix that are zero)."""
+    p = T.haar_padded_length(m)
+    listed = {j for a, b in T.haar_unused(m) for j in range(a, b)}
+    levels = [(j, 1 << (j.bit_length() - 1)) for j in range(1, p)]  # (coefficient, nodes in its level)
+    assert listed == {j for j, k in levels if (j - k) * (p // k) >= m}
+    matrix = T.haar_inverse(np.eye(p), m, axis=-1)  # row j: the cells coefficient j reaches
+    assert listed == {j for j in range(p) if not np.any(matrix[j])}
+    u = np.random.default_rng(m).normal(size=p)
+    changed = u.copy()
+    changed[sorted(listed)] = np.random.default_rng(m + 1).normal(size=len(listed)) * 1e6
+    assert np.array_equal(T.haar_inverse(u, m).view(np.int64), T.haar_inverse(changed, m).view(np.int64))
+
+
+@pytest.mark.parametrize("slab", [56, 3 * 56, 5 * 56])  # 56 coefficients per outer row
+def test_blocked_inverse_may_skip_the_unused_outer_rows(slab):
+    """``skip_unused``: the outer Haar axis's rows over padding only (11 cells: rows 7, 14 and
+    15 of 16) are never pulled, blocks are cut around them, the progress still counts every
+    coefficient, and the output keeps its bits."""
+    attrs, transformed = [Ordinal("a", 0, 10), AXES["uneven"], Ordinal("b", 0, 2)], [True, True, True]
+    coef = coef_shape(attrs, transformed)
+    inner = int(np.prod(coef[1:]))
+    values = np.random.default_rng(4).normal(size=int(np.prod(coef)))
+    runs = {}
+    for skip in (False, True):
+        seen, ticks = [], []
+
+        def source(i, j, seen=seen):
+            seen.append((i, j))
+            return values[i:j].copy()
+
+        buffer = np.zeros(coef[0] * int(np.prod([a.n_cells for a in attrs[1:]])))
+        out = TB.hn_inverse_blocked(source, attrs, transformed, np.zeros(tuple(a.n_cells for a in attrs)),
+                                    slab_cells=slab, buffer=buffer, advance=ticks.append, skip_unused=skip)
+        assert sum(ticks) == values.size
+        runs[skip] = (out, sorted(seen))
+    assert np.array_equal(runs[True][0].view(np.int64), runs[False][0].view(np.int64))
+    pulled = np.zeros(values.size, dtype=int)
+    for i, j in runs[True][1]:
+        pulled[i:j] += 1
+    rows = pulled.reshape(coef[0], inner)
+    assert np.all(rows[[7, 14, 15]] == 0) and np.all(np.delete(rows, [7, 14, 15], axis=0) == 1)
+    assert T.haar_unused(11) == [(7, 8), (14, 16)]
+
+
+def test_lattice_pipeline_never_perturbs_the_unused_outer_rows():
+    """The exact pipeline hands ``perturb`` every coefficient a cell depends on, once, and none
+    of the outer rows over padding only: no noise is drawn for them."""
+    attrs, transformed = [Ordinal("a", 0, 10), AXES["uneven"], Ordinal("b", 0, 2)], [True, True, True]
+    coef = coef_shape(attrs, transformed)
+    handed = np.zeros(int(np.prod(coef)), dtype=int)
+
+    def perturb(num, den, start):
+        handed[start:start + num.size] += 1
+        return num / den
+
+    counts = np.random.default_rng(5).integers(0, 9, size=tuple(a.n_cells for a in attrs))
+    got = TL.hn_lattice_inverse(counts, attrs, transformed, perturb, slab_cells=3 * 56)
+    rows = handed.reshape(coef[0], -1)
+    assert np.all(rows[[7, 14, 15]] == 0) and np.all(np.delete(rows, [7, 14, 15], axis=0) == 1)
+    np.testing.assert_allclose(got, counts, atol=1e-9)
