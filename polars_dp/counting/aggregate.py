@@ -18,6 +18,8 @@ from typing import TypeAlias
 import numpy as np
 import polars as pl
 
+from polars_dp.counting.scatter import add_counts
+
 #: Sparse pieces are merged once they hold this many keys in total.
 MERGE_KEYS = 1 << 23
 
@@ -76,6 +78,8 @@ class Accumulator:
                 self._pieces = [self._merge()]
                 self._held = self._pieces[0][0].size
             return
+        if counts is None and self._add_on_every_core(keys):
+            return
         if self.integer:  # int64 counts, exact
             if self._dense is None and counts is None:  # bincount's own output is the result
                 self._dense = np.bincount(keys, minlength=self.n_cells).astype(np.int64, copy=False)
@@ -94,6 +98,17 @@ class Accumulator:
                 np.copyto(self._dense, out, casting="unsafe")
             return
         np.add.at(self._dense, keys, 1.0 if w is None else w)
+
+    def _add_on_every_core(self, keys: np.ndarray) -> bool:
+        """One count per key by the parallel scatter (:func:`~polars_dp.counting.scatter.add_counts`;
+        the first piece allocates the result); False when it does not run."""
+        fresh = self._dense is None
+        dtype = np.int64 if self.integer else np.float64
+        dense = np.empty(self.n_cells, dtype=dtype) if self._dense is None else self._dense
+        if not add_counts(dense, keys, zero=fresh):
+            return False
+        self._dense = dense
+        return True
 
     def _merge(self) -> tuple[np.ndarray, np.ndarray | None]:
         if not self._pieces:

@@ -10,37 +10,16 @@ output, and nothing a block computes depends on which thread took it or when.
 from __future__ import annotations
 
 import itertools
-import os
 import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
-from polars_dp.errors import ParameterError
 from polars_dp.kernels import scratch
+from polars_dp.threads import MAX_THREADS, THREADS_ENV, thread_count
 
 T = TypeVar("T")
 
-#: Environment variable capping the threads of the blocked kernels (default: the usable cores,
-#: at most :data:`MAX_THREADS`).
-THREADS_ENV = "POLARS_DP_THREADS"
-MAX_THREADS = 8
-
-
-def thread_count() -> int:
-    """Threads for the blocked kernels: ``$POLARS_DP_THREADS`` if set (a positive integer),
-    else the cores this process may run on, at most :data:`MAX_THREADS`."""
-    raw = os.environ.get(THREADS_ENV, "").strip()
-    if raw:
-        try:
-            n = int(raw)
-        except ValueError:
-            n = 0
-        if n < 1:
-            raise ParameterError(f"{THREADS_ENV} must be a positive integer, got {raw!r}")
-        return n
-    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, min(usable, MAX_THREADS))
 
 
 def each(fn: Callable[[T], object], items: Iterable[T], threads: int = 1) -> None:

@@ -47,7 +47,10 @@ Haar axis (and the lattice is narrow), its forward is skipped: ``P H^-1(X)`` alo
 (``P`` its padded length) is the exact integer ``N = P Y + P H^-1(Z)``, ``Y`` the numerators
 along the other axes, so the counts enter only through exact integers and ``N / P`` is
 rounded once (a float shortcut ``M + inverse(eta)`` would round according to ``M``, which is
-why it is not used).  The rest of the inverse runs in floating point on those values.  The
+why it is not used).  The rest of the inverse runs in floating point on those values.  A
+coefficient whose Haar node covers padding cells only (``u(c) = 0`` for every dataset) reaches
+no cell of the release, so on the outer Haar axis its noise is not drawn at all: the release is
+the same function of the noisy coefficients it depends on, with the same law.  The
 whole pipeline runs block by block over the counts (:mod:`polars_dp.mechanisms.wavelet_lattice`).
 ``noise="float"`` keeps the float path described above.
 

@@ -1,0 +1,61 @@
+"""The parallel count scatter: ``np.bincount`` / ``np.add.at``'s integers on any number of threads."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from polars_dp.counting import scatter
+from polars_dp.counting.aggregate import Accumulator
+from tests.helpers.compiled import needs_compiled
+
+
+@needs_compiled
+@pytest.mark.parametrize("threads", ["2", "3"])
+@pytest.mark.parametrize("n", [1, 700, 5 * scatter.ALIGN + 3, 100_003])
+@pytest.mark.parametrize("dtype", [np.int64, np.float64])
+def test_scatter_counts_like_bincount(monkeypatch, threads, n, dtype):
+    monkeypatch.setenv("POLARS_DP_THREADS", threads)
+    rng = np.random.default_rng(n)
+    keys = np.concatenate([rng.integers(0, n, 3 * n), [0, n - 1, n - 1]])
+    out = np.full(n, 7, dtype=dtype)  # whatever is there: zero=True overwrites it
+    assert scatter.add_counts(out, keys, zero=True)
+    want = np.bincount(keys, minlength=n)
+    assert out.dtype == dtype and np.array_equal(out, want)
+    assert scatter.add_counts(out, keys[::2])  # a later piece adds
+    np.add.at(want, keys[::2], 1)
+    assert np.array_equal(out, want)
+
+
+@needs_compiled
+def test_scatter_refuses_keys_outside_the_cells(monkeypatch):
+    monkeypatch.setenv("POLARS_DP_THREADS", "2")
+    with pytest.raises(RuntimeError, match="outside"):
+        scatter.add_counts(np.zeros(10, dtype=np.int64), np.array([3, 10]))
+
+
+@pytest.mark.parametrize(("compiled", "threads"), [("0", "2"), ("1", "1")])
+def test_scatter_leaves_it_to_numpy_without_compiled_kernels_or_threads(monkeypatch, compiled, threads):
+    monkeypatch.setenv("POLARS_DP_COMPILED", compiled)
+    monkeypatch.setenv("POLARS_DP_THREADS", threads)
+    out = np.full(5, 7, dtype=np.int64)
+    assert not scatter.add_counts(out, np.array([1, 2]), zero=True)
+    assert np.all(out == 7)
+
+
+@pytest.mark.parametrize("compiled", ["0", "1"])
+@pytest.mark.parametrize("integer", [False, True])
+def test_accumulator_gives_the_same_counts_either_way(monkeypatch, compiled, integer):
+    """Unweighted pieces through the scatter (or numpy), a weighted one through numpy."""
+    monkeypatch.setenv("POLARS_DP_COMPILED", compiled)
+    monkeypatch.setenv("POLARS_DP_THREADS", "2")
+    rng = np.random.default_rng(3)
+    pieces = [rng.integers(0, 1000, 5000) for _ in range(3)]
+    acc = Accumulator(1000, dense=True, integer=integer)
+    for p in pieces:
+        acc.add(p)
+    acc.add(pieces[0][:10], np.full(10, 4))
+    want = sum(np.bincount(p, minlength=1000) for p in pieces)
+    np.add.at(want, pieces[0][:10], 4)
+    got = acc.dense()
+    assert got.dtype == (np.int64 if integer else np.float64) and np.array_equal(got, want)
