@@ -2,7 +2,9 @@
 
 Dense (a frequency matrix or a grid): the float64 result is allocated once, by
 ``np.bincount`` of the first piece (its int64 output converted to float64 in its own buffer,
-so nothing is allocated twice; with ``integer`` the int64 output is the result).  Later pieces
+so nothing is allocated twice; with ``integer`` the int64 output is the result), or, for an
+unweighted first piece with the compiled kernels and several threads, by the parallel scatter
+of :mod:`polars_dp.counting.scatter` (the same integers).  Later pieces
 are added in place by ``np.add.at`` (unbuffered, as fast as ``bincount`` since numpy 2 and
 without a result-sized temporary per piece; exact, the counts being integers below ``2^53``).
 
@@ -78,7 +80,7 @@ class Accumulator:
                 self._pieces = [self._merge()]
                 self._held = self._pieces[0][0].size
             return
-        if counts is None and self._add_on_every_core(keys):
+        if counts is None and self._dense is None and self._count_on_every_core(keys):
             return
         if self.integer:  # int64 counts, exact
             if self._dense is None and counts is None:  # bincount's own output is the result
@@ -99,13 +101,14 @@ class Accumulator:
             return
         np.add.at(self._dense, keys, 1.0 if w is None else w)
 
-    def _add_on_every_core(self, keys: np.ndarray) -> bool:
-        """One count per key by the parallel scatter (:func:`~polars_dp.counting.scatter.add_counts`;
-        the first piece allocates the result); False when it does not run."""
-        fresh = self._dense is None
-        dtype = np.int64 if self.integer else np.float64
-        dense = np.empty(self.n_cells, dtype=dtype) if self._dense is None else self._dense
-        if not add_counts(dense, keys, zero=fresh):
+    def _count_on_every_core(self, keys: np.ndarray) -> bool:
+        """The first piece, one count per key, by the parallel scatter
+        (:func:`~polars_dp.counting.scatter.add_counts`: the threads zero-fill and count their own
+        cell ranges of the result); False when it does not run.  Later pieces go to ``np.add.at``:
+        a streamed piece is small beside the result, and the engine producing the next piece
+        needs the other cores."""
+        dense = np.empty(self.n_cells, dtype=np.int64 if self.integer else np.float64)
+        if not add_counts(dense, keys, zero=True):
             return False
         self._dense = dense
         return True
