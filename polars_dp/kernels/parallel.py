@@ -21,7 +21,6 @@ from polars_dp.threads import MAX_THREADS, THREADS_ENV, thread_count
 T = TypeVar("T")
 
 
-
 def each(fn: Callable[[T], object], items: Iterable[T], threads: int = 1) -> None:
     """``fn(item)`` for every item, by up to ``threads`` threads that each take the next item
     not yet taken (the caller's thread is one of them); each thread serves :mod:`scratch`
