@@ -26,9 +26,14 @@ def numba_module() -> Any:
     return numba
 
 
+def switched_on() -> bool:
+    """``POLARS_DP_COMPILED`` is not ``0`` (numba not imported: the check is free)."""
+    return os.environ.get("POLARS_DP_COMPILED", "1") != "0"
+
+
 def enabled() -> bool:
     """Whether compiled kernels run: numba is installed and ``POLARS_DP_COMPILED`` is not ``0``."""
-    return os.environ.get("POLARS_DP_COMPILED", "1") != "0" and numba_module() is not None
+    return switched_on() and numba_module() is not None
 
 
 def kernel_set(build: Callable[[Any], dict[str, Any]]) -> Callable[[], dict[str, Any] | None]:
@@ -38,4 +43,4 @@ def kernel_set(build: Callable[[Any], dict[str, Any]]) -> Callable[[], dict[str,
     return lambda: built() if enabled() else None
 
 
-__all__ = ["enabled", "kernel_set", "numba_module"]
+__all__ = ["enabled", "kernel_set", "numba_module", "switched_on"]

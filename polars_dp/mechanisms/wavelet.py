@@ -72,7 +72,7 @@ from polars_dp.counting.frequency import frequency_matrix
 from polars_dp.domains.attributes import Attribute
 from polars_dp.kernels import wavelet_blocks
 from polars_dp.mechanisms.options import checked_options
-from polars_dp.mechanisms.wavelet_lattice import add_wavelet_noise_exact
+from polars_dp.mechanisms.wavelet_lattice import add_wavelet_noise_exact, warm_up_in_background
 from polars_dp.noise import (
     Neighbours,
     NoiseKind,
@@ -121,9 +121,14 @@ def run_privelet(plan: PriveletPlan, frame: Any, *, seed: SeedLike = None, progr
     bar = Progress(mechanism_name(transformed) if any(transformed) else "privelet+", progress,
                    max(plan.coefficients, rows_hint(frame) or 0))
     bar.step("counting")
-    counts = frequency_matrix(frame, attrs, on_out_of_domain=opts["on_out_of_domain"], nulls=opts["nulls"],
-                              bytes_per_cell=24, count_column=opts["count_column"],
-                              integer=plan.noise == "exact")  # the exact pipeline works on int64
+    warming = warm_up_in_background() if plan.noise == "exact" else None  # kernels load while counting
+    try:
+        counts = frequency_matrix(frame, attrs, on_out_of_domain=opts["on_out_of_domain"],
+                                  nulls=opts["nulls"], bytes_per_cell=24, count_column=opts["count_column"],
+                                  integer=plan.noise == "exact")  # the exact pipeline works on int64
+    finally:
+        if warming is not None:
+            warming.join()
     release = privelet_counts(plan, counts, src, advance=bar.step("noise + inverse transform",
                                                                   plan.coefficients, "coef"))
     bar.close()

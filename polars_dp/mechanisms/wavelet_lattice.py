@@ -33,12 +33,17 @@ that axis's inverse (``perturb.undivided``; bit for bit ``X / D`` then the inver
 from __future__ import annotations
 
 import itertools
+import math
+import threading
 from collections.abc import Callable, Sequence
 from fractions import Fraction
 
 import numpy as np
 
-from polars_dp.domains.attributes import Attribute, Nominal
+from polars_dp.compiled import switched_on
+from polars_dp.counting.scatter import add_counts
+from polars_dp.domains.attributes import Attribute, Nominal, Ordinal
+from polars_dp.domains.hierarchy import Hierarchy
 from polars_dp.errors import ParameterError
 from polars_dp.kernels import compiled, lattice_blocks, parallel, scratch
 from polars_dp.kernels.wavelet_exact import (
@@ -49,8 +54,8 @@ from polars_dp.kernels.wavelet_exact import (
     hn_denominators,
     scaled_to_float,
 )
-from polars_dp.kernels.wavelets import haar_padded_length
-from polars_dp.noise import NoiseSource, discrete_laplace
+from polars_dp.kernels.wavelets import coefficient_count, haar_padded_length
+from polars_dp.noise import NoiseSource, discrete_laplace, lookups
 
 #: Cells per block of the exact pipeline (and of the in-place conversion to int64).
 SLAB_CELLS = 1 << 21
@@ -302,5 +307,50 @@ def add_wavelet_noise_exact(counts: np.ndarray, attributes: Sequence[Attribute],
     return release
 
 
+
+def warm_up() -> None:
+    """Load the exact pipeline's compiled kernels (numba's import and its disk cache, about a
+    second in a fresh process) by calling them on tiny arrays of zeros, with the argument types
+    of a release: the count scatter, both sampler look-ups (on fixed words: nothing is drawn),
+    the nominal and outer Haar kernels (the blocked pipeline with no noise), the noise-first
+    rows.  Public constants only; nothing of it reaches a release."""
+    if not compiled.enabled():
+        return
+    for dtype in (np.int64, np.float64):
+        add_counts(np.empty(4, dtype=dtype), np.zeros(1, dtype=np.int64), zero=True)
+    words, out = np.zeros(4, dtype=np.uint64), np.empty(4, dtype=np.int64)
+    lookups.guide(words, np.zeros(2, dtype=np.int64), np.uint64(62), -1, out)
+    table = np.zeros(4, dtype=np.int32)
+    lookups.two_tables(words, table, table, np.uint64(62), np.uint64(61), np.uint64(3), 1, out)
+    rows = np.zeros((2, 4), dtype=np.int64)
+    compiled.noise_first_rows(rows, np.zeros(2, dtype=np.int64), rows[:, :3].copy(), np.ones(2),
+                              np.empty((2, 3)), SCALED_LIMIT)
+    tree = Hierarchy.from_dict({"g0": ["a", "b"], "g1": ["c", "d", "e"]})
+    attrs: list[Attribute] = [Ordinal("w0", 0, 4), Nominal("w1", tree), Ordinal("w2", 0, 200)]
+    inner = math.prod(coefficient_count(a) for a in attrs[1:])
+    counts = np.zeros(tuple(a.n_cells for a in attrs), dtype=np.int64)
+    lattice_blocks.hn_lattice_inverse(counts, attrs, [True] * 3, lambda num, den, start: num / den,
+                                      slab_cells=inner, threads=1)
+
+
+def warm_up_in_background() -> threading.Thread | None:
+    """:func:`warm_up` in a daemon thread, started before the counts so that it runs while an
+    engine (Polars, DuckDB, Spark) counts with the GIL released; join it before the transform.
+    None when the compiled kernels are switched off.  A failure in it is dropped: the same
+    kernels run again, and raise, in the release itself."""
+    if not switched_on():
+        return None
+
+    def run() -> None:
+        try:
+            warm_up()
+        except Exception:  # the release's own calls raise the same error
+            return
+
+    thread = threading.Thread(target=run, name="polars-dp-warm-up", daemon=True)
+    thread.start()
+    return thread
+
+
 __all__ = ["MAX_TOTAL", "add_wavelet_noise_exact", "check_wide", "lattice_bound", "lattice_factors",
-           "lattice_perturb", "needs_wide"]
+           "lattice_perturb", "needs_wide", "warm_up", "warm_up_in_background"]
