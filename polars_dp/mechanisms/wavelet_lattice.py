@@ -307,7 +307,6 @@ def add_wavelet_noise_exact(counts: np.ndarray, attributes: Sequence[Attribute],
     return release
 
 
-
 def warm_up() -> None:
     """Load the exact pipeline's compiled kernels (numba's import and its disk cache, about a
     second in a fresh process) by calling them on tiny arrays of zeros, with the argument types
