@@ -29,6 +29,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from polars_dp.arrow_arrays import array_values
 from polars_dp.counting.frequency import as_lazy
 from polars_dp.errors import ColumnNotFoundError, DomainError, ParameterError
 from polars_dp.params import check_int
@@ -190,7 +191,7 @@ def encode_sequences(frame: Any, column: str, *, alphabet: Sequence[Any],
                           "(an empty sequence is fine)")
     arr = series.to_arrow()
     arr = arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
-    offsets = arr.offsets.to_numpy()
+    offsets = array_values(arr.offsets)
     flat = arr.flatten()
     if flat.null_count:
         n_null = int(out["n_null_symbols"].fill_null(0).sum())
@@ -203,7 +204,7 @@ def encode_sequences(frame: Any, column: str, *, alphabet: Sequence[Any],
             f"column {column!r} has symbols outside the declared alphabet {alphabet_text(symbols)}, "
             f"e.g. {', '.join(map(repr, bad))}; add them to the public alphabet or recode the data"
         )
-    return encoded_from_lists(flat.to_numpy(zero_copy_only=False), np.diff(offsets), len(symbols),
+    return encoded_from_lists(array_values(flat), np.diff(offsets), len(symbols),
                               max_length)
 
 

@@ -22,6 +22,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from polars_dp.arrow_arrays import buffer_values
 from polars_dp.domains.attributes import Attribute, Nominal
 from polars_dp.errors import PolarsDPError, ReleaseFormatError
 from polars_dp.plans import PriveletPlan
@@ -176,26 +177,10 @@ def write_order_batches(file: pq.ParquetFile, columns: list[str]) -> Iterator[pa
                                      use_threads=False)
         pool.release_unused()
 
+
 #: ``values(array) -> numbers to compare with the expected labels`` of one batch's column, or
 #: None (not checkable here: nulls, another type or dictionary).
 _Values = Callable[[pa.Array], "np.ndarray | None"]
-
-
-#: numpy dtype of each Arrow type whose values :func:`_buffer_values` views in place.
-_NUMPY_TYPES = {pa.int8(): np.int8, pa.int16(): np.int16, pa.int32(): np.int32, pa.int64(): np.int64,
-                pa.uint8(): np.uint8, pa.uint16(): np.uint16, pa.uint32(): np.uint32, pa.uint64(): np.uint64,
-                pa.float32(): np.float32, pa.float64(): np.float64}
-
-
-def _buffer_values(array: pa.Array) -> np.ndarray | None:
-    """The values of a fixed-width numeric array without nulls as a read-only numpy view of
-    its data buffer (no copy; ``Array.to_numpy`` would also import pandas, 0.8 s and 40 MB in
-    a fresh process), or None for any other array."""
-    dtype = _NUMPY_TYPES.get(array.type)
-    if dtype is None or array.null_count:
-        return None
-    itemsize = np.dtype(dtype).itemsize
-    return np.frombuffer(array.buffers()[1], dtype=dtype, count=len(array), offset=array.offset * itemsize)
 
 
 def _dictionary_indices(labels: list) -> _Values:
@@ -213,14 +198,14 @@ def _dictionary_indices(labels: list) -> _Values:
                 return None
         if len(dictionary) != len(expected) or dictionary.to_pylist() != expected:
             return None
-        return _buffer_values(array.indices)
+        return buffer_values(array.indices)
     return values
 
 
 def _plain_values(kinds: str) -> _Values:
     """The values of a plain (not dictionary, no nulls) column whose numpy kind is in ``kinds``."""
     def values(array: pa.Array) -> np.ndarray | None:
-        out = _buffer_values(array)
+        out = buffer_values(array)
         return out if out is not None and out.dtype.kind in kinds else None
     return values
 
@@ -326,7 +311,7 @@ def counts_in_write_order(batches: Iterable[Any], attrs: tuple[Attribute, ...],
             values = reader(batch.column(column))
             if values is None or values.size != m or not _pattern_matches(values, start, step, expected):
                 return None
-        values = _buffer_values(batch.column("count"))
+        values = buffer_values(batch.column("count"))
         if values is None:
             return None
         if counts is None:

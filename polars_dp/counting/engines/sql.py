@@ -17,6 +17,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from polars_dp.arrow_arrays import array_values
 from polars_dp.counting.aggregate import Accumulator, Counts
 from polars_dp.counting.invalid import sql_stats_select
 from polars_dp.counting.spec import CountSpec, check_count_dtype, check_counts, strides
@@ -76,8 +77,8 @@ def finish_batches(batches: Iterable[pa.RecordBatch], spec: CountSpec, *, dense:
         if cell.null_count:
             return None
         n = batch.column("n")
-        cells = cell.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
-        counts = n.fill_null(0).to_numpy(zero_copy_only=False) if n.null_count else n.to_numpy()
+        cells = array_values(cell).astype(np.int64, copy=False)
+        counts = array_values(n.fill_null(0) if n.null_count else n)
         if spec.count_column:
             nulls += int(pc.sum(batch.column("n_null")).as_py() or 0)
             m = pc.min(batch.column("n_min")).as_py()

@@ -3,8 +3,8 @@ no private name imported from another module.
 
 Layers, bottom to top (a module may import its own layer and the ones below, never above):
 
-0. ``errors``, ``_version``, ``params``, ``memory``, ``compiled``, ``threads``, ``noise``, ``progress``,
-   ``budget``
+0. ``errors``, ``_version``, ``params``, ``memory``, ``compiled``, ``threads``, ``arrow_arrays``, ``noise``,
+   ``progress``, ``budget``
 1. ``domains/``      public declarations
 2. ``counting/``     the only code that reads private rows
 3. ``kernels/``      pure numpy
@@ -28,8 +28,8 @@ from tests.helpers import REPO
 PACKAGE = REPO / "polars_dp"
 
 LAYERS = {
-    "errors": 0, "_version": 0, "params": 0, "memory": 0, "compiled": 0, "threads": 0, "noise": 0,
-    "progress": 0, "budget": 0,
+    "errors": 0, "_version": 0, "params": 0, "memory": 0, "compiled": 0, "threads": 0,
+    "arrow_arrays": 0, "noise": 0, "progress": 0, "budget": 0,
     "domains": 1, "counting": 2, "kernels": 3, "plans": 4, "releases": 5, "mechanisms": 6, "evaluation": 7,
     "duckdb": 8, "namespace": 8, "session": 8, "datasets": 8, "__init__": 9, "cli": 10, "__main__": 10,
 }

@@ -148,22 +148,6 @@ def test_relabelled_dictionary_is_not_read_by_position(tmp_path, release, spy):
     assert spy == [False]
 
 
-@pytest.mark.parametrize("dtype", [pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint16(),
-                                   pa.float32(), pa.float64()])
-def test_buffer_values_view_sliced_arrays(dtype):
-    full = pa.array(np.arange(50) * 2, dtype)
-    part = full.slice(7, 20)  # an offset into the data buffer
-    got = grid_format._buffer_values(part)
-    np.testing.assert_array_equal(got, np.arange(7, 27) * 2)
-    assert got.dtype == np.dtype(dtype.to_pandas_dtype())
-
-
-@pytest.mark.parametrize("array", [pa.array([1, None, 3]), pa.array([True, False]), pa.array(["a", "b"]),
-                                   pa.array(np.array([1.0, 2.0], np.float16))])
-def test_buffer_values_refuse_nulls_and_other_types(array):
-    assert grid_format._buffer_values(array) is None
-
-
 def test_reading_in_write_order_does_not_import_pandas(tmp_path, release):
     """``pyarrow`` imports pandas on ``Array.to_numpy`` or ``pa.array``: about 0.8 s and 40 MB in a
     fresh process, for nothing (the read views Arrow buffers directly)."""
