@@ -9,6 +9,7 @@ output, and nothing a block computes depends on which thread took it or when.
 
 from __future__ import annotations
 
+import contextvars
 import itertools
 import threading
 from collections.abc import Callable, Iterable
@@ -23,7 +24,8 @@ T = TypeVar("T")
 
 def each(fn: Callable[[T], object], items: Iterable[T], threads: int = 1) -> None:
     """``fn(item)`` for every item, by up to ``threads`` threads that each take the next item
-    not yet taken (the caller's thread is one of them); each thread serves :mod:`scratch`
+    not yet taken (the caller's thread is one of them), each in a copy of the caller's context
+    (:func:`polars_dp.compiled.numpy_only` holds there too); each thread serves :mod:`scratch`
     from its own arena, reset before every item.  The first exception raised by ``fn`` stops
     the threads from taking further items and is raised here once all have stopped."""
     todo = list(items)
@@ -54,7 +56,7 @@ def each(fn: Callable[[T], object], items: Iterable[T], threads: int = 1) -> Non
 
     helpers = min(threads, len(todo)) - 1
     with ThreadPoolExecutor(max_workers=helpers, thread_name_prefix="polars-dp-block") as pool:
-        futures = [pool.submit(work) for _ in range(helpers)]
+        futures = [pool.submit(contextvars.copy_context().run, work) for _ in range(helpers)]
         work()
         for f in futures:
             f.result()

@@ -68,6 +68,7 @@ from typing import Any
 
 import numpy as np
 
+from polars_dp import compiled
 from polars_dp.counting.frequency import frequency_matrix
 from polars_dp.domains.attributes import Attribute
 from polars_dp.kernels import wavelet_blocks
@@ -138,13 +139,15 @@ def run_privelet(plan: PriveletPlan, frame: Any, *, seed: SeedLike = None, progr
 def privelet_counts(plan: PriveletPlan, counts: np.ndarray, src: NoiseSource,
                     advance: Callable[[int], None] | None = None) -> GridRelease:
     """The plan's wavelet noise on ``counts`` (the exact counts shaped as the plan's attributes:
-    float64, or int64 for exact noise; consumed) -> the release.  No data is read here."""
+    float64, or int64 for exact noise; consumed) -> the release.  No data is read here.  The
+    compiled kernels run only if the plan says so (:attr:`~polars_dp.plans.Plan.compiled_kernels`)."""
     attrs, transformed = plan.attributes, plan.transformed_mask
-    if plan.noise == "exact":
-        counts = add_wavelet_noise_exact(counts, attrs, transformed, Fraction(plan.scale), src,
-                                         advance=advance)
-    else:
-        add_wavelet_noise(counts, attrs, transformed, plan.noise_scale, src, advance=advance)
+    with compiled.numpy_only(not plan.compiled_kernels):
+        if plan.noise == "exact":
+            counts = add_wavelet_noise_exact(counts, attrs, transformed, Fraction(plan.scale), src,
+                                             advance=advance)
+        else:
+            add_wavelet_noise(counts, attrs, transformed, plan.noise_scale, src, advance=advance)
     return GridRelease(counts, attrs, mechanism=plan.release_mechanism, epsilon=plan.epsilon,
                        neighbours=plan.neighbours, noise_scale=plan.noise_scale, params=plan.release_params(),
                        noise=plan.noise, seeded=src.seeded)

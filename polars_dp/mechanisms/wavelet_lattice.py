@@ -40,7 +40,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from polars_dp.compiled import switched_on
+from polars_dp.compiled import requested
 from polars_dp.counting.scatter import add_counts
 from polars_dp.domains.attributes import Attribute, Nominal, Ordinal
 from polars_dp.domains.hierarchy import Hierarchy
@@ -335,9 +335,10 @@ def warm_up() -> None:
 def warm_up_in_background() -> threading.Thread | None:
     """:func:`warm_up` in a daemon thread, started before the counts so that it runs while an
     engine (Polars, DuckDB, Spark) counts with the GIL released; join it before the transform.
-    None when the compiled kernels are switched off.  A failure in it is dropped: the same
-    kernels run again, and raise, in the release itself."""
-    if not switched_on():
+    None when the compiled kernels are switched off, or not wanted here
+    (:func:`polars_dp.compiled.numpy_only`).  A failure in it is dropped: the same kernels run
+    again, and raise, in the release itself."""
+    if not requested():
         return None
 
     def run() -> None:

@@ -278,6 +278,10 @@ class GridPlan(Plan):
                             for a, t in zip(self.attributes, self.transformed_mask, strict=True)],
                            dtype=np.float64))
 
+    @property
+    def noisy_values(self) -> int:
+        return self.coefficients
+
     def release_params(self) -> dict[str, Any]:
         """The ``params`` a release of this plan records."""
         if not any(self.transformed_mask) and self.name == "basic":

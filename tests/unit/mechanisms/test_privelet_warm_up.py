@@ -15,11 +15,19 @@ import pytest
 import polars_dp as pdp
 import polars_dp.mechanisms.wavelet as wavelet
 import polars_dp.mechanisms.wavelet_lattice as privelet_exact
+import polars_dp.plans.base as plans_base
+from polars_dp import compiled
 from polars_dp.errors import DomainError
 from tests.helpers import REPO
 from tests.helpers.compiled import needs_compiled
 
 ATTRS = [pdp.Ordinal("a", 0, 40), pdp.Nominal("g", categories=["x", "y", "z"]), pdp.Ordinal("b", 0, 300)]
+
+
+@pytest.fixture(autouse=True)
+def compiled_release(monkeypatch):
+    """These releases are small; as large ones they take the compiled kernels and the warm-up."""
+    monkeypatch.setattr(plans_base, "COMPILED_FROM", 0)
 
 
 def _frame() -> pl.DataFrame:
@@ -62,8 +70,17 @@ def test_no_warm_up_when_the_compiled_kernels_are_switched_off(monkeypatch):
     assert privelet_exact.warm_up_in_background() is None
 
 
+def test_no_warm_up_where_the_numpy_kernels_run():
+    with compiled.numpy_only():
+        assert privelet_exact.warm_up_in_background() is None
+
+
 def test_release_is_the_same_with_and_without_the_warm_up(monkeypatch):
+    started = []
+    real = wavelet.warm_up_in_background
+    monkeypatch.setattr(wavelet, "warm_up_in_background", lambda: started.append(1) or real())
     with_warm_up = pdp.privelet(_frame(), ATTRS, epsilon=1.0, seed=5).counts
+    assert started == [1]
     assert not [t for t in threading.enumerate() if t.name == "polars-dp-warm-up"]  # joined
     monkeypatch.setattr(wavelet, "warm_up_in_background", lambda: None)
     without = pdp.privelet(_frame(), ATTRS, epsilon=1.0, seed=5).counts
