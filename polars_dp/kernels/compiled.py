@@ -3,7 +3,8 @@
 Each performs the integer and IEEE-754 operations of the numpy kernel it replaces, in the same
 order per value, so both give the same bits (the tests compare them on every path).  Whether
 they run is :func:`polars_dp.compiled.enabled` (numba installed, ``POLARS_DP_COMPILED`` not
-``0``): never a function of the data.
+``0``, not inside ``numpy_only``, which a plan asks for from its public size): never a function
+of the data.
 """
 
 from __future__ import annotations
