@@ -1,10 +1,11 @@
-"""The installed version of polars-dp (recorded in every release's metadata)."""
+"""The version of polars-dp, recorded in every release's metadata (``polars_dp.version``).
 
-from importlib.metadata import PackageNotFoundError, version
+Written here, not read from the installed package's metadata: an editable install keeps the
+version it was installed with, and a release must never claim an older writer than the one
+that wrote it (files written before checksums claim 0.1.0).  ``pyproject.toml`` states the
+same number (a test checks that they agree).
+"""
 
-try:
-    __version__ = version("polars-dp")
-except PackageNotFoundError:  # running from a source tree
-    __version__ = "0.1.0"
+__version__ = "0.4.0"
 
 __all__ = ["__version__"]

@@ -36,7 +36,7 @@ def register(con: Any, name: str, release: Release, *, replace: bool = False) ->
     return to_duckdb(con, name, replace=replace)
 
 
-def attach(con: Any, name: str) -> Release:
+def attach(con: Any, name: str, *, unverified: bool = False) -> Release:
     """Make release ``name`` of a reopened database file answer again; returns the release.
 
     DuckDB stores a release's tables and macros in the database file, but the Python functions
@@ -44,8 +44,10 @@ def attach(con: Any, name: str) -> Release:
     live only in the connection that registered them.  ``attach`` reads the release back from
     its tables (verified, as :func:`read_release`) and adds those functions to ``con``
     (replacing any of the same name); the tables and macros are left as they are.
+    ``unverified=True`` accepts a release registered from an unverified one
+    (:func:`polars_dp.read_release`).
     """
-    release = read_release(con, name)
+    release = read_release(con, name, unverified=unverified)
     for function in _FUNCTIONS.get(release.release_type, lambda *_: [])(name, release):
         register_function(con, function, replace=True)
     return release

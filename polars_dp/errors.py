@@ -1,7 +1,7 @@
 """Typed exceptions: every error the library raises subclasses :class:`PolarsDPError`.
 
 Each subclass also derives from the matching built-in exception (``ValueError``,
-``LookupError``, ``MemoryError``) so generic handlers keep working.  Messages name the
+``LookupError``, ``MemoryError``, ``OSError``) so generic handlers keep working.  Messages name the
 column and the offending value and say what to change.
 """
 
@@ -51,6 +51,23 @@ class ReleaseFormatError(PolarsDPError, ValueError):
     """A file or Arrow table is not a polars-dp release (or was written by an incompatible version)."""
 
 
+class ReleaseSignatureError(ReleaseFormatError):
+    """A release read with ``verify_key=`` has no signature, or one the key does not verify."""
+
+
+class ReleaseWriteError(PolarsDPError, OSError):
+    """A release (or a command's output) cannot be written at the path given: the directory is
+    read-only, not a directory, or on a file system that takes no files.  Nothing was written;
+    ``filename`` is the path given (never a temporary file)."""
+
+    def __init__(self, message: str, filename: str | None = None):
+        super().__init__(message)
+        self.filename = filename
+
+    def __str__(self) -> str:  # OSError would format its arguments otherwise
+        return str(self.args[0]) if self.args else ""
+
+
 class BudgetExceededError(PolarsDPError):
     """Spending this release would exceed the accountant's total epsilon."""
 
@@ -70,4 +87,6 @@ __all__ = [
     "PolarsDPError",
     "QueryError",
     "ReleaseFormatError",
+    "ReleaseSignatureError",
+    "ReleaseWriteError",
 ]

@@ -22,7 +22,7 @@ import polars as pl
 
 import polars_dp as pdp
 from polars_dp.cli import demo, info, plot, query, release, sql
-from polars_dp.cli.common import BadInput, Failure, one_line
+from polars_dp.cli.common import BadInput, Failure, add_unverified, one_line
 
 DESCRIPTION = "Differentially private synopses from the command line."
 EPILOG = """\
@@ -36,6 +36,10 @@ examples:
 
 exit codes: 0 ok, 2 bad input (one line on stderr, nothing written), 1 other errors.
 """
+
+
+#: The commands that read a release file (each takes ``--unverified``).
+READERS = ("info", "query", "sql", "plot")
 
 
 class Parser(argparse.ArgumentParser):
@@ -57,6 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=Parser)
     for module in (release, info, query, sql, plot, demo):
         module.register(sub, common)
+    for name in READERS:
+        add_unverified(sub.choices[name])
     return parser
 
 

@@ -2,11 +2,13 @@
 
 Exit codes: 0 success, 2 bad input (:class:`BadInput`, any :class:`polars_dp.PolarsDPError`,
 unreadable data or SQL), 1 anything else.  Every output file is written to a temporary file
-beside its destination and renamed into place, so a failure never leaves a partial file.
+beside its destination and renamed into place, so a failure never leaves a partial file; an
+output that cannot be written is refused before any data is read (:func:`check_output`).
 """
 
 from __future__ import annotations
 
+import argparse
 import glob
 import os
 import sys
@@ -18,6 +20,7 @@ import polars as pl
 
 import polars_dp as pdp
 from polars_dp.releases import io
+from polars_dp.releases.integrity import OPT_IN
 
 #: Formats by file extension (input data, query files, answer files).
 FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".tsv": "tsv", ".arrow": "ipc",
@@ -109,7 +112,7 @@ def check_output(path: str | os.PathLike, *, formats: tuple[str, ...] | None = N
         if fmt not in formats:
             raise BadInput(f"{what} {str(path)!r}: use one of the extensions "
                            f"{', '.join(sorted(k for k, v in FORMATS.items() if v in formats))}")
-    return path
+    return io.check_writable(path, suffix=path.suffix)  # a read-only directory: ReleaseWriteError
 
 
 def write_atomic(path: str | os.PathLike, write: Callable[[Path], object]) -> Path:
@@ -134,15 +137,29 @@ def write_frame(frame: pl.DataFrame, path: str | os.PathLike) -> Path:
     return write_atomic(path, writers[fmt])
 
 
-def open_release(path: str) -> Any:
-    """:func:`polars_dp.read_release`, with the file named in every error."""
+def add_unverified(parser: argparse.ArgumentParser) -> None:
+    """The ``--unverified`` option of a command that reads a release."""
+    parser.add_argument("--unverified", action="store_true",
+                        help="read a release that has no checksum (written by polars-dp 0.1.0, or with its "
+                             "checksum removed): nothing vouches for its values; the output says so")
+
+
+def open_release(path: str, unverified: bool = False) -> Any:
+    """:func:`polars_dp.read_release`, with the file named in every error (which names the
+    ``--unverified`` option where the library names ``unverified=True``); an unverified
+    release is announced on stderr."""
     try:
-        return pdp.read_release(path)
+        release = pdp.read_release(path, unverified=unverified)
     except pdp.ReleaseFormatError as exc:
-        message = str(exc)
+        message = str(exc).replace(OPT_IN, "--unverified")
+        if "--unverified" in message:  # a release, but nothing vouches for it
+            raise BadInput(f"{str(path)!r}: {message}") from None
         if repr(str(path)) not in message:
             raise BadInput(f"{str(path)!r} is not a polars-dp release: {message}") from None
         raise
+    if not release.verified:
+        Messages.warn(f"{str(path)!r} is unverified: no checksum vouches for its values (--unverified)")
+    return release
 
 
 def human_size(n_bytes: int) -> str:

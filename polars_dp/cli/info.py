@@ -17,6 +17,8 @@ examples:
   polars-dp info release.parquet --json | jq .epsilon
 """
 
+VERIFIED_TEXT = {True: "yes: the checksum matches (it detects corruption and truncation, not forgery)",
+                 False: "NO: read with --unverified; no checksum vouches for these values"}
 NEIGHBOUR_TEXT = {"replace": "replace (one row modified)",
                   "add_remove": "add_remove (one row added or removed)"}
 
@@ -25,16 +27,18 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p = sub.add_parser(
         "info", parents=[common], epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
         help="show a release's mechanism, epsilon, neighbours, domain and size",
-        description="Show what a release file states: mechanism, epsilon, neighbour relation, whether its "
-                    "noise was seeded, the public domain, its size, creation time and library version.")
+        description="Show what a release file states: whether its checksum verified it, mechanism, "
+                    "epsilon, neighbour relation, whether its noise was seeded, the public domain, its "
+                    "size, creation time and library version.")
     p.add_argument("release", metavar="RELEASE.parquet")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     p.set_defaults(func=run)
 
 
 def _seeded(release: pdp.Release) -> bool | None:
-    value = release.params.get("seeded")
-    return value if isinstance(value, bool) else None
+    """Whether the noise was seeded (the metadata's ``seeded``), ``None`` when nothing vouches
+    for it (an unverified release: a file without a checksum may claim anything)."""
+    return release.seeded if release.verified else None
 
 
 def domain(release: pdp.Release) -> dict[str, Any]:
@@ -62,7 +66,8 @@ def summary(path: str, release: pdp.Release) -> dict[str, Any]:
     return {
         "file": str(path), "file_bytes": os.path.getsize(path), "release_type": type(release).__name__,
         "mechanism": release.mechanism, "epsilon": release.epsilon, "neighbours": release.neighbours,
-        "seeded": _seeded(release), "noise_scale": noise_scale(release), "domain": domain(release),
+        "verified": release.verified, "seeded": _seeded(release), "noise": release.noise,
+        "noise_scale": noise_scale(release), "domain": domain(release),
         "size": size(release), "created": release.created, "version": release.library_version,
         "params": params,
     }
@@ -89,15 +94,16 @@ def _domain_lines(release: pdp.Release) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    release = open_release(args.release)
+    release = open_release(args.release, args.unverified)
     info = summary(args.release, release)
     if args.json:
         print(json.dumps(info, indent=2, default=str))
         return 0
     seeded = {True: "yes: reproducible noise, for tests only (do not publish)",
               False: "no (noise from the operating system's entropy)",
-              None: "not recorded (made outside the command line)"}[info["seeded"]]
+              None: "unknown (unverified release)"}[info["seeded"]]
     rows = [
+        ("verified", VERIFIED_TEXT[release.verified]),
         ("mechanism", release.mechanism),
         ("epsilon", f"{release.epsilon:g}"),
         ("neighbours", NEIGHBOUR_TEXT.get(release.neighbours, release.neighbours)),

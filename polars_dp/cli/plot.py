@@ -291,7 +291,7 @@ def run(args: argparse.Namespace) -> int:
     if fmt not in FIGURE_FORMATS:
         raise BadInput(f"output {args.output!r}: use a .png, .svg or .pdf file name")
     fig = _figure(size, args.dpi)
-    release = open_release(args.release)
+    release = open_release(args.release, args.unverified)
     if isinstance(release, pdp.GridRelease):
         _grid(fig, release, args)
     elif isinstance(release, pdp.SpatialRelease):

@@ -37,6 +37,14 @@ missing column means the whole domain.  For a sequence model it has a column `st
 """
 
 _INT = re.compile(r"^[+-]?\d+$")
+#: A library range ``age=(20, 34)`` and option ``align='outer'``, as written on the command line.
+_RANGE = re.compile(r"(\w+)=\(([^(),]+), ([^(),]+)\)")
+_ALIGN = re.compile(r"align='(\w+)'")
+
+
+def in_option_terms(message: str) -> str:
+    """A query error in the command line's terms: ``age=20..34``, ``--align outer``."""
+    return _ALIGN.sub(r"--align \1", _RANGE.sub(r"\1=\2..\3", message))
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -135,7 +143,8 @@ def grid_predicates(release: pdp.GridRelease, wheres: list[str]) -> dict[str, An
                                "group of its hierarchy), not a range")
             preds[name] = nominal_label(attribute, value, text)
         else:
-            preds[name] = parse_range(value, text)
+            lo, hi = parse_range(value, text)  # an open side is the domain's own bound
+            preds[name] = (attribute.lo if lo is None else lo, attribute.hi if hi is None else hi)
     return preds
 
 
@@ -300,7 +309,7 @@ def _batch(args: argparse.Namespace, release: pdp.Release) -> int:
 def run(args: argparse.Namespace) -> int:
     if args.output and not args.queries:
         raise BadInput("-o is for the answers of --queries FILE; a single query prints its answer")
-    release = open_release(args.release)
+    release = open_release(args.release, args.unverified)
     if isinstance(release, pdp.SequenceRelease):
         return _sequence(args, release)
     if args.frequency or args.top_k is not None:
@@ -312,8 +321,11 @@ def run(args: argparse.Namespace) -> int:
         preds = grid_predicates(release, args.where)
     else:
         preds = tree_predicates(release, args.where)
-    count = release.range_count(**preds, **_align(release, args))
-    std = release.range_std(**preds, **_align(release, args)) if args.std else None
+    try:
+        count = release.range_count(**preds, **_align(release, args))
+        std = release.range_std(**preds, **_align(release, args)) if args.std else None
+    except pdp.QueryError as exc:
+        raise BadInput(in_option_terms(str(exc))) from None
     interval = None
     if _alpha(release, args):
         if isinstance(release, pdp.SpatialRelease):

@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput(f"--name {args.name!r}: use letters, digits and _ (not starting with a digit)")
     if args.output:
         check_output(args.output, formats=("parquet", "csv", "tsv", "ipc", "ndjson"), what="output")
-    release = open_release(args.release)
+    release = open_release(args.release, args.unverified)
     con = duckdb.connect()
     _refuse_writes(con, args.query)
     release.to_duckdb(con, args.name)

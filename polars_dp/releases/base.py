@@ -7,6 +7,12 @@ data.  Every release converts to a pyarrow Table whose ``polars_dp.*`` schema me
 how the noise was drawn (``noise``: ``"exact"`` or ``"float"``), whether a seed made it
 reproducible (``seeded``), the public domain and the library version.
 
+``verified`` says whether the values were checked against a checksum: ``True`` for a release
+made here or read from a file whose checksum matches, ``False`` for one read with
+``read_release(path, unverified=True)`` from a file without a checksum.  An unverified release
+says so in its ``repr`` and in everything written from it (the metadata entry ``unverified``,
+:mod:`polars_dp.releases.integrity`), so a re-written copy never passes for a verified one.
+
 A release is also an Arrow stream (the Arrow PyCapsule interface, ``__arrow_c_stream__`` /
 ``__arrow_c_schema__``): ``pa.table(release)``, ``pl.DataFrame(release)``, DuckDB's
 replacement scan and ``con.register`` take the object itself and get the table of
@@ -20,7 +26,7 @@ import os
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar, Self, cast
 
 import numpy as np
 import polars as pl
@@ -40,6 +46,7 @@ from polars_dp.releases.metadata import (
     read_release_metadata,
     release_metadata,
 )
+from polars_dp.releases.signing import SigningKey, with_signature
 
 #: Rows per record batch of the Arrow stream (a consumer may hold a few batches at once; Parquet
 #: files are written in larger row groups, :data:`~polars_dp.releases.io.ROW_GROUP_ROWS`).
@@ -64,6 +71,8 @@ class Release:
     library_version: str
     noise: str
     seeded: bool
+    #: Whether the values were checked against a checksum (module docstring); set by the readers.
+    verified: bool = True
 
     def _init_common(self, *, mechanism: str, epsilon: float, neighbours: str,
                      params: Mapping[str, Any] | None, created: str | None,
@@ -84,7 +93,14 @@ class Release:
         header = {"release_type": self.release_type, "mechanism": self.mechanism, "epsilon": self.epsilon,
                   "neighbours": self.neighbours, "noise": self.noise, "seeded": self.seeded,
                   "version": self.library_version, "created": self.created}
-        return release_metadata(header, self.params, self._metadata_entries(), self.metadata_entries)
+        return release_metadata(header, self.params, self._metadata_entries(), self.metadata_entries,
+                                unverified=not self.verified)
+
+    def derived_from(self, source: Release) -> Self:
+        """This release, computed from ``source`` by post-processing, with its ``verified``
+        state: what is derived from an unverified release is unverified too."""
+        self.verified = source.verified
+        return self
 
     def _metadata_entries(self) -> dict[str, Any]:
         """The values of this type's :attr:`metadata_entries` (those it has)."""
@@ -119,6 +135,8 @@ class Release:
             flags += f", noise={self.noise!r}"
         if self.seeded:
             flags += ", seeded=True (not for publication)"
+        if not self.verified:
+            flags += ", verified=False (read with unverified=True: no checksum vouches for its values)"
         return flags
 
     def _table(self) -> pa.Table:
@@ -166,7 +184,7 @@ class Release:
 
     def write_parquet(self, path: str | os.PathLike, *, compression: str = "zstd",
                       progress: bool | None = None, geometry: bool = False,
-                      crs: object | None = None) -> Path:
+                      crs: object | None = None, signing_key: SigningKey | None = None) -> Path:
         """Write the release (with metadata) to Parquet atomically; returns the path.
 
         Rows are written in the release's canonical order (grid cells in C order, leaves in
@@ -179,6 +197,10 @@ class Release:
         ``geometry=True`` (2-D spatial releases only) adds GeoParquet leaf polygons in the
         coordinate reference system ``crs`` (:mod:`polars_dp.releases.geoparquet`); any
         other release refuses it with :class:`ParameterError`.
+        ``signing_key``: an Ed25519 private key (or an HMAC secret) signing the checksum, for
+        ``read_release(path, verify_key=...)`` (:mod:`polars_dp.releases.signing`).
+        A path that cannot be written is a :class:`~polars_dp.errors.ReleaseWriteError` naming
+        it; nothing is left behind.
         ``progress``: stage bars on stderr (building the table, writing); ``None``: on a
         terminal for large releases.
         """
@@ -188,6 +210,8 @@ class Release:
         bar.step("building the table")
         rows = io.ROW_GROUP_ROWS
         reader = self._geometry_batches(crs, rows) if geometry else self.to_batches(rows)
+        if signing_key is not None:
+            reader = with_signature(reader, signing_key)
         bar.step("writing")
         written = write_batches_atomic(reader, path, compression=compression, plain=self._plain_columns)
         bar.close()
@@ -204,7 +228,9 @@ class Release:
         return int(getattr(self, "n_cells", 0) or getattr(self, "n_leaves", 0) or 0)
 
     @classmethod
-    def from_arrow(cls, table: pa.Table) -> Release:
+    def from_arrow(cls, table: pa.Table, *, unverified: bool = False) -> Release:
+        """The release of ``table``, verified (``unverified=True`` accepts a table without a
+        checksum, :func:`~polars_dp.releases.integrity.verify_checksum`)."""
         raise NotImplementedError
 
     def __eq__(self, other: object) -> bool:

@@ -183,21 +183,22 @@ class GridRelease(Release):
         return common, attrs, shape, scale
 
     @classmethod
-    def from_arrow(cls, table: pa.Table) -> GridRelease:
+    def from_arrow(cls, table: pa.Table, *, unverified: bool = False) -> GridRelease:
         """The release of a table written by :meth:`to_arrow`, verified before it answers
         (:mod:`polars_dp.releases.integrity`): metadata types, the noise scale recomputed from
         epsilon, the neighbour relation and ``rho``, every cell located by its label columns
         (any row order; a missing or repeated cell is refused), the level columns, and the
-        checksum (required unless the file predates checksums)."""
+        checksum (required unless ``unverified=True``)."""
         meta = cls._read_metadata(table)
         common, attrs, shape, scale = cls._header(meta)
         counts = counts_by_label(table, attrs, shape)
         release = cls(counts, attrs, noise_scale=scale, **common)
-        verify_checksum(meta.text, release._payload_arrays(), required=True)
+        release.verified = verify_checksum(meta.text, release._payload_arrays(), required=True,
+                                           unverified=unverified)
         return release
 
     @classmethod
-    def from_parquet(cls, path: str | os.PathLike) -> GridRelease:
+    def from_parquet(cls, path: str | os.PathLike, *, unverified: bool = False) -> GridRelease:
         """:meth:`from_arrow` of a Parquet file, streamed in batches when its rows are still in
         write order (every label checked against its row's cell, vectorised:
         :func:`~polars_dp.releases.grid_format.counts_in_write_order`); any other file is read
@@ -211,9 +212,10 @@ class GridRelease(Release):
                 all(c in file.schema_arrow.names for c in columns):
             counts = counts_in_write_order(write_order_batches(file, columns), attrs, shape)
         if counts is None:
-            return cls.from_arrow(read_table(path))
+            return cls.from_arrow(read_table(path), unverified=unverified)
         release = cls(counts, attrs, noise_scale=scale, **common)
-        verify_checksum(meta.text, release._payload_arrays(), required=True)
+        release.verified = verify_checksum(meta.text, release._payload_arrays(), required=True,
+                                           unverified=unverified)
         return release
 
     def _payload_arrays(self) -> list[np.ndarray]:
@@ -407,7 +409,7 @@ class GridRelease(Release):
         counts, params = postprocess_counts(self.counts, self.params, methods, GRID_POSTPROCESSING)
         return GridRelease(counts, self.attributes, mechanism=self.mechanism, epsilon=self.epsilon,
                            neighbours=self.neighbours, noise_scale=self.noise_scale, params=params,
-                           created=self.created, noise=self.noise, seeded=self.seeded)
+                           created=self.created, noise=self.noise, seeded=self.seeded).derived_from(self)
 
     def to_duckdb(self, con: Any, name: str, *, replace: bool = False) -> Any:
         """Register this release in a DuckDB connection: a native table ``name``, its metadata

@@ -12,9 +12,17 @@
 * the cells or leaves, located by their label columns rather than by row order (a reordered
   table is restored exactly; a filtered or duplicated one is refused);
 * the ``checksum`` entry: ``sha256`` over the metadata text and the canonical payload
-  (:func:`payload_checksum`), required unless the file :func:`predates_checksums` (0.1.0).
-  It detects accidental edits and truncation; it is not a signature (whoever edits a file can
-  recompute it).
+  (:func:`payload_checksum`), always required (:func:`verify_checksum`).  It detects
+  accidental corruption, edits and truncation; it is not a signature (whoever edits a file can
+  recompute it): tamper evidence is the optional keyed signature over it
+  (:mod:`polars_dp.releases.signing`).
+
+A table without a checksum (a file written by 0.1.0, before checksums, or one whose checksum
+was removed) is read only when the caller opts in by name, ``read_release(path,
+unverified=True)``; the release then says so (``release.verified is False``, its ``repr``), and
+whatever is written from it records the entry ``unverified`` (:data:`UNVERIFIED_KEY`), under a
+fresh checksum, so that a re-written copy never passes for a verified release: reading it again
+needs ``unverified=True`` too.
 """
 
 from __future__ import annotations
@@ -44,6 +52,13 @@ SCALE_ROUNDING = 1e-3
 RELATIVE_SLACK = 1e-9
 
 CHECKSUM_KEY = "checksum"
+#: The entry a release read with ``unverified=True`` records in everything written from it.
+UNVERIFIED_KEY = "unverified"
+#: The optional keyed signature over the checksum (:mod:`polars_dp.releases.signing`): the one
+#: entry the checksum does not cover (it is computed after it).
+SIGNATURE_KEY = "signature"
+#: How a caller opts in to a release that cannot be verified (named in every refusal).
+OPT_IN = "unverified=True"
 
 
 def field(meta: Mapping[str, str], key: str, parse: Callable[[Any], Any] = lambda x: x, *,
@@ -124,11 +139,12 @@ def check_equal(name: str, recorded: Any, expected: Any) -> None:
 
 
 def payload_checksum(metadata_text: Mapping[str, str], arrays: Iterable[np.ndarray]) -> str:
-    """``sha256:<hex>`` of the metadata entries (sorted, ``checksum`` itself excluded) and the
-    payload arrays in canonical order (C-contiguous, little-endian)."""
+    """``sha256:<hex>`` of the metadata entries (sorted; ``checksum`` itself and the
+    ``signature`` over it excluded) and the payload arrays in canonical order (C-contiguous,
+    little-endian)."""
     h = hashlib.sha256()
     for key in sorted(metadata_text):
-        if key != CHECKSUM_KEY:
+        if key not in (CHECKSUM_KEY, SIGNATURE_KEY):
             h.update(key.encode() + b"\0" + metadata_text[key].encode() + b"\0")
     for array in arrays:
         a = np.asarray(array)
@@ -142,37 +158,62 @@ def payload_checksum(metadata_text: Mapping[str, str], arrays: Iterable[np.ndarr
 
 
 #: Metadata entries that every writer since checksums records and the 0.1.0 writer did not (the
-#: library version alone cannot tell: it stayed "0.1.0" when checksums were added).
+#: library version alone cannot tell: it stayed "0.1.0" until 0.4.0, after checksums were added).
 POST_CHECKSUM_KEYS = ("noise", "seeded", "format")
 PRE_CHECKSUM_VERSIONS = ("0.1.0",)
 
 
 def predates_checksums(metadata_text: Mapping[str, str]) -> bool:
-    """Whether a file was written before checksums: version 0.1.0 and none of the entries
-    (:data:`POST_CHECKSUM_KEYS`) that later writers always add."""
+    """Whether a table's metadata looks as if it was written before checksums: version 0.1.0
+    and none of the entries (:data:`POST_CHECKSUM_KEYS`) that later writers always add.
+
+    Anyone can make a file look so by deleting entries: this chooses a refusal's message and
+    the checks a 0.1.0 writer could not pass (a sequence model's level sums), never whether a
+    table without a checksum is accepted (only ``unverified=True`` does that)."""
     return (metadata_text.get("version") in PRE_CHECKSUM_VERSIONS
             and not any(k in metadata_text for k in POST_CHECKSUM_KEYS))
 
 
 def verify_checksum(metadata_text: Mapping[str, str], arrays: Iterable[np.ndarray], *,
-                    required: bool = False) -> None:
-    """Compare the stored ``checksum`` entry with :func:`payload_checksum`.  Without one the
-    file is accepted if ``required`` is False, or if it :func:`predates_checksums`; otherwise
-    (a checksum deleted from a newer file) it is refused."""
+                    required: bool = False, unverified: bool = False) -> bool:
+    """Compare the stored ``checksum`` entry with :func:`payload_checksum`; returns whether the
+    release is verified (a matching checksum and no ``unverified`` entry).
+
+    A checksum that does not match is always refused.  With ``required``, a table without a
+    checksum, or marked ``unverified`` by a previous reader, is refused unless the caller opted
+    in with ``unverified=True`` (then ``False`` is returned); without ``required`` it is
+    accepted as unverified."""
     stored = metadata_text.get(CHECKSUM_KEY)
     if stored is None:
-        if required and not predates_checksums(metadata_text):
-            raise ReleaseFormatError(
-                "release has no checksum although its metadata is from a version that always writes "
-                "one: the checksum was removed after the file was written; refusing to answer from it")
-        return  # files written before checksums (0.1.0) have none
+        if required and not unverified:
+            raise ReleaseFormatError(missing_checksum_message(metadata_text))
+        return False
     if payload_checksum(metadata_text, arrays) != stored:
         raise ReleaseFormatError(
             "release checksum does not match its content: the file's values or metadata were "
             "changed after it was written (or it is corrupt); refusing to answer from it"
         )
+    if UNVERIFIED_KEY not in metadata_text:
+        return True
+    if required and not unverified:
+        raise ReleaseFormatError(
+            "release is marked unverified: it was written from a release read without a checksum, "
+            f"so its values were never verified; read it with {OPT_IN} to accept it as it is")
+    return False
 
 
-__all__ = ["CHECKSUM_KEY", "KNOWN_MECHANISMS", "RELATIVE_SLACK", "SCALE_ROUNDING", "check_epsilon",
-           "check_equal", "check_mechanism", "check_neighbours", "check_noise_scale", "field",
-           "payload_checksum", "positive_number", "predates_checksums", "verify_checksum"]
+def missing_checksum_message(metadata_text: Mapping[str, str]) -> str:
+    """Why a table without a checksum is refused, and how to opt in (one sentence)."""
+    if predates_checksums(metadata_text):
+        return ("release has no checksum: it claims to be written by polars-dp 0.1.0 (before "
+                "checksums), which anyone can claim by deleting entries, so its values cannot be "
+                f"verified; read it with {OPT_IN} to accept it as it is")
+    return ("release has no checksum although its metadata is from a version that always writes "
+            "one: the checksum was removed after the file was written; refusing to answer from it "
+            f"(read it with {OPT_IN} to accept it as it is)")
+
+
+__all__ = ["CHECKSUM_KEY", "KNOWN_MECHANISMS", "OPT_IN", "RELATIVE_SLACK", "SCALE_ROUNDING", "SIGNATURE_KEY",
+           "UNVERIFIED_KEY", "check_epsilon", "check_equal", "check_mechanism", "check_neighbours",
+           "check_noise_scale", "field", "missing_checksum_message", "payload_checksum",
+           "positive_number", "predates_checksums", "verify_checksum"]

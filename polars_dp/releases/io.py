@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from polars_dp.errors import ParameterError, ReleaseFormatError
+from polars_dp.errors import ParameterError, ReleaseFormatError, ReleaseWriteError
 from polars_dp.releases.metadata import format_of, read_metadata
+from polars_dp.releases.signing import VerifyKey, check_signature
 
 if TYPE_CHECKING:
     from polars_dp.releases.base import Release
@@ -41,25 +42,59 @@ def write_atomic(path: str | os.PathLike, write: Callable[[Path], object], *, su
 
     A failure leaves no partial file behind, and an existing file at ``path`` is only
     replaced by a complete one.  The file gets the usual permissions (``0666 & ~umask``).
+    A path that cannot be written (a read-only directory or file system, a parent that is not
+    a directory) is a :class:`ReleaseWriteError` naming ``path``, never the temporary file.
     """
     path = Path(path)
+    tmp = _temporary_file(path, suffix)
+    umask = os.umask(0)
+    os.umask(umask)
+    try:
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException as exc:
+        if tmp.exists():
+            tmp.unlink()
+        if isinstance(exc, OSError) and not isinstance(exc, ReleaseWriteError):
+            raise write_error(path, exc) from None  # e.g. no space left on the device
+        raise
+    return path
+
+
+def check_writable(path: str | os.PathLike, *, suffix: str = ".tmp") -> Path:
+    """Refuse a ``path`` that :func:`write_atomic` could not write, before any work is done
+    (the same errors): a temporary file is created beside it and removed at once."""
+    path = Path(path)
+    _temporary_file(path, suffix).unlink()
+    return path
+
+
+def _temporary_file(path: Path, suffix: str) -> Path:
+    """A new empty file beside ``path`` (hidden, named after it), or the error saying why
+    ``path`` cannot be written."""
     if path.is_dir():
         raise ParameterError(f"{str(path)!r} is a directory; give a file path such as 'release.parquet'")
     if not path.parent.exists():
         raise ParameterError(f"directory {str(path.parent)!r} does not exist; create it first")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
-    os.close(fd)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600
     try:
-        write(Path(tmp))
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return path
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
+    except OSError as exc:
+        raise write_error(path, exc, created=False) from None
+    os.close(fd)
+    return Path(tmp)
+
+
+def write_error(path: Path, exc: OSError, *, created: bool = True) -> ReleaseWriteError:
+    """The error of a write to ``path`` that failed with ``exc`` (whose message may name a
+    temporary file), said of the path the caller gave; ``created=False``: no file could be
+    created in its directory at all."""
+    reason = (exc.strerror or str(exc) or type(exc).__name__).rstrip(".")
+    if not created:
+        return ReleaseWriteError(f"cannot write {str(path)!r}: its directory {str(path.parent)!r} takes "
+                                 f"no new file ({reason}); give a path in a writable directory",
+                                 str(path))
+    return ReleaseWriteError(f"cannot write {str(path)!r}: {reason}; nothing was written", str(path))
 
 
 def write_table_atomic(table: pa.Table, path: str | os.PathLike, **kwargs: Any) -> Path:
@@ -139,7 +174,8 @@ def _release_class(meta: dict[str, str]) -> type[Release]:
     return _RELEASE_TYPES[kind]
 
 
-def read_release(source: str | os.PathLike | pa.Table) -> Release:
+def read_release(source: str | os.PathLike | pa.Table, *, unverified: bool = False,
+                 verify_key: VerifyKey | None = None) -> Release:
     """Read a release from a Parquet file (or an Arrow table) written by polars-dp.
 
     The release class verifies the table before anything is answered from it (metadata
@@ -148,21 +184,35 @@ def read_release(source: str | os.PathLike | pa.Table) -> Release:
     truncated file raises :class:`ReleaseFormatError` naming what is wrong.  A class with a
     ``from_parquet`` reads a file itself (e.g. in batches).
 
+    The checksum detects accidental corruption and truncation, not forgery (whoever edits a
+    file can recompute it).  A table without one (written by 0.1.0, or with its checksum
+    removed) is refused unless ``unverified=True``; the release then has ``verified`` False
+    and says so in its ``repr`` and in anything written from it.  ``verify_key`` (an Ed25519
+    public key, or the HMAC secret) also requires a signature made with
+    ``write_parquet(signing_key=...)`` that this key verifies
+    (:class:`~polars_dp.errors.ReleaseSignatureError` otherwise; :mod:`polars_dp.releases.signing`).
+
     >>> import os, tempfile, polars as pl, polars_dp as pdp
     >>> release = pdp.basic(pl.DataFrame({"age": [23, 35, 61]}), [pdp.Ordinal("age", 0, 99)], epsilon=1.0)
     >>> with tempfile.TemporaryDirectory() as folder:
     ...     path = release.write_parquet(os.path.join(folder, "ages.parquet"))
-    ...     print(pdp.read_release(path) == release)
-    True
+    ...     back = pdp.read_release(path)
+    ...     print(back == release, back.verified)
+    True True
     """
-    if not isinstance(source, pa.Table):
+    if isinstance(source, pa.Table):
+        meta = read_metadata(source)
+    else:
         file = open_parquet(source)
-        cls = _release_class(read_metadata(file.schema_arrow))
-        if hasattr(cls, "from_parquet"):
-            return cls.from_parquet(source)
-    table = read_table(source)
-    return _release_class(read_metadata(table)).from_arrow(table)
+        meta = read_metadata(file.schema_arrow)
+    cls = _release_class(meta)
+    if verify_key is not None:
+        check_signature(meta, verify_key)  # of the stored checksum; the class checks the content
+    if not isinstance(source, pa.Table) and hasattr(cls, "from_parquet"):
+        return cls.from_parquet(source, unverified=unverified)
+    return cls.from_arrow(read_table(source), unverified=unverified)
 
 
-__all__ = ["ROW_GROUP_ROWS", "column_options", "open_parquet", "read_release", "read_table",
-           "register_release_type", "write_atomic", "write_batches_atomic", "write_table_atomic"]
+__all__ = ["ROW_GROUP_ROWS", "check_writable", "column_options", "open_parquet", "read_release", "read_table",
+           "register_release_type", "write_atomic", "write_batches_atomic", "write_error",
+           "write_table_atomic"]

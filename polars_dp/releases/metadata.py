@@ -13,8 +13,12 @@ The layout (format :data:`FORMAT_VERSION`; ``docs/release-format.md``), the same
 * the release type's own entries (``Release.metadata_entries``): its public domain, the size of
   its payload and how its noise is described (a grid: ``attributes``, ``shape``,
   ``noise_scale``);
+* ``unverified`` (``true``), only in what is written from a release read with
+  ``unverified=True`` (:data:`~polars_dp.releases.integrity.UNVERIFIED_KEY`);
 * ``checksum`` over all of the above and the payload
-  (:func:`~polars_dp.releases.integrity.payload_checksum`).
+  (:func:`~polars_dp.releases.integrity.payload_checksum`);
+* ``signature``, optional: a keyed signature over the checksum
+  (:mod:`polars_dp.releases.signing`).
 
 :func:`release_metadata` writes it; :func:`decode_metadata` reads it back, every header field
 checked.  Files without a ``format`` entry are format 1 (0.1.0 and the writers before the
@@ -35,6 +39,8 @@ import pyarrow as pa
 from polars_dp.errors import ReleaseFormatError
 from polars_dp.releases.integrity import (
     CHECKSUM_KEY,
+    SIGNATURE_KEY,
+    UNVERIFIED_KEY,
     check_epsilon,
     check_equal,
     check_mechanism,
@@ -51,6 +57,8 @@ PARAMS_KEY = "params"
 #: The entries every release writes first, whatever its type.
 HEADER_KEYS = (FORMAT_KEY, "release_type", "mechanism", "epsilon", "neighbours", "noise", "seeded",
                "version", "created")
+#: Entries outside the header and ``params`` that no release type may declare as its own.
+RESERVED_KEYS = (PARAMS_KEY, UNVERIFIED_KEY, CHECKSUM_KEY, SIGNATURE_KEY)
 #: How noise was drawn: exact integer/lattice samplers, or numpy's floating-point Laplace.
 NOISE_KINDS = ("exact", "float")
 
@@ -80,13 +88,15 @@ def read_metadata(table_or_schema: pa.Table | pa.Schema) -> dict[str, str]:
 
 
 def release_metadata(header: Mapping[str, Any], params: Mapping[str, Any],
-                     entries: Mapping[str, Any], declared: Sequence[str]) -> dict[str, Any]:
+                     entries: Mapping[str, Any], declared: Sequence[str], *,
+                     unverified: bool = False) -> dict[str, Any]:
     """The metadata of a release in the layout (module docstring): ``header`` (every key of
     :data:`HEADER_KEYS` but ``format``), ``params``, then the type's ``entries`` (only keys it
-    ``declared``, in that order; absent ones are not written).
+    ``declared``, in that order; absent ones are not written) and, for a release that was read
+    unverified, ``unverified: true``.
 
     >>> meta = release_metadata({"release_type": "grid", "mechanism": "basic", "epsilon": 1.0,
-    ...     "neighbours": "replace", "noise": "exact", "seeded": True, "version": "0.1.0",
+    ...     "neighbours": "replace", "noise": "exact", "seeded": True, "version": "0.4.0",
     ...     "created": "2026-01-01T00:00:00+00:00"}, {"sensitivity": 2}, {"shape": [4]},
     ...     ("attributes", "shape"))
     >>> list(meta)[:2], meta["format"], list(meta)[-2:]
@@ -94,12 +104,14 @@ def release_metadata(header: Mapping[str, Any], params: Mapping[str, Any],
     """
     unknown = set(entries) - set(declared)
     missing = set(HEADER_KEYS[1:]) ^ set(header)
-    if unknown or missing or set(declared) & {*HEADER_KEYS, PARAMS_KEY, CHECKSUM_KEY}:
+    if unknown or missing or set(declared) & {*HEADER_KEYS, *RESERVED_KEYS}:
         raise ValueError(f"metadata layout: header keys {sorted(missing)} or entries {sorted(unknown)} "
                          f"out of place (declared {list(declared)})")
     out: dict[str, Any] = {FORMAT_KEY: FORMAT_VERSION, **{k: header[k] for k in HEADER_KEYS[1:]},
                            PARAMS_KEY: dict(params)}
     out.update((k, entries[k]) for k in declared if k in entries)
+    if unverified:
+        out[UNVERIFIED_KEY] = True
     return out
 
 
@@ -141,7 +153,7 @@ def from_format_1(meta: Mapping[str, str], declared: Sequence[str]) -> dict[str,
     them, sequence files ``lambda``, ``delta``, ``tree_share``, ...): each such copy must equal
     its ``params`` entry (else the file was edited) and is dropped; nothing else changed."""
     params = field(meta, PARAMS_KEY, default={})
-    layout = {*HEADER_KEYS, PARAMS_KEY, CHECKSUM_KEY, *declared}
+    layout = {*HEADER_KEYS, *RESERVED_KEYS, *declared}
     out = {}
     for key, text in meta.items():
         if key in layout:
@@ -205,5 +217,6 @@ def read_release_metadata(table_or_schema: pa.Table | pa.Schema, declared: Seque
 
 
 __all__ = ["FORMAT_KEY", "FORMAT_VERSION", "HEADER_KEYS", "META_PREFIX", "NOISE_KINDS", "PARAMS_KEY",
-           "READABLE_FORMATS", "DecodedMetadata", "attach_metadata", "decode_metadata", "encode_metadata",
-           "format_of", "from_format_1", "read_metadata", "read_release_metadata", "release_metadata"]
+           "READABLE_FORMATS", "RESERVED_KEYS", "DecodedMetadata", "attach_metadata", "decode_metadata",
+           "encode_metadata", "format_of", "from_format_1", "read_metadata", "read_release_metadata",
+           "release_metadata"]

@@ -33,7 +33,7 @@ def _stamp(path: Path) -> tuple[int, int, int]:
     return st.st_size, st.st_mtime_ns, st.st_ino
 
 
-def scan_release(path: str | os.PathLike) -> pl.LazyFrame:
+def scan_release(path: str | os.PathLike, *, unverified: bool = False) -> pl.LazyFrame:
     """A lazy, verified scan of the release file at ``path`` (projection and predicate pushdown,
     streaming-engine compatible).
 
@@ -42,9 +42,10 @@ def scan_release(path: str | os.PathLike) -> pl.LazyFrame:
     ``bbox``); Polars keeps no schema metadata: read it with :func:`polars_dp.read_release`.
     Raises :class:`~polars_dp.ReleaseFormatError` now when
     ``path`` is not a valid release, and at collect time when the file changed since.
+    A file without a checksum is refused unless ``unverified=True`` (:func:`polars_dp.read_release`).
     """
     path = Path(path)
-    read_release(path)  # verifies everything once; the release object is not kept
+    read_release(path, unverified=unverified)  # verifies everything once; the release is not kept
     stamp = _stamp(path)
     schema = pl.scan_parquet(path).collect_schema()
 

@@ -505,11 +505,11 @@ class SequenceRelease(Release):
         })
 
     @classmethod
-    def from_arrow(cls, table: pa.Table) -> SequenceRelease:
+    def from_arrow(cls, table: pa.Table, *, unverified: bool = False) -> SequenceRelease:
         """The release of a table written by :meth:`to_arrow`, verified before it answers
         (:mod:`polars_dp.releases.sequence_format`): metadata types, the tree structure, the
         noise parameters recomputed from epsilon and the shares, and the checksum (required
-        unless the file predates checksums)."""
+        unless ``unverified=True``)."""
         try:
             meta = cls._read_metadata(table)
             common = meta.common
@@ -535,7 +535,8 @@ class SequenceRelease(Release):
                       hist=hist, **common)
         check_sequence_parameters(release)
         check_sequence_structure(release, sums=not predates_checksums(meta.text))
-        verify_checksum(meta.text, release._payload_arrays(), required=True)
+        release.verified = verify_checksum(meta.text, release._payload_arrays(), required=True,
+                                           unverified=unverified)
         return release
 
     def _payload_equal(self, other: Release) -> bool:

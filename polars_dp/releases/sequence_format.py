@@ -1,7 +1,7 @@
 """Reading a sequence release back: tree structure and noise parameters checked against the plan.
 
 What :meth:`SequenceRelease.from_arrow` verifies beyond the common metadata (the checksum,
-required unless the file predates checksums, is checked by the caller):
+required unless ``unverified=True``, is checked by the caller):
 
 * the tree: children contiguous in BFS order, ``beta = |I| + 1`` per split node with
   prepended codes ``0..beta-1``; no node below the start marker ``#``; depth at most

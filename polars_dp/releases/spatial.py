@@ -130,12 +130,12 @@ class SpatialRelease(Release):
         return pa.table(cols)
 
     @classmethod
-    def from_arrow(cls, table: pa.Table) -> SpatialRelease:
+    def from_arrow(cls, table: pa.Table, *, unverified: bool = False) -> SpatialRelease:
         """The release of a table written by :meth:`to_arrow`, verified before it answers
         (:mod:`polars_dp.releases.integrity`): metadata types, the noise parameters recomputed
         from epsilon and the neighbour relation, every leaf put in its place by its geometry
         (any row order; the leaves must tile the box as the layout says), and the checksum
-        (required unless the file predates checksums)."""
+        (required unless ``unverified=True``)."""
         meta = cls._read_metadata(table)
         common = meta.common
         box = meta.entry("bounds", lambda b: as_box(meta.entry("columns"), b))
@@ -168,14 +168,15 @@ class SpatialRelease(Release):
                       noise_model=model, **common)
         check_spatial_parameters(release)
         if noisy_leaves is None:
-            verify_checksum(meta.text, release._payload_arrays(), required=True)
+            release.verified = verify_checksum(meta.text, release._payload_arrays(), required=True,
+                                               unverified=unverified)
             return release
         if layout["kind"] != "morton" or codes is None:
             raise ReleaseFormatError("counted top levels need a Morton-layout tree release")
         lay = MortonLayout(box.d, int(layout["bits"]), int(layout["split_bits"]))
         parsed = parse_levels(meta.entry("levels"), lay)
         payload = [*release._payload_arrays(), noisy_leaves[order], parsed[2]]
-        verify_checksum(meta.text, payload, required=True)
+        release.verified = verify_checksum(meta.text, payload, required=True, unverified=unverified)
         release.levels = _read_levels(release, lay, parsed, noisy_leaves[order])
         return release
 
@@ -416,7 +417,8 @@ class SpatialRelease(Release):
         return SpatialRelease(self.box, self.lo, self.hi, self.depth, count, layout=self.layout,
                            mechanism=self.mechanism, epsilon=self.epsilon, neighbours=self.neighbours,
                            params=params, codes=self.codes, noise_model=postprocessed_noise_model(params),
-                           created=self.created, noise=self.noise, seeded=self.seeded, levels=levels)
+                           created=self.created, noise=self.noise, seeded=self.seeded,
+                           levels=levels).derived_from(self)
 
     def _payload_equal(self, other: Release) -> bool:
         return isinstance(other, SpatialRelease) and self._table().equals(other._table())

@@ -235,9 +235,11 @@ def to_arrow(con: Any, name: str) -> pa.Table:
     return attach_metadata(table, dict(rows))
 
 
-def read_release(con: Any, name: str) -> Release:
-    """The release registered as ``name`` (inverse of ``release.to_duckdb(con, name)``)."""
-    return read_arrow_release(to_arrow(con, name))
+def read_release(con: Any, name: str, *, unverified: bool = False) -> Release:
+    """The release registered as ``name`` (inverse of ``release.to_duckdb(con, name)``), verified
+    as :func:`polars_dp.read_release` (``unverified=True`` for one registered from an
+    unverified release)."""
+    return read_arrow_release(to_arrow(con, name), unverified=unverified)
 
 
 __all__ = ["BATCH_WHERE", "NO_CHECKS", "PythonFunction", "Registration", "check_free", "check_identifier",

@@ -202,11 +202,17 @@ def test_info_text(released, capsys):
     assert "alphabet of 17: 1 2 3" in out and "max_length 20" in out and "nodes" in out
 
 
-def test_info_of_a_release_made_in_python_says_seeding_is_unknown(tmp_path, capsys):
+def test_info_of_a_release_made_in_python_states_its_seeding(tmp_path, capsys):
+    """The metadata's ``seeded`` (every writer since checksums records it), not the command line's
+    own note: a release made in Python is not "not recorded"."""
     frame = pl.DataFrame({"x": [1, 2, 3]})
-    pdp.basic(frame, [pdp.Ordinal("x", 0, 3)], epsilon=1.0).write_parquet(tmp_path / "r.parquet")
-    code, out, _ = run_cli(capsys, "info", tmp_path / "r.parquet", "--json")
-    assert code == 0 and json.loads(out)["seeded"] is None
+    for seed, seeded in ((None, False), (3, True)):
+        release = pdp.basic(frame, [pdp.Ordinal("x", 0, 3)], epsilon=1.0, seed=seed)
+        release.write_parquet(tmp_path / "r.parquet")
+        code, out, _ = run_cli(capsys, "info", tmp_path / "r.parquet", "--json")
+        assert code == 0 and json.loads(out)["seeded"] is seeded and json.loads(out)["verified"] is True
+        code, out, _ = run_cli(capsys, "info", tmp_path / "r.parquet")
+        assert "seeded       " + ("yes" if seeded else "no (") in out and "not recorded" not in out
 
 
 # ---------------------------------------------------------------------- query

@@ -1,4 +1,5 @@
-"""Releases written by polars-dp 0.1.0 (checked in under tests/data) still read back identically."""
+"""Releases written by polars-dp 0.1.0 (checked in under tests/data, before checksums) still read
+back identically when the caller opts in (``unverified=True``), and say they are unverified."""
 
 from __future__ import annotations
 
@@ -23,9 +24,19 @@ def test_the_old_files_are_there():
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
+def test_old_release_is_refused_without_the_opt_in(path):
+    with pytest.raises(pdp.ReleaseFormatError, match=r"no checksum.*read it with unverified=True"):
+        pdp.read_release(path)
+    with pytest.raises(pdp.ReleaseFormatError, match=r"unverified=True"):
+        pdp.scan_release(path)
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
 def test_old_release_reads_back_identically(path):
     stored = pq.read_table(path)
-    release = pdp.read_release(path)
+    release = pdp.read_release(path, unverified=True)
+    assert release.verified is False and "verified=False" in repr(release)
+    assert pdp.scan_release(path, unverified=True).collect().height == stored.num_rows
     again = release.to_arrow()
     for name in stored.column_names:
         assert again.column(name).to_pylist() == stored.column(name).to_pylist(), name
@@ -36,17 +47,18 @@ def test_old_release_reads_back_identically(path):
     old_params = json.loads(old.get("polars_dp.params", "{}"))
     new_params = json.loads(new.get("polars_dp.params", "{}"))
     assert {k: new_params.get(k) for k in old_params} == old_params
+    assert json.loads(new["polars_dp.unverified"]) is True  # what is written from it says so
 
 
 def test_old_grid_release_answers_queries():
-    release = pdp.read_release(DATA / "v0_1_0_privelet.parquet")
+    release = pdp.read_release(DATA / "v0_1_0_privelet.parquet", unverified=True)
     total = release.range_count()
     assert total == pytest.approx(float(release.counts.sum()))
     assert release.range_std(occupation="office") > 0
 
 
 def test_old_tree_release_answers_queries():
-    release = pdp.read_release(DATA / "v0_1_0_privtree.parquet")
+    release = pdp.read_release(DATA / "v0_1_0_privtree.parquet", unverified=True)
     assert release.range_count(x=(0.0, 1.0), y=(0.0, 1.0)) == pytest.approx(float(release.count.sum()))
 
 

@@ -218,10 +218,12 @@ def test_deleted_checksum_of_a_newer_file_is_refused(grid, tree):
             pdp.read_release(with_meta(release.to_arrow()))
 
 
-def test_old_files_without_checksum_still_read():
+def test_old_files_without_checksum_read_only_unverified():
     for path in V0_1_0_FILES:
         assert "checksum" not in read_metadata(pq.read_table(path))
-        pdp.read_release(path)
+        with pytest.raises(pdp.ReleaseFormatError, match="no checksum.*unverified=True"):
+            pdp.read_release(path)
+        assert pdp.read_release(path, unverified=True).verified is False
 
 
 # ---------------------------------------------------------------------- case 3: to_duckdb
@@ -275,7 +277,7 @@ def test_cli_query_refuses_unaligned_bounds_unless_align_is_given(grid, tree, tm
     capsys.readouterr()
     assert main(["query", str(path), "--where", "age=4..17", "--json"]) == 2
     error = capsys.readouterr().err
-    assert "nearest aligned: age=(4, 19) (align='outer') or age=(4, 15) (align='inner')" in error
+    assert "nearest aligned: age=4..19 (--align outer) or age=4..15 (--align inner)" in error
     assert main(["query", str(path), "--where", "age=4..17", "--align", "inner", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["count"] == pytest.approx(grid.range_count(age=(4, 15)))
     tree_path = tree.write_parquet(tmp_path / "t.parquet")

@@ -107,10 +107,10 @@ def test_an_edited_copy_in_an_old_file_is_refused_naming_it(name, key):
     table = pq.read_table(TESTS_DATA / f"{name}.parquet")
     text = read_metadata(table)
     assert "format" not in text and CHECKSUM_KEY not in text  # 0.1.0: format 1, before checksums
-    pdp.read_release(table)
+    pdp.read_release(table, unverified=True)
     text[key] = json.dumps(json.loads(text[key]) * 2)
     with pytest.raises(pdp.ReleaseFormatError, match=f"'{key}' is .* but the declared parameters give"):
-        pdp.read_release(_with_meta(table, text))
+        pdp.read_release(_with_meta(table, text), unverified=True)
 
 
 def test_old_files_decode_as_format_1_without_their_copies():
@@ -134,15 +134,23 @@ def test_an_unknown_format_is_refused(value, message):
 
 
 def test_a_numbered_file_without_its_checksum_is_refused_even_posing_as_0_1_0():
-    """``format`` marks a writer that always adds a checksum (like ``noise`` and ``seeded``)."""
+    """``format`` marks a writer that always adds a checksum (like ``noise`` and ``seeded``); a
+    file posing as 0.1.0 is refused too, unless the caller opts in, and then says it is unverified."""
     release = _make("basic")
     text = read_metadata(release.to_arrow())
     for key in (CHECKSUM_KEY, "noise", "seeded"):
         del text[key]
     with pytest.raises(pdp.ReleaseFormatError, match="checksum was removed"):
         pdp.read_release(_with_meta(release.to_arrow(), text))
-    del text["format"]  # what a 0.1.0 file looks like: read (no checksum to check)
-    assert pdp.read_release(_with_meta(release.to_arrow(), text)).noise == "float"
+    del text["format"]
+    assert text["version"] == pdp.__version__ != "0.1.0"  # a file written now never claims 0.1.0
+    with pytest.raises(pdp.ReleaseFormatError, match="checksum was removed"):
+        pdp.read_release(_with_meta(release.to_arrow(), text))
+    text["version"] = "0.1.0"  # what a 0.1.0 file looks like
+    with pytest.raises(pdp.ReleaseFormatError, match="claims to be written by polars-dp 0.1.0"):
+        pdp.read_release(_with_meta(release.to_arrow(), text))
+    legacy = pdp.read_release(_with_meta(release.to_arrow(), text), unverified=True)
+    assert legacy.noise == "float" and legacy.verified is False
 
 
 def test_the_writer_refuses_an_entry_out_of_place():
