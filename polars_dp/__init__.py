@@ -28,6 +28,8 @@ from polars_dp.errors import (
     PolarsDPError,
     QueryError,
     ReleaseFormatError,
+    ReleaseSignatureError,
+    ReleaseWriteError,
 )
 from polars_dp.evaluation.spatial_workloads import random_boxes, relative_errors
 from polars_dp.evaluation.workloads import random_workload
@@ -72,6 +74,8 @@ __all__ = [
     "QueryError",
     "Release",
     "ReleaseFormatError",
+    "ReleaseSignatureError",
+    "ReleaseWriteError",
     "SequenceModel",
     "SequenceRelease",
     "Session",

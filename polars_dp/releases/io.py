@@ -89,7 +89,7 @@ def write_error(path: Path, exc: OSError, *, created: bool = True) -> ReleaseWri
     """The error of a write to ``path`` that failed with ``exc`` (whose message may name a
     temporary file), said of the path the caller gave; ``created=False``: no file could be
     created in its directory at all."""
-    reason = (exc.strerror or str(exc) or type(exc).__name__).rstrip(".")
+    reason = exc.strerror.lower() if exc.strerror else (str(exc) or type(exc).__name__).rstrip(".")
     if not created:
         return ReleaseWriteError(f"cannot write {str(path)!r}: its directory {str(path.parent)!r} takes "
                                  f"no new file ({reason}); give a path in a writable directory",

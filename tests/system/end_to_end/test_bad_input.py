@@ -16,6 +16,7 @@ import polars as pl
 import pytest
 
 import polars_dp as pdp
+from tests.helpers import TESTS_DATA
 from tests.helpers.cli import SPECS, run_cli
 
 
@@ -424,3 +425,62 @@ def test_range_variance_takes_half_open_cell_ranges(grid):
     var = grid.range_variance([[2, 1]], [[4, 2]])[0]
     assert var == pytest.approx(grid.range_std(age=(20, 39), sex="m") ** 2)
     assert "half-open" in grid.range_variance.__doc__ and "cell" in grid.range_variance.__doc__
+
+
+# ---------------------------------------------------------------------- sealed files, write errors and
+# ---------------------------------------------------------------------- command-line messages (#38)
+#: Directories that take no new file, even for root: /sys refuses (permission denied), /proc has no
+#: such file (the error named the hidden temporary file before).
+UNWRITABLE = [f"{d}/release.parquet" for d in ("/sys", "/proc") if Path(d).is_dir()]
+
+
+@pytest.mark.parametrize("target", UNWRITABLE)
+def test_write_parquet_where_no_file_can_be_created_is_a_typed_error(grid, target):
+    with pytest.raises(pdp.ReleaseWriteError) as info:
+        grid.write_parquet(target)
+    assert isinstance(info.value, OSError) and info.value.filename == target
+    message = one_sentence(str(info.value), repr(target), "writable directory")
+    assert ".release.parquet." not in message  # never the hidden temporary file
+
+
+def test_write_parquet_under_a_file_is_a_typed_error(grid, in_tmp):
+    (in_tmp / "plain").write_text("x")
+    with pytest.raises(pdp.ReleaseWriteError) as info:
+        grid.write_parquet(in_tmp / "plain" / "r.parquet")
+    one_sentence(str(info.value), "plain/r.parquet", "not a directory")
+    assert sorted(p.name for p in in_tmp.iterdir()) == ["plain"]
+
+
+@pytest.mark.parametrize("target", UNWRITABLE)
+def test_cli_release_refuses_an_unwritable_output_before_reading_data(target, capsys, in_tmp):
+    """Exit 2, one line naming the output, and no data read or noise drawn (no stage message)."""
+    pl.DataFrame({"lat": [44, 45, 46]}).write_csv(in_tmp / "lat.csv")
+    (in_tmp / "lat.toml").write_text(LAT_SPEC)
+    cli_error(capsys, in_tmp, "release", "lat.csv", "--spec", "lat.toml", "-o", target, names=(repr(target),))
+    code, _, err = run_cli(capsys, "release", "lat.csv", "--spec", "lat.toml", "-o", target)
+    assert code == 2 and "releasing" not in err and "writing" not in err
+
+
+@pytest.mark.parametrize("command", [("info",), ("query",), ("sql", "SELECT sum(count) FROM release")])
+def test_cli_reads_a_release_without_checksum_only_with_unverified(command, capsys, in_tmp):
+    legacy = TESTS_DATA / "v0_1_0_basic.parquet"
+    cli_error(capsys, in_tmp, command[0], str(legacy), *command[1:],
+              names=("no checksum", "--unverified", "v0_1_0_basic.parquet"))
+    code, _, err = run_cli(capsys, command[0], str(legacy), *command[1:], "--unverified")
+    assert code == 0 and "is unverified" in err
+
+
+def test_cli_info_says_a_release_is_unverified(capsys):
+    legacy = TESTS_DATA / "v0_1_0_basic.parquet"
+    code, out, _ = run_cli(capsys, "info", str(legacy), "--unverified")
+    assert code == 0 and "verified     NO" in out and "seeded       unknown" in out
+    code, out, _ = run_cli(capsys, "info", str(legacy), "--unverified", "--json")
+    assert code == 0 and '"verified": false' in out and '"seeded": null' in out
+
+
+@pytest.mark.parametrize(("where", "meant"), [("age=..3", "age=0..3"), ("age=3..", "age=3..99"),
+                                              ("age=7", "age=7..7")])
+def test_cli_open_ranges_say_what_they_mean_not_none(where, meant, files, capsys, in_tmp):
+    message = cli_error(capsys, in_tmp, "query", files["grid"], "--where", where,
+                        names=(meant, "does not fall on bin edges", "--align outer"))
+    assert "None" not in message and "align='" not in message

@@ -5,10 +5,16 @@ from __future__ import annotations
 
 import json
 
+import duckdb
+import numpy as np
+import polars as pl
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 import polars_dp as pdp
+from polars_dp.cli import main
+from polars_dp.releases.metadata import read_metadata
 from tests.helpers import TESTS_DATA, V0_1_0_FILES
 
 DATA = TESTS_DATA
@@ -77,3 +83,58 @@ def test_former_module_names_are_aliases():
     assert tree_format.rebuilt_plan is spatial_format.rebuilt_plan
     assert tree.__all__ == spatial.__all__ and tree_format.__all__ == spatial_format.__all__
     assert pdp.SpatialRelease.release_type == "tree"  # the stored identifier every version has written
+
+
+# ---------------------------------------------------------------------- a downgrade cannot forge
+def _posing_as_0_1_0(release: pdp.Release, counts: np.ndarray) -> pa.Table:
+    """``release`` with fabricated counts and the entries of newer writers deleted: what a file
+    written before checksums looks like."""
+    table = release.to_arrow()
+    table = table.set_column(table.schema.get_field_index("count"), "count", pa.array(counts))
+    meta = {k: v for k, v in table.schema.metadata.items()
+            if k.decode().removeprefix("polars_dp.") not in ("format", "noise", "seeded", "checksum")}
+    meta[b"polars_dp.version"] = b"0.1.0"
+    return table.replace_schema_metadata(meta)
+
+
+@pytest.fixture(scope="module")
+def seeded_grid() -> pdp.GridRelease:
+    frame = pl.DataFrame({"age": np.random.default_rng(8).integers(0, 100, 1_000)})
+    return pdp.basic(frame, [pdp.Ordinal("age", 0, 99, width=10)], epsilon=1.0, seed=11)
+
+
+def test_fabricated_counts_posing_as_0_1_0_are_refused_everywhere(seeded_grid, tmp_path, capsys):
+    forged = _posing_as_0_1_0(seeded_grid, seeded_grid.counts * 1000)
+    path = tmp_path / "forged.parquet"
+    pq.write_table(forged, path)
+    for read in (pdp.read_release, pdp.scan_release):
+        with pytest.raises(pdp.ReleaseFormatError, match="no checksum.*unverified=True"):
+            read(path)
+    assert main(["query", str(path)]) == 2
+    assert "--unverified" in capsys.readouterr().err
+    legacy = pdp.read_release(path, unverified=True)  # opted in by name: it says what it is
+    assert legacy.verified is False and legacy.seeded is False and "verified=False" in repr(legacy)
+    assert main(["query", str(path), "--unverified"]) == 0
+    assert "unverified" in capsys.readouterr().err
+
+
+def test_what_is_written_from_an_unverified_release_stays_unverified(seeded_grid, tmp_path):
+    """A fresh checksum over a re-written copy covers the ``unverified`` entry: the copy never passes
+    for a verified release, in a file, after post-processing or through DuckDB."""
+    legacy = pdp.read_release(_posing_as_0_1_0(seeded_grid, seeded_grid.counts), unverified=True)
+    path = legacy.write_parquet(tmp_path / "copy.parquet")
+    text = read_metadata(pq.read_schema(path))
+    assert text["unverified"] == "true" and text["checksum"].startswith("sha256:")
+    with pytest.raises(pdp.ReleaseFormatError, match="marked unverified.*unverified=True"):
+        pdp.read_release(path)
+    assert pdp.read_release(path, unverified=True).verified is False
+    assert legacy.postprocess("nonnegative").verified is False
+    assert "unverified" in read_metadata(legacy.postprocess("integer").to_arrow())
+    con = duckdb.connect()
+    legacy.to_duckdb(con, "legacy")
+    with pytest.raises(pdp.ReleaseFormatError, match="marked unverified"):
+        pdp.duckdb.read_release(con, "legacy")
+    assert pdp.duckdb.attach(con, "legacy", unverified=True).verified is False
+    fresh = pdp.read_release(seeded_grid.write_parquet(tmp_path / "fresh.parquet"))
+    assert fresh.verified and "unverified" not in read_metadata(fresh.to_arrow())
+    assert "verified" not in repr(fresh)

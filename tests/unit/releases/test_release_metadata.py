@@ -5,6 +5,7 @@ files (no ``format`` entry, parameters also copied at top level) read through th
 from __future__ import annotations
 
 import json
+import tomllib
 
 import numpy as np
 import polars as pl
@@ -23,7 +24,7 @@ from polars_dp.releases.metadata import (
     read_metadata,
     release_metadata,
 )
-from tests.helpers import TESTS_DATA
+from tests.helpers import REPO, TESTS_DATA
 
 POINTS = pl.DataFrame({"x": np.random.default_rng(5).beta(2, 5, 2_000),
                        "y": np.random.default_rng(6).beta(5, 2, 2_000)})
@@ -174,3 +175,13 @@ def test_a_newer_format_is_named_before_its_release_type():
     del text["format"]
     with pytest.raises(pdp.ReleaseFormatError, match="unknown release type 'hypercube'"):
         pdp.read_release(_with_meta(table, text))
+
+
+def test_files_written_now_record_the_version_of_pyproject_never_0_1_0(tmp_path):
+    """0.1.0 is what files written before checksums claim: a file written now must not claim it
+    (the version is written in ``polars_dp/_version.py``, not read from a possibly stale install)."""
+    declared = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+    assert pdp.__version__ == declared and declared != "0.1.0"
+    path = _make("basic").write_parquet(tmp_path / "r.parquet")
+    assert read_metadata(pq.read_schema(path))["version"] == declared
+    assert pdp.read_release(path).library_version == declared
