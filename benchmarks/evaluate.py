@@ -222,9 +222,10 @@ def run_spatial(args: argparse.Namespace, config: Config, folder: Path, out: Pat
         f"0.1% of n; averaged over {config.spatial_repeats} release(s).",
         "Neighbours: add or remove one point. Privelet* is Privelet on a fixed public grid "
         "(`privelet_grid` default: 2^(16 // d) cells per dimension, 256 in 2-D, 16 in 4-D).",
-        "PrivTree+levels is `privtree` with its default counted top levels (`levels=None`: 2 levels in "
-        "2-D, 1 in 4-D, 16 cells on the deepest; 1/16 of the count budget, split geometrically) and "
-        "the least-squares inference over the whole tree; PrivTree is `levels=0`, the paper's release. "
+        "PrivTree+levels is `privtree(..., levels=None)`: counted top levels (2 levels in 2-D, 1 in "
+        "4-D, 16 cells on the deepest; 1/16 of the count budget, split geometrically) and the "
+        "least-squares inference over the whole tree; PrivTree is `levels=0`, the paper's release and "
+        "the library's default (`levels=None` is not the default: it must be asked for). "
         "Both spend the same budget on the split decisions. Where the error comes from (uniformity "
         "inside partly covered leaves vs noise) and what the counted levels remove: "
         "[privtree_levels_ablation.md](privtree_levels_ablation.md).",

@@ -30,12 +30,13 @@ Mechanism = Callable[[Points, float, Any], Any]
 
 
 def mechanisms() -> dict[str, Mechanism]:
-    """PrivTree+levels (PrivTree with its default counted top levels and least-squares inference),
-    PrivTree as published (``levels=0``), UG, AG and Privelet* (Privelet on the library's default
-    fixed grid, 2^(16 // d) cells per dimension), all with their defaults under add/remove-one
-    neighbours."""
+    """PrivTree+levels (``levels=None``: PrivTree with counted top levels and least-squares
+    inference), PrivTree as published (``levels=0``, the library's default), UG, AG and Privelet*
+    (Privelet on the library's default fixed grid, 2^(16 // d) cells per dimension), all with
+    their defaults otherwise, under add/remove-one neighbours."""
     def tree_levels(t: Points, eps: float, seed: Any) -> Any:
-        return t.frame.dp.privtree(t.columns, bounds=list(t.bounds.values()), epsilon=eps, seed=seed)
+        return t.frame.dp.privtree(t.columns, bounds=list(t.bounds.values()), epsilon=eps, seed=seed,
+                                   levels=None)
 
     def tree(t: Points, eps: float, seed: Any) -> Any:
         return t.frame.dp.privtree(t.columns, bounds=list(t.bounds.values()), epsilon=eps, seed=seed,

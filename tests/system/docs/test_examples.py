@@ -3,12 +3,16 @@ what its docstring says a reader should look at."""
 
 from __future__ import annotations
 
+import ast
+import importlib
 import os
 import subprocess
 import sys
+import types
 
 import pytest
 
+import polars_dp
 from tests.helpers import REPO
 
 ROOT = REPO
@@ -25,6 +29,50 @@ RUNS = {
                                                 "$ polars-dp sql"]),
     "sql_range_counts.py": ([], ["epsilon", "± std", "branch_department"]),
 }
+
+
+#: What an example may import of polars-dp: the package and its documented public submodules
+#: (``pdp.duckdb``, the bundled ``datasets``, the NOT-private references of ``evaluation``, and
+#: the command line's ``main``); from each, only names of its ``__all__``.
+PUBLIC = {"polars_dp", "polars_dp.cli", "polars_dp.datasets", "polars_dp.duckdb", "polars_dp.evaluation"}
+
+
+def polars_dp_imports(source: str) -> list[tuple[str, str | None]]:
+    """Every (module, name) an example imports from polars-dp (name None for ``import module``),
+    and every submodule it reaches as an attribute of the package (``pdp.releases.io``)."""
+    found: list[tuple[str, str | None]] = []
+    aliases = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "polars_dp":
+                    found.append((alias.name, None))
+                    if alias.name == "polars_dp":
+                        aliases.add(alias.asname or alias.name)
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "polars_dp":
+            found += [(str(node.module), alias.name) for alias in node.names]
+    for node in ast.walk(ast.parse(source)):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases
+                and isinstance(getattr(polars_dp, node.attr, None), types.ModuleType)):
+            found.append((f"polars_dp.{node.attr}", None))
+    return found
+
+
+def test_the_import_check_sees_internal_modules():
+    source = ("import polars_dp as pdp\nfrom polars_dp.counting.frequency import frequency_matrix\n"
+              "from polars_dp.evaluation import exact_range_count\npdp.releases.io.read_table\n")
+    assert polars_dp_imports(source) == [
+        ("polars_dp", None), ("polars_dp.counting.frequency", "frequency_matrix"),
+        ("polars_dp.evaluation", "exact_range_count"), ("polars_dp.releases", None)]
+
+
+@pytest.mark.parametrize("script", sorted(RUNS))
+def test_example_imports_only_the_public_api(script):
+    for module, name in polars_dp_imports((EXAMPLES / script).read_text()):
+        assert module in PUBLIC, f"{script} imports the internal module {module}"
+        if name is not None:
+            public = importlib.import_module(module).__all__
+            assert name in public, f"{script} imports {name} from {module}, which does not export it"
 
 
 def test_every_example_is_run_here():

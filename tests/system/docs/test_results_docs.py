@@ -1,0 +1,32 @@
+"""What ``docs/results/`` says about the library's defaults is the code's (the results are
+generated once and checked in; a default may change after)."""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import polars as pl
+
+import polars_dp as pdp
+from benchmarks.evaluation import spatial_experiment
+from benchmarks.evaluation.data import Points
+from tests.helpers import REPO
+
+
+def test_spatial_results_state_privtree_levels_default_of_the_code():
+    default = inspect.signature(pdp.privtree).parameters["levels"].default
+    text = (REPO / "docs" / "results" / "spatial.md").read_text()
+    assert f"PrivTree is `levels={default}`, the paper's release and the library's default" in text
+    assert "default counted top levels" not in text and "`privtree(..., levels=None)`" in text
+
+
+def test_privtree_levels_in_the_evaluation_asks_for_the_counted_levels():
+    """The "PrivTree+levels" column is ``levels=None``, not the default (the "PrivTree" column):
+    the two columns compare different releases."""
+    rng = np.random.default_rng(1)
+    points = Points("p", pl.DataFrame({"x": rng.random(500), "y": rng.random(500)}),
+                    {"x": (0.0, 1.0), "y": (0.0, 1.0)})
+    built = {name: spatial_experiment.mechanisms()[name](points, 1.0, 1) for name in ("PrivTree+levels",
+                                                                                       "PrivTree")}
+    assert built["PrivTree+levels"].params["levels"] == 2 and "levels" not in built["PrivTree"].params
