@@ -163,16 +163,16 @@ def tree_predicates(release: pdp.SpatialRelease, wheres: list[str]) -> dict[str,
     return preds
 
 
-def sequence_string(model: pdp.SequenceRelease, text: str) -> list[Any]:
+def sequence_string(model: pdp.SequenceRelease, text: str, option: str = "--frequency") -> list[Any]:
     """``"1 1 2"`` / ``"1,1,2"`` -> [1, 1, 2]; ``"abc"`` -> ["a", "b", "c"] for one-character symbols."""
     parts = [p for p in re.split(r"[\s,]+", text.strip()) if p]
     if not parts:
-        raise BadInput(f"--frequency {text!r}: give at least one symbol")
+        raise BadInput(f"{option} {text!r}: give at least one symbol")
     alphabet = model.alphabet
     if isinstance(alphabet[0], int):
         bad = [p for p in parts if not _INT.match(p)]
         if bad:
-            raise BadInput(f"--frequency {text!r}: {bad[0]!r} is not a symbol; the alphabet holds integers")
+            raise BadInput(f"{option} {text!r}: {bad[0]!r} is not a symbol; the alphabet holds integers")
         return [int(p) for p in parts]
     if len(parts) == 1 and parts[0] not in alphabet:
         return list(parts[0])  # one-character symbols written together
@@ -280,7 +280,12 @@ def _batch(args: argparse.Namespace, release: pdp.Release) -> int:
             raise BadInput(f"--queries {args.queries!r} needs a column 'string' for a sequence model")
         check_query_ids(frame)
         col = frame["string"]
-        strings = ([sequence_string(release, s) for s in col.to_list()] if col.dtype == pl.String
+        if col.null_count():
+            row = int(col.is_null().arg_true()[0])
+            raise BadInput(f"--queries {args.queries!r}: the string of row {row + 1} is empty (null); give "
+                           "every query a string of symbols")
+        where = f"--queries {args.queries!r}: string"
+        strings = ([sequence_string(release, s, where) for s in col.to_list()] if col.dtype == pl.String
                    else col.to_list())
         if args.std:
             counts, stds = release.frequencies(strings, std=True)

@@ -484,3 +484,14 @@ def test_cli_open_ranges_say_what_they_mean_not_none(where, meant, files, capsys
     message = cli_error(capsys, in_tmp, "query", files["grid"], "--where", where,
                         names=(meant, "does not fall on bin edges", "--align outer"))
     assert "None" not in message and "align='" not in message
+
+
+def test_cli_sequence_query_file_with_a_null_string_names_the_row(files, capsys, in_tmp):
+    """Was ``error (AttributeError): 'NoneType' object has no attribute 'strip'``."""
+    pl.DataFrame({"string": ["ab", None]}).write_parquet(in_tmp / "q.parquet")
+    message = cli_error(capsys, in_tmp, "query", files["seq"], "--queries", "q.parquet",
+                        names=("'q.parquet'", "row 2", "null"))
+    assert "NoneType" not in message
+    pl.DataFrame({"string": ["ab", ""]}).write_parquet(in_tmp / "q.parquet")
+    cli_error(capsys, in_tmp, "query", files["seq"], "--queries", "q.parquet",
+              names=("--queries 'q.parquet': string ''", "at least one symbol"))
