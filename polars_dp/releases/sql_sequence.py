@@ -71,9 +71,13 @@ def _nodes_table(model: Any) -> pa.Table:
 def _answers(model: Any, name: str, queries: str, where: str) -> str:
     is_text = isinstance(model.alphabet[0], str)
     alphabet = "[" + ", ".join(literal(s) if is_text else str(int(s)) for s in model.alphabet) + "]"
-    # a text alphabet also takes a text of one-character symbols, as Python's str
-    as_list = ("(CASE WHEN typeof(string) = 'VARCHAR' THEN string_split(CAST(string AS VARCHAR), '') "
-               "ELSE CAST(string AS VARCHAR[]) END)" if is_text else "CAST(string AS BIGINT[])")
+    # a text alphabet also takes a text of one-character symbols, as Python's str; an integer
+    # alphabet refuses a text ('12' would be ambiguous)
+    text = ("string_split(CAST(string AS VARCHAR), '')" if is_text else
+            "error('the alphabet holds integers; give each query string as a list of symbols, e.g. "
+            f"[{', '.join(str(int(x)) for x in model.alphabet[:2])}], not a text' || {where})")
+    as_list = (f"(CASE WHEN typeof(string) = 'VARCHAR' THEN {text} "
+               f"ELSE CAST(string AS {'VARCHAR[]' if is_text else 'BIGINT[]'}) END)")
     return render("sequence_answers.sql", queries=queries, where=where,
                   checks=query_checks(queries, "src", ["string"], batch=where == BATCH_WHERE),
                   as_list=as_list, max_length=model.max_length, alphabet=alphabet,
