@@ -45,13 +45,26 @@ Estimators
   exact counts both branches give the paper's value (the chain telescopes).  Bias: the clip at
   0 (upward, only for bins within a few noise sds of 0) and, for strings longer than the tree
   resolves, the Markov assumption of the extrapolation.
+* Direct or extrapolated: an estimate is *extrapolated* when it rests on the Markov
+  assumption (some step's ``u_j`` does not hold the whole prefix, and the value was not
+  replaced by a direct count since); otherwise it is *direct*, read from one node's noisy bin.
+  ``frequency_table``, ``top_k``, the SQL macros and the command line say which
+  (``extrapolated``), computed from the release alone like the estimate.
 * ``frequencies(..., std=True)``: the noise sd of each bin is public (:meth:`bin_noise_variance`).
   For a directly counted string it is exact (``sqrt(2 b^2 L(u))``; ``sqrt(2) s`` for the n-gram);
   for an extrapolated one, a first-order (delta-method) approximation that treats the factors
   as independent: ``Var f ~ f^2 (Var f_prev / f_prev^2 + Var r / r^2)`` with, for
   ``r = a / t`` from one node (``Var a = v, Var t = beta v, Cov = v``),
   ``Var r ~ v (1 - 2 r + beta r^2) / t^2``.  Checked against seeded repetitions in the tests.
+  The std is the noise only: it does not cover the bias of the Markov assumption, which on
+  real data can be many noise sds (``tests/unit/mechanisms/test_sequence_extrapolation.py``).
+* A string longer than ``max_length`` has frequency 0 exactly (std 0): the release describes
+  the sequences truncated to ``max_length`` symbols, in which it cannot occur.
 * ``top_k``: best-first batches over the same estimator (anti-monotone, so the search is exact).
+
+Every array of the model (``parent``, ``prepended``, ``hist``, ``first_child``, ``depth``,
+``is_leaf``) is read-only and cannot be rebound: the answers always agree with the written
+file, the DuckDB tables and the checksum.
 """
 
 from __future__ import annotations
@@ -192,7 +205,8 @@ class SequenceRelease(Release):
         if self._hist.shape != (n, beta) or self._prepended.shape != (n,) or n == 0:
             raise ReleaseFormatError(f"sequence model arrays disagree: {n} nodes, histogram shape "
                                      f"{self._hist.shape}, expected ({n}, {beta})")
-        if self._parent[0] != -1 or np.any(self._parent[1:] < 0) or np.any(self._parent[1:] >= np.arange(1, n)):
+        parent = self._parent
+        if parent[0] != -1 or np.any(parent[1:] < 0) or np.any(parent[1:] >= np.arange(1, n)):
             raise ReleaseFormatError("sequence model nodes must be in BFS order with the root first")
         first_child = np.full(n, -1, dtype=np.int64)
         firsts = np.flatnonzero(self._prepended == 0)

@@ -68,7 +68,7 @@ def test_direct_estimates_keep_their_coverage_extrapolated_ones_do_not(case):
         flags.append(table["extrapolated"].to_numpy())
     covered_m, flags_m = np.array(covered), np.array(flags)
     assert len(covered) >= 40
-    # the flags follow the public tree alone
+    # here the flags are the same at every seed: strings of the shapes the tree holds are direct
     assert not flags_m[:, :len(direct)].any() and flags_m[:, len(direct):].all()
     # direct: one bin each (its clip at 0 only moves it towards a count >= 0), independent bins
     # and seeds, so the number covered is Binomial(n, p) with p from the discrete Laplace law
@@ -124,7 +124,7 @@ def test_a_string_longer_than_max_length_counts_zero():
 def test_a_text_string_is_one_symbol_per_character_only_for_a_text_alphabet():
     model = _ngram(0)
     assert model.frequency("ab") == model.frequency(["a", "b"])
-    ints = pl.DataFrame({"s": [[1, 2], [2, 3]] * 50}).dp.ngram_sequences("s", alphabet=[1, 2, 3], max_length=3,
-                                                                         epsilon=1.0, height=2, seed=0)
+    ints = pl.DataFrame({"s": [[1, 2], [2, 3]] * 50}).dp.ngram_sequences(
+        "s", alphabet=[1, 2, 3], max_length=3, epsilon=1.0, height=2, seed=0)
     with pytest.raises(pdp.QueryError, match="holds integers"):
         ints.frequency("12")  # was read as [1, 2]: ambiguous beside the symbol 12
