@@ -196,12 +196,12 @@ class SequenceRelease(Release):
                  neighbours: str = "add_remove", params: dict[str, Any] | None = None,
                  created: str | None = None, library_version: str | None = None, noise: str = "float",
                  seeded: bool = False):
-        self.alphabet = check_alphabet(alphabet)
-        self.max_length = check_max_length(max_length)
+        self._alphabet = check_alphabet(alphabet)
+        self._max_length = check_max_length(max_length)
         self._parent = _sealed(parent, np.int64)
         self._prepended = _sealed(prepended, np.int64)
         self._hist = _sealed(hist, np.float64)
-        n, beta = self._parent.size, len(self.alphabet) + 1
+        n, beta = self._parent.size, len(self._alphabet) + 1
         if self._hist.shape != (n, beta) or self._prepended.shape != (n,) or n == 0:
             raise ReleaseFormatError(f"sequence model arrays disagree: {n} nodes, histogram shape "
                                      f"{self._hist.shape}, expected ({n}, {beta})")
@@ -231,9 +231,20 @@ class SequenceRelease(Release):
             yield level
 
     # ------------------------------------------------------------------ basics
-    # The arrays are read-only (``flags.writeable`` is False) and cannot be rebound: an edit in
-    # place would change the answers while the file, the DuckDB tables and the checksum keep
-    # the released values.  A release is changed only by building a new one.
+    # The arrays are read-only (``flags.writeable`` is False) and, with the public domain,
+    # cannot be rebound: an edit in place would change the answers while the file, the DuckDB
+    # tables and the checksum keep the released values.  A release is changed only by building
+    # a new one.
+    @property
+    def alphabet(self) -> tuple:
+        """The public symbols (a tuple of ints or of strings)."""
+        return self._alphabet
+
+    @property
+    def max_length(self) -> int:
+        """The public truncation length: only the first ``max_length`` symbols of a sequence count."""
+        return self._max_length
+
     @property
     def parent(self) -> np.ndarray:
         """Parent of each node (``-1`` at the root), BFS order; read-only."""

@@ -57,6 +57,14 @@ def test_every_array_is_read_only(source, name, tmp_path):
     np.testing.assert_array_equal(model.frequencies(["ab", "c"]), before)
 
 
+@pytest.mark.parametrize("name", ["alphabet", "max_length"])
+def test_the_public_domain_cannot_be_rebound(name):
+    model = _fresh_pst()
+    with pytest.raises(AttributeError):
+        setattr(model, name, "abcd" if name == "alphabet" else 50)
+    assert model.frequency("a" * 6) == 0.0
+
+
 def test_the_arrays_given_are_not_aliased():
     """A release copies a writable array it is given: editing the caller's array later changes
     nothing (an array already read-only down to its memory is kept as it is)."""
