@@ -115,7 +115,7 @@ def _padded(values: np.ndarray, lengths: np.ndarray, fill: int = -1) -> np.ndarr
     n = lengths.size
     width = int(lengths.max()) if n else 0
     out = np.full((n, width), fill, dtype=np.int64)
-    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    starts = (np.cumsum(lengths) - lengths).astype(np.int64)
     row = np.repeat(np.arange(n), lengths)
     col = np.arange(values.size) - np.repeat(starts, lengths)
     out[row, col] = values
@@ -172,7 +172,8 @@ def strings_frame(alphabet: Sequence[Any], strings: np.ndarray, counts: np.ndarr
                   **columns: pa.Array) -> pl.DataFrame:
     """Polars frame of strings (rows of codes, ``-1`` padded) with column ``string`` (List of
     symbols), ``count`` and then ``columns`` (one value per string)."""
-    strings = np.asarray(strings, dtype=np.int64).reshape(len(counts), -1)
+    strings = np.asarray(strings, dtype=np.int64)
+    strings = strings.reshape(len(counts), strings.size // max(len(counts), 1))
     valid = strings >= 0
     table = pa.table({"string": _list_array(symbol_array(alphabet, strings[valid]), valid.sum(axis=1)),
                       "count": pa.array(np.asarray(counts, dtype=np.float64), pa.float64()), **columns})
@@ -458,7 +459,9 @@ class SequenceRelease(Release):
         0), and True for one computed with the Markov assumption beyond the measured nodes
         (``f(prefix) * h+(u)[y] / |h+(u)|_1`` with ``str(u)`` shorter than the prefix): its
         error includes the model's bias, which ``std`` does not cover (±1.96 std intervals of
-        extrapolated strings can cover the truth far less often than 95%).
+        extrapolated strings can cover the truth far less often than 95%).  With
+        ``estimator="chain"`` an estimate whose every node holds its prefix is not extrapolated
+        either (a product of ratios, exact without noise).
         """
         q, lengths = self._encode(strings)
         freq, var, extrapolated = self._estimates(q, lengths, backoff, estimator)

@@ -128,3 +128,12 @@ def test_a_text_string_is_one_symbol_per_character_only_for_a_text_alphabet():
         "s", alphabet=[1, 2, 3], max_length=3, epsilon=1.0, height=2, seed=0)
     with pytest.raises(pdp.QueryError, match="holds integers"):
         ints.frequency("12")  # was read as [1, 2]: ambiguous beside the symbol 12
+
+
+def test_no_strings_and_no_positive_estimate_give_empty_frames():
+    model = _ngram(0)
+    assert model.frequency_table([]).columns == ["string", "count", "std", "extrapolated"]
+    assert model.frequency_table([]).height == 0 and model.frequencies([]).size == 0
+    empty = pdp.SequenceRelease(alphabet="ab", max_length=3, parent=[-1], prepended=[-1], hist=[[-1.0] * 3],
+                                mechanism="ngram", epsilon=1.0)
+    assert empty.top_k(5).height == 0 and empty.top_k(5).columns == ["string", "count", "extrapolated"]
