@@ -97,10 +97,10 @@ BACKOFF_Z = 3.0
 
 def _sealed(values: Any, dtype: Any) -> np.ndarray:
     """``values`` as a read-only array of ``dtype`` that no other reference can change: copied
-    unless it is read-only down to its memory (an array made read-only by its only owner, or
-    a view of an Arrow buffer, which is immutable)."""
+    unless it is new (converted here) or read-only down to its memory (an array made read-only
+    by its only owner, or a view of an Arrow buffer, which is immutable)."""
     arr = np.asarray(values, dtype=dtype)
-    base: Any = arr
+    base: Any = None if arr is not values and arr.base is None else arr
     while isinstance(base, np.ndarray):
         if base.flags.writeable:
             arr = arr.copy()
