@@ -1,9 +1,11 @@
 -- Estimated substring frequencies (and their noise sd) of a relation {{queries}} with columns
--- id and string (a list of symbols; any other column, and a missing, NULL or repeated id, is
--- refused by checks), as SequenceRelease.frequencies(..., std=True) at the default
--- back-off: f(q1) = max(h(root)[q1], 0); then for each j the deepest reachable node u whose
--- context is a suffix of q1..qj: if it holds the whole prefix, f = min(f, max(h(u)[q_{j+1}], 0)),
--- else f = f * max(h(u)[q_{j+1}], 0) / total(u).
+-- id and string (a list of symbols, or a text of one-character symbols where the alphabet holds
+-- text; any other column, and a missing, NULL or repeated id, is refused by checks), as
+-- SequenceRelease.frequency_table at the default back-off: f(q1) = max(h(root)[q1], 0); then
+-- for each j the deepest reachable node u whose context is a suffix of q1..qj: if it holds the
+-- whole prefix, f = min(f, max(h(u)[q_{j+1}], 0)), else f = f * max(h(u)[q_{j+1}], 0) / total(u)
+-- (extrapolated: the Markov assumption, whose error std does not cover).  A string longer than
+-- max_length ({{max_length}}) cannot occur in the truncated sequences: count 0, std 0.
 WITH RECURSIVE src AS (
     SELECT NULL AS id, NULL AS string WHERE false
     UNION ALL BY NAME
@@ -12,20 +14,20 @@ WITH RECURSIVE src AS (
 {{checks}},
 q AS (
     SELECT id,
-           CASE WHEN string IS NULL OR len(string) = 0
+           CASE WHEN string IS NULL OR len({{as_list}}) = 0
                 THEN error('the empty string has no frequency; give at least one symbol' || {{where}})
-                WHEN len(list_filter(CAST(string AS {{list_type}}), lambda x: x IS NULL OR NOT list_contains({{alphabet}}, x))) > 0
+                WHEN len(list_filter({{as_list}}, lambda x: x IS NULL OR NOT list_contains({{alphabet}}, x))) > 0
                 THEN error('query strings contain symbols outside the alphabet ' || {{alphabet_text}}
                            || ', e.g. ' || array_to_string(list_transform(list_sort(list_distinct(
-                           list_filter(CAST(string AS {{list_type}}),
+                           list_filter({{as_list}},
                                        lambda x: x IS NULL OR NOT list_contains({{alphabet}}, x))))[1:5],
                            lambda x: coalesce({{symbol_text}}, 'None')), ', ')
                            || '; query only symbols of the alphabet' || {{where}})
-                ELSE CAST(string AS {{list_type}}) END AS s
+                ELSE {{as_list}} END AS s
     FROM src AS q
 ),
 pos AS (                                   -- step j: the prefix s[1..j] predicts s[j + 1]
-    SELECT id, s, unnest(range(1, len(s))) AS j FROM q
+    SELECT id, s, unnest(range(1, least(len(s), {{max_length}} + 1))) AS j FROM q
 ),
 suf AS (                                   -- every suffix length d a node could have
     SELECT id, s, j, unnest(range(0, least(j, {{height}}) + 1)) AS d FROM pos
@@ -45,8 +47,8 @@ terms AS (
     JOIN {{nodes_table}} AS n ON n.node = step.node
     JOIN {{table}} AS t ON t.node = step.node AND t.next_symbol = pos.s[pos.j + 1]
 ),
-fold(id, j, f, var) AS (
-    SELECT q.id, 0, greatest(t.count, 0.0), n.noise_var
+fold(id, j, f, var, extrapolated) AS (
+    SELECT q.id, 0, greatest(t.count, 0.0), n.noise_var, false
     FROM q JOIN {{table}} AS t ON t.node = 0 AND t.next_symbol = q.s[1]
     JOIN {{nodes_table}} AS n ON n.node = 0
     UNION ALL
@@ -58,8 +60,11 @@ fold(id, j, f, var) AS (
                      * ((CASE WHEN fold.f > 0 THEN fold.var / fold.f ** 2 ELSE 0.0 END)
                         + (CASE WHEN x.tot > 0 AND x.a > 0
                                 THEN x.v * (1 - 2 * (x.a / x.tot) + {{beta}} * (x.a / x.tot) ** 2) / x.a ** 2
-                                ELSE 0.0 END)) END
+                                ELSE 0.0 END)) END,
+           CASE WHEN x.direct THEN fold.f < x.a AND fold.extrapolated ELSE true END
     FROM fold JOIN terms AS x ON x.id = fold.id AND x.j = fold.j + 1
 )
-SELECT id, arg_max(f, j)::DOUBLE AS count, sqrt(arg_max(var, j))::DOUBLE AS std
+SELECT id, (CASE WHEN max(j) < {{max_length}} THEN arg_max(f, j) ELSE 0.0 END)::DOUBLE AS count,
+       (CASE WHEN max(j) < {{max_length}} THEN sqrt(arg_max(var, j)) ELSE 0.0 END)::DOUBLE AS std,
+       max(j) < {{max_length}} AND arg_max(extrapolated, j) AS extrapolated
 FROM fold WHERE (SELECT ok FROM checks) GROUP BY id

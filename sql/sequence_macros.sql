@@ -1,7 +1,8 @@
--- Estimated occurrences (as a substring) of one string, with the noise sd:
+-- Estimated occurrences (as a substring) of one string, with the noise sd and whether the
+-- estimate is extrapolated (the Markov assumption: its error exceeds what std covers):
 --   SELECT * FROM {{name}}_frequency([1, 1, 2]);
 CREATE MACRO {{single_macro}}(string) AS TABLE
-SELECT count, std FROM (
+SELECT count, std, extrapolated FROM (
 {{single_answers}}
 );
 

@@ -4,7 +4,8 @@
   2-D marginal of ``--x`` and ``--y`` (counts and their noise standard deviation side by side);
 * spatial releases: the leaf boxes over the bounds of two columns, coloured by count (or by
   density); with more than two columns, the 2-D marginal on a raster of range counts;
-* sequence models: the top-k strings with their estimated counts.
+* sequence models: the top-k strings with their estimated counts, those extrapolated by the
+  Markov model in another colour (``--x`` / ``--y`` are refused).
 
 Every value drawn is post-processing of the release (range counts, top-k): no budget is spent.
 """
@@ -268,6 +269,10 @@ def _tree(fig: Any, release: pdp.SpatialRelease, args: argparse.Namespace) -> No
 
 # ---------------------------------------------------------------------- sequence models
 def _sequences(fig: Any, model: pdp.SequenceRelease, args: argparse.Namespace) -> None:
+    for option in ("x", "y"):
+        if getattr(args, option) is not None:
+            raise BadInput(f"--{option} is for grid and spatial releases; a sequence model draws its "
+                           "most frequent strings (--top-k K)")
     if args.top_k < 1:
         raise BadInput(f"--top-k must be >= 1, got {args.top_k}")
     top = model.top_k(args.top_k)
@@ -275,7 +280,13 @@ def _sequences(fig: Any, model: pdp.SequenceRelease, args: argparse.Namespace) -
     labels = [sep.join(map(str, s)) for s in top["string"].to_list()]
     ax = fig.add_subplot()
     pos = np.arange(len(labels))
-    ax.barh(pos, top["count"].to_numpy(), color="tab:blue")
+    extrapolated = top["extrapolated"].to_numpy()
+    for mask, colour, label in ((~extrapolated, "tab:blue", "read from the released counts"),
+                                (extrapolated, "tab:orange", "extrapolated (Markov model)")):
+        if mask.any():
+            ax.barh(pos[mask], top["count"].to_numpy()[mask], color=colour, label=label)
+    if extrapolated.any():
+        ax.legend(loc="lower right", fontsize="small")
     ax.set_yticks(pos, labels, fontsize="small" if len(labels) <= 40 else "xx-small")
     ax.invert_yaxis()
     ax.set_xlabel("estimated occurrences")

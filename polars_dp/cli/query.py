@@ -33,7 +33,9 @@ examples:
 A --where is COLUMN=LO..HI (either side may be left out), COLUMN=VALUE, or for a nominal attribute
 COLUMN=LABEL (a category or any group of its hierarchy).  A query file has <col>_lo / <col>_hi
 columns (ordinal and spatial), <col> columns (nominal labels), optionally an id; a null or a
-missing column means the whole domain.  For a sequence model it has a column `string`.
+missing column means the whole domain.  For a sequence model it has a column `string`; the
+answers add `extrapolated` (true: computed with the Markov assumption beyond the released nodes,
+whose error the noise std does not cover), and a string longer than max_length counts 0.
 """
 
 _INT = re.compile(r"^[+-]?\d+$")
@@ -66,7 +68,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                         "the leaf noise only (as --std)")
     p.add_argument("--frequency", action="append", default=[], metavar="STRING",
                    help="sequence models: estimated occurrences of STRING (symbols separated by spaces "
-                        "or commas; one-character symbols may be written together)")
+                        "or commas; one-character symbols may be written together); an estimate "
+                        "extrapolated by the Markov model is marked (its error is not in the noise std)")
     p.add_argument("--top-k", type=int, metavar="K", help="sequence models: the K most frequent strings")
     p.add_argument("--keep", action="append", default=[], metavar="COLUMN",
                    help="a column of --queries to copy to the answers as it is (besides id)")
@@ -222,6 +225,30 @@ def _alpha(release: pdp.Release, args: argparse.Namespace) -> dict[str, Any]:
     return {"alpha": args.alpha}
 
 
+#: What a sequence answer marked extrapolated prints (as the spatial "(leaf noise only)").
+EXTRAPOLATED_NOTE = "(extrapolated by the Markov model: its error is not in the noise std)"
+
+
+def _sequence_rows(frame: pl.DataFrame, std: bool) -> list[dict[str, Any]]:
+    """Rows of a ``frequency_table`` / ``top_k`` frame to print: string, count, std if asked,
+    extrapolated."""
+    rows = frame.select("string", "count", *(["std"] if std else []), "extrapolated").to_dicts()
+    for row in rows:
+        if std:
+            row["std"] = _std_value(row["std"])
+    return rows
+
+
+def _print_sequence_rows(rows: list[dict[str, Any]], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(rows))
+        return
+    for row in rows:
+        sd = "" if "std" not in row else ("  ± n/a" if row["std"] is None else f" ± {row['std']:.1f}")
+        note = f"  {EXTRAPOLATED_NOTE}" if row["extrapolated"] else ""
+        print(f"{row['count']:>12.1f}{sd}  {' '.join(map(str, row['string']))}{note}")
+
+
 def _sequence(args: argparse.Namespace, model: pdp.SequenceRelease) -> int:
     if args.where:
         raise BadInput("a sequence model answers --frequency STRING, --top-k K or --queries (not --where)")
@@ -232,28 +259,12 @@ def _sequence(args: argparse.Namespace, model: pdp.SequenceRelease) -> int:
     if args.top_k is not None:
         if args.top_k < 1:
             raise BadInput(f"--top-k must be >= 1, got {args.top_k}")
-        top = model.top_k(args.top_k)
-        rows = [{"string": s, "count": c} for s, c in zip(top["string"].to_list(), top["count"], strict=True)]
-        if args.json:
-            print(json.dumps(rows))
-        else:
-            for r in rows:
-                print(f"{r['count']:>12.1f}  {' '.join(map(str, r['string']))}")
+        _print_sequence_rows(_sequence_rows(model.top_k(args.top_k), std=False), args.json)
         return 0
     if not args.frequency:
         raise BadInput("give --frequency STRING, --top-k K or --queries FILE for a sequence model")
     strings = [sequence_string(model, s) for s in args.frequency]
-    counts, stds = model.frequencies(strings, std=True) if args.std else (model.frequencies(strings), None)
-    rows = [{"string": s, "count": float(c)} for s, c in zip(strings, counts, strict=True)]
-    if stds is not None:
-        for row, sd in zip(rows, stds, strict=True):
-            row["std"] = _std_value(float(sd))
-    if args.json:
-        print(json.dumps(rows))
-    else:
-        for row in rows:
-            sd = "" if "std" not in row else ("  ± n/a" if row["std"] is None else f" ± {row['std']:.1f}")
-            print(f"{row['count']:>12.1f}{sd}  {' '.join(map(str, row['string']))}")
+    _print_sequence_rows(_sequence_rows(model.frequency_table(strings), std=args.std), args.json)
     return 0
 
 
@@ -287,12 +298,8 @@ def _batch(args: argparse.Namespace, release: pdp.Release) -> int:
         where = f"--queries {args.queries!r}: string"
         strings = ([sequence_string(release, s, where) for s in col.to_list()] if col.dtype == pl.String
                    else col.to_list())
-        if args.std:
-            counts, stds = release.frequencies(strings, std=True)
-            answers = frame.with_columns(pl.Series("count", counts),
-                                         pl.Series("std", stds, dtype=pl.Float64, nan_to_null=True))
-        else:
-            answers = frame.with_columns(pl.Series("count", release.frequencies(strings)))
+        table = release.frequency_table(strings)
+        answers = frame.with_columns(table.select("count", *(["std"] if args.std else []), "extrapolated"))
     else:
         release = cast(pdp.GridRelease | pdp.SpatialRelease, release)
         try:

@@ -25,16 +25,21 @@ def frontier(found_scores: list[np.ndarray], scores: np.ndarray, k: int, *, floo
     return keep
 
 
+def best_order(found_scores: list[np.ndarray], k: int) -> np.ndarray:
+    """Positions of the ``k`` best scores in ``np.concatenate(found_scores)`` (ties: shorter
+    and earlier first), best first."""
+    return np.argsort(-np.concatenate(found_scores), kind="stable")[:k]
+
+
 def best_k(found_strings: list[np.ndarray], found_scores: list[np.ndarray], k: int
            ) -> tuple[np.ndarray, np.ndarray]:
-    """The ``k`` best strings over all lengths (ties: shorter and earlier first), as a matrix
-    padded with ``-1`` and their scores."""
+    """The ``k`` best strings over all lengths (:func:`best_order`), as a matrix padded with
+    ``-1`` and their scores."""
     width = found_strings[-1].shape[1]
     padded = np.concatenate([np.pad(m, ((0, 0), (0, width - m.shape[1])), constant_values=-1)
                              for m in found_strings])
-    flat = np.concatenate(found_scores)
-    order = np.argsort(-flat, kind="stable")[:k]
-    return padded[order], flat[order]
+    order = best_order(found_scores, k)
+    return padded[order], np.concatenate(found_scores)[order]
 
 
-__all__ = ["best_k", "frontier"]
+__all__ = ["best_k", "best_order", "frontier"]

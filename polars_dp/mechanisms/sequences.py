@@ -164,6 +164,7 @@ def release_encoded(plan: PrivTreeSequencesPlan, enc: EncodedSequences, src: Noi
         hist = sums_of_children(tree.parent, tree.depth, np.maximum(noisy, 0.0), leaves)
     else:  # unclipped sums: unbiased, linear in the noisy leaves; queries clip at 0
         hist = sums_of_children(tree.parent, tree.depth, noisy, leaves)
+    hist.flags.writeable = False  # the release keeps it as it is (read-only) instead of a copy
     params = {"lambda": lam, "delta": delta, "tree_share": plan.tree_share, "theta": float(theta),
               "eps_tree": float(plan.epsilon_tree), "eps_leaf": float(plan.epsilon_leaf),
               "leaf_noise_scale": float(leaf_scale), "l_top": l_top, "beta": enc.beta,

@@ -45,13 +45,26 @@ Estimators
   exact counts both branches give the paper's value (the chain telescopes).  Bias: the clip at
   0 (upward, only for bins within a few noise sds of 0) and, for strings longer than the tree
   resolves, the Markov assumption of the extrapolation.
+* Direct or extrapolated: an estimate is *extrapolated* when it rests on the Markov
+  assumption (some step's ``u_j`` does not hold the whole prefix, and the value was not
+  replaced by a direct count since); otherwise it is *direct*, read from one node's noisy bin.
+  ``frequency_table``, ``top_k``, the SQL macros and the command line say which
+  (``extrapolated``), computed from the release alone like the estimate.
 * ``frequencies(..., std=True)``: the noise sd of each bin is public (:meth:`bin_noise_variance`).
   For a directly counted string it is exact (``sqrt(2 b^2 L(u))``; ``sqrt(2) s`` for the n-gram);
   for an extrapolated one, a first-order (delta-method) approximation that treats the factors
   as independent: ``Var f ~ f^2 (Var f_prev / f_prev^2 + Var r / r^2)`` with, for
   ``r = a / t`` from one node (``Var a = v, Var t = beta v, Cov = v``),
   ``Var r ~ v (1 - 2 r + beta r^2) / t^2``.  Checked against seeded repetitions in the tests.
+  The std is the noise only: it does not cover the bias of the Markov assumption, which on
+  real data can be many noise sds (``tests/unit/mechanisms/test_sequence_extrapolation.py``).
+* A string longer than ``max_length`` has frequency 0 exactly (std 0): the release describes
+  the sequences truncated to ``max_length`` symbols, in which it cannot occur.
 * ``top_k``: best-first batches over the same estimator (anti-monotone, so the search is exact).
+
+Every array of the model (``parent``, ``prepended``, ``hist``, ``first_child``, ``depth``,
+``is_leaf``) is read-only and cannot be rebound: the answers always agree with the written
+file, the DuckDB tables and the checksum.
 """
 
 from __future__ import annotations
@@ -68,7 +81,7 @@ import pyarrow.compute as pc
 from polars_dp.counting.sequences import alphabet_text, check_alphabet, check_max_length
 from polars_dp.errors import ParameterError, QueryError, ReleaseFormatError
 from polars_dp.kernels.pst import deepest_nodes
-from polars_dp.kernels.topk import best_k, frontier
+from polars_dp.kernels.topk import best_k, best_order, frontier
 from polars_dp.noise import SeedLike, make_rng
 from polars_dp.params import check_int
 from polars_dp.releases import sql_sequence
@@ -82,12 +95,27 @@ from polars_dp.releases.sequence_format import check_sequence_parameters, check_
 BACKOFF_Z = 3.0
 
 
+def _sealed(values: Any, dtype: Any) -> np.ndarray:
+    """``values`` as a read-only array of ``dtype`` that no other reference can change: copied
+    unless it is new (converted here) or read-only down to its memory (an array made read-only
+    by its only owner, or a view of an Arrow buffer, which is immutable)."""
+    arr = np.asarray(values, dtype=dtype)
+    base: Any = None if arr is not values and arr.base is None else arr
+    while isinstance(base, np.ndarray):
+        if base.flags.writeable:
+            arr = arr.copy()
+            break
+        base = base.base
+    arr.flags.writeable = False
+    return arr
+
+
 def _padded(values: np.ndarray, lengths: np.ndarray, fill: int = -1) -> np.ndarray:
     """Rows of a flat ragged array as a ``(rows, max length)`` matrix padded with ``fill``."""
     n = lengths.size
     width = int(lengths.max()) if n else 0
     out = np.full((n, width), fill, dtype=np.int64)
-    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    starts = (np.cumsum(lengths) - lengths).astype(np.int64)
     row = np.repeat(np.arange(n), lengths)
     col = np.arange(values.size) - np.repeat(starts, lengths)
     out[row, col] = values
@@ -140,13 +168,15 @@ def symbol_array(alphabet: Sequence[Any], codes: np.ndarray) -> pa.Array:
     return pa.array(np.asarray(alphabet, dtype=np.int64)[codes], pa.int64())
 
 
-def strings_frame(alphabet: Sequence[Any], strings: np.ndarray, counts: np.ndarray) -> pl.DataFrame:
+def strings_frame(alphabet: Sequence[Any], strings: np.ndarray, counts: np.ndarray,
+                  **columns: pa.Array) -> pl.DataFrame:
     """Polars frame of strings (rows of codes, ``-1`` padded) with column ``string`` (List of
-    symbols) and ``count``."""
-    strings = np.asarray(strings, dtype=np.int64).reshape(len(counts), -1)
+    symbols), ``count`` and then ``columns`` (one value per string)."""
+    strings = np.asarray(strings, dtype=np.int64)
+    strings = strings.reshape(len(counts), strings.size // max(len(counts), 1))
     valid = strings >= 0
     table = pa.table({"string": _list_array(symbol_array(alphabet, strings[valid]), valid.sum(axis=1)),
-                      "count": pa.array(np.asarray(counts, dtype=np.float64), pa.float64())})
+                      "count": pa.array(np.asarray(counts, dtype=np.float64), pa.float64()), **columns})
     return cast(pl.DataFrame, pl.from_arrow(table))
 
 
@@ -167,49 +197,92 @@ class SequenceRelease(Release):
                  neighbours: str = "add_remove", params: dict[str, Any] | None = None,
                  created: str | None = None, library_version: str | None = None, noise: str = "float",
                  seeded: bool = False):
-        self.alphabet = check_alphabet(alphabet)
-        self.max_length = check_max_length(max_length)
-        self.parent = np.asarray(parent, dtype=np.int64)
-        self.prepended = np.asarray(prepended, dtype=np.int64)
-        self.hist = np.asarray(hist, dtype=np.float64)
-        n, beta = self.parent.size, len(self.alphabet) + 1
-        if self.hist.shape != (n, beta) or self.prepended.shape != (n,) or n == 0:
+        self._alphabet = check_alphabet(alphabet)
+        self._max_length = check_max_length(max_length)
+        self._parent = _sealed(parent, np.int64)
+        self._prepended = _sealed(prepended, np.int64)
+        self._hist = _sealed(hist, np.float64)
+        n, beta = self._parent.size, len(self._alphabet) + 1
+        if self._hist.shape != (n, beta) or self._prepended.shape != (n,) or n == 0:
             raise ReleaseFormatError(f"sequence model arrays disagree: {n} nodes, histogram shape "
-                                     f"{self.hist.shape}, expected ({n}, {beta})")
-        if self.parent[0] != -1 or np.any(self.parent[1:] < 0) or np.any(self.parent[1:] >= np.arange(1, n)):
+                                     f"{self._hist.shape}, expected ({n}, {beta})")
+        parent = self._parent
+        if parent[0] != -1 or np.any(parent[1:] < 0) or np.any(parent[1:] >= np.arange(1, n)):
             raise ReleaseFormatError("sequence model nodes must be in BFS order with the root first")
-        self.first_child = np.full(n, -1, dtype=np.int64)
-        firsts = np.flatnonzero(self.prepended == 0)
-        self.first_child[self.parent[firsts]] = firsts
-        self.depth = np.zeros(n, dtype=np.int64)
+        first_child = np.full(n, -1, dtype=np.int64)
+        firsts = np.flatnonzero(self._prepended == 0)
+        first_child[self._parent[firsts]] = firsts
+        depth = np.zeros(n, dtype=np.int64)
         for v_range in self._levels_from_parents():
-            self.depth[v_range] = self.depth[self.parent[v_range]] + 1
+            depth[v_range] = depth[self._parent[v_range]] + 1
+        self._first_child, self._depth = _sealed(first_child, np.int64), _sealed(depth, np.int64)
+        self._is_leaf = _sealed(first_child < 0, np.bool_)
         self._init_common(mechanism=mechanism, epsilon=epsilon, neighbours=neighbours, params=params,
                           created=created, library_version=library_version, noise=noise, seeded=seeded)
 
     def _levels_from_parents(self) -> Iterable[np.ndarray]:
         """Non-root nodes grouped by depth (parents precede children in BFS order)."""
-        known = np.zeros(self.parent.size, dtype=bool)
+        known = np.zeros(self._parent.size, dtype=bool)
         known[0] = True
         while not known.all():
-            level = np.flatnonzero(~known & known[np.maximum(self.parent, 0)])
+            level = np.flatnonzero(~known & known[np.maximum(self._parent, 0)])
             if level.size == 0:
                 raise ReleaseFormatError("sequence model tree is disconnected")
             known[level] = True
             yield level
 
     # ------------------------------------------------------------------ basics
+    # The arrays are read-only (``flags.writeable`` is False) and, with the public domain,
+    # cannot be rebound: an edit in place would change the answers while the file, the DuckDB
+    # tables and the checksum keep the released values.  A release is changed only by building
+    # a new one.
+    @property
+    def alphabet(self) -> tuple:
+        """The public symbols (a tuple of ints or of strings)."""
+        return self._alphabet
+
+    @property
+    def max_length(self) -> int:
+        """The public truncation length: only the first ``max_length`` symbols of a sequence count."""
+        return self._max_length
+
+    @property
+    def parent(self) -> np.ndarray:
+        """Parent of each node (``-1`` at the root), BFS order; read-only."""
+        return self._parent
+
+    @property
+    def prepended(self) -> np.ndarray:
+        """Code of the symbol each node prepends to its parent's string (``|I|``: ``#``); read-only."""
+        return self._prepended
+
+    @property
+    def hist(self) -> np.ndarray:
+        """The released noisy histograms, ``(nodes, |I| + 1)``; read-only."""
+        return self._hist
+
+    @property
+    def first_child(self) -> np.ndarray:
+        """First of each split node's ``|I| + 1`` contiguous children (``-1``: a leaf); read-only."""
+        return self._first_child
+
+    @property
+    def depth(self) -> np.ndarray:
+        """Depth of each node (the length of its string); read-only."""
+        return self._depth
+
     @property
     def alphabet_size(self) -> int:
         return len(self.alphabet)
 
     @property
     def n_nodes(self) -> int:
-        return int(self.parent.size)
+        return int(self._parent.size)
 
     @property
     def is_leaf(self) -> np.ndarray:
-        return self.first_child < 0
+        """Whether each node is a leaf; read-only."""
+        return self._is_leaf
 
     @property
     def height(self) -> int:
@@ -222,10 +295,15 @@ class SequenceRelease(Release):
         return symbol_array(self.alphabet, codes)
 
     def _encode(self, strings: Iterable[Any]) -> tuple[np.ndarray, np.ndarray]:
-        """Query strings (a str: one symbol per character; else a list of symbols) as codes."""
+        """Query strings as codes: lists of symbols, or, where the alphabet holds strings, a str
+        of one symbol per character (an integer alphabet refuses a str: ``"12"`` would be
+        ambiguous)."""
         items = list(strings)
         if isinstance(self.alphabet[0], str):
             items = [list(s) if isinstance(s, str) else s for s in items]
+        elif any(isinstance(s, str) for s in items):
+            raise QueryError(f"the alphabet holds integers; give each query string as a list of "
+                             f"symbols, e.g. {list(self.alphabet[:2])!r}, not a str")
         try:
             series = pl.Series("q", items, dtype=pl.List(pl.String if isinstance(self.alphabet[0], str)
                                                          else pl.Int64), strict=False)
@@ -291,19 +369,23 @@ class SequenceRelease(Release):
         return ok
 
     # ------------------------------------------------------------------ queries
-    def _extend(self, freq: np.ndarray, var: np.ndarray, prefixes: np.ndarray, length: np.ndarray,
-                symbols: np.ndarray, usable: np.ndarray, noise_var: np.ndarray, estimator: str = "direct"
-                ) -> tuple[np.ndarray, np.ndarray]:
-        """Estimates (and noise variances) of ``prefix + symbol`` from those of ``prefix``.
+    def _extend(self, freq: np.ndarray, var: np.ndarray, extrapolated: np.ndarray, prefixes: np.ndarray,
+                length: np.ndarray, symbols: np.ndarray, usable: np.ndarray, noise_var: np.ndarray,
+                estimator: str = "direct") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Estimates, noise variances and extrapolation flags of ``prefix + symbol`` from those
+        of ``prefix``.
 
         ``u`` is the deepest usable node whose string is a suffix of the prefix.  If ``str(u)``
         is the whole prefix, ``h(u)[symbol]`` counts the extension's occurrences directly:
         ``f = min(f(prefix), max(h(u)[symbol], 0))`` (linear in the noisy leaves; the ``min``
         keeps ``f`` anti-monotone as true counts are).  Otherwise the Markov extrapolation of
-        the paper: ``f = f(prefix) * h+(u)[symbol] / |h+(u)|_1``.
+        the paper: ``f = f(prefix) * h+(u)[symbol] / |h+(u)|_1``.  The result is extrapolated
+        when it rests on that Markov assumption: this step's ``u`` does not hold the whole
+        prefix, or the value kept or multiplied is an extrapolated prefix estimate.
         """
         nodes = deepest_nodes(self.first_child, _reversed_contexts(prefixes, length), usable)
-        direct = (self.depth[nodes] == length) & (estimator == "direct")
+        holds = self.depth[nodes] == length
+        direct = holds & (estimator == "direct")
         count = np.maximum(self.hist[nodes, symbols], 0.0)
         h = self.hist[nodes]
         total = np.maximum(h, 0.0).sum(axis=1)
@@ -319,7 +401,28 @@ class SequenceRelease(Release):
         chained = out**2 * (rel_prev + rel_ratio)
         capped = direct & (freq < count)
         new_var = np.where(direct, np.where(capped, var, v), chained)
-        return out, new_var
+        return out, new_var, np.where(direct, capped & extrapolated, extrapolated | ~holds)
+
+    def _estimates(self, q: np.ndarray, lengths: np.ndarray, backoff: float | None, estimator: str
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(estimates, noise variances, extrapolated)`` of encoded strings (:meth:`_encode`)."""
+        _check_estimator(estimator)
+        n = lengths.size
+        if n == 0:
+            return np.zeros(0), np.zeros(0), np.zeros(0, dtype=bool)
+        usable = self.usable(backoff)
+        noise_var = self.bin_noise_variance()
+        freq = np.maximum(self.hist[0, q[:, 0]], 0.0)
+        var = np.full(n, noise_var[0])
+        extrapolated = np.zeros(n, dtype=bool)
+        for j in range(1, min(q.shape[1], self.max_length)):
+            rows = np.flatnonzero(lengths > j)
+            freq[rows], var[rows], extrapolated[rows] = self._extend(
+                freq[rows], var[rows], extrapolated[rows], q[rows], np.full(rows.size, j), q[rows, j],
+                usable, noise_var, estimator)
+        too_long = lengths > self.max_length  # no substring of a truncated sequence is longer
+        freq[too_long], var[too_long], extrapolated[too_long] = 0.0, 0.0, False
+        return freq, var, extrapolated
 
     def frequencies(self, strings: Iterable[Any], *, std: bool = False, backoff: float | None = BACKOFF_Z,
                     estimator: str = "direct") -> np.ndarray | tuple[np.ndarray, np.ndarray]:
@@ -329,70 +432,91 @@ class SequenceRelease(Release):
         ``m - 1`` symbols are a (usable) node ``u`` of the tree is counted directly,
         ``h(u)[qm]``; the rest of the string is extrapolated with the conditionals of the
         deepest usable suffix nodes (the paper's formula).  With exact counts both agree.
+        A string longer than ``max_length`` has frequency 0 exactly (std 0): the release
+        describes the sequences truncated to ``max_length`` symbols, in which it cannot occur.
 
-        ``std=True`` also returns the noise standard deviation of each estimate: exact (before
-        the clip at 0) when the estimate is one node's bin, ``sqrt(bin_noise_variance(u))``;
-        otherwise a first-order (delta-method) approximation that treats the factors as
-        independent.  Returns ``(estimates, std)`` then.
+        ``std=True`` also returns the standard deviation of the *noise* in each estimate:
+        exact (before the clip at 0) when the estimate is one node's bin,
+        ``sqrt(bin_noise_variance(u))``; otherwise a first-order (delta-method) approximation
+        that treats the factors as independent.  Returns ``(estimates, std)`` then.  The std
+        does not cover the error of the Markov assumption of an extrapolated estimate, which
+        can be many times larger: :meth:`frequency_table` says which estimates are extrapolated.
 
         ``estimator="chain"`` is the paper's formula throughout (``h+(root)[q1]`` times the
         conditionals), for comparison; ``backoff`` is explained at :meth:`usable`.
         """
-        _check_estimator(estimator)
-        q, lengths = self._encode(strings)
-        if q.shape[0] == 0:
-            return (np.zeros(0), np.zeros(0)) if std else np.zeros(0)
-        usable = self.usable(backoff)
-        noise_var = self.bin_noise_variance()
-        freq = np.maximum(self.hist[0, q[:, 0]], 0.0)
-        var = np.full(freq.shape, noise_var[0])
-        for j in range(1, q.shape[1]):
-            rows = np.flatnonzero(lengths > j)
-            freq[rows], var[rows] = self._extend(freq[rows], var[rows], q[rows], np.full(rows.size, j),
-                                                 q[rows, j], usable, noise_var, estimator)
+        freq, var, _ = self._estimates(*self._encode(strings), backoff, estimator)
         return (freq, np.sqrt(var)) if std else freq
+
+    def frequency_table(self, strings: Iterable[Any], *, backoff: float | None = BACKOFF_Z,
+                        estimator: str = "direct") -> pl.DataFrame:
+        """:meth:`frequencies` as a Polars frame, one row per string in order: ``string`` (List
+        of symbols), ``count``, ``std`` (the noise standard deviation only; null where the
+        release states no noise scale) and ``extrapolated``.
+
+        ``extrapolated`` is False for a *direct* estimate, read from the noisy bin of a node
+        that holds the string's prefix (its ``std`` is its whole error, but for the clip at
+        0), and True for one computed with the Markov assumption beyond the measured nodes
+        (``f(prefix) * h+(u)[y] / |h+(u)|_1`` with ``str(u)`` shorter than the prefix): its
+        error includes the model's bias, which ``std`` does not cover (±1.96 std intervals of
+        extrapolated strings can cover the truth far less often than 95%).  With
+        ``estimator="chain"`` an estimate whose every node holds its prefix is not extrapolated
+        either (a product of ratios, exact without noise).
+        """
+        q, lengths = self._encode(strings)
+        freq, var, extrapolated = self._estimates(q, lengths, backoff, estimator)
+        return strings_frame(self.alphabet, q, freq, std=pa.array(np.sqrt(var), from_pandas=True),
+                             extrapolated=pa.array(extrapolated))
 
     def frequency(self, string: Any, *, backoff: float | None = BACKOFF_Z,
                   estimator: str = "direct") -> float:
-        """Estimated number of occurrences of ``string`` (a str or a list of symbols)."""
+        """Estimated number of occurrences of ``string`` (a str of one-character symbols when the
+        alphabet holds strings, or a list of symbols); 0 for a string longer than ``max_length``
+        (:meth:`frequencies`)."""
         return float(self.frequencies([string], backoff=backoff, estimator=estimator)[0])
 
     def top_k(self, k: int, max_len: int | None = None, *, backoff: float | None = BACKOFF_Z,
               estimator: str = "direct") -> pl.DataFrame:
-        """The ``k`` strings of highest estimated frequency (:meth:`frequencies`), most frequent first.
+        """The ``k`` strings of highest estimated frequency (:meth:`frequencies`), most frequent
+        first: columns ``string``, ``count`` and ``extrapolated`` (:meth:`frequency_table`).
 
         Best-first search in batches: per length, every string whose frequency reaches the
         current k-th best is extended by all symbols at once; the estimate is anti-monotone
         (an extension never exceeds its prefix), so nothing below that bar can reach the top
-        ``k``.  ``max_len`` defaults to ``max_length`` (no substring of a truncated sequence is
-        longer).
+        ``k``.  ``max_len`` is at most ``max_length`` (no substring of a truncated sequence is
+        longer), its default.
         """
         k = check_int(k, "k", lo=1)
         _check_estimator(estimator)
-        max_len = self.max_length if max_len is None else check_max_length(max_len)
+        max_len = self.max_length if max_len is None else min(check_max_length(max_len), self.max_length)
         usable = self.usable(backoff)
         noise_var = self.bin_noise_variance()
         a = self.alphabet_size
         strings = np.arange(a, dtype=np.int64)[:, None]
         freq = np.maximum(self.hist[0, :a], 0.0)
         var = np.zeros(a)
+        extrapolated = np.zeros(a, dtype=bool)
         found_s: list[np.ndarray] = []
         found_f: list[np.ndarray] = []
+        found_x: list[np.ndarray] = []
         for length in range(1, max_len + 1):
             found_s.append(strings)
             found_f.append(freq)
+            found_x.append(extrapolated)
             keep = frontier(found_f, freq, k)
             if keep.size == 0 or length == max_len:
                 break
             parents = np.repeat(strings[keep], a, axis=0)
             symbols = np.tile(np.arange(a), keep.size)
-            freq, var = self._extend(np.repeat(freq[keep], a), np.repeat(var[keep], a), parents,
-                                     np.full(parents.shape[0], length), symbols, usable, noise_var,
-                                     estimator)
+            freq, var, extrapolated = self._extend(
+                np.repeat(freq[keep], a), np.repeat(var[keep], a), np.repeat(extrapolated[keep], a), parents,
+                np.full(parents.shape[0], length), symbols, usable, noise_var, estimator)
             strings = np.concatenate([parents, symbols[:, None]], axis=1)
         strings, freq = best_k(found_s, found_f, k)
+        extrapolated = np.concatenate(found_x)[best_order(found_f, k)]
         listed = freq > 0  # strings of estimated frequency 0 are not listed
-        return strings_frame(self.alphabet, strings[listed], freq[listed])
+        return strings_frame(self.alphabet, strings[listed], freq[listed],
+                             extrapolated=pa.array(extrapolated[listed]))
 
     def length_law(self) -> np.ndarray | None:
         """The released noisy counts of the truncated lengths ``0 .. max_length`` (clipped at 0),

@@ -9,14 +9,18 @@ transaction:
   ``#``, ``starts_with_start``, ``total`` of the bins clipped at 0, ``noise_var`` of a bin,
   ``reach``: usable at the default back-off, and so are its ancestors);
 * ``name_meta(key, value)``: the release metadata, and a table comment;
-* ``name_frequency(string)``: one row (``count``, ``std``) for a list of symbols;
-* ``name_frequencies(queries_table)``: ``id``, ``count``, ``std`` for a table with an ``id``
-  and a list column ``string`` (any other column, a NULL id and a repeated id are refused).
+* ``name_frequency(string)``: one row (``count``, ``std``, ``extrapolated``) for a list of
+  symbols (or, where the alphabet holds text, a text of one-character symbols: ``'ab'``);
+* ``name_frequencies(queries_table)``: ``id``, ``count``, ``std``, ``extrapolated`` for a
+  table with an ``id`` and a column ``string`` as above (any other column, a NULL id and a
+  repeated id are refused).
 
-The macros compute what ``model.frequencies(strings, std=True)`` does at the default back-off
+The macros compute what ``model.frequency_table(strings)`` does at the default back-off
 (see :mod:`polars_dp.releases.sequence`), with a recursive CTE over the positions of each
-string (``sql/sequence_answers.sql``).  An empty string or a symbol outside the alphabet raises
-a DuckDB error naming it.  Existing objects are refused unless ``replace=True``.
+string (``sql/sequence_answers.sql``): ``std`` is the noise only, ``extrapolated`` marks the
+estimates that rest on the Markov assumption (whose error ``std`` does not cover), and a string
+longer than ``max_length`` has count 0 and std 0.  An empty string or a symbol outside the
+alphabet raises a DuckDB error naming it.  Existing objects are refused unless ``replace=True``.
 """
 
 from __future__ import annotations
@@ -67,9 +71,16 @@ def _nodes_table(model: Any) -> pa.Table:
 def _answers(model: Any, name: str, queries: str, where: str) -> str:
     is_text = isinstance(model.alphabet[0], str)
     alphabet = "[" + ", ".join(literal(s) if is_text else str(int(s)) for s in model.alphabet) + "]"
+    # a text alphabet also takes a text of one-character symbols, as Python's str; an integer
+    # alphabet refuses a text ('12' would be ambiguous)
+    text = ("string_split(CAST(string AS VARCHAR), '')" if is_text else
+            "error('the alphabet holds integers; give each query string as a list of symbols, e.g. "
+            f"[{', '.join(str(int(x)) for x in model.alphabet[:2])}], not a text' || {where})")
+    as_list = (f"(CASE WHEN typeof(string) = 'VARCHAR' THEN {text} "
+               f"ELSE CAST(string AS {'VARCHAR[]' if is_text else 'BIGINT[]'}) END)")
     return render("sequence_answers.sql", queries=queries, where=where,
                   checks=query_checks(queries, "src", ["string"], batch=where == BATCH_WHERE),
-                  list_type="VARCHAR[]" if is_text else "BIGINT[]", alphabet=alphabet,
+                  as_list=as_list, max_length=model.max_length, alphabet=alphabet,
                   alphabet_text=literal(alphabet_text(model.alphabet)),
                   symbol_text="'''' || x || ''''" if is_text else "CAST(x AS VARCHAR)",  # as Python's repr
                   height=model.height, beta=model.alphabet_size + 1,

@@ -297,6 +297,42 @@ def test_query_sequence_models(released, tmp_path, capsys):
     assert json.loads(out)[0]["count"] == pytest.approx(ngram.frequency(["a", "b", "c"]))
 
 
+def test_query_sequence_answers_say_which_are_extrapolated(tmp_path, capsys):
+    """Every sequence answer of the command line says whether it is extrapolated (a note in
+    text, a key in JSON, a column in a batch); a string longer than max_length counts 0; the
+    SQL macro takes a text where the alphabet holds text (#38)."""
+    seqs = ["abc"] * 300 + ["dbe"] * 300 + ["a", "d", "b", "ab", "db"] * 300
+    model = pl.DataFrame({"s": seqs}).dp.ngram_sequences("s", alphabet="abcde", max_length=3, epsilon=1.0,
+                                                        height=2, seed=3)
+    path = tmp_path / "m.parquet"
+    model.write_parquet(path)
+    want = model.frequency_table(["ab", "abc", "abcd"])
+    assert want["extrapolated"].to_list() == [False, True, False]
+    code, out, _ = run_cli(capsys, "query", path, "--frequency", "ab", "--frequency", "abc", "--frequency",
+                           "abcd", "--std")
+    lines = out.splitlines()
+    assert code == 0 and len(lines) == 3
+    assert "extrapolated" not in lines[0]
+    assert "extrapolated" in lines[1] and "not in the noise std" in lines[1]
+    assert lines[2].split()[:3] == ["0.0", "±", "0.0"]
+    code, out, _ = run_cli(capsys, "query", path, "--frequency", "ab", "--frequency", "abc", "--frequency",
+                           "abcd", "--std", "--json")
+    rows = json.loads(out)
+    assert [r["extrapolated"] for r in rows] == [False, True, False]
+    assert [r["count"] for r in rows] == pytest.approx(want["count"].to_list())
+    code, out, _ = run_cli(capsys, "query", path, "--top-k", "12", "--json")
+    top = model.top_k(12)
+    assert [r["extrapolated"] for r in json.loads(out)] == top["extrapolated"].to_list()
+    pl.DataFrame({"id": [1, 2, 3], "string": ["ab", "abc", "abcd"]}).write_csv(tmp_path / "q.csv")
+    code, out, _ = run_cli(capsys, "query", path, "--queries", tmp_path / "q.csv", "--std")
+    got = pl.read_csv(out.encode())
+    assert code == 0 and got.columns == ["id", "string", "count", "std", "extrapolated"]
+    assert got["extrapolated"].to_list() == [False, True, False] and got["count"][2] == 0
+    code, out, _ = run_cli(capsys, "sql", path, "--json", "SELECT * FROM release_frequency('abc')")
+    (row,) = json.loads(out)
+    assert code == 0 and row["count"] == pytest.approx(want["count"][1]) and row["extrapolated"] is True
+
+
 # ---------------------------------------------------------------------- sql
 def test_sql_unknown_table_names_what_is_registered(released, capsys):
     code, _, err = run_cli(capsys, "sql", released["basic"], "--name", "people",

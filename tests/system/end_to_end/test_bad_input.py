@@ -495,3 +495,26 @@ def test_cli_sequence_query_file_with_a_null_string_names_the_row(files, capsys,
     pl.DataFrame({"string": ["ab", ""]}).write_parquet(in_tmp / "q.parquet")
     cli_error(capsys, in_tmp, "query", files["seq"], "--queries", "q.parquet",
               names=("--queries 'q.parquet': string ''", "at least one symbol"))
+# ---------------------------------------------------------------------- sequence releases (#38)
+def test_text_query_string_on_an_integer_alphabet(con, capsys, in_tmp):
+    """A text is one symbol per character only where the alphabet holds text: on an integer
+    alphabet ``"12"`` would be ambiguous (1, 2 or 12), so Python, SQL and the CLI refuse it."""
+    df = pl.DataFrame({"s": [[1, 2, 12], [12, 2]] * 50})
+    model = pdp.ngram_sequences(df, "s", alphabet=[1, 2, 12], max_length=4, epsilon=1.0, height=2, seed=1)
+    with pytest.raises(pdp.QueryError) as info:
+        model.frequency("12")
+    one_sentence(str(info.value), "integers", "list of symbols")
+    model.to_duckdb(con, "ints")
+    sql_error(con, "SELECT * FROM ints_frequency('12')", "integers", "list of symbols")
+    register(con, "int_texts", pl.DataFrame({"id": [7], "string": ["12"]}))
+    sql_error(con, "SELECT * FROM ints_frequencies('int_texts')", "integers", "id=7")
+    model.write_parquet(in_tmp / "ints.parquet")
+    cli_error(capsys, in_tmp, "query", "ints.parquet", "--frequency", "1 x", names=("'x'", "integers"))
+
+
+@pytest.mark.parametrize("option", ["--x", "--y"])
+def test_plot_axes_on_a_sequence_release(option, files, capsys, in_tmp):
+    """``plot --x`` was ignored on a sequence model: refused, one line, exit 2, no figure."""
+    pytest.importorskip("matplotlib")
+    cli_error(capsys, in_tmp, "plot", files["seq"], "-o", "top.png", option, "a",
+              names=(option, "grid and spatial", "--top-k"))

@@ -59,3 +59,38 @@ def test_round_trip_through_duckdb(model):
     pdp.duckdb.register(con, "seq", model)
     back = pdp.duckdb.read_release(con, "seq")
     assert isinstance(back, pdp.SequenceRelease) and back == model
+
+
+@pytest.fixture(scope="module")
+def sparse_model():
+    """A PST at a small epsilon: a shallow tree, so many strings are extrapolated."""
+    df = pl.DataFrame({"s": ["abcab", "ba", "ccc", "a", "abab", "cabba"] * 80})
+    return df.dp.privtree_sequences("s", alphabet="abc", max_length=5, epsilon=0.3, seed=1)
+
+
+def test_sql_says_which_estimates_are_extrapolated(model, sparse_model):
+    """The macros' ``extrapolated`` column is Python's (frequency_table), strings longer than
+    max_length (here 5) count 0 with std 0, and a text string is one symbol per character."""
+    _same_answers_as_python(model)
+    assert 0 < _same_answers_as_python(sparse_model) < 3 + 9 + 27 + 81 + 243
+
+
+def _same_answers_as_python(model) -> int:
+    """Checks one model; returns how many of its strings of length <= max_length are extrapolated."""
+    con = duckdb.connect()
+    model.to_duckdb(con, "seq")
+    queries = ["".join(t) for k in range(1, 8) for t in itertools.product("abc", repeat=k)]
+    con.register("qs", pl.DataFrame({"id": range(len(queries)), "string": queries}).to_arrow())
+    got = con.sql("SELECT * FROM seq_frequencies('qs') ORDER BY id").pl()
+    want = model.frequency_table(queries)
+    assert got.columns == ["id", "count", "std", "extrapolated"]
+    assert got["extrapolated"].to_list() == want["extrapolated"].to_list()
+    np.testing.assert_allclose(got["count"].to_numpy(), want["count"].to_numpy(), rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(got["std"].to_numpy(), want["std"].to_numpy(), rtol=1e-9, atol=1e-9)
+    too_long = np.array([len(q) > model.max_length for q in queries])
+    assert (got["count"].to_numpy()[too_long] == 0).all() and (got["std"].to_numpy()[too_long] == 0).all()
+    for text in ("ab", "cab", "a" * 30):
+        row = con.sql(f"SELECT count, std, extrapolated FROM seq_frequency('{text}')").fetchall()
+        assert row == con.sql(f"SELECT * FROM seq_frequency({list(text)!r})").fetchall()
+        assert row[0][0] == pytest.approx(model.frequency(text), rel=1e-9, abs=1e-9)
+    return int(want["extrapolated"].sum())

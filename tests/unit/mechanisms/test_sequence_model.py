@@ -101,7 +101,7 @@ def test_single_symbols_converge_at_large_epsilon(data):
 def test_top_k_is_the_best_of_all_strings(model):
     k = 15
     top = model.top_k(k, max_len=4)
-    assert top.columns == ["string", "count"] and top.height == k
+    assert top.columns == ["string", "count", "extrapolated"] and top.height == k
     assert top.schema["string"] == pl.List(pl.String)
     queries = [list(t) for n in range(1, 5) for t in itertools.product(ALPHABET, repeat=n)]
     every = np.sort(model.frequencies(queries))[::-1]
@@ -238,4 +238,4 @@ def test_readme_example_shape():
     lf = pl.LazyFrame({"pages": [[1, 1, 2], [2, 3], [1]] * 100}, schema={"pages": pl.List(pl.UInt8)})
     model = lf.dp.privtree_sequences("pages", alphabet=range(1, 18), max_length=20, epsilon=1.0, seed=3)
     assert model.frequency([1, 1, 2]) >= 0
-    assert model.top_k(10).columns == ["string", "count"]
+    assert model.top_k(10).columns == ["string", "count", "extrapolated"]
