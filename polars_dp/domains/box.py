@@ -22,11 +22,18 @@ MAX_DIMENSIONS = 8
 
 @dataclass(frozen=True)
 class Box:
-    """A public axis-aligned box: one closed ``(lo, hi)`` interval per named column."""
+    """A public axis-aligned box: one closed ``(lo, hi)`` interval per named column (``lo`` and
+    ``hi`` are read-only float64 copies: a declaration does not change after it is made)."""
 
     columns: tuple[str, ...]
     lo: np.ndarray
     hi: np.ndarray
+
+    def __post_init__(self) -> None:
+        for name in ("lo", "hi"):
+            values = np.array(getattr(self, name), dtype=np.float64)
+            values.flags.writeable = False
+            object.__setattr__(self, name, values)
 
     @property
     def d(self) -> int:
@@ -34,7 +41,10 @@ class Box:
 
     @property
     def width(self) -> np.ndarray:
-        return self.hi - self.lo
+        """``hi - lo`` per column (read-only, as the bounds)."""
+        width = self.hi - self.lo
+        width.flags.writeable = False
+        return width
 
     def to_json(self) -> list[list[float]]:
         return [[float(a), float(b)] for a, b in zip(self.lo, self.hi, strict=True)]

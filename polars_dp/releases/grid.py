@@ -29,7 +29,7 @@ from polars_dp.plans.grid import check_alpha
 from polars_dp.plans.noise_model import Correlated, NoiseModel, WaveletLaplace
 from polars_dp.progress import Progress
 from polars_dp.releases import sql_grid
-from polars_dp.releases.base import Release
+from polars_dp.releases.base import Release, Sealed, read_only
 from polars_dp.releases.grid_format import (
     READ_BUFFER,
     check_grid_parameters,
@@ -73,7 +73,13 @@ class GridRelease(Release):
     ``i1, ..., id``; ``noise_scale`` is the Laplace magnitude lambda of the mechanism (per
     coefficient for wavelet mechanisms); ``params`` holds mechanism-specific facts such as
     Privelet's ``rho`` and untransformed attributes.
+
+    ``counts`` is read-only (so are the cached prefix sums and every array read back from a
+    file): the numbers change only through :meth:`postprocess`, which records what was done.
     """
+
+    #: the noisy frequency matrix (read-only; the constructor keeps the array it is given)
+    counts: Sealed[np.ndarray] = Sealed()
 
     release_type = "grid"
     metadata_entries = ("attributes", "shape", "noise_scale")
@@ -302,17 +308,15 @@ class GridRelease(Release):
     @property
     def prefix(self) -> np.ndarray:
         """Summed-area array of ``counts`` with a zero border (computed once, then cached;
-        recomputed if ``counts`` is replaced).  See :func:`polars_dp.kernels.prefix.prefix_sums`."""
+        read-only, as ``counts``).  See :func:`polars_dp.kernels.prefix.prefix_sums`."""
         cached = self.__dict__.get("_prefix_cache")
-        if cached is None or cached[0] is not self.counts:
-            cached = (self.counts, prefix_sums(self.counts))
-            self.__dict__["_prefix_cache"] = cached
-        return cached[1]
+        if cached is None:
+            cached = self.__dict__["_prefix_cache"] = read_only(prefix_sums(self.counts))
+        return cached
 
     def _prefix_fits(self) -> bool:
         """Whether the summed-area array may be built and cached (see :attr:`prefix_cache_bytes`)."""
-        cached = self.__dict__.get("_prefix_cache")
-        if cached is not None and cached[0] is self.counts:
+        if self.__dict__.get("_prefix_cache") is not None:
             return True
         size = 8 * int(np.prod([n + 1 for n in self.shape], dtype=np.float64))
         limit = self.prefix_cache_bytes

@@ -32,7 +32,7 @@ from polars_dp.noise import SeedLike
 from polars_dp.plans.grid import check_alpha
 from polars_dp.progress import Progress
 from polars_dp.releases import geoparquet, sql_tree
-from polars_dp.releases.base import Release
+from polars_dp.releases.base import Release, Sealed, read_only
 from polars_dp.releases.grid_queries import as_query_frame
 from polars_dp.releases.integrity import verify_checksum
 from polars_dp.releases.io import register_release_type
@@ -64,7 +64,20 @@ class SpatialRelease(Release):
     ``{"kind": "grid", "m": m}`` (``m^d`` cells in C order) or ``{"kind": "two_level_grid",
     "m1": m1, "m2": [...]}`` (first-level cells in C order, each cut into its own ``m2^d``
     cells, leaves grouped by first-level cell).
+
+    The leaf arrays (``lo``, ``hi``, ``depth``, ``count``, ``codes``), the ``box`` and the
+    counted ``levels`` are read-only: the numbers change only through :meth:`postprocess`,
+    which records what was done.
     """
+
+    box: Sealed[Box] = Sealed()
+    lo: Sealed[np.ndarray] = Sealed()
+    hi: Sealed[np.ndarray] = Sealed()
+    depth: Sealed[np.ndarray] = Sealed()
+    count: Sealed[np.ndarray] = Sealed()
+    codes: Sealed[np.ndarray | None] = Sealed()
+    #: counted top levels and the inference answering queries (``None``: leaves only)
+    levels: Sealed[TopLevels | None] = Sealed()
 
     release_type = "tree"  # the identifier stored in files (docs/release-format.md)
     metadata_entries = ("columns", "bounds", "layout", "n_leaves", "noise_model", "levels")
@@ -90,7 +103,6 @@ class SpatialRelease(Release):
                           created=created, library_version=library_version, noise=noise, seeded=seeded)
         self.noise_model = noise_model or legacy_noise_model(self.mechanism, self.params)
         self._grid_cache: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
-        #: counted top levels and the inference answering queries (``None``: leaves only)
         self.levels = levels
 
     # ------------------------------------------------------------------ basics
@@ -176,8 +188,15 @@ class SpatialRelease(Release):
         parsed = parse_levels(meta.entry("levels"), lay)
         payload = [*release._payload_arrays(), noisy_leaves[order], parsed[2]]
         verify_checksum(meta.text, payload, required=True)
-        release.levels = _read_levels(release, lay, parsed, noisy_leaves[order])
-        return release
+        return release._with_levels(_read_levels(release, lay, parsed, noisy_leaves[order]))
+
+    def _with_levels(self, levels: TopLevels) -> SpatialRelease:
+        """This release with its counted top levels (the same arrays)."""
+        return SpatialRelease(self.box, self.lo, self.hi, self.depth, self.count, layout=self.layout,
+                              mechanism=self.mechanism, epsilon=self.epsilon, neighbours=self.neighbours,
+                              params=self.params, codes=self.codes, noise_model=self.noise_model,
+                              created=self.created, library_version=self.library_version,
+                              noise=self.noise, seeded=self.seeded, levels=levels)
 
     def _payload_arrays(self) -> list[np.ndarray]:
         arrays: list[np.ndarray] = [self.lo, self.hi, self.depth, self.count]
@@ -360,7 +379,7 @@ class SpatialRelease(Release):
             d = self.box.d
             if self.layout["kind"] == "grid":
                 m = int(self.layout["m"])
-                prefix = prefix_sums(self.count.reshape((1,) + (m,) * d), batch_axes=1).ravel()
+                prefix = read_only(prefix_sums(self.count.reshape((1,) + (m,) * d), batch_axes=1).ravel())
                 self._grid_cache = (prefix, np.zeros(1, dtype=np.int64), np.array([m]))
             else:
                 m2 = np.asarray(self.layout["m2"], dtype=np.int64)
@@ -373,7 +392,7 @@ class SpatialRelease(Release):
                     idx = leaf_start[cells][:, None] + np.arange(side**d)
                     p = prefix_sums(self.count[idx].reshape((cells.size,) + (int(side),) * d), batch_axes=1)
                     prefix[(offsets[cells][:, None] + np.arange((side + 1) ** d)).ravel()] = p.ravel()
-                self._grid_cache = (prefix, offsets, m2)
+                self._grid_cache = (read_only(prefix), offsets, m2)
         return self._grid_cache
 
     def range_count(self, **ranges: tuple[float, float]) -> float:
