@@ -144,7 +144,8 @@ def grid_axes(box: Box, m: int) -> tuple[GridAxis, ...]:
 
 def as_box(columns: str | Sequence[str], bounds: Any) -> Box:
     """Validate ``columns`` (1 to 8 distinct names) and ``bounds`` (one finite ``lo < hi`` pair
-    per column, as a sequence aligned with ``columns`` or a mapping column -> pair)."""
+    per column whose extent ``hi - lo`` is finite too, as a sequence aligned with ``columns`` or a
+    mapping column -> pair).  Public inputs only: checked before any data is read."""
     cols = (columns,) if isinstance(columns, str) else tuple(columns)
     if not cols or not all(isinstance(c, str) and c for c in cols):
         raise ParameterError(f"columns must be one or more non-empty column names, got {columns!r}")
@@ -179,6 +180,9 @@ def as_box(columns: str | Sequence[str], bounds: Any) -> Box:
             raise ParameterError(f"bounds of {c!r} must be finite, got ({a}, {b})")
         if not a < b:
             raise ParameterError(f"bounds of {c!r}: lo={a} must be < hi={b}")
+        if not math.isfinite(b - a):
+            raise ParameterError(f"bounds of {c!r}: the extent hi - lo = {b} - ({a}) overflows float64; "
+                                 "declare narrower bounds (|hi - lo| below 1.8e308)")
         lo.append(a)
         hi.append(b)
     return Box(cols, np.array(lo), np.array(hi))

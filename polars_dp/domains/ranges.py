@@ -16,6 +16,7 @@ import math
 from typing import Any, NamedTuple
 
 from polars_dp.domains.attributes import FLOAT_TOLERANCE, Ordinal
+from polars_dp.domains.box import Box
 from polars_dp.domains.expressions import Ops
 
 
@@ -152,11 +153,23 @@ def outside_text(ops: Ops, subject: str, value: Any, domain: str) -> Any:
     return ops.concat(f"{subject}: ", ops.show(value), f" is outside the declared domain {domain}")
 
 
+def box_domain_text(box: Box, axis: int) -> str:
+    """The declared closed range ``[lo, hi]`` of a box column, as error texts show it."""
+    return f"[{float(box.lo[axis])!r}, {float(box.hi[axis])!r}]"
+
+
+def outside_box(ops: Ops, box: Box, axis: int, value: Any) -> Any:
+    """Whether a spatial query bound ``value`` on column ``axis`` lies outside the declared
+    ``[lo, hi]`` (NaN included): the grid's rule, a query outside the declared domain is an error
+    (:func:`outside_text`), never silently clipped; in Python and, rendered, in SQL."""
+    return ~((value >= float(box.lo[axis])) & (value <= float(box.hi[axis])))
+
+
 def not_a_label_text(ops: Ops, column: str, value: Any) -> Any:
     """A nominal predicate naming no node of the hierarchy."""
     return ops.concat(f"{column}: ", ops.show(value), " is not a label of this hierarchy")
 
 
-__all__ = ["BinPositions", "CellRanges", "bin_bounds", "bin_of", "bin_positions", "cell_ranges", "chosen",
-           "no_bin_text", "not_a_label_text", "outside_text", "range_text", "reversed_text",
-           "unaligned_text"]
+__all__ = ["BinPositions", "CellRanges", "bin_bounds", "bin_of", "bin_positions", "box_domain_text",
+           "cell_ranges", "chosen", "no_bin_text", "not_a_label_text", "outside_box", "outside_text",
+           "range_text", "reversed_text", "unaligned_text"]
