@@ -115,6 +115,14 @@ def bin_bounds(ops: Ops, attribute: Ordinal, starts: Any, stops: Any) -> tuple[A
     return edge(starts), edge(stops)
 
 
+def is_binned(attribute: Ordinal) -> bool:
+    """Whether a cell of ``attribute`` holds more than one value: a float domain (half-open
+    intervals) or an integer domain with ``width > 1``.  Such a cell is labelled by the range
+    :func:`bin_bounds` gives it (``<column>_lo`` / ``<column>_hi`` in a release table), never by
+    one value standing for the bin."""
+    return not (attribute.integer and attribute.width == 1)
+
+
 # ---------------------------------------------------------------------- error texts
 def range_text(ops: Ops, attribute: Ordinal, lo: Any, hi: Any) -> Any:
     """``column=(lo, hi)``; a missing side shows as ``None``."""
@@ -171,5 +179,5 @@ def not_a_label_text(ops: Ops, column: str, value: Any) -> Any:
 
 
 __all__ = ["BinPositions", "CellRanges", "bin_bounds", "bin_of", "bin_positions", "box_domain_text",
-           "cell_ranges", "chosen", "no_bin_text", "not_a_label_text", "outside_box", "outside_text",
-           "range_text", "reversed_text", "unaligned_text"]
+           "cell_ranges", "chosen", "is_binned", "no_bin_text", "not_a_label_text", "outside_box",
+           "outside_text", "range_text", "reversed_text", "unaligned_text"]
