@@ -169,8 +169,15 @@ def box_domain_text(box: Box, axis: int) -> str:
 def outside_box(ops: Ops, box: Box, axis: int, value: Any) -> Any:
     """Whether a spatial query bound ``value`` on column ``axis`` lies outside the declared
     ``[lo, hi]`` (NaN included): the grid's rule, a query outside the declared domain is an error
-    (:func:`outside_text`), never silently clipped; in Python and, rendered, in SQL."""
+    (:func:`outside_box_text`), never silently clipped; in Python and, rendered, in SQL."""
     return ~((value >= float(box.lo[axis])) & (value <= float(box.hi[axis])))
+
+
+def outside_box_text(ops: Ops, box: Box, axis: int, side: str, value: Any) -> Any:
+    """A spatial query bound ``<column>_<side>`` outside the declared box (:func:`outside_box`)."""
+    column = f"{box.columns[axis]}_{side}"
+    return ops.concat(outside_text(ops, column, value, box_domain_text(box, axis)),
+                      "; a box query lies inside the release's bounds")
 
 
 def not_a_label_text(ops: Ops, column: str, value: Any) -> Any:
@@ -180,4 +187,4 @@ def not_a_label_text(ops: Ops, column: str, value: Any) -> Any:
 
 __all__ = ["BinPositions", "CellRanges", "bin_bounds", "bin_of", "bin_positions", "box_domain_text",
            "cell_ranges", "chosen", "is_binned", "no_bin_text", "not_a_label_text", "outside_box",
-           "outside_text", "range_text", "reversed_text", "unaligned_text"]
+           "outside_box_text", "outside_text", "range_text", "reversed_text", "unaligned_text"]

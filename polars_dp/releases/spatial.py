@@ -20,7 +20,7 @@ import pyarrow as pa
 from polars_dp.domains.box import Box, as_box
 from polars_dp.domains.expressions import NUMPY
 from polars_dp.domains.queries import as_query_frame, row_text
-from polars_dp.domains.ranges import box_domain_text, outside_box, outside_text
+from polars_dp.domains.ranges import outside_box, outside_box_text
 from polars_dp.errors import QueryError, ReleaseFormatError
 from polars_dp.kernels.morton import MortonLayout
 from polars_dp.kernels.prefix import prefix_sums
@@ -234,14 +234,13 @@ class SpatialRelease(Release):
                     arr[:, j] = default
         if np.isnan(q_lo).any() or np.isnan(q_hi).any():
             raise QueryError("query bounds contain NaN")
-        for j, c in enumerate(self.box.columns):
+        for j in range(self.box.d):
             for arr, side in ((q_lo, "lo"), (q_hi, "hi")):
                 bad = np.flatnonzero(outside_box(NUMPY, self.box, j, arr[:, j]))
                 if bad.size:
                     row = int(bad[0])
                     where = f" ({row_text(frame, row)})" if "id" in frame.columns or n > 1 else ""
-                    text = outside_text(NUMPY, f"{c}_{side}", arr[row, j], box_domain_text(self.box, j))
-                    raise QueryError(f"{text}; a box query lies inside the release's bounds{where}")
+                    raise QueryError(outside_box_text(NUMPY, self.box, j, side, arr[row, j]) + where)
         bad = np.nonzero(np.any(q_lo > q_hi, axis=1))[0]
         if bad.size:
             raise QueryError(f"query {int(bad[0])} has lo > hi; every range must be (lo, hi) with lo <= hi")
