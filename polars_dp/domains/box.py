@@ -20,6 +20,14 @@ from polars_dp.errors import DomainError, ParameterError
 MAX_DIMENSIONS = 8
 
 
+def _frozen(owner: np.ndarray) -> np.ndarray:
+    """A read-only view of a read-only ``owner`` (a view cannot be made writeable again)."""
+    owner.flags.writeable = False
+    view = owner.view()
+    view.flags.writeable = False
+    return view
+
+
 @dataclass(frozen=True)
 class Box:
     """A public axis-aligned box: one closed ``(lo, hi)`` interval per named column (``lo`` and
@@ -31,9 +39,7 @@ class Box:
 
     def __post_init__(self) -> None:
         for name in ("lo", "hi"):
-            values = np.array(getattr(self, name), dtype=np.float64)
-            values.flags.writeable = False
-            object.__setattr__(self, name, values)
+            object.__setattr__(self, name, _frozen(np.array(getattr(self, name), dtype=np.float64)))
 
     @property
     def d(self) -> int:
@@ -42,9 +48,7 @@ class Box:
     @property
     def width(self) -> np.ndarray:
         """``hi - lo`` per column (read-only, as the bounds)."""
-        width = self.hi - self.lo
-        width.flags.writeable = False
-        return width
+        return _frozen(self.hi - self.lo)
 
     def to_json(self) -> list[list[float]]:
         return [[float(a), float(b)] for a, b in zip(self.lo, self.hi, strict=True)]

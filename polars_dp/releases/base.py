@@ -49,10 +49,16 @@ T = TypeVar("T")
 
 
 def read_only(values: np.ndarray) -> np.ndarray:
-    """``values`` as an array no one can write through: a read-only view when it is writeable (the
-    array is not copied; whoever built the release hands it over and no longer writes to it)."""
+    """``values`` as an array no one can write through, not copied: it and every numpy array
+    whose memory it views are made read-only in place (a release takes over the arrays it is
+    built from), and an array owning its memory is handed out as a read-only view of it (numpy
+    lets an owner be made writeable again, not a view over a read-only base)."""
     out = np.asarray(values)
-    if out.flags.writeable:
+    array: object = out
+    while isinstance(array, np.ndarray):
+        array.flags.writeable = False
+        array = array.base
+    if out.flags.owndata:
         out = out.view()
         out.flags.writeable = False
     return out

@@ -85,7 +85,8 @@ class GridRelease(Release):
     file): the numbers change only through :meth:`postprocess`, which records what was done.
     """
 
-    #: the noisy frequency matrix (read-only; the constructor keeps the array it is given)
+    #: the noisy frequency matrix (read-only; the constructor takes over the array it is given,
+    #: which becomes read-only too: :func:`~polars_dp.releases.base.read_only`)
     counts: Sealed[np.ndarray] = Sealed()
 
     release_type = "grid"

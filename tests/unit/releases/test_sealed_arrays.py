@@ -105,3 +105,15 @@ def test_a_numpy_clip_cannot_make_the_answers_disagree():
     clipped = release.postprocess("nonnegative")  # the way to change the numbers: recorded
     assert clipped.params["postprocessed"][0]["method"] == "nonnegative"
     assert clipped.range_std(age=(0, 63)) is None
+
+
+def test_the_memory_under_an_array_cannot_be_made_writeable_again():
+    """Not a view over a writeable array: neither its base nor ``setflags`` reopens it."""
+    for release in (KINDS["basic"](), KINDS["privtree"]()):
+        for array in public_arrays(release).values():
+            base = array
+            while isinstance(base, np.ndarray):
+                assert not base.flags.writeable
+                base = base.base
+            with pytest.raises(ValueError):
+                array.setflags(write=True)
