@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> None:
     run("info", release)
     run("query", release, "--where", "age=20..39", "--where", "gender=female", "--std")
     run("sql", release, "SELECT gender, round(sum(count)) AS noisy FROM release "
-                        "WHERE income >= 50000 GROUP BY gender ORDER BY gender")
+                        "WHERE income_lo >= 50000 GROUP BY gender ORDER BY gender")
 
 
 if __name__ == "__main__":

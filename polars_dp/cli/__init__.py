@@ -29,8 +29,8 @@ EPILOG = """\
 examples:
   polars-dp release people.parquet --spec domain.toml -o release.parquet
   polars-dp info release.parquet
-  polars-dp query release.parquet --where "age=20..30" --where "occupation=Sales" --std
-  polars-dp sql release.parquet "SELECT sum(count) FROM release WHERE age BETWEEN 20 AND 30"
+  polars-dp query release.parquet --where "age=20..29" --where "occupation=Sales" --std
+  polars-dp sql release.parquet "SELECT sum(count) FROM release WHERE age_lo >= 20 AND age_hi <= 29"
   polars-dp plot release.parquet -o figure.png --x age
   polars-dp demo
 

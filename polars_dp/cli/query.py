@@ -184,7 +184,7 @@ def sequence_string(model: pdp.SequenceRelease, text: str, option: str = "--freq
 
 # ---------------------------------------------------------------------- answering
 def _std_value(std: float | None) -> float | None:
-    """One convention for a missing error bar (a post-processed release): None, JSON null."""
+    """One convention for a missing error bar (a post-processed release, AG, Privelet*): None, JSON null."""
     return None if std is None or math.isnan(std) else float(std)
 
 
@@ -203,7 +203,7 @@ def _print_answer(count: float, std: float | None, as_json: bool, asked: bool,
         return
     text = f"{count:.1f}"
     if asked:
-        text += " (no std: the release was post-processed)" if std is None else f" ± {std:.1f}"
+        text += " (no std: the release states no error bar)" if std is None else f" ± {std:.1f}"
     if interval is not None:
         if interval[0] is None:
             text += " [no interval: no error bar stated]" if noise_only else " [no interval: post-processed]"

@@ -15,12 +15,14 @@ from polars_dp.cli.common import BadInput, check_output, one_line, open_release,
 
 EXAMPLES = """\
 examples:
-  polars-dp sql release.parquet "SELECT sum(count) FROM release WHERE age BETWEEN 20 AND 30"
+  polars-dp sql release.parquet "SELECT sum(count) FROM release WHERE age_lo >= 20 AND age_hi <= 29"
   polars-dp sql release.parquet --name people \\
-      "SELECT * FROM people_range_count(age_lo := 20, age_hi := 30, occupation := 'Sales')"
+      "SELECT * FROM people_range_count(age_lo := 20, age_hi := 29, occupation := 'Sales')"
   polars-dp sql tree.parquet "SELECT * FROM release_range_count(lon_lo := -75, lon_hi := -73)"
   polars-dp sql release.parquet "SELECT * FROM release" -o cells.csv
 
+A binned attribute (age in bins of 5 years) has the columns age_lo and age_hi, the first and last
+value of each bin (a float domain's bins are [age_lo, age_hi)); single values keep the name (age).
 The release is registered under --name (default: release) as release.to_duckdb(con, NAME) does: a
 table with one row per cell (grid), leaf (spatial) or node and next symbol (sequence model), NAME_meta
 with its metadata, and table macros: NAME_range_count(...) and NAME_range_counts('queries') for grid

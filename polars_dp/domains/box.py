@@ -20,13 +20,26 @@ from polars_dp.errors import DomainError, ParameterError
 MAX_DIMENSIONS = 8
 
 
+def _frozen(owner: np.ndarray) -> np.ndarray:
+    """A read-only view of a read-only ``owner`` (a view cannot be made writeable again)."""
+    owner.flags.writeable = False
+    view = owner.view()
+    view.flags.writeable = False
+    return view
+
+
 @dataclass(frozen=True)
 class Box:
-    """A public axis-aligned box: one closed ``(lo, hi)`` interval per named column."""
+    """A public axis-aligned box: one closed ``(lo, hi)`` interval per named column (``lo`` and
+    ``hi`` are read-only float64 copies: a declaration does not change after it is made)."""
 
     columns: tuple[str, ...]
     lo: np.ndarray
     hi: np.ndarray
+
+    def __post_init__(self) -> None:
+        for name in ("lo", "hi"):
+            object.__setattr__(self, name, _frozen(np.array(getattr(self, name), dtype=np.float64)))
 
     @property
     def d(self) -> int:
@@ -34,7 +47,8 @@ class Box:
 
     @property
     def width(self) -> np.ndarray:
-        return self.hi - self.lo
+        """``hi - lo`` per column (read-only, as the bounds)."""
+        return _frozen(self.hi - self.lo)
 
     def to_json(self) -> list[list[float]]:
         return [[float(a), float(b)] for a, b in zip(self.lo, self.hi, strict=True)]
@@ -134,7 +148,8 @@ def grid_axes(box: Box, m: int) -> tuple[GridAxis, ...]:
 
 def as_box(columns: str | Sequence[str], bounds: Any) -> Box:
     """Validate ``columns`` (1 to 8 distinct names) and ``bounds`` (one finite ``lo < hi`` pair
-    per column, as a sequence aligned with ``columns`` or a mapping column -> pair)."""
+    per column whose extent ``hi - lo`` is finite too, as a sequence aligned with ``columns`` or a
+    mapping column -> pair).  Public inputs only: checked before any data is read."""
     cols = (columns,) if isinstance(columns, str) else tuple(columns)
     if not cols or not all(isinstance(c, str) and c for c in cols):
         raise ParameterError(f"columns must be one or more non-empty column names, got {columns!r}")
@@ -169,6 +184,9 @@ def as_box(columns: str | Sequence[str], bounds: Any) -> Box:
             raise ParameterError(f"bounds of {c!r} must be finite, got ({a}, {b})")
         if not a < b:
             raise ParameterError(f"bounds of {c!r}: lo={a} must be < hi={b}")
+        if not math.isfinite(b - a):
+            raise ParameterError(f"bounds of {c!r}: the extent hi - lo = {b} - ({a}) overflows float64; "
+                                 "declare narrower bounds (|hi - lo| below 1.8e308)")
         lo.append(a)
         hi.append(b)
     return Box(cols, np.array(lo), np.array(hi))

@@ -190,7 +190,8 @@ def predicate_columns(attributes: Sequence[Attribute]) -> dict[str, tuple[int, s
     return out
 
 
-def _row_text(queries: pl.DataFrame, row: int) -> str:
+def row_text(queries: pl.DataFrame, row: int) -> str:
+    """How an error names query ``row`` of a batch: by its id, else by its position."""
     if "id" in queries.columns:
         return f"query id={queries['id'][row]!r}"
     return f"query row {row}"
@@ -214,7 +215,7 @@ def _ordinal_values(attribute: Ordinal, series: pl.Series, queries: pl.DataFrame
     if bad.size:
         row = int(bad[0])
         raise QueryError(f"{rule.outside_text(NUMPY, series.name, series[row], attribute.domain_text())} "
-                         f"({_row_text(queries, row)})")
+                         f"({row_text(queries, row)})")
     return raw, present
 
 
@@ -247,7 +248,7 @@ def _nominal_ranges(attribute: Nominal, series: pl.Series, queries: pl.DataFrame
             message = rule.not_a_label_text(NUMPY, attribute.column, value)
         except QueryError as exc:  # the hierarchy's own sentence, with its "did you mean" hint
             message = str(exc)
-        raise QueryError(f"{message} ({_row_text(queries, row)})")
+        raise QueryError(f"{message} ({row_text(queries, row)})")
     starts = joined["start"].fill_null(0).to_numpy()
     stops = joined["stop"].fill_null(attribute.n_cells).to_numpy()
     return starts, stops
@@ -291,9 +292,9 @@ def query_ranges(attributes: Sequence[Attribute], queries: pl.DataFrame, *,
         if bad.size:
             row = int(bad[0])
             text = rule.reversed_text(NUMPY, a.column, queries[lo_col][row], queries[hi_col][row])
-            raise QueryError(f"{text} ({_row_text(queries, row)})")
+            raise QueryError(f"{text} ({row_text(queries, row)})")
         starts[:, axis], stops[:, axis] = ordinal_ranges(
-            a, lo, lo_given, hi, hi_given, align, lambda row: _row_text(queries, row))
+            a, lo, lo_given, hi, hi_given, align, lambda row: row_text(queries, row))
     return starts, stops
 
 
@@ -336,4 +337,4 @@ def as_query_frame(queries: Any) -> pl.DataFrame:
 __all__ = ["ALIGN", "ID_RULE", "PASSTHROUGH", "as_query_frame", "cell_bounds", "check_query_columns",
            "check_query_ids", "label_ranges",
            "label_text", "ordinal_ranges",
-           "predicate_columns", "predicate_ranges", "query_ranges"]
+           "predicate_columns", "predicate_ranges", "query_ranges", "row_text"]

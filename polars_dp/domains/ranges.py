@@ -16,6 +16,7 @@ import math
 from typing import Any, NamedTuple
 
 from polars_dp.domains.attributes import FLOAT_TOLERANCE, Ordinal
+from polars_dp.domains.box import Box
 from polars_dp.domains.expressions import Ops
 
 
@@ -114,6 +115,14 @@ def bin_bounds(ops: Ops, attribute: Ordinal, starts: Any, stops: Any) -> tuple[A
     return edge(starts), edge(stops)
 
 
+def is_binned(attribute: Ordinal) -> bool:
+    """Whether a cell of ``attribute`` holds more than one value: a float domain (half-open
+    intervals) or an integer domain with ``width > 1``.  Such a cell is labelled by the range
+    :func:`bin_bounds` gives it (``<column>_lo`` / ``<column>_hi`` in a release table), never by
+    one value standing for the bin."""
+    return not (attribute.integer and attribute.width == 1)
+
+
 # ---------------------------------------------------------------------- error texts
 def range_text(ops: Ops, attribute: Ordinal, lo: Any, hi: Any) -> Any:
     """``column=(lo, hi)``; a missing side shows as ``None``."""
@@ -152,11 +161,30 @@ def outside_text(ops: Ops, subject: str, value: Any, domain: str) -> Any:
     return ops.concat(f"{subject}: ", ops.show(value), f" is outside the declared domain {domain}")
 
 
+def box_domain_text(box: Box, axis: int) -> str:
+    """The declared closed range ``[lo, hi]`` of a box column, as error texts show it."""
+    return f"[{float(box.lo[axis])!r}, {float(box.hi[axis])!r}]"
+
+
+def outside_box(ops: Ops, box: Box, axis: int, value: Any) -> Any:
+    """Whether a spatial query bound ``value`` on column ``axis`` lies outside the declared
+    ``[lo, hi]`` (NaN included): the grid's rule, a query outside the declared domain is an error
+    (:func:`outside_box_text`), never silently clipped; in Python and, rendered, in SQL."""
+    return ~((value >= float(box.lo[axis])) & (value <= float(box.hi[axis])))
+
+
+def outside_box_text(ops: Ops, box: Box, axis: int, side: str, value: Any) -> Any:
+    """A spatial query bound ``<column>_<side>`` outside the declared box (:func:`outside_box`)."""
+    column = f"{box.columns[axis]}_{side}"
+    return ops.concat(outside_text(ops, column, value, box_domain_text(box, axis)),
+                      "; a box query lies inside the release's bounds")
+
+
 def not_a_label_text(ops: Ops, column: str, value: Any) -> Any:
     """A nominal predicate naming no node of the hierarchy."""
     return ops.concat(f"{column}: ", ops.show(value), " is not a label of this hierarchy")
 
 
-__all__ = ["BinPositions", "CellRanges", "bin_bounds", "bin_of", "bin_positions", "cell_ranges", "chosen",
-           "no_bin_text", "not_a_label_text", "outside_text", "range_text", "reversed_text",
-           "unaligned_text"]
+__all__ = ["BinPositions", "CellRanges", "bin_bounds", "bin_of", "bin_positions", "box_domain_text",
+           "cell_ranges", "chosen", "is_binned", "no_bin_text", "not_a_label_text", "outside_box",
+           "outside_box_text", "outside_text", "range_text", "reversed_text", "unaligned_text"]

@@ -26,7 +26,7 @@ import os
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, ClassVar, Self, cast
+from typing import Any, ClassVar, Generic, Self, TypeVar, cast, overload
 
 import numpy as np
 import polars as pl
@@ -51,6 +51,59 @@ from polars_dp.releases.signing import SigningKey, with_signature
 #: Rows per record batch of the Arrow stream (a consumer may hold a few batches at once; Parquet
 #: files are written in larger row groups, :data:`~polars_dp.releases.io.ROW_GROUP_ROWS`).
 STREAM_BATCH_ROWS = 1 << 19
+
+T = TypeVar("T")
+
+
+def read_only(values: np.ndarray) -> np.ndarray:
+    """``values`` as an array no one can write through, not copied: it and every numpy array
+    whose memory it views are made read-only in place (a release takes over the arrays it is
+    built from), and an array owning its memory is handed out as a read-only view of it (numpy
+    lets an owner be made writeable again, not a view over a read-only base)."""
+    out = np.asarray(values)
+    array: object = out
+    while isinstance(array, np.ndarray):
+        array.flags.writeable = False
+        array = array.base
+    if out.flags.owndata:
+        out = out.view()
+        out.flags.writeable = False
+    return out
+
+
+class Sealed(Generic[T]):
+    """A release attribute set once, by the constructor: an ndarray is stored read-only
+    (:func:`read_only`), so ``release.counts[release.counts < 0] = 0`` raises numpy's
+    ``ValueError``, and binding the attribute again raises :class:`AttributeError`.  The
+    published numbers change only through ``release.postprocess(...)``, a new release that
+    records what was done (the arrays its Arrow table views, its cached prefix sums and its
+    file stay the same numbers)."""
+
+    name: str
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, obj: None, owner: type) -> Sealed[T]: ...
+
+    @overload
+    def __get__(self, obj: object, owner: type | None = None) -> T: ...
+
+    def __get__(self, obj: object | None, owner: type | None = None) -> Sealed[T] | T:
+        if obj is None:
+            return self
+        try:
+            return cast(T, obj.__dict__[self.name])
+        except KeyError:
+            raise AttributeError(f"{type(obj).__name__!r} object has no attribute {self.name!r}") from None
+
+    def __set__(self, obj: object, value: T) -> None:
+        if self.name in obj.__dict__:
+            raise AttributeError(
+                f"{type(obj).__name__}.{self.name} is read-only: a release changes only through "
+                "release.postprocess(...), which returns a new release recording what was done")
+        obj.__dict__[self.name] = read_only(value) if isinstance(value, np.ndarray) else value
 
 
 class Release:
@@ -241,7 +294,7 @@ class Release:
     def _payload_equal(self, other: Release) -> bool:
         return self._table().equals(other._table())
 
-    __hash__ = None  # type: ignore[assignment]  # unhashable: mutable numpy payload
+    __hash__ = None  # type: ignore[assignment]  # unhashable: numpy payload (compared by value)
 
 
-__all__ = ["NOISE_KINDS", "STREAM_BATCH_ROWS", "Release"]
+__all__ = ["NOISE_KINDS", "STREAM_BATCH_ROWS", "Release", "Sealed", "read_only"]

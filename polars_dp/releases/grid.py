@@ -1,10 +1,15 @@
 """GridRelease: a noisy frequency matrix over declared attributes (Basic, Privelet, Privelet+).
 
-One row per cell in the Arrow form: a column per attribute (ordinal: the bin's lower value;
-nominal: the leaf label, plus one ``<column>_<level>`` column per hierarchy level) and the
-noisy ``count``.  Range counts come from prefix sums (:mod:`polars_dp.releases.grid_queries`);
-their exact noise variance from the release's :class:`~polars_dp.releases.noise_model.WaveletLaplace`
-noise model.  Everything here is post-processing of the mechanism's output.
+One row per cell in the Arrow form: the label columns of each attribute (nominal: the leaf
+label ``<column>``, plus one ``<column>_<level>`` column per hierarchy level; ordinal: the value
+``<column>`` when each cell is one value, else the bin's range ``<column>_lo`` / ``<column>_hi``,
+both inclusive in an integer domain, half-open ``[lo, hi)`` in a float domain:
+:mod:`polars_dp.releases.grid_format`) and the noisy ``count``.  A bin's range is the query that
+counts exactly that bin: ``WHERE age_lo >= 20 AND age_hi <= 29`` sums the cells
+``range_count(age=(20, 29))`` sums.  Range counts come from prefix sums
+(:mod:`polars_dp.releases.grid_queries`); their exact noise variance from the release's
+:class:`~polars_dp.releases.noise_model.WaveletLaplace` noise model.  Everything here is
+post-processing of the mechanism's output.
 """
 
 from __future__ import annotations
@@ -29,12 +34,14 @@ from polars_dp.plans.grid import check_alpha
 from polars_dp.plans.noise_model import Correlated, NoiseModel, WaveletLaplace
 from polars_dp.progress import Progress
 from polars_dp.releases import sql_grid
-from polars_dp.releases.base import Release
+from polars_dp.releases.base import Release, Sealed, read_only
 from polars_dp.releases.grid_format import (
     READ_BUFFER,
+    cell_label_values,
     check_grid_parameters,
     counts_by_label,
     counts_in_write_order,
+    label_columns,
     write_order_batches,
     write_order_columns,
 )
@@ -73,7 +80,14 @@ class GridRelease(Release):
     ``i1, ..., id``; ``noise_scale`` is the Laplace magnitude lambda of the mechanism (per
     coefficient for wavelet mechanisms); ``params`` holds mechanism-specific facts such as
     Privelet's ``rho`` and untransformed attributes.
+
+    ``counts`` is read-only (so are the cached prefix sums and every array read back from a
+    file): the numbers change only through :meth:`postprocess`, which records what was done.
     """
+
+    #: the noisy frequency matrix (read-only; the constructor takes over the array it is given,
+    #: which becomes read-only too: :func:`~polars_dp.releases.base.read_only`)
+    counts: Sealed[np.ndarray] = Sealed()
 
     release_type = "grid"
     metadata_entries = ("attributes", "shape", "noise_scale")
@@ -129,7 +143,7 @@ class GridRelease(Release):
     def _check_column_names(self) -> None:
         names = ["count"]
         for a in self.attributes:
-            names.append(a.column)
+            names.extend(label_columns(a))
             if isinstance(a, Nominal):
                 names.extend(self.level_columns(a).values())
         dup = {n for n in names if names.count(n) > 1}
@@ -158,7 +172,8 @@ class GridRelease(Release):
                         uniq = [str(x) for x in uniq]
                     cols[self.level_columns(a)[lvl]] = _label_array(uniq, leaf_code[idx])
             else:
-                cols[a.column] = pa.array(a.cell_labels()[idx])
+                for column, values in zip(label_columns(a), cell_label_values(a), strict=True):
+                    cols[column] = pa.array(np.asarray(values)[idx])
         cols["count"] = pa.array(self.counts.reshape(-1)[start:stop])
         return pa.table(cols)
 
@@ -206,11 +221,11 @@ class GridRelease(Release):
         file = open_parquet(path, buffer_size=READ_BUFFER, pre_buffer=False)
         meta = cls._read_metadata(file.schema_arrow)
         common, attrs, shape, scale = cls._header(meta)
-        columns = write_order_columns(attrs)
+        names = file.schema_arrow.names
+        columns = write_order_columns(attrs, names)
         counts = None
-        if file.metadata.num_rows == int(np.prod(shape, dtype=np.int64)) and \
-                all(c in file.schema_arrow.names for c in columns):
-            counts = counts_in_write_order(write_order_batches(file, columns), attrs, shape)
+        if file.metadata.num_rows == int(np.prod(shape, dtype=np.int64)) and all(c in names for c in columns):
+            counts = counts_in_write_order(write_order_batches(file, columns), attrs, shape, names)
         if counts is None:
             return cls.from_arrow(read_table(path), unverified=unverified)
         release = cls(counts, attrs, noise_scale=scale, **common)
@@ -304,17 +319,15 @@ class GridRelease(Release):
     @property
     def prefix(self) -> np.ndarray:
         """Summed-area array of ``counts`` with a zero border (computed once, then cached;
-        recomputed if ``counts`` is replaced).  See :func:`polars_dp.kernels.prefix.prefix_sums`."""
+        read-only, as ``counts``).  See :func:`polars_dp.kernels.prefix.prefix_sums`."""
         cached = self.__dict__.get("_prefix_cache")
-        if cached is None or cached[0] is not self.counts:
-            cached = (self.counts, prefix_sums(self.counts))
-            self.__dict__["_prefix_cache"] = cached
-        return cached[1]
+        if cached is None:
+            cached = self.__dict__["_prefix_cache"] = read_only(prefix_sums(self.counts))
+        return cached
 
     def _prefix_fits(self) -> bool:
         """Whether the summed-area array may be built and cached (see :attr:`prefix_cache_bytes`)."""
-        cached = self.__dict__.get("_prefix_cache")
-        if cached is not None and cached[0] is self.counts:
+        if self.__dict__.get("_prefix_cache") is not None:
             return True
         size = 8 * int(np.prod([n + 1 for n in self.shape], dtype=np.float64))
         limit = self.prefix_cache_bytes

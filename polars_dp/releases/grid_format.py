@@ -4,6 +4,16 @@ Rows are placed by their attribute (and hierarchy-level) columns, never by row o
 noise scale is recomputed from epsilon, the attributes and the neighbour relation; anything
 else is a :class:`~polars_dp.ReleaseFormatError`.
 
+The label columns of a cell (:func:`label_columns`, the one layout the writer and the readers
+share): a nominal attribute's leaf ``<column>`` (and one ``<column>_<level>`` per hierarchy
+level); an ordinal attribute whose cells are single values (integer domain, width 1) that value,
+``<column>``; a binned ordinal attribute (:func:`polars_dp.domains.ranges.is_binned`) the bin's
+range as a query takes it, ``<column>_lo`` and ``<column>_hi``
+(:func:`polars_dp.domains.ranges.bin_bounds`): in an integer domain both inclusive (the whole
+numbers ``lo..hi``), in a float domain half-open ``[lo, hi)`` (the last bin closed at the
+domain's ``hi``).  Tables written before the ranges were labelled carry one ``<column>`` with each
+bin's lower value: :func:`table_label_columns` is the one adapter that still reads them.
+
 A file still in the order ``write_parquet`` wrote it (C order of the cells) is read in batches
 (:func:`counts_in_write_order`): every label column is checked, vectorised, to name exactly the
 cell its row position names (dictionary columns by their codes, the dictionary compared once),
@@ -24,6 +34,8 @@ import pyarrow.parquet as pq
 
 from polars_dp.arrow_arrays import buffer_values
 from polars_dp.domains.attributes import Attribute, Nominal
+from polars_dp.domains.queries import cell_bounds
+from polars_dp.domains.ranges import is_binned
 from polars_dp.errors import PolarsDPError, ReleaseFormatError
 from polars_dp.plans import PriveletPlan
 from polars_dp.releases.integrity import (
@@ -54,6 +66,35 @@ def check_grid_parameters(attrs: tuple[Attribute, ...], scale: float, common: Ma
     if "sensitivity" in params:
         check_equal("params.sensitivity", params["sensitivity"], plan.sensitivity)
     check_noise_scale("noise_scale", scale, plan.nominal_scale)
+
+
+# ---------------------------------------------------------------------------- label columns
+def label_columns(attribute: Attribute) -> list[str]:
+    """The columns labelling a cell of ``attribute`` (module docstring; the hierarchy-level
+    columns of a nominal attribute come beside them)."""
+    if isinstance(attribute, Nominal) or not is_binned(attribute):
+        return [attribute.column]
+    return [f"{attribute.column}_lo", f"{attribute.column}_hi"]
+
+
+def cell_label_values(attribute: Attribute) -> list[np.ndarray | list]:
+    """The label of every cell along ``attribute``, one array per :func:`label_columns` entry."""
+    if isinstance(attribute, Nominal) or not is_binned(attribute):
+        return [attribute.cell_labels()]
+    cells = np.arange(attribute.n_cells, dtype=np.int64)
+    return list(cell_bounds(attribute, cells, cells + 1))
+
+
+def table_label_columns(attribute: Attribute, names: Iterable[str]) -> list[str]:
+    """The label columns of ``attribute`` in a table with columns ``names``: :func:`label_columns`,
+    or, for a table written before binned cells were labelled by their range (no
+    ``<column>_lo`` / ``<column>_hi``, a ``<column>`` holding each bin's lower value), that one
+    column: the legacy adapter, whose labels are the first of :func:`cell_label_values`."""
+    names = set(names)
+    current = label_columns(attribute)
+    if all(c in names for c in current) or attribute.column not in names:
+        return current
+    return [attribute.column]
 
 
 def _dictionary_codes(column: pa.ChunkedArray, lookup: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -112,6 +153,18 @@ def _label_codes(table: pa.Table, column: str, attribute: Attribute) -> np.ndarr
     return codes.astype(np.int64)
 
 
+def _check_bin_ends(table: pa.Table, column: str, attribute: Attribute, codes: np.ndarray) -> None:
+    """The ``<column>_hi`` column must hold the upper end of each row's bin."""
+    values = table.column(column).to_numpy()
+    expected = np.asarray(cell_label_values(attribute)[1])[codes]
+    bad = ~(values == expected) if np.issubdtype(values.dtype, np.number) else np.ones(len(codes), bool)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise ReleaseFormatError(
+            f"grid release column {column!r} holds {table.column(column)[row].as_py()!r} but that row's bin "
+            f"ends at {expected[row].item()!r}; the table was edited")
+
+
 def _check_level_column(table: pa.Table, column: str, attribute: Nominal, labels: list, leaf: np.ndarray
                         ) -> None:
     """The ``<column>_<level>`` column must name each row's ancestor at that level."""
@@ -139,7 +192,10 @@ def counts_by_label(table: pa.Table, attrs: tuple[Attribute, ...], shape: tuple[
         )
     flat = np.zeros(table.num_rows, dtype=np.int64)
     for a in attrs:
-        codes = _label_codes(table, a.column, a)
+        columns = table_label_columns(a, table.column_names)
+        codes = _label_codes(table, columns[0], a)
+        if len(columns) == 2:
+            _check_bin_ends(table, columns[1], a, codes)
         flat = flat * a.n_cells + codes
         if isinstance(a, Nominal):
             for lvl, labels in a.hierarchy.level_labels().items():
@@ -210,10 +266,9 @@ def _plain_values(kinds: str) -> _Values:
     return values
 
 
-def _label_check(attribute: Attribute) -> tuple[_Values, np.ndarray] | None:
-    """``(values reader, label of each cell along the axis)`` of an attribute column, or None
-    when its labels cannot be compared without a per-label lookup."""
-    labels = attribute.cell_labels()
+def _label_check(attribute: Attribute, labels: np.ndarray | list) -> tuple[_Values, np.ndarray] | None:
+    """``(values reader, label of each cell along the axis)`` of a label column holding
+    ``labels`` (one per cell), or None when they cannot be compared without a per-label lookup."""
     if isinstance(attribute, Nominal):
         if isinstance(labels[0], str):
             return _dictionary_indices(list(labels)), np.arange(len(labels), dtype=np.int64)
@@ -269,36 +324,40 @@ def _pattern_matches(values: np.ndarray, start: int, step: int, expected: np.nda
     return end <= p1 or _runs_match(values[p1 - start:], p1, step, expected)
 
 
-def write_order_columns(attrs: tuple[Attribute, ...]) -> list[str]:
-    """The columns :func:`counts_in_write_order` reads."""
-    names = []
+def write_order_columns(attrs: tuple[Attribute, ...], names: Iterable[str]) -> list[str]:
+    """The columns :func:`counts_in_write_order` reads in a file with columns ``names``."""
+    names = list(names)
+    out = []
     for a in attrs:
-        names.append(a.column)
+        out.extend(table_label_columns(a, names))
         if isinstance(a, Nominal):
-            names.extend(f"{a.column}_{lvl}" for lvl in a.hierarchy.level_labels())
-    return [*names, "count"]
+            out.extend(f"{a.column}_{lvl}" for lvl in a.hierarchy.level_labels())
+    return [*out, "count"]
 
 
 def counts_in_write_order(batches: Iterable[Any], attrs: tuple[Attribute, ...],
-                          shape: tuple[int, ...]) -> np.ndarray | None:
+                          shape: tuple[int, ...], names: Iterable[str]) -> np.ndarray | None:
     """The counts of a grid file whose rows are in the C order of the cells, or None.
 
     Row ``r`` of the file must carry, in every attribute column of stride ``s_k`` (``n_k``
     cells), the label of cell ``(r // s_k) mod n_k`` (dictionary columns by their index into
     the dictionary as written, compared once per batch), and in every level column the
     ancestor of that leaf (:func:`_pattern_matches`, vectorised): then row ``r`` names cell
-    ``r`` and its count is copied to ``counts[r]``.  Any other file (order, types, nulls,
+    ``r`` and its count is copied to ``counts[r]``.  ``names``: the file's columns (which label
+    layout it has, :func:`table_label_columns`).  Any other file (order, types, nulls,
     dictionaries, length) returns None without raising.
     """
     n_cells = int(np.prod(shape, dtype=np.int64))
     checks: list[tuple[str, _Values, int, np.ndarray]] = []
     stride = n_cells
+    names = list(names)
     for a in attrs:
         stride //= a.n_cells
-        check = _label_check(a)
-        if check is None:
-            return None
-        checks.append((a.column, check[0], stride, check[1]))
+        for column, labels in zip(table_label_columns(a, names), cell_label_values(a), strict=False):
+            check = _label_check(a, labels)
+            if check is None:
+                return None
+            checks.append((column, check[0], stride, check[1]))
         if isinstance(a, Nominal):
             checks.extend((name, reader, stride, leaf) for name, reader, leaf in _level_checks(a, a.column))
     counts: np.ndarray | None = None
@@ -325,4 +384,5 @@ def counts_in_write_order(batches: Iterable[Any], attrs: tuple[Attribute, ...],
     return counts.reshape(shape)
 
 
-__all__ = ["check_grid_parameters", "counts_by_label"]  # helpers of GridRelease.from_arrow and from_parquet
+__all__ = ["cell_label_values", "check_grid_parameters", "counts_by_label", "label_columns",
+           "table_label_columns"]  # helpers of GridRelease's table and its readers

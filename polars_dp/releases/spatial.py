@@ -18,6 +18,9 @@ import polars as pl
 import pyarrow as pa
 
 from polars_dp.domains.box import Box, as_box
+from polars_dp.domains.expressions import NUMPY
+from polars_dp.domains.queries import as_query_frame, row_text
+from polars_dp.domains.ranges import outside_box, outside_box_text
 from polars_dp.errors import QueryError, ReleaseFormatError
 from polars_dp.kernels.morton import MortonLayout
 from polars_dp.kernels.prefix import prefix_sums
@@ -32,8 +35,7 @@ from polars_dp.noise import SeedLike
 from polars_dp.plans.grid import check_alpha
 from polars_dp.progress import Progress
 from polars_dp.releases import geoparquet, sql_tree
-from polars_dp.releases.base import Release
-from polars_dp.releases.grid_queries import as_query_frame
+from polars_dp.releases.base import Release, Sealed, read_only
 from polars_dp.releases.integrity import verify_checksum
 from polars_dp.releases.io import register_release_type
 from polars_dp.releases.noise_model import (
@@ -64,7 +66,20 @@ class SpatialRelease(Release):
     ``{"kind": "grid", "m": m}`` (``m^d`` cells in C order) or ``{"kind": "two_level_grid",
     "m1": m1, "m2": [...]}`` (first-level cells in C order, each cut into its own ``m2^d``
     cells, leaves grouped by first-level cell).
+
+    The leaf arrays (``lo``, ``hi``, ``depth``, ``count``, ``codes``), the ``box`` and the
+    counted ``levels`` are read-only: the numbers change only through :meth:`postprocess`,
+    which records what was done.
     """
+
+    box: Sealed[Box] = Sealed()
+    lo: Sealed[np.ndarray] = Sealed()
+    hi: Sealed[np.ndarray] = Sealed()
+    depth: Sealed[np.ndarray] = Sealed()
+    count: Sealed[np.ndarray] = Sealed()
+    codes: Sealed[np.ndarray | None] = Sealed()
+    #: counted top levels and the inference answering queries (``None``: leaves only)
+    levels: Sealed[TopLevels | None] = Sealed()
 
     release_type = "tree"  # the identifier stored in files (docs/release-format.md)
     metadata_entries = ("columns", "bounds", "layout", "n_leaves", "noise_model", "levels")
@@ -90,7 +105,6 @@ class SpatialRelease(Release):
                           created=created, library_version=library_version, noise=noise, seeded=seeded)
         self.noise_model = noise_model or legacy_noise_model(self.mechanism, self.params)
         self._grid_cache: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
-        #: counted top levels and the inference answering queries (``None``: leaves only)
         self.levels = levels
 
     # ------------------------------------------------------------------ basics
@@ -176,9 +190,18 @@ class SpatialRelease(Release):
         lay = MortonLayout(box.d, int(layout["bits"]), int(layout["split_bits"]))
         parsed = parse_levels(meta.entry("levels"), lay)
         payload = [*release._payload_arrays(), noisy_leaves[order], parsed[2]]
-        release.verified = verify_checksum(meta.text, payload, required=True, unverified=unverified)
-        release.levels = _read_levels(release, lay, parsed, noisy_leaves[order])
+        verified = verify_checksum(meta.text, payload, required=True, unverified=unverified)
+        release = release._with_levels(_read_levels(release, lay, parsed, noisy_leaves[order]))
+        release.verified = verified
         return release
+
+    def _with_levels(self, levels: TopLevels) -> SpatialRelease:
+        """This release with its counted top levels (the same arrays)."""
+        return SpatialRelease(self.box, self.lo, self.hi, self.depth, self.count, layout=self.layout,
+                              mechanism=self.mechanism, epsilon=self.epsilon, neighbours=self.neighbours,
+                              params=self.params, codes=self.codes, noise_model=self.noise_model,
+                              created=self.created, library_version=self.library_version,
+                              noise=self.noise, seeded=self.seeded, levels=levels)
 
     def _payload_arrays(self) -> list[np.ndarray]:
         arrays: list[np.ndarray] = [self.lo, self.hi, self.depth, self.count]
@@ -214,6 +237,13 @@ class SpatialRelease(Release):
                     arr[:, j] = default
         if np.isnan(q_lo).any() or np.isnan(q_hi).any():
             raise QueryError("query bounds contain NaN")
+        for j in range(self.box.d):
+            for arr, side in ((q_lo, "lo"), (q_hi, "hi")):
+                bad = np.flatnonzero(outside_box(NUMPY, self.box, j, arr[:, j]))
+                if bad.size:
+                    row = int(bad[0])
+                    where = f" ({row_text(frame, row)})" if "id" in frame.columns or n > 1 else ""
+                    raise QueryError(outside_box_text(NUMPY, self.box, j, side, arr[row, j]) + where)
         bad = np.nonzero(np.any(q_lo > q_hi, axis=1))[0]
         if bad.size:
             raise QueryError(f"query {int(bad[0])} has lo > hi; every range must be (lo, hi) with lo <= hi")
@@ -225,8 +255,10 @@ class SpatialRelease(Release):
         """Noisy counts of many boxes at once: ``boxes`` with a ``count`` column added.
 
         ``boxes``: a Polars frame (or anything ``pl.DataFrame`` accepts) with ``<col>_lo`` /
-        ``<col>_hi`` columns (closed ranges; a missing column or a null means the whole
-        declared range, as in SQL) and optionally the ``passthrough`` columns (e.g. an
+        ``<col>_hi`` columns (closed ranges inside the release's bounds: a bound outside them
+        is a :class:`QueryError` naming the column and the bounds, as a grid query outside its
+        domain, never clipped; a missing column or a null means the whole declared range, as in
+        SQL) and optionally the ``passthrough`` columns (e.g. an
         ``id``), kept as they are.  Each leaf contributes its count times the fraction of
         its volume inside the box (the same shape of answer as
         :meth:`GridRelease.range_counts`).
@@ -242,6 +274,12 @@ class SpatialRelease(Release):
         ``alpha`` adds ``noise_lo`` / ``noise_hi``: ``count`` -/+ a half-width the *leaf noise*
         exceeds with probability at most ``alpha`` (:func:`polars_dp.kernels.tail_bounds.chernoff_accuracy`
         with every leaf weight <= 1); like ``noise_std`` it leaves out the uniformity error.
+
+        One rule where the release states no error bar (AG and Privelet*, whose leaf counts are
+        not independent, and post-processed releases): ``noise_std``, ``noise_lo`` and
+        ``noise_hi`` are null, as in the SQL macros; :meth:`range_std` and
+        :meth:`range_noise_interval` give ``None`` and the command line prints no error bar.
+        Counted top levels state a ``noise_std`` but no interval (null ``noise_lo`` / ``noise_hi``).
 
         ``progress``: a stage bar on stderr; ``None``: on a terminal for large work.
         """
@@ -262,13 +300,13 @@ class SpatialRelease(Release):
             if alpha is not None:  # inferred counts mix the noise: no tail bound is stated
                 extra += [pl.lit(None, pl.Float64).alias(c) for c in ("noise_lo", "noise_hi")]
             return frame.with_columns(pl.Series("count", counts), *extra)
-        if not std or postprocessed_noise_model(self.params) is not None:  # post-processed: std NULL
+        scale = self._leaf_noise_scale()
+        if not std or scale is None:  # no error bar stated (AG, Privelet*, post-processed): NULL
             counts = self.range_count_array(frame, passthrough=passthrough)
             nulls = [pl.lit(None, pl.Float64).alias(c) for c in
                      (["noise_std"] if std else []) + (["noise_lo", "noise_hi"] if alpha is not None else [])]
             bar.close()
             return frame.with_columns(pl.Series("count", counts), *nulls)
-        scale = self._leaf_noise_scale()
         q_lo, q_hi = self._query_arrays(frame, passthrough)
         if self.layout["kind"] == "morton":
             layout = MortonLayout(self.box.d, int(self.layout["bits"]), int(self.layout["split_bits"]))
@@ -290,10 +328,14 @@ class SpatialRelease(Release):
         leaf weights ``w <= 1`` have ``sum w^2 = weight_squares``: the Chernoff bound
         :func:`~polars_dp.kernels.tail_bounds.chernoff_accuracy` with every term's scale at most
         the leaves' ``b`` (i.i.d. leaf noise only; the uniformity error is not included).  The
-        one rule behind ``noise_lo`` / ``noise_hi`` in Python and in DuckDB."""
+        one rule behind ``noise_lo`` / ``noise_hi`` in Python and in DuckDB; NaN where the
+        release states no error bar (:meth:`range_counts`)."""
         scale = self._leaf_noise_scale()
         squares = np.asarray(weight_squares, dtype=np.float64)
-        return chernoff_accuracy(scale**2 * squares, scale, check_alpha(alpha))
+        alpha = check_alpha(alpha)
+        if scale is None:
+            return np.full(squares.shape, np.nan)
+        return chernoff_accuracy(scale**2 * squares, scale, alpha)
 
     def noise_variance_array(self, boxes: Any, *, passthrough: Iterable[str] = ("id",)) -> np.ndarray:
         """The noise variance of each answer of :meth:`range_counts` (``noise_std ** 2``; NaN where
@@ -302,14 +344,15 @@ class SpatialRelease(Release):
         std = self.range_counts(boxes, std=True, passthrough=passthrough)["noise_std"]
         return std.fill_null(float("nan")).to_numpy() ** 2
 
-    def _leaf_noise_scale(self) -> float:
-        """Laplace scale of every leaf count, when the leaf noise is i.i.d. (the noise model says)."""
-        if isinstance(self.noise_model, IndependentLaplace):
-            return self.noise_model.scale
-        reason = getattr(self.noise_model, "reason", "")  # Correlated says why
-        raise QueryError(
-            f"std is not available for this {self.mechanism!r} release: {reason}"
-        )
+    def _leaf_noise_scale(self) -> float | None:
+        """Laplace scale of every leaf count when the leaf noise is i.i.d. as drawn (the noise
+        model says); None where the release states no error bar: AG and Privelet* (leaf counts
+        mixed by the inference or the transform; the noise model's ``reason`` says which) and
+        post-processed releases."""
+        independent = isinstance(self.noise_model, IndependentLaplace)
+        if independent and postprocessed_noise_model(self.params) is None:
+            return cast(IndependentLaplace, self.noise_model).scale
+        return None
 
     def range_std(self, **ranges: tuple[float, float]) -> float | None:
         """Noise standard deviation of :meth:`range_count` (the ``noise_std`` of
@@ -361,7 +404,7 @@ class SpatialRelease(Release):
             d = self.box.d
             if self.layout["kind"] == "grid":
                 m = int(self.layout["m"])
-                prefix = prefix_sums(self.count.reshape((1,) + (m,) * d), batch_axes=1).ravel()
+                prefix = read_only(prefix_sums(self.count.reshape((1,) + (m,) * d), batch_axes=1).ravel())
                 self._grid_cache = (prefix, np.zeros(1, dtype=np.int64), np.array([m]))
             else:
                 m2 = np.asarray(self.layout["m2"], dtype=np.int64)
@@ -374,7 +417,7 @@ class SpatialRelease(Release):
                     idx = leaf_start[cells][:, None] + np.arange(side**d)
                     p = prefix_sums(self.count[idx].reshape((cells.size,) + (int(side),) * d), batch_axes=1)
                     prefix[(offsets[cells][:, None] + np.arange((side + 1) ** d)).ravel()] = p.ravel()
-                self._grid_cache = (prefix, offsets, m2)
+                self._grid_cache = (read_only(prefix), offsets, m2)
         return self._grid_cache
 
     def range_count(self, **ranges: tuple[float, float]) -> float:

@@ -37,6 +37,7 @@ from polars_dp.errors import ReleaseFormatError
 from polars_dp.kernels.morton import MortonLayout
 from polars_dp.kernels.tree_inference import TreeEstimate, infer_tree
 from polars_dp.kernels.tree_levels import LevelTree, level_tree, level_tree_sums, top_cells
+from polars_dp.releases.base import read_only
 
 
 def noise_variance(scale: float, noise: str) -> float:
@@ -61,13 +62,14 @@ def _by_depth(depth: np.ndarray) -> list[tuple[int, np.ndarray]]:
     return [(int(v), order[a:b]) for v, a, b in zip(values, starts, ends, strict=True)]
 
 
-@dataclass
+@dataclass(frozen=True)
 class TopLevels:
     """The published top-level counts of a PrivTree and what is inferred from them.
 
     ``noisy``: the noisy counts of levels ``1..k`` concatenated (each level in code order);
     ``scales``: the Laplace scale of each level; ``leaf_scale``: the leaves'; ``noisy_leaves``:
-    the leaves' noisy counts (leaf order)."""
+    the leaves' noisy counts (leaf order).  Frozen, and every array (those of the inference
+    too) read-only: post-processing makes new levels (:meth:`with_finest_counts`)."""
 
     levels: int
     noisy: np.ndarray
@@ -80,6 +82,15 @@ class TopLevels:
     finest_starts: np.ndarray = field(repr=False)
     finest_depth: np.ndarray = field(repr=False)
     finest_counts: np.ndarray = field(repr=False)
+
+    def __post_init__(self) -> None:
+        for name in ("noisy", "noisy_leaves", "finest_starts", "finest_depth", "finest_counts"):
+            object.__setattr__(self, name, read_only(getattr(self, name)))
+        for part in (self.tree, self.estimate):  # their arrays, one by one (lists of levels too)
+            for value in vars(part).values():
+                for array in value if isinstance(value, list) else [value]:
+                    if isinstance(array, np.ndarray):
+                        array.flags.writeable = False
 
     # ------------------------------------------------------------------ building
     @classmethod

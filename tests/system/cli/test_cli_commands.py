@@ -523,7 +523,6 @@ def bad_input_cases(workdir, released, tmp_path):
         (["query", released["privelet"], "--where", "occupation=a..b"], "is nominal"),
         (["query", released["privelet"], "--where", "age=200..300"], "outside the declared domain"),
         (["query", released["privtree"], "--where", "lon=5..1"], "lo > hi"),
-        (["query", released["adaptive_grid"], "--std"], "std is not available"),
         (["query", released["privtree_sequences"], "--frequency", "1 99"], "outside the alphabet"),
         (["query", released["privtree_sequences"], "--where", "a=1"], "sequence model"),
         (["query", people, "--where", "age=1..2"], "is not a polars-dp release"),

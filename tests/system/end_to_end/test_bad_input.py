@@ -518,3 +518,58 @@ def test_plot_axes_on_a_sequence_release(option, files, capsys, in_tmp):
     pytest.importorskip("matplotlib")
     cli_error(capsys, in_tmp, "plot", files["seq"], "-o", "top.png", option, "a",
               names=(option, "grid and spatial", "--top-k"))
+# ---------------------------------------------------------------- sealed grid and spatial releases (#38)
+@pytest.mark.parametrize("mechanism", ["privtree", "uniform_grid", "adaptive_grid", "privelet_grid"])
+def test_a_box_extent_that_overflows_is_refused_before_the_data_is_read(mechanism, capsys, in_tmp):
+    """``hi - lo`` = inf used to release NaN / inf leaves answering 0.0 to every query."""
+    unread = pl.scan_parquet(in_tmp / "not_written_yet.parquet")  # reading it would fail
+    with pytest.raises(pdp.ParameterError) as info:
+        getattr(pdp, mechanism)(unread, ["x", "y"], bounds=[(-1e308, 1e308), (0, 1)], epsilon=1.0)
+    one_sentence(str(info.value), "'x'", "hi - lo", "narrower bounds")
+    pl.DataFrame({"x": [0.0], "y": [0.5]}).write_parquet(in_tmp / "p.parquet")
+    (in_tmp / "p.toml").write_text(f'mechanism = "{mechanism}"\nepsilon = 1.0\n'
+                                   "bounds = {x = [-1e308, 1e308], y = [0, 1]}\n")
+    cli_error(capsys, in_tmp, "release", "p.parquet", "--spec", "p.toml", "-o", "out.parquet",
+              names=("hi - lo",))
+
+
+def test_a_spatial_query_outside_the_bounds_is_refused_as_a_grid_query_is(tree, grid, files, capsys, in_tmp):
+    """One rule: a bound outside the declared domain is a QueryError naming the column and the
+    domain (spatial boxes used to be clipped silently)."""
+    with pytest.raises(pdp.QueryError) as info:
+        grid.range_count(age=(-10, 30))
+    one_sentence(str(info.value), "age", "-10", "[0, 99]")
+    with pytest.raises(pdp.QueryError) as info:
+        tree.range_count(x=(-5.0, 3.0))
+    one_sentence(str(info.value), "x_lo", "-5.0", "[0.0, 10.0]")
+    with pytest.raises(pdp.QueryError) as info:
+        tree.range_counts(pl.DataFrame({"id": [7, 8], "y_hi": [5.0, 10.5]}), std=True)
+    one_sentence(str(info.value), "y_hi", "10.5", "[0.0, 10.0]", "id=8")
+    assert tree.range_count(x=(0.0, 10.0)) == pytest.approx(tree.range_count())  # the bounds themselves
+    cli_error(capsys, in_tmp, "query", files["tree"], "--where", "x=-5..3", names=("x_lo", "[0.0, 10.0]"))
+
+
+@pytest.mark.parametrize("mechanism", ["adaptive_grid", "privelet_grid"])
+def test_no_error_bar_is_null_everywhere_for_correlated_leaves(mechanism, capsys, tmp_path):
+    """AG / Privelet* state no error bar: std and the interval are None in Python, NULL in SQL
+    and absent on the command line (they raised in Python and the CLI), as for a post-processed
+    grid."""
+    rng = np.random.default_rng(5)
+    df = pl.DataFrame({"x": rng.uniform(0, 10, 2000), "y": rng.uniform(0, 10, 2000)})
+    release = getattr(pdp, mechanism)(df, ["x", "y"], bounds=[(0, 10), (0, 10)], epsilon=1.0, seed=2)
+    row = release.range_counts(pl.DataFrame({"id": [1], "x_hi": [4.0]}), alpha=0.05).row(0, named=True)
+    assert row["noise_std"] is None and row["noise_lo"] is None and row["noise_hi"] is None
+    assert release.range_std(x=(0, 4)) is None and release.range_noise_interval(x=(0, 4)) == (None, None)
+    con = duckdb.connect()
+    release.to_duckdb(con, "r")
+    sql = con.sql("SELECT count, noise_std, noise_lo, noise_hi FROM r_range_count(x_hi := 4)").fetchall()
+    assert sql[0][1:] == (None, None, None) and sql[0][0] == pytest.approx(row["count"])
+    grid_post = pdp.basic(pl.DataFrame({"a": [1, 2, 3]}), [pdp.Ordinal("a", 0, 9)], epsilon=1.0, seed=1)
+    assert grid_post.postprocess("nonnegative").range_std(a=(0, 4)) is None  # the same rule
+    release.write_parquet(tmp_path / "r.parquet")
+    code, out, err = run_cli(capsys, "query", tmp_path / "r.parquet", "--where", "x=0..4", "--std",
+                             "--alpha", "0.05", "--json")
+    assert code == 0, err
+    answer = pl.read_ndjson(out.encode()).row(0, named=True)
+    assert answer["std"] is None and answer["noise_lo"] is None and answer["noise_hi"] is None
+    assert answer["count"] == pytest.approx(row["count"])

@@ -129,7 +129,7 @@ def test_batch_rows_come_in_id_order(con, release):
 
 
 def test_plain_sql_sum_equals_python(con, release):
-    got = con.sql("SELECT sum(count) FROM rel WHERE age BETWEEN 3 AND 14 AND job_sector = 'Sales' "
+    got = con.sql("SELECT sum(count) FROM rel WHERE age_lo >= 3 AND age_hi <= 14 AND job_sector = 'Sales' "
                   "AND job_family = 'Retail'").fetchall()[0][0]
     assert close(got, release.range_count(age=(3, 14), job="Retail"))
     got = con.sql("SELECT sum(count) FROM rel WHERE zone IN (1, 2) AND hisp").fetchall()[0][0]

@@ -102,7 +102,7 @@ def test_bad_neighbours(frame, attrs):
 def test_arrow_layout_and_metadata(frame, attrs):
     r = frame.dp.basic(attrs, epsilon=0.5, seed=1)
     t = r.to_arrow()
-    assert t.column_names == ["age", "sex", "job", "job_sector", "count"]
+    assert t.column_names == ["age_lo", "age_hi", "sex", "job", "job_sector", "count"]
     assert t.num_rows == 10 * 2 * 4
     assert t.schema.field("job").type == pa.dictionary(pa.int32(), pa.string())
     # rows enumerate cells in C order: the count column is the flattened matrix
@@ -110,7 +110,7 @@ def test_arrow_layout_and_metadata(frame, attrs):
     first = t.slice(0, 5).to_pylist()
     assert [row["job"] for row in first] == ["clerk", "agent", "civil", "software", "clerk"]
     assert [row["job_sector"] for row in first[:4]] == ["Sales", "Sales", "Tech", "Tech"]
-    assert [row["age"] for row in t.slice(0, 9).to_pylist()] == [0] * 8 + [10]
+    assert [(row["age_lo"], row["age_hi"]) for row in t.slice(0, 9).to_pylist()] == [(0, 9)] * 8 + [(10, 19)]
     meta = t.schema.metadata
     assert meta[b"polars_dp.mechanism"] == b"basic"
     assert meta[b"polars_dp.epsilon"] == b"0.5"

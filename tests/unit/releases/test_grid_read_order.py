@@ -79,7 +79,7 @@ def _swap(column: pa.ChunkedArray, i: int, j: int) -> pa.Array:
     return pa.array(v)
 
 
-@pytest.mark.parametrize("column", ["age", "job", "occ", "job_group"])
+@pytest.mark.parametrize("column", ["age_lo", "age_hi", "job", "occ", "job_group"])
 def test_swapped_labels_are_not_placed_by_position(tmp_path, release, spy, column):
     """Two rows' labels swapped (counts left in place): the position check refuses, and label
     placement then puts the counts at the other cells, which the checksum (or the level
@@ -125,10 +125,10 @@ def test_out_of_domain_label_is_refused(tmp_path, release, spy):
     path = tmp_path / "r.parquet"
     release.write_parquet(path)
     table = pq.read_table(path)
-    age = table.column("age").to_numpy().copy()
+    age = table.column("age_lo").to_numpy().copy()
     age[-1] = 41  # not lo + k width
-    _rewrite(path, table, age=pa.array(age))
-    with pytest.raises(ReleaseFormatError, match="age"):
+    _rewrite(path, table, age_lo=pa.array(age))
+    with pytest.raises(ReleaseFormatError, match="age_lo"):
         pdp.read_release(path)
     assert spy == [False]
 

@@ -100,10 +100,15 @@ def test_filtered_or_repeated_rows_are_refused(grid, tree, tmp_path):
 
 def test_a_label_that_is_not_a_cell_is_refused(grid):
     table = grid.to_arrow()
-    ages = table.column("age").to_numpy().copy()
+    ages = table.column("age_lo").to_numpy().copy()
     ages[0] = 1  # not a bin edge of width-4 bins
-    edited = table.set_column(table.schema.get_field_index("age"), "age", pa.array(ages))
-    with pytest.raises(pdp.ReleaseFormatError, match="'age' holds 1"):
+    edited = table.set_column(table.schema.get_field_index("age_lo"), "age_lo", pa.array(ages))
+    with pytest.raises(pdp.ReleaseFormatError, match="'age_lo' holds 1"):
+        pdp.read_release(with_meta(edited))
+    ends = table.column("age_hi").to_numpy().copy()
+    ends[0] += 4  # the next bin's end: the range no longer names the row's bin
+    edited = table.set_column(table.schema.get_field_index("age_hi"), "age_hi", pa.array(ends))
+    with pytest.raises(pdp.ReleaseFormatError, match="'age_hi' holds 7 but that row's bin ends at 3"):
         pdp.read_release(with_meta(edited))
     groups = table.column("job_group").to_pylist()
     groups[0] = "field" if groups[0] == "office" else "office"

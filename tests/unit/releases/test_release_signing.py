@@ -60,10 +60,9 @@ def test_a_payload_changed_after_signing_is_refused(tmp_path, key):
     with pytest.raises(pdp.ReleaseSignatureError, match="does not verify with this key"):
         pdp.read_release(forged, verify_key=key.public_key())
     table = pq.read_table(path)
-    edited = table.set_column(0, "age", table.column("age"))
     counts = table.column("count").to_numpy().copy()
     counts[0] += 100
-    edited = edited.set_column(table.schema.get_field_index("count"), "count", pl.Series(counts).to_arrow())
+    edited = table.set_column(table.schema.get_field_index("count"), "count", pl.Series(counts).to_arrow())
     with pytest.raises(pdp.ReleaseFormatError, match="checksum does not match"):  # not recomputed
         pdp.read_release(edited, verify_key=key.public_key())
 

@@ -68,7 +68,7 @@ def brute_force_answers(r, q_lo, q_hi):
 def test_range_counts_equal_the_brute_force_uniformity_sum(mechanism, d, kw):
     r = release(mechanism, d, **kw)
     rng = np.random.default_rng(3)
-    a, b = rng.uniform(-6, 6, (300, d)), rng.uniform(-6, 6, (300, d))
+    a, b = rng.uniform(-5, 5, (300, d)), rng.uniform(-5, 5, (300, d))
     q_lo, q_hi = np.minimum(a, b), np.maximum(a, b)
     q_hi[:5] = q_lo[:5]  # degenerate boxes
     q_lo[5:10], q_hi[5:10] = -5.0, 5.0  # the whole box
@@ -213,7 +213,7 @@ def test_privelet_grid_scale_and_whole_box():
 def test_std_is_the_leaf_noise_through_the_uniformity_weights(mechanism, d, kw):
     r = release(mechanism, d, **kw, **({"levels": 0} if mechanism == "privtree" else {}))
     rng = np.random.default_rng(8)
-    a, b = rng.uniform(-6, 6, (200, d)), rng.uniform(-6, 6, (200, d))
+    a, b = rng.uniform(-5, 5, (200, d)), rng.uniform(-5, 5, (200, d))
     q_lo, q_hi = np.minimum(a, b), np.maximum(a, b)
     sides = (("lo", q_lo), ("hi", q_hi))
     boxes = pl.DataFrame({f"c{j}_{s}": arr[:, j] for j in range(d) for s, arr in sides})
@@ -246,10 +246,17 @@ def test_uniform_grid_std_matches_empirical_noise():
     assert np.all(np.abs(z) < 5.5), (answers.var(axis=0) / sigma2)  # two-sided 1e-6 / 3 boxes
 
 
-def test_std_is_refused_where_leaf_noise_is_correlated():
-    r = release("adaptive_grid", 2)
-    with pytest.raises(QueryError, match="not independent"):
-        r.range_counts(pl.DataFrame({"c0_lo": [0.0]}), std=True)
+@pytest.mark.parametrize("mechanism", ["adaptive_grid", "privelet_grid"])
+def test_std_is_null_where_leaf_noise_is_correlated(mechanism):
+    """One rule with post-processed releases and the SQL macros: no error bar stated -> null."""
+    r = release(mechanism, 2)
+    got = r.range_counts(pl.DataFrame({"c0_lo": [0.0]}), alpha=0.05).row(0, named=True)
+    assert got["count"] == pytest.approx(r.range_count(c0=(0.0, 5.0)))
+    assert got["noise_std"] is None and got["noise_lo"] is None and got["noise_hi"] is None
+    assert r.range_std(c0=(0.0, 5.0)) is None
+    assert r.range_noise_interval(0.05, c0=(0.0, 5.0)) == (None, None)
+    assert np.isnan(r.noise_variance_array(pl.DataFrame({"c0_lo": [0.0]}))).all()
+    assert np.isnan(r.leaf_noise_accuracy(np.array([1.0, 2.0]), 0.05)).all()
 
 
 def test_replace_neighbours_with_dropped_nulls_estimate_n_privately():
