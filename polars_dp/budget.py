@@ -231,8 +231,8 @@ class Accountant:
             raise BudgetExceededError(
                 f"{label} asks for epsilon={float(bound):g} (exactly {float(amount):.17g}) but only "
                 f"{self.remaining:.17g} of the total {self.total:g} is left (spent {self.spent:.17g} on "
-                f"{len(self.ledger)} release(s); epsilons add exactly, as exact rationals, and {EXACT_HINT}); "
-                "lower epsilon or stop releasing from this data"
+                f"{len(self.ledger)} release(s); epsilons add exactly, as exact rationals, and "
+                f"{EXACT_HINT}); lower epsilon or stop releasing from this data"
             )
         self._exact.append(amount)
         self.ledger.append((label, float(amount)))

@@ -29,7 +29,6 @@ at or above the grid value (floats past ``2^33`` are never rounded down).
 
 from __future__ import annotations
 
-import math
 from fractions import Fraction
 
 import numpy as np
@@ -45,6 +44,7 @@ from polars_dp.noise import (
     privtree_decision,
 )
 from polars_dp.plans.privtree_scales import (
+    check_theta,
     grid_theta,
     privtree_delta,
     privtree_lambda,
@@ -58,22 +58,6 @@ def _on_grid(value: float, name: str) -> int:
         raise ParameterError(
             f"exact PrivTree decisions need {name} on the 2^-{GRID_BITS} grid, got {value!r}")
     return int(scaled)
-
-
-def check_theta(theta: float) -> float:
-    """The split threshold: a finite number >= 0.
-
-    Any threshold keeps the privacy guarantee, but below 0 even empty nodes split with
-    probability above 1/2 at every depth, so the tree grows exponentially until the
-    resolution limit; such thresholds are refused.
-    """
-    try:
-        value = float(theta)
-    except (TypeError, ValueError):
-        value = math.nan
-    if not math.isfinite(value) or value < 0:
-        raise ParameterError(f"theta must be a finite number >= 0 (the paper uses 0), got {theta!r}")
-    return value
 
 
 #: Scores and offsets below this magnitude are handled in int64 (no product can overflow).

@@ -55,4 +55,5 @@ class Guarded:
             self.reads += 1
             raise AssertionError("the private data was read")
 
-        self.frame = pl.LazyFrame({"a": [0, 1, 2]}).select(pl.col("a").map_batches(boom, return_dtype=pl.Int64))
+        guarded = pl.col("a").map_batches(boom, return_dtype=pl.Int64)
+        self.frame = pl.LazyFrame({"a": [0, 1, 2]}).select(guarded)

@@ -203,7 +203,8 @@ def test_an_exact_total_fits_a_tenth_then_a_fifth(frame, total):
 def test_a_float_total_says_how_to_be_exact(frame):
     acct = pdp.Accountant(total=0.3)
     acct.run(frame.dp.basic, ATTRS, epsilon=0.1)
-    with pytest.raises(pdp.BudgetExceededError, match=r"fractions\.Fraction or decimal strings \(total='0\.3'\)"):
+    with pytest.raises(pdp.BudgetExceededError,
+                       match=r"fractions\.Fraction or decimal strings \(total='0\.3'\)"):
         acct.run(frame.dp.basic, ATTRS, epsilon=0.2)
 
 
