@@ -424,3 +424,46 @@ def test_range_variance_takes_half_open_cell_ranges(grid):
     var = grid.range_variance([[2, 1]], [[4, 2]])[0]
     assert var == pytest.approx(grid.range_std(age=(20, 39), sex="m") ** 2)
     assert "half-open" in grid.range_variance.__doc__ and "cell" in grid.range_variance.__doc__
+
+
+# ---------------------------------------------------------------------- budget and plans: before the data
+class _Untouched:
+    """Private data that fails the test on any access."""
+
+    def __getattr__(self, name):
+        raise AssertionError(f"the private data was touched ({name})")
+
+
+def test_budget_refusals_are_one_sentence_and_read_nothing():
+    import functools
+
+    attrs = [pdp.Ordinal("age", 0, 99, width=10)]
+    acct = pdp.Accountant(total=1.0)
+    cases = [
+        (lambda: acct.run(functools.partial(pdp.basic, seed=3), _Untouched(), attrs, epsilon=0.1), ("seed",)),
+        (lambda: acct.run(functools.partial(pdp.basic, noise="float"), _Untouched(), attrs, epsilon=0.1),
+         ("noise='float'", "allow_float=True")),
+        (lambda: acct.run(lambda f, **k: pdp.basic(f, attrs, **k), _Untouched(), epsilon=0.1),
+         ("cannot see the plan", "charge(epsilon, label)")),
+        (lambda: acct.run(pdp.basic, _Untouched(), attrs, epsilon=2.0**-50),
+         ("exceeds 2^45", "raise epsilon")),
+        (lambda: pdp.Accountant(total="0.1.2"), ("total", "'0.3'")),
+    ]
+    for call, names in cases:
+        with pytest.raises(pdp.ParameterError) as info:
+            call()
+        one_sentence(str(info.value), *names)
+    assert acct.spent == 0 and acct.ledger == []
+    acct = pdp.Accountant(total=0.3)
+    acct.run(pl.DataFrame({"age": [30]}).dp.basic, attrs, epsilon=0.1)
+    with pytest.raises(pdp.BudgetExceededError) as info:
+        acct.run(pl.DataFrame({"age": [30]}).dp.basic, attrs, epsilon=0.2)
+    one_sentence(str(info.value), "Fraction", "total='0.3'")
+
+
+def test_cli_scale_past_its_limit_is_refused_by_the_plan(capsys, in_tmp):
+    spec = (SPECS / "basic.toml").read_text().replace("epsilon = 1.0", "epsilon = 1e-20")
+    (in_tmp / "tiny.toml").write_text(spec)
+    (in_tmp / "d.csv").write_text("age,gender,education\n500,male,school\n")  # out of domain: if read
+    cli_error(capsys, in_tmp, "release", "d.csv", "--spec", "tiny.toml", "-o", "out.parquet",
+              names=("exceeds 2^45", "raise epsilon"))
