@@ -24,7 +24,8 @@ refused call reads nothing; a charged call stays charged even if the mechanism t
 run only in an ``add_remove`` session (the accountant's rule).
 
 Seeds are refused: a seeded release is reproducible by anyone who knows the seed, so it
-protects nothing and composes with nothing.
+protects nothing and composes with nothing.  The total ``epsilon`` may be exact (a
+:class:`fractions.Fraction` or a decimal string such as ``"0.3"``; a float is its binary value).
 
 Each release records the session's ledger up to and including itself in
 ``release.params["ledger"]`` (written to the ``polars_dp.params`` metadata, and kept by

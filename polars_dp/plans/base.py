@@ -58,7 +58,7 @@ class Plan:
     release_mechanisms: ClassVar[tuple[str, ...]] = ()
     data_independent: ClassVar[bool] = False
     unknown_before_data: ClassVar[str] = ""
-    #: Marks plans for :meth:`polars_dp.Accountant.run` (which sits below this layer).
+    #: Marks plans for code that does not import this module.
     is_plan: ClassVar[bool] = True
 
     def __init__(self, *args: Any, **options: Any):
