@@ -20,31 +20,40 @@ release under ``add_remove`` is ``2 epsilon``-DP under ``replace``); the account
 one relation and refuses the other.  A charge is never refunded: a mechanism that fails
 after reading the data (say, on an out-of-domain value) has already let something out.
 
-Composition is exact: charges are exact rationals (:class:`fractions.Fraction`), summed and
-compared with the exact value of ``total``; anything above is refused, with no slack.
+Every release is judged on its plan
+-----------------------------------
+``run`` charges and runs a *plan* (:func:`polars_dp.plan`): given one, that plan; given a
+mechanism (``pdp.basic``, ``df.dp.basic``, a :func:`functools.partial` of either, with any
+mix of positional and keyword arguments) the plan it would run, built from the call's
+arguments exactly as a :class:`~polars_dp.Session` method builds it (:func:`planned_call`).
+The seed, the noise kind and the neighbour relation are read from the whole call, partials
+included, so a seed or ``noise="float"`` bound into a wrapper is refused like a direct one.
+A callable whose plan cannot be seen (a lambda, a function of one's own) is refused before
+it runs: call :meth:`Accountant.charge` yourself for a mechanism of your own.
 
-* A plan (``run(plan, frame)``, :meth:`polars_dp.Session.run` and every ``Session`` method)
-  is charged its ``plan.epsilon_spent``: ``sum_i Delta_i / b_i`` over the parts of the
-  release.  *Why that is what the release spends*: each part is a discrete Laplace mechanism
-  on integer values of L1 sensitivity ``Delta_i`` with scale ``b_i`` (an exact rational of the
-  ``2^-20`` grid), whose pmf ratio on neighbouring inputs is at most ``exp(Delta_i / b_i)``,
-  so the part is ``Delta_i / b_i``-DP; PrivTree's exact split decisions with scale ``lambda``
-  and ``delta >= lambda ln(beta)`` are ``(2 beta - 1) g / ((beta - 1) lambda)``-DP (PrivTree
-  paper Sec. 3, ``g`` the group factor); what follows is post-processing, and sequential
-  composition (Dwork & Roth 2014, Thm. 3.16) adds the parts.  *Why it is at most
-  ``epsilon``*: the plan splits ``epsilon`` into exact rationals ``epsilon_i`` that add up to
-  it and rounds each scale *up* from ``Delta_i / epsilon_i``, so ``Delta_i / b_i <=
-  epsilon_i``.  With ``noise="float"`` nothing is exact (see below) and the charge is the
-  exact value of the float ``epsilon``.
-* ``run(mechanism, ..., epsilon=...)`` (a function) is charged the exact value of the float
-  ``epsilon`` (a bound on what the mechanism spends).
+Composition is exact
+--------------------
+Charges are exact rationals (:class:`fractions.Fraction`), summed and compared with the exact
+value of ``total``; anything above is refused, with no slack.  One rule for every release:
+it is charged its plan's ``plan.epsilon_spent``, ``sum_i Delta_i / b_i`` over the parts of
+the release.  *Why that is what the release spends*: each part is a discrete Laplace
+mechanism on integer values of L1 sensitivity ``Delta_i`` with scale ``b_i`` (an exact
+rational of the ``2^-20`` grid), whose pmf ratio on neighbouring inputs is at most
+``exp(Delta_i / b_i)``, so the part is ``Delta_i / b_i``-DP; PrivTree's exact split
+decisions with scale ``lambda`` and ``delta >= lambda ln(beta)`` are ``(2 beta - 1) g /
+((beta - 1) lambda)``-DP (PrivTree paper Sec. 3, ``g`` the group factor); what follows is
+post-processing, and sequential composition (Dwork & Roth 2014, Thm. 3.16) adds the parts.
+*Why it is at most ``epsilon``*: the plan splits ``epsilon`` into exact rationals
+``epsilon_i`` that add up to it and rounds each scale *up* from ``Delta_i / epsilon_i``, so
+``Delta_i / b_i <= epsilon_i``.  With ``noise="float"`` nothing is exact (see below) and the
+charge is the exact value of the float ``epsilon``.
 
-Decimal floats are binary fractions: ``0.1 + 0.2`` exceeds ``0.3`` (``0.1`` is
-``0.1000000000000000055...``, ``0.3`` is ``0.2999999999999999888...``), so ten function charges
-of ``0.1`` do not fit in a total of ``1.0``.  Ten *plans* at ``epsilon=0.1`` often do: a
-Basic plan under ``replace`` neighbours has scale ``2 / 0.1`` rounded up to the grid, exactly
-``20``, and spends exactly ``1/10``.  Otherwise choose a total a little larger, or epsilons that
-are exact binary fractions (``0.125``, ``0.25``).
+A float is its binary value: ``total=0.3`` is ``0.2999999999999999888...``, below the exact
+``3/10`` that a Basic plan at ``0.1`` (scale ``2 / 0.1`` rounded up to the grid, exactly
+``20``, spending exactly ``1/10``) and one at ``0.2`` (exactly ``1/5``) add up to.  ``total``
+and the ``epsilon`` of :meth:`Accountant.charge` also take exact values: a
+:class:`fractions.Fraction`, a :class:`decimal.Decimal` or a decimal string (``"0.3"``,
+``"3/10"``), so ``Accountant(total="0.3")`` fits both.
 
 Float noise (``noise="float"``) is refused unless the accountant was made with
 ``allow_float=True``: numpy's floating-point Laplace is not exactly ``epsilon``-DP (Mironov,
@@ -58,39 +67,145 @@ seed, so two seeded releases of neighbouring tables can cancel it exactly.  ``ru
 
 from __future__ import annotations
 
+import functools
 import inspect
+import math
+import numbers
 from dataclasses import dataclass, field
+from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
+from polars_dp import mechanisms
 from polars_dp.errors import BudgetExceededError, ParameterError
-from polars_dp.noise import check_epsilon, check_neighbours
+from polars_dp.noise import check_neighbours
+from polars_dp.plans import REGISTRY, Plan, plan, plan_class
+
+#: What ``total`` and a charged ``epsilon`` may be: a float is its exact binary value.
+ExactEpsilon = float | int | Fraction | Decimal | str
+
+#: How to say exactly what one means (appended to the refusals).
+EXACT_HINT = ("a float total or epsilon is its binary value (0.1 + 0.2 > 0.3): give exact ones as "
+              "fractions.Fraction or decimal strings (total='0.3')")
+
+
+def exact_epsilon(value: ExactEpsilon, name: str = "epsilon") -> Fraction:
+    """``value`` as an exact rational > 0: a float (or int) its exact binary value; a
+    ``Fraction``, a ``Decimal`` or a string (``"0.1"``, ``"1/10"``, ``"1e-3"``) the exact
+    number it spells.  A bool, a non-finite or non-positive value is a ParameterError."""
+    exact: Fraction | None = None
+    if isinstance(value, str):
+        try:
+            exact = Fraction(value.strip())
+        except (ValueError, ZeroDivisionError):
+            exact = None
+    elif isinstance(value, Decimal):
+        exact = Fraction(value) if value.is_finite() else None
+    elif isinstance(value, numbers.Real) and not isinstance(value, bool):
+        if isinstance(value, numbers.Rational):
+            exact = Fraction(int(value.numerator), int(value.denominator))
+        elif math.isfinite(float(value)):
+            exact = Fraction(float(value))
+    if exact is None or exact <= 0:
+        raise ParameterError(f"{name} must be a finite number > 0 (a float, a Fraction or a decimal string "
+                             f"such as '0.3'), got {value!r}", parameter=name)
+    return exact
+
+
+def planned_call(name: str, args: tuple[Any, ...], kwargs: dict[str, Any], neighbours: str
+                 ) -> tuple[Plan, bool | None]:
+    """``(plan, progress)`` of the mechanism call ``name(data, *args, **kwargs)`` charged under
+    ``neighbours``: a seed is refused, a different relation is refused, an unset one is the
+    accountant's (for mechanisms with a ``neighbours`` option); the plan checks the rest."""
+    kwargs = dict(kwargs)
+    if kwargs.get("seed") is not None:
+        raise ParameterError(
+            f"a budgeted release cannot be seeded (got seed={kwargs['seed']!r}): a seed fixes the noise, so "
+            "seeded releases of neighbouring data cancel it and compose with nothing; drop seed= (releases "
+            f"then draw cryptographic randomness), or call pdp.{name}(...) directly for tests",
+            parameter="seed")
+    kwargs.pop("seed", None)
+    progress = kwargs.pop("progress", None)
+    if "neighbours" in kwargs:
+        if kwargs["neighbours"] != neighbours:
+            raise ParameterError(f"this budget composes releases under neighbours={neighbours!r}; got "
+                                 f"neighbours={kwargs['neighbours']!r}", parameter="neighbours")
+    elif "neighbours" in {o.name for o in plan_class(name).options_table}:
+        kwargs["neighbours"] = neighbours
+    return plan(name, *args, **kwargs), progress
+
+
+def _mechanism_name(function: Any) -> str | None:
+    """The registry name of a mechanism function (``pdp.basic``), else None."""
+    for name, entry in REGISTRY.items():
+        if entry.function is not None and function is entry.function:
+            return name
+    return None
+
+
+def resolve_call(mechanism: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+                 ) -> tuple[str, Any, tuple[Any, ...], dict[str, Any]]:
+    """``(name, data, args, kwargs)``: the registered mechanism that ``mechanism(*args,
+    **kwargs)`` calls, with its data and its other arguments, seen through
+    :func:`functools.partial` (any depth: its arguments come first, the call's keywords win)
+    and ``df.dp`` methods (their frame is the data).  Anything else is a ParameterError: its
+    plan cannot be seen."""
+    while isinstance(mechanism, functools.partial):
+        args, kwargs = (*mechanism.args, *args), {**mechanism.keywords, **kwargs}
+        mechanism = mechanism.func
+    name = _mechanism_name(mechanism)
+    owner = getattr(mechanism, "__self__", None)
+    if name is None and inspect.ismethod(mechanism) and isinstance(owner, mechanisms.BoundMechanisms):
+        data = getattr(owner, "frame", None)  # df.dp: a frame; a Session's methods have their own budget
+        if data is not None and mechanism.__name__ in REGISTRY:
+            return mechanism.__name__, data, args, kwargs
+    if name is None:
+        raise ParameterError(
+            f"Accountant.run cannot see the plan of {getattr(mechanism, '__qualname__', repr(mechanism))}: "
+            "pass a plan (pdp.plan(...)), a mechanism (pdp.basic, df.dp.basic) or a functools.partial "
+            "of one; for a mechanism of your own, call charge(epsilon, label) before running it",
+            parameter="mechanism")
+    first = next(iter(inspect.signature(mechanism).parameters))
+    if args:
+        return name, args[0], args[1:], kwargs
+    if first in kwargs:
+        kwargs = dict(kwargs)
+        return name, kwargs.pop(first), args, kwargs
+    raise ParameterError(f"{name} needs the data as its first argument", parameter=first)
 
 
 @dataclass
 class Accountant:
     """Tracks the epsilon spent on one dataset under one neighbour relation.
 
-    ``run(mechanism, *args, epsilon=..., **kwargs)`` checks that ``epsilon`` fits in what is
-    left, runs the mechanism with ``neighbours`` set to the accountant's relation, and
-    records the release.  ``ledger`` lists ``(mechanism, epsilon)`` of every release.
-    ``allow_float=True`` admits ``noise="float"`` releases (refused otherwise, see above).
+    ``run(mechanism, *args, epsilon=..., **kwargs)`` builds the mechanism's plan under the
+    accountant's neighbour relation, charges its exact ``epsilon_spent`` if it fits in what is
+    left, runs it and records the release.  ``ledger`` lists ``(label, epsilon charged)`` of
+    every release.  ``total`` (also an exact ``Fraction`` or decimal string, see above) is
+    kept as a float; ``total_exact`` is what charges are compared with.  ``allow_float=True``
+    admits ``noise="float"`` releases (refused otherwise, see above).
     """
 
-    total: float
+    total: ExactEpsilon
     neighbours: str = "replace"
     ledger: list[tuple[str, float]] = field(default_factory=list)
     allow_float: bool = False
     _exact: list[Fraction] = field(default_factory=list, init=False, repr=False)
+    _total: Fraction = field(default=Fraction(0), init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self.total = check_epsilon(self.total, "total")
+        self._total = exact_epsilon(self.total, "total")
+        self.total = float(self._total)
         check_neighbours(self.neighbours)
 
     @property
+    def total_exact(self) -> Fraction:
+        """The total as the exact rational charges are compared with."""
+        return self._total
+
+    @property
     def spent_exact(self) -> Fraction:
-        """The exact sum of the charges (a plan's ``epsilon_spent``, else the exact value of the
-        float epsilon; ledger entries added by hand count as their floats)."""
+        """The exact sum of the charges (ledger entries added by hand count as their floats)."""
         exact = [*self._exact, *(Fraction(eps) for _, eps in self.ledger[len(self._exact):])]
         return sum(exact, Fraction(0))
 
@@ -100,26 +215,27 @@ class Accountant:
 
     @property
     def remaining(self) -> float:
-        return float(max(Fraction(0), Fraction(self.total) - self.spent_exact))
+        return float(max(Fraction(0), self._total - self.spent_exact))
 
-    def charge(self, epsilon: float, label: str, *, exact: Fraction | None = None) -> None:
-        """Record ``epsilon`` for ``label``; raise BudgetExceededError (recording nothing) if the
-        exact sum would exceed the exact total.  ``exact``: the exact value charged instead of
-        the float's (a plan's ``epsilon_spent``; in ``(0, epsilon]``)."""
-        epsilon = check_epsilon(epsilon)
-        amount = Fraction(epsilon) if exact is None else Fraction(exact)
-        if not 0 < amount <= Fraction(epsilon):
+    def charge(self, epsilon: ExactEpsilon, label: str, *, exact: Fraction | None = None) -> None:
+        """Record ``epsilon`` (a float's exact binary value, or an exact ``Fraction`` / decimal
+        string) for ``label``; raise BudgetExceededError (recording nothing) if the exact sum
+        would exceed the exact total.  ``exact``: the exact value charged instead (a plan's
+        ``epsilon_spent``; in ``(0, epsilon]``)."""
+        bound = exact_epsilon(epsilon)
+        amount = bound if exact is None else Fraction(exact)
+        if not 0 < amount <= bound:
             raise ParameterError(f"{label}: the exact charge {amount} must lie in (0, epsilon={epsilon!r}]",
                                  parameter="epsilon")
-        if self.spent_exact + amount > Fraction(self.total):
+        if self.spent_exact + amount > self._total:
             raise BudgetExceededError(
-                f"{label} asks for epsilon={epsilon:g} (exactly {float(amount):.17g}) but only "
+                f"{label} asks for epsilon={float(bound):g} (exactly {float(amount):.17g}) but only "
                 f"{self.remaining:.17g} of the total {self.total:g} is left (spent {self.spent:.17g} on "
-                f"{len(self.ledger)} release(s); epsilons add exactly, as exact rationals); lower "
-                "epsilon or stop releasing from this data"
+                f"{len(self.ledger)} release(s); epsilons add exactly, as exact rationals, and "
+                f"{EXACT_HINT}); lower epsilon or stop releasing from this data"
             )
         self._exact.append(amount)
-        self.ledger.append((label, epsilon if exact is None else float(amount)))
+        self.ledger.append((label, float(amount)))
 
     def ledger_label(self, label: str, noise: str) -> str:
         """``label`` as the ledger records it: float noise is refused unless ``allow_float``, and
@@ -133,62 +249,57 @@ class Accountant:
                 "or allow it with allow_float=True to record it anyway", parameter="noise")
         return f"{label} (noise='float')"
 
-    def run(self, mechanism: Any, *args: Any, epsilon: float | None = None, **kwargs: Any) -> Any:
-        """Charge ``epsilon``, then call ``mechanism(*args, epsilon=epsilon, **kwargs)`` under the
-        accountant's neighbour relation.
+    def charge_plan(self, plan: Plan, label: str | None = None) -> Fraction:
+        """Charge ``plan`` its exact ``epsilon_spent`` (the one rule, module docstring) and return
+        it; refused, recording nothing, if the plan's neighbour relation is not the
+        accountant's, if it draws float noise without ``allow_float`` or if it does not fit."""
+        if not isinstance(plan, Plan):
+            raise ParameterError(f"charge_plan takes a plan (pdp.plan(...)), got {type(plan).__name__}",
+                                 parameter="plan")
+        label = plan.name if label is None else label
+        if plan.neighbours != self.neighbours:
+            raise ParameterError(
+                f"{label} is planned under neighbours={plan.neighbours!r} but this budget composes "
+                f"releases under neighbours={self.neighbours!r}"
+                + ("; sequence mechanisms are differentially private under add/remove-one neighbours "
+                   "only: use neighbours='add_remove'" if plan.shape == "sequences" else ""),
+                parameter="neighbours")
+        spent = plan.epsilon_spent
+        self.charge(plan.epsilon, self.ledger_label(label, plan.noise), exact=spent)
+        return spent
 
-        ``run(plan, frame, progress=None)`` takes a plan (:func:`polars_dp.plan`) instead: its
-        exact ``epsilon_spent`` is charged (module docstring; its neighbour relation must be
-        the accountant's) before ``plan.run(frame)`` reads the data.
+    def run(self, mechanism: Any, *args: Any, epsilon: float | None = None, **kwargs: Any) -> Any:
+        """Charge, then run, the plan of ``mechanism(*args, epsilon=epsilon, **kwargs)`` under
+        the accountant's neighbour relation (:func:`resolve_call`, :func:`planned_call`): its
+        exact ``epsilon_spent`` is charged before the data is read.
+
+        ``run(plan, frame, progress=None)`` takes a plan (:func:`polars_dp.plan`) instead.
 
         The charge stays even if the mechanism raises: an error raised after the data was read
-        (e.g. a DomainError that names an offending value) depends on the data too.
-        Mechanisms without a ``neighbours`` parameter (the sequence models) are add/remove-one
-        only, so they run only under an ``add_remove`` accountant.
+        (e.g. a DomainError that names an offending value) depends on the data too.  Every
+        refusal that depends on public inputs only (a seed, float noise, the relation, a bad
+        option, a noise scale past its limit, the budget) comes first and charges nothing.
+        The sequence models are add/remove-one only, so they run only under an
+        ``add_remove`` accountant.
         """
-        if getattr(mechanism, "is_plan", False):
+        if isinstance(mechanism, Plan):
             return self._run_plan(mechanism, *args, epsilon=epsilon, **kwargs)
-        if epsilon is None:
-            raise ParameterError("Accountant.run(mechanism, ...) needs epsilon=", parameter="epsilon")
-        if kwargs.get("seed") is not None:
-            raise ParameterError(
-                "the Accountant does not run seeded releases: a seed fixes the noise, so seeded "
-                "releases of neighbouring data cancel it and compose with nothing; drop seed= "
-                "(releases then draw cryptographic randomness)"
-            )
-        given = kwargs.pop("neighbours", self.neighbours)
-        if given != self.neighbours:
-            raise ParameterError(
-                f"this accountant composes releases under neighbours={self.neighbours!r}; "
-                f"got neighbours={given!r}"
-            )
-        label = getattr(mechanism, "__name__", repr(mechanism))
-        label = self.ledger_label(label, kwargs.get("noise", "exact"))
-        try:
-            takes_neighbours = "neighbours" in inspect.signature(mechanism).parameters
-        except (TypeError, ValueError):  # builtins without a signature
-            takes_neighbours = True
-        if not takes_neighbours and self.neighbours != "add_remove":
-            raise ParameterError(
-                f"{label} is differentially private under add/remove-one neighbours only; "
-                "run it with an Accountant(neighbours='add_remove')"
-            )
-        self.charge(epsilon, label)
-        if takes_neighbours:
-            kwargs["neighbours"] = self.neighbours
-        return mechanism(*args, epsilon=epsilon, **kwargs)
+        if epsilon is not None:
+            kwargs["epsilon"] = epsilon
+        name, data, args, kwargs = resolve_call(mechanism, args, kwargs)
+        planned, progress = planned_call(name, args, kwargs, self.neighbours)
+        self.charge_plan(planned)
+        return planned.run(data, progress=progress)
 
-    def _run_plan(self, plan: Any, frame: Any, *, epsilon: float | None = None, **kwargs: Any) -> Any:
+    def _run_plan(self, plan: Plan, frame: Any, *, epsilon: float | None = None, **kwargs: Any) -> Any:
         if kwargs.get("seed") is not None:
             raise ParameterError("the Accountant does not run seeded releases: drop seed=", parameter="seed")
+        kwargs.pop("seed", None)
         if epsilon is not None and epsilon != plan.epsilon:
             raise ParameterError(f"the plan spends epsilon={plan.epsilon:g}; do not pass epsilon= "
                                  f"({epsilon!r}) with a plan", parameter="epsilon")
-        if plan.neighbours != self.neighbours:
-            raise ParameterError(f"this accountant composes releases under neighbours={self.neighbours!r}; "
-                                 f"the plan is under neighbours={plan.neighbours!r}", parameter="neighbours")
-        self.charge(plan.epsilon, self.ledger_label(plan.name, plan.noise), exact=plan.epsilon_spent)
+        self.charge_plan(plan)
         return plan.run(frame, **kwargs)
 
 
-__all__ = ["Accountant"]
+__all__ = ["EXACT_HINT", "Accountant", "ExactEpsilon", "exact_epsilon", "planned_call", "resolve_call"]

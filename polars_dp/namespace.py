@@ -57,6 +57,12 @@ class DPNamespace(mechanisms.BoundMechanisms):
     def __init__(self, frame: pl.DataFrame | pl.LazyFrame):
         self._frame = frame
 
+    @property
+    def frame(self) -> pl.DataFrame | pl.LazyFrame:
+        """The frame these methods release from (:meth:`polars_dp.Accountant.run` reads the
+        data of ``df.dp.<mechanism>`` here)."""
+        return self._frame
+
     def session(self, *, epsilon: float, neighbours: str, allow_float: bool = False) -> Session:
         """A :class:`~polars_dp.Session` on this frame: a total budget ``epsilon`` under
         ``neighbours``, with the mechanisms as methods, each charged before the frame is read."""

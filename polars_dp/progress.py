@@ -2,8 +2,11 @@
 writing, ...).
 
 ``progress=None`` (the default of every mechanism and of ``range_counts``) shows the bars
-only when stderr is a terminal and the work is large (at least :data:`LARGE_WORK` units,
-e.g. cells or rows); ``True`` always shows them; ``False`` never.  On a terminal a stage is a
+only when stderr is a terminal and the work is large (at least :data:`LARGE_WORK` units:
+cells, coefficients, queries) or not known from public inputs; ``True`` always shows them;
+``False`` never.  The work is a public size, never the private row count: whether bars
+appear is the same for every dataset a release may be made from (a mechanism whose work
+only the data decides, such as PrivTree's, shows them on every terminal).  On a terminal a stage is a
 live bar; elsewhere (a log file, a pipe) it is one plain line ``title: stage`` when the stage
 starts, with no carriage-return frames.  Progress output carries no data values.
 """
@@ -22,19 +25,9 @@ from polars_dp.errors import ParameterError
 LARGE_WORK = 5_000_000
 
 
-def rows_hint(frame: object) -> int | None:
-    """Rows of an in-memory frame (Polars ``height``, Arrow ``num_rows``); None if unknown
-    without reading it (a LazyFrame)."""
-    for name in ("height", "num_rows"):
-        value = getattr(frame, name, None)
-        if isinstance(value, int):
-            return value
-    return None
-
-
 def show_progress(progress: bool | None, work: int | None = 0) -> bool:
-    """Resolve a ``progress`` option: ``None`` means stderr is a terminal and ``work`` is large
-    (or unknown: ``work=None``)."""
+    """Resolve a ``progress`` option: ``None`` means stderr is a terminal and the public
+    ``work`` is large (or not public: ``work=None``)."""
     if progress is None:
         return _is_terminal() and (work is None or work >= LARGE_WORK)
     if not isinstance(progress, bool):
@@ -93,4 +86,4 @@ class Progress:
             self.close()
 
 
-__all__ = ["LARGE_WORK", "Progress", "rows_hint", "show_progress"]
+__all__ = ["LARGE_WORK", "Progress", "show_progress"]

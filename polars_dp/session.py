@@ -24,7 +24,8 @@ refused call reads nothing; a charged call stays charged even if the mechanism t
 run only in an ``add_remove`` session (the accountant's rule).
 
 Seeds are refused: a seeded release is reproducible by anyone who knows the seed, so it
-protects nothing and composes with nothing.
+protects nothing and composes with nothing.  The total ``epsilon`` may be exact (a
+:class:`fractions.Fraction` or a decimal string such as ``"0.3"``; a float is its binary value).
 
 Each release records the session's ledger up to and including itself in
 ``release.params["ledger"]`` (written to the ``polars_dp.params`` metadata, and kept by
@@ -44,10 +45,9 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from polars_dp import mechanisms
-from polars_dp.budget import Accountant
+from polars_dp.budget import Accountant, ExactEpsilon, planned_call
 from polars_dp.errors import ParameterError
-from polars_dp.noise import check_epsilon
-from polars_dp.plans import REGISTRY, Plan, plan, plan_class
+from polars_dp.plans import REGISTRY, Plan
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -62,21 +62,8 @@ def _charged(name: str, mechanism: F) -> F:
 
     @functools.wraps(mechanism)
     def method(self: Session, *args: Any, label: str | None = None, **kwargs: Any) -> Any:
-        if "seed" in kwargs:
-            raise ParameterError(
-                f"a session release cannot be seeded (got seed={kwargs['seed']!r}): a seeded release "
-                "is reproducible by anyone who knows the seed and composes with nothing; call "
-                f"pdp.{name}(...) directly for tests and experiments", parameter="seed")
-        progress = kwargs.pop("progress", None)
-        options = {p.name for p in plan_class(name).options_table}
-        if "neighbours" in kwargs:
-            if kwargs["neighbours"] != self.neighbours:
-                raise ParameterError(
-                    f"this session composes releases under neighbours={self.neighbours!r}; "
-                    f"got neighbours={kwargs['neighbours']!r}", parameter="neighbours")
-        elif "neighbours" in options:
-            kwargs["neighbours"] = self.neighbours
-        return self.run(plan(name, *args, **kwargs), label=label, progress=progress)
+        planned, progress = planned_call(name, args, kwargs, self.neighbours)
+        return self.run(planned, label=label, progress=progress)
 
     signature = inspect.signature(mechanism)
     params = [p for p in list(signature.parameters.values())[1:] if p.name not in _HIDDEN]
@@ -100,8 +87,8 @@ class Session(mechanisms.BoundMechanisms):
     ``allow_float=True``; the ledger records each release's ``noise``.
     """
 
-    def __init__(self, data: Any, *, epsilon: float, neighbours: str, allow_float: bool = False):
-        self._accountant = Accountant(total=check_epsilon(epsilon), neighbours=neighbours,
+    def __init__(self, data: Any, *, epsilon: ExactEpsilon, neighbours: str, allow_float: bool = False):
+        self._accountant = Accountant(total=epsilon, neighbours=neighbours,
                                       allow_float=bool(allow_float))
         self._data = data
         self._entries: list[dict[str, Any]] = []
@@ -109,7 +96,7 @@ class Session(mechanisms.BoundMechanisms):
     # ------------------------------------------------------------------ budget
     @property
     def total(self) -> float:
-        return self._accountant.total
+        return float(self._accountant.total_exact)
 
     @property
     def neighbours(self) -> str:
@@ -147,15 +134,7 @@ class Session(mechanisms.BoundMechanisms):
             label = name
         if not isinstance(label, str) or not label:
             raise ParameterError(f"label must be a non-empty string, got {label!r}", parameter="label")
-        if plan.neighbours != self.neighbours:
-            raise ParameterError(
-                f"{name} is planned under neighbours={plan.neighbours!r} but this session composes "
-                f"releases under neighbours={self.neighbours!r}"
-                + ("; sequence mechanisms are differentially private under add/remove-one neighbours "
-                   "only: use Session(..., neighbours='add_remove')" if plan.shape == "sequences" else ""),
-                parameter="neighbours")
-        spent = plan.epsilon_spent
-        self._accountant.charge(plan.epsilon, self._accountant.ledger_label(label, plan.noise), exact=spent)
+        spent = self._accountant.charge_plan(plan, label)
         self._entries.append({"label": label, "epsilon": float(plan.epsilon), "epsilon_spent": float(spent),
                               "mechanism": name, "noise": plan.noise,
                               "time": datetime.now(UTC).isoformat(timespec="seconds")})

@@ -38,7 +38,7 @@ from polars_dp.noise import (
 from polars_dp.params import Nulls, OnOutOfDomain
 from polars_dp.plans import BasicPlan
 from polars_dp.plans.base import register_runner
-from polars_dp.progress import Progress, rows_hint
+from polars_dp.progress import Progress
 from polars_dp.releases.grid import GridRelease
 
 #: Cells of noise drawn and added per block (the noise never takes a full extra cube).
@@ -73,7 +73,7 @@ def run_basic(plan: BasicPlan, frame: Any, *, seed: SeedLike = None, progress: b
     """Count ``frame`` over the plan's attributes and add the plan's cell noise."""
     src = noise_source(seed)
     attrs, opts = plan.attributes, plan.options
-    bar = Progress("basic", progress, max(_cells(attrs), rows_hint(frame) or 0))
+    bar = Progress("basic", progress, _cells(attrs))  # public work: the cells
     bar.step("counting")
     counts = frequency_matrix(frame, attrs, on_out_of_domain=opts["on_out_of_domain"], nulls=opts["nulls"],
                               bytes_per_cell=16, count_column=opts["count_column"])

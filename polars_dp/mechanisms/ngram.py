@@ -38,7 +38,7 @@ from polars_dp.noise import (
 )
 from polars_dp.plans import NgramPlan
 from polars_dp.plans.base import register_runner
-from polars_dp.progress import Progress, rows_hint
+from polars_dp.progress import Progress
 from polars_dp.releases.sequence import SequenceRelease
 
 
@@ -48,7 +48,7 @@ def run_ngram(plan: NgramPlan, frame: Any, *, seed: SeedLike = None, progress: b
     epsilon``, computed by :class:`polars_dp.plans.NgramPlan`)."""
     opts = plan.options
     height, alphabet = opts["height"], opts["alphabet"]
-    bar = Progress("ngram_sequences", progress, rows_hint(frame))
+    bar = Progress("ngram_sequences", progress, None)
     bar.step("counting (encoding sequences)")
     beta = len(check_alphabet(alphabet)) + 1  # public: the symbols and the end mark
     n_nodes = sum(beta**k for k in range(height))

@@ -3,10 +3,12 @@
 Levels (a public rule)
 ----------------------
 ``levels = k`` counts every cell of depths ``1..k`` of the regular ``2^s``-ary decomposition of
-the box that PrivTree splits (``s = log2(fanout)``), level ``l`` having ``2^(s l)`` cells.  The
-default is the largest ``k`` with at most ``2^12`` cells on level ``k``: ``k = max(1, 12 // s)``
-(``d = 2``: 6 levels, 4,096 cells; ``d = 4``: 3 levels, 4,096 cells), capped at the
-discretisation limit.  ``levels = 0`` is PrivTree as published by Zhang et al.
+the box that PrivTree splits (``s = log2(fanout)``), level ``l`` having ``2^(s l)`` cells.
+``levels = None`` takes the largest ``k`` with at most ``2^4`` cells on level ``k``
+(:data:`~polars_dp.plans.privtree_levels.DEFAULT_LEVEL_BITS`): ``k = max(1, 4 // s)``
+(``d = 2``: 2 levels, 16 cells; ``d = 4``: 1 level, 16 cells), capped at the
+discretisation limit.  ``levels = 0``, the option's default, is PrivTree as published by
+Zhang et al.
 
 Budget (a public rule; Cormode et al., ICDE 2012, Sec. 4.1)
 ----------------------------------------------------------

@@ -21,15 +21,21 @@ private).  The proof only needs ``delta = gamma lambda`` with ``lambda >= (2 e^g
 ln(beta)`` keeps the guarantee (and spurious splits stay below ``1 / (2 beta)``).  Then
 ``x = theta - b`` is an integer multiple of the grid (scores are integers) and
 :func:`polars_dp.noise.privtree_decision` draws the event ``Lap(lambda) > x`` exactly.
-Every score is accepted: ``x`` is int64 while all terms stay below ``2^61`` and exact Python
-integers past that (:func:`decision_offsets`), with the same law either way, so no count
-decides whether a release succeeds.  ``lambda`` and ``delta`` are returned as the least float
-at or above the grid value (floats past ``2^33`` are never rounded down).
+Scores saturate at the public :data:`SCORE_CAP` ``= 2^41 - 1`` (:func:`saturated_scores`):
+``min(s, cap)`` is again a score that is monotone along every root-to-leaf path and that one
+neighbouring step changes by at most 1 on one path only (``min`` with a constant is monotone
+and 1-Lipschitz), so the theorem holds as stated.  Every offset is then an int64 whatever the
+counts (``|s| 2^20 < 2^61``), so no count decides whether a release succeeds nor which code
+runs; only a public ``theta + depth delta >= 2^41`` (a tiny ``eps_tree``) takes exact Python
+integers, with the same law.  A node of ``2^41`` points or more decides as one of ``2^41 -
+1``: it splits with probability at least ``1 - exp(-(2^41 - 1 - theta - depth delta) /
+lambda) / 2``, within ``e^-128`` of its unsaturated value while ``lambda <= 2^33`` and
+``theta + depth delta <= 2^40``.  ``lambda`` and ``delta`` are returned as the least float at
+or above the grid value (floats past ``2^33`` are never rounded down).
 """
 
 from __future__ import annotations
 
-import math
 from fractions import Fraction
 
 import numpy as np
@@ -45,6 +51,7 @@ from polars_dp.noise import (
     privtree_decision,
 )
 from polars_dp.plans.privtree_scales import (
+    check_theta,
     grid_theta,
     privtree_delta,
     privtree_lambda,
@@ -60,61 +67,59 @@ def _on_grid(value: float, name: str) -> int:
     return int(scaled)
 
 
-def check_theta(theta: float) -> float:
-    """The split threshold: a finite number >= 0.
-
-    Any threshold keeps the privacy guarantee, but below 0 even empty nodes split with
-    probability above 1/2 at every depth, so the tree grows exponentially until the
-    resolution limit; such thresholds are refused.
-    """
-    try:
-        value = float(theta)
-    except (TypeError, ValueError):
-        value = math.nan
-    if not math.isfinite(value) or value < 0:
-        raise ParameterError(f"theta must be a finite number >= 0 (the paper uses 0), got {theta!r}")
-    return value
-
-
-#: Scores and offsets below this magnitude are handled in int64 (no product can overflow).
+#: Offsets below this magnitude are handled in int64 (no product can overflow).
 _INT64_SAFE = 1 << 61
+#: Node scores saturate here (module docstring): ``|s| 2^GRID_BITS < 2^61`` for every score.
+SCORE_CAP = (_INT64_SAFE >> GRID_BITS) - 1
+
+
+def saturated_scores(score: np.ndarray) -> np.ndarray:
+    """``clip(score, -SCORE_CAP, SCORE_CAP)``, a monotone 1-Lipschitz map of the scores (so
+    still a PrivTree score, module docstring): int64 for integer scores of any dtype (int64,
+    uint64, Python ints), float64 for floats.  Compared in the scores' own dtype, so no
+    count overflows and every count takes the same path."""
+    s = np.asarray(score)
+    if s.dtype.kind == "f":
+        return np.clip(s, -float(SCORE_CAP), float(SCORE_CAP))
+    if s.dtype.kind == "u":
+        return np.minimum(s, np.uint64(SCORE_CAP)).astype(np.int64)
+    return np.clip(s, -SCORE_CAP, SCORE_CAP).astype(np.int64)
 
 
 def decision_offsets(score: np.ndarray, depth: int, delta_i: int, theta_i: int) -> np.ndarray:
-    """``x = theta - b = min(theta + depth delta - s, delta)`` in grid units, exactly.
+    """``x = theta - b = min(theta + depth delta - s, delta)`` in grid units, exactly, for the
+    saturated scores ``s`` (:func:`saturated_scores`).
 
-    int64 where every term is below ``2^61``; any score past that (or a huge public
-    ``depth delta``) is computed in Python ints (an object array), so no score is refused
-    and the decision's law is the same for every dataset.
+    int64 whatever the scores; only a public ``theta + depth delta`` or ``delta`` of ``2^61``
+    grid units or more (a tiny epsilon) is computed in Python ints (an object array).
     """
-    s = np.asarray(score).reshape(-1)
+    s = saturated_scores(score).reshape(-1).astype(np.int64)  # integers below 2^41: exact
     base = theta_i + depth * delta_i
-    limit = _INT64_SAFE >> GRID_BITS
-    if abs(base) < _INT64_SAFE and abs(delta_i) < _INT64_SAFE and s.dtype != object:
-        if not np.any(np.abs(s) >= limit):  # compared in the scores' own dtype: no overflow
-            return np.minimum(base - (s.astype(np.int64) << GRID_BITS), delta_i)
-    so = np.frompyfunc(int, 1, 1)(s).astype(object)  # exact Python ints, element-wise
-    return np.minimum(base - so * (1 << GRID_BITS), delta_i)
+    if abs(base) < _INT64_SAFE and abs(delta_i) < _INT64_SAFE:  # public: no score decides
+        return np.minimum(base - (s << GRID_BITS), delta_i)
+    return np.minimum(base - s.astype(object) * (1 << GRID_BITS), delta_i)
 
 
 def privtree_split(score: np.ndarray, depth: int, *, lam: float, delta: float, theta: float,
                    rng: np.random.Generator | NoiseSource, noise: NoiseKind = "exact") -> np.ndarray:
     """PrivTree decisions for the nodes of one level, one noisy comparison per node.
 
-    ``b = max(score - depth * delta, theta - delta)``; split iff ``b + Lap(lam) > theta``.
+    ``b = max(s - depth * delta, theta - delta)`` with ``s`` the saturated score
+    (:func:`saturated_scores`); split iff ``b + Lap(lam) > theta``.
     ``noise="exact"`` (``lam``, ``delta``, ``theta`` on the grid, integer ``score``): the event
     is drawn exactly with ``x = theta - b`` in grid units; ``"float"``: a float Laplace draw.
     """
     if check_noise(noise) == "exact":
         lam_i, delta_i, theta_i = _on_grid(lam, "lambda"), _on_grid(delta, "delta"), _on_grid(theta, "theta")
         s = np.asarray(score)
-        if s.size and not np.array_equal(s, np.round(s)):
+        if s.size and s.dtype.kind == "f" and not np.array_equal(s, np.round(s)):
             raise ParameterError("exact PrivTree decisions need integer scores")
         x = decision_offsets(s, depth, delta_i, theta_i)
         return privtree_decision(as_source(rng), x, lam_i).reshape(s.shape)
-    biased = np.maximum(np.asarray(score, dtype=np.float64) - depth * delta, theta - delta)
+    saturated = saturated_scores(np.asarray(score, dtype=np.float64))
+    biased = np.maximum(saturated - depth * delta, theta - delta)
     return biased + laplace(rng, lam, biased.shape) > theta
 
 
-__all__ = ["check_theta", "grid_theta", "privtree_delta", "privtree_lambda", "privtree_sequence_params",
-           "privtree_split"]
+__all__ = ["SCORE_CAP", "check_theta", "decision_offsets", "grid_theta", "privtree_delta", "privtree_lambda",
+           "privtree_sequence_params", "privtree_split", "saturated_scores"]

@@ -78,7 +78,7 @@ from polars_dp.noise import (
 )
 from polars_dp.plans.base import register_runner
 from polars_dp.plans.spatial import PrivTreeSequencesPlan, check_length_share
-from polars_dp.progress import Progress, rows_hint
+from polars_dp.progress import Progress
 from polars_dp.releases.sequence import SequenceRelease
 
 POSTPROCESS = ("sum_then_clip", "clip_then_sum")
@@ -126,7 +126,7 @@ def run_privtree_sequences(plan: PrivTreeSequencesPlan, frame: Any, *, seed: See
                            progress: bool | None = None) -> SequenceRelease:
     """Encode ``frame`` and release under ``plan`` (the data is read here, once)."""
     opts = plan.options
-    bar = Progress("privtree_sequences", progress, rows_hint(frame))
+    bar = Progress("privtree_sequences", progress, None)
     bar.step("counting (encoding sequences)")
     enc = encode_sequences(frame, opts["column"], alphabet=opts["alphabet"], max_length=plan.max_length)
     bar.step("tree and noise")

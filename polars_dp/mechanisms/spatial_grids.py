@@ -63,7 +63,7 @@ from polars_dp.noise import (
 from polars_dp.params import Nulls, OnOutOfDomain
 from polars_dp.plans.noise_model import Correlated, IndependentLaplace
 from polars_dp.plans.spatial import AdaptiveGridPlan, PriveletGridPlan, UniformGridPlan
-from polars_dp.progress import Progress, rows_hint
+from polars_dp.progress import Progress
 from polars_dp.releases.spatial import SpatialRelease
 
 
@@ -110,7 +110,7 @@ def uniform_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsil
     box, c, sens, noise = plan.box, plan.options["c"], plan.sensitivity, plan.noise
     epsilon, eps_grid = plan.epsilon, plan.epsilon_grid
     src = noise_source(seed)
-    bar = Progress("uniform_grid", progress, rows_hint(frame))
+    bar = Progress("uniform_grid", progress, None)  # no public work: the same on every input
     bar.step("counting")
     opts: dict[str, Any] = {"on_out_of_domain": on_out_of_domain, "nulls": nulls,
                             "count_column": count_column}
@@ -156,7 +156,7 @@ def adaptive_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsi
     epsilon, alpha, c, c2 = plan.epsilon, plan.options["alpha"], plan.options["c"], plan.options["c2"]
     sens, noise = plan.sensitivity, plan.noise
     src = noise_source(seed)
-    bar = Progress("adaptive_grid", progress, rows_hint(frame))
+    bar = Progress("adaptive_grid", progress, None)
     bar.step("counting")
     points, weights = collect_weighted_points(frame, box, on_out_of_domain=on_out_of_domain, nulls=nulls,
                                               count_column=count_column)
@@ -226,7 +226,7 @@ def privelet_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsi
     box, m, grid_plan = plan.box, plan.m, plan.privelet
     check_domain_size((m,) * box.d, bytes_per_cell=64)
     src = noise_source(seed)
-    bar = Progress("privelet_grid", progress, max(grid_plan.coefficients, rows_hint(frame) or 0))
+    bar = Progress("privelet_grid", progress, grid_plan.coefficients)
     bar.step("counting")
     counts = grid_counts(frame, box, m, on_out_of_domain=on_out_of_domain, nulls=nulls,
                          count_column=count_column).reshape((m,) * box.d)

@@ -68,7 +68,7 @@ from polars_dp.noise import (
 )
 from polars_dp.params import Nulls, OnOutOfDomain
 from polars_dp.plans.spatial import PrivTreePlan
-from polars_dp.progress import Progress, rows_hint
+from polars_dp.progress import Progress
 from polars_dp.releases.noise_model import Correlated, IndependentLaplace
 from polars_dp.releases.spatial import SpatialRelease
 from polars_dp.releases.tree_levels import TopLevels
@@ -223,7 +223,7 @@ def privtree(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: 
     leaf_scale = plan.leaf_scale
     src = noise_source(seed)
 
-    bar = Progress("privtree", progress, rows_hint(frame))
+    bar = Progress("privtree", progress, None)
     bar.step("counting (finest cells)")
     codes, weights = finest_cells(frame, box, bits, functools.partial(morton_codes, bits=bits),
                                   on_out_of_domain=on_out_of_domain, nulls=nulls, count_column=count_column)

@@ -92,7 +92,7 @@ from polars_dp.plans.grid import (  # re-exported: the calibration lives in the 
     privelet_scale,
     resolve_untransformed,
 )
-from polars_dp.progress import Progress, rows_hint
+from polars_dp.progress import Progress
 from polars_dp.releases.grid import GridRelease
 
 #: Target size (cells) of one slab of the noise field.
@@ -120,7 +120,7 @@ def run_privelet(plan: PriveletPlan, frame: Any, *, seed: SeedLike = None, progr
     src = noise_source(seed)
     attrs, opts, transformed = plan.attributes, plan.options, plan.transformed_mask
     bar = Progress(mechanism_name(transformed) if any(transformed) else "privelet+", progress,
-                   max(plan.coefficients, rows_hint(frame) or 0))
+                   plan.coefficients)  # public work: the coefficients
     bar.step("counting")
     warming = warm_up_in_background() if plan.noise == "exact" else None  # kernels load while counting
     try:

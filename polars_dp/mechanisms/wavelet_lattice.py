@@ -44,68 +44,19 @@ from polars_dp.compiled import requested
 from polars_dp.counting.scatter import add_counts
 from polars_dp.domains.attributes import Attribute, Nominal, Ordinal
 from polars_dp.domains.hierarchy import Hierarchy
-from polars_dp.errors import ParameterError
 from polars_dp.kernels import compiled, lattice_blocks, parallel, scratch
 from polars_dp.kernels.wavelet_exact import (
     SCALED_LIMIT,
-    float_error_steps,
-    float_magnitude_factor,
     haar_inverse_scaled,
     hn_denominators,
     scaled_to_float,
 )
 from polars_dp.kernels.wavelets import coefficient_count, haar_padded_length
 from polars_dp.noise import NoiseSource, discrete_laplace, lookups
+from polars_dp.plans.lattice import MAX_TOTAL, check_wide, lattice_bound, needs_wide
 
 #: Cells per block of the exact pipeline (and of the in-place conversion to int64).
 SLAB_CELLS = 1 << 21
-
-
-#: The exact path's public bound on the total count ``T`` (rows, or the sum of ``count_column``):
-#: the float64 frequency matrix holds exact integers only up to ``2^53``.
-MAX_TOTAL = 1 << 53
-
-#: Below this bound on ``|D u|`` the numerators are exact in int64 with room for noise below it.
-NARROW_LIMIT = 1 << 62
-
-
-def lattice_bound(attributes: Sequence[Attribute], transformed: Sequence[bool]) -> int:
-    """``L`` with ``|D u| <= L x total`` for every coefficient (public).
-
-    Along a nominal axis the numerator map has entries ``f - 1`` (cells under ``N``), ``-1``
-    (the rest of the parent's cells), ``0`` or, for the root, ``1``; Haar entries are ``+-1``.
-    The HN numerators are the tensor product, whose largest entry is the product of the axes'
-    largest, so for non-negative cells ``|D u| <= prod max(f_max - 1, 1) x total``.  (Only the
-    final value matters: the int64 steps before it are exact modulo ``2^64``.)"""
-    bound = 1
-    for a, t in zip(attributes, transformed, strict=True):
-        if t and isinstance(a, Nominal):
-            bound *= max(int(a.hierarchy.fanouts.max()) - 1, 1)
-    return bound
-
-
-def needs_wide(attributes: Sequence[Attribute], transformed: Sequence[bool]) -> bool:
-    """Whether ``|D u|`` may reach ``2^62`` for a total up to :data:`MAX_TOTAL` (public inputs only)."""
-    return lattice_bound(attributes, transformed) * MAX_TOTAL >= NARROW_LIMIT
-
-
-def check_wide(attributes: Sequence[Attribute], transformed: Sequence[bool]) -> None:
-    """Refuse (from the public domain alone) a lattice whose float64 numerators could be off by
-    ``2^61`` or more: the rounding of the float forward is at most ``gamma_M x K x MAX_TOTAL``
-    with ``M`` the roundings per path and ``K`` the magnitude factor
-    (:func:`~polars_dp.kernels.wavelet_exact.float_error_steps`,
-    :func:`~polars_dp.kernels.wavelet_exact.float_magnitude_factor`), ``gamma_M < 1.01 M 2^-53``."""
-    steps, factor = 0, 1
-    for a, t in zip(attributes, transformed, strict=True):
-        if t:
-            steps += float_error_steps(a)
-            factor *= float_magnitude_factor(a)
-    if 2 * steps * factor >= 1 << 61:  # 1.01 M K 2^-53 x 2^53, with room for the noise's roundings
-        raise ParameterError(
-            f"the declared hierarchies make the exact lattice too wide (fanout product x leaves = "
-            f"{steps * factor:.3g} >= 2^60); use fewer or smaller nominal axes, list some in "
-            "untransformed=[...], or noise='float'"
-        )
 
 
 def lattice_factors(attributes: Sequence[Attribute], transformed: Sequence[bool]) -> list[int]:

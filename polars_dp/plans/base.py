@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 
 from polars_dp import compiled
 from polars_dp.errors import ParameterError
-from polars_dp.noise import Neighbours, NoiseKind
+from polars_dp.noise import Neighbours, NoiseKind, check_scale
 from polars_dp.plans.noise_model import NoiseModel
 from polars_dp.plans.options import REQUIRED, Option, bind_options
 
@@ -58,7 +58,7 @@ class Plan:
     release_mechanisms: ClassVar[tuple[str, ...]] = ()
     data_independent: ClassVar[bool] = False
     unknown_before_data: ClassVar[str] = ""
-    #: Marks plans for :meth:`polars_dp.Accountant.run` (which sits below this layer).
+    #: Marks plans for code that does not import this module.
     is_plan: ClassVar[bool] = True
 
     def __init__(self, *args: Any, **options: Any):
@@ -81,9 +81,28 @@ class Plan:
         self.neighbours: Neighbours = self.options.get("neighbours", "add_remove")
         self.noise: NoiseKind = self.options.get("noise", "exact")
         self._calibrate()
+        if self.noise == "exact":
+            self._check_draws()
 
     def _calibrate(self) -> None:
-        """Compute the scales and the budget split (subclasses)."""
+        """Compute the scales and the budget split, refusing what the public inputs make
+        impossible (subclasses)."""
+
+    def exact_draws(self) -> list[tuple[str, Fraction, int]]:
+        """``(part, largest scale drawn, limit)`` of every part of the exact noise (subclasses):
+        :data:`~polars_dp.noise.MAX_COUNT_SCALE` (``2^45``) for noise added to counts held in
+        float64, :data:`~polars_dp.noise.MAX_SCALE` (``2^56``) for int64 lattice draws."""
+        return []
+
+    def _check_draws(self) -> None:
+        """Refuse, from the public scales alone and before any data or budget, a part whose
+        scale exceeds what its samples may hold (the samplers' own check,
+        :func:`~polars_dp.noise.check_scale`, which they repeat at draw time)."""
+        for part, scale, limit in self.exact_draws():
+            try:
+                check_scale(scale.numerator, scale.denominator, limit)
+            except ParameterError as exc:
+                raise ParameterError(f"{self.name} ({part}): {exc}", parameter="epsilon") from None
 
     # ------------------------------------------------------------------ facts
     @property

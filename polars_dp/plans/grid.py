@@ -49,6 +49,8 @@ from polars_dp.kernels.tail_bounds import laplace_sum_accuracy
 from polars_dp.kernels.wavelet_variance import range_variance_factor, range_weights
 from polars_dp.noise import (
     GRID_BITS,
+    MAX_COUNT_SCALE,
+    MAX_SCALE,
     NEIGHBOURS,
     NOISE_KINDS,
     check_neighbours,
@@ -59,6 +61,7 @@ from polars_dp.noise import (
 )
 from polars_dp.params import NULLS, ON_OUT_OF_DOMAIN
 from polars_dp.plans.base import Plan, register_plan
+from polars_dp.plans.lattice import check_wide, max_lattice_factor, needs_wide
 from polars_dp.plans.noise_model import WaveletLaplace
 from polars_dp.plans.options import Option
 
@@ -240,6 +243,12 @@ class GridPlan(Plan):
         self.scale: float | Fraction = laplace_scale(self.sensitivity * self.rho, self.epsilon, self.noise)
         self.noise_scale = float(self.scale)
 
+    @property
+    def scale_cap(self) -> Fraction:
+        """The largest exact scale this plan's noise can take (public): see :meth:`exact_draws`."""
+        _, drawn, limit = self.exact_draws()[0]
+        return Fraction(limit) * Fraction(self.scale) / drawn
+
     # ------------------------------------------------------------------ facts
     @property
     def nominal_scale(self) -> float:
@@ -388,8 +397,10 @@ class GridPlan(Plan):
                 eps = math.nextafter(eps, math.inf)
             return eps
 
+        top = math.floor(self.scale_cap / step)  # larger scales cannot be drawn
+
         def ok(k: int) -> bool:
-            return metric(self.with_options(epsilon=eps_of(k))) <= accuracy
+            return k <= top and metric(self.with_options(epsilon=eps_of(k))) <= accuracy
 
         lo = int(Fraction(cap.scale) / step)  # feasible: the cap's scale, checked above
         hi = max(lo + 1, 4 * math.ceil(Fraction(lam) / step) + 2)
@@ -415,6 +426,10 @@ class BasicPlan(GridPlan):
     def _calibrate(self) -> None:
         self._transformed = [False] * len(self.options["attributes"])
         super()._calibrate()
+
+    def exact_draws(self) -> list[tuple[str, Fraction, int]]:
+        """One ``DLap(lambda')`` per cell, added to the float64 counts."""
+        return [("cell noise", Fraction(self.scale), MAX_COUNT_SCALE)]
 
 
 def _check_untransformed(value: Any) -> Any:
@@ -451,6 +466,14 @@ class PriveletPlan(GridPlan):
                                      parameter="workload")
             self._transformed, self._auto = resolve_untransformed(attrs, untransformed)
         super()._calibrate()
+        if self.noise == "exact" and needs_wide(self.attributes, self.transformed_mask):
+            check_wide(self.attributes, self.transformed_mask)
+
+    def exact_draws(self) -> list[tuple[str, Fraction, int]]:
+        """``DLap(D lambda')`` per lattice coefficient, int64 draws; the largest ``D`` decides."""
+        factor = max_lattice_factor(self.attributes, self.transformed_mask)
+        part = "coefficient noise" if factor == 1 else f"lattice noise D x lambda', D up to {factor}"
+        return [(part, factor * Fraction(self.scale), MAX_SCALE)]
 
 
 # ---------------------------------------------------------------------------- compare

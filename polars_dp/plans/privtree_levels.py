@@ -31,7 +31,8 @@ MAX_TOP_CELLS = 1 << 24
 
 
 def default_levels(layout: MortonLayout) -> int:
-    """``max(1, 12 // s)`` capped at the layout's maximum depth (module docstring)."""
+    """``levels=None``: ``k = max(1, 4 // s)`` (at most ``2^DEFAULT_LEVEL_BITS = 16`` cells on
+    level ``k``), capped at the layout's maximum depth."""
     return min(max(1, DEFAULT_LEVEL_BITS // layout.split_bits), layout.max_depth)
 
 

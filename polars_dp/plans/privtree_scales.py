@@ -13,6 +13,7 @@ import math
 from decimal import Context, Decimal
 from fractions import Fraction
 
+from polars_dp.errors import ParameterError
 from polars_dp.noise import GRID_BITS, check_epsilon, check_noise, grid_ceil
 
 
@@ -49,6 +50,22 @@ def privtree_delta(lam: float, fanout: int, *, noise: str = "float") -> float:
     return lam * math.log(fanout)
 
 
+def check_theta(theta: float) -> float:
+    """The split threshold: a finite number >= 0.
+
+    Any threshold keeps the privacy guarantee, but below 0 even empty nodes split with
+    probability above 1/2 at every depth, so the tree grows exponentially until the
+    resolution limit; such thresholds are refused.
+    """
+    try:
+        value = float(theta)
+    except (TypeError, ValueError):
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise ParameterError(f"theta must be a finite number >= 0 (the paper uses 0), got {theta!r}")
+    return value
+
+
 def grid_theta(theta: float) -> float:
     """``theta`` rounded to the nearest point of the ``2^-GRID_BITS`` grid (exact decisions)."""
     return float(Fraction(round(Fraction(theta) * (1 << GRID_BITS)), 1 << GRID_BITS))
@@ -77,4 +94,5 @@ def decisions_epsilon(lam: float, fanout: int, group: int = 1) -> Fraction:
     return Fraction(2 * fanout - 1) * group / ((fanout - 1) * Fraction(lam))
 
 
-__all__ = ["decisions_epsilon", "grid_theta", "privtree_delta", "privtree_lambda", "privtree_sequence_params"]
+__all__ = ["check_theta", "decisions_epsilon", "grid_theta", "privtree_delta", "privtree_lambda",
+           "privtree_sequence_params"]

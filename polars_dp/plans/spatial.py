@@ -18,6 +18,7 @@ from polars_dp.errors import ParameterError
 from polars_dp.kernels.morton import MortonLayout, check_fanout, resolution_bits
 from polars_dp.kernels.pst import check_max_nodes
 from polars_dp.noise import (
+    MAX_COUNT_SCALE,
     NEIGHBOURS,
     NOISE_KINDS,
     check_neighbours,
@@ -32,6 +33,7 @@ from polars_dp.plans.noise_model import IndependentLaplace, NoiseModel, WaveletL
 from polars_dp.plans.options import Option
 from polars_dp.plans.privtree_levels import check_levels, split_count_budget
 from polars_dp.plans.privtree_scales import (
+    check_theta,
     decisions_epsilon,
     grid_theta,
     privtree_lambda,
@@ -79,7 +81,8 @@ class PrivTreePlan(PointsPlan):
 
     name = "privtree"
     options_table = (*_POINTS, Option("fanout", "int", None, lo=2, optional=True),
-                     Option("theta", "nonnegative", 0.0), Option("tree_share", "fraction", 0.5), _NEIGHBOURS,
+                     Option("theta", "nonnegative", 0.0, check=check_theta),
+                     Option("tree_share", "fraction", 0.5), _NEIGHBOURS,
                      *_ROWS[:2], Option("resolution", "int", None, lo=1, optional=True), *_ROWS[2:],
                      Option("levels", "any", 0))
     release_mechanisms = ("privtree",)
@@ -107,6 +110,12 @@ class PrivTreePlan(PointsPlan):
         self.nominal_leaf_scale = self.sensitivity / float(self.epsilon_leaf)
         self.lam = privtree_lambda(self.epsilon_tree, self.layout.fanout, group=self.sensitivity,
                                    noise=self.noise)
+
+    def exact_draws(self) -> list[tuple[str, Fraction, int]]:
+        """Leaf and level counts, float64 (the decisions draw exact Bernoulli events at any scale)."""
+        levels = [(f"level {k} noise", Fraction(b), MAX_COUNT_SCALE)
+                  for k, b in enumerate(self.level_scales, 1)]
+        return [("leaf noise", Fraction(self.leaf_scale), MAX_COUNT_SCALE), *levels]
 
     def _exact_spent(self) -> Fraction:
         """Decisions ``(2 beta - 1) Delta / ((beta - 1) lambda)``, leaves ``Delta / b_leaf``,
@@ -145,6 +154,9 @@ class _CountedGridPlan(PointsPlan):
     def _n_spent(self) -> Fraction:
         return Fraction(0) if self.n_scale is None else _spent(1, self.n_scale)
 
+    def _n_draws(self) -> list[tuple[str, Fraction, int]]:
+        return [] if self.n_scale is None else [("noise of n", Fraction(self.n_scale), MAX_COUNT_SCALE)]
+
     @property
     def n_source(self) -> str:
         if self.options["n"] is not None:
@@ -169,6 +181,9 @@ class UniformGridPlan(_CountedGridPlan):
         super()._calibrate()
         self.cell_scale = laplace_scale(self.sensitivity, self.epsilon_grid, self.noise)
         self.nominal_cell_scale = self.sensitivity / float(self.epsilon_grid)
+
+    def exact_draws(self) -> list[tuple[str, Fraction, int]]:
+        return [*self._n_draws(), ("cell noise", Fraction(self.cell_scale), MAX_COUNT_SCALE)]
 
     def _exact_spent(self) -> Fraction:
         """The noisy ``n`` (``1 / b_n``, when not public) and the cells (``Delta / b``)."""
@@ -199,6 +214,10 @@ class AdaptiveGridPlan(_CountedGridPlan):
         self.level2_scale = laplace_scale(self.sensitivity, self.epsilon_level2, self.noise)
         self.nominal_level1_scale = self.sensitivity / float(self.epsilon_level1)
         self.nominal_level2_scale = self.sensitivity / float(self.epsilon_level2)
+
+    def exact_draws(self) -> list[tuple[str, Fraction, int]]:
+        return [*self._n_draws(), ("first-level noise", Fraction(self.level1_scale), MAX_COUNT_SCALE),
+                ("second-level noise", Fraction(self.level2_scale), MAX_COUNT_SCALE)]
 
     def _exact_spent(self) -> Fraction:
         """The noisy ``n`` (when not public) and both grid levels (``Delta / b_1 + Delta / b_2``)."""
@@ -256,7 +275,7 @@ class PrivTreeSequencesPlan(SequencesPlan):
 
     name = "privtree_sequences"
     options_table = (*_SEQUENCES, Option("tree_share", "fraction", 0.25),
-                     Option("theta", "nonnegative", 0.0),
+                     Option("theta", "nonnegative", 0.0, check=check_theta),
                      Option("postprocess", "choice", "sum_then_clip",
                             choices=("sum_then_clip", "clip_then_sum")),
                      Option("max_nodes", "int", None, lo=1, optional=True),
@@ -304,6 +323,12 @@ class PrivTreeSequencesPlan(SequencesPlan):
         self.nominal_length_scale = (1 / float(self.epsilon_length) if self.epsilon_length > 0
                                      else None)
 
+    def exact_draws(self) -> list[tuple[str, Fraction, int]]:
+        """Leaf bins and length bins (the decisions draw exact Bernoulli events at any scale)."""
+        length = [] if self.length_scale is None else [("length noise", Fraction(self.length_scale),
+                                                        MAX_COUNT_SCALE)]
+        return [("leaf noise", Fraction(self.leaf_scale), MAX_COUNT_SCALE), *length]
+
     def _exact_spent(self) -> Fraction:
         """Decisions ``(2 beta - 1) l_top / ((beta - 1) lambda)``, leaf bins ``l_top / b_leaf``,
         length bins ``1 / b_length``."""
@@ -348,6 +373,9 @@ class NgramPlan(SequencesPlan):
         self.l_top = self.options["max_length"] + 1
         self.scale = laplace_scale(self.options["height"] * self.l_top, self.epsilon, self.noise)
         self.nominal_scale = self.options["height"] * self.l_top / self.epsilon
+
+    def exact_draws(self) -> list[tuple[str, Fraction, int]]:
+        return [("n-gram noise", Fraction(self.scale), MAX_COUNT_SCALE)]
 
     def _exact_spent(self) -> Fraction:
         return _spent(self.options["height"] * self.l_top, self.scale)

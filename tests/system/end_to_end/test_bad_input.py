@@ -573,3 +573,44 @@ def test_no_error_bar_is_null_everywhere_for_correlated_leaves(mechanism, capsys
     answer = pl.read_ndjson(out.encode()).row(0, named=True)
     assert answer["std"] is None and answer["noise_lo"] is None and answer["noise_hi"] is None
     assert answer["count"] == pytest.approx(row["count"])
+# ---------------------------------------------------------------------- budget and plans: before the data
+class _Untouched:
+    """Private data that fails the test on any access."""
+
+    def __getattr__(self, name):
+        raise AssertionError(f"the private data was touched ({name})")
+
+
+def test_budget_refusals_are_one_sentence_and_read_nothing():
+    import functools
+
+    attrs = [pdp.Ordinal("age", 0, 99, width=10)]
+    acct = pdp.Accountant(total=1.0)
+    cases = [
+        (lambda: acct.run(functools.partial(pdp.basic, seed=3), _Untouched(), attrs, epsilon=0.1), ("seed",)),
+        (lambda: acct.run(functools.partial(pdp.basic, noise="float"), _Untouched(), attrs, epsilon=0.1),
+         ("noise='float'", "allow_float=True")),
+        (lambda: acct.run(lambda f, **k: pdp.basic(f, attrs, **k), _Untouched(), epsilon=0.1),
+         ("cannot see the plan", "charge(epsilon, label)")),
+        (lambda: acct.run(pdp.basic, _Untouched(), attrs, epsilon=2.0**-50),
+         ("exceeds 2^45", "raise epsilon")),
+        (lambda: pdp.Accountant(total="0.1.2"), ("total", "'0.3'")),
+    ]
+    for call, names in cases:
+        with pytest.raises(pdp.ParameterError) as info:
+            call()
+        one_sentence(str(info.value), *names)
+    assert acct.spent == 0 and acct.ledger == []
+    acct = pdp.Accountant(total=0.3)
+    acct.run(pl.DataFrame({"age": [30]}).dp.basic, attrs, epsilon=0.1)
+    with pytest.raises(pdp.BudgetExceededError) as info:
+        acct.run(pl.DataFrame({"age": [30]}).dp.basic, attrs, epsilon=0.2)
+    one_sentence(str(info.value), "Fraction", "total='0.3'")
+
+
+def test_cli_scale_past_its_limit_is_refused_by_the_plan(capsys, in_tmp):
+    spec = (SPECS / "basic.toml").read_text().replace("epsilon = 1.0", "epsilon = 1e-20")
+    (in_tmp / "tiny.toml").write_text(spec)
+    (in_tmp / "d.csv").write_text("age,gender,education\n500,male,school\n")  # out of domain: if read
+    cli_error(capsys, in_tmp, "release", "d.csv", "--spec", "tiny.toml", "-o", "out.parquet",
+              names=("exceeds 2^45", "raise epsilon"))

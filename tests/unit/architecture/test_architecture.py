@@ -4,7 +4,7 @@ no private name imported from another module.
 Layers, bottom to top (a module may import its own layer and the ones below, never above):
 
 0. ``errors``, ``_version``, ``params``, ``memory``, ``compiled``, ``threads``, ``arrow_arrays``, ``noise``,
-   ``progress``, ``budget``
+   ``progress``
 1. ``domains/``      public declarations
 2. ``counting/``     the only code that reads private rows
 3. ``kernels/``      pure numpy
@@ -12,7 +12,8 @@ Layers, bottom to top (a module may import its own layer and the ones below, nev
 5. ``releases/``     published outputs and their queries (post-processing only)
 6. ``mechanisms/``   the only callers of the noise samplers; they build releases
 7. ``evaluation/``   workloads and exact, not-private references
-8. ``duckdb``, ``namespace``, ``session``, ``datasets``; 9. the package root; 10. ``cli``, ``__main__``
+8. ``duckdb``, ``namespace``, ``budget``, ``session``, ``datasets``; 9. the package root;
+   10. ``cli``, ``__main__``
 """
 
 from __future__ import annotations
@@ -29,9 +30,10 @@ PACKAGE = REPO / "polars_dp"
 
 LAYERS = {
     "errors": 0, "_version": 0, "params": 0, "memory": 0, "compiled": 0, "threads": 0,
-    "arrow_arrays": 0, "noise": 0, "progress": 0, "budget": 0,
+    "arrow_arrays": 0, "noise": 0, "progress": 0,
     "domains": 1, "counting": 2, "kernels": 3, "plans": 4, "releases": 5, "mechanisms": 6, "evaluation": 7,
-    "duckdb": 8, "namespace": 8, "session": 8, "datasets": 8, "__init__": 9, "cli": 10, "__main__": 10,
+    "duckdb": 8, "namespace": 8, "budget": 8, "session": 8, "datasets": 8, "__init__": 9, "cli": 10,
+    "__main__": 10,
 }
 #: Optional dependencies that may be imported inside a function (so the package imports without them).
 OPTIONAL = {"pyspark", "matplotlib", "tqdm", "opendp", "randomgen", "scipy", "numba"}
@@ -39,7 +41,7 @@ OPTIONAL = {"pyspark", "matplotlib", "tqdm", "opendp", "randomgen", "scipy", "nu
 NOT_SAMPLERS = {"make_rng", "SeedLike", "Neighbours", "NoiseKind", "NEIGHBOURS", "NOISE_KINDS", "GRID_BITS",
                 "check_epsilon", "check_fraction", "check_neighbours", "check_noise", "histogram_sensitivity",
                 "is_seeded", "RandomSource", "NoiseSource", "laplace_scale", "noise_params", "exact_scale",
-                "grid_ceil"}
+                "grid_ceil", "check_scale", "MAX_SCALE", "MAX_COUNT_SCALE"}
 
 
 def _modules() -> dict[str, Path]:

@@ -101,3 +101,30 @@ def test_progress_off_a_terminal_is_one_plain_line_per_stage(capsys):
     assert "\r" not in err
     lines = err.splitlines()
     assert lines == [f"privtree: {stage}" for stage in ("counting (finest cells)", "tree", "noise")], lines
+
+
+@pytest.mark.parametrize("name", ["basic", "privelet", "privtree", "uniform_grid"])
+def test_automatic_bars_are_the_same_either_side_of_the_large_work_threshold(name, monkeypatch):
+    """Neighbouring tables of LARGE_WORK - 1 and LARGE_WORK rows: on a terminal, whether bars
+    appear is decided from public sizes only (it followed the row count)."""
+    from polars_dp import progress as module
+
+    monkeypatch.setattr(module, "_is_terminal", lambda: True)
+    monkeypatch.setattr(module, "tqdm", lambda *a, **k: type("Bar", (), {"update": _ignore, "close": _ignore,
+                                                                        "total": None, "n": 0})())
+    decided = []
+    resolve = module.show_progress
+    monkeypatch.setattr(module, "show_progress", lambda p, w=0: decided.append(resolve(p, w)) or decided[-1])
+    for rows in (LARGE_WORK - 1, LARGE_WORK):
+        table = pl.DataFrame({"age": np.zeros(rows, dtype=np.int64), "x": np.full(rows, 0.5),
+                              "y": np.full(rows, 0.5)})
+        if name in ("basic", "privelet"):
+            getattr(pdp, name)(table, [pdp.Ordinal("age", 0, 9)], epsilon=1.0, seed=1)
+        else:
+            extra = {"resolution": 4} if name == "privtree" else {}
+            getattr(pdp, name)(table, ["x", "y"], bounds=[(0, 1)] * 2, epsilon=1.0, seed=1, **extra)
+    assert len(decided) == 2 and decided[0] == decided[1], decided
+
+
+def _ignore(*args, **kwargs):
+    return None

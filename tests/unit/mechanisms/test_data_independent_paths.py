@@ -4,9 +4,11 @@ The thresholds on the paths after counting (``grep raise`` in ``mechanisms/``, `
 the kernels they call), and what decides each:
 
 * exact PrivTree decisions (spatial and sequence trees), ``privtree_rule.privtree_split``:
-  the old refusal of scores ``>= 2^42`` is gone; scores of magnitude ``>= 2^41`` (or a huge
-  public ``depth delta``) switch the offsets ``x = theta - b`` from int64 to Python ints, a
-  switch with the same law (tested below on both sides, bit for bit under one seed).
+  the old refusal of scores ``>= 2^42`` is gone, and so is the switch of the offsets
+  ``x = theta - b`` from int64 to Python ints at scores ``>= 2^41``: scores saturate at the
+  public ``SCORE_CAP = 2^41 - 1`` (a monotone 1-Lipschitz map: still a PrivTree score), so
+  every count takes the int64 path; only a huge public ``depth delta`` takes Python ints
+  (the same law, bit for bit under one seed).
 * ``bernoulli_exp`` / ``integers_below``: bounds ``den k`` past ``2^64`` switch to Python
   ints (same law); nothing is refused.
 * the exact samplers: ``MAX_COUNT_SCALE`` / ``MAX_SCALE`` refusals read only the public scale.
@@ -28,7 +30,13 @@ import polars as pl
 import pytest
 
 import polars_dp as pdp
-from polars_dp.mechanisms.privtree_rule import decision_offsets, privtree_sequence_params, privtree_split
+from polars_dp.mechanisms import privtree_rule
+from polars_dp.mechanisms.privtree_rule import (
+    SCORE_CAP,
+    decision_offsets,
+    privtree_sequence_params,
+    privtree_split,
+)
 from polars_dp.noise import bernoulli_exp, noise_source
 
 THRESHOLDS = [(1 << 41) - 1, 1 << 41, (1 << 42) - 1, 1 << 42, 1 << 61]
@@ -59,14 +67,48 @@ def test_privtree_sequence_decisions_accept_every_score(big):
         assert split.shape == (3,) and split[1:].all()
 
 
-def test_offsets_are_exact_on_both_sides_of_the_int64_switch():
+def test_offsets_take_one_path_on_both_sides_of_the_old_int64_switch():
+    """Scores of the old switch's two sides (``2^41 - 1`` and ``2^41``, neighbours) give int64
+    offsets, exact for the saturated score; a huge public ``depth delta`` alone takes Python ints."""
     g = 1 << 20
-    below = decision_offsets(np.array([(1 << 41) - 1]), 2, 3 * g, 5 * g)
-    above = decision_offsets(np.array([(1 << 41) - 1, 1 << 41]), 2, 3 * g, 5 * g)
-    assert below.dtype == np.int64 and above.dtype == object
-    for s, x in zip([(1 << 41) - 1, 1 << 41], above, strict=True):
-        assert x == min(5 * g + 2 * 3 * g - s * g, 3 * g)
-    assert int(below[0]) == above[0]
+    cap = SCORE_CAP
+    for scores in ([cap], [cap, cap + 1], [cap + 1], [0, 1 << 62], np.array([1 << 63], dtype=np.uint64),
+                   np.array([1 << 70, 3], dtype=object)):
+        x = decision_offsets(np.asarray(scores), 2, 3 * g, 5 * g)
+        assert x.dtype == np.int64
+        for s, xi in zip(np.asarray(scores).tolist(), x.tolist(), strict=True):
+            assert xi == min(5 * g + 2 * 3 * g - min(int(s), cap) * g, 3 * g)
+    wide = decision_offsets(np.array([1, cap + 1]), 1, 1 << 70, 0)  # public: base 2^70 grid units
+    assert wide.dtype == object and wide.tolist() == [(1 << 70) - g, (1 << 70) - cap * g]
+
+
+def test_saturated_scores_draw_the_decisions_of_the_cap():
+    """Same seed: a score past the cap decides exactly as the cap.  With ``lambda = 2^40`` the
+    cap stays a leaf with probability ``e^-2 / 2`` (about 27 of 400 nodes), ``2^45`` would not."""
+    for noise in ("exact", "float"):
+        runs = [privtree_split(np.array(s, dtype=dtype), 0, lam=2.0**40, delta=0.0, theta=0.0,
+                               rng=noise_source(4), noise=noise)
+                for s, dtype in (([SCORE_CAP] * 400, np.int64), ([1 << 45] * 400, np.int64),
+                                 ([1 << 90] * 400, object))]
+        assert 5 <= (~runs[0]).sum() <= 60  # binomial(400, 0.068): mean 27, sd 5
+        np.testing.assert_array_equal(runs[0], runs[1])
+        np.testing.assert_array_equal(runs[0], runs[2])
+
+
+@pytest.mark.parametrize("neighbours", ["add_remove", "replace"])
+def test_privtree_runs_one_code_path_either_side_of_the_old_switch(neighbours, monkeypatch):
+    """Neighbouring datasets whose heavy cell holds ``2^41 - 1`` and ``2^41`` points: the
+    offsets of every decision are computed the same way (a spy on their dtypes)."""
+    seen: list[list[str]] = []
+    offsets = privtree_rule.decision_offsets
+    monkeypatch.setattr(privtree_rule, "decision_offsets",
+                        lambda *a: seen[-1].append(str((out := offsets(*a)).dtype)) or out)
+    for weight in (SCORE_CAP, SCORE_CAP + 1):
+        seen.append([])
+        df = pl.DataFrame({"x": [0.1, 0.9], "n": [weight, 1 if neighbours == "add_remove" else 2]})
+        pdp.privtree(df, "x", bounds=(0.0, 1.0), epsilon=1.0, count_column="n", resolution=6,
+                     neighbours=neighbours, seed=3)
+    assert set(seen[0]) == set(seen[1]) == {"int64"}
 
 
 def test_the_int64_and_python_int_paths_draw_the_same_decisions():

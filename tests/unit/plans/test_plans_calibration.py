@@ -179,9 +179,10 @@ def test_ten_plans_at_a_tenth_fit_a_total_of_one():
     assert session.remaining == 0.0 and session.ledger[0]["epsilon_spent"] == 0.1
     with pytest.raises(pdp.BudgetExceededError):
         session.run(pdp.plan("basic", ATTRS, epsilon=0.1))
-    functions = pdp.Accountant(total=1.0)  # functions are charged the floats' values
-    for _ in range(9):
+    functions = pdp.Accountant(total=1.0)  # a mechanism is charged its plan's spend: the same rule
+    for _ in range(10):
         functions.run(AGES.dp.basic, ATTRS, epsilon=0.1)
+    assert functions.spent_exact == 1
     with pytest.raises(pdp.BudgetExceededError):
         functions.run(AGES.dp.basic, ATTRS, epsilon=0.1)
 
