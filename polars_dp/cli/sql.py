@@ -12,7 +12,7 @@ import duckdb
 import polars as pl
 
 import polars_dp as pdp
-from polars_dp.cli.common import BadInput, check_output, one_line, open_release, write_frame
+from polars_dp.cli.common import BadInput, check_output, one_line, open_release, scan, write_frame
 
 EXAMPLES = """\
 examples:
@@ -21,6 +21,7 @@ examples:
       "SELECT * FROM people_range_count(age_lo := 20, age_hi := 30, occupation := 'Sales')"
   polars-dp sql tree.parquet "SELECT * FROM release_range_count(lon_lo := -75, lon_hi := -73)"
   polars-dp sql release.parquet "SELECT * FROM release" -o cells.csv
+  polars-dp sql release.parquet --queries q.csv "SELECT * FROM release_range_counts('queries')"
 
 The release is registered under --name (default: release) as release.to_duckdb(con, NAME) does: a
 view with one row per cell (grid), leaf (spatial) or node and next symbol (sequence model), NAME_meta
@@ -29,12 +30,12 @@ and spatial releases, NAME_frequency([...]) and NAME_frequencies('queries') (plu
 NAME_nodes) for sequence models.
 
 The shell only reads the release.  It runs in an in-memory database locked once the release is
-registered: no file or network access (read_csv, read_text, glob, COPY, ATTACH, INSTALL fail),
-no extension installed or loaded, no setting changed (profiling, logging).  Statements that read
-run (SELECT, DESCRIBE, SHOW, EXPLAIN, PRAGMA, CALL; CREATE of a new table, view or macro, e.g. a
-queries table for NAME_range_counts); INSERT, UPDATE, DELETE, DROP, ALTER, COPY, CREATE OR REPLACE
-and the like are refused.  Several statements (separated by ;) show each result in turn; a result
-is written only with -o (atomically).
+registered: no file or network access (read_csv, read_text, glob, COPY, ATTACH, INSTALL fail), no
+extension installed or loaded, no setting changed (profiling, logging); --queries FILE loads a file
+as the table queries.  Statements that read run (SELECT, DESCRIBE, SHOW, EXPLAIN, PRAGMA, CALL;
+CREATE of a new table, view or macro); INSERT, UPDATE, DELETE, DROP, ALTER, COPY, CREATE OR
+REPLACE and the like are refused.  Several statements (separated by ;) show each result in turn; a
+result is written only with -o (atomically).
 """
 
 #: Statement types the shell runs: reads, and the creation of new objects (a queries table).
@@ -66,6 +67,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--csv", action="store_true", help="print the result as CSV")
     p.add_argument("--json", action="store_true", help="print the result as JSON rows")
     p.add_argument("--max-rows", type=int, default=40, help="rows shown in a printed table (default 40)")
+    p.add_argument("--queries", metavar="FILE", help="a file (Parquet, CSV, ...) loaded as the table "
+                   "queries, e.g. for NAME_range_counts('queries'): the shell itself reads no file")
     p.set_defaults(func=run)
 
 
@@ -110,6 +113,18 @@ def reading_statements(con: duckdb.DuckDBPyConnection, query: str) -> list[tuple
     return statements
 
 
+def load_queries(con: duckdb.DuckDBPyConnection, source: str) -> None:
+    """The file ``source`` (``--queries``, read by Polars) as the table ``queries``."""
+    frame = scan(source, what="--queries").collect()
+    con.register("__pdp_queries_source", frame.to_arrow())
+    try:
+        con.execute("CREATE TABLE queries AS SELECT * FROM __pdp_queries_source")
+    except duckdb.CatalogException as exc:
+        raise BadInput(f"--queries: {one_line(exc)}; register the release under another --name") from exc
+    finally:
+        con.unregister("__pdp_queries_source")
+
+
 def lock(con: duckdb.DuckDBPyConnection) -> None:
     """Lock ``con`` (:data:`LOCK`): no file, network, extension or setting change from now on."""
     for statement in LOCK:
@@ -150,6 +165,8 @@ def run(args: argparse.Namespace) -> int:
     con = duckdb.connect()
     statements = reading_statements(con, args.query)
     release.to_duckdb(con, args.name)
+    if args.queries:
+        load_queries(con, args.queries)
     lock(con)
     results = _results(con, statements, release, args.name)
     if not results:

@@ -409,13 +409,12 @@ def test_cli_sql_refuses_statements_that_write(statement, files, capsys, in_tmp)
 
 def test_cli_sql_may_read_a_query_file(grid, files, capsys, in_tmp):
     pl.DataFrame({"id": [1], "age_lo": [10]}).write_csv(in_tmp / "q.csv")
-    code, out, err = run_cli(capsys, "sql", files["grid"], "--csv",
-                             "CREATE TABLE q (id INT, age_lo INT); COPY q FROM 'q.csv' (HEADER); "
-                             "SELECT count FROM release_range_counts('q')")
+    code, out, err = run_cli(capsys, "sql", files["grid"], "--csv", "--queries", "q.csv",
+                             "SELECT count FROM release_range_counts('queries')")
     assert code == 0, err
     assert float(out.splitlines()[1]) == pytest.approx(grid.range_count(age=(10, None)))
     code, out, _ = run_cli(capsys, "sql", "--help")
-    assert "only reads" in " ".join(out.split()) and "COPY ... TO" in out
+    assert "only reads" in " ".join(out.split()) and "--queries FILE" in out
 
 
 # ---------------------------------------------------------------------- 15. range_variance is in cells
