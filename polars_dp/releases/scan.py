@@ -13,16 +13,16 @@ Collecting the scan then reads only what the query needs: Polars pushes the proj
 predicate into the Parquet reader, which skips the row groups whose column statistics exclude
 the predicate (release files are written in cell or leaf order, in row groups of
 :data:`~polars_dp.releases.io.ROW_GROUP_ROWS` rows, so a filter on a leading label or box column
-touches few of them).  Before a row is handed over, the collect checks, against the digests,
-the footer (so the statistics that skipped row groups are the verified file's), the predicate's
-columns in every row group (a row edited so that it no longer matches cannot drop out unseen)
-and every projected column of each row group a returned row comes from.  A file edited after
-the scan was created, even in place with its size and modification time restored, is refused
-rather than answered from.  The scan reads published numbers only and never draws noise:
-collecting it twice gives the same rows.
+touches few of them).  A collect checks, against the digests: the footer first (so the
+statistics that skip row groups are the verified file's) and the predicate's columns in every
+row group (a row edited so that it no longer matches cannot drop out unseen); then, batch by
+batch, every projected column of each row group a batch's rows come from, before the batch is
+handed over.  A file edited after the scan was created, even in place with its size and
+modification time restored, is refused rather than answered from.  The scan reads published
+numbers only and never draws noise: collecting it twice gives the same rows.
 
 What it does not check: an edit made and undone again between two reads of one call (while
-the scan is created, or between the Parquet reader's read and the digest check of a collect);
+the scan is created, or between the Parquet reader's read and a digest check of a collect);
 and the statistics are taken as the verified file wrote them (they are compared byte for byte,
 not recomputed).  The checksum is no signature either: whoever can write the file can write a
 verified one (:mod:`polars_dp.releases.integrity`).
@@ -172,14 +172,14 @@ def scan_release(path: str | os.PathLike) -> pl.LazyFrame:
         lf = lf.select(*columns, _ROW)
         if n_rows is not None:
             lf = lf.head(n_rows)
-        frame = lf.collect()
-        tested = [] if predicate is None else predicate.meta.root_names()
-        verifier.check(range(len(layout.ranges)), tested)  # the rows that did not match, too
-        verifier.check(layout.groups_of(frame[_ROW].to_numpy()), columns)
-        frame = frame.drop(_ROW)
-        step = batch_size or max(frame.height, 1)
-        for start in range(0, frame.height, step):
-            yield frame.slice(start, step)
+        if predicate is not None:  # in every row group: the rows that do not match, too
+            verifier.check(range(len(layout.ranges)), predicate.meta.root_names())
+        checked: set[int] = set()
+        for batch in lf.collect_batches(chunk_size=batch_size):
+            groups = [int(g) for g in layout.groups_of(batch[_ROW].to_numpy()) if int(g) not in checked]
+            verifier.check(groups, columns)  # before any row of these row groups is handed over
+            checked.update(groups)
+            yield batch.drop(_ROW)
 
     return register_io_source(source, schema=schema, is_pure=True, explain_name="polars_dp release",
                               explain_detail=str(path))
