@@ -131,3 +131,22 @@ def test_attach_recomputes_the_prefix_sums(tmp_path):
     with duckdb.connect(path) as con:
         pdp.duckdb.attach(con, "a")
         assert con.sql(query).fetchall() == before
+
+
+def test_attach_upgrades_a_database_written_before_internal_tables(tmp_path):
+    """A file whose release table is a plain table with ``cell`` / ``prefix`` (and plain label
+    tables) is read back from that table, verified, and registered anew behind views."""
+    release, query = MAKERS["grid"][0](), MAKERS["grid"][1]
+    path = str(tmp_path / "old.duckdb")
+    with duckdb.connect(path) as con:
+        release.to_duckdb(con, "a")
+        before = con.sql(query).fetchall()
+        for name, internal in (("a", "__pdp_a_cells"), ("a_labels_sex", "__pdp_a_labels_sex")):
+            con.execute(f"DROP VIEW {name}; CREATE TABLE {name} AS SELECT * FROM {internal} ORDER BY rowid; "
+                        f"DROP TABLE {internal}")
+    with duckdb.connect(path) as con:
+        assert pdp.duckdb.attach(con, "a") == release
+        assert con.sql("SELECT * FROM a").pl().equals(release.to_polars())
+        assert con.sql(query).fetchall() == before
+        with pytest.raises(duckdb.Error):
+            con.execute("UPDATE a SET count = 0")
