@@ -10,9 +10,7 @@ import polars as pl
 import pytest
 
 import polars_dp as pdp
-
-POINTS = pl.DataFrame({"x": np.random.default_rng(3).beta(2, 5, 2_000),
-                       "y": np.random.default_rng(4).beta(5, 2, 2_000)})
+from tests.helpers.sql import small_sequence_release, small_tree_release
 
 
 def _grid() -> pdp.Release:
@@ -22,16 +20,10 @@ def _grid() -> pdp.Release:
                      epsilon=1.0, seed=1)
 
 
-def _sequence() -> pdp.Release:
-    frame = pl.DataFrame({"s": ["abcab", "ba", "ccc", "a", "abab"] * 60})
-    return frame.dp.privtree_sequences("s", alphabet="abc", max_length=5, epsilon=3.0, seed=1)
-
-
 MAKERS = {
     "grid": (_grid, "SELECT count FROM a_range_count(age_lo := 20, age_hi := 30)"),
-    "spatial": (lambda: POINTS.dp.privtree(["x", "y"], bounds=[(0, 1), (0, 1)], epsilon=1.0, seed=2),
-                "SELECT count FROM a_range_count(x_lo := 0.1, x_hi := 0.6)"),
-    "sequence": (_sequence, "SELECT count FROM a_frequency(['a', 'b'])"),
+    "spatial": (small_tree_release, "SELECT count FROM a_range_count(x_lo := 0.1, x_hi := 0.6)"),
+    "sequence": (small_sequence_release, "SELECT count FROM a_frequency(['a', 'b'])"),
 }
 
 
@@ -85,7 +77,7 @@ def test_the_grid_example_of_the_issue_cannot_drift():
 
 
 def test_the_nodes_of_a_sequence_model_are_read_only():
-    release = _sequence()
+    release = small_sequence_release()
     con = duckdb.connect()
     release.to_duckdb(con, "a")
     before = con.sql(MAKERS["sequence"][1]).fetchall()
