@@ -57,9 +57,10 @@ _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
         "sql", parents=[common], epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
-        help="run DuckDB SQL on a release registered as a table and range-count macros",
-        description="Open an in-memory DuckDB database, register the release under --name and run the "
-                    "SQL query.  Prints the result as a table (or CSV / JSON), or writes it with -o.")
+        help="run read-only DuckDB SQL on a release registered as a view and range-count macros",
+        description="Open an in-memory DuckDB database, register the release under --name, lock the "
+                    "database (no file, network, extension or setting) and run the SQL statements.  "
+                    "Prints each result as a table (or CSV / JSON), or writes it with -o.")
     p.add_argument("release", metavar="RELEASE.parquet")
     p.add_argument("query", metavar="SQL")
     p.add_argument("--name", default="release", help="table name of the release (default: release)")
