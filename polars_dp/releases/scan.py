@@ -40,6 +40,7 @@ from typing import BinaryIO
 
 import numpy as np
 import polars as pl
+import pyarrow as pa
 import pyarrow.parquet as pq
 from polars.io.plugins import register_io_source
 
@@ -75,6 +76,15 @@ def _footer_range(fh: BinaryIO) -> tuple[int, int]:
     return max(0, end - length), min(length, end)
 
 
+def _leaves(t: pa.DataType) -> int:
+    """Parquet leaf columns of an Arrow type (a struct or map has one per field, a list its item's)."""
+    if isinstance(t, pa.DictionaryType):
+        return _leaves(t.value_type)
+    if t.num_fields == 0:
+        return 1
+    return sum(_leaves(t.field(i).type) for i in range(t.num_fields))
+
+
 @dataclass(frozen=True)
 class Layout:
     """Where each row group's column chunks lie in a Parquet file (from its footer): per row
@@ -87,6 +97,7 @@ class Layout:
     @classmethod
     def of(cls, file: pq.ParquetFile) -> Layout:
         meta = file.metadata
+        owner = [f.name for f in file.schema_arrow for _ in range(_leaves(f.type))]  # leaf -> column
         ranges, rows = [], [0]
         for g in range(meta.num_row_groups):
             group = meta.row_group(g)
@@ -94,7 +105,7 @@ class Layout:
             for j in range(group.num_columns):
                 c = group.column(j)
                 start = c.dictionary_page_offset if c.has_dictionary_page else c.data_page_offset
-                chunks.setdefault(c.path_in_schema.split(".")[0], []).append((start, c.total_compressed_size))
+                chunks.setdefault(owner[j], []).append((start, c.total_compressed_size))
             ranges.append(chunks)
             rows.append(rows[-1] + group.num_rows)
         return cls(ranges, np.asarray(rows[:-1], dtype=np.int64))

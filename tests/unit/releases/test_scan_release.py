@@ -227,3 +227,11 @@ def test_an_edited_footer_is_refused_at_collect(tmp_path, grid_release, small_ro
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     with pytest.raises((pdp.ReleaseFormatError, pl.exceptions.PolarsError), match="changed after"):
         lf.filter(pl.col("age") == 42).collect()
+
+
+def test_a_column_name_with_a_dot_is_checked_as_one_column(tmp_path, small_row_groups):
+    df = pl.DataFrame({"age.years": np.arange(3_000) % 50})
+    release = pdp.basic(df, [pdp.Ordinal("age.years", 0, 49)], epsilon=1.0, seed=1)
+    path = release.write_parquet(tmp_path / "dots.parquet")
+    got = pdp.scan_release(path).filter(pl.col("age.years") < 10).collect()
+    assert got.equals(release.to_polars().filter(pl.col("age.years") < 10))
