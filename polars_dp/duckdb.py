@@ -16,13 +16,10 @@ from __future__ import annotations
 from typing import Any
 
 from polars_dp.errors import ParameterError
-from polars_dp.releases import Release, sql_grid, sql_tree
-from polars_dp.releases.sql import ident, literal, read_release, register_function, render, sql_dir, to_arrow
+from polars_dp.releases import Release
+from polars_dp.releases.sql import ident, literal, read_release, render, sql_dir, to_arrow
 from polars_dp.releases.sql_grid import BATCH_CELLS
 from polars_dp.releases.sql_tree import register_tree
-
-#: Per stored ``release_type``: the Python functions its macros call.
-_FUNCTIONS: dict[str, Any] = {"grid": sql_grid.python_functions, "tree": sql_tree.python_functions}
 
 
 def register(con: Any, name: str, release: Release, *, replace: bool = False) -> Any:
@@ -39,17 +36,18 @@ def register(con: Any, name: str, release: Release, *, replace: bool = False) ->
 def attach(con: Any, name: str, *, unverified: bool = False) -> Release:
     """Make release ``name`` of a reopened database file answer again; returns the release.
 
-    DuckDB stores a release's tables and macros in the database file, but the Python functions
-    the macros call (the ``lo`` / ``hi`` half-widths, the ``noise_std`` of counted top levels)
-    live only in the connection that registered them.  ``attach`` reads the release back from
-    its tables (verified, as :func:`read_release`) and adds those functions to ``con``
-    (replacing any of the same name); the tables and macros are left as they are.
+    DuckDB stores a release's tables, views and macros in the database file, but the Python
+    functions the macros call (the ``lo`` / ``hi`` half-widths, the ``noise_std`` of counted top
+    levels) live only in the connection that registered them.  ``attach`` reads the release
+    back from its stored table (verified, as :func:`read_release`: metadata, parameters and
+    checksum) and registers it again with ``replace=True``: every table, view, macro and
+    function of ``name`` is dropped and re-created from the verified release, so nothing stored
+    besides the release itself (a macro's text, the prefix sums, a label table) is trusted.
     ``unverified=True`` accepts a release registered from an unverified one
     (:func:`polars_dp.read_release`).
     """
     release = read_release(con, name, unverified=unverified)
-    for function in _FUNCTIONS.get(release.release_type, lambda *_: [])(name, release):
-        register_function(con, function, replace=True)
+    register(con, name, release, replace=True)
     return release
 
 

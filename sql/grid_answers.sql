@@ -1,4 +1,5 @@
--- Answers of range-count queries (one row per query) from the prefix column of {{table}}.
+-- Answers of range-count queries (one row per query) from the prefix column of {{table}}
+-- (the internal cell table).
 -- {{queries}}: a relation with an id column and predicate columns <ordinal>_lo / <ordinal>_hi
 -- and <nominal> (a hierarchy label); a missing column or NULL means the whole domain; any other
 -- column, and a missing, NULL or repeated id, is refused (checks).

@@ -6,12 +6,13 @@ import argparse
 import re
 import shutil
 import sys
+from typing import cast
 
 import duckdb
 import polars as pl
 
 import polars_dp as pdp
-from polars_dp.cli.common import BadInput, check_output, one_line, open_release, write_frame
+from polars_dp.cli.common import BadInput, check_output, one_line, open_release, scan, write_frame
 
 EXAMPLES = """\
 examples:
@@ -20,23 +21,37 @@ examples:
       "SELECT * FROM people_range_count(age_lo := 20, age_hi := 29, occupation := 'Sales')"
   polars-dp sql tree.parquet "SELECT * FROM release_range_count(lon_lo := -75, lon_hi := -73)"
   polars-dp sql release.parquet "SELECT * FROM release" -o cells.csv
+  polars-dp sql release.parquet --queries q.csv "SELECT * FROM release_range_counts('queries')"
 
 A binned attribute (age in bins of 5 years) has the columns age_lo and age_hi, the first and last
 value of each bin (a float domain's bins are [age_lo, age_hi)); single values keep the name (age).
 The release is registered under --name (default: release) as release.to_duckdb(con, NAME) does: a
-table with one row per cell (grid), leaf (spatial) or node and next symbol (sequence model), NAME_meta
+view with one row per cell (grid), leaf (spatial) or node and next symbol (sequence model), NAME_meta
 with its metadata, and table macros: NAME_range_count(...) and NAME_range_counts('queries') for grid
-and spatial releases, NAME_frequency([...]) and NAME_frequencies('queries') (plus the table
-NAME_nodes) for sequence models.  Everything runs in an in-memory database and only reads: statements
-that would write or fetch files (COPY ... TO, EXPORT DATABASE, ATTACH, INSTALL / LOAD) are refused,
-and a result is written only with -o (atomically).
+and spatial releases, NAME_frequency([...]) and NAME_frequencies('queries') (plus the view
+NAME_nodes) for sequence models.
+
+The shell only reads the release.  It runs in an in-memory database locked once the release is
+registered: no file or network access (read_csv, read_text, glob, COPY, ATTACH, INSTALL fail), no
+extension installed or loaded, no setting changed (profiling, logging); --queries FILE loads a file
+as the table queries.  Statements that read run (SELECT, DESCRIBE, SHOW, EXPLAIN, PRAGMA, CALL;
+CREATE of a new table, view or macro); INSERT, UPDATE, DELETE, DROP, ALTER, COPY, CREATE OR
+REPLACE and the like are refused.  Several statements (separated by ;) show each result in turn; a
+result is written only with -o (atomically).
 """
 
-#: Statement types that write or fetch files (how the help names them); COPY is allowed only as
-#: COPY table FROM file.
-_WRITING = {"COPY": "COPY ... TO", "COPY_DATABASE": "COPY FROM DATABASE", "EXPORT": "EXPORT DATABASE",
-            "ATTACH": "ATTACH", "LOAD": "INSTALL / LOAD"}
-_COPY_FROM = re.compile(r"^\s*COPY\s+[\w.\"]+(\s*\([^)]*\))?\s+FROM\b", re.IGNORECASE)
+#: Statement types the shell runs: reads, and the creation of new objects (a queries table).
+#: Everything else (INSERT, UPDATE, DELETE, DROP, ALTER, COPY, EXPORT, ATTACH, INSTALL / LOAD,
+#: PREPARE / EXECUTE, ...) would change the registered release or reach outside the database.
+_READING = {"SELECT", "EXPLAIN", "PRAGMA", "CALL", "SET", "VARIABLE_SET", "TRANSACTION", "CREATE", "MULTI"}
+#: Statement types whose rows are shown (a CREATE TABLE AS answers its row count: not shown).
+_SHOWN = {"SELECT", "EXPLAIN", "PRAGMA", "CALL", "MULTI"}
+_REPLACE = re.compile(r"^\s*CREATE\s+OR\s+REPLACE\b", re.IGNORECASE)
+
+#: Applied once the release is registered, in this order (the lock last): no file system or
+#: network access, no extension installed or loaded behind the query's back, no setting changed.
+LOCK = ("SET enable_external_access = false", "SET autoinstall_known_extensions = false",
+        "SET autoload_known_extensions = false", "SET lock_configuration = true")
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -44,9 +59,10 @@ _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
         "sql", parents=[common], epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
-        help="run DuckDB SQL on a release registered as a table and range-count macros",
-        description="Open an in-memory DuckDB database, register the release under --name and run the "
-                    "SQL query.  Prints the result as a table (or CSV / JSON), or writes it with -o.")
+        help="run read-only DuckDB SQL on a release registered as a view and range-count macros",
+        description="Open an in-memory DuckDB database, register the release under --name, lock the "
+                    "database (no file, network, extension or setting) and run the SQL statements.  "
+                    "Prints each result as a table (or CSV / JSON), or writes it with -o.")
     p.add_argument("release", metavar="RELEASE.parquet")
     p.add_argument("query", metavar="SQL")
     p.add_argument("--name", default="release", help="table name of the release (default: release)")
@@ -54,6 +70,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--csv", action="store_true", help="print the result as CSV")
     p.add_argument("--json", action="store_true", help="print the result as JSON rows")
     p.add_argument("--max-rows", type=int, default=40, help="rows shown in a printed table (default 40)")
+    p.add_argument("--queries", metavar="FILE", help="a file (Parquet, CSV, ...) loaded as the table "
+                   "queries, e.g. for NAME_range_counts('queries'): the shell itself reads no file")
     p.set_defaults(func=run)
 
 
@@ -79,17 +97,66 @@ def error_text(exc: BaseException) -> str:
     return first
 
 
-def _refuse_writes(con: duckdb.DuckDBPyConnection, query: str) -> None:
-    """BadInput for a statement that would write or fetch a file (see the help)."""
+def reading_statements(con: duckdb.DuckDBPyConnection, query: str) -> list[tuple[str, str]]:
+    """The statements of ``query`` as (type, text); BadInput for one that would write (see the help)."""
     try:
-        statements = con.extract_statements(query)
+        statements = [(s.type.name, s.query) for s in con.extract_statements(query)]
     except duckdb.Error as exc:
         raise BadInput(error_text(exc)) from None
-    for k, statement in enumerate(statements, 1):
-        kind = statement.type.name
-        if kind in _WRITING and not (kind == "COPY" and _COPY_FROM.match(statement.query)):
-            raise BadInput(f"{_WRITING[kind]} (statement {k}) would write or fetch a file but polars-dp sql "
-                           "only reads; write a query's result with -o FILE instead")
+    except ValueError as exc:  # a statement type this DuckDB client does not know
+        raise BadInput(f"a statement of unknown type ({exc}); polars-dp sql runs only statements that "
+                       "read") from None
+    if not statements:
+        raise BadInput("the SQL holds no statement; give a query such as 'SELECT * FROM release'")
+    for k, (kind, text) in enumerate(statements, 1):
+        if kind not in _READING or _REPLACE.match(text):
+            words = " ".join(text.split()[:3 if _REPLACE.match(text) else 1]).upper()
+            raise BadInput(f"{words} (statement {k}) would change the registered release or reach outside "
+                           "the database, but polars-dp sql only reads; write a query's result with -o FILE")
+    return statements
+
+
+def load_queries(con: duckdb.DuckDBPyConnection, source: str) -> None:
+    """The file ``source`` (``--queries``, read by Polars) as the table ``queries``."""
+    frame = scan(source, what="--queries").collect()
+    con.register("__pdp_queries_source", frame.to_arrow())
+    try:
+        con.execute("CREATE TABLE queries AS SELECT * FROM __pdp_queries_source")
+    except duckdb.CatalogException as exc:
+        raise BadInput(f"--queries: {one_line(exc)}; register the release under another --name") from exc
+    finally:
+        con.unregister("__pdp_queries_source")
+
+
+def lock(con: duckdb.DuckDBPyConnection) -> None:
+    """Lock ``con`` (:data:`LOCK`): no file, network, extension or setting change from now on."""
+    for statement in LOCK:
+        con.execute(statement)
+
+
+def _results(con: duckdb.DuckDBPyConnection, statements: list[tuple[str, str]], release: pdp.Release,
+             name: str) -> list[tuple[str, pl.DataFrame]]:
+    """Each statement run in turn; the rows of those that return rows (:data:`_SHOWN`)."""
+    results = []
+    for k, (kind, statement) in enumerate(statements, 1):
+        where = f" (statement {k})" if len(statements) > 1 else ""
+        try:
+            rel = con.sql(statement)
+            table = None if rel is None or kind not in _SHOWN else rel.to_arrow_table()
+            if table is not None and table.num_columns:
+                text = " ".join(statement.split()).rstrip(";")
+                results.append((text, cast(pl.DataFrame, pl.from_arrow(table))))
+        except duckdb.CatalogException as exc:
+            raise BadInput(f"{one_line(exc)}{where} (this release is registered as "
+                           f"{', '.join(registered_names(release, name))})") from exc
+        except (duckdb.PermissionException, duckdb.InvalidInputException) as exc:
+            text = error_text(exc)
+            if isinstance(exc, duckdb.PermissionException) or "configuration has been locked" in text:
+                text += "; polars-dp sql reads only the registered release"
+            raise BadInput(text + where) from exc
+        except duckdb.Error as exc:
+            raise BadInput(error_text(exc) + where) from exc
+    return results
 
 
 def run(args: argparse.Namespace) -> int:
@@ -99,20 +166,22 @@ def run(args: argparse.Namespace) -> int:
         check_output(args.output, formats=("parquet", "csv", "tsv", "ipc", "ndjson"), what="output")
     release = open_release(args.release, args.unverified)
     con = duckdb.connect()
-    _refuse_writes(con, args.query)
+    statements = reading_statements(con, args.query)
     release.to_duckdb(con, args.name)
-    try:
-        rel = con.sql(args.query)
-        if rel is None:  # a statement without a result
-            return 0
-        result = pl.from_arrow(rel.arrow())
-    except duckdb.CatalogException as exc:
-        raise BadInput(f"{one_line(exc)} (this release is registered as "
-                       f"{', '.join(registered_names(release, args.name))})") from exc
-    except duckdb.Error as exc:
-        raise BadInput(error_text(exc)) from exc
-    if isinstance(result, pl.Series):  # pragma: no cover
-        result = result.to_frame()
+    if args.queries:
+        load_queries(con, args.queries)
+    lock(con)
+    results = _results(con, statements, release, args.name)
+    if not results:
+        return 0
+    if len(results) > 1 and (args.output or args.csv or args.json):
+        flag = "-o" if args.output else "--csv" if args.csv else "--json"
+        raise BadInput(f"{len(results)} statements return rows but {flag} takes one result; run them one "
+                       "at a time (or drop the flag to print every result)")
+    if len(results) > 1:
+        _print_all(results, args.max_rows)
+        return 0
+    result = results[0][1]
     if args.output:
         write_frame(result, args.output)
         if not args.quiet:
@@ -122,7 +191,15 @@ def run(args: argparse.Namespace) -> int:
     elif args.json:
         sys.stdout.write(result.write_json() + "\n")
     else:
-        width = shutil.get_terminal_size((160, 24)).columns
-        with pl.Config(tbl_rows=args.max_rows, tbl_cols=-1, fmt_str_lengths=60, tbl_width_chars=width):
-            print(result)
+        _print_all([("", result)], args.max_rows)
     return 0
+
+
+def _print_all(results: list[tuple[str, pl.DataFrame]], max_rows: int) -> None:
+    """Print each result as a table, after its statement when there are several."""
+    width = shutil.get_terminal_size((160, 24)).columns
+    with pl.Config(tbl_rows=max_rows, tbl_cols=-1, fmt_str_lengths=60, tbl_width_chars=width):
+        for k, (statement, result) in enumerate(results):
+            if len(results) > 1:
+                print(("\n" if k else "") + f"-- {' '.join(statement.split())}")
+            print(result)

@@ -8,6 +8,11 @@ Python functions, the statements creating them) and the flow checks the names, h
 nothing half-made in the connection.  :func:`to_arrow` / :func:`read_release`
 read a registered release back, with its ``polars_dp.*`` metadata re-attached from
 ``<name>_meta``.
+
+What the macros read lives in internal tables (:func:`internal`, ``__pdp_<name>_cells`` and
+friends); a user sees each through a view of its user columns (:func:`view`).  DuckDB views are
+read-only, so an ``UPDATE`` through a user-facing name fails instead of making the table and
+the macros disagree.
 """
 
 from __future__ import annotations
@@ -33,6 +38,16 @@ _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
 
 #: Appended to error messages of the batch macros: which query failed.
 BATCH_WHERE = "' (query id=' || coalesce(CAST(q.id AS VARCHAR), 'NULL') || ')'"
+
+
+#: Per ``release_type``: the columns of the internal table a user does not see (the first one is
+#: the release order): the grid's linear cell index and inclusive prefix sum, a spatial leaf's
+#: position, a sequence row's ``node * beta + next_code``.
+INTERNAL_COLUMNS: dict[str, tuple[str, ...]] = {
+    "grid": ("cell", "prefix"), "tree": ("leaf",), "sequence_model": ("cell",)}
+
+#: Where a registration's objects live: the connection's current schema (or a temporary view).
+_CURRENT = "database_name IN (current_database(), 'temp') AND schema_name IN (current_schema(), 'main')"
 
 
 #: The ``checks`` CTE of a single-query macro: its columns are its named parameters and its id 0.
@@ -88,6 +103,20 @@ def number(x: float | int) -> str:
     return repr(float(x)) if isinstance(x, float) else str(int(x))
 
 
+def internal(name: str, part: str = "cells") -> str:
+    """Name of the internal table ``part`` of release ``name`` (``__pdp_<name>_<part>``): what the
+    macros read; a user queries it through the view of :func:`view`."""
+    return f"__pdp_{name}_{part}"
+
+
+def view(name: str, source: str, comment_text: str, hidden: Sequence[str] = ()) -> str:
+    """The statements creating view ``name`` over the internal table ``source``, without the
+    ``hidden`` columns (``sql/release_view.sql``)."""
+    columns = f"* EXCLUDE ({', '.join(map(ident, hidden))})" if hidden else "*"
+    return render("release_view.sql", view=ident(name), source=ident(source), columns=columns,
+                  comment=comment_text, internal_comment=literal(f"internal table of {name}; query {name}"))
+
+
 def check_identifier(name: str) -> None:
     if not isinstance(name, str) or not _IDENTIFIER.match(name):
         raise ParameterError(
@@ -100,8 +129,7 @@ def check_free(con: Any, tables: list[str], macros: list[str], *, replace: bool)
     would create already exists in the connection's current schema (or as a temporary view);
     with ``replace=True`` drop those tables, views and macros instead, so that the registration
     creates everything afresh.  DuckDB names are case-insensitive."""
-    where = ("database_name IN (current_database(), 'temp') "
-             "AND schema_name IN (current_schema(), 'main')")
+    where = _CURRENT
     found_tables = {
         row[0].lower(): row[1] for row in con.execute(
             f"SELECT table_name, 'TABLE' FROM duckdb_tables() WHERE {where} "
@@ -217,17 +245,26 @@ def in_transaction(con: Any, views: dict[str, Any], build: Any) -> None:
         raise
 
 
+def stored_table(con: Any, name: str) -> str:
+    """The table holding release ``name``'s rows: its internal table (:func:`internal`), or
+    ``name`` itself in a database written before internal tables."""
+    cells = internal(name)
+    found = con.execute(f"SELECT count(*) FROM duckdb_tables() WHERE {_CURRENT} AND lower(table_name) = ?",
+                        [cells.lower()]).fetchall()[0][0]
+    return cells if found else name
+
+
 def to_arrow(con: Any, name: str) -> pa.Table:
-    """The release table ``name`` as Arrow (in release order, without ``cell``/``prefix``/``leaf``),
-    with its ``polars_dp.*`` schema metadata re-attached from ``name_meta``."""
+    """The release table ``name`` as Arrow (in release order, without the internal columns of
+    :data:`INTERNAL_COLUMNS`), read from its stored table (:func:`stored_table`), with its
+    ``polars_dp.*`` schema metadata re-attached from ``name_meta``."""
     check_identifier(name)
     try:
         rows = con.execute(f"SELECT key, value FROM {ident(name + '_meta')}").fetchall()
-        kind = dict(rows).get("release_type")
-        order, hidden = {"tree": ("leaf", "leaf"), "sequence_model": ("cell", "cell")}.get(
-            str(kind), ("cell", "cell, prefix"))
+        hidden = INTERNAL_COLUMNS.get(str(dict(rows).get("release_type")), INTERNAL_COLUMNS["grid"])
         table = con.sql(
-            f"SELECT * EXCLUDE ({hidden}) FROM {ident(name)} ORDER BY {order}").to_arrow_table()
+            f"SELECT * EXCLUDE ({', '.join(hidden)}) FROM {ident(stored_table(con, name))} "
+            f"ORDER BY {hidden[0]}").to_arrow_table()
     except Exception as exc:  # duckdb.CatalogException and friends
         raise ReleaseFormatError(
             f"{name!r} is not a polars-dp release registered in this connection: {exc}"
@@ -242,6 +279,7 @@ def read_release(con: Any, name: str, *, unverified: bool = False) -> Release:
     return read_arrow_release(to_arrow(con, name), unverified=unverified)
 
 
-__all__ = ["BATCH_WHERE", "NO_CHECKS", "PythonFunction", "Registration", "check_free", "check_identifier",
-           "comment", "ident", "in_transaction", "literal", "metadata_table", "number", "query_checks",
-           "read_release", "register", "register_function", "render", "sql_dir", "to_arrow"]
+__all__ = ["BATCH_WHERE", "INTERNAL_COLUMNS", "NO_CHECKS", "PythonFunction", "Registration", "check_free",
+           "check_identifier", "comment", "ident", "in_transaction", "internal", "literal", "metadata_table",
+           "number", "query_checks", "read_release", "register", "register_function", "render", "sql_dir",
+           "stored_table", "to_arrow", "view"]

@@ -2,15 +2,18 @@
 
 ``release.to_duckdb(con, name)`` (:func:`register_grid`) creates
 
-* ``name``: one row per cell, sorted by ``cell``: the attribute columns of
+* ``name``: a view with one row per cell, in cell order: the columns of
   ``release.to_arrow()`` (nominal: leaf label and one ``<column>_<level>`` column per
-  hierarchy level), ``count``, the linear C-order ``cell`` index and ``prefix``, the inclusive
-  d-dimensional prefix sum (``sum`` of ``count`` over cells ``<=`` this one on every axis);
+  hierarchy level; ``count``) and a comment.  It reads the internal table
+  ``__pdp_name_cells``, which adds the linear C-order ``cell`` index and ``prefix``, the
+  inclusive d-dimensional prefix sum (``sum`` of ``count`` over cells ``<=`` this one on every
+  axis) that the macros read.  A DuckDB view is read-only: ``UPDATE name ...`` fails, so the
+  table and the macros cannot come to disagree;
 * ``name_meta(key, value)``: the release metadata (JSON text, as in the Arrow schema
-  metadata; :func:`read_release` re-attaches it) and a table comment;
-* ``name_labels_<column>(label, start, stop, factor)`` per nominal attribute: every
-  hierarchy label (as text; ``true``/``false`` for booleans) with its leaf range and the
-  per-axis variance factor of that range;
+  metadata; :func:`read_release` re-attaches it);
+* ``name_labels_<column>(label, start, stop, factor)`` per nominal attribute: a view of the
+  internal ``__pdp_name_labels_<column>``: every hierarchy label (as text; ``true``/``false``
+  for booleans) with its leaf range and the per-axis variance factor of that range;
 * ``name_range_count(<col>_lo := ..., <col>_hi := ..., <nominal col> := ..., align := ...)``:
   one row (``count``, ``std``), every predicate optional;
 * ``name_range_counts(queries_table)``: one row per query (``id``, ``count``, ``std``) for a
@@ -71,11 +74,13 @@ from polars_dp.plans.noise_model import Correlated
 from polars_dp.releases.grid_queries import label_ranges
 from polars_dp.releases.sql import (
     BATCH_WHERE,
+    INTERNAL_COLUMNS,
     PythonFunction,
     Registration,
     check_identifier,
     comment,
     ident,
+    internal,
     literal,
     metadata_table,
     number,
@@ -83,6 +88,7 @@ from polars_dp.releases.sql import (
     register,
     register_function,
     render,
+    view,
 )
 
 if TYPE_CHECKING:
@@ -121,11 +127,16 @@ class _Axis:
         return [f"NULL::{sql_type} AS {ident(c)}" for c in self.columns]
 
     def labels_table(self) -> str:
+        """The user-facing view of this axis's labels (a view of :meth:`labels_source`)."""
         return f"{self.name}_labels_{self.attribute.column}"
 
+    def labels_source(self) -> str:
+        """The internal labels table the macros read."""
+        return internal(self.name, f"labels_{self.attribute.column}")
+
     def tables(self) -> list[str]:
-        """Tables this axis adds to a registration."""
-        return [self.labels_table()] if isinstance(self.attribute, Nominal) else []
+        """Tables and views this axis adds to a registration."""
+        return [self.labels_table(), self.labels_source()] if isinstance(self.attribute, Nominal) else []
 
     # ---------------------------------------------------------------- ordinal values and bins
     def values(self, where: str) -> str:
@@ -168,7 +179,7 @@ class _Axis:
         if isinstance(a, Nominal):
             ref, lab = f"q.{ident(a.column)}", f"l{k}"
             root = float(self.release.axis_variance(k, np.array([0]), np.array([a.n_cells]))[0])
-            unknown = f"error({not_a_label_text(SQL, a.column, Sql(ref))} || {where})"
+            unknown = f"error({not_a_label_text(SQL, a.column, Sql(ref))} || {self.hint(ref)} || {where})"
             return (f"CASE WHEN {ref} IS NULL THEN 0 WHEN {lab}.start IS NULL THEN {unknown} "
                     f"ELSE {lab}.start END AS s{k}, "
                     f"CASE WHEN {ref} IS NULL THEN {a.n_cells} ELSE {lab}.stop END AS e{k}, "
@@ -188,6 +199,13 @@ class _Axis:
                 f"ELSE {start} END AS s{k}, {stop} AS __e{k}, "
                 f"{raw_lo} AS __rl{k}, {raw_hi} AS __rh{k}")
 
+    def hint(self, ref: str) -> str:
+        """SQL text ``; did you mean 'X'?`` for a nominal predicate ``ref`` naming no label but one
+        ignoring case (the first in hierarchy order, as the Python error), else ``''``."""
+        return (f"coalesce('; did you mean ''' || (SELECT h.label FROM {ident(self.labels_source())} "
+                f"AS h WHERE lower(h.label) = lower(CAST({ref} AS VARCHAR)) ORDER BY h.rowid LIMIT 1) "
+                "|| '''?', '')")
+
     def checked(self, where: str) -> str:
         """``s<k>``, ``e<k>`` (``f<k>``) of the ``box`` CTE: an ordinal range that holds no
         whole bin is an error (DuckDB cannot raise it where ``s<k>`` is defined)."""
@@ -202,7 +220,7 @@ class _Axis:
         if not isinstance(self.attribute, Nominal):
             return ""
         k = self.axis
-        return (f"\n    LEFT JOIN {ident(self.labels_table())} AS l{k} "
+        return (f"\n    LEFT JOIN {ident(self.labels_source())} AS l{k} "
                 f"ON l{k}.label = CAST(q.{ident(self.attribute.column)} AS VARCHAR)")
 
     def factor(self) -> str:
@@ -240,7 +258,7 @@ def _answers(release: GridRelease, name: str, axes: list[_Axis], queries: str, w
         accuracy = f"{ident(accuracy_function(name))}(alpha::DOUBLE, {bounds})"
     return render(
         "grid_answers.sql",
-        table=ident(name),
+        table=ident(internal(name)),
         queries=queries,
         typed_columns=", ".join(["NULL AS id", *(c for ax in axes for c in ax.typed_columns())]),
         checks=query_checks(queries, "q", [c for ax in axes for c in ax.columns], batch=where == BATCH_WHERE),
@@ -343,10 +361,12 @@ def lookup_tables(release: GridRelease, axes: list[_Axis]) -> tuple[dict[str, pa
             mapping = label_ranges(a)
             starts = np.array([r[0] for r in mapping.values()], dtype=np.int64)
             stops = np.array([r[1] for r in mapping.values()], dtype=np.int64)
-            view = f"__pdp_labels_{k}"
-            sources[view] = pa.table({"label": pa.array(list(mapping), pa.string()), "start": starts,
+            source = f"__pdp_labels_{k}"
+            sources[source] = pa.table({"label": pa.array(list(mapping), pa.string()), "start": starts,
                                       "stop": stops, "factor": release.axis_variance(k, starts, stops)})
-            statements.append(f"CREATE TABLE {ident(ax.labels_table())} AS SELECT * FROM {ident(view)}")
+            statements += [f"CREATE TABLE {ident(ax.labels_source())} AS SELECT * FROM {ident(source)}",
+                           view(ax.labels_table(), ax.labels_source(),
+                                literal(f"labels of {a.column} in release {ax.name}: leaf ranges"))]
     return sources, statements
 
 
@@ -369,10 +389,11 @@ def register_grid(con: Any, name: str, release: GridRelease, *, replace: bool = 
         f"{ident(c)} AS {ident(c)}" for ax in axes for c in ax.columns) + ")"
     labels, label_statements = lookup_tables(release, axes)
     statements = [
-        render("grid_register.sql", table=ident(name), source=ident(source),
+        render("grid_register.sql", cells=ident(internal(name)), view=ident(name), source=ident(source),
                order_by="" if preserve else " ORDER BY cell",
-               meta_table=ident(f"{name}_meta"), meta_source=ident(meta_source),
-               comment=comment(release, name, f", noise_scale={release.noise_scale}")),
+               meta_table=ident(f"{name}_meta"), meta_source=ident(meta_source)),
+        view(name, internal(name), comment(release, name, f", noise_scale={release.noise_scale}"),
+             INTERNAL_COLUMNS["grid"]),
         *label_statements,
         render("grid_macros.sql", name=name,
                single_macro=ident(f"{name}_range_count"), batch_macro=ident(f"{name}_range_counts"),
@@ -381,7 +402,7 @@ def register_grid(con: Any, name: str, release: GridRelease, *, replace: bool = 
                batch_answers=_answers(release, name, axes, "query_table(queries)", BATCH_WHERE)),
     ]
     parts = Registration(
-        tables=[name, f"{name}_meta", *(t for ax in axes for t in ax.tables())],
+        tables=[name, internal(name), f"{name}_meta", *(t for ax in axes for t in ax.tables())],
         macros=[f"{name}_range_count", f"{name}_range_counts"],
         sources={source: pa.RecordBatchReader.from_batches(schema, batches),
                  meta_source: metadata_table(release), **labels},

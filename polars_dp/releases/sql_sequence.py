@@ -3,12 +3,15 @@
 ``register_sequences(con, name, model)`` (or ``model.to_duckdb(con, name)``) creates, in one
 transaction:
 
-* ``name``: one row per (node, next symbol), the columns of ``model.to_arrow()`` plus ``cell``
-  (``node * beta + next_code``, the release order);
-* ``name_nodes``: one row per node (``node``, ``depth``, ``context`` oldest first without
-  ``#``, ``starts_with_start``, ``total`` of the bins clipped at 0, ``noise_var`` of a bin,
-  ``reach``: usable at the default back-off, and so are its ancestors);
-* ``name_meta(key, value)``: the release metadata, and a table comment;
+* ``name``: a view with one row per (node, next symbol), the columns of ``model.to_arrow()``,
+  over the internal table ``__pdp_name_cells`` that the macros read (which adds ``cell``,
+  ``node * beta + next_code``, the release order); read-only, so an ``UPDATE`` cannot make the
+  table and the macros disagree;
+* ``name_nodes``: a view of the internal ``__pdp_name_nodes``, one row per node (``node``,
+  ``depth``, ``context`` oldest first without ``#``, ``starts_with_start``, ``total`` of the
+  bins clipped at 0, ``noise_var`` of a bin, ``reach``: usable at the default back-off, and so
+  are its ancestors);
+* ``name_meta(key, value)``: the release metadata (the view ``name`` carries the comment);
 * ``name_frequency(string)``: one row (``count``, ``std``, ``extrapolated``) for a list of
   symbols (or, where the alphabet holds text, a text of one-character symbols: ``'ab'``);
 * ``name_frequencies(queries_table)``: ``id``, ``count``, ``std``, ``extrapolated`` for a
@@ -33,21 +36,25 @@ import pyarrow as pa
 from polars_dp.counting.sequences import alphabet_text
 from polars_dp.releases.sql import (
     BATCH_WHERE,
+    INTERNAL_COLUMNS,
     Registration,
     check_identifier,
     comment,
     ident,
+    internal,
     literal,
     metadata_table,
     query_checks,
     register,
     render,
+    view,
 )
 
 
 def object_names(name: str) -> tuple[list[str], list[str]]:
-    """Tables and macros that :func:`register_sequences` creates for ``name``."""
-    return [name, f"{name}_nodes", f"{name}_meta"], [f"{name}_frequency", f"{name}_frequencies"]
+    """Tables (and views) and macros that :func:`register_sequences` creates for ``name``."""
+    return ([name, internal(name), f"{name}_nodes", internal(name, "nodes"), f"{name}_meta"],
+            [f"{name}_frequency", f"{name}_frequencies"])
 
 
 def _nodes_table(model: Any) -> pa.Table:
@@ -84,7 +91,7 @@ def _answers(model: Any, name: str, queries: str, where: str) -> str:
                   alphabet_text=literal(alphabet_text(model.alphabet)),
                   symbol_text="'''' || x || ''''" if is_text else "CAST(x AS VARCHAR)",  # as Python's repr
                   height=model.height, beta=model.alphabet_size + 1,
-                  table=ident(name), nodes_table=ident(f"{name}_nodes"))
+                  table=ident(internal(name)), nodes_table=ident(internal(name, "nodes")))
 
 
 def register_sequences(con: Any, name: str, model: Any, *, replace: bool = False) -> Any:
@@ -98,10 +105,12 @@ def register_sequences(con: Any, name: str, model: Any, *, replace: bool = False
     table = table.append_column("cell", pa.array(cell, pa.int64()))
     single = "(SELECT 0 AS id, string AS string)"
     statements = [
-        render("sequence_register.sql", table=ident(name), source=ident(source),
-               nodes_table=ident(f"{name}_nodes"), nodes_source=ident(nodes_source),
-               meta_table=ident(f"{name}_meta"), meta_source=ident(meta_source),
-               comment=comment(model, name)),
+        render("sequence_register.sql", cells=ident(internal(name)), view=ident(name), source=ident(source),
+               nodes_table=ident(internal(name, "nodes")), nodes_view=ident(f"{name}_nodes"),
+               nodes_source=ident(nodes_source), meta_table=ident(f"{name}_meta"),
+               meta_source=ident(meta_source)),
+        view(name, internal(name), comment(model, name), INTERNAL_COLUMNS["sequence_model"]),
+        view(f"{name}_nodes", internal(name, "nodes"), literal(f"nodes of the sequence model {name}")),
         render("sequence_macros.sql", name=name,
                single_macro=ident(f"{name}_frequency"), batch_macro=ident(f"{name}_frequencies"),
                single_answers=_answers(model, name, single, "''"),

@@ -13,15 +13,18 @@ from polars_dp.releases.noise_model import IndependentLaplace
 from polars_dp.releases.postprocess import postprocessed_noise_model
 from polars_dp.releases.sql import (
     BATCH_WHERE,
+    INTERNAL_COLUMNS,
     PythonFunction,
     Registration,
     check_identifier,
     comment,
     ident,
+    internal,
     metadata_table,
     query_checks,
     register,
     render,
+    view,
 )
 
 if TYPE_CHECKING:
@@ -108,7 +111,7 @@ def _tree_answers(release: SpatialRelease, name: str, queries: str, where: str) 
         overlap.append(f"t.{hi} > box.lo{k} AND t.{lo} < box.hi{k}")
     checks = query_checks(queries, "q", [f"{c}_{side}" for c in cols for side in ("lo", "hi")],
                           batch=where == BATCH_WHERE)
-    return render("tree_answers.sql", table=ident(name), queries=queries, checks=checks,
+    return render("tree_answers.sql", table=ident(internal(name)), queries=queries, checks=checks,
                   typed_columns=", ".join(["NULL AS id", *typed]),
                   bounds=",\n           ".join(bounds), fractions=" * ".join(fractions),
                   overlap=" AND ".join(overlap), noise_std=_noise_std(release, name),
@@ -127,9 +130,10 @@ def python_functions(name: str, release: SpatialRelease) -> list[PythonFunction]
 def register_tree(con: Any, name: str, release: SpatialRelease, *, replace: bool = False) -> Any:
     """Register a spatial :class:`~polars_dp.SpatialRelease` in ``con``, in one transaction:
 
-    * ``name``: one row per leaf (``<col>_lo``, ``<col>_hi``, ``depth``, ``count``, and the
-      leaf's position ``leaf`` in the release);
-    * ``name_meta(key, value)`` and a table comment, as for grid releases;
+    * ``name``: a view with one row per leaf (``<col>_lo``, ``<col>_hi``, ``depth``, ``count``)
+      and a comment, over the internal table ``__pdp_name_cells`` that the macros read (which
+      adds the leaf's position ``leaf`` in the release); read-only, as for grid releases;
+    * ``name_meta(key, value)``, as for grid releases;
     * ``name_range_count(<col>_lo := ..., <col>_hi := ..., alpha := 0.05)``: one row (``count``,
       ``noise_std``, ``noise_lo``, ``noise_hi``);
     * ``name_range_counts(boxes_table, alpha := 0.05)``: ``id``, ``count``, ``noise_std``,
@@ -163,14 +167,15 @@ def register_tree(con: Any, name: str, release: SpatialRelease, *, replace: bool
     leaves = release._table()
     leaves = leaves.append_column("leaf", pa.array(np.arange(leaves.num_rows, dtype=np.int64)))
     statements = [
-        render("tree_register.sql", table=ident(name), source=ident(source), meta_table=ident(f"{name}_meta"),
-               meta_source=ident(meta_source), comment=comment(release, name)),
+        render("tree_register.sql", cells=ident(internal(name)), view=ident(name), source=ident(source),
+               meta_table=ident(f"{name}_meta"), meta_source=ident(meta_source)),
+        view(name, internal(name), comment(release, name), INTERNAL_COLUMNS["tree"]),
         render("tree_macros.sql", name=name, single_macro=ident(f"{name}_range_count"),
                batch_macro=ident(f"{name}_range_counts"), parameters=params,
                single_answers=_tree_answers(release, name, single_source, "''"),
                batch_answers=_tree_answers(release, name, "query_table(queries)", BATCH_WHERE)),
     ]
-    parts = Registration(tables=[name, f"{name}_meta"],
+    parts = Registration(tables=[name, internal(name), f"{name}_meta"],
                          macros=[f"{name}_range_count", f"{name}_range_counts"],
                          sources={source: leaves, meta_source: metadata_table(release)},
                          statements=statements, functions=functions)

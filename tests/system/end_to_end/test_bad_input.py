@@ -7,6 +7,7 @@ that names what to fix, and no file left behind in the working directory.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -410,13 +411,12 @@ def test_cli_sql_refuses_statements_that_write(statement, files, capsys, in_tmp)
 
 def test_cli_sql_may_read_a_query_file(grid, files, capsys, in_tmp):
     pl.DataFrame({"id": [1], "age_lo": [10]}).write_csv(in_tmp / "q.csv")
-    code, out, err = run_cli(capsys, "sql", files["grid"], "--csv",
-                             "CREATE TABLE q (id INT, age_lo INT); COPY q FROM 'q.csv' (HEADER); "
-                             "SELECT count FROM release_range_counts('q')")
+    code, out, err = run_cli(capsys, "sql", files["grid"], "--csv", "--queries", "q.csv",
+                             "SELECT count FROM release_range_counts('queries')")
     assert code == 0, err
     assert float(out.splitlines()[1]) == pytest.approx(grid.range_count(age=(10, None)))
     code, out, _ = run_cli(capsys, "sql", "--help")
-    assert "only reads" in " ".join(out.split()) and "COPY ... TO" in out
+    assert "only reads" in " ".join(out.split()) and "--queries FILE" in out
 
 
 # ---------------------------------------------------------------------- 15. range_variance is in cells
@@ -614,3 +614,42 @@ def test_cli_scale_past_its_limit_is_refused_by_the_plan(capsys, in_tmp):
     (in_tmp / "d.csv").write_text("age,gender,education\n500,male,school\n")  # out of domain: if read
     cli_error(capsys, in_tmp, "release", "d.csv", "--spec", "tiny.toml", "-o", "out.parquet",
               names=("exceeds 2^45", "raise epsilon"))
+# ---------------------------------------------------------------------- slice: SQL surface and scanning
+@pytest.mark.parametrize(("statement", "names"), [
+    ("DROP TABLE release", ("DROP (statement 1)", "only reads")),
+    ("SELECT 1; UPDATE release SET count = 0", ("UPDATE (statement 2)", "only reads")),
+    ("SELECT count(*) FROM read_csv('data.csv')", ("Permission Error", "reads only the registered release")),
+    ("SET profiling_output = 'x.txt'", ("locked", "reads only the registered release")),
+])
+def test_cli_sql_locked_shell_refuses_in_one_line(statement, names, files, capsys, in_tmp):
+    pl.DataFrame({"age": [1, 2]}).write_csv(in_tmp / "data.csv")
+    cli_error(capsys, in_tmp, "sql", files["grid"], statement, names=names)
+
+
+def test_cli_sql_several_results_and_one_output_are_refused(files, capsys, in_tmp):
+    cli_error(capsys, in_tmp, "sql", files["grid"], "--json", "SELECT 1 AS a; SELECT 2 AS b",
+              names=("2 statements return rows", "--json"))
+
+
+def test_sql_label_error_suggests_the_label(grid, con, files, capsys, in_tmp):
+    with pytest.raises(pdp.QueryError, match=r"did you mean 'm'\?"):
+        grid.range_count(sex="M")
+    sql_error(con, "SELECT * FROM g_range_count(sex := 'M')", "sex", "did you mean 'm'?")
+    cli_error(capsys, in_tmp, "sql", files["grid"], "SELECT * FROM release_range_count(sex := 'M')",
+              names=("did you mean 'm'?",))
+
+
+def test_scan_of_a_file_edited_in_place_is_refused(grid, files, tmp_path):
+    path = grid.write_parquet(tmp_path / "g.parquet")
+    lf = pdp.scan_release(path)
+    data = bytearray(path.read_bytes())
+    stat = path.stat()
+    value = np.float64(grid.counts.reshape(-1)[0]).tobytes()
+    at = data.index(value, 4)  # the first count, stored PLAIN
+    data[at:at + 8] = np.float64(grid.counts.reshape(-1)[0] + 1e6).tobytes()
+    with open(path, "r+b") as fh:
+        fh.write(bytes(data))
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    with pytest.raises((pdp.ReleaseFormatError, pl.exceptions.PolarsError)) as info:
+        lf.select(pl.col("count").sum()).collect()
+    one_sentence(str(info.value).splitlines()[-1].strip(), "changed after scan_release verified it")

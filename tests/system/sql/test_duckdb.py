@@ -37,14 +37,16 @@ def close(a, b) -> bool:
 
 
 def test_table_layout(con, release):
-    table = con.sql("SELECT * FROM rel").pl()
+    """The user sees the release's columns; the macros read an internal table with cell and prefix."""
+    assert con.sql("SELECT * FROM rel").pl().equals(release.to_polars(), null_equal=True)
+    table = con.sql("SELECT * FROM __pdp_rel_cells").pl()
     assert table.columns == [*release.to_arrow().column_names, "cell", "prefix"]
     assert table["cell"].to_list() == list(range(release.n_cells))        # sorted by cell
     assert close(table["count"].to_numpy(), release.counts.reshape(-1))
     inclusive = np.cumsum(np.cumsum(np.cumsum(np.cumsum(np.cumsum(release.counts, 0), 1), 2), 3), 4)
     assert close(table["prefix"].to_numpy(), inclusive.reshape(-1))
     assert "epsilon=1.0" in con.sql(
-        "SELECT comment FROM duckdb_tables() WHERE table_name = 'rel'").fetchall()[0][0]
+        "SELECT comment FROM duckdb_views() WHERE view_name = 'rel'").fetchall()[0][0]
 
 
 def test_batch_macro_equals_python(con, release):

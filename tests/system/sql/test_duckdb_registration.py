@@ -11,9 +11,7 @@ import pytest
 
 import polars_dp as pdp
 from polars_dp.releases.sql import Registration, register
-
-POINTS = pl.DataFrame({"x": np.random.default_rng(3).beta(2, 5, 3_000),
-                       "y": np.random.default_rng(4).beta(5, 2, 3_000)})
+from tests.helpers.sql import small_sequence_release, small_tree_release
 
 
 def _grid() -> pdp.Release:
@@ -23,19 +21,12 @@ def _grid() -> pdp.Release:
                         epsilon=1.0, seed=1)
 
 
-def _sequence() -> pdp.Release:
-    frame = pl.DataFrame({"s": ["abcab", "ba", "ccc", "a", "abab"] * 60})
-    return frame.dp.privtree_sequences("s", alphabet="abc", max_length=5, epsilon=3.0, seed=1)
-
-
 MAKERS = {
     "grid": (_grid, "r_range_count", "SELECT count FROM r_range_count()"),
-    "spatial": (lambda: POINTS.dp.privtree(["x", "y"], bounds=[(0, 1), (0, 1)], epsilon=1.0, seed=2),
-                "r_range_count", "SELECT count FROM r_range_count()"),
-    "spatial_levels": (lambda: POINTS.dp.privtree(["x", "y"], bounds=[(0, 1), (0, 1)], epsilon=1.0,
-                                                  seed=2, levels=2),
-                       "r_range_count", "SELECT count FROM r_range_count()"),
-    "sequence": (_sequence, "r_frequency", "SELECT count FROM r_frequency(['a'])"),
+    "spatial": (small_tree_release, "r_range_count", "SELECT count FROM r_range_count()"),
+    "spatial_levels": (lambda: small_tree_release(levels=2), "r_range_count",
+                       "SELECT count FROM r_range_count()"),
+    "sequence": (small_sequence_release, "r_frequency", "SELECT count FROM r_frequency(['a'])"),
 }
 
 
@@ -71,7 +62,9 @@ def test_a_leftover_python_function_is_refused_unless_replace(case):
     for row in con.execute("SELECT function_name, function_type FROM duckdb_functions() "
                            "WHERE function_name LIKE 'r_%' AND function_type = 'table_macro'").fetchall():
         con.execute(f'DROP MACRO TABLE "{row[0]}"')
-    for table in ("r", "r_meta", "r_nodes", "r_labels_s"):
+    for view in ("r", "r_nodes", "r_labels_s"):
+        con.execute(f'DROP VIEW IF EXISTS "{view}"')
+    for table in ("__pdp_r_cells", "r_meta", "__pdp_r_nodes", "__pdp_r_labels_s"):
         con.execute(f'DROP TABLE IF EXISTS "{table}"')
     if not names:  # this type registers no Python function: nothing is left over
         release.to_duckdb(con, "r")

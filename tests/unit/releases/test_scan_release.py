@@ -12,6 +12,7 @@ import pytest
 
 import polars_dp as pdp
 from polars_dp.releases import io as release_io
+from tests.helpers import V0_1_0_FILES
 
 ROWS_PER_GROUP = 1_000
 
@@ -142,3 +143,95 @@ def test_a_file_changed_after_the_scan_is_refused_at_collect(tmp_path, grid_rele
     other.write_parquet(path)  # a valid release, but not the one that was verified
     with pytest.raises((pdp.ReleaseFormatError, pl.exceptions.PolarsError), match="changed after"):
         lf.collect()
+
+
+# ---------------------------------------------------------------------- every collect verifies what it reads
+def edit_count_in_place(path, release, cell: int, delta: float) -> None:
+    """Overwrite the stored ``count`` of ``cell`` (a PLAIN float64) with ``count + delta``, in place:
+    same size, same inode, the modification time restored."""
+    meta = pq.ParquetFile(path).metadata
+    index = meta.schema.to_arrow_schema().get_field_index("count")
+    rows = 0
+    for group in range(meta.num_row_groups):
+        if rows + meta.row_group(group).num_rows > cell:
+            break
+        rows += meta.row_group(group).num_rows
+    chunk = meta.row_group(group).column(index)
+    start = chunk.dictionary_page_offset or chunk.data_page_offset
+    value = float(release.counts.reshape(-1)[cell])
+    data = bytearray(path.read_bytes())
+    region = data[start:start + chunk.total_compressed_size]
+    old, new = np.float64(value).tobytes(), np.float64(value + delta).tobytes()
+    at = start + bytes(region).index(old, 8 * (cell - rows))  # the cell's own value
+    stat = os.stat(path)
+    with open(path, "r+b") as fh:
+        fh.seek(at)
+        fh.write(new)
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    after = os.stat(path)
+    assert (after.st_size, after.st_mtime_ns, after.st_ino) == (stat.st_size, stat.st_mtime_ns, stat.st_ino)
+    data[at:at + 8] = new
+    assert path.read_bytes() == bytes(data)
+
+
+def test_an_in_place_edit_after_the_scan_is_refused_at_collect(tmp_path, grid_release, small_row_groups):
+    """The issue's case: a same-size edit with the modification time restored turned a sum of 477
+    into 1,000,477; read_release refuses the file, so must every collect that reads the edit."""
+    path = grid_release.write_parquet(tmp_path / "r.parquet")
+    lf = pdp.scan_release(path)
+    cell = 3 * ROWS_PER_GROUP + 17  # in the fourth row group: age 1 (2,000 cells per age)
+    edit_count_in_place(path, grid_release, cell, 1_000_000.0)
+    with pytest.raises(pdp.ReleaseFormatError, match="checksum"):
+        pdp.read_release(path)
+    for query in (lf, lf.select(pl.col("count").sum()), lf.filter(pl.col("age") == 1),
+                  lf.filter(pl.col("age") == 1).select("count")):
+        with pytest.raises((pdp.ReleaseFormatError, pl.exceptions.PolarsError), match="changed after"):
+            query.collect()
+        with pytest.raises((pdp.ReleaseFormatError, pl.exceptions.PolarsError), match="changed after"):
+            query.collect(engine="streaming")
+    # a query whose rows all lie in row groups that were not edited reads only verified values
+    other = lf.filter(pl.col("age") == 7).select(pl.col("count").sum()).collect().item()
+    assert other == pytest.approx(grid_release.range_count(age=(7, 7)), rel=1e-9, abs=1e-6)
+
+
+def test_a_predicate_column_is_verified_in_every_row_group(tmp_path, grid_release, small_row_groups):
+    """A filter on count reads the count column of every row group: an edit anywhere is refused
+    (a row changed so that it no longer matches would otherwise drop out unseen)."""
+    path = grid_release.write_parquet(tmp_path / "r.parquet")
+    lf = pdp.scan_release(path)
+    big = float(np.abs(grid_release.counts).max()) + 10.0
+    assert lf.filter(pl.col("count") > big).collect().height == 0
+    edit_count_in_place(path, grid_release, 150 * ROWS_PER_GROUP + 5, 2 * big)
+    with pytest.raises((pdp.ReleaseFormatError, pl.exceptions.PolarsError), match="changed after"):
+        lf.filter(pl.col("count") > big).select("age").collect()
+
+
+def test_every_old_release_file_scans_as_it_reads():
+    for path in V0_1_0_FILES:
+        expected = pdp.read_release(path).to_polars()
+        assert pdp.scan_release(path).collect().equals(expected, null_equal=True), path
+
+
+def test_an_edited_footer_is_refused_at_collect(tmp_path, grid_release, small_row_groups):
+    """The footer holds the row-group layout and the statistics that decide which row groups a
+    filter skips: a same-size edit of it after the scan is refused too."""
+    path = grid_release.write_parquet(tmp_path / "r.parquet")
+    lf = pdp.scan_release(path)
+    created = pdp.read_release(path).metadata()["created"].encode()
+    data = path.read_bytes()
+    at = data.rindex(created)
+    stat = os.stat(path)
+    with open(path, "r+b") as fh:
+        fh.seek(at)
+        fh.write(created.replace(b"20", b"19", 1))
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    with pytest.raises((pdp.ReleaseFormatError, pl.exceptions.PolarsError), match="changed after"):
+        lf.filter(pl.col("age") == 42).collect()
+
+
+def test_a_column_name_with_a_dot_is_checked_as_one_column(tmp_path, small_row_groups):
+    df = pl.DataFrame({"age.years": np.arange(3_000) % 50})
+    release = pdp.basic(df, [pdp.Ordinal("age.years", 0, 49)], epsilon=1.0, seed=1)
+    path = release.write_parquet(tmp_path / "dots.parquet")
+    got = pdp.scan_release(path).filter(pl.col("age.years") < 10).collect()
+    assert got.equals(release.to_polars().filter(pl.col("age.years") < 10))
