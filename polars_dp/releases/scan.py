@@ -45,6 +45,9 @@ import pyarrow.parquet as pq
 from polars.io.plugins import register_io_source
 
 from polars_dp.errors import ReleaseFormatError
+from polars_dp.releases.base import Release
+from polars_dp.releases.grid import GridRelease
+from polars_dp.releases.grid_format import label_columns
 from polars_dp.releases.io import open_parquet, read_release
 
 #: The row-index column a collect adds to learn which row groups its rows come from.
@@ -151,6 +154,13 @@ class _Verifier:
                         raise self.changed()
 
 
+def _older_labels(release: Release, schema: pl.Schema) -> bool:
+    """Whether the file labels a binned grid axis by one column (written before ``<col>_lo`` /
+    ``<col>_hi``): such a file is read whole, through the one legacy adapter of ``read_release``."""
+    return isinstance(release, GridRelease) and any(
+        name not in schema for a in release.attributes for name in label_columns(a))
+
+
 def scan_release(path: str | os.PathLike, *, unverified: bool = False) -> pl.LazyFrame:
     """A lazy, verified scan of the release file at ``path`` (projection and predicate pushdown,
     streaming-engine compatible).
@@ -158,19 +168,23 @@ def scan_release(path: str | os.PathLike, *, unverified: bool = False) -> pl.Laz
     Rows and dtypes are those of ``read_release(path).to_polars()`` (label columns
     ``Categorical``), plus any derived columns the file holds (GeoParquet ``geometry`` and
     ``bbox``); Polars keeps no schema metadata: read it with :func:`polars_dp.read_release`.
+    A file that labels a binned axis by one column (written before ``<col>_lo`` / ``<col>_hi``)
+    is read whole and verified, and its frame is scanned from memory in today's columns.
     Raises :class:`~polars_dp.ReleaseFormatError` now when ``path`` is not a valid release,
     and at collect time when what the collect read differs from the verified file (module doc).
     A file without a checksum is refused unless ``unverified=True`` (:func:`polars_dp.read_release`).
     """
     path = Path(path)
     stamp = _stamp(path) if path.is_file() else None  # read_release says what is wrong otherwise
-    read_release(path, unverified=unverified)  # verifies everything once; the release object is not kept
+    release = read_release(path, unverified=unverified)  # verifies everything once
     layout = Layout.of(open_parquet(path))
     verifier = _Verifier(path, layout, *chunk_digests(path, layout))
     if stamp is None or _stamp(path) != stamp:
         raise ReleaseFormatError(f"release file {str(path)!r} changed while scan_release verified it; "
                                  "scan it again")
     schema = pl.scan_parquet(path).collect_schema()
+    if _older_labels(release, schema):  # the verified release, in memory, in today's columns
+        return release.to_polars().lazy()
 
     def source(with_columns: list[str] | None, predicate: pl.Expr | None, n_rows: int | None,
                batch_size: int | None) -> Iterator[pl.DataFrame]:
