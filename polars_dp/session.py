@@ -139,7 +139,7 @@ class Session(mechanisms.BoundMechanisms):
                               "mechanism": name, "noise": plan.noise,
                               "time": datetime.now(UTC).isoformat(timespec="seconds")})
         release = plan.run(self._data, progress=progress)
-        release.params["ledger"] = self._ledger_record()
+        release.annotate("ledger", self._ledger_record())
         return release
 
     def __repr__(self) -> str:

@@ -183,7 +183,7 @@ def run(args: argparse.Namespace) -> int:
             message += " (with separator, a piece of text that is not an integer reads as null)"
         raise BadInput(message) from None
     secs = time.perf_counter() - t0
-    release.params["seeded"] = args.seed is not None  # recorded so that `info` can tell
+    release.annotate("seeded", args.seed is not None)  # recorded so that `info` can tell
     msg.stage(f"writing {args.output}")
     path = release.write_parquet(args.output)
     if not args.quiet:

@@ -21,6 +21,7 @@ replacement scan and ``con.register`` take the object itself and get the table o
 
 from __future__ import annotations
 
+import copy
 import itertools
 import os
 from collections.abc import Iterator, Mapping
@@ -106,6 +107,52 @@ class Sealed(Generic[T]):
         obj.__dict__[self.name] = read_only(value) if isinstance(value, np.ndarray) else value
 
 
+class ReleaseParams(Mapping[str, Any]):
+    """A release's ``params``, read-only: ``release.params["leaf_noise_scale"] = 0`` raises
+    :class:`TypeError`, and a list or dict entry is handed out as a copy, so editing it changes
+    nothing the release answers or writes.  The entries the library adds after the mechanism
+    (the command line's ``seeded``, a session's ``ledger``) go through :meth:`Release.annotate`."""
+
+    __slots__ = ("_entries",)
+
+    def __init__(self, entries: Mapping[str, Any] | None = None):
+        self._entries = copy.deepcopy(dict(entries or {}))
+
+    def __getitem__(self, key: str) -> Any:
+        value = self._entries[key]
+        return copy.deepcopy(value) if isinstance(value, (list, dict)) else value
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        raise TypeError(f"release params are read-only (params[{key!r}]): a release changes only "
+                        "through release.postprocess(...), which returns a new release recording "
+                        "what was done")
+
+    def __delitem__(self, key: str) -> None:
+        self[key] = None
+
+    def __eq__(self, other: object) -> bool:
+        return dict(self._entries) == (dict(other) if isinstance(other, Mapping) else other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(self._entries)
+
+    def with_entries(self, entries: Mapping[str, Any]) -> ReleaseParams:
+        """A copy with ``entries`` added."""
+        return ReleaseParams({**self._entries, **entries})
+
+
+#: The ``params`` entries :meth:`Release.annotate` may add (each checked on read against the header).
+ANNOTATION_KEYS = ("seeded", "ledger")
+
+
 class Release:
     """Common behaviour of every release: metadata, Arrow/Polars/Parquet export."""
 
@@ -119,7 +166,7 @@ class Release:
     mechanism: str
     epsilon: float
     neighbours: str
-    params: dict[str, Any]
+    params: ReleaseParams
     created: str
     library_version: str
     noise: str
@@ -133,7 +180,7 @@ class Release:
         self.mechanism = mechanism
         self.epsilon = float(epsilon)
         self.neighbours = neighbours
-        self.params = dict(params or {})
+        self.params = ReleaseParams(params)
         self.created = created or datetime.now(UTC).isoformat(timespec="seconds")
         self.library_version = library_version or __version__
         self.noise = noise
@@ -148,6 +195,15 @@ class Release:
                   "version": self.library_version, "created": self.created}
         return release_metadata(header, self.params, self._metadata_entries(), self.metadata_entries,
                                 unverified=not self.verified)
+
+    def annotate(self, key: str, value: Any) -> None:
+        """Record a note of the library's in ``params`` after the mechanism ran: ``"seeded"`` (the
+        command line's copy of the header's flag) or ``"ledger"`` (a session's ledger); both are
+        checked against the header when the release is read back.  Nothing else is editable."""
+        if key not in ANNOTATION_KEYS:
+            raise ParameterError(f"annotate takes one of {list(ANNOTATION_KEYS)}, got {key!r}: the "
+                                 "other params are the mechanism's and read-only")
+        self.params = self.params.with_entries({key: value})
 
     def derived_from(self, source: Release) -> Self:
         """This release, computed from ``source`` by post-processing, with its ``verified``

@@ -117,3 +117,32 @@ def test_the_memory_under_an_array_cannot_be_made_writeable_again():
                 base = base.base
             with pytest.raises(ValueError):
                 array.setflags(write=True)
+
+
+@pytest.mark.parametrize("kind", ["basic", "privtree levels=2", "adaptive_grid"])
+def test_params_are_read_only_and_their_lists_are_copies(kind, tmp_path):
+    """``params`` holds the scales the error bars and the file state: an edit raises, and editing a
+    list handed out changes neither the answers nor the file."""
+    release = KINDS[kind]()
+    before = release.metadata()
+    key = next(iter(release.params))
+    with pytest.raises(TypeError, match="read-only"):
+        release.params[key] = 0
+    with pytest.raises(TypeError, match="read-only"):
+        del release.params[key]
+    for name in release.params:
+        value = release.params[name]
+        if isinstance(value, list):
+            value.append(1e9)
+        elif isinstance(value, dict):
+            value["edited"] = 1
+    assert release.metadata()["params"] == before["params"]
+    assert pdp.read_release(release.write_parquet(tmp_path / "r.parquet")).params == release.params
+
+
+def test_only_the_librarys_annotations_can_be_added():
+    release = KINDS["basic"]()
+    release.annotate("seeded", True)
+    assert release.params["seeded"] is True
+    with pytest.raises(pdp.ParameterError, match="annotate takes one of"):
+        release.annotate("noise_scale", 0.0)
