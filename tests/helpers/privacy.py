@@ -112,7 +112,8 @@ class Draws:
     """Every exact discrete Laplace draw replaced by ``value(scale)`` (a known number; the
     default draws the real noise), every scale recorded as an exact rational, in call order."""
 
-    def __init__(self, monkeypatch: Any, value: Callable[[Fraction, tuple[int, ...]], np.ndarray] | None = None):
+    def __init__(self, monkeypatch: Any,
+                 value: Callable[[Fraction, tuple[int, ...]], np.ndarray] | None = None):
         self.scales: list[Fraction] = []
         real = discrete.discrete_laplace
 
