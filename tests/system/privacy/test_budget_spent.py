@@ -18,6 +18,8 @@ import pytest
 
 import polars_dp.mechanisms.sequences as sequences
 import polars_dp.mechanisms.spatial_tree as spatial_tree
+import polars_dp.plans.privtree_scales as privtree_scales
+import polars_dp.plans.spatial as spatial_plans
 from polars_dp.noise import GRID_BITS
 from tests.helpers.privacy import CASES, FRAMES, Decisions, Draws
 
@@ -110,3 +112,22 @@ def test_the_plan_charges_exactly_what_the_draws_spend(monkeypatch, case, neighb
     for prefix, scale in recorded.items():
         assert scale in by_scale, f"{prefix}noise_scale_exact {scale} was not drawn"
         assert release.params[f"{prefix}epsilon_effective"] == float(by_scale[scale]), prefix
+
+
+TREE_CASES = [c for c in CASES if TREE(c.id, "add_remove") is not None]
+
+
+@pytest.mark.parametrize("noise", ["exact", "float"])
+@pytest.mark.parametrize("case", TREE_CASES, ids=[c.id for c in TREE_CASES])
+def test_tree_plans_hold_a_delta_of_at_least_lambda_ln_beta(monkeypatch, case, noise):
+    """The plan holds PrivTree's ``delta`` and refuses, before any data, one below ``lambda
+    ln(beta)`` (with ``delta = 0`` the decisions are not private and the tree grows without
+    bound): here ``delta`` forced to 0 in the calibration."""
+    plan = case.plan(noise=noise)
+    beta = TREE(case.id, "add_remove")[0]
+    slack = 1 if noise == "exact" else 1 - Fraction(1, 10**12)  # float: lambda * math.log(beta)
+    assert Fraction(plan.delta) >= Fraction(plan.lam) * _ln(beta) * slack
+    for module in (privtree_scales, spatial_plans):
+        monkeypatch.setattr(module, "privtree_delta", lambda lam, fanout, noise="float": 0.0)
+    with pytest.raises(AssertionError, match="delta >= lambda ln"):
+        case.plan(noise=noise)

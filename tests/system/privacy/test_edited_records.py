@@ -19,9 +19,12 @@ import pytest
 
 import polars_dp as pdp
 from polars_dp.errors import ReleaseFormatError
+from polars_dp.kernels.morton import MortonLayout
 from polars_dp.noise import NEIGHBOURS
 from polars_dp.plans import known_mechanisms
 from polars_dp.releases.metadata import NOISE_KINDS
+from polars_dp.releases.spatial import SpatialRelease
+from polars_dp.releases.tree_levels import TopLevels
 from tests.helpers.privacy import CASES, edited_table
 
 #: Entries an edit of which cannot be detected, and why (``case:entry`` for one case only).
@@ -127,3 +130,22 @@ def test_an_edited_entry_is_refused(case, path):
     table = edited_table(_release(case), _edit(path))
     with pytest.raises(ReleaseFormatError):
         pdp.read_release(table)
+
+
+def test_counted_level_scales_edited_consistently_are_refused():
+    """The level scales changed everywhere they are stored (``params.level_noise_scales``, the
+    ``levels`` entry) and the inference redone with them, the file then written normally (a
+    valid checksum): refused, as the plan gives other scales."""
+    release = _release(next(c for c in CASES if c.id == "privtree_levels"))
+    top, layout = release.levels, release.layout
+    scales = [4 * s for s in top.scales]
+    morton = MortonLayout(release.box.d, layout["bits"], layout["split_bits"])
+    levels = TopLevels.infer(release.codes, release.depth, morton, top.levels, top.noisy, scales,
+                             top.noisy_leaves, top.leaf_scale, release.noise)
+    edited = SpatialRelease(release.box, release.lo, release.hi, release.depth, levels.leaf_counts(),
+                            codes=release.codes, layout=layout, mechanism=release.mechanism,
+                            epsilon=release.epsilon, neighbours=release.neighbours,
+                            params={**release.params, "level_noise_scales": scales}, noise=release.noise,
+                            seeded=release.seeded, noise_model=release.noise_model, levels=levels)
+    with pytest.raises(ReleaseFormatError, match="level_noise_scales"):
+        pdp.read_release(edited.to_arrow())
