@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from decimal import Context, Decimal
 from fractions import Fraction
 from typing import Any
 
@@ -151,6 +152,11 @@ class Decisions:
         monkeypatch.setattr(privtree_rule, "privtree_decision", decide)
 
 
+def ln_below(beta: int) -> Fraction:
+    """``ln(beta)`` to 50 digits, minus a margin: a rational just below the true value."""
+    return Fraction(Context(prec=50).ln(Decimal(beta))) - Fraction(1, 10**45)
+
+
 # ---------------------------------------------------------------------------- edited records
 def edited_table(release: Any, edit: Callable[[dict[str, Any]], None]) -> pa.Table:
     """``release.to_arrow()`` with its metadata decoded, changed by ``edit`` (in place, on the
@@ -175,5 +181,5 @@ def _decode(text: str) -> Any:
 
 
 __all__ = ["ALPHABET", "BOX", "CASES", "CASE_IDS", "FRAMES", "GRID_ATTRS", "Case", "Decisions", "Draws",
-           "check_cases_cover_registry", "constant_draws", "edited_table", "grid_frame", "point_frame",
-           "sequence_frame"]
+           "check_cases_cover_registry", "constant_draws", "edited_table", "grid_frame", "ln_below",
+           "point_frame", "sequence_frame"]

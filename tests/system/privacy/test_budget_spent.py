@@ -11,7 +11,6 @@ exact rational, for every registered mechanism under both neighbour relations, a
 
 from __future__ import annotations
 
-from decimal import Context, Decimal
 from fractions import Fraction
 
 import pytest
@@ -21,7 +20,7 @@ import polars_dp.mechanisms.spatial_tree as spatial_tree
 import polars_dp.plans.privtree_scales as privtree_scales
 import polars_dp.plans.spatial as spatial_plans
 from polars_dp.noise import GRID_BITS
-from tests.helpers.privacy import CASES, FRAMES, Decisions, Draws
+from tests.helpers.privacy import CASES, FRAMES, Decisions, Draws, ln_below
 
 EPSILONS = [1 / 3, 0.7]
 L_TOP = 6  # max_length 5 + 1: the pairs one sequence adds (the sequence cases)
@@ -49,11 +48,6 @@ def TREE(case_id: str, neighbours: str) -> tuple[int, int] | None:
     if case_id.startswith("privtree"):
         return 4, _d(neighbours)
     return None
-
-
-def _ln(beta: int) -> Fraction:
-    """``ln(beta)`` to 50 digits, minus a margin: a rational just below the true value."""
-    return Fraction(Context(prec=50).ln(Decimal(beta))) - Fraction(1, 10**45)
 
 
 class SplitSpy:
@@ -97,7 +91,7 @@ def test_the_plan_charges_exactly_what_the_draws_spend(monkeypatch, case, neighb
         beta, group = tree
         assert len(set(decisions.lambdas)) == 1 and len(splits.deltas) == 1
         lam = Fraction(decisions.lambdas[0], 1 << GRID_BITS)
-        assert next(iter(splits.deltas)) >= lam * _ln(beta), "delta < lambda ln(beta): not private"
+        assert next(iter(splits.deltas)) >= lam * ln_below(beta), "delta < lambda ln(beta): not private"
         spent += Fraction(2 * beta - 1) * group / ((beta - 1) * lam)
     else:
         assert not decisions.lambdas
@@ -126,7 +120,7 @@ def test_tree_plans_hold_a_delta_of_at_least_lambda_ln_beta(monkeypatch, case, n
     plan = case.plan(noise=noise)
     beta = TREE(case.id, "add_remove")[0]
     slack = 1 if noise == "exact" else 1 - Fraction(1, 10**12)  # float: lambda * math.log(beta)
-    assert Fraction(plan.delta) >= Fraction(plan.lam) * _ln(beta) * slack
+    assert Fraction(plan.delta) >= Fraction(plan.lam) * ln_below(beta) * slack
     for module in (privtree_scales, spatial_plans):
         monkeypatch.setattr(module, "privtree_delta", lambda lam, fanout, noise="float": 0.0)
     with pytest.raises(AssertionError, match="delta >= lambda ln"):
