@@ -1,9 +1,9 @@
 """What a plan charges is exactly what its release spends on the noise it draws.
 
 Every exact draw is spied on (its rational scale, :class:`tests.helpers.privacy.Draws`; PrivTree's
-``lambda`` and ``delta``), and the loss is added up from the sensitivities the papers state (the
-table :data:`SENSITIVITIES`, not read from the code): ``Delta / b`` per noisy part, ``(2 beta -
-1) g / ((beta - 1) lambda)`` for PrivTree's decisions.  ``plan.epsilon_spent`` (what
+``lambda`` and ``delta``), and the loss is added up from the sensitivities the papers state
+(:func:`sensitivities`, not read from the code): ``Delta / b`` per noisy part, ``(2 beta - 1) g /
+((beta - 1) lambda)`` for PrivTree's decisions.  ``plan.epsilon_spent`` (what
 :class:`~polars_dp.Session` and :class:`~polars_dp.Accountant` charge) must equal that sum as an
 exact rational, for every registered mechanism under both neighbour relations, and every
 ``epsilon_effective`` a release records must be its part's ``Delta / b``.
@@ -30,7 +30,7 @@ def _d(neighbours: str) -> int:
     return 2 if neighbours == "replace" else 1
 
 
-def SENSITIVITIES(case_id: str, neighbours: str) -> list[int]:
+def sensitivities(case_id: str, neighbours: str) -> list[int]:
     """L1 sensitivity of each noisy part the case draws, in the order it draws them; wavelets: ``Delta rho``
     (Privelet Lemma 1-4: ``rho = (1 + log2 8) * height 2`` for the grid attributes,
     ``(1 + 3)^2`` for Privelet* with bits=3); ``N`` under add/remove: 1."""
@@ -41,8 +41,8 @@ def SENSITIVITIES(case_id: str, neighbours: str) -> list[int]:
             "privtree_sequences": [L_TOP, 1], "ngram_sequences": [3 * L_TOP]}[case_id]
 
 
-#: Fanout and group factor of PrivTree's decisions (None: the mechanism draws none).
-def TREE(case_id: str, neighbours: str) -> tuple[int, int] | None:
+def tree_decisions(case_id: str, neighbours: str) -> tuple[int, int] | None:
+    """Fanout and group factor of PrivTree's decisions (None: the mechanism draws none)."""
     if case_id.startswith("privtree_seq"):
         return 4, L_TOP
     if case_id.startswith("privtree"):
@@ -67,7 +67,7 @@ def _parts(case_id: str, scales: list[Fraction], neighbours: str) -> list[tuple[
     """(sensitivity, scale) of each noisy part.  A wavelet draws its lattice coefficients
     ``D(c) u(c)`` at ``D(c) lambda'`` (``D`` an integer, 1 on the Haar-only coefficients): one
     part of sensitivity ``Delta rho`` at ``lambda'``."""
-    want = SENSITIVITIES(case_id, neighbours)
+    want = sensitivities(case_id, neighbours)
     if case_id in ("privelet", "privelet_grid"):
         base = min(scales)
         assert all((s / base).denominator == 1 for s in scales), scales
@@ -86,7 +86,7 @@ def test_the_plan_charges_exactly_what_the_draws_spend(monkeypatch, case, neighb
     plan = case.plan(epsilon, neighbours)
     release = plan.run(FRAMES[case.shape](False), seed=3)
     spent = Fraction(0)
-    tree = TREE(case.id, neighbours)
+    tree = tree_decisions(case.id, neighbours)
     if tree is not None:
         beta, group = tree
         assert len(set(decisions.lambdas)) == 1 and len(splits.deltas) == 1
@@ -108,7 +108,7 @@ def test_the_plan_charges_exactly_what_the_draws_spend(monkeypatch, case, neighb
         assert release.params[f"{prefix}epsilon_effective"] == float(by_scale[scale]), prefix
 
 
-TREE_CASES = [c for c in CASES if TREE(c.id, "add_remove") is not None]
+TREE_CASES = [c for c in CASES if tree_decisions(c.id, "add_remove") is not None]
 
 
 @pytest.mark.parametrize("noise", ["exact", "float"])
@@ -118,7 +118,7 @@ def test_tree_plans_hold_a_delta_of_at_least_lambda_ln_beta(monkeypatch, case, n
     ln(beta)`` (with ``delta = 0`` the decisions are not private and the tree grows without
     bound): here ``delta`` forced to 0 in the calibration."""
     plan = case.plan(noise=noise)
-    beta = TREE(case.id, "add_remove")[0]
+    beta = tree_decisions(case.id, "add_remove")[0]
     slack = 1 if noise == "exact" else 1 - Fraction(1, 10**12)  # float: lambda * math.log(beta)
     assert Fraction(plan.delta) >= Fraction(plan.lam) * ln_below(beta) * slack
     for module in (privtree_scales, spatial_plans):
