@@ -31,7 +31,6 @@ from polars_dp.releases.integrity import (
     check_noise_scale,
     check_params,
 )
-from polars_dp.releases.postprocess import PARAM
 
 
 def check_grid_parameters(attrs: tuple[Attribute, ...], scale: float, common: Mapping[str, Any]) -> None:
@@ -76,9 +75,10 @@ def check_grid_parameters(attrs: tuple[Attribute, ...], scale: float, common: Ma
                                          "edited")
         expected.pop("note", None)
     calibration: dict[str, Any] = {k: expected[k] for k in ("rho", "sensitivity") if k in expected}
-    check_params({k: params[k] for k in calibration if k in params}, calibration, required=False)
+    check_params({k: params[k] for k in calibration if k in params}, calibration, header=common,
+                 required=False)
     check_noise_scale("noise_scale", scale, plan.nominal_scale)  # what an edited epsilon changes
-    check_params(params, expected, data=("untransformed_choice", "note", PARAM),
+    check_params(params, expected, header=common, data=("untransformed_choice", "note"),
                  required=common.get("noise") == "exact")
 
 

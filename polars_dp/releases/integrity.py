@@ -137,17 +137,37 @@ def _check_value(name: str, recorded: Any, expected: Any) -> None:
     check_equal(name, recorded, expected)
 
 
-def check_params(params: Mapping[str, Any], expected: Mapping[str, Any], *,
+#: ``params`` entries added after the mechanism, by any release: the post-processing steps (checked
+#: against the counts by :func:`polars_dp.releases.postprocess.verify_postprocessed`), a
+#: :class:`~polars_dp.Session`'s ledger and the command line's copy of ``seeded`` (both checked
+#: against the header by :func:`check_params`).
+ANNOTATIONS = ("postprocessed", "ledger", "seeded")
+LEDGER_KEYS = ("total_epsilon", "neighbours", "entries")
+
+
+def _check_annotations(params: Mapping[str, Any], header: Mapping[str, Any]) -> None:
+    if "seeded" in params:
+        check_equal("params.seeded", params["seeded"], bool(header["seeded"]))
+    ledger = params.get("ledger")
+    if ledger is not None and not (isinstance(ledger, dict) and sorted(ledger) == sorted(LEDGER_KEYS)
+                                   and ledger["neighbours"] == header["neighbours"]
+                                   and isinstance(ledger["entries"], list)):
+        raise ReleaseFormatError(f"release metadata field 'params.ledger' must be a session ledger "
+                                 f"{list(LEDGER_KEYS)} of the release's neighbour relation, got {ledger!r}")
+
+
+def check_params(params: Mapping[str, Any], expected: Mapping[str, Any], *, header: Mapping[str, Any],
                  scales: Mapping[str, float] | None = None, data: Iterable[str] = (),
                  required: bool = True) -> None:
     """The one rule for a release's ``params``: each recorded entry must be ``expected`` (the value
     the rebuilt plan gives, :func:`check_equal`, lists element by element), a float-noise scale in
-    ``scales`` (:func:`check_noise_scale` against its real value), or one of ``data``: a value
-    only the data decides, which the caller checks.  An entry that is none of these is refused (a
-    writer never records it), and with ``required`` (every exact-noise release) each expected
+    ``scales`` (:func:`check_noise_scale` against its real value), one of ``data`` (a value only
+    the data decides, which the caller checks) or an :data:`ANNOTATIONS` entry (checked against
+    the ``header``: its ``seeded`` and ``neighbours``).  An entry that is none of these is refused
+    (a writer never records it), and with ``required`` (every exact-noise release) each expected
     entry and scale must be present; files of the float sampler written before an entry was
     recorded may lack it."""
-    known, scales = set(data), scales or {}
+    known, scales = {*data, *ANNOTATIONS}, scales or {}
     for key, want in expected.items():  # in the order the plan gives them: the inputs first
         if key in params:
             _check_value(f"params.{key}", params[key], want)
@@ -162,6 +182,7 @@ def check_params(params: Mapping[str, Any], expected: Mapping[str, Any], *,
     if required and missing:
         raise ReleaseFormatError(f"release metadata field 'params' has no {missing[0]!r} entry, which "
                                  "every release of these parameters records: the file was edited")
+    _check_annotations(params, header)
 
 
 def payload_checksum(metadata_text: Mapping[str, str], arrays: Iterable[np.ndarray]) -> str:
@@ -214,6 +235,7 @@ def verify_checksum(metadata_text: Mapping[str, str], arrays: Iterable[np.ndarra
         )
 
 
-__all__ = ["CHECKSUM_KEY", "KNOWN_MECHANISMS", "RELATIVE_SLACK", "SCALE_ROUNDING", "check_epsilon",
-           "check_equal", "check_mechanism", "check_params", "check_neighbours", "check_noise_scale", "field",
-           "payload_checksum", "positive_number", "predates_checksums", "verify_checksum"]
+__all__ = ["ANNOTATIONS", "CHECKSUM_KEY", "KNOWN_MECHANISMS", "RELATIVE_SLACK", "SCALE_ROUNDING",
+           "check_epsilon", "check_equal", "check_mechanism", "check_params", "check_neighbours",
+           "check_noise_scale", "field", "payload_checksum", "positive_number", "predates_checksums",
+           "verify_checksum"]

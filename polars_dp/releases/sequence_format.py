@@ -31,7 +31,6 @@ from polars_dp.noise import noise_params
 from polars_dp.plans import NgramPlan, PrivTreeSequencesPlan
 from polars_dp.plans.privtree_scales import grid_theta
 from polars_dp.releases.integrity import check_params, positive_number
-from polars_dp.releases.postprocess import PARAM
 
 if TYPE_CHECKING:
     from polars_dp.releases.sequence import SequenceRelease
@@ -168,7 +167,8 @@ def check_sequence_parameters(release: SequenceRelease) -> None:
                                  f"'add_remove', got {release.neighbours!r}")
     plan = rebuilt_plan(release)
     data = () if isinstance(plan, NgramPlan) else ("theta", "capped", "length_counts")
-    check_params(release.params, expected_params(release, plan), data=(*data, PARAM),
+    header = {"seeded": release.seeded, "neighbours": release.neighbours}
+    check_params(release.params, expected_params(release, plan), data=data, header=header,
                  required=release.noise == "exact")
     if isinstance(plan, PrivTreeSequencesPlan):
         _check_data_params(release, plan)

@@ -29,7 +29,7 @@ from polars_dp.plans.noise_model import (
 from polars_dp.plans.privtree_scales import grid_theta
 from polars_dp.plans.spatial import PointsPlan
 from polars_dp.releases.integrity import check_equal, check_params
-from polars_dp.releases.postprocess import PARAM, postprocessed_noise_model
+from polars_dp.releases.postprocess import postprocessed_noise_model
 
 if TYPE_CHECKING:
     from polars_dp.releases.spatial import SpatialRelease
@@ -235,8 +235,9 @@ def check_spatial_parameters(release: SpatialRelease) -> None:
     if isinstance(plan, PrivTreePlan):
         check_equal("layout.split_bits", release.layout.get("split_bits"), plan.layout.split_bits)
     _check_data_params(release, plan)
+    header = {"seeded": release.seeded, "neighbours": release.neighbours}
     check_params(release.params, expected_params(release, plan), required=release.noise == "exact",
-                 data=("theta", "n_used", PARAM))
+                 header=header, data=("theta", "n_used"))
     model = release.noise_model
     want = postprocessed_noise_model(release.params) or plan.release_noise_model
     if isinstance(model, IndependentLaplace) and isinstance(want, IndependentLaplace):
