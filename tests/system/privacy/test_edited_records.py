@@ -151,3 +151,16 @@ def test_counted_level_scales_edited_consistently_are_refused():
                             seeded=release.seeded, noise_model=release.noise_model, levels=levels)
     with pytest.raises(ReleaseFormatError, match="level_noise_scales"):
         pdp.read_release(edited.to_arrow())
+
+
+@pytest.mark.parametrize(("entry", "value"), [("seeded", False), ("ledger", {"total_epsilon": 1.0,
+                                              "neighbours": "replace", "entries": []})])
+def test_annotations_that_disagree_with_the_header_are_refused(entry, value):
+    """What the command line (``params.seeded``) and a Session (``params.ledger``) add must agree
+    with the header (a seeded release; add/remove neighbours)."""
+    release = _release(next(c for c in CASES if c.id == "uniform_grid"))
+    right = {"seeded": True, "ledger": {"total_epsilon": 1.0, "neighbours": "add_remove", "entries": []}}
+    annotated = edited_table(release, lambda meta: meta["params"].update({entry: right[entry]}))
+    assert pdp.read_release(annotated).params[entry] == right[entry]
+    with pytest.raises(ReleaseFormatError, match=f"params.{entry}"):
+        pdp.read_release(edited_table(release, lambda meta: meta["params"].update({entry: value})))
