@@ -83,7 +83,7 @@ def _paths(value: Any, name: str = "", path: tuple[Any, ...] = ()) -> list[tuple
     if isinstance(value, dict):
         out = []
         for key, v in value.items():
-            if not path and key in ("checksum", "format"):
+            if not path and key == "checksum":
                 continue
             out += _paths(v, f"{name}.{key}" if name else key, (*path, key))
         return out
