@@ -39,7 +39,6 @@ Exact noise (``noise="exact"``, the default)
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -61,15 +60,9 @@ from polars_dp.noise import (
     sample_noise,
 )
 from polars_dp.params import Nulls, OnOutOfDomain
-from polars_dp.plans.noise_model import Correlated, IndependentLaplace
-from polars_dp.plans.spatial import AdaptiveGridPlan, PriveletGridPlan, UniformGridPlan
+from polars_dp.plans.spatial import AdaptiveGridPlan, PriveletGridPlan, UniformGridPlan, grid_side
 from polars_dp.progress import Progress
 from polars_dp.releases.spatial import SpatialRelease
-
-
-def grid_side(n: float, epsilon: float, c: float, d: int) -> int:
-    """Cells per side ``ceil((n eps / c)^(2/(d+2)))``, at least 1."""
-    return max(1, math.ceil((max(n, 0.0) * epsilon / c) ** (2.0 / (d + 2))))
 
 
 def _n_used(plan: UniformGridPlan | AdaptiveGridPlan, count_points: Callable[[], float], rng: NoiseSource
@@ -118,7 +111,7 @@ def uniform_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsil
         frame = rereadable(frame, [*box.columns, *([count_column] if count_column else [])])
     n_used = _n_used(plan, lambda: grid_counts(frame, box, 1, **opts).sum(), src)
     n_how = plan.n_source
-    m = grid_side(n_used, float(eps_grid), c, box.d)
+    m = plan.side(n_used)
     cells = check_domain_size((m,) * box.d, bytes_per_cell=64)
     count = grid_counts(frame, box, m, **opts)
     bar.step("noise")
@@ -130,7 +123,7 @@ def uniform_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsil
               "noise_scale": float(scale), **noise_params(sens, scale, noise)}
     return SpatialRelease(box, lo, hi, np.ones(cells, dtype=np.int32), count, layout={"kind": "grid", "m": m},
                        mechanism="uniform_grid", epsilon=epsilon, neighbours=neighbours, params=params,
-                       noise=noise, seeded=src.seeded, noise_model=IndependentLaplace(float(scale)))
+                       noise=noise, seeded=src.seeded, noise_model=plan.release_noise_model)
 
 
 def adaptive_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: float,
@@ -163,7 +156,7 @@ def adaptive_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsi
     n_points = points[0].size if weights is None else int(weights.sum())
     n_used, eps_grid, n_how = _n_used(plan, lambda: n_points, src), plan.epsilon_grid, plan.n_source
     scale1, scale2 = plan.level1_scale, plan.level2_scale
-    m1 = max(10, math.ceil(grid_side(n_used, float(eps_grid), c, d) / 4))
+    m1 = plan.first_side(n_used)
     n_cells = check_domain_size((m1,) * d, bytes_per_cell=64)
 
     per_dim = grid_cells(points, box, m1)
@@ -197,9 +190,7 @@ def adaptive_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsi
     return SpatialRelease(box, lo, hi, depth, u.astype(np.float64),
                        layout={"kind": "two_level_grid", "m1": m1, "m2": m2.tolist()},
                        mechanism="adaptive_grid", epsilon=epsilon, neighbours=neighbours, params=params,
-                       noise=noise, seeded=src.seeded,
-                       noise_model=Correlated("its leaf counts are not independent (constrained "
-                                              "inference over two noisy levels)"))
+                       noise=noise, seeded=src.seeded, noise_model=plan.release_noise_model)
 
 
 def privelet_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: float,
@@ -238,7 +229,7 @@ def privelet_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsi
     return SpatialRelease(box, lo, hi, np.ones(m**box.d, dtype=np.int32), grid.counts.reshape(-1),
                           layout={"kind": "grid", "m": m}, mechanism="privelet_grid", epsilon=plan.epsilon,
                           neighbours=plan.neighbours, params=params, noise=plan.noise, seeded=src.seeded,
-                          noise_model=Correlated("its leaf counts are not independent (wavelet noise)"))
+                          noise_model=plan.release_noise_model)
 
 
 def constrained_inference(v: np.ndarray, u: np.ndarray, owner: np.ndarray, alpha: float) -> np.ndarray:

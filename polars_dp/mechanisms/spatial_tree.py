@@ -69,7 +69,6 @@ from polars_dp.noise import (
 from polars_dp.params import Nulls, OnOutOfDomain
 from polars_dp.plans.spatial import PrivTreePlan
 from polars_dp.progress import Progress
-from polars_dp.releases.noise_model import Correlated, IndependentLaplace
 from polars_dp.releases.spatial import SpatialRelease
 from polars_dp.releases.tree_levels import TopLevels
 
@@ -219,7 +218,7 @@ def privtree(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: 
     if noise == "exact":
         theta = grid_theta(theta)
     lam = plan.lam  # the plan's lambda: one calibration
-    delta = privtree_delta(lam, beta, noise=noise)
+    delta = plan.delta  # checked by the plan: delta >= lambda ln(beta)
     leaf_scale = plan.leaf_scale
     src = noise_source(seed)
 
@@ -237,7 +236,6 @@ def privtree(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: 
               "epsilon_tree": float(eps_tree), "epsilon_leaf": float(eps_leaf),
               "leaf_noise_scale": float(leaf_scale), "resolution_bits": layout.bits,
               **noise_params(factor, leaf_scale, noise, prefix="leaf_")}
-    model: IndependentLaplace | Correlated = IndependentLaplace(float(leaf_scale))
     top_levels = None
     if k:
         scales, eps_levels = plan.level_scales, plan.epsilon_levels
@@ -249,13 +247,11 @@ def privtree(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: 
         count = top_levels.leaf_counts()
         params.update({"levels": k, "epsilon_levels": [float(e) for e in eps_levels],
                        "level_noise_scales": [float(b) for b in scales]})
-        model = Correlated("counts inferred by least squares from the leaves and the counted top levels "
-                           "(their exact noise_std comes from the inference weights)")
     bar.close()
     lo, hi = layout.node_boxes(start, depth, box)
     return SpatialRelease(box, lo, hi, depth, count, codes=start, mechanism="privtree", epsilon=epsilon,
                        neighbours=neighbours, params=params, noise=noise, seeded=src.seeded,
-                       noise_model=model, levels=top_levels,
+                       noise_model=plan.release_noise_model, levels=top_levels,
                        layout={"kind": "morton", "bits": layout.bits, "split_bits": split_bits})
 
 

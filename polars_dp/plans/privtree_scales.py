@@ -66,6 +66,29 @@ def check_theta(theta: float) -> float:
     return value
 
 
+def _ln_lower(fanout: int) -> Fraction:
+    """A rational ``<= ln(fanout)`` (the 40-digit ``ln`` less one unit of its last digit)."""
+    return Fraction(Context(prec=40).ln(Decimal(fanout))) - Fraction(1, 10**38)
+
+
+#: Relative shortfall of ``delta`` below ``lambda ln(beta)`` allowed to the float sampler's
+#: ``lambda * math.log(beta)`` (float rounding; exact noise rounds ``delta`` up and gets none).
+FLOAT_DELTA_SLACK = Fraction(1, 10**12)
+
+
+def check_decisions(lam: float, delta: float, fanout: int, noise: str) -> None:
+    """The decisions' privacy condition: ``lambda > 0`` and ``delta >= lambda ln(beta)`` (PrivTree
+    Thm. 3.1 with ``gamma = delta / lambda >= ln beta``).  A plan that breaks it is a calibration
+    bug, never an outcome of the data: refused before any data is read (with ``delta`` too small
+    the tree also stops shrinking the split probability with depth and grows without bound)."""
+    bound = Fraction(lam) * _ln_lower(fanout)
+    if check_noise(noise) == "float":
+        bound *= 1 - FLOAT_DELTA_SLACK
+    if not (lam > 0 and Fraction(delta) >= bound):
+        raise AssertionError(f"PrivTree decisions need lambda > 0 and delta >= lambda ln({fanout}); "
+                             f"got lambda={lam!r}, delta={delta!r}")
+
+
 def grid_theta(theta: float) -> float:
     """``theta`` rounded to the nearest point of the ``2^-GRID_BITS`` grid (exact decisions)."""
     return float(Fraction(round(Fraction(theta) * (1 << GRID_BITS)), 1 << GRID_BITS))
@@ -84,7 +107,9 @@ def privtree_sequence_params(alphabet_size: int, max_length: int, eps_tree: floa
     """
     beta = alphabet_size + 1
     lam = privtree_lambda(eps_tree, beta, group=max_length + 1, noise=noise)
-    return lam, privtree_delta(lam, beta, noise=noise)
+    delta = privtree_delta(lam, beta, noise=noise)
+    check_decisions(lam, delta, beta, noise)
+    return lam, delta
 
 
 def decisions_epsilon(lam: float, fanout: int, group: int = 1) -> Fraction:
@@ -94,5 +119,5 @@ def decisions_epsilon(lam: float, fanout: int, group: int = 1) -> Fraction:
     return Fraction(2 * fanout - 1) * group / ((fanout - 1) * Fraction(lam))
 
 
-__all__ = ["check_theta", "decisions_epsilon", "grid_theta", "privtree_delta", "privtree_lambda",
-           "privtree_sequence_params"]
+__all__ = ["check_decisions", "check_theta", "decisions_epsilon", "grid_theta", "privtree_delta",
+           "privtree_lambda", "privtree_sequence_params"]

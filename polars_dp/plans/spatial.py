@@ -29,13 +29,15 @@ from polars_dp.noise import (
 from polars_dp.params import NULLS, ON_OUT_OF_DOMAIN, check_int
 from polars_dp.plans.base import Plan, register_plan
 from polars_dp.plans.grid import PriveletPlan
-from polars_dp.plans.noise_model import IndependentLaplace, NoiseModel, WaveletLaplace
+from polars_dp.plans.noise_model import Correlated, IndependentLaplace, NoiseModel, WaveletLaplace
 from polars_dp.plans.options import Option
 from polars_dp.plans.privtree_levels import check_levels, split_count_budget
 from polars_dp.plans.privtree_scales import (
+    check_decisions,
     check_theta,
     decisions_epsilon,
     grid_theta,
+    privtree_delta,
     privtree_lambda,
     privtree_sequence_params,
 )
@@ -56,6 +58,12 @@ def _spent(sensitivity: int, scale: float | Fraction) -> Fraction:
     return Fraction(sensitivity) / Fraction(scale)
 
 
+def grid_side(n: float, epsilon: float, c: float, d: int) -> int:
+    """UG's cells per side ``ceil((n eps / c)^(2/(d+2)))``, at least 1 (Qardaji et al.; ``n`` public
+    or noisy: a public rule applied to a public or released number)."""
+    return max(1, math.ceil((max(n, 0.0) * epsilon / c) ** (2.0 / (d + 2))))
+
+
 def split_budget(epsilon: float | Fraction, share: float, noise: str
                  ) -> tuple[float | Fraction, float | Fraction]:
     """``(share * epsilon, epsilon - share * epsilon)``, exact rationals for exact noise."""
@@ -68,10 +76,20 @@ def split_budget(epsilon: float | Fraction, share: float, noise: str
 class PointsPlan(Plan):
     positional = ("columns",)
     shape = "points"
+    #: Why the leaf counts of this plan's releases are not independent (their ``Correlated``
+    #: noise model), when they are not.
+    correlation = ""
 
     def _calibrate(self) -> None:
         self.box = as_box(self.options["columns"], self.options["bounds"])
         self.sensitivity = histogram_sensitivity(self.neighbours)
+
+    @property
+    def release_noise_model(self) -> NoiseModel:
+        """The noise model a release of this plan records (before any post-processing)."""
+        model = Correlated(self.correlation) if self.correlation else self.noise_model
+        assert model is not None  # a plan without an independent model states its correlation
+        return model
 
 
 @register_plan
@@ -110,6 +128,11 @@ class PrivTreePlan(PointsPlan):
         self.nominal_leaf_scale = self.sensitivity / float(self.epsilon_leaf)
         self.lam = privtree_lambda(self.epsilon_tree, self.layout.fanout, group=self.sensitivity,
                                    noise=self.noise)
+        self.delta = privtree_delta(self.lam, self.layout.fanout, noise=self.noise)
+        check_decisions(self.lam, self.delta, self.layout.fanout, self.noise)
+        if self.levels:
+            self.correlation = ("counts inferred by least squares from the leaves and the counted top "
+                                "levels (their exact noise_std comes from the inference weights)")
 
     def exact_draws(self) -> list[tuple[str, Fraction, int]]:
         """Leaf and level counts, float64 (the decisions draw exact Bernoulli events at any scale)."""
@@ -185,6 +208,10 @@ class UniformGridPlan(_CountedGridPlan):
     def exact_draws(self) -> list[tuple[str, Fraction, int]]:
         return [*self._n_draws(), ("cell noise", Fraction(self.cell_scale), MAX_COUNT_SCALE)]
 
+    def side(self, n_used: float) -> int:
+        """The grid's cells per side for the number of points used (public or noisy)."""
+        return grid_side(n_used, float(self.epsilon_grid), self.options["c"], self.box.d)
+
     def _exact_spent(self) -> Fraction:
         """The noisy ``n`` (``1 / b_n``, when not public) and the cells (``Delta / b``)."""
         return self._n_spent() + _spent(self.sensitivity, self.cell_scale)
@@ -203,6 +230,7 @@ class AdaptiveGridPlan(_CountedGridPlan):
                      Option("n_share", "fraction", 0.05), Option("alpha", "fraction", 0.5),
                      Option("c", "positive", 10.0), Option("c2", "positive", 5.0), _NEIGHBOURS, *_ROWS)
     release_mechanisms = ("adaptive_grid",)
+    correlation = "its leaf counts are not independent (constrained inference over two noisy levels)"
     unknown_before_data = ("both grid levels (the second-level split follows the noisy first-level "
                            "counts) and constrained inference mixes the noise: no exact error bar")
 
@@ -219,6 +247,11 @@ class AdaptiveGridPlan(_CountedGridPlan):
         return [*self._n_draws(), ("first-level noise", Fraction(self.level1_scale), MAX_COUNT_SCALE),
                 ("second-level noise", Fraction(self.level2_scale), MAX_COUNT_SCALE)]
 
+    def first_side(self, n_used: float) -> int:
+        """First-level cells per side: ``max(10, ceil(m / 4))``, ``m`` UG's side for ``n_used``."""
+        return max(10, math.ceil(grid_side(n_used, float(self.epsilon_grid), self.options["c"],
+                                           self.box.d) / 4))
+
     def _exact_spent(self) -> Fraction:
         """The noisy ``n`` (when not public) and both grid levels (``Delta / b_1 + Delta / b_2``)."""
         return (self._n_spent() + _spent(self.sensitivity, self.level1_scale)
@@ -232,6 +265,7 @@ class PriveletGridPlan(PointsPlan):
     name = "privelet_grid"
     options_table = (*_POINTS, Option("bits", "int", None, lo=1, hi=20, optional=True), _NEIGHBOURS, *_ROWS)
     release_mechanisms = ("privelet_grid",)
+    correlation = "its leaf counts are not independent (wavelet noise)"
     data_independent = True
     unknown_before_data = "the uniformity error inside partly covered grid cells"
 
@@ -387,4 +421,4 @@ class NgramPlan(SequencesPlan):
 
 __all__ = ["AdaptiveGridPlan", "NgramPlan", "PointsPlan", "PrivTreePlan", "PrivTreeSequencesPlan",
            "PriveletGridPlan", "SequencesPlan", "UniformGridPlan", "alphabet_size", "check_length_share",
-           "split_budget"]
+           "grid_side", "split_budget"]

@@ -37,7 +37,8 @@ from polars_dp._version import __version__
 from polars_dp.errors import ParameterError
 from polars_dp.progress import Progress
 from polars_dp.releases import io
-from polars_dp.releases.integrity import CHECKSUM_KEY, payload_checksum
+from polars_dp.releases.integrity import ANNOTATIONS, CHECKSUM_KEY, payload_checksum
+from polars_dp.releases.postprocess import PARAM
 from polars_dp.releases.io import write_batches_atomic
 from polars_dp.releases.metadata import (
     NOISE_KINDS,
@@ -149,8 +150,9 @@ class ReleaseParams(Mapping[str, Any]):
         return ReleaseParams({**self._entries, **entries})
 
 
-#: The ``params`` entries :meth:`Release.annotate` may add (each checked on read against the header).
-ANNOTATION_KEYS = ("seeded", "ledger")
+#: The ``params`` entries :meth:`Release.annotate` may add: the integrity rule's annotations but
+#: the post-processing steps, which only ``postprocess`` records.
+ANNOTATION_KEYS = tuple(key for key in ANNOTATIONS if key != PARAM)
 
 
 class Release:

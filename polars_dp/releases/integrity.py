@@ -8,7 +8,9 @@
   behaviour depends on it);
 * the derived parameters, recomputed from the declared ones (the noise scale from epsilon,
   the neighbour relation's sensitivity and ``rho``; see each release's ``from_arrow``), with
-  :func:`check_noise_scale` as the single tolerance rule;
+  :func:`check_noise_scale` as the single tolerance rule; every entry of ``params`` accounted
+  for by :func:`check_params` (equal to the rebuilt plan's, a scale, or a value only the data
+  decides, checked by its reader; any other entry is refused);
 * the cells or leaves, located by their label columns rather than by row order (a reordered
   table is restored exactly; a filtered or duplicated one is refused);
 * the ``checksum`` entry: ``sha256`` over the metadata text and the canonical payload
@@ -138,6 +140,66 @@ def check_equal(name: str, recorded: Any, expected: Any) -> None:
         )
 
 
+def _check_value(name: str, recorded: Any, expected: Any) -> None:
+    """:func:`check_equal`, list by list and element by element."""
+    if isinstance(expected, (list, tuple)):
+        if not isinstance(recorded, list) or len(recorded) != len(expected):
+            raise ReleaseFormatError(f"release metadata field {name!r} is {recorded!r} but the declared "
+                                     f"parameters give {list(expected)!r}; the file was edited or is corrupt")
+        for j, (got, want) in enumerate(zip(recorded, expected, strict=True)):
+            _check_value(f"{name}[{j}]", got, want)
+        return
+    check_equal(name, recorded, expected)
+
+
+#: ``params`` entries added after the mechanism, by any release: the post-processing steps (checked
+#: against the counts by :func:`polars_dp.releases.postprocess.verify_postprocessed`), a
+#: :class:`~polars_dp.Session`'s ledger and the command line's copy of ``seeded`` (both checked
+#: against the header by :func:`check_params`).
+ANNOTATIONS = ("postprocessed", "ledger", "seeded")
+LEDGER_KEYS = ("total_epsilon", "neighbours", "entries")
+
+
+def _check_annotations(params: Mapping[str, Any], header: Mapping[str, Any]) -> None:
+    if "seeded" in params:
+        check_equal("params.seeded", params["seeded"], bool(header["seeded"]))
+    ledger = params.get("ledger")
+    if ledger is not None and not (isinstance(ledger, dict) and sorted(ledger) == sorted(LEDGER_KEYS)
+                                   and ledger["neighbours"] == header["neighbours"]
+                                   and isinstance(ledger["entries"], list)):
+        raise ReleaseFormatError(f"release metadata field 'params.ledger' must be a session ledger "
+                                 f"{list(LEDGER_KEYS)} of the release's neighbour relation, got {ledger!r}")
+
+
+def check_params(params: Mapping[str, Any], expected: Mapping[str, Any], *, header: Mapping[str, Any],
+                 scales: Mapping[str, float] | None = None, data: Iterable[str] = (),
+                 required: bool = True) -> None:
+    """The one rule for a release's ``params``: each recorded entry must be ``expected`` (the value
+    the rebuilt plan gives, :func:`check_equal`, lists element by element), a float-noise scale in
+    ``scales`` (:func:`check_noise_scale` against its real value), one of ``data`` (a value only
+    the data decides, which the caller checks) or an :data:`ANNOTATIONS` entry (checked against
+    the ``header``: its ``seeded`` and ``neighbours``).  An entry that is none of these is refused
+    (a writer never records it), and with ``required`` (every exact-noise release) each expected
+    entry and scale must be present; files of the float sampler written before an entry was
+    recorded may lack it."""
+    known, scales = {*data, *ANNOTATIONS}, scales or {}
+    for key, want in expected.items():  # in the order the plan gives them: the inputs first
+        if key in params:
+            _check_value(f"params.{key}", params[key], want)
+    for key, nominal in scales.items():
+        if key in params:
+            check_noise_scale(f"params.{key}", positive_number(params[key], f"params.{key}"), nominal)
+    for key in params:
+        if key not in expected and key not in scales and key not in known:
+            raise ReleaseFormatError(f"release metadata field 'params' has an entry {key!r} that a "
+                                     "release of these parameters does not record: the file was edited")
+    missing = [k for k in (*expected, *scales) if k not in params]
+    if required and missing:
+        raise ReleaseFormatError(f"release metadata field 'params' has no {missing[0]!r} entry, which "
+                                 "every release of these parameters records: the file was edited")
+    _check_annotations(params, header)
+
+
 def payload_checksum(metadata_text: Mapping[str, str], arrays: Iterable[np.ndarray]) -> str:
     """``sha256:<hex>`` of the metadata entries (sorted; ``checksum`` itself and the
     ``signature`` over it excluded) and the payload arrays in canonical order (C-contiguous,
@@ -213,7 +275,8 @@ def missing_checksum_message(metadata_text: Mapping[str, str]) -> str:
             f"(read it with {OPT_IN} to accept it as it is)")
 
 
-__all__ = ["CHECKSUM_KEY", "KNOWN_MECHANISMS", "OPT_IN", "RELATIVE_SLACK", "SCALE_ROUNDING", "SIGNATURE_KEY",
-           "UNVERIFIED_KEY", "check_epsilon", "check_equal", "check_mechanism", "check_neighbours",
-           "check_noise_scale", "field", "missing_checksum_message", "payload_checksum",
-           "positive_number", "predates_checksums", "verify_checksum"]
+__all__ = ["ANNOTATIONS", "CHECKSUM_KEY", "KNOWN_MECHANISMS", "OPT_IN", "RELATIVE_SLACK",
+           "SCALE_ROUNDING", "SIGNATURE_KEY", "UNVERIFIED_KEY", "check_epsilon", "check_equal",
+           "check_mechanism", "check_neighbours", "check_noise_scale", "check_params", "field",
+           "missing_checksum_message", "payload_checksum", "positive_number", "predates_checksums",
+           "verify_checksum"]

@@ -10,11 +10,11 @@ required unless ``unverified=True``, is checked by the caller):
   not checked on files that predate checksums, whose 0.1.0 writer clipped level by level);
 * the parameters, against the plan rebuilt from the declared ``epsilon``, shares, alphabet
   and ``max_length`` (:class:`~polars_dp.plans.PrivTreeSequencesPlan`,
-  :class:`~polars_dp.plans.NgramPlan`: the one calibration): ``l_top``, ``beta``,
-  ``eps_tree``, ``eps_length``, ``eps_leaf`` equal; ``lambda``, ``delta``,
-  ``leaf_noise_scale``, ``length_noise_scale`` (n-grams: ``noise_scale``) against the plan's
-  real-valued scales through :func:`~polars_dp.releases.integrity.check_noise_scale` (the
-  one tolerance rule: never below, above only by the documented lattice rounding);
+  :class:`~polars_dp.plans.NgramPlan`: the one calibration): every ``params`` entry the plan
+  decides (:func:`expected_params`: ``l_top``, ``beta``, the budget split, ``lambda``,
+  ``delta``, every scale with its exact rational and ``epsilon_effective``) equal to the
+  plan's, and those the data decides consistent (:func:`_check_data_params`); any other entry
+  is refused (:func:`~polars_dp.releases.integrity.check_params`);
 * sequence models are add/remove-one only (``neighbours = "add_remove"``).
 """
 
@@ -27,8 +27,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from polars_dp.errors import PolarsDPError, ReleaseFormatError
+from polars_dp.noise import noise_params
 from polars_dp.plans import NgramPlan, PrivTreeSequencesPlan
-from polars_dp.releases.integrity import check_equal, check_noise_scale, positive_number
+from polars_dp.plans.privtree_scales import grid_theta
+from polars_dp.releases.integrity import check_params, positive_number
 
 if TYPE_CHECKING:
     from polars_dp.releases.sequence import SequenceRelease
@@ -102,9 +104,60 @@ def rebuilt_plan(release: SequenceRelease) -> NgramPlan | PrivTreeSequencesPlan:
         raise ReleaseFormatError(f"release metadata field 'params' is invalid: {exc}") from None
 
 
+def expected_params(release: SequenceRelease, plan: NgramPlan | PrivTreeSequencesPlan) -> dict[str, Any]:
+    """Every ``params`` entry of a release of ``plan`` that the plan decides: the budget split,
+    the scales (floats, and for exact noise their exact rationals and the epsilon each spends,
+    :func:`~polars_dp.noise.noise_params`) and the public options."""
+    noise = release.noise
+    if isinstance(plan, NgramPlan):
+        height = plan.options["height"]
+        return {"height": height, "l_top": plan.l_top, "noise_scale": float(plan.scale),
+                "sensitivity_per_level": plan.l_top, **noise_params(height * plan.l_top, plan.scale, noise)}
+    out = {"l_top": plan.l_top, "beta": plan.beta, "tree_share": plan.tree_share,
+           "length_share": plan.length_share, "eps_tree": float(plan.epsilon_tree),
+           "eps_leaf": float(plan.epsilon_leaf), "postprocess": plan.options["postprocess"],
+           "max_nodes": plan.max_nodes}
+    if plan.length_scale is not None:
+        out.update({"eps_length": float(plan.epsilon_length), "length_noise_scale": float(plan.length_scale),
+                    **noise_params(1, plan.length_scale, noise, "length_")})
+    out.update({"leaf_noise_scale": float(plan.leaf_scale), "lambda": plan.lam, "delta": plan.delta,
+                **noise_params(plan.l_top, plan.leaf_scale, noise, "leaf_")})
+    return out
+
+
+def _check_data_params(release: SequenceRelease, plan: PrivTreeSequencesPlan) -> None:
+    """The entries of a PrivTree model that the data (or a free public choice) decides:
+    ``theta`` (>= 0, on the exact grid for exact noise), ``capped`` (a capped tree has no room
+    for another child group), ``length_counts`` (one finite count per length ``0..max_length``,
+    integers for exact noise), and ``clip_then_sum`` leaves no negative bin."""
+    p = release.params
+    theta = p.get("theta", 0.0)
+    if release.noise == "exact" and grid_theta(theta) != theta:
+        raise ReleaseFormatError(f"release metadata field 'params.theta' is {theta!r}, not on the exact grid")
+    capped = p.get("capped", False)
+    if not isinstance(capped, bool) or (capped and plan.max_nodes - release.n_nodes >= plan.beta):
+        raise ReleaseFormatError(f"release metadata field 'params.capped' is {capped!r} but the tree has "
+                                 f"room for more nodes under max_nodes = {plan.max_nodes}: the file was "
+                                 "edited")
+    if plan.length_scale is not None or "length_counts" in p:
+        counts = p.get("length_counts")
+        values = np.asarray(counts if isinstance(counts, list) else [], dtype=object)
+        ok = (values.shape == (release.max_length + 1,)
+              and all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+                      and (release.noise != "exact" or x == round(x)) for x in values))
+        if not ok or plan.length_scale is None:
+            raise ReleaseFormatError(f"release metadata field 'params.length_counts' must hold one count "
+                                     f"per length 0..{release.max_length} (with length_share > 0): the "
+                                     "file was edited")
+    if plan.options["postprocess"] == "clip_then_sum" and np.any(release.hist[release.is_leaf] < 0):
+        raise ReleaseFormatError("release metadata field 'params.postprocess' is 'clip_then_sum' but a leaf "
+                                 "bin is negative: the file was edited")
+
+
 def check_sequence_parameters(release: SequenceRelease) -> None:
     """The recorded noise parameters against the plan rebuilt from the declared ones (module
-    docstring; the copies of parameters in format-1 files are checked by the metadata codec,
+    docstring; :func:`~polars_dp.releases.integrity.check_params`: every entry accounted for;
+    the copies of parameters in format-1 files are checked by the metadata codec,
     :func:`polars_dp.releases.metadata.from_format_1`)."""
     if release.mechanism not in SEQUENCE_MECHANISMS:
         raise ReleaseFormatError(f"release metadata field 'mechanism' is {release.mechanism!r}, not a "
@@ -112,23 +165,14 @@ def check_sequence_parameters(release: SequenceRelease) -> None:
     if release.neighbours != "add_remove":
         raise ReleaseFormatError("release metadata field 'neighbours' of a sequence model must be "
                                  f"'add_remove', got {release.neighbours!r}")
-    p = release.params
     plan = rebuilt_plan(release)
-    check_equal("params.l_top", p.get("l_top"), plan.l_top)
-    if isinstance(plan, NgramPlan):
-        check_noise_scale("params.noise_scale", _number(p, "noise_scale"), plan.nominal_scale)
-        return
-    if "beta" in p:
-        check_equal("params.beta", p["beta"], plan.beta)
-    check_equal("params.eps_tree", _number(p, "eps_tree"), float(plan.epsilon_tree))
-    check_equal("params.eps_leaf", _number(p, "eps_leaf"), float(plan.epsilon_leaf))
-    if plan.nominal_length_scale is not None:
-        check_equal("params.eps_length", _number(p, "eps_length"), float(plan.epsilon_length))
-        check_noise_scale("params.length_noise_scale", _number(p, "length_noise_scale"),
-                          plan.nominal_length_scale)
-    check_noise_scale("params.lambda", _number(p, "lambda"), plan.nominal_lambda)
-    check_noise_scale("params.delta", _number(p, "delta"), plan.nominal_delta)
-    check_noise_scale("params.leaf_noise_scale", _number(p, "leaf_noise_scale"), plan.nominal_leaf_scale)
+    data = () if isinstance(plan, NgramPlan) else ("theta", "capped", "length_counts")
+    header = {"seeded": release.seeded, "neighbours": release.neighbours}
+    check_params(release.params, expected_params(release, plan), data=data, header=header,
+                 required=release.noise == "exact")
+    if isinstance(plan, PrivTreeSequencesPlan):
+        _check_data_params(release, plan)
 
 
-__all__ = ["SEQUENCE_MECHANISMS", "check_sequence_parameters", "check_sequence_structure", "rebuilt_plan"]
+__all__ = ["SEQUENCE_MECHANISMS", "check_sequence_parameters", "check_sequence_structure", "expected_params",
+           "rebuilt_plan"]

@@ -7,6 +7,7 @@ order) and its derived parameters are checked against the declared ones; anythin
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -17,19 +18,18 @@ from polars_dp.domains.box import Box
 from polars_dp.errors import PolarsDPError, ReleaseFormatError
 from polars_dp.kernels.grid import grid_boxes
 from polars_dp.kernels.morton import MortonLayout
-from polars_dp.noise import histogram_sensitivity
+from polars_dp.noise import histogram_sensitivity, noise_params
 from polars_dp.plans import AdaptiveGridPlan, Plan, PriveletGridPlan, PrivTreePlan, UniformGridPlan
 from polars_dp.plans.noise_model import (
     Correlated,
     IndependentLaplace,
     NoiseModel,
+    noise_model_to_json,
 )
-from polars_dp.releases.integrity import (
-    RELATIVE_SLACK,
-    check_equal,
-    check_noise_scale,
-    positive_number,
-)
+from polars_dp.plans.privtree_scales import grid_theta
+from polars_dp.plans.spatial import PointsPlan
+from polars_dp.releases.integrity import check_equal, check_params
+from polars_dp.releases.postprocess import postprocessed_noise_model
 
 if TYPE_CHECKING:
     from polars_dp.releases.spatial import SpatialRelease
@@ -159,128 +159,93 @@ def _share(n_source: Any) -> float:
     return 0.05
 
 
-def _recorded(p: Mapping[str, Any], key: str) -> float | None:
-    return positive_number(p[key], f"params.{key}") if key in p else None
+def expected_params(release: SpatialRelease, plan: Plan) -> dict[str, Any]:
+    """Every ``params`` entry of a release of ``plan`` that the plan decides: the budget split,
+    the scales (as recorded: floats, and for exact noise their exact rationals and the epsilon
+    each spends, :func:`~polars_dp.noise.noise_params`) and the public options."""
+    noise, sens = release.noise, histogram_sensitivity(release.neighbours)
+    if isinstance(plan, PrivTreePlan):
+        out = {"lambda": plan.lam, "delta": plan.delta, "fanout": plan.layout.fanout,
+               "tree_share": plan.options["tree_share"], "epsilon_tree": float(plan.epsilon_tree),
+               "epsilon_leaf": float(plan.epsilon_leaf), "leaf_noise_scale": float(plan.leaf_scale),
+               "resolution_bits": plan.layout.bits, **noise_params(sens, plan.leaf_scale, noise, "leaf_")}
+        if plan.levels:
+            out.update({"levels": plan.levels, "epsilon_levels": [float(e) for e in plan.epsilon_levels],
+                        "level_noise_scales": [float(b) for b in plan.level_scales]})
+        return out
+    if isinstance(plan, PriveletGridPlan):
+        return {**plan.privelet.release_params(), "bits": plan.bits, "m": plan.m,
+                "noise_scale": float(plan.scale)}
+    assert isinstance(plan, (UniformGridPlan, AdaptiveGridPlan))
+    out = {"c": plan.options["c"], "n_source": plan.n_source, "epsilon_grid": float(plan.epsilon_grid)}
+    n_used = float(release.params["n_used"])  # a number: checked first (_check_data_params)
+    if isinstance(plan, UniformGridPlan):
+        out.update({"m": plan.side(n_used), "noise_scale": float(plan.cell_scale),
+                    **noise_params(sens, plan.cell_scale, noise)})
+        return out
+    out.update({"alpha": plan.options["alpha"], "c2": plan.options["c2"], "m1": plan.first_side(n_used),
+                "level1_noise_scale": float(plan.level1_scale),
+                "level2_noise_scale": float(plan.level2_scale),
+                **noise_params(sens, plan.level1_scale, noise, "level1_"),
+                **noise_params(sens, plan.level2_scale, noise, "level2_")})
+    return out
 
 
-def _check_against_plan(release: SpatialRelease, plan: Plan) -> float | None:
-    """The recorded budget split and scales against the rebuilt plan's (each recorded value
-    that the plan computes; the one calibration).  Returns the recorded scale of independent
-    leaf noise, if any."""
+def _check_data_params(release: SpatialRelease, plan: Plan) -> None:
+    """The entries only the data (or a free public choice) decides: PrivTree's ``theta`` (a
+    threshold >= 0, on the exact grid for exact noise); the grids' ``n_used`` (the public ``n``,
+    or a count: an integer for exact noise) and the sides it gives, as the layout records them."""
     p = release.params
     if isinstance(plan, PrivTreePlan):
-        if "epsilon_tree" in p:
-            check_equal("params.epsilon_tree", p["epsilon_tree"], float(plan.epsilon_tree))
-        if "epsilon_leaf" in p:
-            check_equal("params.epsilon_leaf", p["epsilon_leaf"], float(plan.epsilon_leaf))
-        recorded = p.get("epsilon_levels", [])
-        if not isinstance(recorded, list) or len(recorded) != len(plan.epsilon_levels):
-            raise ReleaseFormatError(f"release metadata field 'params.epsilon_levels' is {recorded!r} but "
-                                     f"the declared parameters count {plan.levels} top level(s); the file "
-                                     "was edited or is corrupt")
-        for j, (got, want) in enumerate(zip(recorded, plan.epsilon_levels, strict=True)):
-            check_equal(f"params.epsilon_levels[{j}]", got, float(want))
-        scales = p.get("level_noise_scales", [])
-        if not isinstance(scales, list) or len(scales) != len(plan.nominal_level_scales):
-            raise ReleaseFormatError("release metadata fields 'params.epsilon_levels' and "
-                                     "'params.level_noise_scales' must be lists of one number per "
-                                     "counted level")
-        for j, (b, nominal) in enumerate(zip(scales, plan.nominal_level_scales, strict=True)):
-            name = f"params.level_noise_scales[{j}]"
-            check_noise_scale(name, positive_number(b, name), nominal)
-        scale = _recorded(p, "leaf_noise_scale")
-        if scale is not None:
-            check_noise_scale("params.leaf_noise_scale", scale, plan.nominal_leaf_scale)
-        return scale
+        theta = p.get("theta", 0.0)
+        if (isinstance(theta, bool) or not isinstance(theta, (int, float)) or not math.isfinite(theta)
+                or theta < 0 or (release.noise == "exact" and grid_theta(theta) != theta)):
+            raise ReleaseFormatError(f"release metadata field 'params.theta' must be a threshold >= 0 (on "
+                                     f"the exact grid for exact noise), got {theta!r}")
+    if isinstance(plan, (UniformGridPlan, AdaptiveGridPlan)):
+        n_used = p["n_used"]
+        if (isinstance(n_used, bool) or not isinstance(n_used, (int, float)) or not math.isfinite(n_used)
+                or n_used < 0 or ((release.noise == "exact" or plan.options["n"] is not None)
+                                  and n_used != round(n_used))):
+            raise ReleaseFormatError(f"release metadata field 'params.n_used' must be a number of points "
+                                     f">= 0 (an integer for exact noise or a public n), got {n_used!r}")
+        if plan.options["n"] is not None:
+            check_equal("params.n_used", n_used, plan.options["n"])
+        side = "m" if isinstance(plan, UniformGridPlan) else "m1"
+        check_equal(f"layout.{side}", release.layout.get(side), p.get(side))
     if isinstance(plan, PriveletGridPlan):
-        if "rho" in p:
-            check_equal("params.rho", p["rho"], plan.rho)
-        scale = _recorded(p, "noise_scale")
-        if scale is not None:
-            check_noise_scale("params.noise_scale", scale, plan.nominal_scale)
-        return scale
-    if isinstance(plan, (UniformGridPlan, AdaptiveGridPlan)) and "epsilon_grid" in p:
-        check_equal("params.epsilon_grid", p["epsilon_grid"], float(plan.epsilon_grid))
-    if isinstance(plan, AdaptiveGridPlan):
-        for level, nominal in ((1, plan.nominal_level1_scale), (2, plan.nominal_level2_scale)):
-            key = f"level{level}_noise_scale"
-            recorded_scale = _recorded(p, key)
-            if recorded_scale is not None:
-                check_noise_scale(f"params.{key}", recorded_scale, nominal)
-        return None
-    assert isinstance(plan, UniformGridPlan)
-    scale = _recorded(p, "noise_scale")
-    if scale is not None:
-        check_noise_scale("params.noise_scale", scale, plan.nominal_cell_scale)
-    return scale
+        check_equal("layout.m", release.layout.get("m"), plan.m)
 
 
 def check_spatial_parameters(release: SpatialRelease) -> None:
     """The recorded parameters against the plan rebuilt from the declared ones
-    (:func:`rebuilt_plan`); for a file that records too little to rebuild it (or a mechanism
-    without a plan rebuild), the relations between the recorded values: ``epsilon_tree +
-    epsilon_leaf = epsilon``, ``epsilon_tree = tree_share * epsilon``, ``epsilon_grid <=
-    epsilon``, scales from the recorded epsilons.  Then the noise model's scale equals the
-    recorded one (or is at least ``sensitivity / epsilon``: leaf counts partition the data)."""
-    eps = release.epsilon
-    sens = histogram_sensitivity(release.neighbours)
+    (:func:`rebuilt_plan`): the mechanism's layout, every ``params`` entry
+    (:func:`expected_params`, :func:`~polars_dp.releases.integrity.check_params`), the values
+    only the data decides (:func:`_check_data_params`) and the noise model: the plan's
+    (:attr:`~polars_dp.plans.spatial.PointsPlan.release_noise_model`), or after post-processing
+    the one that says so.  Files of the float sampler written before an entry was recorded may
+    lack it (0.1.0); a file whose plan cannot be rebuilt is refused."""
     plan = rebuilt_plan(release)
-    scale = (_check_against_plan(release, plan) if plan is not None
-             else _check_recorded_relations(release, sens))
+    if not isinstance(plan, PointsPlan):
+        raise ReleaseFormatError(f"release metadata field 'params' of a {release.mechanism!r} release "
+                                 "records too little to rebuild its plan: the file was edited")
+    kind = ("morton" if isinstance(plan, PrivTreePlan) else
+            "two_level_grid" if isinstance(plan, AdaptiveGridPlan) else "grid")
+    check_equal("layout.kind", release.layout.get("kind"), kind)
+    if isinstance(plan, PrivTreePlan):
+        check_equal("layout.split_bits", release.layout.get("split_bits"), plan.layout.split_bits)
+    _check_data_params(release, plan)
+    header = {"seeded": release.seeded, "neighbours": release.neighbours}
+    check_params(release.params, expected_params(release, plan), required=release.noise == "exact",
+                 header=header, data=("theta", "n_used"))
     model = release.noise_model
-    if isinstance(model, IndependentLaplace):
-        if scale is not None:
-            check_equal("noise_model.scale", model.scale, scale)
-        else:
-            check_noise_scale("noise_model.scale", max(model.scale, sens / eps), sens / eps)
-
-
-def _check_recorded_relations(release: SpatialRelease, sens: int) -> float | None:
-    """Files without a rebuildable plan: the recorded values checked against each other."""
-    p, eps = release.params, release.epsilon
-
-    def number(key: str) -> float:
-        if key not in p:
-            raise ReleaseFormatError(f"release metadata field 'params' has no {key!r} entry, which the "
-                                     "recorded noise parameters need")
-        return positive_number(p[key], f"params.{key}")
-
-    if "epsilon_tree" in p and "epsilon_leaf" in p:
-        check_equal("params.epsilon_leaf", number("epsilon_tree") + number("epsilon_leaf")
-                    + _levels_epsilon(p, sens), eps)
-        if "tree_share" in p:
-            check_equal("params.epsilon_tree", number("epsilon_tree"), number("tree_share") * eps)
-    if "epsilon_grid" in p and number("epsilon_grid") > eps * (1 + RELATIVE_SLACK):
-        raise ReleaseFormatError(f"release metadata field 'params.epsilon_grid' ({p['epsilon_grid']!r}) "
-                                 f"exceeds epsilon ({eps!r})")
-    scale = None
-    if "leaf_noise_scale" in p:
-        scale = number("leaf_noise_scale")
-        check_noise_scale("params.leaf_noise_scale", scale, sens / number("epsilon_leaf"))
-    if "noise_scale" in p:
-        scale = number("noise_scale")
-        if "rho" in p:
-            check_noise_scale("params.noise_scale", scale, sens * number("rho") / eps)
-        elif "epsilon_grid" in p:
-            check_noise_scale("params.noise_scale", scale, sens / number("epsilon_grid"))
-    return scale
-
-
-def _levels_epsilon(p: Mapping[str, Any], sens: int) -> float:
-    """Budget of the counted top levels (0 without them), each level's recorded noise scale
-    checked against ``sensitivity / epsilon_l`` (:mod:`polars_dp.mechanisms.privtree_levels`)."""
-    if "epsilon_levels" not in p:
-        return 0.0
-    eps_l, scales = p["epsilon_levels"], p.get("level_noise_scales")
-    if (not isinstance(eps_l, list) or not isinstance(scales, list) or len(eps_l) != len(scales)
-            or len(eps_l) != p.get("levels")):
-        raise ReleaseFormatError("release metadata fields 'params.epsilon_levels' and "
-                                 "'params.level_noise_scales' must be lists of one number per counted level")
-    for j, (e, b) in enumerate(zip(eps_l, scales, strict=True)):
-        e = positive_number(e, f"params.epsilon_levels[{j}]")
-        name = f"params.level_noise_scales[{j}]"
-        check_noise_scale(name, positive_number(b, name), sens / e)
-    return float(sum(eps_l))
+    want = postprocessed_noise_model(release.params) or plan.release_noise_model
+    if isinstance(model, IndependentLaplace) and isinstance(want, IndependentLaplace):
+        check_equal("noise_model.scale", model.scale, want.scale)
+    if model != want and model != legacy_noise_model(release.mechanism, release.params):
+        raise ReleaseFormatError(f"release metadata field 'noise_model' is {noise_model_to_json(model)} but "
+                                 f"the declared parameters give {noise_model_to_json(want)}; the file was "
+                                 "edited or is corrupt")
 
 
 def legacy_noise_model(mechanism: str, params: Mapping[str, Any]) -> NoiseModel:
@@ -294,5 +259,5 @@ def legacy_noise_model(mechanism: str, params: Mapping[str, Any]) -> NoiseModel:
     return Correlated("its leaf counts are not independent (constrained inference or a wavelet)")
 
 
-__all__ = ["LAYOUTS", "check_layout", "check_spatial_parameters", "float_column", "leaf_order",
-           "legacy_noise_model", "rebuilt_plan"]
+__all__ = ["LAYOUTS", "check_layout", "check_spatial_parameters", "expected_params", "float_column",
+           "leaf_order", "legacy_noise_model", "rebuilt_plan"]

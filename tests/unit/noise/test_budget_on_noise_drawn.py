@@ -13,7 +13,6 @@ here (small inputs: no chunking), so a call the spec does not list fails the tes
 
 from __future__ import annotations
 
-from decimal import Context, Decimal
 from fractions import Fraction
 
 import numpy as np
@@ -26,6 +25,7 @@ import polars_dp.mechanisms.spatial_tree as privtree
 import polars_dp.mechanisms.wavelet_lattice as privelet_exact
 from polars_dp import noise as N
 from polars_dp.noise import discrete
+from tests.helpers.privacy import ln_below
 from tests.helpers.samplers import with_out
 
 REAL_DLAP, REAL_SPLIT = discrete.discrete_laplace, privtree.privtree_split
@@ -53,18 +53,13 @@ class Spy:
             monkeypatch.setattr(module, "privtree_split", split)
 
 
-def _ln(beta: int) -> Fraction:
-    """``ln(beta)`` to 50 digits, minus a margin: a rational just below the true value."""
-    return Fraction(Context(prec=50).ln(Decimal(beta))) - Fraction(1, 10**45)
-
-
 def tree_loss(spy: Spy, beta: int, group: int) -> Fraction:
     """PrivTree's decisions: one ``lambda``, one ``delta`` for every level, ``delta >= lambda ln
     beta``; they spend ``(2 beta - 1) group / ((beta - 1) lambda)``."""
     assert spy.decisions, "no split decision was drawn"
     assert len(set(spy.decisions)) == 1, "the levels used different lambda or delta"
     lam, delta = spy.decisions[0]
-    assert delta >= lam * _ln(beta)
+    assert delta >= lam * ln_below(beta)
     return Fraction(2 * beta - 1) * group / ((beta - 1) * lam)
 
 

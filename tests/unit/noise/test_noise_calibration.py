@@ -370,6 +370,7 @@ def test_releases_record_noise_and_seeded(tmp_path):
     new_keys = (b"polars_dp.noise", b"polars_dp.seeded", b"polars_dp.checksum",  # none of them in 0.1.0
                 b"polars_dp.format")
     old = {k: v for k, v in table.schema.metadata.items() if k not in new_keys}
+    old[b"polars_dp.params"] = b'{"sensitivity": 2}'  # nor the exact scale and epsilon_effective
     with pytest.raises(pdp.ReleaseFormatError, match="no checksum"):  # a seeded release posing as old
         type(seeded).from_arrow(table.replace_schema_metadata(old))
     legacy = type(seeded).from_arrow(table.replace_schema_metadata(old), unverified=True)

@@ -141,6 +141,7 @@ def test_a_numbered_file_without_its_checksum_is_refused_even_posing_as_0_1_0():
     text = read_metadata(release.to_arrow())
     for key in (CHECKSUM_KEY, "noise", "seeded"):
         del text[key]
+    text["params"] = json.dumps({"sensitivity": 2})  # 0.1.0 recorded no exact scale
     with pytest.raises(pdp.ReleaseFormatError, match="checksum was removed"):
         pdp.read_release(_with_meta(release.to_arrow(), text))
     del text["format"]
