@@ -38,7 +38,6 @@ from polars_dp.errors import ParameterError
 from polars_dp.progress import Progress
 from polars_dp.releases import io
 from polars_dp.releases.integrity import ANNOTATIONS, CHECKSUM_KEY, payload_checksum
-from polars_dp.releases.postprocess import PARAM
 from polars_dp.releases.io import write_batches_atomic
 from polars_dp.releases.metadata import (
     NOISE_KINDS,
@@ -48,6 +47,7 @@ from polars_dp.releases.metadata import (
     read_release_metadata,
     release_metadata,
 )
+from polars_dp.releases.postprocess import PARAM
 from polars_dp.releases.signing import SigningKey, with_signature
 
 #: Rows per record batch of the Arrow stream (a consumer may hold a few batches at once; Parquet

@@ -96,6 +96,8 @@ def _posing_as_0_1_0(release: pdp.Release, counts: np.ndarray) -> pa.Table:
     meta = {k: v for k, v in table.schema.metadata.items()
             if k.decode().removeprefix("polars_dp.") not in ("format", "noise", "seeded", "checksum")}
     meta[b"polars_dp.version"] = b"0.1.0"
+    params = json.loads(meta[b"polars_dp.params"])  # nor the exact scale and epsilon_effective
+    meta[b"polars_dp.params"] = json.dumps({"sensitivity": params["sensitivity"]}).encode()
     return table.replace_schema_metadata(meta)
 
 
