@@ -16,10 +16,12 @@ from polars_dp.errors import ParameterError
 
 #: What to do with a null or NaN in a declared column.
 Nulls: TypeAlias = Literal["raise", "drop"]
-#: What to do with a value outside the declared domain.
-OnOutOfDomain: TypeAlias = Literal["raise", "clamp"]
+#: What to do with a value outside the declared domain (see :mod:`polars_dp.domains.attributes`).
+OnOutOfDomain: TypeAlias = Literal["raise", "clamp", "drop"]
 NULLS: tuple[str, ...] = ("raise", "drop")
-ON_OUT_OF_DOMAIN: tuple[str, ...] = ("raise", "clamp")
+ON_OUT_OF_DOMAIN: tuple[str, ...] = ("raise", "clamp", "drop")
+#: The sequence mechanisms' choices: a symbol outside the alphabet has no nearest symbol.
+ON_OUT_OF_ALPHABET: tuple[str, ...] = ("raise", "drop")
 
 
 def check_int(value: Any, name: str, *, lo: int | None = None, hi: int | None = None) -> int:
@@ -53,5 +55,5 @@ def check_option(value: Any, name: str, options: Sequence[str]) -> str:
     return value
 
 
-__all__ = ["NULLS", "ON_OUT_OF_DOMAIN", "Nulls", "OnOutOfDomain", "check_int", "check_option",
+__all__ = ["NULLS", "ON_OUT_OF_ALPHABET", "ON_OUT_OF_DOMAIN", "Nulls", "OnOutOfDomain", "check_int", "check_option",
            "check_positive"]

@@ -61,6 +61,13 @@ def literal_sql(value: Any, dialect: str) -> str:
     raise ParameterError(f"cannot spell {value!r} as a SQL literal")
 
 
+def bigint_sql(value_sql: str, dialect: str) -> str:
+    """An integer column as BIGINT, NULL where its value does not fit (a DuckDB UBIGINT past
+    ``2^63 - 1`` or a HUGEINT; Spark has no integer type wider than BIGINT): never a cast error."""
+    cast = "CAST" if check_dialect(dialect) == "spark" else "TRY_CAST"
+    return f"{cast}({value_sql} AS BIGINT)"
+
+
 def int_div_sql(num: str, den: str, dialect: str) -> str:
     """Integer division (truncating; callers only divide non-negative numbers)."""
     op = "div" if check_dialect(dialect) == "spark" else "//"
@@ -108,5 +115,5 @@ def dtype_from_engine(type_name: str) -> pl.DataType:
     return pl.Binary()
 
 
-__all__ = ["DIALECTS", "double_sql", "dtype_from_engine", "int_div_sql", "int_sql", "is_nan_sql",
+__all__ = ["DIALECTS", "bigint_sql", "double_sql", "dtype_from_engine", "int_div_sql", "int_sql", "is_nan_sql",
            "literal_sql", "lookup_sql", "quote_ident", "string_type"]
