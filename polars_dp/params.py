@@ -18,6 +18,8 @@ from polars_dp.errors import ParameterError
 Nulls: TypeAlias = Literal["raise", "drop"]
 #: What to do with a value outside the declared domain (see :mod:`polars_dp.domains.attributes`).
 OnOutOfDomain: TypeAlias = Literal["raise", "clamp", "drop"]
+#: What the sequence mechanisms do with a symbol outside the alphabet.
+OnOutOfAlphabet: TypeAlias = Literal["raise", "drop"]
 NULLS: tuple[str, ...] = ("raise", "drop")
 ON_OUT_OF_DOMAIN: tuple[str, ...] = ("raise", "clamp", "drop")
 #: The sequence mechanisms' choices: a symbol outside the alphabet has no nearest symbol.
@@ -55,5 +57,5 @@ def check_option(value: Any, name: str, options: Sequence[str]) -> str:
     return value
 
 
-__all__ = ["NULLS", "ON_OUT_OF_ALPHABET", "ON_OUT_OF_DOMAIN", "Nulls", "OnOutOfDomain", "check_int", "check_option",
-           "check_positive"]
+__all__ = ["NULLS", "ON_OUT_OF_ALPHABET", "ON_OUT_OF_DOMAIN", "Nulls", "OnOutOfAlphabet", "OnOutOfDomain",
+           "check_int", "check_option", "check_positive"]

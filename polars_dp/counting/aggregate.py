@@ -55,6 +55,15 @@ def row_weights(counts: np.ndarray) -> np.ndarray:
     return saturate(np.asarray(counts).astype(np.float64))
 
 
+def cell_sums(keys: np.ndarray, weights: np.ndarray | None, n_cells: int) -> np.ndarray:
+    """float64 counts per cell of rows at ``keys`` (one each, or their ``weights``), saturated
+    at :data:`COUNT_BOUND`: the rule of this module for a mechanism that holds the points
+    themselves (AG's two levels)."""
+    if weights is None:
+        return np.bincount(keys, minlength=n_cells).astype(np.float64)
+    return saturate(np.bincount(keys, row_weights(weights), minlength=n_cells))
+
+
 def _sorted(keys: np.ndarray) -> np.ndarray:
     """``keys`` sorted by Polars' multithreaded sort (int64)."""
     return pl.Series(keys).sort().to_numpy().astype(np.int64, copy=False)
@@ -70,7 +79,7 @@ def _starts(ordered: np.ndarray) -> np.ndarray:
 
 def _retype(values: np.ndarray, dtype: type) -> np.ndarray:
     """``values`` (8-byte numbers) converted to ``dtype`` in their own buffer."""
-    out = values.view(dtype)
+    out: np.ndarray = values.view(dtype)
     np.copyto(out, values, casting="unsafe")
     return out
 
@@ -193,4 +202,4 @@ class Accumulator:
 #: What an engine returns: dense float64 counts, or :meth:`Accumulator.sparse`'s pair.
 Counts: TypeAlias = np.ndarray | tuple[np.ndarray, np.ndarray | None]
 
-__all__ = ["COUNT_BOUND", "Accumulator", "Counts", "row_weights", "saturate"]
+__all__ = ["COUNT_BOUND", "Accumulator", "Counts", "cell_sums", "row_weights", "saturate"]

@@ -60,11 +60,11 @@ def collect_weighted_points(frame: Any, box: Box, *, on_out_of_domain: str = "ra
     lf = lf.select(*(pl.col(c).cast(pl.Float64) for c in box.columns), *([weight] if count_column else []))
     keep = []
     for j, c in enumerate(box.columns):
-        x = pl.col(c)
+        v = pl.col(c)
         if nulls == "drop":
-            keep.append(x.is_not_null() & x.is_not_nan())
+            keep.append(v.is_not_null() & v.is_not_nan())
         if on_out_of_domain == "drop":  # a null or NaN is left to the nulls rule
-            keep.append(((x >= box.lo[j]) & (x <= box.hi[j])) | x.is_null() | x.is_nan())
+            keep.append(((v >= box.lo[j]) & (v <= box.hi[j])) | v.is_null() | v.is_nan())
     if count_column and nulls == "drop":
         keep.append(pl.col("_w").is_not_null())
     if count_column and on_out_of_domain != "raise":  # a negative count counts 0

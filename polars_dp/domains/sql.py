@@ -115,5 +115,5 @@ def dtype_from_engine(type_name: str) -> pl.DataType:
     return pl.Binary()
 
 
-__all__ = ["DIALECTS", "bigint_sql", "double_sql", "dtype_from_engine", "int_div_sql", "int_sql", "is_nan_sql",
-           "literal_sql", "lookup_sql", "quote_ident", "string_type"]
+__all__ = ["DIALECTS", "bigint_sql", "double_sql", "dtype_from_engine", "int_div_sql", "int_sql",
+           "is_nan_sql", "literal_sql", "lookup_sql", "quote_ident", "string_type"]

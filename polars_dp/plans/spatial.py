@@ -25,7 +25,7 @@ from polars_dp.noise import (
     histogram_sensitivity,
     laplace_scale,
 )
-from polars_dp.params import NULLS, ON_OUT_OF_DOMAIN, check_int
+from polars_dp.params import NULLS, ON_OUT_OF_ALPHABET, ON_OUT_OF_DOMAIN, check_int
 from polars_dp.plans.base import Plan, register_plan
 from polars_dp.plans.grid import PriveletPlan
 from polars_dp.plans.noise_model import IndependentLaplace, NoiseModel, WaveletLaplace
@@ -243,6 +243,9 @@ def _max_length(value: Any) -> int:
 
 _SEQUENCES = (Option("column", "any"), Option("alphabet", "any"),
               Option("max_length", "any", check=_max_length), Option("epsilon", "positive"))
+#: The sequences' row rules (:func:`polars_dp.counting.sequences.encode_sequences`): drop, never clamp.
+_SEQUENCE_ROWS = (Option("nulls", "choice", "raise", choices=NULLS),
+                  Option("on_out_of_domain", "choice", "raise", choices=ON_OUT_OF_ALPHABET))
 
 
 class SequencesPlan(Plan):
@@ -260,7 +263,7 @@ class PrivTreeSequencesPlan(SequencesPlan):
                      Option("postprocess", "choice", "sum_then_clip",
                             choices=("sum_then_clip", "clip_then_sum")),
                      Option("max_nodes", "int", None, lo=1, optional=True),
-                     Option("length_share", "any", 0.05), _NOISE)
+                     Option("length_share", "any", 0.05), *_SEQUENCE_ROWS, _NOISE)
     release_mechanisms = ("privtree_sequences",)
     unknown_before_data = "the tree (which contexts split, decided by noisy counts) and the clipping"
 
@@ -339,7 +342,7 @@ class NgramPlan(SequencesPlan):
     """N-gram counts up to ``height``: ``Lap(height * l_top / epsilon)`` per count."""
 
     name = "ngram_sequences"
-    options_table = (*_SEQUENCES, Option("height", "int", 5, lo=1), _NOISE)
+    options_table = (*_SEQUENCES, Option("height", "int", 5, lo=1), *_SEQUENCE_ROWS, _NOISE)
     release_mechanisms = ("ngram",)
     data_independent = True
     unknown_before_data = "nothing about the noise; clipping at 0 in queries is post-processing"

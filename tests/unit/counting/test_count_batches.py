@@ -73,7 +73,8 @@ def test_integer_counts_of_one_frame_and_of_an_arrow_stream(weights):
 #: Cell (0, x): 2^62 + 2^62 + 2^62 + 5 (wraps past int64); (1, y): 2^53 - 2 + 1 (exact below the
 #: bound); (2, z): one UInt64 row of 2^64 - 1; (3, x): 2^53 + 1 (one past the bound).
 HUGE = pl.DataFrame({"a": [0, 0, 0, 0, 1, 1, 2, 3, 3], "b": ["x", "x", "x", "x", "y", "y", "z", "x", "x"],
-                     "w": pl.Series([2**62, 2**62, 2**62, 5, 2**53 - 2, 1, 2**64 - 1, 2**53, 1], dtype=pl.UInt64)})
+                     "w": pl.Series([2**62, 2**62, 2**62, 5, 2**53 - 2, 1, 2**64 - 1, 2**53, 1],
+                                    dtype=pl.UInt64)})
 
 
 def _huge_inputs() -> dict:
