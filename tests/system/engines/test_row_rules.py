@@ -176,3 +176,14 @@ def test_adaptive_grid_cells_saturate(kind):
     rel = pdp.adaptive_grid(inputs(frame)[kind], ["x"], bounds=[(0.0, 1.0)], epsilon=1e-6, n=20, seed=3,
                             count_column="n")
     assert abs(float(np.sum(rel.count)) - COUNT_BOUND) < COUNT_BOUND * 1e-5
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_integer_categories_read_a_uint64_past_int64_as_outside(kind):
+    """Nominal integer categories: 2^64 - 1 is an unknown category (DomainError, or dropped), never
+    a cast error."""
+    frame = pl.DataFrame({"k": pl.Series([1, 2, U64_MAX], dtype=pl.UInt64)})
+    attrs = [pdp.Nominal("k", categories=[1, 2])]
+    with pytest.raises(pdp.DomainError, match="'k'.*on_out_of_domain='drop'"):
+        frequency_matrix(inputs(frame)[kind], attrs)
+    np.testing.assert_array_equal(frequency_matrix(inputs(frame)[kind], attrs, on_out_of_domain="drop"), [1, 1])
