@@ -122,14 +122,15 @@ class PrivTreePlan(PointsPlan):
 
 class _CountedGridPlan(PointsPlan):
     """The budget of N for UG and AG: N is public when given, or under ``replace`` neighbours
-    while no row is dropped (``nulls="raise"``; a dropped null would change N); otherwise N is
+    while no row is dropped (``nulls="raise"`` and ``on_out_of_domain`` not ``"drop"``: a
+    replaced row that is dropped would change N); otherwise N is
     estimated with ``Lap(1 / eps_n)`` (sensitivity 1), ``eps_n = n_share epsilon``, and the grid
     gets ``eps_grid = epsilon - eps_n`` (exact rationals for exact noise)."""
 
     def _calibrate(self) -> None:
         super()._calibrate()
-        self.n_public = self.options["n"] is not None or (self.neighbours == "replace"
-                                                          and self.options["nulls"] == "raise")
+        keeps_rows = self.options["nulls"] == "raise" and self.options["on_out_of_domain"] != "drop"
+        self.n_public = self.options["n"] is not None or (self.neighbours == "replace" and keeps_rows)
         self.epsilon_n: float | Fraction
         self.epsilon_grid: float | Fraction
         self.n_scale: float | Fraction | None = None
