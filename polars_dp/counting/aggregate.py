@@ -25,7 +25,7 @@ additions in any order or tree).  Every partial sum of non-negative integers bel
 exact, and once a partial sum reaches ``2^53`` (a float) rounding, being monotone, keeps it
 ``>= 2^53``; so the float sum is ``S`` when ``S < 2^53`` and at least ``2^53`` otherwise, and
 ``min(., B)`` of it is exactly ``min(S, B)``.  Unweighted pieces count rows held in memory
-(fewer than ``2^53``) in int64 and the SQL engines sum in DECIMAL(38, 0) and cap the sum
+(fewer than ``2^53``) in int64 and the SQL engines sum exactly (HUGEINT, DECIMAL(38, 0)) and cap the sum
 (:mod:`polars_dp.counting.engines.sql`): the same ``min(S, B)`` in every engine.
 """
 

@@ -68,7 +68,7 @@ def aggregate_sql(spec: CountSpec, dtypes: Sequence[pl.DataType], dialect: str, 
     if spec.count_column:  # each row's count capped at the bound, summed exactly, the sum capped
         c = sql.quote_ident(spec.count_column, dialect)
         w = f"CAST((CASE WHEN {c} > {bound} THEN {bound} ELSE {c} END) AS BIGINT)"
-        total = f"LEAST(SUM(CAST({w} AS DECIMAL(38, 0))), {bound})"
+        total = f"LEAST({sql.exact_sum_sql(w, dialect)}, {bound})"
         counts = (f"CAST({total} AS BIGINT) AS n, MIN({w}) AS n_min, "
                   f"CAST(SUM(CASE WHEN {c} IS NULL THEN 1 ELSE 0 END) AS BIGINT) AS n_null")
     else:
