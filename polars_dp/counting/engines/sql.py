@@ -22,6 +22,7 @@ from polars_dp.counting.aggregate import COUNT_BOUND, Accumulator, Counts
 from polars_dp.counting.invalid import sql_stats_select
 from polars_dp.counting.spec import CountSpec, check_count_dtype, check_counts, strides
 from polars_dp.domains import sql
+from polars_dp.domains.attributes import INT64_MIN
 
 
 def column_dtypes(spec: CountSpec, names: Sequence[str], types: Sequence[str]) -> list[pl.DataType]:
@@ -67,7 +68,8 @@ def aggregate_sql(spec: CountSpec, dtypes: Sequence[pl.DataType], dialect: str, 
     bound = sql.int_sql(COUNT_BOUND)
     if spec.count_column:  # each row's count capped at the bound, summed exactly, the sum capped
         c = sql.quote_ident(spec.count_column, dialect)
-        w = f"CAST((CASE WHEN {c} > {bound} THEN {bound} ELSE {c} END) AS BIGINT)"
+        low = sql.int_sql(INT64_MIN)  # a HUGEINT below int64 stays negative, without a cast error
+        w = f"CAST((CASE WHEN {c} > {bound} THEN {bound} WHEN {c} < {low} THEN {low} ELSE {c} END) AS BIGINT)"
         total = f"LEAST({sql.exact_sum_sql(w, dialect)}, {bound})"
         counts = (f"CAST({total} AS BIGINT) AS n, MIN({w}) AS n_min, "
                   f"CAST(SUM(CASE WHEN {c} IS NULL THEN 1 ELSE 0 END) AS BIGINT) AS n_null")

@@ -11,6 +11,7 @@ its column, never an engine's error.
 
 from __future__ import annotations
 
+import duckdb
 import numpy as np
 import polars as pl
 import pytest
@@ -188,3 +189,17 @@ def test_integer_categories_read_a_uint64_past_int64_as_outside(kind):
         frequency_matrix(inputs(frame)[kind], attrs)
     got = frequency_matrix(inputs(frame)[kind], attrs, on_out_of_domain="drop")
     np.testing.assert_array_equal(got, [1, 1])
+
+
+def test_duckdb_hugeint_counts_and_values_past_int64_are_read_without_a_cast_error():
+    rel = duckdb.connect().sql("SELECT * FROM (VALUES (1, -(CAST(2 AS HUGEINT) << 100), 1), "
+                               "(2, CAST(2 AS HUGEINT) << 100, CAST(2 AS HUGEINT) << 70)) AS t(a, n, k)")
+    attrs = [pdp.Ordinal("a", 0, 3)]
+    with pytest.raises(pdp.DomainError, match="'n' has a negative count"):
+        frequency_matrix(rel, attrs, count_column="n")
+    got = frequency_matrix(rel, attrs, count_column="n", on_out_of_domain="drop")
+    np.testing.assert_array_equal(got, [0, 0, COUNT_BOUND, 0])
+    with pytest.raises(pdp.DomainError, match="'k' has 1 value"):
+        frequency_matrix(rel, [pdp.Ordinal("k", 0, 3)])
+    np.testing.assert_array_equal(frequency_matrix(rel, [pdp.Ordinal("k", 0, 3)], on_out_of_domain="clamp"),
+                                  [0, 1, 0, 1])
