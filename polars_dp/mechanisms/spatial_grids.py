@@ -101,8 +101,9 @@ def uniform_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsil
     the number of points) are computed in that engine.  ``count_column``: pre-aggregated rows
     (see :mod:`polars_dp.counting.spec`).
 
-    ``n``: a public number of points, or ``None`` to use the exact count (``replace``) or a noisy
-    estimate (``add_remove``).  Never pass a count computed from the private data.
+    ``n``: a public number of points, or ``None`` to use the exact count (``replace`` while no row
+    can be dropped: ``nulls="raise"`` and ``on_out_of_domain`` not ``"drop"``) or a noisy estimate
+    (otherwise).  Never pass a count computed from the private data.
     ``progress``: stage bars on stderr (counting, noise); ``None``: on a terminal for large inputs.
     """
     plan = UniformGridPlan(columns, bounds=bounds, epsilon=epsilon, n=n, n_share=n_share, c=c,
