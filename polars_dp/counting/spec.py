@@ -22,10 +22,11 @@ each individual contributes to exactly one row with weight 1 (the rows are the g
 ``GROUP BY`` over a table with one row per individual); counts must be non-negative integers
 (an integer column type).  A negative count cannot come from such a table: by default it is a
 :class:`DomainError`; under ``on_out_of_domain="drop"`` or ``"clamp"`` the row counts 0 (dropped,
-the same as clamping the count to the domain ``[0, inf)``).  The map ``c -> max(c, 0)`` is
-applied to each row on its own and is 1-Lipschitz, so a neighbour (one row's count changed by
-one, or one row added or removed) still moves each cell by at most one: the guarantee is
-unchanged.  A count column of a non-integer type is refused from its type alone, before any
+the same as clamping the count to the domain ``[0, inf)``).  A neighbour on individuals
+changes one row's count by one (two rows' under ``replace``), and ``c -> max(c, 0)`` is applied
+to each row on its own and is 1-Lipschitz, so each cell still moves by at most one per changed
+row: the sensitivity, hence the guarantee, is unchanged (and on a table from a ``GROUP BY``
+the rule never applies).  A count column of a non-integer type is refused from its type alone, before any
 row is read.  Every cell's count saturates at :data:`~polars_dp.counting.aggregate.COUNT_BOUND`
 (``2^53``), see :mod:`polars_dp.counting.aggregate`.
 """
