@@ -16,10 +16,14 @@ from polars_dp.errors import ParameterError
 
 #: What to do with a null or NaN in a declared column.
 Nulls: TypeAlias = Literal["raise", "drop"]
-#: What to do with a value outside the declared domain.
-OnOutOfDomain: TypeAlias = Literal["raise", "clamp"]
+#: What to do with a value outside the declared domain (see :mod:`polars_dp.domains.attributes`).
+OnOutOfDomain: TypeAlias = Literal["raise", "clamp", "drop"]
+#: What the sequence mechanisms do with a symbol outside the alphabet.
+OnOutOfAlphabet: TypeAlias = Literal["raise", "drop"]
 NULLS: tuple[str, ...] = ("raise", "drop")
-ON_OUT_OF_DOMAIN: tuple[str, ...] = ("raise", "clamp")
+ON_OUT_OF_DOMAIN: tuple[str, ...] = ("raise", "clamp", "drop")
+#: The sequence mechanisms' choices: a symbol outside the alphabet has no nearest symbol.
+ON_OUT_OF_ALPHABET: tuple[str, ...] = ("raise", "drop")
 
 
 def check_int(value: Any, name: str, *, lo: int | None = None, hi: int | None = None) -> int:
@@ -53,5 +57,5 @@ def check_option(value: Any, name: str, options: Sequence[str]) -> str:
     return value
 
 
-__all__ = ["NULLS", "ON_OUT_OF_DOMAIN", "Nulls", "OnOutOfDomain", "check_int", "check_option",
-           "check_positive"]
+__all__ = ["NULLS", "ON_OUT_OF_ALPHABET", "ON_OUT_OF_DOMAIN", "Nulls", "OnOutOfAlphabet", "OnOutOfDomain",
+           "check_int", "check_option", "check_positive"]

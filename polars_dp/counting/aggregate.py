@@ -11,6 +11,22 @@ without a result-sized temporary per piece; exact, the counts being integers bel
 Sparse (PrivTree's finest cells): pieces are reduced to sorted unique keys with summed counts
 (re-reduced whenever they pile up), returned as int64 ``(keys, counts)``; a single unweighted
 piece is returned as its sorted keys with ``counts=None``.
+
+Saturation (a public rule, the same for every dataset).  Each cell's count is
+``min(S, B)``, ``S`` the sum of the counts of its rows and ``B =`` :data:`COUNT_BOUND` ``= 2^53``
+(where float64 stops holding every integer), so no count wraps in int64 or rounds in float64.
+For ``S, S'`` of neighbouring tables, ``|min(S, B) - min(S', B)| <= |S - S'|`` (``min(., B)`` is
+1-Lipschitz), so every cell moves by at most what it moved before: the sensitivity of every
+mechanism, hence its guarantee, is unchanged; and nothing is refused whatever the total.
+Computed without overflow: each row's count is first capped at ``B`` (``min(c, B)`` changes no
+result, the counts being non-negative: a cell holding such a row saturates anyway), then the
+weights are summed in float64 (``np.bincount``, ``np.add.at``, ``np.add.reduceat``: plain
+additions in any order or tree).  Every partial sum of non-negative integers below ``2^53`` is
+exact, and once a partial sum reaches ``2^53`` (a float) rounding, being monotone, keeps it
+``>= 2^53``; so the float sum is ``S`` when ``S < 2^53`` and at least ``2^53`` otherwise, and
+``min(., B)`` of it is exactly ``min(S, B)``.  Unweighted pieces count rows held in memory
+(fewer than ``2^53``) in int64 and the SQL engines sum exactly (HUGEINT, DECIMAL(38, 0)) and cap the sum
+(:mod:`polars_dp.counting.engines.sql`): the same ``min(S, B)`` in every engine.
 """
 
 from __future__ import annotations
@@ -24,6 +40,28 @@ from polars_dp.counting.scatter import add_counts
 
 #: Sparse pieces are merged once they hold this many keys in total.
 MERGE_KEYS = 1 << 23
+#: Every cell's count saturates here (module docstring): ``2^53``.
+COUNT_BOUND = 1 << 53
+
+
+def saturate(sums: np.ndarray) -> np.ndarray:
+    """``min(sums, COUNT_BOUND)`` in place (float64 sums of :func:`row_weights`)."""
+    return np.minimum(sums, float(COUNT_BOUND), out=sums)
+
+
+def row_weights(counts: np.ndarray) -> np.ndarray:
+    """Each row's integer count capped at :data:`COUNT_BOUND`, as float64: exact, the float of an
+    integer being exact up to ``2^53`` and, rounding being monotone, at least ``2^53`` past it."""
+    return saturate(np.asarray(counts).astype(np.float64))
+
+
+def cell_sums(keys: np.ndarray, weights: np.ndarray | None, n_cells: int) -> np.ndarray:
+    """float64 counts per cell of rows at ``keys`` (one each, or their ``weights``), saturated
+    at :data:`COUNT_BOUND`: the rule of this module for a mechanism that holds the points
+    themselves (AG's two levels)."""
+    if weights is None:
+        return np.bincount(keys, minlength=n_cells).astype(np.float64)
+    return saturate(np.bincount(keys, row_weights(weights), minlength=n_cells))
 
 
 def _sorted(keys: np.ndarray) -> np.ndarray:
@@ -31,14 +69,26 @@ def _sorted(keys: np.ndarray) -> np.ndarray:
     return pl.Series(keys).sort().to_numpy().astype(np.int64, copy=False)
 
 
+def _starts(ordered: np.ndarray) -> np.ndarray:
+    """Where each run of equal sorted keys starts (non-empty input)."""
+    first = np.empty(ordered.size, dtype=bool)
+    first[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    return np.flatnonzero(first)
+
+
+def _retype(values: np.ndarray, dtype: type) -> np.ndarray:
+    """``values`` (8-byte numbers) converted to ``dtype`` in their own buffer."""
+    out: np.ndarray = values.view(dtype)
+    np.copyto(out, values, casting="unsafe")
+    return out
+
+
 def _runs(ordered: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Unique keys and run lengths of sorted keys (about 3x faster than ``np.unique``)."""
     if ordered.size == 0:
         return ordered.astype(np.int64), np.zeros(0, dtype=np.int64)
-    first = np.empty(ordered.size, dtype=bool)
-    first[0] = True
-    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
-    starts = np.flatnonzero(first)
+    starts = _starts(ordered)
     runs = np.empty(starts.size, dtype=np.int64)
     np.subtract(starts[1:], starts[:-1], out=runs[:-1])
     runs[-1] = ordered.size - starts[-1]
@@ -47,12 +97,16 @@ def _runs(ordered: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _reduce(keys: np.ndarray, counts: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
     """Sorted unique keys and their summed counts (int64): a sort and run lengths; weighted
-    counts summed exactly in int64 by a Polars group-by."""
+    counts summed in float64 and saturated (module docstring), then int64 (exact)."""
     if counts is None:
         return _runs(_sorted(keys))
-    summed = (pl.DataFrame({"key": keys, "count": np.rint(counts).astype(np.int64)})
-              .group_by("key").agg(pl.col("count").sum()).sort("key"))
-    return summed["key"].to_numpy(), summed["count"].to_numpy().astype(np.int64)
+    order = pl.Series(keys).arg_sort().to_numpy()
+    ordered = keys[order]
+    if ordered.size == 0:
+        return ordered.astype(np.int64), np.zeros(0, dtype=np.int64)
+    starts = _starts(ordered)
+    sums = saturate(np.add.reduceat(row_weights(counts)[order], starts))
+    return ordered[starts].astype(np.int64, copy=False), sums.astype(np.int64)
 
 
 class Accumulator:
@@ -65,6 +119,7 @@ class Accumulator:
         self._dense: np.ndarray | None = None
         self._pieces: list[tuple[np.ndarray, np.ndarray | None]] = []
         self._held = 0
+        self._weighted = False  # dense float64 sums of row weights, saturated by dense()
 
     def add(self, keys: np.ndarray, counts: np.ndarray | None = None) -> None:
         """Add one count per key (``counts=None``) or ``counts[i]`` at ``keys[i]``."""
@@ -80,26 +135,28 @@ class Accumulator:
                 self._pieces = [self._merge()]
                 self._held = self._pieces[0][0].size
             return
-        if counts is None and self._dense is None and self._count_on_every_core(keys):
-            return
-        if self.integer:  # int64 counts, exact
-            if self._dense is None and counts is None:  # bincount's own output is the result
-                self._dense = np.bincount(keys, minlength=self.n_cells).astype(np.int64, copy=False)
-                return
+        if counts is not None:  # float64 sums of capped weights (module docstring)
+            w = row_weights(counts)
             if self._dense is None:
-                self._dense = np.zeros(self.n_cells, dtype=np.int64)
-            np.add.at(self._dense, keys, 1 if counts is None else counts.astype(np.int64))
-            return
-        w = None if counts is None else counts.astype(np.float64)
-        if self._dense is None:  # the first piece allocates the result: bincount writes it
-            if w is not None:
                 self._dense = np.bincount(keys, weights=w, minlength=self.n_cells)
             else:
-                out = np.bincount(keys, minlength=self.n_cells)
-                self._dense = out.view(np.float64)
-                np.copyto(self._dense, out, casting="unsafe")
+                if self._dense.dtype != np.float64:
+                    self._dense = _retype(self._dense, np.float64)
+                np.add.at(self._dense, keys, w)
+            self._weighted = True
             return
-        np.add.at(self._dense, keys, 1.0 if w is None else w)
+        if self._dense is None and self._count_on_every_core(keys):
+            return
+        if self.integer and not self._weighted:  # int64 counts, exact
+            if self._dense is None:  # bincount's own output is the result
+                self._dense = np.bincount(keys, minlength=self.n_cells).astype(np.int64, copy=False)
+            else:
+                np.add.at(self._dense, keys, 1)
+            return
+        if self._dense is None:  # the first piece allocates the result: bincount writes it
+            self._dense = _retype(np.bincount(keys, minlength=self.n_cells), np.float64)
+            return
+        np.add.at(self._dense, keys, 1.0)
 
     def _count_on_every_core(self, keys: np.ndarray) -> bool:
         """The first piece, one count per key, by the parallel scatter
@@ -124,9 +181,15 @@ class Accumulator:
         return _reduce(keys, counts.astype(np.float64))
 
     def dense(self) -> np.ndarray:
-        """Flat counts over all ``n_cells`` keys (float64; int64 with ``integer``)."""
+        """Flat counts over all ``n_cells`` keys (float64; int64 with ``integer``), each at most
+        :data:`COUNT_BOUND`."""
         if self._dense is None:
             self._dense = np.zeros(self.n_cells, dtype=np.int64 if self.integer else np.float64)
+        elif self._weighted:
+            saturate(self._dense)
+            if self.integer:
+                self._dense = _retype(self._dense, np.int64)
+            self._weighted = False
         return self._dense
 
     def sparse(self) -> tuple[np.ndarray, np.ndarray | None]:
@@ -139,4 +202,4 @@ class Accumulator:
 #: What an engine returns: dense float64 counts, or :meth:`Accumulator.sparse`'s pair.
 Counts: TypeAlias = np.ndarray | tuple[np.ndarray, np.ndarray | None]
 
-__all__ = ["Accumulator", "Counts"]
+__all__ = ["COUNT_BOUND", "Accumulator", "Counts", "cell_sums", "row_weights", "saturate"]

@@ -81,24 +81,15 @@ def frequency_matrix(frame: Any, attributes: Iterable[Attribute], *,
     the count runs in that engine.  ``count_column`` names a column of non-negative integer
     counts (pre-aggregated rows, see :mod:`polars_dp.counting.spec`).  Raises DomainError naming
     the column and an offending value when a row is null, NaN or outside its declared domain
-    (unless an opt-in handles it), and DomainTooLargeError before allocating a matrix that
-    cannot fit in memory.
+    (unless a row rule handles it: :mod:`polars_dp.domains.attributes`), and DomainTooLargeError
+    before allocating a matrix that cannot fit in memory.
     """
     attrs = as_attributes(attributes)
     spec = CountSpec.make(attrs, on_out_of_domain=on_out_of_domain, nulls=nulls, count_column=count_column,
                           integer=integer)
-    _check_clamp(spec.clamp, attrs)
     shape = spec.shape
     check_domain_size(shape, bytes_per_cell=bytes_per_cell, attributes=attrs)
     return engines.count(frame, spec, dense=True).reshape(shape)
-
-
-def _check_clamp(clamp: bool, attrs: tuple[Attribute, ...]) -> None:
-    if clamp and all(a.kind != "ordinal" for a in attrs):
-        raise ParameterError(
-            f"on_out_of_domain='clamp' applies to ordinal attributes only; {attrs[0].column!r} "
-            "is nominal (add its missing categories to the hierarchy instead)"
-        )
 
 
 __all__ = ["as_lazy", "check_domain_size", "frequency_matrix", "strides"]

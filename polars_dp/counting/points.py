@@ -5,10 +5,13 @@ box in the engine holding them (:mod:`polars_dp.counting.engines`); :func:`colle
 the point columns of a Polars input into numpy (exact references for experiments).
 
 Only the declared columns are collected (streaming engine on a LazyFrame).  A null, NaN or a
-value outside the declared box raises :class:`DomainError` by default.  Opt-ins:
-``nulls="drop"`` drops rows with a null/NaN in a declared column (each row is kept or
-dropped on its own, so the guarantee is unchanged) and ``on_out_of_domain="clamp"`` moves
-outside values onto the nearest face of the box (a per-row map, again privacy-neutral).
+value outside the declared box raises :class:`DomainError` by default.  Opt-ins, each a rule
+on one row alone (so the guarantee is unchanged): ``nulls="drop"`` drops rows with a null/NaN
+in a declared column or a null count; ``on_out_of_domain="clamp"`` moves outside values
+(``+-inf`` included) onto the nearest face of the box and ``"drop"`` drops their rows; under
+either, a negative count counts 0 (:mod:`polars_dp.counting.spec`).  Counts are capped per row
+and per cell at :data:`~polars_dp.counting.aggregate.COUNT_BOUND`
+(:mod:`polars_dp.counting.aggregate`).
 """
 
 from __future__ import annotations
@@ -20,8 +23,10 @@ import numpy as np
 import polars as pl
 
 from polars_dp.counting import engines
+from polars_dp.counting.aggregate import COUNT_BOUND, row_weights
 from polars_dp.counting.frequency import check_row_options
 from polars_dp.counting.spec import CountSpec, check_count_dtype, check_counts
+from polars_dp.domains.attributes import int64_expr
 from polars_dp.domains.box import Box, grid_axes
 from polars_dp.errors import ColumnNotFoundError, ParameterError
 
@@ -35,7 +40,9 @@ def collect_points(frame: Any, box: Box, *, on_out_of_domain: str = "raise",
 
 def collect_weighted_points(frame: Any, box: Box, *, on_out_of_domain: str = "raise", nulls: str = "raise",
                             count_column: str | None = None) -> tuple[list[np.ndarray], np.ndarray | None]:
-    """:func:`collect_points` plus the int64 counts of ``count_column`` (None without one)."""
+    """:func:`collect_points` plus the counts of ``count_column`` (None without one), each capped
+    at :data:`~polars_dp.counting.aggregate.COUNT_BOUND` and held as float64 (exact), so that
+    sums of them never wrap."""
     check_row_options(on_out_of_domain, nulls)
     wanted = [*box.columns, *([count_column] if count_column else [])]
     lf = engines.point_columns(frame, wanted)
@@ -48,17 +55,28 @@ def collect_weighted_points(frame: Any, box: Box, *, on_out_of_domain: str = "ra
             raise ParameterError(f"column {c!r} has type {schema[c]}; spatial columns must be numeric")
     if count_column:
         check_count_dtype(count_column, schema[count_column])
-    lf = lf.select(*(pl.col(c).cast(pl.Float64) for c in box.columns),
-                   *([pl.col(count_column).cast(pl.Int64).alias("_w")] if count_column else []))
-    if nulls == "drop":
-        lf = lf.filter(pl.all_horizontal(pl.col(c).is_not_null() & pl.col(c).is_not_nan()
-                                         for c in box.columns))
+    weight = (int64_expr(count_column, schema[count_column], saturate=True).clip(upper_bound=COUNT_BOUND)
+              .alias("_w") if count_column else None)
+    lf = lf.select(*(pl.col(c).cast(pl.Float64) for c in box.columns), *([weight] if count_column else []))
+    keep = []
+    for j, c in enumerate(box.columns):
+        v = pl.col(c)
+        if nulls == "drop":
+            keep.append(v.is_not_null() & v.is_not_nan())
+        if on_out_of_domain == "drop":  # a null or NaN is left to the nulls rule
+            keep.append(((v >= box.lo[j]) & (v <= box.hi[j])) | v.is_null() | v.is_nan())
+    if count_column and nulls == "drop":
+        keep.append(pl.col("_w").is_not_null())
+    if count_column and on_out_of_domain != "raise":  # a negative count counts 0
+        keep.append((pl.col("_w") >= 0).fill_null(True))
+    if keep:
+        lf = lf.filter(pl.all_horizontal(keep))
     df = lf.collect(engine="streaming")
     weights = None
     if count_column:
         w = df["_w"]
         check_counts(count_column, w.null_count(), w.min())
-        weights = w.to_numpy()
+        weights = row_weights(w.to_numpy())
     out = []
     for j, (c, axis) in enumerate(zip(box.columns, grid_axes(box, 1), strict=True)):
         s = df[c]

@@ -32,7 +32,7 @@ import pyarrow as pa
 from polars_dp.arrow_arrays import array_values
 from polars_dp.counting.frequency import as_lazy
 from polars_dp.errors import ColumnNotFoundError, DomainError, ParameterError
-from polars_dp.params import check_int
+from polars_dp.params import NULLS, ON_OUT_OF_ALPHABET, check_int, check_option
 
 MAX_ALPHABET = 2**15 - 2
 
@@ -168,14 +168,21 @@ def symbol_lists(lf: pl.LazyFrame, column: str) -> pl.Expr:
     )
 
 
-def encode_sequences(frame: Any, column: str, *, alphabet: Sequence[Any],
-                     max_length: int) -> EncodedSequences:
+def encode_sequences(frame: Any, column: str, *, alphabet: Sequence[Any], max_length: int,
+                     nulls: str = "raise", on_out_of_domain: str = "raise") -> EncodedSequences:
     """Read ``column`` once, truncate each sequence to ``max_length`` and encode its positions.
 
     Truncation keeps the first ``max_length`` symbols (a public rule); symbols past the cut
     are discarded unread.  A null sequence, a null symbol or a symbol outside ``alphabet``
-    in the kept part raises :class:`DomainError`.
+    in the kept part raises :class:`DomainError` naming the column, unless a row rule drops
+    the sequence: ``nulls="drop"`` a null sequence or one with a null symbol in its kept part,
+    ``on_out_of_domain="drop"`` one with a symbol outside the alphabet in its kept part (a
+    symbol has no nearest symbol: there is no ``"clamp"``).  Each rule looks at one sequence
+    alone, so a neighbour (one sequence added or removed) still changes at most one kept
+    sequence: every sensitivity bound, hence the guarantee, is unchanged.
     """
+    check_option(nulls, "nulls", NULLS)
+    check_option(on_out_of_domain, "on_out_of_domain", ON_OUT_OF_ALPHABET)
     symbols = check_alphabet(alphabet)
     max_length = check_max_length(max_length)
     lf = as_lazy(frame)
@@ -183,12 +190,20 @@ def encode_sequences(frame: Any, column: str, *, alphabet: Sequence[Any],
     _check_symbol_type(column, lf.collect_schema()[column], symbols)
     codes = lists.list.eval(pl.element().replace_strict(list(symbols), list(range(len(symbols))),
                                                         default=None, return_dtype=pl.Int32))
-    out = lf.select(codes=codes, n_null_symbols=lists.list.eval(pl.element().is_null().sum())
-                    .list.first()).collect(engine="streaming")
+    n_null_symbols = lists.list.eval(pl.element().is_null().sum()).list.first()
+    keep = []
+    if nulls == "drop":
+        keep.append(lists.is_not_null() & (n_null_symbols == 0))
+    if on_out_of_domain == "drop":  # symbols without a code that are not null
+        n_outside = codes.list.eval(pl.element().is_null().sum()).list.first() - n_null_symbols
+        keep.append((n_outside == 0).fill_null(True))
+    if keep:
+        lf = lf.filter(pl.all_horizontal(keep))
+    out = lf.select(codes=codes, n_null_symbols=n_null_symbols).collect(engine="streaming")
     series = out["codes"]
     if series.null_count():
         raise DomainError(f"column {column!r} has {series.null_count():,} null sequence(s); drop them first "
-                          "(an empty sequence is fine)")
+                          "(an empty sequence is fine) or pass nulls='drop' (drops those sequences)")
     arr = series.to_arrow()
     arr = arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
     offsets = array_values(arr.offsets)
@@ -197,12 +212,13 @@ def encode_sequences(frame: Any, column: str, *, alphabet: Sequence[Any],
         n_null = int(out["n_null_symbols"].fill_null(0).sum())
         if n_null:
             raise DomainError(f"column {column!r} has {n_null:,} null symbol(s) inside sequences; "
-                              "remove or recode them")
+                              "remove or recode them, or pass nulls='drop' (drops those sequences)")
         bad = (lf.select(lists.alias("s"), codes.alias("c")).explode(["s", "c"])
                .filter(pl.col("c").is_null()).select("s").unique().sort("s").head(5).collect()["s"].to_list())
         raise DomainError(
             f"column {column!r} has symbols outside the declared alphabet {alphabet_text(symbols)}, "
-            f"e.g. {', '.join(map(repr, bad))}; add them to the public alphabet or recode the data"
+            f"e.g. {', '.join(map(repr, bad))}; add them to the public alphabet, recode the data, or pass "
+            "on_out_of_domain='drop' (drops those sequences)"
         )
     return encoded_from_lists(array_values(flat), np.diff(offsets), len(symbols),
                               max_length)

@@ -11,10 +11,24 @@ value is invalid), the row options, an optional count column, and the key of the
 Every engine returns the same aggregate, (key, count) pairs over the valid rows (or the dense
 vector of counts over the flat keys), and raises the same typed errors.
 
+Row rules (:mod:`polars_dp.domains.attributes`): ``nulls="drop"`` leaves out a row with a null
+or NaN in a declared column or a null count; ``on_out_of_domain="drop"`` a row with a value
+outside its axis's domain, ``"clamp"`` moves it to the nearest cell (a nominal value, which has
+none, is dropped).  Each rule looks at one row only.
+
 Pre-aggregated input (``count_column``): each row stands for ``count`` individuals.  The
 guarantee of every mechanism holds, with its stated neighbour relation on individuals, when
 each individual contributes to exactly one row with weight 1 (the rows are the groups of a
-``GROUP BY`` over a table with one row per individual); counts must be non-negative integers.
+``GROUP BY`` over a table with one row per individual); counts must be non-negative integers
+(an integer column type).  A negative count cannot come from such a table: by default it is a
+:class:`DomainError`; under ``on_out_of_domain="drop"`` or ``"clamp"`` the row counts 0 (dropped,
+the same as clamping the count to the domain ``[0, inf)``).  A neighbour on individuals
+changes one row's count by one (two rows' under ``replace``), and ``c -> max(c, 0)`` is applied
+to each row on its own and is 1-Lipschitz, so each cell still moves by at most one per changed
+row: the sensitivity, hence the guarantee, is unchanged (and on a table from a ``GROUP BY``
+the rule never applies).  A count column of a non-integer type is refused from its type alone, before any
+row is read.  Every cell's count saturates at :data:`~polars_dp.counting.aggregate.COUNT_BOUND`
+(``2^53``), see :mod:`polars_dp.counting.aggregate`.
 """
 
 from __future__ import annotations
@@ -49,6 +63,23 @@ class CountSpec:
     count_column: str | None = None
     key: Callable[[list[np.ndarray]], np.ndarray] | None = None
     integer: bool = False  # dense counts as int64 (exact) instead of float64
+    drop_outside: bool = False  # on_out_of_domain="drop"
+
+    def drops_outside(self, axis: Any) -> bool:
+        """Whether rows with a value outside ``axis``'s domain are dropped: under ``"drop"``,
+        and under ``"clamp"`` for a nominal axis (no nearest category)."""
+        return self.drop_outside or (self.clamp and axis.kind == "nominal")
+
+    @property
+    def drops_negative_counts(self) -> bool:
+        """Whether a row with a negative count counts 0 (``"drop"`` or ``"clamp"``)."""
+        return self.drop_outside or self.clamp
+
+    @property
+    def drops_rows(self) -> bool:
+        """Whether any row rule may leave a row out (the engines then filter the rows)."""
+        return (self.drop_nulls or any(self.drops_outside(a) for a in self.axes)
+                or (self.count_column is not None and self.drops_negative_counts))
 
     @staticmethod
     def make(axes: Sequence[Any], *, on_out_of_domain: str = "raise", nulls: str = "raise",
@@ -62,7 +93,7 @@ class CountSpec:
         if count_column is not None and count_column in {a.column for a in axes}:
             raise ParameterError(f"count_column {count_column!r} is also a declared attribute")
         return CountSpec(tuple(axes), on_out_of_domain == "clamp", nulls == "drop", count_column, key,
-                         bool(integer))
+                         bool(integer), on_out_of_domain == "drop")
 
     @property
     def dense_dtype(self) -> np.dtype:
@@ -127,10 +158,11 @@ def check_counts(column: str, nulls: int, minimum: Any) -> None:
     """DomainError naming ``column`` for null or negative counts."""
     if nulls:
         raise DomainError(f"count column {column!r} has {nulls} null value(s); counts must be "
-                          "non-negative integers")
+                          "non-negative integers; fill them, or pass nulls='drop' (drops those rows)")
     if minimum is not None and minimum < 0:
         raise DomainError(f"count column {column!r} has a negative count ({minimum}); counts must be "
-                          "non-negative integers")
+                          "non-negative integers; fix them, or pass on_out_of_domain='drop' (such a row "
+                          "counts 0)")
 
 
 __all__ = ["CountSpec", "check_count_dtype", "check_counts", "strides"]

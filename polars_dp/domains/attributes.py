@@ -3,21 +3,34 @@
 The domain is public: nothing here looks at the data to choose a bound, a bin or a
 category.  Every attribute turns its column into an ``Int64`` cell index with a Polars
 expression; the index is null where the value is null, NaN or outside the domain, and the
-caller (:mod:`polars_dp.counting.frequency`) reports such rows with a clear error.
+caller (:mod:`polars_dp.counting`) reports such rows with a :class:`DomainError` naming the
+column, or handles them by the opt-ins below.
 
-Opt-ins (both row-wise, so a neighbouring table still changes at most one row's cell and
-every sensitivity bound stays as stated):
+Row-wise opt-ins.  Each is a function of one row alone (the row is kept, moved to another
+cell, or dropped, whatever the other rows hold), so a neighbouring table still changes at
+most one row's cell and every sensitivity bound, hence the guarantee, stays as stated:
 
-* ``on_out_of_domain="clamp"``: ordinal values below ``lo`` go to the first cell, above
-  ``hi`` to the last, and a non-integral value in an integer domain to the bin of its floor.
-  Nominal attributes stay strict (there is no nearest category): in a table mixing both
-  kinds only the ordinal ones are clamped.
+* ``nulls="drop"``: rows with a null or NaN in any declared column (or a null in
+  ``count_column``) are left out.
+* ``on_out_of_domain="clamp"``: ordinal values below ``lo`` (``-inf`` included) go to the first
+  cell, above ``hi`` (``+inf``, and integers past int64 such as a UInt64 ``2^64 - 1``) to the
+  last, and a non-integral value in an integer domain to the bin of its floor.  A nominal
+  value outside the categories has no nearest category: its row is dropped (as with
+  ``"drop"``), so in a table mixing both kinds the ordinal values are clamped and the rows
+  with an unknown category are left out.
+* ``on_out_of_domain="drop"``: rows with a value outside the domain of any declared column
+  (ordinal or nominal) are left out.
+
+With ``nulls="drop"`` and ``on_out_of_domain`` ``"clamp"`` or ``"drop"`` no row can make a
+count fail; without them every such row is a :class:`DomainError` naming the column.
 
 An integer domain (integer ``lo``, ``hi`` and ``width``) holds whole numbers only: a
 non-integral value (``20.5``) in a float column is outside it, refused like any other
-out-of-domain value unless ``on_out_of_domain="clamp"``.  Data with fractions need float
-bounds (``Ordinal("lat", 44.0, 46.0, width=1.0)``), whose bins are half-open intervals.
-* ``nulls="drop"``: rows with a null or NaN in any declared column are left out.
+out-of-domain value unless ``on_out_of_domain`` is ``"clamp"`` (floored) or ``"drop"``.  Data
+with fractions need float bounds (``Ordinal("lat", 44.0, 46.0, width=1.0)``), whose bins are
+half-open intervals.  Integer columns are read exactly in int64: a value of a wider type
+(UInt64 past ``2^63 - 1``, Int128) is outside every domain that int64 can hold (clamped to
+it under ``"clamp"``), never a cast error.
 """
 
 from __future__ import annotations
@@ -53,6 +66,29 @@ def _check_number(value: Any, what: str, column: str) -> float | int:
     if not math.isfinite(float(value)):
         raise ParameterError(f"{what} of {column!r} must be finite, got {value!r}")
     return value.item() if isinstance(value, (np.integer, np.floating)) else value
+
+
+#: The int64 range: integer columns of a wider type are saturated to it (or nulled) first.
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+def _wide(dtype: pl.DataType) -> bool:
+    """Whether an integer dtype holds values outside int64 (UInt64, Int128, UInt128)."""
+    return dtype.is_integer() and dtype not in (pl.Int8, pl.Int16, pl.Int32, pl.Int64,
+                                                pl.UInt8, pl.UInt16, pl.UInt32)
+
+
+def int64_expr(column: str, dtype: pl.DataType, *, saturate: bool = False) -> pl.Expr:
+    """``pl.col(column)`` of an integer ``dtype`` as Int64, never a cast error: a value past
+    int64 becomes null (outside every domain), or with ``saturate`` the nearest int64 (a value
+    that ``clamp`` then moves onto the domain's nearest bound)."""
+    col = pl.col(column)
+    if not _wide(dtype):
+        return col.cast(pl.Int64)
+    if not saturate:
+        return col.cast(pl.Int64, strict=False)
+    lower = None if dtype.is_unsigned_integer() else INT64_MIN
+    return col.clip(lower, INT64_MAX).cast(pl.Int64)
 
 
 class AttributeBase:
@@ -99,8 +135,9 @@ class AttributeBase:
                 "so the privacy guarantee is unchanged)"
             )
         if outside:
-            fix = ("declare a wider domain or pass on_out_of_domain='clamp'"
-                   if self.kind == "ordinal" else "add the value to the hierarchy or filter it out")
+            fix = ("declare a wider domain, or pass on_out_of_domain='clamp' (moves it to the nearest "
+                   "cell) or 'drop' (drops the row)" if self.kind == "ordinal" else
+                   "add the value to the hierarchy, or pass on_out_of_domain='drop' (drops the row)")
             return DomainError(
                 f"column {self.column!r} has {outside} value(s) outside the declared domain "
                 f"{self.domain_text()}, e.g. {example!r}; {fix}"
@@ -176,9 +213,15 @@ class Ordinal(AttributeBase):
         exact = self._exact(dtype)
         num: Callable[[Any], str] = sql.int_sql if exact else sql.double_sql
         lo, hi = num(self.lo), num(self.hi)
-        value = f"CAST({column_sql} AS {'BIGINT' if exact else 'DOUBLE'})"
-        if clamp:
-            value = f"(CASE WHEN {value} < {lo} THEN {lo} WHEN {value} > {hi} THEN {hi} ELSE {value} END)"
+        if exact and clamp:  # compared in the column's own type, then cast: no value is out of range
+            value = (f"CAST((CASE WHEN {column_sql} < {lo} THEN {lo} WHEN {column_sql} > {hi} THEN {hi} "
+                     f"ELSE {column_sql} END) AS BIGINT)")
+        elif exact:  # NULL (outside the domain) past int64, never a cast error
+            value = sql.bigint_sql(column_sql, dialect)
+        else:
+            value = f"CAST({column_sql} AS DOUBLE)"
+            if clamp:
+                value = f"(CASE WHEN {value} < {lo} THEN {lo} WHEN {value} > {hi} THEN {hi} ELSE {value} END)"
         if exact:
             idx = sql.int_div_sql(f"{value} - {lo}", sql.int_sql(int(self.width)), dialect)
         else:
@@ -195,7 +238,7 @@ class Ordinal(AttributeBase):
     def index_expr(self, dtype: pl.DataType, *, clamp: bool = False) -> pl.Expr:
         col = pl.col(self.column)
         exact = self._exact(dtype)
-        value = col.cast(pl.Int64) if exact else col.cast(pl.Float64)
+        value = int64_expr(self.column, dtype, saturate=clamp) if exact else col.cast(pl.Float64)
         if clamp:
             value = value.clip(self.lo, self.hi)
         if exact:
@@ -235,7 +278,7 @@ class Ordinal(AttributeBase):
                 f"{self.domain_text()} (whole numbers only), e.g. {example!r}; round the column, declare "
                 f"float bounds such as Ordinal({self.column!r}, {float(self.lo)!r}, {float(self.hi)!r}, "
                 f"width={float(self.width)!r}), widen the domain, or pass on_out_of_domain='clamp' "
-                "(which also floors fractions)"
+                "(which also floors fractions) or 'drop'"
             )
         return super().invalid_error(dtype, nulls, nans, outside, example)
 
@@ -329,7 +372,7 @@ class Nominal(AttributeBase):
             cases = " ".join(f"WHEN {column_sql} = {sql.literal_sql(v, dialect)} THEN {sql.int_sql(i)}"
                              for i, v in enumerate(leaves))
             return f"(CASE {cases} END)"
-        value = f"CAST({column_sql} AS BIGINT)"
+        value = sql.bigint_sql(column_sql, dialect)
         a = self._contiguous_start()
         if a is not None:
             b = a + self.n_cells - 1
@@ -362,7 +405,7 @@ class Nominal(AttributeBase):
         if self._leaf_type is bool:
             value = col
         else:
-            value = col.cast(pl.Int64)
+            value = int64_expr(self.column, dtype)
             a = self._contiguous_start()
             if a is not None:  # leaves a..a+n-1 in order: the cell is value - a
                 inside = (value >= a) & (value <= a + self.n_cells - 1)
@@ -434,5 +477,5 @@ def as_attributes(attributes: Attribute | Iterable[Attribute]) -> tuple[Attribut
     return attrs
 
 
-__all__ = ["FLOAT_TOLERANCE", "Attribute", "AttributeBase", "Nominal", "Ordinal", "as_attributes",
-           "attribute_from_json"]
+__all__ = ["FLOAT_TOLERANCE", "INT64_MAX", "INT64_MIN", "Attribute", "AttributeBase", "Nominal", "Ordinal",
+           "as_attributes", "attribute_from_json", "int64_expr"]

@@ -61,6 +61,21 @@ def literal_sql(value: Any, dialect: str) -> str:
     raise ParameterError(f"cannot spell {value!r} as a SQL literal")
 
 
+def bigint_sql(value_sql: str, dialect: str) -> str:
+    """An integer column as BIGINT, NULL where its value does not fit (a DuckDB UBIGINT past
+    ``2^63 - 1`` or a HUGEINT; Spark has no integer type wider than BIGINT): never a cast error."""
+    cast = "CAST" if check_dialect(dialect) == "spark" else "TRY_CAST"
+    return f"{cast}({value_sql} AS BIGINT)"
+
+
+def exact_sum_sql(value_sql: str, dialect: str) -> str:
+    """``SUM`` of a BIGINT expression that cannot overflow: DuckDB sums BIGINT into a HUGEINT
+    (128 bits); Spark's BIGINT sum would wrap, so it sums DECIMAL(38, 0)."""
+    if check_dialect(dialect) == "spark":
+        return f"SUM(CAST({value_sql} AS DECIMAL(38, 0)))"
+    return f"SUM({value_sql})"
+
+
 def int_div_sql(num: str, den: str, dialect: str) -> str:
     """Integer division (truncating; callers only divide non-negative numbers)."""
     op = "div" if check_dialect(dialect) == "spark" else "//"
@@ -108,5 +123,5 @@ def dtype_from_engine(type_name: str) -> pl.DataType:
     return pl.Binary()
 
 
-__all__ = ["DIALECTS", "double_sql", "dtype_from_engine", "int_div_sql", "int_sql", "is_nan_sql",
-           "literal_sql", "lookup_sql", "quote_ident", "string_type"]
+__all__ = ["DIALECTS", "bigint_sql", "double_sql", "dtype_from_engine", "exact_sum_sql", "int_div_sql",
+           "int_sql", "is_nan_sql", "literal_sql", "lookup_sql", "quote_ident", "string_type"]

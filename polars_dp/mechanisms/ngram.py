@@ -36,6 +36,7 @@ from polars_dp.noise import (
     noise_source,
     sample_noise,
 )
+from polars_dp.params import Nulls, OnOutOfAlphabet
 from polars_dp.plans import NgramPlan
 from polars_dp.plans.base import register_runner
 from polars_dp.progress import Progress
@@ -54,7 +55,8 @@ def run_ngram(plan: NgramPlan, frame: Any, *, seed: SeedLike = None, progress: b
     n_nodes = sum(beta**k for k in range(height))
     check_domain_size((n_nodes, beta), bytes_per_cell=64, dims=f"height {height} over {beta - 1} symbols",
                       fix="use a lower height")  # before any row is read
-    enc = encode_sequences(frame, opts["column"], alphabet=alphabet, max_length=opts["max_length"])
+    enc = encode_sequences(frame, opts["column"], alphabet=alphabet, max_length=opts["max_length"],
+                           nulls=opts["nulls"], on_out_of_domain=opts["on_out_of_domain"])
     src = noise_source(seed)
     bar.step("n-gram tree")
     tree = grow_context_tree(enc, lambda hist, depth, starts_with_start: np.ones(hist.shape[0], dtype=bool),
@@ -71,16 +73,19 @@ def run_ngram(plan: NgramPlan, frame: Any, *, seed: SeedLike = None, progress: b
 
 
 def ngram_sequences(frame: Any, column: str, *, alphabet: Sequence[Any], max_length: int,
-                    epsilon: float, height: int = 5, seed: SeedLike = None,
+                    epsilon: float, height: int = 5, nulls: Nulls = "raise",
+                    on_out_of_domain: OnOutOfAlphabet = "raise", seed: SeedLike = None,
                     noise: NoiseKind = "exact", progress: bool | None = None) -> SequenceRelease:
     """Release noisy n-gram counts up to ``n = height`` (public) as a complete-tree SequenceRelease.
 
     Exactly ``pdp.plan("ngram_sequences", column, ...).run(frame, seed=seed, progress=progress)``.
     ``noise``: ``"exact"`` (discrete Laplace, default) or ``"float"``.  ``progress``: stage bars
     on stderr (counting, n-gram tree, noise); ``None``: on a terminal for large inputs.
+    ``nulls``, ``on_out_of_domain``: ``"raise"`` (default) or ``"drop"`` the sequences with a
+    null or an out-of-alphabet symbol, as in :func:`~polars_dp.privtree_sequences`.
     """
     plan = NgramPlan(column, alphabet=alphabet, max_length=max_length, epsilon=epsilon, height=height,
-                     noise=noise)
+                     nulls=nulls, on_out_of_domain=on_out_of_domain, noise=noise)
     return plan.run(frame, seed=seed, progress=progress)
 
 

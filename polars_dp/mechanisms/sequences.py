@@ -76,6 +76,7 @@ from polars_dp.noise import (
     noise_source,
     sample_noise,
 )
+from polars_dp.params import Nulls, OnOutOfAlphabet
 from polars_dp.plans.base import register_runner
 from polars_dp.plans.spatial import PrivTreeSequencesPlan, check_length_share
 from polars_dp.progress import Progress
@@ -87,8 +88,9 @@ POSTPROCESS = ("sum_then_clip", "clip_then_sum")
 def privtree_sequences(frame: Any, column: str, *, alphabet: Sequence[Any], max_length: int,
                        epsilon: float, tree_share: float = 0.25, theta: float = 0.0,
                        postprocess: str = "sum_then_clip", max_nodes: int | None = None,
-                       length_share: float = 0.05, seed: SeedLike = None, noise: NoiseKind = "exact",
-                       progress: bool | None = None) -> SequenceRelease:
+                       length_share: float = 0.05, nulls: Nulls = "raise",
+                       on_out_of_domain: OnOutOfAlphabet = "raise", seed: SeedLike = None,
+                       noise: NoiseKind = "exact", progress: bool | None = None) -> SequenceRelease:
     """Release a PST of the sequences in ``column`` with PrivTree's depth-independent noise.
 
     Exactly ``pdp.plan("privtree_sequences", column, ...).run(frame, seed=seed,
@@ -110,6 +112,10 @@ def privtree_sequences(frame: Any, column: str, *, alphabet: Sequence[Any], max_
     max_nodes : public cap on the number of tree nodes (default ``2**25 // (|I| + 1)``); see
         the module docstring.
     length_share : fraction of ``epsilon`` spent on the noisy length law (0 for none).
+    nulls, on_out_of_domain : ``"raise"`` (default) or ``"drop"``: drop a sequence that is null
+        or holds a null symbol, or one holding a symbol outside the alphabet, in its first
+        ``max_length`` symbols (a rule on each sequence alone: the guarantee is unchanged; see
+        :func:`polars_dp.counting.sequences.encode_sequences`).
     seed : ``None`` draws cryptographic randomness; an int is for tests and experiments only
         (the model is marked ``seeded``).
     noise : ``"exact"`` (exact decisions and discrete Laplace bins, default) or ``"float"``.
@@ -118,7 +124,8 @@ def privtree_sequences(frame: Any, column: str, *, alphabet: Sequence[Any], max_
     """
     plan = PrivTreeSequencesPlan(column, alphabet=alphabet, max_length=max_length, epsilon=epsilon,
                                  tree_share=tree_share, theta=theta, postprocess=postprocess,
-                                 max_nodes=max_nodes, length_share=length_share, noise=noise)
+                                 max_nodes=max_nodes, length_share=length_share, nulls=nulls,
+                                 on_out_of_domain=on_out_of_domain, noise=noise)
     return run_privtree_sequences(plan, frame, seed=seed, progress=progress)
 
 
@@ -128,7 +135,8 @@ def run_privtree_sequences(plan: PrivTreeSequencesPlan, frame: Any, *, seed: See
     opts = plan.options
     bar = Progress("privtree_sequences", progress, None)
     bar.step("counting (encoding sequences)")
-    enc = encode_sequences(frame, opts["column"], alphabet=opts["alphabet"], max_length=plan.max_length)
+    enc = encode_sequences(frame, opts["column"], alphabet=opts["alphabet"], max_length=plan.max_length,
+                           nulls=opts["nulls"], on_out_of_domain=opts["on_out_of_domain"])
     bar.step("tree and noise")
     model = release_encoded(plan, enc, noise_source(seed))
     bar.close()

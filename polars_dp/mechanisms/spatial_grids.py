@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from polars_dp.counting.aggregate import cell_sums
 from polars_dp.counting.engines import rereadable
 from polars_dp.counting.frequency import check_domain_size
 from polars_dp.counting.points import collect_weighted_points, grid_counts
@@ -93,8 +94,9 @@ def uniform_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsil
     the number of points) are computed in that engine.  ``count_column``: pre-aggregated rows
     (see :mod:`polars_dp.counting.spec`).
 
-    ``n``: a public number of points, or ``None`` to use the exact count (``replace``) or a noisy
-    estimate (``add_remove``).  Never pass a count computed from the private data.
+    ``n``: a public number of points, or ``None`` to use the exact count (``replace`` while no row
+    can be dropped: ``nulls="raise"`` and ``on_out_of_domain`` not ``"drop"``) or a noisy estimate
+    (otherwise).  Never pass a count computed from the private data.
     ``progress``: stage bars on stderr (counting, noise); ``None``: on a terminal for large inputs.
     """
     plan = UniformGridPlan(columns, bounds=bounds, epsilon=epsilon, n=n, n_share=n_share, c=c,
@@ -161,7 +163,7 @@ def adaptive_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsi
 
     per_dim = grid_cells(points, box, m1)
     cell = flat_cells(per_dim, m1)
-    v = np.bincount(cell, weights, minlength=n_cells) + sample_noise(src, scale1, n_cells, noise)
+    v = cell_sums(cell, weights, n_cells) + sample_noise(src, scale1, n_cells, noise)
     eps2 = float(plan.epsilon_level2)
     m2 = np.maximum(1, np.ceil((np.maximum(v, 0.0) * eps2 / c2) ** (2.0 / (d + 2)))).astype(np.int64)
     sub_cells = m2**d
@@ -174,7 +176,7 @@ def adaptive_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsi
     for j, x in enumerate(points):
         pos = (x - box.lo[j]) * (m1 / box.width[j]) - per_dim[j]
         leaf = leaf + np.clip(np.floor(pos * pm2), 0, pm2 - 1).astype(np.int64) * pm2 ** (d - 1 - j)
-    u = np.bincount(leaf, weights, minlength=n_leaves) + sample_noise(src, scale2, n_leaves, noise)
+    u = cell_sums(leaf, weights, n_leaves) + sample_noise(src, scale2, n_leaves, noise)
 
     bar.step("noise and constrained inference")
     owner = np.repeat(np.arange(n_cells), sub_cells)

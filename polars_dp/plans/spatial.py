@@ -26,7 +26,7 @@ from polars_dp.noise import (
     histogram_sensitivity,
     laplace_scale,
 )
-from polars_dp.params import NULLS, ON_OUT_OF_DOMAIN, check_int
+from polars_dp.params import NULLS, ON_OUT_OF_ALPHABET, ON_OUT_OF_DOMAIN, check_int
 from polars_dp.plans.base import Plan, register_plan
 from polars_dp.plans.grid import PriveletPlan
 from polars_dp.plans.noise_model import Correlated, IndependentLaplace, NoiseModel, WaveletLaplace
@@ -154,14 +154,15 @@ class PrivTreePlan(PointsPlan):
 
 class _CountedGridPlan(PointsPlan):
     """The budget of N for UG and AG: N is public when given, or under ``replace`` neighbours
-    while no row is dropped (``nulls="raise"``; a dropped null would change N); otherwise N is
+    while no row is dropped (``nulls="raise"`` and ``on_out_of_domain`` not ``"drop"``: a
+    replaced row that is dropped would change N); otherwise N is
     estimated with ``Lap(1 / eps_n)`` (sensitivity 1), ``eps_n = n_share epsilon``, and the grid
     gets ``eps_grid = epsilon - eps_n`` (exact rationals for exact noise)."""
 
     def _calibrate(self) -> None:
         super()._calibrate()
-        self.n_public = self.options["n"] is not None or (self.neighbours == "replace"
-                                                          and self.options["nulls"] == "raise")
+        keeps_rows = self.options["nulls"] == "raise" and self.options["on_out_of_domain"] != "drop"
+        self.n_public = self.options["n"] is not None or (self.neighbours == "replace" and keeps_rows)
         self.epsilon_n: float | Fraction
         self.epsilon_grid: float | Fraction
         self.n_scale: float | Fraction | None = None
@@ -296,6 +297,9 @@ def _max_length(value: Any) -> int:
 
 _SEQUENCES = (Option("column", "any"), Option("alphabet", "any"),
               Option("max_length", "any", check=_max_length), Option("epsilon", "positive"))
+#: The sequences' row rules (:func:`polars_dp.counting.sequences.encode_sequences`): drop, never clamp.
+_SEQUENCE_ROWS = (Option("nulls", "choice", "raise", choices=NULLS),
+                  Option("on_out_of_domain", "choice", "raise", choices=ON_OUT_OF_ALPHABET))
 
 
 class SequencesPlan(Plan):
@@ -313,7 +317,7 @@ class PrivTreeSequencesPlan(SequencesPlan):
                      Option("postprocess", "choice", "sum_then_clip",
                             choices=("sum_then_clip", "clip_then_sum")),
                      Option("max_nodes", "int", None, lo=1, optional=True),
-                     Option("length_share", "any", 0.05), _NOISE)
+                     Option("length_share", "any", 0.05), *_SEQUENCE_ROWS, _NOISE)
     release_mechanisms = ("privtree_sequences",)
     unknown_before_data = "the tree (which contexts split, decided by noisy counts) and the clipping"
 
@@ -398,7 +402,7 @@ class NgramPlan(SequencesPlan):
     """N-gram counts up to ``height``: ``Lap(height * l_top / epsilon)`` per count."""
 
     name = "ngram_sequences"
-    options_table = (*_SEQUENCES, Option("height", "int", 5, lo=1), _NOISE)
+    options_table = (*_SEQUENCES, Option("height", "int", 5, lo=1), *_SEQUENCE_ROWS, _NOISE)
     release_mechanisms = ("ngram",)
     data_independent = True
     unknown_before_data = "nothing about the noise; clipping at 0 in queries is post-processing"

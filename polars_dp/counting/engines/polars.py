@@ -22,7 +22,7 @@ BATCH_ROWS = 1 << 21
 
 
 def prepare(schema: pl.Schema, spec: CountSpec) -> tuple[list[pl.Expr], pl.Expr | None, list[pl.DataType]]:
-    """(key expressions, row filter for ``nulls="drop"``, column dtypes); checks columns and types."""
+    """(key expressions, row filter of the row rules, column dtypes); checks columns and types."""
     spec.check_columns(schema.names())
     dtypes = [schema[a.column] for a in spec.axes]
     if spec.count_column:
@@ -38,9 +38,31 @@ def prepare(schema: pl.Schema, spec: CountSpec) -> tuple[list[pl.Expr], pl.Expr 
         keys = [e.alias(f"_i{k}") for k, e in enumerate(idx)]
     if spec.count_column:
         keys.append(pl.col(spec.count_column).alias("_w"))
-    drop = (pl.all_horizontal(a.valid_expr(d) for a, d in zip(spec.axes, dtypes, strict=True))
-            if spec.drop_nulls else None)
-    return keys, drop, dtypes
+    return keys, row_filter(spec, dtypes, idx), dtypes
+
+
+def row_filter(spec: CountSpec, dtypes: list[pl.DataType], idx: list[pl.Expr]) -> pl.Expr | None:
+    """The rows the row rules keep (None: every row), each judged on its own: with
+    ``nulls="drop"`` no null or NaN (nor a null count); the values an axis drops when outside
+    its domain (:meth:`CountSpec.drops_outside`) have a cell; a count is not negative where
+    negative counts count 0.  Rows these rules keep may still lack a cell (a null under
+    ``nulls="raise"``): the count then explains them with a DomainError."""
+    if not spec.drops_rows:
+        return None
+    keep = []
+    for a, d, i in zip(spec.axes, dtypes, idx, strict=True):
+        valid = a.valid_expr(d)
+        if spec.drops_outside(a):
+            keep.append(i.is_not_null() if spec.drop_nulls else i.is_not_null() | ~valid)
+        elif spec.drop_nulls:
+            keep.append(valid)
+    if spec.count_column:
+        w = pl.col(spec.count_column)
+        if spec.drops_negative_counts:
+            keep.append(w >= 0 if spec.drop_nulls else (w >= 0) | w.is_null())
+        elif spec.drop_nulls:
+            keep.append(w.is_not_null())
+    return pl.all_horizontal(keep)
 
 
 def add_batch(acc: Accumulator, batch: pl.DataFrame, spec: CountSpec) -> bool:
@@ -85,4 +107,4 @@ def count_polars(frame: pl.DataFrame | pl.LazyFrame, spec: CountSpec, *, dense: 
     return acc.dense() if dense else acc.sparse()
 
 
-__all__ = ["BATCH_ROWS", "add_batch", "count_polars", "prepare"]
+__all__ = ["BATCH_ROWS", "add_batch", "count_polars", "prepare", "row_filter"]

@@ -18,10 +18,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from polars_dp.arrow_arrays import array_values
-from polars_dp.counting.aggregate import Accumulator, Counts
+from polars_dp.counting.aggregate import COUNT_BOUND, Accumulator, Counts
 from polars_dp.counting.invalid import sql_stats_select
 from polars_dp.counting.spec import CountSpec, check_count_dtype, check_counts, strides
 from polars_dp.domains import sql
+from polars_dp.domains.attributes import INT64_MIN
 
 
 def column_dtypes(spec: CountSpec, names: Sequence[str], types: Sequence[str]) -> list[pl.DataType]:
@@ -34,10 +35,24 @@ def column_dtypes(spec: CountSpec, names: Sequence[str], types: Sequence[str]) -
 
 
 def where_sql(spec: CountSpec, dtypes: Sequence[pl.DataType], dialect: str) -> str:
-    if not spec.drop_nulls:
+    """The SQL twin of :func:`polars_dp.counting.engines.polars.row_filter`."""
+    if not spec.drops_rows:
         return ""
-    conds = [a.valid_sql(sql.quote_ident(a.column, dialect), d, dialect)
-             for a, d in zip(spec.axes, dtypes, strict=True)]
+    conds = []
+    for a, d in zip(spec.axes, dtypes, strict=True):
+        c = sql.quote_ident(a.column, dialect)
+        valid = a.valid_sql(c, d, dialect)
+        if spec.drops_outside(a):
+            has_cell = f"({a.index_sql(c, d, dialect, clamp=spec.clamp)} IS NOT NULL)"
+            conds.append(has_cell if spec.drop_nulls else f"({has_cell} OR NOT {valid})")
+        elif spec.drop_nulls:
+            conds.append(valid)
+    if spec.count_column:
+        w = sql.quote_ident(spec.count_column, dialect)
+        if spec.drops_negative_counts:
+            conds.append(f"({w} >= 0)" if spec.drop_nulls else f"({w} >= 0 OR {w} IS NULL)")
+        elif spec.drop_nulls:
+            conds.append(f"({w} IS NOT NULL)")
     return " WHERE " + " AND ".join(conds)
 
 
@@ -50,12 +65,16 @@ def cell_sql(spec: CountSpec, dtypes: Sequence[pl.DataType], dialect: str) -> st
 
 
 def aggregate_sql(spec: CountSpec, dtypes: Sequence[pl.DataType], dialect: str, table: str) -> str:
-    if spec.count_column:
-        w = sql.quote_ident(spec.count_column, dialect)
-        counts = (f"CAST(SUM(CAST({w} AS BIGINT)) AS BIGINT) AS n, MIN(CAST({w} AS BIGINT)) AS n_min, "
-                  f"CAST(SUM(CASE WHEN {w} IS NULL THEN 1 ELSE 0 END) AS BIGINT) AS n_null")
+    bound = sql.int_sql(COUNT_BOUND)
+    if spec.count_column:  # each row's count capped at the bound, summed exactly, the sum capped
+        c = sql.quote_ident(spec.count_column, dialect)
+        low = sql.int_sql(INT64_MIN)  # a HUGEINT below int64 stays negative, without a cast error
+        w = f"CAST((CASE WHEN {c} > {bound} THEN {bound} WHEN {c} < {low} THEN {low} ELSE {c} END) AS BIGINT)"
+        total = f"LEAST({sql.exact_sum_sql(w, dialect)}, {bound})"
+        counts = (f"CAST({total} AS BIGINT) AS n, MIN({w}) AS n_min, "
+                  f"CAST(SUM(CASE WHEN {c} IS NULL THEN 1 ELSE 0 END) AS BIGINT) AS n_null")
     else:
-        counts = "CAST(COUNT(*) AS BIGINT) AS n"
+        counts = f"CAST(LEAST(COUNT(*), {bound}) AS BIGINT) AS n"
     return (f"SELECT {cell_sql(spec, dtypes, dialect)} AS cell, {counts} "
             f"FROM {table}{where_sql(spec, dtypes, dialect)} GROUP BY 1")
 

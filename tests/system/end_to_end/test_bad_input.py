@@ -653,3 +653,72 @@ def test_scan_of_a_file_edited_in_place_is_refused(grid, files, tmp_path):
     with pytest.raises((pdp.ReleaseFormatError, pl.exceptions.PolarsError)) as info:
         lf.select(pl.col("count").sum()).collect()
     one_sentence(str(info.value).splitlines()[-1].strip(), "changed after scan_release verified it")
+# ---------------------------------------------------------------------- input rules (no row fails a release)
+ROW_SPEC = """mechanism = "basic"
+epsilon = 1.0
+[[attributes]]
+column = "age"
+kind = "ordinal"
+lo = 0
+hi = 9
+[[attributes]]
+column = "g"
+kind = "nominal"
+categories = ["a", "b"]
+[options]
+count_column = "n"
+"""
+
+#: One valid row, then a UInt64 2^64 - 1, an unknown category, a null count and a negative count.
+ROW_CASES = [("age", 2**64 - 1, "on_out_of_domain='clamp'"), ("g", "zz", "on_out_of_domain='drop'"),
+             ("n", None, "nulls='drop'"), ("n", -3, "on_out_of_domain='drop'")]
+
+
+def _row_frame(column: str | None = None, value: object = None) -> pl.DataFrame:
+    rows = [{"age": 1, "g": "a", "n": 2}] + ([{"age": 1, "g": "a", "n": 2, column: value}] if column else [])
+    return pl.DataFrame(rows, schema={"age": pl.UInt64, "g": pl.String, "n": pl.Int64})
+
+
+@pytest.mark.parametrize(("column", "value", "rule"), ROW_CASES, ids=[f"{c}={v!r}" for c, v, _ in ROW_CASES])
+def test_one_bad_row_is_a_domain_error_naming_the_column_and_the_rule(column, value, rule, capsys, in_tmp):
+    df = _row_frame(column, value)
+    for source in (df, df.lazy(), df.to_arrow(), duckdb.connect().from_arrow(df.to_arrow())):
+        with pytest.raises(pdp.DomainError) as info:
+            pdp.basic(source, [pdp.Ordinal("age", 0, 9), pdp.Nominal("g", categories=["a", "b"])],
+                      epsilon=1.0, seed=1, count_column="n")
+        one_sentence(str(info.value), repr(column), rule)
+    df.write_parquet(in_tmp / "rows.parquet")
+    (in_tmp / "rows.toml").write_text(ROW_SPEC)
+    cli_error(capsys, in_tmp, "release", "rows.parquet", "--spec", "rows.toml", "-o", "out.parquet",
+              names=(repr(column), rule.split("=")[0]))
+
+
+@pytest.mark.parametrize("rule", ["drop", "clamp"])
+def test_with_the_row_rules_every_bad_row_releases(rule, capsys, in_tmp):
+    """API and command line: the rows above together, declared rules, a release (no error)."""
+    df = pl.concat([_row_frame(c, v) for c, v, _ in ROW_CASES])
+    attrs = [pdp.Ordinal("age", 0, 9), pdp.Nominal("g", categories=["a", "b"])]
+    release = pdp.basic(df, attrs, epsilon=1e9, seed=1, count_column="n", nulls="drop",
+                        on_out_of_domain=rule)
+    kept = 4 * 2 + (2 if rule == "clamp" else 0)  # the valid rows, and the UInt64 one clamped to 9
+    assert release.counts.sum() == pytest.approx(kept, abs=1e-3)
+    df.write_parquet(in_tmp / "rows.parquet")
+    (in_tmp / "rows.toml").write_text(ROW_SPEC + f'nulls = "drop"\non_out_of_domain = "{rule}"\n')
+    code, _, err = run_cli(capsys, "release", "rows.parquet", "--spec", "rows.toml", "-o", "out.parquet")
+    assert code == 0, err
+
+
+def test_sequences_drop_null_and_out_of_alphabet_sequences_when_asked(capsys, in_tmp):
+    df = pl.DataFrame({"s": ["abc", None, "aXb", "c" * 50]})
+    with pytest.raises(pdp.DomainError) as info:
+        pdp.privtree_sequences(df.drop_nulls(), "s", alphabet="abc", max_length=5, epsilon=1.0, seed=1)
+    one_sentence(str(info.value), "'s'", "on_out_of_domain='drop'")
+    with pytest.raises(pdp.ParameterError, match="on_out_of_domain must be one of \\('raise', 'drop'\\)"):
+        pdp.privtree_sequences(df, "s", alphabet="abc", max_length=5, epsilon=1.0, on_out_of_domain="clamp")
+    release = pdp.privtree_sequences(df, "s", alphabet="abc", max_length=5, epsilon=1.0, seed=1, nulls="drop",
+                                     on_out_of_domain="drop")
+    assert release.max_length == 5
+    df.write_parquet(in_tmp / "s.parquet")
+    (in_tmp / "s.toml").write_text(SEQ_SPEC + '[options]\nnulls = "drop"\non_out_of_domain = "drop"\n')
+    code, _, err = run_cli(capsys, "release", "s.parquet", "--spec", "s.toml", "-o", "out.parquet")
+    assert code == 0, err

@@ -50,3 +50,24 @@ def test_spark_same_seed_same_release(spark):
         a = mechanism(spts, ["x", "y"], bounds=[(0, 1), (-1, 1)], epsilon=1.0, seed=4)
         b = mechanism(pts, ["x", "y"], bounds=[(0, 1), (-1, 1)], epsilon=1.0, seed=4)
         assert a.to_arrow().equals(b.to_arrow())
+
+
+def test_spark_row_rules_and_saturated_counts_match_polars(spark):
+    """One row of each kind (null, NaN, +-inf, outside, Int64 min, a fraction in an integer
+    domain, an unknown category, null / negative / past-int64 counts): the rules count the same
+    cells in Spark as in Polars, and without them each row is the same DomainError."""
+    good = {"i": 1, "f": 1.0, "x": 0.5, "g": "a", "n": 1}
+    bad = [("x", None), ("x", float("nan")), ("x", float("inf")), ("x", -5.0), ("i", -(2**63)), ("f", 2.5),
+           ("g", "zz"), ("n", None), ("n", -3), ("n", 2**62), ("n", 2**62), ("n", 2**62)]
+    schema = {"i": pl.Int64, "f": pl.Float64, "x": pl.Float64, "g": pl.String, "n": pl.Int64}
+    frame = pl.DataFrame([good] + [{**good, c: v} for c, v in bad], schema=schema)
+    attrs = [pdp.Ordinal("i", 0, 9), pdp.Ordinal("f", 0, 9), pdp.Ordinal("x", 0.0, 1.0, 0.25),
+             pdp.Nominal("g", categories=["a", "b"])]
+    sframe = spark.createDataFrame(frame.to_arrow())
+    for rule in ("drop", "clamp"):
+        want = frequency_matrix(frame, attrs, nulls="drop", on_out_of_domain=rule, count_column="n")
+        got = frequency_matrix(sframe, attrs, nulls="drop", on_out_of_domain=rule, count_column="n")
+        np.testing.assert_array_equal(got, want)
+        assert want.max() == 2**53
+    with pytest.raises(pdp.DomainError, match="'i'.*on_out_of_domain='clamp'"):
+        frequency_matrix(sframe, attrs, count_column="n")

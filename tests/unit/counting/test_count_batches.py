@@ -14,7 +14,10 @@ import pytest
 import polars_dp as pdp
 import polars_dp.counting.engines.duckdb as duckdb_engine
 import polars_dp.counting.engines.polars as polars_engine
+from polars_dp.counting import engines
+from polars_dp.counting.aggregate import Accumulator
 from polars_dp.counting.frequency import frequency_matrix
+from polars_dp.counting.spec import CountSpec
 from polars_dp.errors import DomainError
 from tests.helpers import REPO
 
@@ -67,11 +70,48 @@ def test_integer_counts_of_one_frame_and_of_an_arrow_stream(weights):
         _check(got, frame, weights, True)
 
 
-def test_integer_counts_past_2_to_53_stay_exact():
-    """int64 counts hold what float64 would round: 2^53 + 1 individuals in one cell."""
-    frame = pl.DataFrame({"a": [0, 0], "b": ["x", "x"], "w": [2**53, 1]})
-    got = frequency_matrix(frame, ATTRS, count_column="w", integer=True)
-    assert int(got[0, 0]) == 2**53 + 1
+#: Cell (0, x): 2^62 + 2^62 + 2^62 + 5 (wraps past int64); (1, y): 2^53 - 2 + 1 (exact below the
+#: bound); (2, z): one UInt64 row of 2^64 - 1; (3, x): 2^53 + 1 (one past the bound).
+HUGE = pl.DataFrame({"a": [0, 0, 0, 0, 1, 1, 2, 3, 3], "b": ["x", "x", "x", "x", "y", "y", "z", "x", "x"],
+                     "w": pl.Series([2**62, 2**62, 2**62, 5, 2**53 - 2, 1, 2**64 - 1, 2**53, 1],
+                                    dtype=pl.UInt64)})
+
+
+def _huge_inputs() -> dict:
+    table = HUGE.to_arrow()
+    return {"polars": HUGE, "lazy": HUGE.lazy(), "arrow_reader": table.to_reader(max_chunksize=2),
+            "duckdb": duckdb.connect().from_arrow(table)}
+
+
+@pytest.mark.parametrize("kind", ["polars", "lazy", "arrow_reader", "duckdb"])
+@pytest.mark.parametrize("integer", [False, True])
+def test_every_cell_count_saturates_at_2_to_53_and_never_wraps(kind, integer):
+    """The public rule min(sum, 2^53) per cell, in every engine, dense float64 and exact int64."""
+    got = frequency_matrix(_huge_inputs()[kind], ATTRS, count_column="w", integer=integer)
+    expected = np.zeros((30, 3))
+    expected[0, 0] = expected[2, 2] = expected[3, 0] = 2**53
+    expected[1, 1] = 2**53 - 1
+    assert got.dtype == (np.int64 if integer else np.float64)
+    np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("kind", ["polars", "lazy", "arrow_reader", "duckdb"])
+def test_sparse_cell_counts_saturate_at_2_to_53(kind):
+    """PrivTree's finest cells: the same rule on the sparse (key, count) aggregate."""
+    spec = CountSpec.make(ATTRS, count_column="w")
+    keys, counts = engines.count(_huge_inputs()[kind], spec, dense=False)
+    assert counts is not None
+    assert dict(zip(keys.tolist(), counts.tolist(), strict=True)) == {0: 2**53, 4: 2**53 - 1, 8: 2**53,
+                                                                      9: 2**53}
+
+
+def test_summed_pieces_saturate_and_stay_exact_below_the_bound():
+    """Float64 sums of capped weights: exact below 2^53, at least 2^53 past it (any order)."""
+    acc = Accumulator(3, dense=False)
+    for _ in range(3000):  # 3000 x 2^53 would wrap int64 thirty-fold
+        acc.add(np.array([0, 1]), np.array([2**53, 1]))
+    keys, counts = acc.sparse()
+    assert keys.tolist() == [0, 1] and counts.tolist() == [2**53, 3000]
 
 
 def test_duckdb_negative_count_is_refused_from_any_batch(monkeypatch):
