@@ -96,3 +96,27 @@ def test_python_blocks_run_as_written(tmp_path, monkeypatch):
             run_python(code, namespace)
         except Exception as exc:  # name the block that failed
             pytest.fail(f"README python block {i + 1} failed: {type(exc).__name__}: {exc}\n{code}")
+
+
+#: A test named in the README: ``tests/<path>.py::<name>`` or, after one, ``::<name>`` in the same file.
+NAMED_TEST = re.compile(r"(tests/[\w/]+\.py)?(?:::(\w+))|(tests/[\w/]+(?:\.py|/))")
+
+
+def test_every_test_the_readme_names_exists():
+    """The privacy contract names the tests that hold each line: each must exist (a renamed or
+    removed test must take its README line with it)."""
+    text = (ROOT / "README.md").read_text()
+    current, named = None, 0
+    for m in NAMED_TEST.finditer(text):
+        path, name, bare = m.group(1), m.group(2), m.group(3)
+        if bare:
+            assert (ROOT / bare).exists(), f"README names {bare}, which does not exist"
+            current = bare if bare.endswith(".py") else current
+            named += 1
+            continue
+        current = path or current
+        assert current is not None, f"README names ::{name} before any test file"
+        source = (ROOT / current).read_text()
+        assert re.search(rf"^def {name}\(", source, re.M), f"README names {current}::{name}: no such test"
+        named += 1
+    assert named >= 30, named

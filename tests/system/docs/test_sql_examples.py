@@ -12,7 +12,6 @@ import tomllib
 import duckdb
 import numpy as np
 import polars as pl
-import pytest
 
 import polars_dp as pdp
 from polars_dp.counting.frequency import frequency_matrix
@@ -61,9 +60,6 @@ def test_the_help_sql_examples_count_what_they_say(capsys):
         check_example(sql)
 
 
-@pytest.mark.xfail(strict=True, reason="README.md still shows `WHERE age BETWEEN 20 AND 30` for a domain in "
-                                       "bins of 5 years: replace it by `WHERE age_lo >= 20 AND age_hi <= 29` "
-                                       "(then remove this mark)")
 def test_the_readme_sql_example_counts_what_it_says():
     examples = EXAMPLE.findall((REPO / "README.md").read_text())
     assert examples
