@@ -14,6 +14,8 @@ from polars_dp.releases.integrity import CHECKSUM_KEY, payload_checksum
 from tests.helpers.privacy import CASES
 
 ATTACHED = [c for c in CASES if c.id in ("basic", "privtree_levels", "uniform_grid", "privtree_sequences")]
+
+
 def _stored(case, tmp_path):
     release = case.run(seed=6, epsilon=2.0)
     path = str(tmp_path / "releases.duckdb")
@@ -27,7 +29,8 @@ def test_attach_refuses_an_edited_count(case, tmp_path):
     release, path = _stored(case, tmp_path)
     with duckdb.connect(path) as con:
         assert pdp.duckdb.attach(con, "r") == release
-        con.execute("UPDATE r SET count = count + 1000 WHERE rowid = 0")
+        # the user's name is a read-only view: the counts live in the internal table
+        con.execute("UPDATE __pdp_r_cells SET count = count + 1000 WHERE rowid = 0")
     with duckdb.connect(path) as con, pytest.raises(pdp.ReleaseFormatError):
         pdp.duckdb.attach(con, "r")
 
