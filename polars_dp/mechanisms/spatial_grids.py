@@ -164,8 +164,7 @@ def adaptive_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsi
     per_dim = grid_cells(points, box, m1)
     cell = flat_cells(per_dim, m1)
     v = cell_sums(cell, weights, n_cells) + sample_noise(src, scale1, n_cells, noise)
-    eps2 = float(plan.epsilon_level2)
-    m2 = np.maximum(1, np.ceil((np.maximum(v, 0.0) * eps2 / c2) ** (2.0 / (d + 2)))).astype(np.int64)
+    m2 = plan.second_sides(v, n_cells)
     sub_cells = m2**d
     check_domain_size((int(sub_cells.sum()),), bytes_per_cell=64)
     leaf_start = np.concatenate([[0], np.cumsum(sub_cells)])

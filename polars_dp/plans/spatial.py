@@ -12,6 +12,8 @@ import math
 from fractions import Fraction
 from typing import Any
 
+import numpy as np
+
 from polars_dp.domains.attributes import Ordinal
 from polars_dp.domains.box import as_box
 from polars_dp.errors import ParameterError
@@ -58,10 +60,29 @@ def _spent(sensitivity: int, scale: float | Fraction) -> Fraction:
     return Fraction(sensitivity) / Fraction(scale)
 
 
+#: The most cells a UG grid, or the second level of an AG grid, may have: a public cap, so that a
+#: grid sized from a noisy count (one row of weight near 2^53 makes it huge) never asks for more
+#: memory than a public bound (2^26 cells, 4 GiB at 64 bytes a cell), whatever the data.
+MAX_GRID_CELLS = 2**26
+
+
+def max_side(d: int, cells: int | None = None) -> int:
+    """The largest ``m`` with ``m^d <= cells`` (default :data:`MAX_GRID_CELLS`; at least 1)."""
+    cells = MAX_GRID_CELLS if cells is None else cells
+    m = max(1, int(cells ** (1.0 / d)))
+    while m**d > cells and m > 1:
+        m -= 1
+    while (m + 1) ** d <= cells:
+        m += 1
+    return m
+
+
 def grid_side(n: float, epsilon: float, c: float, d: int) -> int:
-    """UG's cells per side ``ceil((n eps / c)^(2/(d+2)))``, at least 1 (Qardaji et al.; ``n`` public
-    or noisy: a public rule applied to a public or released number)."""
-    return max(1, math.ceil((max(n, 0.0) * epsilon / c) ** (2.0 / (d + 2))))
+    """UG's cells per side ``ceil((n eps / c)^(2/(d+2)))``, at least 1 and at most
+    :func:`max_side` (Qardaji et al.; ``n`` public or noisy: a public rule applied to a public or
+    released number)."""
+    wanted = (max(n, 0.0) * epsilon / c) ** (2.0 / (d + 2))
+    return max(1, min(math.ceil(wanted) if math.isfinite(wanted) else max_side(d), max_side(d)))
 
 
 def split_budget(epsilon: float | Fraction, share: float, noise: str
@@ -253,6 +274,19 @@ class AdaptiveGridPlan(_CountedGridPlan):
         return max(10, math.ceil(grid_side(n_used, float(self.epsilon_grid), self.options["c"],
                                            self.box.d) / 4))
 
+    def second_sides(self, noisy: np.ndarray, first_cells: int) -> np.ndarray:
+        """Second-level cells per side of each first-level cell from its noisy count ``v``:
+        ``max(1, ceil((max(v, 0) eps_2 / c2)^(2/(d+2))))`` (post-processing of released counts).
+        When their cells add up past :data:`MAX_GRID_CELLS`, each side is cut to the largest
+        whose cells fit ``MAX_GRID_CELLS / first_cells`` (a public rule on released numbers)."""
+        d, c2 = self.box.d, self.options["c2"]
+        wanted = (np.maximum(noisy, 0.0) * float(self.epsilon_level2) / c2) ** (2.0 / (d + 2))
+        top = max_side(d)
+        sides = np.maximum(1, np.ceil(np.minimum(wanted, top))).astype(np.int64)
+        if int((sides.astype(object) ** d).sum()) > MAX_GRID_CELLS:
+            sides = np.minimum(sides, max_side(d, max(1, MAX_GRID_CELLS // max(1, first_cells))))
+        return sides
+
     def _exact_spent(self) -> Fraction:
         """The noisy ``n`` (when not public) and both grid levels (``Delta / b_1 + Delta / b_2``)."""
         return (self._n_spent() + _spent(self.sensitivity, self.level1_scale)
@@ -425,4 +459,4 @@ class NgramPlan(SequencesPlan):
 
 __all__ = ["AdaptiveGridPlan", "NgramPlan", "PointsPlan", "PrivTreePlan", "PrivTreeSequencesPlan",
            "PriveletGridPlan", "SequencesPlan", "UniformGridPlan", "alphabet_size", "check_length_share",
-           "grid_side", "split_budget"]
+           "MAX_GRID_CELLS", "grid_side", "max_side", "split_budget"]

@@ -20,6 +20,7 @@ import polars_dp as pdp
 from polars_dp.counting.aggregate import COUNT_BOUND
 from polars_dp.counting.frequency import frequency_matrix
 from polars_dp.counting.sequences import encode_sequences
+from polars_dp.plans import spatial as spatial_plans
 from tests.helpers.engines import KINDS, inputs
 
 I64_MIN, U64_MAX = -(2**63), 2**64 - 1
@@ -203,3 +204,17 @@ def test_duckdb_hugeint_counts_and_values_past_int64_are_read_without_a_cast_err
         frequency_matrix(rel, [pdp.Ordinal("k", 0, 3)])
     np.testing.assert_array_equal(frequency_matrix(rel, [pdp.Ordinal("k", 0, 3)], on_out_of_domain="clamp"),
                                   [0, 1, 0, 1])
+
+
+def test_one_heavy_row_cannot_ask_for_a_grid_past_the_public_cap(monkeypatch):
+    """UG without ``n`` and AG size their grids from noisy counts, so one row of weight 2^62 asked
+    for a grid larger than any memory (DomainTooLargeError); the public cap ``MAX_GRID_CELLS``
+    (here made small) bounds both levels whatever the data, and below it the rule is unchanged."""
+    monkeypatch.setattr(spatial_plans, "MAX_GRID_CELLS", 4096)
+    frame = pl.DataFrame({"x": [0.1, 0.5, 0.9], "y": [0.1, 0.5, 0.9], "n": [2**62, 1, 1]})
+    args = {"bounds": [(0.0, 1.0), (0.0, 1.0)], "epsilon": 1.0, "seed": 3, "count_column": "n"}
+    ug = pdp.uniform_grid(frame, ["x", "y"], **args)
+    assert ug.params["m"] == 64 and ug.count.size == 4096
+    ag = pdp.adaptive_grid(frame, ["x", "y"], n=3, **args)
+    assert sum(m**2 for m in ag.layout["m2"]) <= 4096 and ag.count.size <= 4096
+    assert spatial_plans.grid_side(1e3, 1.0, 10.0, 2) == 10  # ceil(sqrt(100)): below the cap
