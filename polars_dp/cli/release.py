@@ -66,9 +66,11 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 
 def _in_domain_file_terms(message: str) -> str:
     """Library hints name keyword arguments; say where they go in a domain file."""
-    for key, value in (("nulls", "drop"), ("on_out_of_domain", "clamp")):
-        if f"{key}='{value}'" in message:
-            message += f" [domain file: add {key} = \"{value}\" under [options]]"
+    for key, values in (("nulls", ("drop",)), ("on_out_of_domain", ("clamp", "drop"))):
+        named = [v for v in values if f"{key}='{v}'" in message or f"or '{v}'" in message]
+        if named:
+            choices = " or ".join(f'{key} = "{v}"' for v in named)
+            message += f" [domain file: add {choices} under [options]]"
     return message
 
 

@@ -132,8 +132,8 @@ class GridAxis:
         if outside:
             return DomainError(
                 f"column {self.column!r} has {outside} value(s) outside the declared bounds "
-                f"[{self.lo}, {self.hi}], e.g. {example!r}; declare wider bounds or pass "
-                "on_out_of_domain='clamp'"
+                f"[{self.lo}, {self.hi}], e.g. {example!r}; declare wider bounds, or pass "
+                "on_out_of_domain='clamp' (moves it onto the nearest edge) or 'drop' (drops the row)"
             )
         return None
 

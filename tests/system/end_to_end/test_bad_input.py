@@ -722,3 +722,17 @@ def test_sequences_drop_null_and_out_of_alphabet_sequences_when_asked(capsys, in
     (in_tmp / "s.toml").write_text(SEQ_SPEC + '[options]\nnulls = "drop"\non_out_of_domain = "drop"\n')
     code, _, err = run_cli(capsys, "release", "s.parquet", "--spec", "s.toml", "-o", "out.parquet")
     assert code == 0, err
+
+
+def test_cli_domain_errors_say_where_each_row_rule_goes_in_the_domain_file(capsys, in_tmp):
+    """Every rule the library's message offers (``'clamp'`` and ``'drop'``) is spelled as a
+    domain-file line, for grid and spatial releases alike."""
+    pl.DataFrame({"age": [1, 200], "g": ["a", "b"], "n": [1, 1]}).write_parquet(in_tmp / "rows.parquet")
+    (in_tmp / "rows.toml").write_text(ROW_SPEC)
+    code, _, err = run_cli(capsys, "release", "rows.parquet", "--spec", "rows.toml", "-o", "out.parquet")
+    assert code == 2 and 'add on_out_of_domain = "clamp" or on_out_of_domain = "drop" under [options]' in err
+    pl.DataFrame({"x": [0.5, 2.0], "y": [0.5, 0.5]}).write_parquet(in_tmp / "pts.parquet")
+    (in_tmp / "pts.toml").write_text('mechanism = "privtree"\nepsilon = 1.0\n'
+                                      "bounds = {x = [0, 1], y = [0, 1]}\n")
+    code, _, err = run_cli(capsys, "release", "pts.parquet", "--spec", "pts.toml", "-o", "out.parquet")
+    assert code == 2 and "'drop' (drops the row)" in err and 'on_out_of_domain = "drop"' in err
