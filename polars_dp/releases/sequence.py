@@ -85,7 +85,7 @@ from polars_dp.kernels.topk import best_k, best_order, frontier
 from polars_dp.noise import SeedLike, make_rng
 from polars_dp.params import check_int
 from polars_dp.releases import sql_sequence
-from polars_dp.releases.base import Release
+from polars_dp.releases.base import Release, Sealed
 from polars_dp.releases.integrity import predates_checksums, verify_checksum
 from polars_dp.releases.io import register_release_type
 from polars_dp.releases.sampling import check_rows_fit
@@ -93,21 +93,6 @@ from polars_dp.releases.sequence_format import check_sequence_parameters, check_
 
 #: Default significance (in noise standard deviations) a node's total needs to be used.
 BACKOFF_Z = 3.0
-
-
-def _sealed(values: Any, dtype: Any) -> np.ndarray:
-    """``values`` as a read-only array of ``dtype`` that no other reference can change: copied
-    unless it is new (converted here) or read-only down to its memory (an array made read-only
-    by its only owner, or a view of an Arrow buffer, which is immutable)."""
-    arr = np.asarray(values, dtype=dtype)
-    base: Any = None if arr is not values and arr.base is None else arr
-    while isinstance(base, np.ndarray):
-        if base.flags.writeable:
-            arr = arr.copy()
-            break
-        base = base.base
-    arr.flags.writeable = False
-    return arr
 
 
 def _padded(values: np.ndarray, lengths: np.ndarray, fill: int = -1) -> np.ndarray:
@@ -192,40 +177,57 @@ class SequenceRelease(Release):
     release_type: ClassVar[str] = "sequence_model"
     metadata_entries = ("alphabet", "max_length", "n_nodes")
 
+    #: The public symbols (a tuple of ints or of strings).
+    alphabet: Sealed[tuple] = Sealed()
+    #: The public truncation length: only the first ``max_length`` symbols of a sequence count.
+    max_length: Sealed[int] = Sealed()
+    #: Parent of each node (``-1`` at the root), BFS order.
+    parent: Sealed[np.ndarray] = Sealed()
+    #: Code of the symbol each node prepends to its parent's string (``|I|``: ``#``).
+    prepended: Sealed[np.ndarray] = Sealed()
+    #: The released noisy histograms, ``(nodes, |I| + 1)``.
+    hist: Sealed[np.ndarray] = Sealed()
+    #: First of each split node's ``|I| + 1`` contiguous children (``-1``: a leaf).
+    first_child: Sealed[np.ndarray] = Sealed()
+    #: Depth of each node (the length of its string).
+    depth: Sealed[np.ndarray] = Sealed()
+    #: Whether each node is a leaf.
+    is_leaf: Sealed[np.ndarray] = Sealed()
+
     def __init__(self, *, alphabet: Sequence[Any], max_length: int, parent: np.ndarray,
                  prepended: np.ndarray, hist: np.ndarray, mechanism: str, epsilon: float,
                  neighbours: str = "add_remove", params: dict[str, Any] | None = None,
                  created: str | None = None, library_version: str | None = None, noise: str = "float",
                  seeded: bool = False):
-        self._alphabet = check_alphabet(alphabet)
-        self._max_length = check_max_length(max_length)
-        self._parent = _sealed(parent, np.int64)
-        self._prepended = _sealed(prepended, np.int64)
-        self._hist = _sealed(hist, np.float64)
-        n, beta = self._parent.size, len(self._alphabet) + 1
-        if self._hist.shape != (n, beta) or self._prepended.shape != (n,) or n == 0:
+        self.alphabet = check_alphabet(alphabet)
+        self.max_length = check_max_length(max_length)
+        self.parent = np.asarray(parent, dtype=np.int64)
+        self.prepended = np.asarray(prepended, dtype=np.int64)
+        self.hist = np.asarray(hist, dtype=np.float64)
+        n, beta = self.parent.size, len(self.alphabet) + 1
+        if self.hist.shape != (n, beta) or self.prepended.shape != (n,) or n == 0:
             raise ReleaseFormatError(f"sequence model arrays disagree: {n} nodes, histogram shape "
-                                     f"{self._hist.shape}, expected ({n}, {beta})")
-        parent = self._parent
+                                     f"{self.hist.shape}, expected ({n}, {beta})")
+        parent = self.parent
         if parent[0] != -1 or np.any(parent[1:] < 0) or np.any(parent[1:] >= np.arange(1, n)):
             raise ReleaseFormatError("sequence model nodes must be in BFS order with the root first")
         first_child = np.full(n, -1, dtype=np.int64)
-        firsts = np.flatnonzero(self._prepended == 0)
-        first_child[self._parent[firsts]] = firsts
+        firsts = np.flatnonzero(self.prepended == 0)
+        first_child[self.parent[firsts]] = firsts
         depth = np.zeros(n, dtype=np.int64)
         for v_range in self._levels_from_parents():
-            depth[v_range] = depth[self._parent[v_range]] + 1
-        self._first_child, self._depth = _sealed(first_child, np.int64), _sealed(depth, np.int64)
-        self._is_leaf = _sealed(first_child < 0, np.bool_)
+            depth[v_range] = depth[self.parent[v_range]] + 1
+        self.first_child, self.depth = first_child, depth
+        self.is_leaf = first_child < 0
         self._init_common(mechanism=mechanism, epsilon=epsilon, neighbours=neighbours, params=params,
                           created=created, library_version=library_version, noise=noise, seeded=seeded)
 
     def _levels_from_parents(self) -> Iterable[np.ndarray]:
         """Non-root nodes grouped by depth (parents precede children in BFS order)."""
-        known = np.zeros(self._parent.size, dtype=bool)
+        known = np.zeros(self.parent.size, dtype=bool)
         known[0] = True
         while not known.all():
-            level = np.flatnonzero(~known & known[np.maximum(self._parent, 0)])
+            level = np.flatnonzero(~known & known[np.maximum(self.parent, 0)])
             if level.size == 0:
                 raise ReleaseFormatError("sequence model tree is disconnected")
             known[level] = True
@@ -237,52 +239,12 @@ class SequenceRelease(Release):
     # tables and the checksum keep the released values.  A release is changed only by building
     # a new one.
     @property
-    def alphabet(self) -> tuple:
-        """The public symbols (a tuple of ints or of strings)."""
-        return self._alphabet
-
-    @property
-    def max_length(self) -> int:
-        """The public truncation length: only the first ``max_length`` symbols of a sequence count."""
-        return self._max_length
-
-    @property
-    def parent(self) -> np.ndarray:
-        """Parent of each node (``-1`` at the root), BFS order; read-only."""
-        return self._parent
-
-    @property
-    def prepended(self) -> np.ndarray:
-        """Code of the symbol each node prepends to its parent's string (``|I|``: ``#``); read-only."""
-        return self._prepended
-
-    @property
-    def hist(self) -> np.ndarray:
-        """The released noisy histograms, ``(nodes, |I| + 1)``; read-only."""
-        return self._hist
-
-    @property
-    def first_child(self) -> np.ndarray:
-        """First of each split node's ``|I| + 1`` contiguous children (``-1``: a leaf); read-only."""
-        return self._first_child
-
-    @property
-    def depth(self) -> np.ndarray:
-        """Depth of each node (the length of its string); read-only."""
-        return self._depth
-
-    @property
     def alphabet_size(self) -> int:
         return len(self.alphabet)
 
     @property
     def n_nodes(self) -> int:
-        return int(self._parent.size)
-
-    @property
-    def is_leaf(self) -> np.ndarray:
-        """Whether each node is a leaf; read-only."""
-        return self._is_leaf
+        return int(self.parent.size)
 
     @property
     def height(self) -> int:

@@ -65,17 +65,16 @@ def test_the_public_domain_cannot_be_rebound(name):
     assert model.frequency("a" * 6) == 0.0
 
 
-def test_the_arrays_given_are_not_aliased():
-    """A release copies a writable array it is given: editing the caller's array later changes
-    nothing (an array already read-only down to its memory is kept as it is)."""
+def test_the_arrays_given_are_taken_over_read_only():
+    """A release takes over the arrays it is given, as grid and spatial releases do
+    (``releases.base.read_only``): the caller's array becomes read-only too, so editing it later
+    cannot change the release, and nothing is copied."""
     model = _fresh_pst()
     hist = np.array(model.hist)
-    copy = pdp.SequenceRelease(alphabet=model.alphabet, max_length=model.max_length, parent=model.parent,
-                               prepended=model.prepended, hist=hist, mechanism=model.mechanism,
-                               epsilon=model.epsilon, params=model.params)
-    hist[0, 0] += 1e6
-    assert copy.hist[0, 0] == model.hist[0, 0] and copy.frequency("a") == model.frequency("a")
-    shared = pdp.SequenceRelease(alphabet=model.alphabet, max_length=model.max_length, parent=model.parent,
-                                 prepended=model.prepended, hist=model.hist, mechanism=model.mechanism,
-                                 epsilon=model.epsilon, params=model.params)
-    assert np.shares_memory(shared.hist, model.hist)  # read-only all the way down: no copy needed
+    taken = pdp.SequenceRelease(alphabet=model.alphabet, max_length=model.max_length, parent=model.parent,
+                                prepended=model.prepended, hist=hist, mechanism=model.mechanism,
+                                epsilon=model.epsilon, params=model.params)
+    with pytest.raises(ValueError, match="read-only"):
+        hist[0, 0] += 1e6
+    assert np.shares_memory(taken.hist, hist)
+    assert taken.hist[0, 0] == model.hist[0, 0] and taken.frequency("a") == model.frequency("a")
