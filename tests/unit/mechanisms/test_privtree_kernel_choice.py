@@ -12,11 +12,9 @@ import polars as pl
 import pytest
 
 import polars_dp as pdp
-from polars_dp import compiled
-from polars_dp.noise import lookups
 from polars_dp.plans.spatial import PrivTreePlan
 from tests.helpers import REPO
-from tests.helpers.compiled import needs_compiled
+from tests.helpers.compiled import lookup_choices, needs_compiled
 
 BOX = [(0, 1), (0, 1)]
 
@@ -33,17 +31,9 @@ def test_the_plan_never_asks_for_the_compiled_kernels(kw):
 
 @pytest.mark.parametrize("kw", [{}, {"levels": 1}, {"epsilon": 1e-3}])
 def test_the_release_runs_the_plans_choice_and_both_give_the_same_bits(monkeypatch, kw):
-    seen: list[bool] = []
-    real = lookups.guide, lookups.two_tables
-
-    def spy(real):
-        def run(*args):
-            seen.append(compiled.requested())
-            return real(*args)
-        return run
-    monkeypatch.setattr(lookups, "guide", spy(real[0]))
-    monkeypatch.setattr(lookups, "two_tables", spy(real[1]))
+    seen = lookup_choices(monkeypatch)
     monkeypatch.setenv("POLARS_DP_COMPILED", "1")
+    kw = dict(kw)
     eps = kw.pop("epsilon", 1.0)
     runs = []
     for use_compiled in (True, False):

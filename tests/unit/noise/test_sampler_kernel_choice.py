@@ -12,31 +12,18 @@ import numpy as np
 import pytest
 
 from polars_dp import compiled
-from polars_dp.noise import add_noise, discrete_laplace, lookups, noise_source, sample_noise
+from polars_dp.noise import add_noise, discrete_laplace, noise_source, sample_noise
 from tests.helpers import REPO
-from tests.helpers.compiled import needs_compiled
+from tests.helpers.compiled import lookup_choices, needs_compiled
 
 SCALES = [(2, 1), (7, 3), (400, 1), (8316, 1), (2_000_000, 1)]  # the guide table and the split sampler
-
-
-def _spy(monkeypatch) -> list[bool]:
-    """The kernel choice in force at each look-up (``requested``: no numba needed)."""
-    seen: list[bool] = []
-    for name in ("guide", "two_tables"):
-        real = getattr(lookups, name)
-
-        def spy(*args, real=real):
-            seen.append(compiled.requested())
-            return real(*args)
-        monkeypatch.setattr(lookups, name, spy)
-    return seen
 
 
 @pytest.mark.parametrize("scale", SCALES)
 def test_a_direct_call_picks_by_its_size(monkeypatch, scale):
     monkeypatch.setenv("POLARS_DP_COMPILED", "1")
     monkeypatch.setattr(compiled, "numba_imported", lambda: False)
-    seen = _spy(monkeypatch)
+    seen = lookup_choices(monkeypatch)
     monkeypatch.setattr(compiled, "SIZED_FROM", 1000)
     discrete_laplace(noise_source(1), *scale, 999)
     assert seen and not any(seen)
@@ -49,7 +36,7 @@ def test_a_direct_call_picks_by_its_size(monkeypatch, scale):
 def test_the_mechanisms_samplers_never_pick_by_size(monkeypatch, scale):
     monkeypatch.setenv("POLARS_DP_COMPILED", "1")
     monkeypatch.setattr(compiled, "numba_imported", lambda: False)
-    seen = _spy(monkeypatch)
+    seen = lookup_choices(monkeypatch)
     for size_from in (1, 1 << 40):
         monkeypatch.setattr(compiled, "SIZED_FROM", size_from)
         sample_noise(noise_source(1), scale[0] / scale[1], 999, "exact")
