@@ -42,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from polars_dp.compiled import numpy_only
 from polars_dp.counting.points import finest_cells
 from polars_dp.kernels.morton import (
     MortonLayout,
@@ -222,37 +223,39 @@ def privtree(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: 
     leaf_scale = plan.leaf_scale
     src = noise_source(seed)
 
-    bar = Progress("privtree", progress, None)
-    bar.step("counting (finest cells)")
-    codes, weights = finest_cells(frame, box, bits, functools.partial(morton_codes, bits=bits),
-                                  on_out_of_domain=on_out_of_domain, nulls=nulls, count_column=count_column)
-    start, depth, count = grow_tree(codes, weights, layout, lam=lam, delta=delta, theta=theta, rng=src,
-                                    noise=noise, advance=bar.step("tree", unit="nodes"))
-    exact_levels = level_counts(codes, weights, layout, k) if k else []
-    del codes, weights
-    bar.step("noise")
-    add_noise(count, leaf_scale, src, noise)
-    params = {"lambda": lam, "delta": delta, "theta": theta, "fanout": beta, "tree_share": share,
-              "epsilon_tree": float(eps_tree), "epsilon_leaf": float(eps_leaf),
-              "leaf_noise_scale": float(leaf_scale), "resolution_bits": layout.bits,
-              **noise_params(factor, leaf_scale, noise, prefix="leaf_")}
-    top_levels = None
-    if k:
-        scales, eps_levels = plan.level_scales, plan.epsilon_levels
-        noisy_top = noisy_level_counts(exact_levels, scales, src, noise)
-        del exact_levels
-        bar.step("inference")
-        top_levels = TopLevels.infer(start, depth, layout, k, noisy_top, [float(b) for b in scales], count,
-                                     float(leaf_scale), noise)
-        count = top_levels.leaf_counts()
-        params.update({"levels": k, "epsilon_levels": [float(e) for e in eps_levels],
-                       "level_noise_scales": [float(b) for b in scales]})
-    bar.close()
-    lo, hi = layout.node_boxes(start, depth, box)
-    return SpatialRelease(box, lo, hi, depth, count, codes=start, mechanism="privtree", epsilon=epsilon,
-                       neighbours=neighbours, params=params, noise=noise, seeded=src.seeded,
-                       noise_model=plan.release_noise_model, levels=top_levels,
-                       layout={"kind": "morton", "bits": layout.bits, "split_bits": split_bits})
+    with numpy_only(not plan.compiled_kernels):  # PrivTree: the numpy kernels, at every size
+        bar = Progress("privtree", progress, None)
+        bar.step("counting (finest cells)")
+        codes, weights = finest_cells(frame, box, bits, functools.partial(morton_codes, bits=bits),
+                                      on_out_of_domain=on_out_of_domain, nulls=nulls,
+                                      count_column=count_column)
+        start, depth, count = grow_tree(codes, weights, layout, lam=lam, delta=delta, theta=theta, rng=src,
+                                        noise=noise, advance=bar.step("tree", unit="nodes"))
+        exact_levels = level_counts(codes, weights, layout, k) if k else []
+        del codes, weights
+        bar.step("noise")
+        add_noise(count, leaf_scale, src, noise)
+        params = {"lambda": lam, "delta": delta, "theta": theta, "fanout": beta, "tree_share": share,
+                  "epsilon_tree": float(eps_tree), "epsilon_leaf": float(eps_leaf),
+                  "leaf_noise_scale": float(leaf_scale), "resolution_bits": layout.bits,
+                  **noise_params(factor, leaf_scale, noise, prefix="leaf_")}
+        top_levels = None
+        if k:
+            scales, eps_levels = plan.level_scales, plan.epsilon_levels
+            noisy_top = noisy_level_counts(exact_levels, scales, src, noise)
+            del exact_levels
+            bar.step("inference")
+            top_levels = TopLevels.infer(start, depth, layout, k, noisy_top, [float(b) for b in scales],
+                                         count, float(leaf_scale), noise)
+            count = top_levels.leaf_counts()
+            params.update({"levels": k, "epsilon_levels": [float(e) for e in eps_levels],
+                           "level_noise_scales": [float(b) for b in scales]})
+        bar.close()
+        lo, hi = layout.node_boxes(start, depth, box)
+        return SpatialRelease(box, lo, hi, depth, count, codes=start, mechanism="privtree", epsilon=epsilon,
+                           neighbours=neighbours, params=params, noise=noise, seeded=src.seeded,
+                           noise_model=plan.release_noise_model, levels=top_levels,
+                           layout={"kind": "morton", "bits": layout.bits, "split_bits": split_bits})
 
 
 __all__ = ["check_theta", "grow_tree", "privtree", "privtree_delta", "privtree_lambda"]

@@ -122,6 +122,7 @@ from polars_dp.noise.discrete import (
     bernoulli_exp,
     check_scale,
     discrete_laplace,
+    draw_discrete_laplace,
     geometric,
     inversion_table,  # noqa: F401  (the exact-pmf tests read the inversion tables)
     inversion_table_length,  # noqa: F401
@@ -169,11 +170,12 @@ def add_noise(values: np.ndarray, scale: float | Fraction, src: NoiseSource, noi
 def sample_noise(src: NoiseSource, scale: float | Fraction, size: int | tuple[int, ...],
                  noise: str) -> np.ndarray:
     """Noise of ``scale`` for counts: exact discrete Laplace (int64; scale at most
-    :data:`MAX_COUNT_SCALE`, as the counts it is added to are float64) or float Laplace."""
+    :data:`MAX_COUNT_SCALE`, as the counts it is added to are float64) or float Laplace.  The
+    mechanisms' sampler: ``size`` may come from the data, so it never picks the kernels."""
     if check_noise(noise) == "exact":
         scale = Fraction(scale)
         check_scale(scale.numerator, scale.denominator, MAX_COUNT_SCALE)
-        return discrete_laplace(src, scale.numerator, scale.denominator, size)
+        return draw_discrete_laplace(src, scale.numerator, scale.denominator, size)
     return laplace(src, float(scale), size)
 
 
@@ -197,6 +199,7 @@ __all__ = [
     "check_neighbours",
     "check_noise",
     "discrete_laplace",
+    "draw_discrete_laplace",
     "exact_scale",
     "geometric",
     "grid_ceil",

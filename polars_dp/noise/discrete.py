@@ -13,6 +13,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from polars_dp.compiled import sized
 from polars_dp.errors import ParameterError
 
 try:  # the default cryptographic bit source (falls back to os.urandom without it)
@@ -297,7 +298,18 @@ def discrete_laplace(src: NoiseSource, t: int, s: int, size: int | tuple[int, ..
     (:func:`_split_laplace`, whose docstring has the exactness argument).
     Scales above :data:`MAX_SCALE` are refused (ParameterError).  ``out`` (a C-contiguous int64
     array of ``prod(size)`` values) receives the draws instead of a new array: the same draws.
+    The look-ups run compiled or in numpy (the same draws) as :func:`polars_dp.compiled.sized`
+    decides from ``size``, the caller's public request, unless an enclosing block chose.
     """
+    shape = (size,) if isinstance(size, (int, np.integer)) else tuple(size)
+    with sized(int(np.prod(shape, dtype=np.int64))):
+        return draw_discrete_laplace(src, t, s, shape, out)
+
+
+def draw_discrete_laplace(src: NoiseSource, t: int, s: int, size: int | tuple[int, ...],
+                          out: np.ndarray | None = None) -> np.ndarray:
+    """:func:`discrete_laplace` on the kernels of the enclosing block, whatever ``size``: for a
+    caller whose sizes may come from the data (a mechanism), which must not pick the kernels."""
     t, s = _check_ratio(t, s)
     check_scale(t, s)
     shape = (size,) if isinstance(size, (int, np.integer)) else tuple(size)
@@ -559,7 +571,7 @@ def add_discrete_laplace(values: np.ndarray, scale: Fraction, src: NoiseSource) 
         raise ParameterError("add_discrete_laplace needs a contiguous array")
     for a in range(0, flat.size, CHUNK):
         b = min(flat.size, a + CHUNK)
-        flat[a:b] += discrete_laplace(src, scale.numerator, scale.denominator, b - a)
+        flat[a:b] += draw_discrete_laplace(src, scale.numerator, scale.denominator, b - a)
 
 
 
@@ -634,5 +646,5 @@ def privtree_decision(src: NoiseSource, x: np.ndarray, lam: int) -> np.ndarray:
 
 
 __all__ = ["BLOCK", "CHUNK", "InversionTable", "MAX_COUNT_SCALE", "MAX_SCALE", "add_discrete_laplace",
-           "bernoulli_exp", "check_scale", "discrete_laplace", "geometric", "inversion_table",
-           "inversion_table_length", "privtree_decision", "split_bits", "split_digit"]
+           "bernoulli_exp", "check_scale", "discrete_laplace", "draw_discrete_laplace", "geometric",
+           "inversion_table", "inversion_table_length", "privtree_decision", "split_bits", "split_digit"]

@@ -32,8 +32,9 @@ from polars_dp.plans.options import REQUIRED, Option, bind_options
 #: Noisy values from which a release runs the compiled kernels (numba installed).  Below it
 #: they save at most about 0.1 s (census-shaped Privelet: 1.1e7 coefficients 0.25 s against
 #: 0.30 s, 1.1e6 no difference), while importing numba and loading them costs a fresh process
-#: 0.6-0.8 s of CPU, taken from the engine that counts.  Both give the same bits.
-COMPILED_FROM = 1 << 24
+#: 0.6-0.8 s of CPU, taken from the engine that counts.  Both give the same bits.  The one
+#: threshold of compiled kernels, shared with a direct noise request (``compiled.SIZED_FROM``).
+COMPILED_FROM = compiled.SIZED_FROM
 
 
 class Plan:

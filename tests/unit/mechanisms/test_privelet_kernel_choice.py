@@ -41,7 +41,7 @@ def test_the_rule_is_the_plans_size(monkeypatch, mechanism, kw):
 
 
 def test_plans_whose_size_the_data_decides_keep_the_compiled_kernels():
-    plan = pdp.plan("privtree", ["x", "y"], bounds=[(0, 1), (0, 1)], epsilon=1.0)
+    plan = pdp.plan("adaptive_grid", ["x", "y"], bounds=[(0, 1), (0, 1)], epsilon=1.0)
     assert plan.noisy_values is None
     assert plan.compiled_kernels
 

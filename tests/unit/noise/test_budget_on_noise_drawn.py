@@ -22,13 +22,12 @@ import pytest
 import polars_dp as pdp
 import polars_dp.mechanisms.sequences as sequences
 import polars_dp.mechanisms.spatial_tree as privtree
-import polars_dp.mechanisms.wavelet_lattice as privelet_exact
 from polars_dp import noise as N
 from polars_dp.noise import discrete
 from tests.helpers.privacy import ln_below
 from tests.helpers.samplers import with_out
 
-REAL_DLAP, REAL_SPLIT = discrete.discrete_laplace, privtree.privtree_split
+REAL_DLAP, REAL_SPLIT = discrete.draw_discrete_laplace, privtree.privtree_split
 
 EPSILONS = [0.3, 0.7, 1 / 3, 0.123, 2.5]
 
@@ -47,8 +46,8 @@ class Spy:
             self.decisions.append((Fraction(lam), Fraction(delta)))
             return real_split(score, depth, lam=lam, delta=delta, theta=theta, rng=rng, noise=noise)
 
-        for module in (discrete, N, privelet_exact):
-            monkeypatch.setattr(module, "discrete_laplace", with_out(dlap))
+        for module in (discrete, N):  # every exact draw, direct (discrete_laplace) or not, passes here
+            monkeypatch.setattr(module, "draw_discrete_laplace", with_out(dlap))
         for module in (privtree, sequences):
             monkeypatch.setattr(module, "privtree_split", split)
 
