@@ -116,7 +116,7 @@ class Draws:
     def __init__(self, monkeypatch: Any,
                  value: Callable[[Fraction, tuple[int, ...]], np.ndarray] | None = None):
         self.scales: list[Fraction] = []
-        real = discrete.discrete_laplace
+        real = discrete.draw_discrete_laplace  # the same draws as a direct call, without its size rule
 
         def draw(src: Any, t: int, s: int, size: Any) -> np.ndarray:
             scale = Fraction(int(t), int(s))
@@ -126,8 +126,10 @@ class Draws:
             shape = (size,) if isinstance(size, (int, np.integer)) else tuple(size)
             return np.broadcast_to(np.asarray(value(scale, shape), dtype=np.int64), shape).copy()
 
-        for module in (discrete, N, wavelet_lattice):
-            monkeypatch.setattr(module, "discrete_laplace", with_out(draw))
+        for module in (discrete, N, wavelet_lattice):  # a direct call, and a mechanism's draws
+            for name in ("discrete_laplace", "draw_discrete_laplace"):
+                if hasattr(module, name):
+                    monkeypatch.setattr(module, name, with_out(draw))
 
 
 def constant_draws(monkeypatch: Any, c: int) -> Draws:
