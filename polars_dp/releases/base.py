@@ -36,6 +36,7 @@ from polars_dp._version import __version__
 from polars_dp.errors import ParameterError
 from polars_dp.progress import Progress
 from polars_dp.releases import io
+from polars_dp.releases.card import ALPHA, release_card
 from polars_dp.releases.integrity import CHECKSUM_KEY, payload_checksum
 from polars_dp.releases.io import write_batches_atomic
 from polars_dp.releases.metadata import (
@@ -148,6 +149,12 @@ class Release:
                   "version": self.library_version, "created": self.created}
         return release_metadata(header, self.params, self._metadata_entries(), self.metadata_entries,
                                 unverified=not self.verified)
+
+    def card(self, alpha: float = ALPHA) -> dict[str, Any]:
+        """The release card: mechanism and paper, privacy unit, epsilon, noise, domain, accuracy at
+        ``alpha`` for a default workload, version, seeding, verification, checksum, and the same
+        facts under the OpenDP registry's field names (:mod:`polars_dp.releases.card`)."""
+        return release_card(self, alpha)
 
     def derived_from(self, source: Release) -> Self:
         """This release, computed from ``source`` by post-processing, with its ``verified``
