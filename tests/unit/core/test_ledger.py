@@ -93,6 +93,35 @@ def test_two_racing_processes_cannot_both_spend_0_6_of_1(tmp_path, round_):
     assert budget.spent == pdp.plan("basic", ATTRS, epsilon=0.6, neighbours="replace").epsilon_spent
 
 
+def _hammer(path: str, barrier: multiprocessing.synchronize.Barrier, results: multiprocessing.Queue) -> None:
+    ledger, charged = pdp.Ledger(path), 0
+    barrier.wait()
+    for i in range(250):
+        try:
+            ledger.charge("people", Fraction(1, 1000), total=Fraction(3, 10), neighbours="replace",
+                          label=str(i))
+            charged += 1
+        except pdp.BudgetExceededError:
+            pass
+    results.put(charged)
+
+
+def test_two_processes_charging_in_a_loop_spend_exactly_the_total(tmp_path):
+    """500 charges of 1/1000 raced against a total of 3/10: exactly 300 succeed, all recorded."""
+    path = str(tmp_path / "budget.ledger")
+    ctx = multiprocessing.get_context("spawn")
+    barrier, results = ctx.Barrier(2), ctx.Queue()
+    workers = [ctx.Process(target=_hammer, args=(path, barrier, results)) for _ in range(2)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(120)
+    assert [w.exitcode for w in workers] == [0, 0]
+    assert sum(results.get(timeout=5) for _ in workers) == 300
+    budget = pdp.Ledger(path).dataset("people")
+    assert budget is not None and budget.spent == Fraction(3, 10) and len(budget.charges) == 300
+
+
 def test_a_torn_write_leaves_the_earlier_charges_readable(tmp_path):
     path = tmp_path / "budget.ledger"
     spend(path, 0.1)
