@@ -40,9 +40,9 @@ brings its own recovery log; the text file is also readable without the library.
 Across processes
 ----------------
 A charge takes an exclusive :func:`fcntl.flock` on the file, re-reads what other processes
-appended (verifying their hashes), checks the exact sum against the total, appends and
-``fsync``\\ s, then unlocks: two processes spending 0.6 each of a total of 1 cannot both
-succeed, and neither charge is lost.  A ``Ledger`` object keeps what it has verified and
+appended (verifying their hashes), checks the exact sum against the total, appends, syncs
+the file to the disk (``fdatasync``) and unlocks: two processes spending 0.6 each of a total
+of 1 cannot both succeed, and neither charge is lost.  A ``Ledger`` object keeps what it has verified and
 re-reads only what was appended since (checking that its last verified record is still
 there).  ``flock`` is advisory and local: every writer must go through this class, and the
 file should not live on a network file system that does not honour it.
@@ -72,6 +72,8 @@ from polars_dp.errors import BudgetExceededError, ParameterError, PolarsDPError
 FORMAT = "polars-dp ledger"
 VERSION = 1
 GENESIS = "0" * 64
+#: Flushes an append to the disk (the file's data and size) before the lock is released.
+SYNC = getattr(os, "fdatasync", os.fsync)
 #: How the header's canonical JSON begins (sorted keys): a first line torn mid-write is a prefix.
 HEADER_START = f'{{"format":"{FORMAT}"'.encode()
 
@@ -340,7 +342,7 @@ class Ledger:
             line, previous = self._line(charge, previous)
             lines.append(line)
             write_all(handle.fileno(), b"".join(lines))  # a kill leaves at most a partial last line
-            os.fsync(handle.fileno())
+            SYNC(handle.fileno())
             self._refresh(handle)
         return spent + epsilon
 
