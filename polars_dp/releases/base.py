@@ -47,6 +47,7 @@ from polars_dp.releases.metadata import (
     read_release_metadata,
     release_metadata,
 )
+from polars_dp.releases.report import write_report
 from polars_dp.releases.signing import SigningKey, with_signature
 
 #: Rows per record batch of the Arrow stream (a consumer may hold a few batches at once; Parquet
@@ -155,6 +156,11 @@ class Release:
         ``alpha`` for a default workload, version, seeding, verification, checksum, and the same
         facts under the OpenDP registry's field names (:mod:`polars_dp.releases.card`)."""
         return release_card(self, alpha)
+
+    def report(self, path: str | os.PathLike[str], alpha: float = ALPHA) -> Path:
+        """Write a self-contained HTML page (no script, no network): the card and figures with
+        error bars (:mod:`polars_dp.releases.report`); returns the path."""
+        return write_report(self, path, alpha)
 
     def derived_from(self, source: Release) -> Self:
         """This release, computed from ``source`` by post-processing, with its ``verified``

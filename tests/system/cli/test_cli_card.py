@@ -26,3 +26,13 @@ def test_card_json_is_the_cards_dict_and_text_marks_seeded_releases(tmp_path, ca
                                 bounds=[(0, 1), (0, 1)], epsilon=1.0).write_parquet(tmp_path / "u.parquet")
     code, out, _ = run_cli(capsys, "card", unseeded)
     assert code == 0 and "fit for publication" in out and "leaf: std" in out
+
+
+def test_report_writes_an_html_page(tmp_path, capsys):
+    frame = pl.DataFrame({"a": [1, 2, 9], "b": ["x", "y", "x"]})
+    path = pdp.basic(frame, ATTRS, epsilon=1.0).write_parquet(tmp_path / "r.parquet")
+    code, out, err = run_cli(capsys, "report", path, "-o", tmp_path / "r.html")
+    assert code == 0, err
+    assert "wrote" in out and (tmp_path / "r.html").read_text().startswith("<!DOCTYPE html>")
+    code, _, err = run_cli(capsys, "report", path, "-o", tmp_path / "r.txt")
+    assert code == 2 and "use a .html name" in err and not (tmp_path / "r.txt").exists()
