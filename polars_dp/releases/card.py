@@ -256,7 +256,7 @@ def release_card(release: Release, alpha: float = ALPHA) -> dict[str, Any]:
     """The card of ``release`` (module docstring): a JSON-ready dict."""
     alpha = check_alpha(alpha)
     metric, relation = NEIGHBOURS.get(release.neighbours, (release.neighbours, release.neighbours))
-    unit = str(release.params.get("privacy_unit", "one row"))
+    unit = release.params.get("privacy_unit", "one row")  # as recorded (JSON), one row by default
     domain = _domain(release)
     reasons = _not_for_publication(release)
     params = {k: v for k, v in release.params.items() if k not in ("ledger", "preprocessing")}

@@ -38,6 +38,11 @@ def test_release_charges_the_ledger_and_refuses_past_the_total(people, tmp_path,
     assert code == 2 and "BudgetExceeded" not in err and "of its total 1.5 left" in err
     assert not second.exists()  # refused before reading the data: nothing written
     assert len(pdp.Ledger(book).dataset("people").charges) == 1  # type: ignore[union-attr]
+    size = book.stat().st_size
+    code, out, _ = run_cli(capsys, "release", people, "--spec", SPECS / "basic.toml", "--check",
+                           "--ledger", book, "--dataset", "people")
+    assert code == 0 and f"budget: {float(Fraction(3, 2) - spent):.17g} of 1.5 left" in out
+    assert book.stat().st_size == size  # --check charges nothing
     code, _, err = release(capsys, people, second, "--ledger", book, "--dataset", "people", "--total", "2")
     assert code == 2 and "fixes the total of dataset 'people' at 3/2" in err
     code, _, err = release(capsys, people, second, "--ledger", book, "--dataset", "new")
