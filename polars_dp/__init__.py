@@ -33,6 +33,7 @@ from polars_dp.errors import (
 )
 from polars_dp.evaluation.spatial_workloads import random_boxes, relative_errors
 from polars_dp.evaluation.workloads import random_workload
+from polars_dp.ledger import Ledger, LedgerError
 from polars_dp.mechanisms import (
     adaptive_grid,
     basic,
@@ -66,6 +67,8 @@ __all__ = [
     "GridRelease",
     "Hierarchy",
     "HierarchyError",
+    "Ledger",
+    "LedgerError",
     "Nominal",
     "Ordinal",
     "ParameterError",

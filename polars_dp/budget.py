@@ -78,6 +78,7 @@ from typing import Any
 
 from polars_dp import mechanisms
 from polars_dp.errors import BudgetExceededError, ParameterError
+from polars_dp.ledger import Ledger, check_dataset_name, domain_fingerprint
 from polars_dp.noise import check_neighbours
 from polars_dp.plans import REGISTRY, Plan, plan, plan_class
 
@@ -87,6 +88,11 @@ ExactEpsilon = float | int | Fraction | Decimal | str
 #: How to say exactly what one means (appended to the refusals).
 EXACT_HINT = ("a float total or epsilon is its binary value (0.1 + 0.2 > 0.3): give exact ones as "
               "fractions.Fraction or decimal strings (total='0.3')")
+
+
+#: The plan options that are part of the public domain (beside its positional declaration),
+#: fingerprinted in a ledger file.
+DOMAIN_OPTIONS = ("bounds", "alphabet", "max_length")
 
 
 def exact_epsilon(value: ExactEpsilon, name: str = "epsilon") -> Fraction:
@@ -184,19 +190,40 @@ class Accountant:
     every release.  ``total`` (also an exact ``Fraction`` or decimal string, see above) is
     kept as a float; ``total_exact`` is what charges are compared with.  ``allow_float=True``
     admits ``noise="float"`` releases (refused otherwise, see above).
+
+    ``ledger=pdp.Ledger(path), dataset="people"``: the budget outlives the process
+    (:mod:`polars_dp.ledger`).  ``total`` is then the dataset's total, fixed in the file by its
+    first charge (another total or relation later is a LedgerError); every charge is checked,
+    under the file's lock, against the charges of every process, then appended before the
+    data is read.  ``spent`` and ``remaining`` are the dataset's; ``ledger`` still lists this
+    accountant's own charges, and ``book`` is the file.
     """
 
     total: ExactEpsilon
     neighbours: str = "replace"
     ledger: list[tuple[str, float]] = field(default_factory=list)
     allow_float: bool = False
+    dataset: str | None = None
+    book: Ledger | None = field(default=None, repr=False)
     _exact: list[Fraction] = field(default_factory=list, init=False, repr=False)
     _total: Fraction = field(default=Fraction(0), init=False, repr=False)
 
-    def __post_init__(self) -> None:
+    def __init__(self, total: ExactEpsilon, neighbours: str = "replace",
+                 ledger: list[tuple[str, float]] | Ledger | None = None, allow_float: bool = False, *,
+                 dataset: str | None = None):
+        self.total, self.neighbours, self.allow_float = total, neighbours, allow_float
+        self.book = ledger if isinstance(ledger, Ledger) else None
+        self.ledger = [] if ledger is None or isinstance(ledger, Ledger) else ledger
+        self.dataset = dataset
+        self._exact = []
         self._total = exact_epsilon(self.total, "total")
         self.total = float(self._total)
         check_neighbours(self.neighbours)
+        if (self.book is None) != (dataset is None):
+            raise ParameterError("a persistent budget needs both ledger=pdp.Ledger(path) and dataset='name' "
+                                 f"(got ledger={ledger!r}, dataset={dataset!r})", parameter="dataset")
+        if self.book is not None:
+            self.book.check(check_dataset_name(dataset), self._total, self.neighbours)
 
     @property
     def total_exact(self) -> Fraction:
@@ -205,7 +232,10 @@ class Accountant:
 
     @property
     def spent_exact(self) -> Fraction:
-        """The exact sum of the charges (ledger entries added by hand count as their floats)."""
+        """The exact sum of the charges (ledger entries added by hand count as their floats); with
+        a ledger file, of every charge to the dataset in the file."""
+        if self.book is not None and self.dataset is not None:
+            return self.book.spent(self.dataset)
         exact = [*self._exact, *(Fraction(eps) for _, eps in self.ledger[len(self._exact):])]
         return sum(exact, Fraction(0))
 
@@ -217,17 +247,22 @@ class Accountant:
     def remaining(self) -> float:
         return float(max(Fraction(0), self._total - self.spent_exact))
 
-    def charge(self, epsilon: ExactEpsilon, label: str, *, exact: Fraction | None = None) -> None:
+    def charge(self, epsilon: ExactEpsilon, label: str, *, exact: Fraction | None = None,
+               mechanism: str | None = None, noise: str | None = None, domain: str | None = None) -> None:
         """Record ``epsilon`` (a float's exact binary value, or an exact ``Fraction`` / decimal
         string) for ``label``; raise BudgetExceededError (recording nothing) if the exact sum
         would exceed the exact total.  ``exact``: the exact value charged instead (a plan's
-        ``epsilon_spent``; in ``(0, epsilon]``)."""
+        ``epsilon_spent``; in ``(0, epsilon]``).  ``mechanism``, ``noise``, ``domain`` (a
+        fingerprint): what a ledger file records beside the charge."""
         bound = exact_epsilon(epsilon)
         amount = bound if exact is None else Fraction(exact)
         if not 0 < amount <= bound:
             raise ParameterError(f"{label}: the exact charge {amount} must lie in (0, epsilon={epsilon!r}]",
                                  parameter="epsilon")
-        if self.spent_exact + amount > self._total:
+        if self.book is not None and self.dataset is not None:  # checked and appended under the file's lock
+            self.book.charge(self.dataset, amount, total=self._total, neighbours=self.neighbours, label=label,
+                             mechanism=mechanism, noise=noise, domain=domain)
+        elif self.spent_exact + amount > self._total:
             raise BudgetExceededError(
                 f"{label} asks for epsilon={float(bound):g} (exactly {float(amount):.17g}) but only "
                 f"{self.remaining:.17g} of the total {self.total:g} is left (spent {self.spent:.17g} on "
@@ -265,7 +300,10 @@ class Accountant:
                    "only: use neighbours='add_remove'" if plan.shape == "sequences" else ""),
                 parameter="neighbours")
         spent = plan.epsilon_spent
-        self.charge(plan.epsilon, self.ledger_label(label, plan.noise), exact=spent)
+        args, kwargs = plan.arguments()
+        domain = domain_fingerprint([args, {k: kwargs[k] for k in DOMAIN_OPTIONS if k in kwargs}])
+        self.charge(plan.epsilon, self.ledger_label(label, plan.noise), exact=spent, mechanism=plan.name,
+                    noise=plan.noise, domain=domain)
         return spent
 
     def run(self, mechanism: Any, *args: Any, epsilon: float | None = None, **kwargs: Any) -> Any:

@@ -47,6 +47,7 @@ from typing import Any, TypeVar
 from polars_dp import mechanisms
 from polars_dp.budget import Accountant, ExactEpsilon, planned_call
 from polars_dp.errors import ParameterError
+from polars_dp.ledger import Ledger
 from polars_dp.plans import REGISTRY, Plan
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -85,11 +86,17 @@ class Session(mechanisms.BoundMechanisms):
     ``spent``, ``remaining`` and ``ledger`` report the budget (composed exactly, see
     :class:`~polars_dp.Accountant`).  ``noise="float"`` releases are refused unless
     ``allow_float=True``; the ledger records each release's ``noise``.
+
+    ``ledger=pdp.Ledger(path), dataset="people"``: ``epsilon`` is the dataset's total, fixed in
+    the file by its first charge, and every release is refused that would take the charges of
+    every process to the dataset past it (:mod:`polars_dp.ledger`); ``spent`` and
+    ``remaining`` are then the dataset's, ``ledger`` lists this session's releases.
     """
 
-    def __init__(self, data: Any, *, epsilon: ExactEpsilon, neighbours: str, allow_float: bool = False):
-        self._accountant = Accountant(total=epsilon, neighbours=neighbours,
-                                      allow_float=bool(allow_float))
+    def __init__(self, data: Any, *, epsilon: ExactEpsilon, neighbours: str, allow_float: bool = False,
+                 ledger: Ledger | None = None, dataset: str | None = None):
+        self._accountant = Accountant(total=epsilon, neighbours=neighbours, ledger=ledger,
+                                      allow_float=bool(allow_float), dataset=dataset)
         self._data = data
         self._entries: list[dict[str, Any]] = []
 
@@ -117,7 +124,10 @@ class Session(mechanisms.BoundMechanisms):
         return [dict(e) for e in self._entries]
 
     def _ledger_record(self) -> dict[str, Any]:
-        return {"total_epsilon": self.total, "neighbours": self.neighbours, "entries": self.ledger}
+        record = {"total_epsilon": self.total, "neighbours": self.neighbours, "entries": self.ledger}
+        if self._accountant.dataset is not None:
+            record["dataset"] = self._accountant.dataset
+        return record
 
     def run(self, plan: Plan, *, label: str | None = None, progress: bool | None = None) -> Any:
         """Charge ``plan`` (its exact ``epsilon_spent``, at most its ``epsilon``: see

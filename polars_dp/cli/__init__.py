@@ -1,9 +1,11 @@
 """Command line: ``polars-dp <command>`` (or ``python -m polars_dp <command>``).
 
 Commands: ``release`` (a release from a data file and a TOML domain file), ``info``,
-``query``, ``sql``, ``plot`` and ``demo``; ``polars-dp <command> --help`` shows an example
-of each.  Exit codes: 0 success, 2 bad input (one line on stderr, nothing written), 1 any
-other failure.  The commands use only the public API (``import polars_dp as pdp``).
+``query``, ``sql``, ``plot``, ``demo``, ``ledger`` (a budget ledger file), ``card`` (a
+release's card) and ``report`` (an HTML page of a release);
+``polars-dp <command> --help`` shows an example of each.  Exit codes: 0 success, 2 bad input
+(one line on stderr, nothing written), 1 any other failure.  The commands use only the public
+API (``import polars_dp as pdp``).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import duckdb
 import polars as pl
 
 import polars_dp as pdp
-from polars_dp.cli import demo, info, plot, query, release, sql
+from polars_dp.cli import card, demo, info, ledger, plot, query, release, report, sql
 from polars_dp.cli.common import BadInput, Failure, add_unverified, one_line
 
 DESCRIPTION = "Differentially private synopses from the command line."
@@ -33,13 +35,16 @@ examples:
   polars-dp sql release.parquet "SELECT sum(count) FROM release WHERE age_lo >= 20 AND age_hi <= 29"
   polars-dp plot release.parquet -o figure.png --x age
   polars-dp demo
+  polars-dp ledger budget.ledger
+  polars-dp card release.parquet --json
+  polars-dp report release.parquet -o release.html
 
 exit codes: 0 ok, 2 bad input (one line on stderr, nothing written), 1 other errors.
 """
 
 
 #: The commands that read a release file (each takes ``--unverified``).
-READERS = ("info", "query", "sql", "plot")
+READERS = ("info", "query", "sql", "plot", "card", "report")
 
 
 class Parser(argparse.ArgumentParser):
@@ -59,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"polars-dp {pdp.__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=Parser)
-    for module in (release, info, query, sql, plot, demo):
+    for module in (release, info, query, sql, plot, demo, ledger, card, report):
         module.register(sub, common)
     for name in READERS:
         add_unverified(sub.choices[name])

@@ -33,10 +33,13 @@ examples:
   polars-dp release sessions.csv --spec examples/specs/privtree_sequences.toml -o pst.parquet
   polars-dp release people.parquet --spec domain.toml --check     # validate only; reads no rows
   polars-dp release "lake/*.parquet" --spec examples/specs/basic.toml -o r.parquet --engine duckdb
+  polars-dp release people.parquet --spec domain.toml -o r.parquet --ledger budget.ledger \
+      --dataset people --total 1.0      # refused if it would pass the dataset's total
 
 The domain file (TOML) declares the mechanism, epsilon, neighbours, the columns and their public
 domain; see examples/specs/ and the README's "Command line" section.  Each release of the same data
-spends its epsilon again.
+spends its epsilon again: --ledger FILE --dataset NAME charges it to a budget file that outlives the
+process (polars-dp ledger FILE shows it).
 """
 
 
@@ -61,6 +64,13 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    help="validate the domain file and DATA's columns, then stop (no rows read, no release)")
     p.add_argument("--seed", type=int, default=None,
                    help="reproducible noise, for tests only: anyone who knows the seed can remove the noise")
+    p.add_argument("--ledger", metavar="FILE",
+                   help="a budget ledger file (created if absent): the release is charged to --dataset "
+                        "before DATA is read, and refused if it would pass the dataset's total")
+    p.add_argument("--dataset", metavar="NAME", help="the dataset of --ledger that DATA is")
+    p.add_argument("--total", metavar="EPS",
+                   help="the dataset's total epsilon, fixed by its first charge (needed then; later it must "
+                        "match); exact decimals such as 0.3 are taken exactly")
     p.set_defaults(func=run)
 
 
@@ -118,6 +128,26 @@ def duckdb_relation(source: str, fmt: str | None, spec: Any, memory_limit: str) 
     return con.read_csv(source, sep="\t" if fmt == "tsv" else ",")
 
 
+def accountant(args: argparse.Namespace, neighbours: str) -> pdp.Accountant | None:
+    """The accountant of ``--ledger FILE --dataset NAME [--total EPS]``, or None without them."""
+    if args.ledger is None and args.dataset is None and args.total is None:
+        return None
+    if args.ledger is None or args.dataset is None:
+        raise BadInput("give --ledger FILE and --dataset NAME together (and --total EPS for a new dataset)")
+    if args.seed is not None:
+        raise BadInput("a release charged to a ledger cannot be seeded: a seed fixes the noise, so it "
+                       "protects nothing and composes with nothing; drop --seed")
+    ledger = pdp.Ledger(args.ledger)
+    total = args.total
+    if total is None:
+        known = ledger.dataset(args.dataset)
+        if known is None:
+            raise BadInput(f"dataset {args.dataset!r} has no charge in {args.ledger} yet: give --total EPS, "
+                           "its total budget (fixed by this first charge)")
+        total = known.total
+    return pdp.Accountant(total=total, neighbours=neighbours, ledger=ledger, dataset=args.dataset)
+
+
 def _has_no_rows(frame: pl.LazyFrame) -> bool:
     """Whether DATA has no rows (asked only to explain an error that has already happened)."""
     try:
@@ -157,10 +187,13 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput(f"column {spec.column!r} of {args.data} has type {schema[spec.column]}; separator "
                        f"(at {spec.where(spec.column)}) is for text columns: remove it")
     plan = f"{spec.mechanism} (epsilon={spec.epsilon:g}, neighbours={spec.effective_neighbours})"
+    acct = accountant(args, spec.effective_neighbours)
     if args.check:
         if not args.quiet:
             print(f"ok: {args.spec} declares {plan} over {spec.domain_text()}; {args.data} has the "
                   f"columns {', '.join(spec.input_columns)}")
+            if acct is not None:
+                print(f"  budget: {acct.remaining:.17g} of {acct.total:g} left for dataset {args.dataset!r}")
         return 0
     if args.seed is not None:
         msg.warn(f"--seed {args.seed} makes the noise reproducible: anyone who knows the seed can remove "
@@ -171,7 +204,7 @@ def run(args: argparse.Namespace) -> int:
     msg.stage(f"releasing {args.data} with {plan} over {spec.size_text()} (counting in {args.engine})")
     t0 = time.perf_counter()
     try:
-        release = spec.run(data, seed=args.seed, progress=not args.quiet)
+        release = spec.run(data, seed=args.seed, progress=not args.quiet, accountant=acct)
     except pl.exceptions.PolarsError as exc:
         raise BadInput(f"cannot read {args.data}: {one_line(exc)}") from None
     except pdp.ParameterError as exc:
@@ -197,5 +230,8 @@ def run(args: argparse.Namespace) -> int:
         if scale is not None:
             print(f"  noise scale  {noise_text(release)}")
         print(f"  time         {secs:.2f} s")
+        if acct is not None:
+            print(f"  budget       {acct.spent:.17g} of {acct.total:g} spent on dataset {args.dataset!r} "
+                  f"({args.ledger})")
         sys.stdout.flush()
     return 0

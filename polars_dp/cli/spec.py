@@ -39,6 +39,7 @@ line comes from tomllib for syntax errors and from :class:`_KeyLines` for the re
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import math
@@ -230,13 +231,16 @@ class Spec:
         return f"{self.column}: alphabet of {len(self.alphabet)} ({shown}), max_length {self.max_length}"
 
     # ------------------------------------------------------------------ running
-    def run(self, frame: pl.LazyFrame, *, seed: int | None = None, progress: bool = False) -> pdp.Release:
-        """Release ``frame`` with the declared mechanism (reads the private data once)."""
-        func = getattr(pdp, self.mechanism)
+    def run(self, frame: pl.LazyFrame, *, seed: int | None = None, progress: bool = False,
+            accountant: pdp.Accountant | None = None) -> pdp.Release:
+        """Release ``frame`` with the declared mechanism (reads the private data once);
+        ``accountant``: charged the release's plan first (:meth:`polars_dp.Accountant.run`)."""
+        mechanism = getattr(pdp, self.mechanism)
+        func = mechanism if accountant is None else functools.partial(accountant.run, mechanism)
         kwargs: dict[str, Any] = dict(self.options, epsilon=self.epsilon, seed=seed)
         if self.neighbours and self.shape != "sequences":
             kwargs["neighbours"] = self.neighbours
-        if "progress" in inspect.signature(func).parameters:
+        if "progress" in inspect.signature(mechanism).parameters:
             kwargs["progress"] = progress
         if self.shape == "grid":
             return func(frame, list(self.attributes), **kwargs)

@@ -37,6 +37,7 @@ from polars_dp._version import __version__
 from polars_dp.errors import ParameterError
 from polars_dp.progress import Progress
 from polars_dp.releases import io
+from polars_dp.releases.card import ALPHA, release_card
 from polars_dp.releases.integrity import ANNOTATIONS, CHECKSUM_KEY, payload_checksum
 from polars_dp.releases.io import write_batches_atomic
 from polars_dp.releases.metadata import (
@@ -48,6 +49,7 @@ from polars_dp.releases.metadata import (
     release_metadata,
 )
 from polars_dp.releases.postprocess import PARAM
+from polars_dp.releases.report import write_report
 from polars_dp.releases.signing import SigningKey, with_signature
 
 #: Rows per record batch of the Arrow stream (a consumer may hold a few batches at once; Parquet
@@ -206,6 +208,17 @@ class Release:
             raise ParameterError(f"annotate takes one of {list(ANNOTATION_KEYS)}, got {key!r}: the "
                                  "other params are the mechanism's and read-only")
         self.params = self.params.with_entries({key: value})
+
+    def card(self, alpha: float = ALPHA) -> dict[str, Any]:
+        """The release card: mechanism and paper, privacy unit, epsilon, noise, domain, accuracy at
+        ``alpha`` for a default workload, version, seeding, verification, checksum, and the same
+        facts under the OpenDP registry's field names (:mod:`polars_dp.releases.card`)."""
+        return release_card(self, alpha)
+
+    def report(self, path: str | os.PathLike[str], alpha: float = ALPHA) -> Path:
+        """Write a self-contained HTML page (no script, no network): the card and figures with
+        error bars (:mod:`polars_dp.releases.report`); returns the path."""
+        return write_report(self, path, alpha)
 
     def derived_from(self, source: Release) -> Self:
         """This release, computed from ``source`` by post-processing, with its ``verified``

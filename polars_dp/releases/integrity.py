@@ -158,13 +158,17 @@ def _check_value(name: str, recorded: Any, expected: Any) -> None:
 #: against the header by :func:`check_params`).
 ANNOTATIONS = ("postprocessed", "ledger", "seeded")
 LEDGER_KEYS = ("total_epsilon", "neighbours", "entries")
+#: What a session's ledger records besides, when it charges a ledger file: the dataset's name.
+LEDGER_OPTIONAL = ("dataset",)
 
 
 def _check_annotations(params: Mapping[str, Any], header: Mapping[str, Any]) -> None:
     if "seeded" in params:
         check_equal("params.seeded", params["seeded"], bool(header["seeded"]))
     ledger = params.get("ledger")
-    if ledger is not None and not (isinstance(ledger, dict) and sorted(ledger) == sorted(LEDGER_KEYS)
+    if ledger is not None and not (isinstance(ledger, dict) and set(LEDGER_KEYS) <= set(ledger)
+                                   and set(ledger) <= {*LEDGER_KEYS, *LEDGER_OPTIONAL}
+                                   and isinstance(ledger.get("dataset", ""), str)
                                    and ledger["neighbours"] == header["neighbours"]
                                    and isinstance(ledger["entries"], list)):
         raise ReleaseFormatError(f"release metadata field 'params.ledger' must be a session ledger "

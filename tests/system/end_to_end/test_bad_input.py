@@ -736,3 +736,42 @@ def test_cli_domain_errors_say_where_each_row_rule_goes_in_the_domain_file(capsy
                                       "bounds = {x = [0, 1], y = [0, 1]}\n")
     code, _, err = run_cli(capsys, "release", "pts.parquet", "--spec", "pts.toml", "-o", "out.parquet")
     assert code == 2 and "'drop' (drops the row)" in err and 'on_out_of_domain = "drop"' in err
+
+
+# ---------------------------------------------------------------------- slice: budget ledger and release card
+def _ledger_with_one_charge(path: Path) -> Path:
+    plan = pdp.plan("basic", [pdp.Ordinal("a", 0, 9)], epsilon=0.5, neighbours="replace")
+    pdp.Accountant(total=1.0, ledger=pdp.Ledger(path), dataset="people").charge_plan(plan)
+    return path
+
+
+def test_an_edited_ledger_is_refused_in_one_sentence(capsys, in_tmp):
+    path = _ledger_with_one_charge(in_tmp / "budget.ledger")
+    path.write_bytes(path.read_bytes().replace(b'"label":"basic"', b'"label":"other"'))
+    with pytest.raises(pdp.LedgerError) as info:
+        pdp.Ledger(path)
+    one_sentence(str(info.value), "line 3", "edited", "restore it from a copy")
+    cli_error(capsys, in_tmp, "ledger", path, names=("line 3", "edited"))
+
+
+def test_a_ledger_of_another_total_or_no_ledger_is_refused_in_one_sentence(capsys, in_tmp):
+    path = _ledger_with_one_charge(in_tmp / "budget.ledger")
+    with pytest.raises(pdp.LedgerError) as info:
+        pdp.Accountant(total=2.0, ledger=pdp.Ledger(path), dataset="people")
+    one_sentence(str(info.value), "fixes the total of dataset 'people' at 1", "give that total")
+    (in_tmp / "notes.txt").write_text("not a ledger\n")
+    with pytest.raises(pdp.LedgerError) as info:
+        pdp.Ledger(in_tmp / "notes.txt")
+    one_sentence(str(info.value), "is not a polars-dp ledger")
+    people = pl.DataFrame({"age": [20], "gender": ["male"], "education": ["school"]})
+    people.write_parquet(in_tmp / "p.parquet")
+    release = ("release", "p.parquet", "--spec", SPECS / "basic.toml", "-o", "r.parquet",
+               "--dataset", "people", "--total", "2")
+    cli_error(capsys, in_tmp, *release, "--ledger", path, names=("fixes the total", "'people'"))
+    cli_error(capsys, in_tmp, *release, "--ledger", "notes.txt", names=("not a polars-dp ledger",))
+
+
+def test_a_seeded_release_has_a_card_marked_not_for_publication():
+    release = pdp.basic(pl.DataFrame({"a": [1]}), [pdp.Ordinal("a", 0, 9)], epsilon=1.0, seed=1)
+    card = release.card()
+    assert card["not_for_publication"] and card["not_for_publication_reasons"][0].startswith("seeded")

@@ -30,7 +30,7 @@ PACKAGE = REPO / "polars_dp"
 
 LAYERS = {
     "errors": 0, "_version": 0, "params": 0, "memory": 0, "compiled": 0, "threads": 0,
-    "arrow_arrays": 0, "noise": 0, "progress": 0,
+    "arrow_arrays": 0, "noise": 0, "progress": 0, "ledger": 0,
     "domains": 1, "counting": 2, "kernels": 3, "plans": 4, "releases": 5, "mechanisms": 6, "evaluation": 7,
     "duckdb": 8, "namespace": 8, "budget": 8, "session": 8, "datasets": 8, "__init__": 9, "cli": 10,
     "__main__": 10,

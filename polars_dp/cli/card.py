@@ -1,0 +1,78 @@
+"""``polars-dp card release.parquet``: the release card, as text or JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from polars_dp.cli.common import open_release
+
+EXAMPLES = """\
+examples:
+  polars-dp card release.parquet
+  polars-dp card release.parquet --json --alpha 0.01 > card.json
+"""
+
+
+def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser(
+        "card", parents=[common], epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
+        help="print a release's card: what a publisher puts next to the numbers",
+        description="Print the release card: mechanism and paper, privacy unit and neighbour relation, "
+                    "epsilon (stated and effective), noise and random source, public domain and parameters, "
+                    "pre-processing rules, accuracy at --alpha for the default workload, version, seeding, "
+                    "verification and checksum, with the OpenDP deployments registry's field names.")
+    p.add_argument("release", metavar="RELEASE.parquet")
+    p.add_argument("--json", action="store_true", help="print the whole card as one JSON object")
+    p.add_argument("--alpha", type=float, default=0.05,
+                   help="the accuracy statements hold with probability 1 - alpha (default 0.05)")
+    p.set_defaults(func=run)
+
+
+def _figure(figure: dict[str, Any]) -> str:
+    if figure.get("std") is None:
+        return "no exact error bar"
+    return f"std {figure['std']:.4g}, within +/-{figure['accuracy']:.4g}"
+
+
+def accuracy_lines(accuracy: dict[str, Any]) -> list[str]:
+    """The accuracy section as text lines."""
+    if not accuracy.get("available"):
+        return [f"no exact error bar: {accuracy.get('reason')}"]
+    alpha = accuracy["alpha"]
+    lines = [f"(noise within the bound with probability {1 - alpha:g})"]
+    for key, value in accuracy.items():
+        if isinstance(value, dict) and "std" in value:
+            lines.append(f"{key.replace('_', ' ')}: {_figure(value)}")
+    for r in accuracy.get("worst_single_attribute_range", []):
+        lines.append(f"worst range of {r['column']} ({r['first']}..{r['last']}): {_figure(r)}")
+    return lines
+
+
+def run(args: argparse.Namespace) -> int:
+    release = open_release(args.release, args.unverified)
+    card = release.card(alpha=args.alpha)
+    if args.json:
+        print(json.dumps(card, indent=2, default=str))
+        return 0
+    eps = card["epsilon"]
+    effective = "" if eps["effective"] is None else f" (effective {eps['effective']:.10g})"
+    rows = [
+        ("publication", "NOT FOR PUBLICATION: " + "; ".join(card["not_for_publication_reasons"])
+         if card["not_for_publication"] else "fit for publication (exact noise, not seeded, verified)"),
+        ("mechanism", f"{card['mechanism']['name']}: {card['mechanism']['paper']}"),
+        ("privacy unit", f"{card['privacy_unit']}; {card['neighbours']}: {card['neighbour_relation']}"),
+        ("epsilon", f"{eps['stated']:g}{effective}"),
+        ("noise", card["noise"]["family"]),
+        ("randomness", card["noise"]["random_source"]),
+        ("domain", json.dumps(card["domain"], default=str)),
+        ("preprocessing", json.dumps(card["preprocessing"], default=str)),
+    ]
+    rows += [("accuracy" if i == 0 else "", line) for i, line in enumerate(accuracy_lines(card["accuracy"]))]
+    rows += [("version", f"polars-dp {card['library']['version']}"), ("created", card["created"]),
+             ("checksum", card["checksum"])]
+    print(f"{args.release}: release card ({card['release_type']})")
+    for key, value in rows:
+        print(f"  {key:<14} {value}")
+    return 0

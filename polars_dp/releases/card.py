@@ -1,0 +1,307 @@
+"""A release card: what a publisher puts next to the numbers, as one JSON-ready dict.
+
+``release.card(alpha=0.05)`` states, from the release alone (its public metadata and its
+noise model, never the private data): the mechanism and its paper; the privacy unit and the
+neighbour relation; epsilon as stated and as the exact noise spends it (``effective``; per
+part where a release records its parts only); the noise family and random source; the
+public domain and every public parameter; the pre-processing rules when recorded; the
+accuracy at ``alpha`` for the documented default workload below; the library version,
+whether the noise was seeded, whether a checksum verified the values, and the checksum.
+``opendp_registry`` maps the same facts onto the field names of the OpenDP deployments
+registry (``dp_flavor``, ``privacy_loss``, ``model``, ``accounting``, ``implementation``).
+
+A seeded, unverified or float-noise release has a card too, marked
+``"not_for_publication": true`` with the reasons.
+
+Default workload (``accuracy``), every figure a noise half-width ``a`` with
+``P(|noise| > a) <= alpha`` (the release's own tail bounds) beside its standard deviation:
+
+* grid: one cell (the cell of largest noise variance; it factorises over the axes), the
+  whole domain, and per attribute the range of that attribute (every value of the others)
+  with the largest noise variance: over every range when the attribute has at most
+  ``RANGE_ENDS - 1`` cells, else over the ranges whose ends lie on ``RANGE_ENDS`` evenly
+  spaced cell boundaries;
+* spatial: one leaf (its count's i.i.d. noise) and the whole domain (leaf noise only, as
+  ``range_counts``; the uniformity error inside leaves is not included);
+* sequences: one bin of one leaf's next-symbol histogram (one noise draw) and one bin of the
+  root's (PrivTree: the sum of the leaves' draws below it).
+
+Where the release states no exact error bar (post-processed, AG, Privelet*), the figure is
+``None`` with the reason.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any, cast
+
+import numpy as np
+
+from polars_dp.errors import PolarsDPError
+from polars_dp.kernels.tail_bounds import chernoff_accuracy, single_term_accuracy
+from polars_dp.plans.grid import check_alpha
+from polars_dp.plans.noise_model import Correlated, IndependentLaplace
+from polars_dp.releases.integrity import CHECKSUM_KEY
+from polars_dp.releases.postprocess import postprocessed_noise_model, postprocessing_steps
+from polars_dp.releases.sequence_format import rebuilt_plan as sequence_plan
+from polars_dp.releases.spatial_format import rebuilt_plan as spatial_plan
+
+if TYPE_CHECKING:
+    from polars_dp.releases.base import Release
+    from polars_dp.releases.grid import GridRelease
+    from polars_dp.releases.sequence import SequenceRelease
+    from polars_dp.releases.spatial import SpatialRelease
+
+#: The pre-processing options a card reports when the release records them.
+PREPROCESSING = ("nulls", "on_out_of_domain")
+#: The default ``alpha`` of the accuracy statements.
+ALPHA = 0.05
+#: How many evenly spaced cell boundaries the worst single-attribute range is searched over.
+RANGE_ENDS = 1024
+
+PAPERS = {
+    "basic": "Dwork, McSherry, Nissim, Smith, TCC 2006 (the Laplace histogram; Privelet's baseline)",
+    "privelet": "Xiao, Wang, Gehrke, Differential Privacy via Wavelet Transforms, ICDE 2010",
+    "privelet+": "Xiao, Wang, Gehrke, Differential Privacy via Wavelet Transforms, ICDE 2010 (Sec. VI)",
+    "privtree": "Zhang, Xiao, Xie, PrivTree: A Differentially Private Algorithm for Hierarchical "
+                "Decompositions, SIGMOD 2016",
+    "uniform_grid": "Qardaji, Yang, Li, Differentially Private Grids for Geospatial Data, ICDE 2013 (UG)",
+    "adaptive_grid": "Qardaji, Yang, Li, Differentially Private Grids for Geospatial Data, ICDE 2013 (AG)",
+    "privelet_grid": "Xiao, Wang, Gehrke, ICDE 2010, on a fixed grid (Privelet*, PrivTree paper Sec. 6.1)",
+    "privtree_sequences": "Zhang, Xiao, Xie, SIGMOD 2016 (Sec. 4: a private prediction suffix tree)",
+    "ngram": "Chen, Acs, Castelluccia, Differentially Private Sequential Data Publication via "
+             "Variable-Length N-Grams, CCS 2012 (fixed height, without pruning)",
+}
+
+NEIGHBOURS = {
+    "replace": ("change-one distance", "two tables are neighbours when one row is replaced by another "
+                                       "(same number of rows)"),
+    "add_remove": ("symmetric distance", "two tables are neighbours when one row is added or removed"),
+}
+
+NOISE_FAMILY = {
+    "exact": "discrete Laplace, sampled exactly on integers at an exact rational scale",
+    "float": "Laplace in floating point (numpy): not exactly epsilon-DP (Mironov, CCS 2012)",
+}
+
+RANDOM_SOURCE = {
+    False: "ChaCha20 keystream keyed from the operating system's entropy (os.urandom directly when the "
+           "cryptography package is absent)",
+    True: "seeded PCG64: reproducible by anyone who knows the seed (tests only)",
+}
+
+
+def _number(value: Any) -> float | None:
+    """A finite float, or None (NaN: no error bar)."""
+    x = float(value)
+    return x if math.isfinite(x) else None
+
+
+def _py(value: Any) -> Any:
+    """A numpy scalar as its Python value (JSON-ready)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _figure(std: Any, accuracy: Any, **extra: Any) -> dict[str, Any]:
+    return {**extra, "std": _number(std), "accuracy": _number(accuracy)}
+
+
+# ---------------------------------------------------------------------------- accuracy
+def _grid_box(release: GridRelease, starts: list[int], stops: list[int], alpha: float) -> tuple[float, float]:
+    lo, hi = np.array([starts]), np.array([stops])
+    return (math.sqrt(float(release.range_variance(lo, hi)[0])),
+            float(release.range_accuracy(lo, hi, alpha)[0]))
+
+
+def _range_ends(n: int) -> np.ndarray:
+    """The cell boundaries a worst range is searched over (all when ``n < RANGE_ENDS``)."""
+    return np.unique(np.linspace(0, n, min(n + 1, RANGE_ENDS)).round().astype(np.int64))
+
+
+def grid_accuracy(release: GridRelease, alpha: float) -> dict[str, Any]:
+    """The grid's default workload (module docstring)."""
+    workload = ("one cell; the whole domain; per attribute, its range of largest noise variance (every "
+                "value of the others)")
+    model = release.noise_model
+    if isinstance(model, Correlated):
+        return {"alpha": alpha, "workload": workload, "available": False, "reason": model.reason}
+    shape = list(release.shape)
+    worst_cell = [int(np.argmax(release.axis_variance(j, np.arange(n), np.arange(n) + 1)))
+                  for j, n in enumerate(shape)]
+    std, acc = _grid_box(release, worst_cell, [c + 1 for c in worst_cell], alpha)
+    out: dict[str, Any] = {"alpha": alpha, "workload": workload, "available": True}
+    out["cell"] = _figure(std, acc, cell=dict(zip(release.columns, worst_cell, strict=True)))
+    out["total"] = _figure(*_grid_box(release, [0] * len(shape), shape, alpha))
+    ranges = []
+    for j, (attribute, n) in enumerate(zip(release.attributes, shape, strict=True)):
+        ends = _range_ends(n)
+        first, last = np.triu_indices(len(ends), 1)
+        k = int(np.argmax(release.axis_variance(j, ends[first], ends[last])))
+        start, stop = int(ends[first[k]]), int(ends[last[k]])
+        starts, stops = [0] * len(shape), list(shape)
+        starts[j], stops[j] = start, stop
+        labels = attribute.cell_labels()
+        ranges.append(_figure(*_grid_box(release, starts, stops, alpha), column=attribute.column,
+                              cells=[start, stop], first=_py(labels[start]), last=_py(labels[stop - 1]),
+                              exhaustive=n < RANGE_ENDS))
+    out["worst_single_attribute_range"] = ranges
+    return out
+
+
+def spatial_accuracy(release: SpatialRelease, alpha: float) -> dict[str, Any]:
+    """The spatial default workload (module docstring)."""
+    workload = "one leaf's count; the whole domain (leaf noise only, not the uniformity error in leaves)"
+    out: dict[str, Any] = {"alpha": alpha, "workload": workload}
+    model, processed = release.noise_model, postprocessed_noise_model(release.params)
+    if processed is None and isinstance(model, IndependentLaplace):
+        leaf_acc = single_term_accuracy(np.array([1.0]), model.scale, alpha, release.noise)[0]
+        out.update(available=True, leaf=_figure(math.sqrt(model.unit_variance()), leaf_acc))
+    else:
+        stated = processed or model
+        reason = stated.reason if isinstance(stated, Correlated) else "no exact error bar"
+        out.update(available=False, reason=reason, leaf=_figure(math.nan, math.nan))
+    total = release.range_std()
+    lo, hi = release.range_noise_interval(alpha)
+    out["total"] = _figure(math.nan if total is None else total,
+                           math.nan if lo is None or hi is None else (hi - lo) / 2)
+    return out
+
+
+def sequence_accuracy(release: SequenceRelease, alpha: float) -> dict[str, Any]:
+    """The sequence default workload (module docstring)."""
+    workload = "one bin of a leaf's next-symbol histogram (one draw); one bin of the root's histogram"
+    out: dict[str, Any] = {"alpha": alpha, "workload": workload}
+    key = "leaf_noise_scale" if "leaf_noise_scale" in release.params else "noise_scale"
+    variance = release.bin_noise_variance()
+    if key not in release.params or not np.isfinite(variance[0]):
+        return {**out, "available": False, "reason": "the release records no noise scale"}
+    scale = float(release.params[key])
+    draws = float(variance[0]) / (2.0 * scale**2)  # how many draws the root's bin sums
+    leaf_acc = single_term_accuracy(np.array([1.0]), scale, alpha, release.noise)[0]
+    root_acc = (leaf_acc if round(draws) == 1
+                else chernoff_accuracy(np.array([draws * scale**2]), scale, alpha)[0])
+    return {**out, "available": True, "leaf_bin": _figure(math.sqrt(2.0) * scale, leaf_acc),
+            "root_bin": _figure(math.sqrt(float(variance[0])), root_acc, draws=round(draws))}
+
+
+# ---------------------------------------------------------------------------- the card
+def _domain(release: Release) -> dict[str, Any]:
+    kind = release.release_type
+    if kind == "grid":
+        grid = cast("GridRelease", release)
+        return {"attributes": [a.to_json() for a in grid.attributes], "shape": list(grid.shape)}
+    if kind == "tree":
+        spatial = cast("SpatialRelease", release)
+        return {"columns": spatial.columns, "bounds": spatial.metadata()["bounds"]}
+    sequences = cast("SequenceRelease", release)
+    return {"alphabet": [_py(s) for s in sequences.alphabet], "max_length": sequences.max_length}
+
+
+def _accuracy(release: Release, alpha: float) -> dict[str, Any]:
+    kind = release.release_type
+    if kind == "grid":
+        return grid_accuracy(cast("GridRelease", release), alpha)
+    if kind == "tree":
+        return spatial_accuracy(cast("SpatialRelease", release), alpha)
+    return sequence_accuracy(cast("SequenceRelease", release), alpha)
+
+
+def _spent(release: Release) -> Fraction | None:
+    """The exact epsilon of the release's plan rebuilt from its metadata (spatial, sequences)."""
+    try:
+        if release.release_type == "tree":
+            plan = spatial_plan(cast("SpatialRelease", release))
+            return None if plan is None else plan.epsilon_spent
+        if release.release_type == "sequence_model":
+            return sequence_plan(cast("SequenceRelease", release)).epsilon_spent
+    except PolarsDPError:
+        return None
+    return None
+
+
+def _epsilon(release: Release) -> dict[str, Any]:
+    parts = {k: v for k, v in release.params.items()
+             if k.endswith("epsilon_effective") and k != "epsilon_effective"}
+    exact = _spent(release)
+    effective = release.params.get("epsilon_effective") if exact is None else float(exact)
+    return {"stated": release.epsilon, "effective": effective,
+            "effective_exact": None if exact is None else str(exact), "effective_parts": parts,
+            "note": "effective: what the exact noise scales spend (at most the stated epsilon), from the "
+                    "release's plan rebuilt from its metadata or as recorded"}
+
+
+def _preprocessing(release: Release) -> dict[str, Any]:
+    recorded = release.params.get("preprocessing")
+    if isinstance(recorded, dict):
+        return dict(recorded)
+    rules: dict[str, Any] = {k: release.params[k] for k in PREPROCESSING if k in release.params}
+    return rules or {"recorded": False,
+                     "note": "this release does not record its pre-processing rules (nulls, "
+                             "on_out_of_domain); the default is to refuse such rows"}
+
+
+def _not_for_publication(release: Release) -> list[str]:
+    reasons = []
+    if release.seeded:
+        reasons.append("seeded: anyone who knows the seed can remove the noise")
+    if not release.verified:
+        reasons.append("unverified: no checksum vouches for the values")
+    if release.noise == "float":
+        reasons.append("float noise: not exactly epsilon-DP")
+    return reasons
+
+
+def release_card(release: Release, alpha: float = ALPHA) -> dict[str, Any]:
+    """The card of ``release`` (module docstring): a JSON-ready dict."""
+    alpha = check_alpha(alpha)
+    metric, relation = NEIGHBOURS.get(release.neighbours, (release.neighbours, release.neighbours))
+    unit = release.params.get("privacy_unit", "one row")  # as recorded (JSON), one row by default
+    domain = _domain(release)
+    reasons = _not_for_publication(release)
+    params = {k: v for k, v in release.params.items() if k not in ("ledger", "preprocessing")}
+    mechanism = {"name": release.mechanism, "paper": PAPERS.get(release.mechanism, "")}
+    noise = {"family": NOISE_FAMILY.get(release.noise, release.noise), "kind": release.noise,
+             "random_source": RANDOM_SOURCE[bool(release.seeded)]}
+    epsilon = _epsilon(release)
+    preprocessing = _preprocessing(release)
+    card: dict[str, Any] = {
+        "card_version": 1,
+        "release_type": type(release).__name__,
+        "not_for_publication": bool(reasons), "not_for_publication_reasons": reasons,
+        "mechanism": mechanism,
+        "privacy_unit": unit, "neighbours": release.neighbours, "neighbour_relation": relation,
+        "epsilon": epsilon, "noise": noise, "domain": domain, "parameters": params,
+        "preprocessing": preprocessing, "accuracy": _accuracy(release, alpha),
+        "library": {"name": "polars-dp", "version": release.library_version},
+        "created": release.created, "seeded": bool(release.seeded), "verified": bool(release.verified),
+        "checksum": release.export_metadata()[CHECKSUM_KEY],
+    }
+    if "ledger" in release.params:
+        card["ledger"] = release.params["ledger"]
+    spend_text = (f"epsilon = {release.epsilon:g} stated; exact spend "
+                  f"{epsilon['effective'] or epsilon['effective_parts']}")
+    implementation = (f"{release.mechanism} ({mechanism['paper']}); noise: {noise['family']}; randomness: "
+                      f"{noise['random_source']}; polars-dp {release.library_version}")
+    card["opendp_registry"] = {
+        "dp_flavor": {"name": "Pure DP", "input_metric": metric, "bound_on_input_distance": 1,
+                      "output_measure": "max divergence", "bound_on_output_distance": release.epsilon,
+                      "data_domain": domain},
+        "privacy_loss": {"privacy_unit": unit, "privacy_unit_description": relation,
+                         "privacy_parameters": {"epsilon": release.epsilon},
+                         "privacy_parameters_description": spend_text},
+        "model": {"model_name": "Central", "release_type": "One release", "data_source_type": "Static",
+                  "access_type": "Non-interactive"},
+        "accounting": {"composition": "basic sequential composition (Dwork and Roth 2014, Thm. 3.16) over "
+                                      "the parts of the release; a budget ledger adds releases of the same "
+                                      "data",
+                       "post_processing": [s["method"] for s in postprocessing_steps(release.params)]
+                       or "none"},
+        "implementation": {"mechanisms": implementation,
+                           "pre_processing_eda_hyperparameter_tuning": preprocessing},
+    }
+    return card
+
+
+__all__ = ["ALPHA", "PAPERS", "RANGE_ENDS", "grid_accuracy", "release_card", "sequence_accuracy",
+           "spatial_accuracy"]
