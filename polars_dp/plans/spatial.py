@@ -23,14 +23,13 @@ from polars_dp.noise import (
     NOISE_KINDS,
     check_neighbours,
     check_noise,
-    histogram_sensitivity,
     laplace_scale,
 )
 from polars_dp.params import NULLS, ON_OUT_OF_ALPHABET, ON_OUT_OF_DOMAIN, check_int
 from polars_dp.plans.base import Plan, register_plan
 from polars_dp.plans.grid import PriveletPlan
 from polars_dp.plans.noise_model import Correlated, IndependentLaplace, NoiseModel, WaveletLaplace
-from polars_dp.plans.options import Option
+from polars_dp.plans.options import PRIVACY_UNIT, Option
 from polars_dp.plans.privtree_levels import check_levels, split_count_budget
 from polars_dp.plans.privtree_scales import (
     check_decisions,
@@ -47,8 +46,9 @@ _ROWS = (
     Option("nulls", "choice", "raise", choices=NULLS),
     Option("count_column", "str", None, optional=True),
     Option("noise", "any", "exact", choices=NOISE_KINDS, check=check_noise),
+    PRIVACY_UNIT,
 )
-_NOISE = _ROWS[-1]
+_NOISE = _ROWS[-2]
 _POINTS = (Option("columns", "any"), Option("bounds", "any"), Option("epsilon", "positive"))
 _NEIGHBOURS = Option("neighbours", "any", "add_remove", choices=NEIGHBOURS, check=check_neighbours)
 
@@ -82,7 +82,7 @@ class PointsPlan(Plan):
 
     def _calibrate(self) -> None:
         self.box = as_box(self.options["columns"], self.options["bounds"])
-        self.sensitivity = histogram_sensitivity(self.neighbours)
+        self.sensitivity = self.count_sensitivity
 
     @property
     def release_noise_model(self) -> NoiseModel:
@@ -156,12 +156,15 @@ class _CountedGridPlan(PointsPlan):
     """The budget of N for UG and AG: N is public when given, or under ``replace`` neighbours
     while no row is dropped (``nulls="raise"`` and ``on_out_of_domain`` not ``"drop"``: a
     replaced row that is dropped would change N); otherwise N is
-    estimated with ``Lap(1 / eps_n)`` (sensitivity 1), ``eps_n = n_share epsilon``, and the grid
-    gets ``eps_grid = epsilon - eps_n`` (exact rationals for exact noise)."""
+    estimated with ``Lap(k / eps_n)`` (sensitivity ``k``, the privacy unit's rows per individual,
+    1 for one row), ``eps_n = n_share epsilon``, and the grid gets ``eps_grid = epsilon - eps_n``
+    (exact rationals for exact noise).  With an identifier declared N is never public under
+    ``replace`` (an individual's kept rows may number 1 to ``k``)."""
 
     def _calibrate(self) -> None:
         super()._calibrate()
         keeps_rows = self.options["nulls"] == "raise" and self.options["on_out_of_domain"] != "drop"
+        keeps_rows = keeps_rows and not self.privacy_unit.truncates
         self.n_public = self.options["n"] is not None or (self.neighbours == "replace" and keeps_rows)
         self.epsilon_n: float | Fraction
         self.epsilon_grid: float | Fraction
@@ -172,11 +175,12 @@ class _CountedGridPlan(PointsPlan):
         else:
             self.epsilon_n, self.epsilon_grid = split_budget(self.epsilon, self.options["n_share"],
                                                              self.noise)
-            self.n_scale = (laplace_scale(1, self.epsilon_n, self.noise) if self.noise == "exact"
-                            else 1.0 / (self.options["n_share"] * self.epsilon))
+            k = self.privacy_unit.factor
+            self.n_scale = (laplace_scale(k, self.epsilon_n, self.noise) if self.noise == "exact"
+                            else k / (self.options["n_share"] * self.epsilon))
 
     def _n_spent(self) -> Fraction:
-        return Fraction(0) if self.n_scale is None else _spent(1, self.n_scale)
+        return Fraction(0) if self.n_scale is None else _spent(self.privacy_unit.factor, self.n_scale)
 
     def _n_draws(self) -> list[tuple[str, Fraction, int]]:
         return [] if self.n_scale is None else [("noise of n", Fraction(self.n_scale), MAX_COUNT_SCALE)]
@@ -278,7 +282,8 @@ class PriveletGridPlan(PointsPlan):
         #: Privelet over the grid's cell indices (one Haar axis of ``m`` cells per dimension):
         #: its calibration is this plan's, ``rho = (1 + bits)^d``.
         self.privelet = PriveletPlan([Ordinal(c, 0, self.m - 1) for c in self.box.columns],
-                                     epsilon=self.epsilon, neighbours=self.neighbours, noise=self.noise)
+                                     epsilon=self.epsilon, neighbours=self.neighbours, noise=self.noise,
+                                     privacy_unit=self.privacy_unit)
         self.rho = self.privelet.rho
         self.scale = self.privelet.scale
         self.nominal_scale = self.privelet.nominal_scale
