@@ -224,7 +224,7 @@ def privelet_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsi
     """
     plan = PriveletGridPlan(columns, bounds=bounds, epsilon=epsilon, bits=bits, neighbours=neighbours,
                             on_out_of_domain=on_out_of_domain, nulls=nulls, count_column=count_column,
-                            noise=noise, privacy_unit=privacy_unit)  # the calibration: Privelet over the grid's cell indices
+                            noise=noise, privacy_unit=privacy_unit)  # Privelet over the grid's cell indices
     box, m, grid_plan = plan.box, plan.m, plan.privelet
     check_domain_size((m,) * box.d, bytes_per_cell=64)
     src = noise_source(seed)

@@ -215,7 +215,7 @@ def privtree(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: 
     plan = PrivTreePlan(columns, bounds=bounds, epsilon=epsilon, fanout=fanout, theta=theta,
                         tree_share=tree_share, neighbours=neighbours, on_out_of_domain=on_out_of_domain,
                         nulls=nulls, resolution=resolution, count_column=count_column, noise=noise,
-                        levels=levels, privacy_unit=privacy_unit)  # the calibration: budget split, level and leaf scales
+                        levels=levels, privacy_unit=privacy_unit)  # budget split, level and leaf scales
     box, layout, k, noise = plan.box, plan.layout, plan.levels, plan.noise
     epsilon, share, factor = plan.epsilon, plan.options["tree_share"], plan.sensitivity
     split_bits, beta, bits = layout.split_bits, layout.fanout, layout.bits

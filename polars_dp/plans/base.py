@@ -84,7 +84,8 @@ class Plan:
         self.privacy_unit: Rows = self.options.get("privacy_unit", Rows())
         if self.privacy_unit.truncates and self.options.get("count_column") is not None:
             raise ParameterError("privacy_unit with id_column cannot bound pre-aggregated rows "
-                                 "(count_column): pass the individual rows, or Rows()", parameter="privacy_unit")
+                                 "(count_column): pass the individual rows, or Rows()",
+                                 parameter="privacy_unit")
         self._calibrate()
         if self.noise == "exact":
             self._check_draws()
