@@ -185,9 +185,11 @@ class Spec:
 
     def where(self, column: str) -> str:
         """``file:line`` of the declaration of ``column`` (for errors about the data)."""
-        if self.shape == "grid":
+        if self.privacy_unit is not None and column == self.privacy_unit.id_column:
+            path: Path_ = ("privacy_unit", "id_column")
+        elif self.shape == "grid":
             index = [a.column for a in self.attributes].index(column)
-            path: Path_ = ("attributes", index, "column")
+            path = ("attributes", index, "column")
         elif self.shape == "points":
             path = ("bounds", column) if self.key_lines and ("bounds", column) in self.key_lines.lines \
                 else ("columns",)
