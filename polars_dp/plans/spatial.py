@@ -304,12 +304,21 @@ _SEQUENCES = (Option("column", "any"), Option("alphabet", "any"),
               Option("max_length", "any", check=_max_length), Option("epsilon", "positive"))
 #: The sequences' row rules (:func:`polars_dp.counting.sequences.encode_sequences`): drop, never clamp.
 _SEQUENCE_ROWS = (Option("nulls", "choice", "raise", choices=NULLS),
-                  Option("on_out_of_domain", "choice", "raise", choices=ON_OUT_OF_ALPHABET))
+                  Option("on_out_of_domain", "choice", "raise", choices=ON_OUT_OF_ALPHABET), PRIVACY_UNIT)
 
 
 class SequencesPlan(Plan):
+    """Sequences under add/remove-one-sequence neighbours, or, with an identifier declared,
+    add/remove one identifier's ``<= k`` kept sequences (``Rows(id_column=...)``: ``k = 1``)."""
+
     positional = ("column",)
     shape = "sequences"
+
+    @property
+    def group(self) -> int:
+        """The (context, symbol) pairs one individual adds at most: ``k l_top``, ``l_top =
+        max_length + 1`` per sequence, ``k`` the privacy unit's sequences (1 without one)."""
+        return (self.options["max_length"] + 1) * self.privacy_unit.factor
 
 
 @register_plan
@@ -332,7 +341,9 @@ class PrivTreeSequencesPlan(SequencesPlan):
         epsilon``, ``eps_length = length_share epsilon``, ``eps_leaf = epsilon - eps_tree -
         eps_length`` (exact rationals for exact noise); ``lambda``/``delta`` from ``eps_tree`` with
         group factor ``l_top`` (:func:`~polars_dp.plans.privtree_scales.privtree_sequence_params`);
-        leaf bins ``Lap(l_top / eps_leaf)``, length bins ``Lap(1 / eps_length)``."""
+        leaf bins ``Lap(l_top / eps_leaf)``, length bins ``Lap(1 / eps_length)``.  With a privacy
+        unit of ``k`` sequences per individual: ``k l_top`` (:attr:`group`) and ``Lap(k /
+        eps_length)``."""
         o = self.options
         self.alphabet_size = alphabet_size(o["alphabet"])
         self.beta = self.alphabet_size + 1
@@ -353,17 +364,18 @@ class PrivTreeSequencesPlan(SequencesPlan):
             self.epsilon_tree = self.tree_share * self.epsilon
             self.epsilon_length = self.length_share * self.epsilon
             self.epsilon_leaf = self.epsilon - self.epsilon_tree - self.epsilon_length
+        k = self.privacy_unit.factor
         self.lam, self.delta = privtree_sequence_params(self.alphabet_size, self.max_length,
-                                                        self.epsilon_tree, noise=self.noise)
-        self.leaf_scale = laplace_scale(self.l_top, self.epsilon_leaf, self.noise)
-        self.length_scale = (laplace_scale(1, self.epsilon_length, self.noise)
+                                                        self.epsilon_tree, noise=self.noise, per_unit=k)
+        self.leaf_scale = laplace_scale(self.group, self.epsilon_leaf, self.noise)
+        self.length_scale = (laplace_scale(k, self.epsilon_length, self.noise)
                              if self.epsilon_length > 0 else None)
         # the real-valued scales, before any rounding to the lattice (what a file is checked against)
-        self.nominal_lambda = ((2 * self.beta - 1) * self.l_top
+        self.nominal_lambda = ((2 * self.beta - 1) * self.group
                                / ((self.beta - 1) * float(self.epsilon_tree)))
-        self.nominal_leaf_scale = self.l_top / float(self.epsilon_leaf)
+        self.nominal_leaf_scale = self.group / float(self.epsilon_leaf)
         self.nominal_delta = self.nominal_lambda * math.log(self.beta)
-        self.nominal_length_scale = (1 / float(self.epsilon_length) if self.epsilon_length > 0
+        self.nominal_length_scale = (k / float(self.epsilon_length) if self.epsilon_length > 0
                                      else None)
 
     def exact_draws(self) -> list[tuple[str, Fraction, int]]:
@@ -375,8 +387,9 @@ class PrivTreeSequencesPlan(SequencesPlan):
     def _exact_spent(self) -> Fraction:
         """Decisions ``(2 beta - 1) l_top / ((beta - 1) lambda)``, leaf bins ``l_top / b_leaf``,
         length bins ``1 / b_length``."""
-        spent = (decisions_epsilon(self.lam, self.beta, self.l_top) + _spent(self.l_top, self.leaf_scale))
-        return spent if self.length_scale is None else spent + _spent(1, self.length_scale)
+        spent = (decisions_epsilon(self.lam, self.beta, self.group) + _spent(self.group, self.leaf_scale))
+        return spent if self.length_scale is None else spent + _spent(self.privacy_unit.factor,
+                                                                      self.length_scale)
 
 
 def alphabet_size(alphabet: Any) -> int:
@@ -414,14 +427,14 @@ class NgramPlan(SequencesPlan):
 
     def _calibrate(self) -> None:
         self.l_top = self.options["max_length"] + 1
-        self.scale = laplace_scale(self.options["height"] * self.l_top, self.epsilon, self.noise)
-        self.nominal_scale = self.options["height"] * self.l_top / self.epsilon
+        self.scale = laplace_scale(self.options["height"] * self.group, self.epsilon, self.noise)
+        self.nominal_scale = self.options["height"] * self.group / self.epsilon
 
     def exact_draws(self) -> list[tuple[str, Fraction, int]]:
         return [("n-gram noise", Fraction(self.scale), MAX_COUNT_SCALE)]
 
     def _exact_spent(self) -> Fraction:
-        return _spent(self.options["height"] * self.l_top, self.scale)
+        return _spent(self.options["height"] * self.group, self.scale)
 
     @property
     def noise_model(self) -> NoiseModel:
