@@ -190,7 +190,8 @@ class Plan:
             return f"<{height} queries>" if isinstance(height, int) else repr(value)
 
         shown = ", ".join(f"{k}={text(v)}" for k, v in self.options.items()
-                          if k not in self.positional and v is not None)
+                          if k not in self.positional and v is not None
+                          and not (k == "privacy_unit" and not v.truncates))  # the default unit
         return f"{type(self).__name__}({shown})"
 
 
