@@ -12,8 +12,8 @@ the whole input:
   rank of a row needs every row of its identifier);
 * DuckDB: ``QUALIFY row_number() OVER (PARTITION BY id ORDER BY hash(key, columns)) <= k``
   inside DuckDB (a relation out);
-* Spark: refused (:class:`~polars_dp.errors.ParameterError`); count a DuckDB or Polars input,
-  or bound the contributions in Spark before the release and declare ``Rows()``.
+* Spark: ``row_number()`` over ``Window.partitionBy(id).orderBy(xxhash64(key, columns))``
+  ``<= k`` inside Spark (a DataFrame out).
 
 A null identifier is a :class:`~polars_dp.errors.DomainError`, or its rows are dropped under
 ``nulls="drop"``; a missing one a :class:`~polars_dp.errors.ColumnNotFoundError`.
@@ -32,7 +32,7 @@ from polars_dp.counting.engines import engine_of, point_columns
 from polars_dp.counting.spec import CountSpec
 from polars_dp.domains import sql
 from polars_dp.domains.privacy_unit import Rows
-from polars_dp.errors import DomainError, ParameterError
+from polars_dp.errors import DomainError
 
 
 def _null_ids(column: str, nulls: int) -> DomainError:
@@ -70,6 +70,25 @@ def _duckdb(rel: Any, unit: Rows, key: int, columns: Sequence[str], drop_nulls: 
                            f"ORDER BY hash({key}::UBIGINT, {hashed})) <= {unit.max_per}")
 
 
+def _spark(df: Any, unit: Rows, key: int, columns: Sequence[str], drop_nulls: bool) -> Any:
+    from pyspark.sql import Window  # optional dependency: present with a Spark input
+    from pyspark.sql import functions as F
+
+    ident = str(unit.id_column)
+    CountSpec.check_names([ident, *columns], df.columns)
+    if drop_nulls:
+        df = df.where(df[ident].isNotNull())
+    else:
+        nulls = df.where(df[ident].isNull()).count()
+        if nulls:
+            raise _null_ids(ident, nulls)
+    signed = key - (1 << 64) if key >= 1 << 63 else key  # the key as a Spark bigint
+    order = F.xxhash64(F.lit(signed), *(df[c] for c in dict.fromkeys([ident, *columns])))
+    rank = F.row_number().over(Window.partitionBy(df[ident]).orderBy(order))
+    name = f"_polars_dp_rank_{uuid.uuid4().hex}"
+    return df.withColumn(name, rank).where(F.col(name) <= unit.max_per).drop(name)
+
+
 def truncate(data: Any, unit: Rows, key: int, columns: Sequence[str], *, nulls: str = "raise") -> Any:
     """``data`` with at most ``unit.max_per`` rows per ``unit.id_column`` (module docstring), an
     input of the same engine (an Arrow stream: a Polars frame); ``data`` itself for ``Rows()``.
@@ -79,9 +98,7 @@ def truncate(data: Any, unit: Rows, key: int, columns: Sequence[str], *, nulls: 
     engine = engine_of(data)
     drop = nulls == "drop"
     if engine == "spark":
-        raise ParameterError("privacy_unit with id_column is not supported on Spark inputs; bound each "
-                             "individual's rows in Spark first, or count a DuckDB or Polars input",
-                             parameter="privacy_unit")
+        return _spark(data, unit, key, columns, drop)
     if engine == "duckdb":
         return _duckdb(data, unit, key, columns, drop)
     if engine == "arrow":

@@ -1,6 +1,6 @@
 """The privacy unit across the registry: every plan's scales carry the factor ``k``, every
-release records the unit and a reader refuses an edited one; sequences by enumeration; Spark
-refuses ``max_per`` (:mod:`polars_dp.domains.privacy_unit`)."""
+release records the unit and a reader refuses an edited one; sequences by enumeration
+(:mod:`polars_dp.domains.privacy_unit`)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 import polars_dp as pdp
 from polars_dp.counting.sequences import encode_sequences
 from polars_dp.counting.truncation import truncate
-from polars_dp.errors import ParameterError, ReleaseFormatError
+from polars_dp.errors import ReleaseFormatError
 from tests.helpers.privacy import CASE_IDS, CASES, FRAMES, edited_table
 
 UNIT = pdp.Rows(max_per=3, id_column="person")
@@ -91,9 +91,3 @@ def test_sessions_take_the_unit():
     session = pdp.Session(frame, epsilon=2.0, neighbours="replace")
     release = session.basic(CASES[0].args[0], epsilon=1.0, privacy_unit=UNIT)
     assert release.params["sensitivity"] == 6 and release.params["privacy_unit"]["max_per"] == 3
-
-
-def test_spark_inputs_refuse_an_identifier():
-    spark_like = type("DataFrame", (), {"__module__": "pyspark.sql.dataframe"})()
-    with pytest.raises(ParameterError, match="not supported on Spark"):
-        truncate(spark_like, UNIT, 1, ["a"])
