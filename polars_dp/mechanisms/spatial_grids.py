@@ -149,6 +149,8 @@ def adaptive_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsi
 
     ``n``: as for :func:`uniform_grid` — public knowledge only, never computed from the private data.
     ``progress``: stage bars on stderr (counting, noise); ``None``: on a terminal for large inputs.
+    ``privacy_unit``: as for :func:`uniform_grid` (both levels' and the noisy N's sensitivities
+    times ``k``).
     """
     box = as_box(columns, bounds)
     plan = AdaptiveGridPlan(columns, bounds=bounds, epsilon=epsilon, n=n, n_share=n_share, alpha=alpha, c=c,
@@ -220,7 +222,8 @@ def privelet_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsi
     ``frame``: any input of :mod:`polars_dp.counting.engines` (the grid counts are computed in
     that engine); ``count_column``: pre-aggregated rows (see :mod:`polars_dp.counting.spec`).
     ``progress``: stage bars on stderr (counting, then Privelet's); ``None``: on a terminal
-    for large inputs.
+    for large inputs.  ``privacy_unit``: as for :func:`uniform_grid` (Privelet's ``k Delta rho /
+    epsilon``).
     """
     plan = PriveletGridPlan(columns, bounds=bounds, epsilon=epsilon, bits=bits, neighbours=neighbours,
                             on_out_of_domain=on_out_of_domain, nulls=nulls, count_column=count_column,
