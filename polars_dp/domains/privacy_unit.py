@@ -8,16 +8,19 @@ of its rows (*contribution bounding*), and the neighbour relations are on identi
 * ``add_remove``: add or remove all rows of one identifier;
 * ``replace``: replace all rows of one identifier by the rows of another.
 
-Truncation rule (public, the same for every dataset).  A key ``K`` is drawn per release from
-the release's random source (cryptographic; the seeded stream under ``seed=``).  Each row gets
-the keyed hash ``h_K(row)`` of the columns the release reads (the identifier included), and an
-identifier keeps its ``k`` rows of smallest hash (ties, i.e. hash collisions, broken by the
-engine: they are rows that hash alike).  The rows kept for one identifier are a function of that
-identifier's rows and ``K`` alone: they do not depend on any other identifier's rows.  So the
-truncated table ``T(D)`` of a neighbour ``D'`` differs from ``T(D)`` in at most the ``<= k``
-kept rows of one identifier (both neighbours use the same ``K``; ``K`` is independent of the
-data).  The hash is an order, not a secret: a Polars / DuckDB row hash seeded with the key's
-words (not a cryptographic MAC); nothing is claimed of it beyond that independence.
+Truncation rule (public, the same for every dataset).  A 64-bit key ``K`` is drawn per release
+from the release's random source (cryptographic; the seeded stream under ``seed=``, so tests
+reproduce).  Each row gets the keyed hash ``h_K(row)`` of the columns the release reads (the
+identifier included), and an identifier keeps its ``k`` rows of smallest hash.  Rows equal in
+those columns hash alike and are interchangeable (which copy is kept changes no count); two
+different rows of one identifier that collide (probability about ``k^2 / 2^64``) are ordered by
+the engine.  The rows kept for one identifier are a function of that identifier's rows and
+``K`` alone: they do not depend on any other identifier's rows.  So for neighbours ``D, D'``
+(both truncated with the same ``K``, drawn independently of the data), ``T(D)`` and ``T(D')``
+differ only in the ``<= k`` kept rows of the one identifier that changed.  The hash is an order,
+not a secret: Polars' ``hash(seed=K)``, DuckDB's ``hash(K, ...)``, Spark's ``xxhash64(K, ...)``
+(not cryptographic MACs); nothing is claimed of them beyond that independence, and the engines
+need not keep the same rows as each other.
 
 Sensitivities (what each plan multiplies by ``k``, :attr:`Rows.factor`):
 
