@@ -17,6 +17,7 @@ from polars_dp._version import __version__
 from polars_dp.budget import Accountant
 from polars_dp.domains.attributes import Attribute, Nominal, Ordinal
 from polars_dp.domains.hierarchy import Hierarchy
+from polars_dp.domains.privacy_unit import Rows
 from polars_dp.errors import (
     BudgetExceededError,
     ColumnNotFoundError,
@@ -79,6 +80,7 @@ __all__ = [
     "ReleaseFormatError",
     "ReleaseSignatureError",
     "ReleaseWriteError",
+    "Rows",
     "SequenceModel",
     "SequenceRelease",
     "Session",

@@ -32,6 +32,12 @@ domain, and the mechanism's options.  Three shapes, by mechanism::
     max_length = 20
     separator = " "                 # optional: a text column "3 1 4" holds symbols joined by " "
 
+Any grid or points file may declare the privacy unit (default: one row is one individual)::
+
+    [privacy_unit]                  # each person keeps at most 3 rows; sensitivities times 3
+    id_column = "person"
+    max_per = 3
+
 Errors are :class:`SpecError` (a :class:`~polars_dp.cli.common.BadInput`) whose message
 starts ``file:line:`` and names the key (tables of ``[[attributes]]`` count from 1).  The
 line comes from tomllib for syntax errors and from :class:`_KeyLines` for the rest.
@@ -60,10 +66,10 @@ from polars_dp.plans import REGISTRY
 MECHANISMS = {name: entry.shape for name, entry in REGISTRY.items()}
 SHAPE_KEYS = {"grid": ("attributes",), "points": ("columns", "bounds"),
               "sequences": ("column", "alphabet", "max_length", "separator")}
-COMMON_KEYS = ("mechanism", "epsilon", "neighbours", "options", "description")
+COMMON_KEYS = ("mechanism", "epsilon", "neighbours", "options", "description", "privacy_unit")
 #: Arguments the command line sets itself (never from ``[options]``).
 RESERVED = {"frame", "attributes", "columns", "column", "bounds", "alphabet", "max_length", "epsilon",
-            "neighbours", "seed", "progress"}
+            "neighbours", "seed", "progress", "privacy_unit"}
 NEIGHBOURS = ("replace", "add_remove")
 
 Path_ = tuple[str | int, ...]
@@ -158,14 +164,17 @@ class Spec:
     alphabet: tuple[Any, ...] = ()
     max_length: int = 0
     separator: str | None = None
+    privacy_unit: pdp.Rows | None = None
     key_lines: _KeyLines | None = field(default=None, repr=False)
 
     # ------------------------------------------------------------------ facts
     @property
     def input_columns(self) -> list[str]:
+        unit = self.privacy_unit
+        ident = [unit.id_column] if unit is not None and unit.id_column else []
         if self.shape == "grid":
-            return [a.column for a in self.attributes]
-        return list(self.columns) if self.shape == "points" else [self.column]
+            return [a.column for a in self.attributes] + ident
+        return (list(self.columns) if self.shape == "points" else [self.column]) + ident
 
     @property
     def effective_neighbours(self) -> str:
@@ -177,9 +186,11 @@ class Spec:
 
     def where(self, column: str) -> str:
         """``file:line`` of the declaration of ``column`` (for errors about the data)."""
-        if self.shape == "grid":
+        if self.privacy_unit is not None and column == self.privacy_unit.id_column:
+            path: Path_ = ("privacy_unit", "id_column")
+        elif self.shape == "grid":
             index = [a.column for a in self.attributes].index(column)
-            path: Path_ = ("attributes", index, "column")
+            path = ("attributes", index, "column")
         elif self.shape == "points":
             path = ("bounds", column) if self.key_lines and ("bounds", column) in self.key_lines.lines \
                 else ("columns",)
@@ -240,6 +251,8 @@ class Spec:
         kwargs: dict[str, Any] = dict(self.options, epsilon=self.epsilon, seed=seed)
         if self.neighbours and self.shape != "sequences":
             kwargs["neighbours"] = self.neighbours
+        if self.privacy_unit is not None:
+            kwargs["privacy_unit"] = self.privacy_unit
         if "progress" in inspect.signature(mechanism).parameters:
             kwargs["progress"] = progress
         if self.shape == "grid":
@@ -320,9 +333,27 @@ class _Reader:
         description = self.get(doc, ("description",), required=False, kind=str) or ""
         spec = Spec(path=self.path, mechanism=mechanism, shape=shape, epsilon=float(epsilon),
                     neighbours=neighbours, options=self.options(mechanism), description=description,
-                    key_lines=self.lines)
+                    key_lines=self.lines, privacy_unit=self.privacy_unit(mechanism))
         getattr(self, f"read_{shape}")(spec)
         return spec
+
+    def privacy_unit(self, mechanism: str) -> pdp.Rows | None:
+        """The ``[privacy_unit]`` table (``id_column``, ``max_per``) as ``pdp.Rows``, or None."""
+        table = self.get(self.doc, ("privacy_unit",), required=False, kind=dict,
+                         what="a table [privacy_unit] with id_column and max_per")
+        if table is None:
+            return None
+        if "privacy_unit" not in {o.name for o in REGISTRY[mechanism].options}:
+            raise self.fail(("privacy_unit",), f"{mechanism} takes no privacy unit; remove the table")
+        self.check_keys(table, ("privacy_unit",), ("id_column", "max_per"))
+        ident = self.get(table, ("privacy_unit", "id_column"), kind=str,
+                         what="the column naming each individual")
+        max_per = self.get(table, ("privacy_unit", "max_per"), required=False, kind=int,
+                           what="an integer >= 1 (rows kept per individual)")
+        try:
+            return pdp.Rows(max_per=1 if max_per is None else max_per, id_column=ident)
+        except pdp.ParameterError as exc:
+            raise self.fail(("privacy_unit", "max_per"), str(exc)) from None
 
     def options(self, mechanism: str) -> dict[str, Any]:
         options = self.get(self.doc, ("options",), required=False, kind=dict, what="a table [options]")

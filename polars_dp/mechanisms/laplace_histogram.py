@@ -26,7 +26,9 @@ import numpy as np
 
 from polars_dp.counting.frequency import frequency_matrix
 from polars_dp.domains.attributes import Attribute
+from polars_dp.domains.privacy_unit import Rows
 from polars_dp.mechanisms.options import checked_options
+from polars_dp.mechanisms.privacy_unit import bounded
 from polars_dp.noise import (
     Neighbours,
     NoiseKind,
@@ -75,6 +77,7 @@ def run_basic(plan: BasicPlan, frame: Any, *, seed: SeedLike = None, progress: b
     attrs, opts = plan.attributes, plan.options
     bar = Progress("basic", progress, _cells(attrs))  # public work: the cells
     bar.step("counting")
+    frame = bounded(frame, plan, src, [a.column for a in attrs])
     counts = frequency_matrix(frame, attrs, on_out_of_domain=opts["on_out_of_domain"], nulls=opts["nulls"],
                               bytes_per_cell=16, count_column=opts["count_column"])
     add_cell_noise(counts, plan.scale, src, plan.noise, bar.step("noise", counts.size, "cells"))
@@ -89,7 +92,7 @@ def basic(frame: Any, attributes: Attribute | Iterable[Attribute], *, epsilon: f
           neighbours: Neighbours = "replace", seed: SeedLike = None,
           on_out_of_domain: OnOutOfDomain = "raise",
           nulls: Nulls = "raise", count_column: str | None = None, noise: NoiseKind = "exact",
-          progress: bool | None = None) -> GridRelease:
+          progress: bool | None = None, privacy_unit: Rows | None = None) -> GridRelease:
     """Release the frequency matrix of ``attributes`` with Laplace noise on every cell.
 
     Exactly ``pdp.plan("basic", attributes, epsilon=..., ...).run(frame, seed=seed,
@@ -110,6 +113,10 @@ def basic(frame: Any, attributes: Attribute | Iterable[Attribute], *, epsilon: f
         :mod:`polars_dp.counting.spec`).
     noise : ``"exact"`` (discrete Laplace on the integer counts, default) or ``"float"``.
     progress : stage bars on stderr (counting, noise); ``None``: on a terminal for large domains.
+    privacy_unit : ``pdp.Rows()`` (one row is one individual, the default) or
+        ``pdp.Rows(max_per=k, id_column="person")``: each identifier keeps at most ``k`` rows
+        (a keyed-hash rule, :mod:`polars_dp.domains.privacy_unit`) and the sensitivity is ``k``
+        times the one-row sensitivity.
 
     >>> import polars as pl, polars_dp as pdp
     >>> df = pl.DataFrame({"age": [23, 35, 35, 61], "sex": ["f", "m", "f", "f"]})
@@ -119,7 +126,7 @@ def basic(frame: Any, attributes: Attribute | Iterable[Attribute], *, epsilon: f
     ((10, 2), 2.0, 8.94...)
     """
     plan = BasicPlan(attributes, epsilon=epsilon, neighbours=neighbours, on_out_of_domain=on_out_of_domain,
-                     nulls=nulls, count_column=count_column, noise=noise)
+                     nulls=nulls, count_column=count_column, noise=noise, privacy_unit=privacy_unit)
     return plan.run(frame, seed=seed, progress=progress)
 
 

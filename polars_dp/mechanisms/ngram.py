@@ -28,7 +28,9 @@ import numpy as np
 
 from polars_dp.counting.frequency import check_domain_size
 from polars_dp.counting.sequences import check_alphabet, encode_sequences
+from polars_dp.domains.privacy_unit import Rows
 from polars_dp.kernels.pst import grow_context_tree
+from polars_dp.mechanisms.privacy_unit import bounded
 from polars_dp.noise import (
     NoiseKind,
     SeedLike,
@@ -55,9 +57,10 @@ def run_ngram(plan: NgramPlan, frame: Any, *, seed: SeedLike = None, progress: b
     n_nodes = sum(beta**k for k in range(height))
     check_domain_size((n_nodes, beta), bytes_per_cell=64, dims=f"height {height} over {beta - 1} symbols",
                       fix="use a lower height")  # before any row is read
+    src = noise_source(seed)
+    frame = bounded(frame, plan, src, [opts["column"]])
     enc = encode_sequences(frame, opts["column"], alphabet=alphabet, max_length=opts["max_length"],
                            nulls=opts["nulls"], on_out_of_domain=opts["on_out_of_domain"])
-    src = noise_source(seed)
     bar.step("n-gram tree")
     tree = grow_context_tree(enc, lambda hist, depth, starts_with_start: np.ones(hist.shape[0], dtype=bool),
                              max_depth=height - 1, max_nodes=n_nodes)
@@ -65,8 +68,9 @@ def run_ngram(plan: NgramPlan, frame: Any, *, seed: SeedLike = None, progress: b
     bar.step("noise")
     hist = tree.hist + sample_noise(src, scale, tree.hist.shape, plan.noise)  # unclipped: queries clip at 0
     bar.close()
-    params = {"height": height, "l_top": l_top, "noise_scale": float(scale), "sensitivity_per_level": l_top,
-              **noise_params(height * l_top, scale, plan.noise)}
+    params = {"height": height, "l_top": l_top, "noise_scale": float(scale),
+              "sensitivity_per_level": plan.group,
+              **noise_params(height * plan.group, scale, plan.noise), **plan.unit_params()}
     return SequenceRelease(alphabet=alphabet, max_length=enc.max_length, parent=tree.parent,
                          prepended=tree.prepended, hist=hist, mechanism="ngram", epsilon=plan.epsilon,
                          neighbours="add_remove", params=params, noise=plan.noise, seeded=src.seeded)
@@ -75,7 +79,8 @@ def run_ngram(plan: NgramPlan, frame: Any, *, seed: SeedLike = None, progress: b
 def ngram_sequences(frame: Any, column: str, *, alphabet: Sequence[Any], max_length: int,
                     epsilon: float, height: int = 5, nulls: Nulls = "raise",
                     on_out_of_domain: OnOutOfAlphabet = "raise", seed: SeedLike = None,
-                    noise: NoiseKind = "exact", progress: bool | None = None) -> SequenceRelease:
+                    noise: NoiseKind = "exact", progress: bool | None = None,
+                    privacy_unit: Rows | None = None) -> SequenceRelease:
     """Release noisy n-gram counts up to ``n = height`` (public) as a complete-tree SequenceRelease.
 
     Exactly ``pdp.plan("ngram_sequences", column, ...).run(frame, seed=seed, progress=progress)``.
@@ -83,9 +88,10 @@ def ngram_sequences(frame: Any, column: str, *, alphabet: Sequence[Any], max_len
     on stderr (counting, n-gram tree, noise); ``None``: on a terminal for large inputs.
     ``nulls``, ``on_out_of_domain``: ``"raise"`` (default) or ``"drop"`` the sequences with a
     null or an out-of-alphabet symbol, as in :func:`~polars_dp.privtree_sequences`.
+    ``privacy_unit``: as for :func:`~polars_dp.privtree_sequences` (per count ``height k l_top``).
     """
     plan = NgramPlan(column, alphabet=alphabet, max_length=max_length, epsilon=epsilon, height=height,
-                     nulls=nulls, on_out_of_domain=on_out_of_domain, noise=noise)
+                     nulls=nulls, on_out_of_domain=on_out_of_domain, noise=noise, privacy_unit=privacy_unit)
     return plan.run(frame, seed=seed, progress=progress)
 
 

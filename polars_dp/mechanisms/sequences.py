@@ -66,7 +66,9 @@ from typing import Any
 import numpy as np
 
 from polars_dp.counting.sequences import EncodedSequences, encode_sequences
+from polars_dp.domains.privacy_unit import Rows
 from polars_dp.kernels.pst import grow_context_tree, pst_scores, sums_of_children
+from polars_dp.mechanisms.privacy_unit import bounded
 from polars_dp.mechanisms.privtree_rule import privtree_split
 from polars_dp.noise import (
     NoiseKind,
@@ -90,7 +92,8 @@ def privtree_sequences(frame: Any, column: str, *, alphabet: Sequence[Any], max_
                        postprocess: str = "sum_then_clip", max_nodes: int | None = None,
                        length_share: float = 0.05, nulls: Nulls = "raise",
                        on_out_of_domain: OnOutOfAlphabet = "raise", seed: SeedLike = None,
-                       noise: NoiseKind = "exact", progress: bool | None = None) -> SequenceRelease:
+                       noise: NoiseKind = "exact", progress: bool | None = None,
+                       privacy_unit: Rows | None = None) -> SequenceRelease:
     """Release a PST of the sequences in ``column`` with PrivTree's depth-independent noise.
 
     Exactly ``pdp.plan("privtree_sequences", column, ...).run(frame, seed=seed,
@@ -121,11 +124,15 @@ def privtree_sequences(frame: Any, column: str, *, alphabet: Sequence[Any], max_
     noise : ``"exact"`` (exact decisions and discrete Laplace bins, default) or ``"float"``.
     progress : stage bars on stderr (counting, tree and noise); ``None``: on a terminal for
         large inputs.
+    privacy_unit : ``pdp.Rows()`` (one sequence is one individual, the default),
+        ``pdp.Rows(id_column="user")`` (one sequence kept per user) or ``pdp.Rows(max_per=k,
+        id_column="user")``: ``k`` sequences kept per user by the keyed-hash rule
+        (:mod:`polars_dp.domains.privacy_unit`), every scale's group ``k l_top`` (length law: ``k``).
     """
     plan = PrivTreeSequencesPlan(column, alphabet=alphabet, max_length=max_length, epsilon=epsilon,
                                  tree_share=tree_share, theta=theta, postprocess=postprocess,
                                  max_nodes=max_nodes, length_share=length_share, nulls=nulls,
-                                 on_out_of_domain=on_out_of_domain, noise=noise)
+                                 on_out_of_domain=on_out_of_domain, noise=noise, privacy_unit=privacy_unit)
     return run_privtree_sequences(plan, frame, seed=seed, progress=progress)
 
 
@@ -135,10 +142,12 @@ def run_privtree_sequences(plan: PrivTreeSequencesPlan, frame: Any, *, seed: See
     opts = plan.options
     bar = Progress("privtree_sequences", progress, None)
     bar.step("counting (encoding sequences)")
+    src = noise_source(seed)
+    frame = bounded(frame, plan, src, [opts["column"]])
     enc = encode_sequences(frame, opts["column"], alphabet=opts["alphabet"], max_length=plan.max_length,
                            nulls=opts["nulls"], on_out_of_domain=opts["on_out_of_domain"])
     bar.step("tree and noise")
-    model = release_encoded(plan, enc, noise_source(seed))
+    model = release_encoded(plan, enc, src)
     bar.close()
     return model
 
@@ -177,7 +186,8 @@ def release_encoded(plan: PrivTreeSequencesPlan, enc: EncodedSequences, src: Noi
               "eps_tree": float(plan.epsilon_tree), "eps_leaf": float(plan.epsilon_leaf),
               "leaf_noise_scale": float(leaf_scale), "l_top": l_top, "beta": enc.beta,
               "postprocess": postprocess, "max_nodes": plan.max_nodes, "capped": tree.capped,
-              "length_share": plan.length_share, **noise_params(l_top, leaf_scale, noise, prefix="leaf_")}
+              "length_share": plan.length_share, **plan.unit_params(),
+              **noise_params(plan.group, leaf_scale, noise, prefix="leaf_")}
     if plan.length_scale is not None:  # the length law: one bin per truncated length, sensitivity 1
         ends = enc.n_before[enc.next_symbol == enc.alphabet_size].astype(np.int64)
         exact = np.bincount(ends, minlength=enc.max_length + 1).astype(np.float64)
@@ -185,7 +195,7 @@ def release_encoded(plan: PrivTreeSequencesPlan, enc: EncodedSequences, src: Noi
         params.update({"eps_length": float(plan.epsilon_length),
                        "length_noise_scale": float(plan.length_scale),
                        "length_counts": [float(x) for x in length_counts],
-                       **noise_params(1, plan.length_scale, noise, prefix="length_")})
+                       **noise_params(plan.privacy_unit.factor, plan.length_scale, noise, prefix="length_")})
     return SequenceRelease(alphabet=plan.options["alphabet"], max_length=enc.max_length, parent=tree.parent,
                            prepended=tree.prepended, hist=hist, mechanism="privtree_sequences",
                            epsilon=plan.epsilon, neighbours="add_remove", params=params, noise=noise,

@@ -49,7 +49,9 @@ from polars_dp.counting.engines import rereadable
 from polars_dp.counting.frequency import check_domain_size
 from polars_dp.counting.points import collect_weighted_points, grid_counts
 from polars_dp.domains.box import Box, as_box
+from polars_dp.domains.privacy_unit import Rows
 from polars_dp.kernels.grid import flat_cells, grid_boxes, grid_cells
+from polars_dp.mechanisms.privacy_unit import bounded
 from polars_dp.mechanisms.wavelet import privelet_counts
 from polars_dp.noise import (
     Neighbours,
@@ -87,7 +89,7 @@ def uniform_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsil
                  neighbours: Neighbours = "add_remove", seed: SeedLike = None,
                  on_out_of_domain: OnOutOfDomain = "raise",
                  nulls: Nulls = "raise", count_column: str | None = None, noise: NoiseKind = "exact",
-                 progress: bool | None = None) -> SpatialRelease:
+                 progress: bool | None = None, privacy_unit: Rows | None = None) -> SpatialRelease:
     """UG: noisy counts of an ``m^d`` grid over the public ``bounds`` (see module docstring).
 
     ``frame``: any input of :mod:`polars_dp.counting.engines`; the grid counts (and, when needed,
@@ -98,15 +100,19 @@ def uniform_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsil
     can be dropped: ``nulls="raise"`` and ``on_out_of_domain`` not ``"drop"``) or a noisy estimate
     (otherwise).  Never pass a count computed from the private data.
     ``progress``: stage bars on stderr (counting, noise); ``None``: on a terminal for large inputs.
+    ``privacy_unit``: ``pdp.Rows(max_per=k, id_column=...)`` bounds each identifier to ``k`` rows
+    (:mod:`polars_dp.domains.privacy_unit`); the cells' and the noisy N's sensitivities are ``k``
+    times the one-row ones.
     """
     plan = UniformGridPlan(columns, bounds=bounds, epsilon=epsilon, n=n, n_share=n_share, c=c,
                            neighbours=neighbours, on_out_of_domain=on_out_of_domain, nulls=nulls,
-                           count_column=count_column, noise=noise)
+                           count_column=count_column, noise=noise, privacy_unit=privacy_unit)
     box, c, sens, noise = plan.box, plan.options["c"], plan.sensitivity, plan.noise
     epsilon, eps_grid = plan.epsilon, plan.epsilon_grid
     src = noise_source(seed)
     bar = Progress("uniform_grid", progress, None)  # no public work: the same on every input
     bar.step("counting")
+    frame = bounded(frame, plan, src, box.columns)
     opts: dict[str, Any] = {"on_out_of_domain": on_out_of_domain, "nulls": nulls,
                             "count_column": count_column}
     if n is None:  # two passes (N, then the grid): a one-shot stream keeps the point columns only
@@ -122,7 +128,7 @@ def uniform_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsil
     bar.close()
     lo, hi = grid_boxes(box, m)
     params = {"c": c, "m": m, "n_used": n_used, "n_source": n_how, "epsilon_grid": float(eps_grid),
-              "noise_scale": float(scale), **noise_params(sens, scale, noise)}
+              "noise_scale": float(scale), **noise_params(sens, scale, noise), **plan.unit_params()}
     return SpatialRelease(box, lo, hi, np.ones(cells, dtype=np.int32), count, layout={"kind": "grid", "m": m},
                        mechanism="uniform_grid", epsilon=epsilon, neighbours=neighbours, params=params,
                        noise=noise, seeded=src.seeded, noise_model=plan.release_noise_model)
@@ -133,7 +139,8 @@ def adaptive_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsi
                   c2: float = 5.0, neighbours: Neighbours = "add_remove", seed: SeedLike = None,
                   on_out_of_domain: OnOutOfDomain = "raise", nulls: Nulls = "raise",
                   count_column: str | None = None,
-                  noise: NoiseKind = "exact", progress: bool | None = None) -> SpatialRelease:
+                  noise: NoiseKind = "exact", progress: bool | None = None,
+                  privacy_unit: Rows | None = None) -> SpatialRelease:
     """AG: a two-level adaptive grid with constrained inference (see module docstring).
 
     ``frame``: any input of :mod:`polars_dp.counting.engines`; the second level's cells depend
@@ -142,17 +149,20 @@ def adaptive_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsi
 
     ``n``: as for :func:`uniform_grid` — public knowledge only, never computed from the private data.
     ``progress``: stage bars on stderr (counting, noise); ``None``: on a terminal for large inputs.
+    ``privacy_unit``: as for :func:`uniform_grid` (both levels' and the noisy N's sensitivities
+    times ``k``).
     """
     box = as_box(columns, bounds)
     plan = AdaptiveGridPlan(columns, bounds=bounds, epsilon=epsilon, n=n, n_share=n_share, alpha=alpha, c=c,
                             c2=c2, neighbours=neighbours, on_out_of_domain=on_out_of_domain, nulls=nulls,
-                            count_column=count_column, noise=noise)
+                            count_column=count_column, noise=noise, privacy_unit=privacy_unit)
     d = box.d
     epsilon, alpha, c, c2 = plan.epsilon, plan.options["alpha"], plan.options["c"], plan.options["c2"]
     sens, noise = plan.sensitivity, plan.noise
     src = noise_source(seed)
     bar = Progress("adaptive_grid", progress, None)
     bar.step("counting")
+    frame = bounded(frame, plan, src, box.columns)
     points, weights = collect_weighted_points(frame, box, on_out_of_domain=on_out_of_domain, nulls=nulls,
                                               count_column=count_column)
     n_points = points[0].size if weights is None else int(weights.sum())
@@ -187,7 +197,7 @@ def adaptive_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsi
     params = {"alpha": alpha, "c": c, "c2": c2, "m1": m1, "n_used": n_used, "n_source": n_how,
               "epsilon_grid": float(eps_grid), "level1_noise_scale": float(scale1),
               "level2_noise_scale": float(scale2), **noise_params(sens, scale1, noise, "level1_"),
-              **noise_params(sens, scale2, noise, "level2_")}
+              **noise_params(sens, scale2, noise, "level2_"), **plan.unit_params()}
     return SpatialRelease(box, lo, hi, depth, u.astype(np.float64),
                        layout={"kind": "two_level_grid", "m1": m1, "m2": m2.tolist()},
                        mechanism="adaptive_grid", epsilon=epsilon, neighbours=neighbours, params=params,
@@ -198,7 +208,8 @@ def privelet_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsi
                   bits: int | None = None, neighbours: Neighbours = "add_remove", seed: SeedLike = None,
                   on_out_of_domain: OnOutOfDomain = "raise", nulls: Nulls = "raise",
                   count_column: str | None = None,
-                  noise: NoiseKind = "exact", progress: bool | None = None) -> SpatialRelease:
+                  noise: NoiseKind = "exact", progress: bool | None = None,
+                  privacy_unit: Rows | None = None) -> SpatialRelease:
     """Privelet* (the PrivTree paper's baseline): Privelet over a fixed ``2^bits``-per-dimension
     grid of the public box, each axis an ordinal attribute with the Haar transform.
 
@@ -210,16 +221,18 @@ def privelet_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsi
     ``frame``: any input of :mod:`polars_dp.counting.engines` (the grid counts are computed in
     that engine); ``count_column``: pre-aggregated rows (see :mod:`polars_dp.counting.spec`).
     ``progress``: stage bars on stderr (counting, then Privelet's); ``None``: on a terminal
-    for large inputs.
+    for large inputs.  ``privacy_unit``: as for :func:`uniform_grid` (Privelet's ``k Delta rho /
+    epsilon``).
     """
     plan = PriveletGridPlan(columns, bounds=bounds, epsilon=epsilon, bits=bits, neighbours=neighbours,
                             on_out_of_domain=on_out_of_domain, nulls=nulls, count_column=count_column,
-                            noise=noise)  # the calibration: Privelet over the grid's cell indices
+                            noise=noise, privacy_unit=privacy_unit)  # Privelet over the grid's cell indices
     box, m, grid_plan = plan.box, plan.m, plan.privelet
     check_domain_size((m,) * box.d, bytes_per_cell=64)
     src = noise_source(seed)
     bar = Progress("privelet_grid", progress, grid_plan.coefficients)
     bar.step("counting")
+    frame = bounded(frame, plan, src, box.columns)
     counts = grid_counts(frame, box, m, on_out_of_domain=on_out_of_domain, nulls=nulls,
                          count_column=count_column).reshape((m,) * box.d)
     grid = privelet_counts(grid_plan, counts, src,

@@ -44,10 +44,12 @@ import numpy as np
 
 from polars_dp.compiled import numpy_only
 from polars_dp.counting.points import finest_cells
+from polars_dp.domains.privacy_unit import Rows
 from polars_dp.kernels.morton import (
     MortonLayout,
     morton_codes,
 )
+from polars_dp.mechanisms.privacy_unit import bounded
 from polars_dp.mechanisms.privtree_levels import (
     level_counts,
     noisy_level_counts,
@@ -157,7 +159,7 @@ def privtree(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: 
              on_out_of_domain: OnOutOfDomain = "raise",
              nulls: Nulls = "raise", resolution: int | None = None, count_column: str | None = None,
              noise: NoiseKind = "exact", progress: bool | None = None,
-             levels: int | None = 0) -> SpatialRelease:
+             levels: int | None = 0, privacy_unit: Rows | None = None) -> SpatialRelease:
     """Release a PrivTree decomposition of the points ``columns`` inside the public ``bounds``.
 
     Parameters
@@ -194,6 +196,10 @@ def privtree(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: 
         which no noise reduction removes, and the levels' budget comes from the leaves; noisy
         level cells inside a shallow leaf add more noise than the uniformity error they remove
         (``docs/results/privtree_levels_ablation.md``).
+    privacy_unit : ``pdp.Rows()`` (one row is one individual, the default) or
+        ``pdp.Rows(max_per=k, id_column="person")``: each identifier keeps at most ``k`` rows
+        (:mod:`polars_dp.domains.privacy_unit`); every count's sensitivity is ``k`` times the
+        one-row sensitivity (the tree's decisions: group factor ``k``).
         With ``k >= 1`` the count budget ``epsilon - eps_tree`` is split: 1/16 to the top
         levels (geometrically, Cormode et al. 2012), the rest to the leaves; every count is then
         replaced by the least-squares estimate consistent with the tree
@@ -210,7 +216,7 @@ def privtree(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: 
     plan = PrivTreePlan(columns, bounds=bounds, epsilon=epsilon, fanout=fanout, theta=theta,
                         tree_share=tree_share, neighbours=neighbours, on_out_of_domain=on_out_of_domain,
                         nulls=nulls, resolution=resolution, count_column=count_column, noise=noise,
-                        levels=levels)  # the calibration: budget split, level and leaf scales
+                        levels=levels, privacy_unit=privacy_unit)  # budget split, level and leaf scales
     box, layout, k, noise = plan.box, plan.layout, plan.levels, plan.noise
     epsilon, share, factor = plan.epsilon, plan.options["tree_share"], plan.sensitivity
     split_bits, beta, bits = layout.split_bits, layout.fanout, layout.bits
@@ -226,6 +232,7 @@ def privtree(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: 
     with numpy_only(not plan.compiled_kernels):  # PrivTree: the numpy kernels, at every size
         bar = Progress("privtree", progress, None)
         bar.step("counting (finest cells)")
+        frame = bounded(frame, plan, src, box.columns)
         codes, weights = finest_cells(frame, box, bits, functools.partial(morton_codes, bits=bits),
                                       on_out_of_domain=on_out_of_domain, nulls=nulls,
                                       count_column=count_column)
@@ -238,7 +245,7 @@ def privtree(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: 
         params = {"lambda": lam, "delta": delta, "theta": theta, "fanout": beta, "tree_share": share,
                   "epsilon_tree": float(eps_tree), "epsilon_leaf": float(eps_leaf),
                   "leaf_noise_scale": float(leaf_scale), "resolution_bits": layout.bits,
-                  **noise_params(factor, leaf_scale, noise, prefix="leaf_")}
+                  **noise_params(factor, leaf_scale, noise, prefix="leaf_"), **plan.unit_params()}
         top_levels = None
         if k:
             scales, eps_levels = plan.level_scales, plan.epsilon_levels

@@ -71,8 +71,10 @@ import numpy as np
 from polars_dp import compiled
 from polars_dp.counting.frequency import frequency_matrix
 from polars_dp.domains.attributes import Attribute
+from polars_dp.domains.privacy_unit import Rows
 from polars_dp.kernels import wavelet_blocks
 from polars_dp.mechanisms.options import checked_options
+from polars_dp.mechanisms.privacy_unit import bounded
 from polars_dp.mechanisms.wavelet_lattice import add_wavelet_noise_exact, warm_up_in_background
 from polars_dp.noise import (
     Neighbours,
@@ -122,6 +124,7 @@ def run_privelet(plan: PriveletPlan, frame: Any, *, seed: SeedLike = None, progr
     bar = Progress(mechanism_name(transformed) if any(transformed) else "privelet+", progress,
                    plan.coefficients)  # public work: the coefficients
     bar.step("counting")
+    frame = bounded(frame, plan, src, [a.column for a in attrs])
     warming = warm_up_in_background() if plan.noise == "exact" else None  # kernels load while counting
     try:
         counts = frequency_matrix(frame, attrs, on_out_of_domain=opts["on_out_of_domain"],
@@ -159,7 +162,7 @@ def privelet(frame: Any, attributes: Attribute | Iterable[Attribute], *, epsilon
              neighbours: Neighbours = "replace", seed: SeedLike = None,
              on_out_of_domain: OnOutOfDomain = "raise", nulls: Nulls = "raise",
              count_column: str | None = None, noise: NoiseKind = "exact",
-             progress: bool | None = None) -> GridRelease:
+             progress: bool | None = None, privacy_unit: Rows | None = None) -> GridRelease:
     """Release the frequency matrix of ``attributes`` with Privelet (or Privelet+) noise.
 
     Exactly ``pdp.plan("privelet", attributes, epsilon=..., ...).run(frame, seed=seed,
@@ -190,6 +193,10 @@ def privelet(frame: Any, attributes: Attribute | Iterable[Attribute], *, epsilon
     progress : stage bars on stderr (counting, noise + inverse transform); ``None``: on a
         terminal for large domains.
     workload : the queries (a frame as ``range_counts`` takes it) for ``untransformed="workload"``.
+    privacy_unit : ``pdp.Rows()`` (one row is one individual, the default) or
+        ``pdp.Rows(max_per=k, id_column="person")``: each identifier keeps at most ``k`` rows
+        (a keyed-hash rule, :mod:`polars_dp.domains.privacy_unit`) and the sensitivity is ``k``
+        times the one-row sensitivity (``lambda = k Delta rho / epsilon``).
 
     The release's ``noise_scale`` is ``lambda``; ``params`` records ``rho``, the
     ``transformed`` and ``untransformed`` columns and ``untransformed_auto``.  Its mechanism
@@ -205,7 +212,7 @@ def privelet(frame: Any, attributes: Attribute | Iterable[Attribute], *, epsilon
     """
     plan = PriveletPlan(attributes, epsilon=epsilon, untransformed=untransformed, workload=workload,
                         neighbours=neighbours, on_out_of_domain=on_out_of_domain, nulls=nulls,
-                        count_column=count_column, noise=noise)
+                        count_column=count_column, noise=noise, privacy_unit=privacy_unit)
     return plan.run(frame, seed=seed, progress=progress)
 
 

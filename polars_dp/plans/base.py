@@ -24,8 +24,9 @@ from fractions import Fraction
 from typing import Any, ClassVar
 
 from polars_dp import compiled
+from polars_dp.domains.privacy_unit import Rows
 from polars_dp.errors import ParameterError
-from polars_dp.noise import Neighbours, NoiseKind, check_scale
+from polars_dp.noise import Neighbours, NoiseKind, check_scale, histogram_sensitivity
 from polars_dp.plans.noise_model import NoiseModel
 from polars_dp.plans.options import REQUIRED, Option, bind_options
 
@@ -81,6 +82,11 @@ class Plan:
         self.epsilon: float = self.options["epsilon"]
         self.neighbours: Neighbours = self.options.get("neighbours", "add_remove")
         self.noise: NoiseKind = self.options.get("noise", "exact")
+        self.privacy_unit: Rows = self.options.get("privacy_unit", Rows())
+        if self.privacy_unit.truncates and self.options.get("count_column") is not None:
+            raise ParameterError("privacy_unit with id_column cannot bound pre-aggregated rows "
+                                 "(count_column): pass the individual rows, or Rows()",
+                                 parameter="privacy_unit")
         self._calibrate()
         if self.noise == "exact":
             self._check_draws()
@@ -106,6 +112,18 @@ class Plan:
                 raise ParameterError(f"{self.name} ({part}): {exc}", parameter="epsilon") from None
 
     # ------------------------------------------------------------------ facts
+    @property
+    def count_sensitivity(self) -> int:
+        """L1 sensitivity of a vector of counts under the plan's neighbours and privacy unit:
+        ``Delta_row k`` (``Delta_row`` 1 under ``add_remove``, 2 under ``replace``; ``k`` the
+        unit's ``max_per``, 1 for one row per individual; :mod:`polars_dp.domains.privacy_unit`)."""
+        return histogram_sensitivity(self.neighbours) * self.privacy_unit.factor
+
+    def unit_params(self) -> dict[str, Any]:
+        """The privacy unit a release records (``params["privacy_unit"]``), when an identifier
+        is declared."""
+        return {"privacy_unit": self.privacy_unit.record()} if self.privacy_unit.truncates else {}
+
     @property
     def epsilon_effective(self) -> float:
         return self.epsilon
@@ -173,7 +191,8 @@ class Plan:
             return f"<{height} queries>" if isinstance(height, int) else repr(value)
 
         shown = ", ".join(f"{k}={text(v)}" for k, v in self.options.items()
-                          if k not in self.positional and v is not None)
+                          if k not in self.positional and v is not None
+                          and not (k == "privacy_unit" and not v.truncates))  # the default unit
         return f"{type(self).__name__}({shown})"
 
 

@@ -63,7 +63,7 @@ from polars_dp.params import NULLS, ON_OUT_OF_DOMAIN
 from polars_dp.plans.base import Plan, register_plan
 from polars_dp.plans.lattice import check_wide, max_lattice_factor, needs_wide
 from polars_dp.plans.noise_model import WaveletLaplace
-from polars_dp.plans.options import Option
+from polars_dp.plans.options import PRIVACY_UNIT, Option
 
 #: Up to this many attributes ``untransformed="workload"`` scores every subset.
 EXHAUSTIVE_MAX = 12
@@ -220,6 +220,7 @@ _COMMON = (
     Option("nulls", "choice", "raise", choices=NULLS),
     Option("count_column", "str", None, optional=True),
     Option("noise", "any", "exact", choices=NOISE_KINDS, check=check_noise),
+    PRIVACY_UNIT,
 )
 
 
@@ -239,7 +240,7 @@ class GridPlan(Plan):
         self.attributes: tuple[Attribute, ...] = self.options["attributes"]
         self.transformed_mask = list(self._transformed)
         self.rho = privelet_rho(self.attributes, self.transformed_mask)
-        self.sensitivity = histogram_sensitivity(self.neighbours)
+        self.sensitivity = self.count_sensitivity
         self.scale: float | Fraction = laplace_scale(self.sensitivity * self.rho, self.epsilon, self.noise)
         self.noise_scale = float(self.scale)
 
@@ -295,7 +296,7 @@ class GridPlan(Plan):
         """The ``params`` a release of this plan records."""
         if not any(self.transformed_mask) and self.name == "basic":
             return {"sensitivity": self.sensitivity,
-                    **noise_params(self.sensitivity, self.scale, self.noise)}
+                    **noise_params(self.sensitivity, self.scale, self.noise), **self.unit_params()}
         params: dict[str, Any] = {
             "rho": self.rho,
             "sensitivity": self.sensitivity,
@@ -305,6 +306,7 @@ class GridPlan(Plan):
             "coefficients": ("unnormalised (W*c) with i.i.d. Lap(noise_scale)" if self.noise == "float" else
                              "lattice D*W*c (D = prod 2(f-1) over nominal axes) with DLap(D*noise_scale)"),
             **noise_params(self.sensitivity * self.rho, self.scale, self.noise),
+            **self.unit_params(),
         }
         if self._auto == "workload":
             params["untransformed_choice"] = "workload"

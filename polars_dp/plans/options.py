@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from polars_dp.domains.privacy_unit import Rows, as_privacy_unit
 from polars_dp.errors import ParameterError
 from polars_dp.noise import check_epsilon, check_fraction
 from polars_dp.params import check_int, check_option, check_positive
@@ -80,6 +81,11 @@ class Option:
         return f"{self.name}: {what}{' | None' if self.optional else ''}{default}"
 
 
+#: The privacy unit option every mechanism takes (:mod:`polars_dp.domains.privacy_unit`).
+PRIVACY_UNIT = Option("privacy_unit", "any", Rows(), check=as_privacy_unit,
+                      doc="Rows() or Rows(max_per=k, id_column=...)")
+
+
 def bind_options(mechanism: str, table: Sequence[Option], given: Mapping[str, Any]) -> dict[str, Any]:
     """Every option of ``table`` validated, defaults filled in; an unknown or missing keyword is
     a ParameterError naming it and listing the accepted options."""
@@ -105,4 +111,4 @@ def option_names(table: Iterable[Option]) -> tuple[str, ...]:
     return tuple(o.name for o in table)
 
 
-__all__ = ["REQUIRED", "Option", "bind_options", "option_names"]
+__all__ = ["PRIVACY_UNIT", "REQUIRED", "Option", "bind_options", "option_names"]

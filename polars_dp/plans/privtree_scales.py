@@ -95,18 +95,19 @@ def grid_theta(theta: float) -> float:
 
 
 def privtree_sequence_params(alphabet_size: int, max_length: int, eps_tree: float | Fraction,
-                             noise: str = "float") -> tuple[float, float]:
+                             noise: str = "float", per_unit: int = 1) -> tuple[float, float]:
     """``(lambda, delta)`` of the sequence PrivTree (PrivTree paper Theorem 4.1, Sec. 4).
 
     ``beta = |I| + 1``, ``l_top = max_length + 1`` (end marker included):
     ``lambda = (2 beta - 1) / (beta - 1) * l_top / eps_tree`` and ``delta = lambda * ln(beta)``.
     The ``l_top`` factor is group privacy: adding/removing one sequence adds/removes at most
     ``l_top`` (context, symbol) pairs, each changing the scores of one root-to-leaf path by
-    at most 1 (PrivTree Sec. 3, monotone scores).  ``noise="exact"``: both on the ``2^-20``
-    grid, rounded safely (see above).
+    at most 1 (PrivTree Sec. 3, monotone scores).  ``per_unit`` sequences per individual (the
+    privacy unit's ``max_per``) make the group ``per_unit l_top``.  ``noise="exact"``: both on
+    the ``2^-20`` grid, rounded safely (see above).
     """
     beta = alphabet_size + 1
-    lam = privtree_lambda(eps_tree, beta, group=max_length + 1, noise=noise)
+    lam = privtree_lambda(eps_tree, beta, group=(max_length + 1) * per_unit, noise=noise)
     delta = privtree_delta(lam, beta, noise=noise)
     check_decisions(lam, delta, beta, noise)
     return lam, delta

@@ -25,14 +25,13 @@ from polars_dp.noise import (
     NOISE_KINDS,
     check_neighbours,
     check_noise,
-    histogram_sensitivity,
     laplace_scale,
 )
 from polars_dp.params import NULLS, ON_OUT_OF_ALPHABET, ON_OUT_OF_DOMAIN, check_int
 from polars_dp.plans.base import Plan, register_plan
 from polars_dp.plans.grid import PriveletPlan
 from polars_dp.plans.noise_model import Correlated, IndependentLaplace, NoiseModel, WaveletLaplace
-from polars_dp.plans.options import Option
+from polars_dp.plans.options import PRIVACY_UNIT, Option
 from polars_dp.plans.privtree_levels import check_levels, split_count_budget
 from polars_dp.plans.privtree_scales import (
     check_decisions,
@@ -49,8 +48,9 @@ _ROWS = (
     Option("nulls", "choice", "raise", choices=NULLS),
     Option("count_column", "str", None, optional=True),
     Option("noise", "any", "exact", choices=NOISE_KINDS, check=check_noise),
+    PRIVACY_UNIT,
 )
-_NOISE = _ROWS[-1]
+_NOISE = _ROWS[-2]
 _POINTS = (Option("columns", "any"), Option("bounds", "any"), Option("epsilon", "positive"))
 _NEIGHBOURS = Option("neighbours", "any", "add_remove", choices=NEIGHBOURS, check=check_neighbours)
 
@@ -103,7 +103,7 @@ class PointsPlan(Plan):
 
     def _calibrate(self) -> None:
         self.box = as_box(self.options["columns"], self.options["bounds"])
-        self.sensitivity = histogram_sensitivity(self.neighbours)
+        self.sensitivity = self.count_sensitivity
 
     @property
     def release_noise_model(self) -> NoiseModel:
@@ -185,12 +185,15 @@ class _CountedGridPlan(PointsPlan):
     """The budget of N for UG and AG: N is public when given, or under ``replace`` neighbours
     while no row is dropped (``nulls="raise"`` and ``on_out_of_domain`` not ``"drop"``: a
     replaced row that is dropped would change N); otherwise N is
-    estimated with ``Lap(1 / eps_n)`` (sensitivity 1), ``eps_n = n_share epsilon``, and the grid
-    gets ``eps_grid = epsilon - eps_n`` (exact rationals for exact noise)."""
+    estimated with ``Lap(k / eps_n)`` (sensitivity ``k``, the privacy unit's rows per individual,
+    1 for one row), ``eps_n = n_share epsilon``, and the grid gets ``eps_grid = epsilon - eps_n``
+    (exact rationals for exact noise).  With an identifier declared N is never public under
+    ``replace`` (an individual's kept rows may number 1 to ``k``)."""
 
     def _calibrate(self) -> None:
         super()._calibrate()
         keeps_rows = self.options["nulls"] == "raise" and self.options["on_out_of_domain"] != "drop"
+        keeps_rows = keeps_rows and not self.privacy_unit.truncates
         self.n_public = self.options["n"] is not None or (self.neighbours == "replace" and keeps_rows)
         self.epsilon_n: float | Fraction
         self.epsilon_grid: float | Fraction
@@ -201,11 +204,12 @@ class _CountedGridPlan(PointsPlan):
         else:
             self.epsilon_n, self.epsilon_grid = split_budget(self.epsilon, self.options["n_share"],
                                                              self.noise)
-            self.n_scale = (laplace_scale(1, self.epsilon_n, self.noise) if self.noise == "exact"
-                            else 1.0 / (self.options["n_share"] * self.epsilon))
+            k = self.privacy_unit.factor
+            self.n_scale = (laplace_scale(k, self.epsilon_n, self.noise) if self.noise == "exact"
+                            else k / (self.options["n_share"] * self.epsilon))
 
     def _n_spent(self) -> Fraction:
-        return Fraction(0) if self.n_scale is None else _spent(1, self.n_scale)
+        return Fraction(0) if self.n_scale is None else _spent(self.privacy_unit.factor, self.n_scale)
 
     def _n_draws(self) -> list[tuple[str, Fraction, int]]:
         return [] if self.n_scale is None else [("noise of n", Fraction(self.n_scale), MAX_COUNT_SCALE)]
@@ -320,7 +324,8 @@ class PriveletGridPlan(PointsPlan):
         #: Privelet over the grid's cell indices (one Haar axis of ``m`` cells per dimension):
         #: its calibration is this plan's, ``rho = (1 + bits)^d``.
         self.privelet = PriveletPlan([Ordinal(c, 0, self.m - 1) for c in self.box.columns],
-                                     epsilon=self.epsilon, neighbours=self.neighbours, noise=self.noise)
+                                     epsilon=self.epsilon, neighbours=self.neighbours, noise=self.noise,
+                                     privacy_unit=self.privacy_unit)
         self.rho = self.privelet.rho
         self.scale = self.privelet.scale
         self.nominal_scale = self.privelet.nominal_scale
@@ -341,12 +346,21 @@ _SEQUENCES = (Option("column", "any"), Option("alphabet", "any"),
               Option("max_length", "any", check=_max_length), Option("epsilon", "positive"))
 #: The sequences' row rules (:func:`polars_dp.counting.sequences.encode_sequences`): drop, never clamp.
 _SEQUENCE_ROWS = (Option("nulls", "choice", "raise", choices=NULLS),
-                  Option("on_out_of_domain", "choice", "raise", choices=ON_OUT_OF_ALPHABET))
+                  Option("on_out_of_domain", "choice", "raise", choices=ON_OUT_OF_ALPHABET), PRIVACY_UNIT)
 
 
 class SequencesPlan(Plan):
+    """Sequences under add/remove-one-sequence neighbours, or, with an identifier declared,
+    add/remove one identifier's ``<= k`` kept sequences (``Rows(id_column=...)``: ``k = 1``)."""
+
     positional = ("column",)
     shape = "sequences"
+
+    @property
+    def group(self) -> int:
+        """The (context, symbol) pairs one individual adds at most: ``k l_top``, ``l_top =
+        max_length + 1`` per sequence, ``k`` the privacy unit's sequences (1 without one)."""
+        return (self.options["max_length"] + 1) * self.privacy_unit.factor
 
 
 @register_plan
@@ -369,7 +383,9 @@ class PrivTreeSequencesPlan(SequencesPlan):
         epsilon``, ``eps_length = length_share epsilon``, ``eps_leaf = epsilon - eps_tree -
         eps_length`` (exact rationals for exact noise); ``lambda``/``delta`` from ``eps_tree`` with
         group factor ``l_top`` (:func:`~polars_dp.plans.privtree_scales.privtree_sequence_params`);
-        leaf bins ``Lap(l_top / eps_leaf)``, length bins ``Lap(1 / eps_length)``."""
+        leaf bins ``Lap(l_top / eps_leaf)``, length bins ``Lap(1 / eps_length)``.  With a privacy
+        unit of ``k`` sequences per individual: ``k l_top`` (:attr:`group`) and ``Lap(k /
+        eps_length)``."""
         o = self.options
         self.alphabet_size = alphabet_size(o["alphabet"])
         self.beta = self.alphabet_size + 1
@@ -390,17 +406,18 @@ class PrivTreeSequencesPlan(SequencesPlan):
             self.epsilon_tree = self.tree_share * self.epsilon
             self.epsilon_length = self.length_share * self.epsilon
             self.epsilon_leaf = self.epsilon - self.epsilon_tree - self.epsilon_length
+        k = self.privacy_unit.factor
         self.lam, self.delta = privtree_sequence_params(self.alphabet_size, self.max_length,
-                                                        self.epsilon_tree, noise=self.noise)
-        self.leaf_scale = laplace_scale(self.l_top, self.epsilon_leaf, self.noise)
-        self.length_scale = (laplace_scale(1, self.epsilon_length, self.noise)
+                                                        self.epsilon_tree, noise=self.noise, per_unit=k)
+        self.leaf_scale = laplace_scale(self.group, self.epsilon_leaf, self.noise)
+        self.length_scale = (laplace_scale(k, self.epsilon_length, self.noise)
                              if self.epsilon_length > 0 else None)
         # the real-valued scales, before any rounding to the lattice (what a file is checked against)
-        self.nominal_lambda = ((2 * self.beta - 1) * self.l_top
+        self.nominal_lambda = ((2 * self.beta - 1) * self.group
                                / ((self.beta - 1) * float(self.epsilon_tree)))
-        self.nominal_leaf_scale = self.l_top / float(self.epsilon_leaf)
+        self.nominal_leaf_scale = self.group / float(self.epsilon_leaf)
         self.nominal_delta = self.nominal_lambda * math.log(self.beta)
-        self.nominal_length_scale = (1 / float(self.epsilon_length) if self.epsilon_length > 0
+        self.nominal_length_scale = (k / float(self.epsilon_length) if self.epsilon_length > 0
                                      else None)
 
     def exact_draws(self) -> list[tuple[str, Fraction, int]]:
@@ -412,8 +429,9 @@ class PrivTreeSequencesPlan(SequencesPlan):
     def _exact_spent(self) -> Fraction:
         """Decisions ``(2 beta - 1) l_top / ((beta - 1) lambda)``, leaf bins ``l_top / b_leaf``,
         length bins ``1 / b_length``."""
-        spent = (decisions_epsilon(self.lam, self.beta, self.l_top) + _spent(self.l_top, self.leaf_scale))
-        return spent if self.length_scale is None else spent + _spent(1, self.length_scale)
+        spent = (decisions_epsilon(self.lam, self.beta, self.group) + _spent(self.group, self.leaf_scale))
+        return spent if self.length_scale is None else spent + _spent(self.privacy_unit.factor,
+                                                                      self.length_scale)
 
 
 def alphabet_size(alphabet: Any) -> int:
@@ -451,14 +469,14 @@ class NgramPlan(SequencesPlan):
 
     def _calibrate(self) -> None:
         self.l_top = self.options["max_length"] + 1
-        self.scale = laplace_scale(self.options["height"] * self.l_top, self.epsilon, self.noise)
-        self.nominal_scale = self.options["height"] * self.l_top / self.epsilon
+        self.scale = laplace_scale(self.options["height"] * self.group, self.epsilon, self.noise)
+        self.nominal_scale = self.options["height"] * self.group / self.epsilon
 
     def exact_draws(self) -> list[tuple[str, Fraction, int]]:
         return [("n-gram noise", Fraction(self.scale), MAX_COUNT_SCALE)]
 
     def _exact_spent(self) -> Fraction:
-        return _spent(self.options["height"] * self.l_top, self.scale)
+        return _spent(self.options["height"] * self.group, self.scale)
 
     @property
     def noise_model(self) -> NoiseModel:

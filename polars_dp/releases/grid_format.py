@@ -64,7 +64,7 @@ def check_grid_parameters(attrs: tuple[Attribute, ...], scale: float, common: Ma
                                  f"columns {columns}, got {transformed!r}")
     untransformed = [c for c in columns if c not in transformed]
     kw = {"epsilon": common["epsilon"], "neighbours": common["neighbours"],
-          "noise": common.get("noise", "float")}
+          "noise": common.get("noise", "float"), "privacy_unit": params.get("privacy_unit")}
     try:
         plan: GridPlan = (BasicPlan(attrs, **kw) if common["mechanism"] == "basic" and "rho" not in params
                           else PriveletPlan(attrs, untransformed=untransformed, **kw))

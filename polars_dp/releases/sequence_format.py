@@ -89,7 +89,7 @@ def rebuilt_plan(release: SequenceRelease) -> NgramPlan | PrivTreeSequencesPlan:
     formula is repeated here); a parameter the plan refuses is a ReleaseFormatError."""
     p = release.params
     common = {"alphabet": list(release.alphabet), "max_length": release.max_length,
-              "epsilon": release.epsilon, "noise": release.noise}
+              "epsilon": release.epsilon, "noise": release.noise, "privacy_unit": p.get("privacy_unit")}
     try:
         if release.mechanism == "ngram":
             return NgramPlan("", height=int(_number(p, "height")), **common)
@@ -112,16 +112,17 @@ def expected_params(release: SequenceRelease, plan: NgramPlan | PrivTreeSequence
     if isinstance(plan, NgramPlan):
         height = plan.options["height"]
         return {"height": height, "l_top": plan.l_top, "noise_scale": float(plan.scale),
-                "sensitivity_per_level": plan.l_top, **noise_params(height * plan.l_top, plan.scale, noise)}
+                "sensitivity_per_level": plan.group, **noise_params(height * plan.group, plan.scale, noise),
+                **plan.unit_params()}
     out = {"l_top": plan.l_top, "beta": plan.beta, "tree_share": plan.tree_share,
            "length_share": plan.length_share, "eps_tree": float(plan.epsilon_tree),
            "eps_leaf": float(plan.epsilon_leaf), "postprocess": plan.options["postprocess"],
-           "max_nodes": plan.max_nodes}
+           "max_nodes": plan.max_nodes, **plan.unit_params()}
     if plan.length_scale is not None:
         out.update({"eps_length": float(plan.epsilon_length), "length_noise_scale": float(plan.length_scale),
-                    **noise_params(1, plan.length_scale, noise, "length_")})
+                    **noise_params(plan.privacy_unit.factor, plan.length_scale, noise, "length_")})
     out.update({"leaf_noise_scale": float(plan.leaf_scale), "lambda": plan.lam, "delta": plan.delta,
-                **noise_params(plan.l_top, plan.leaf_scale, noise, "leaf_")})
+                **noise_params(plan.group, plan.leaf_scale, noise, "leaf_")})
     return out
 
 

@@ -775,3 +775,54 @@ def test_a_seeded_release_has_a_card_marked_not_for_publication():
     release = pdp.basic(pl.DataFrame({"a": [1]}), [pdp.Ordinal("a", 0, 9)], epsilon=1.0, seed=1)
     card = release.card()
     assert card["not_for_publication"] and card["not_for_publication_reasons"][0].startswith("seeded")
+# ---------------------------------------------------------------------------- privacy unit
+UNIT_SPEC = """mechanism = "basic"
+epsilon = 1.0
+[privacy_unit]
+id_column = "{ident}"
+max_per = {k}
+[[attributes]]
+column = "a"
+kind = "ordinal"
+lo = 0
+hi = 7
+"""
+
+
+def _unit_rows() -> pl.DataFrame:
+    return pl.DataFrame({"person": [1, 1, 1, None, 2], "a": [1, 2, 3, 4, 5]})
+
+
+@pytest.mark.parametrize("k", [0, -2, 1.5, "3", True])
+def test_privacy_unit_max_per_must_be_an_integer_of_at_least_one(k, capsys, in_tmp):
+    with pytest.raises(pdp.ParameterError) as info:
+        pdp.basic(_unit_rows(), [pdp.Ordinal("a", 0, 7)], epsilon=1.0,
+                  privacy_unit=pdp.Rows(max_per=k, id_column="person"))
+    one_sentence(str(info.value), "max_per")
+    _unit_rows().write_parquet(in_tmp / "rows.parquet")
+    (in_tmp / "unit.toml").write_text(UNIT_SPEC.format(ident="person", k=repr(k).replace("'", '"').lower()))
+    cli_error(capsys, in_tmp, "release", "rows.parquet", "--spec", "unit.toml", "-o", "out.parquet",
+              names=("max_per",))
+
+
+def test_privacy_unit_identifier_missing_or_null(capsys, in_tmp):
+    """A missing id column is a ColumnNotFoundError, a null identifier a DomainError (in every
+    engine the count runs in), or its rows dropped under ``nulls="drop"``; Spark is refused."""
+    df, attrs = _unit_rows(), [pdp.Ordinal("a", 0, 7)]
+    for source in (df, df.lazy(), df.to_arrow(), duckdb.connect().from_arrow(df.to_arrow())):
+        with pytest.raises(pdp.ColumnNotFoundError) as missing:
+            pdp.basic(source, attrs, epsilon=1.0, privacy_unit=pdp.Rows(max_per=2, id_column="who"))
+        one_sentence(str(missing.value), "'who'")
+        with pytest.raises(pdp.DomainError) as null:
+            pdp.basic(source, attrs, epsilon=1.0, privacy_unit=pdp.Rows(max_per=2, id_column="person"))
+        one_sentence(str(null.value), "'person'", "nulls='drop'")
+    kept = pdp.basic(df, attrs, epsilon=1e9, seed=1, nulls="drop",
+                     privacy_unit=pdp.Rows(max_per=2, id_column="person"))
+    assert kept.counts.sum() == pytest.approx(3, abs=1e-3)  # person 1 keeps 2, person 2 its 1
+    df.write_parquet(in_tmp / "rows.parquet")
+    (in_tmp / "unit.toml").write_text(UNIT_SPEC.format(ident="who", k=2))
+    cli_error(capsys, in_tmp, "release", "rows.parquet", "--spec", "unit.toml", "-o", "out.parquet",
+              names=("'who'",))
+    (in_tmp / "unit.toml").write_text(UNIT_SPEC.format(ident="person", k=2))
+    cli_error(capsys, in_tmp, "release", "rows.parquet", "--spec", "unit.toml", "-o", "out.parquet",
+              names=("'person'",))

@@ -71,3 +71,20 @@ def test_spark_row_rules_and_saturated_counts_match_polars(spark):
         assert want.max() == 2**53
     with pytest.raises(pdp.DomainError, match="'i'.*on_out_of_domain='clamp'"):
         frequency_matrix(sframe, attrs, count_column="n")
+
+
+def test_spark_bounds_each_persons_rows(spark):
+    """``Rows(max_per=k, id_column=...)`` truncates in Spark: at most ``k`` rows per person, a
+    null identifier refused (or its rows dropped), the release's cells those of the kept rows."""
+    frame = table(200).with_columns(person=pl.int_range(pl.len()) % 7)
+    unit = pdp.Rows(max_per=3, id_column="person")
+    sdf = spark.createDataFrame(frame.to_arrow())
+    release = pdp.basic(sdf, ATTRS[:2], epsilon=1e9, seed=2, privacy_unit=unit)
+    assert release.counts.sum() == pytest.approx(21, abs=1e-3)  # 7 people, 3 rows each
+    assert release.params["privacy_unit"] == {"max_per": 3, "id_column": "person"}
+    nulls = spark.createDataFrame(frame.with_columns(person=pl.when(pl.col("person") == 0).then(None)
+                                                     .otherwise(pl.col("person"))).to_arrow())
+    with pytest.raises(pdp.DomainError, match="'person' has .* null"):
+        pdp.basic(nulls, ATTRS[:2], epsilon=1.0, privacy_unit=unit)
+    kept = pdp.basic(nulls, ATTRS[:2], epsilon=1e9, seed=2, privacy_unit=unit, nulls="drop")
+    assert kept.counts.sum() == pytest.approx(18, abs=1e-3)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import polars as pl
 import pytest
 from scipy.stats import beta
 
@@ -96,3 +97,41 @@ def test_a_halved_scale_is_detected(monkeypatch):
     real = grid_plans.laplace_scale
     monkeypatch.setattr(grid_plans, "laplace_scale", lambda d, e, noise: real(d, e, noise) / 2)
     assert _violations(_totals(ONE_CELL, False), _totals(ONE_CELL, True), _thresholds(ONE_CELL))
+
+
+# ---------------------------------------------------------------------------- privacy unit
+#: Three rows per person, all in one cell; the neighbour lacks person 0's three rows.
+PEOPLE = 12
+ONE_CELL_ATTRS = [pdp.Ordinal("a", 0, 7, width=8)]
+
+
+def _people(neighbour: bool):
+    ids = [p for p in range(PEOPLE) if not (neighbour and p == 0) for _ in range(3)]
+    return pl.DataFrame({"person": ids, "a": [p % 8 for p in ids]})
+
+
+def _unit_totals(unit, neighbour: bool) -> np.ndarray:
+    frame = _people(neighbour)
+    offset = 1_000_000 if neighbour else 0
+    return np.array([float(pdp.basic(frame, ONE_CELL_ATTRS, epsilon=EPSILON, neighbours="add_remove",
+                                     privacy_unit=unit, seed=offset + s).counts.sum()) for s in range(RUNS)])
+
+
+def _unit_violations(unit) -> list[str]:
+    mid = (3 * PEOPLE + 3 * (PEOPLE - 1)) / 2
+    return _violations(_unit_totals(unit, False), _unit_totals(unit, True), [mid - 1, mid, mid + 1])
+
+
+def test_one_persons_rows_removed_is_epsilon_close_with_the_unit_declared():
+    """Target of the privacy unit: a 3-row-per-person table and its neighbour without one
+    person's rows; with ``Rows(max_per=3, id_column="person")`` the release is ``EPSILON``-DP on
+    these events (the scale is ``3 / EPSILON``)."""
+    found = _unit_violations(pdp.Rows(max_per=3, id_column="person"))
+    assert not found, f"the declared unit is not {EPSILON}-DP on these events: {found}"
+
+
+def test_one_persons_rows_removed_breaks_epsilon_without_the_unit():
+    """The same pair with one row per individual (``Rows()``, scale ``1 / EPSILON``): the
+    person moves the total by 3, the release is only ``3 EPSILON``-DP for them, and the check
+    finds it."""
+    assert _unit_violations(pdp.Rows())
