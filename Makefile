@@ -16,7 +16,15 @@ EXTRA_DEPS = $(shell $(PYTHON) -c "import re, tomllib; p = tomllib.load(open('py
           print(', '.join(sorted({re.split('[<>=!~ ;\[]', d)[0] for e in '$(EXTRAS)'.split(',') \
           for d in p['optional-dependencies'][e]})))")
 
-.PHONY: demo test lint bench evaluate evaluate-quick clean
+# `make test-oldest`: a short suite against the oldest versions pyproject.toml declares (its `>=`
+# bounds, written as pins by .ci/oldest_constraints.py), in a venv of its own
+OLDEST       ?= .venv-oldest
+OLDEST_STAMP := $(OLDEST)/.installed-oldest-$(SUM)
+OLDEST_SUITE := tests/unit/counting tests/system/sql tests/system/engines/test_engines.py \
+                tests/unit/mechanisms/test_basic_release.py tests/unit/releases/test_release_integrity.py \
+                tests/unit/releases/test_arrow_stream.py tests/unit/releases/test_scan_release.py
+
+.PHONY: demo test test-oldest lint bench evaluate evaluate-quick clean
 
 $(BIN)/python:
 	@$(PYTHON) -m venv $(VENV)
@@ -39,6 +47,22 @@ demo: $(BASE)
 test: $(FULL)
 	$(BIN)/python -m pytest -q
 
+$(OLDEST)/bin/python:
+	@$(PYTHON) -m venv $(OLDEST)
+
+$(OLDEST_STAMP): pyproject.toml .ci/oldest_constraints.py | $(OLDEST)/bin/python
+	@$(PYTHON) .ci/oldest_constraints.py > $(OLDEST)/constraints.txt
+	@echo "polars-dp: installing polars-dp with the test extra and the oldest declared versions" \
+	      "($$(paste -sd' ' $(OLDEST)/constraints.txt)) into $(OLDEST), once"
+	@$(OLDEST)/bin/python -m pip install --quiet --disable-pip-version-check \
+	      -c $(OLDEST)/constraints.txt -e '.[test]'
+	@rm -f $(OLDEST)/.installed-oldest-*
+	@touch $@
+
+test-oldest: $(OLDEST_STAMP)
+	$(OLDEST)/bin/python .ci/oldest_constraints.py --check
+	$(OLDEST)/bin/python -m pytest -q -p no:cacheprovider $(OLDEST_SUITE)
+
 lint: $(FULL)
 	$(BIN)/ruff check .
 	$(BIN)/mypy polars_dp
@@ -53,4 +77,4 @@ evaluate-quick: $(FULL)
 	$(BIN)/python benchmarks/evaluate.py --quick $(ARGS)
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache build dist
+	rm -rf $(VENV) $(OLDEST) .pytest_cache .ruff_cache build dist
