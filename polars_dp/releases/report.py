@@ -103,8 +103,9 @@ def grid_figures(release: GridRelease, alpha: float) -> list[str]:
         labels = [str(cells[s]) if t - s == 1 else f"{cells[s]}..{cells[t - 1]}"
                   for s, t in itertools.pairwise(ends)]
         note = "" if errors is not None else " (post-processed: no exact error bars)"
-        out.append(bar_chart(f"{attribute.column}: noisy marginal counts, ±{1 - alpha:g} noise bound{note}",
-                             labels, values, errors))
+        title = (f"{attribute.column}: noisy marginal counts, ± the noise bound that holds with "
+                 f"probability {1 - alpha:.0%}{note}")
+        out.append(bar_chart(title, labels, values, errors))
     return out
 
 
