@@ -70,7 +70,7 @@ def run_ngram(plan: NgramPlan, frame: Any, *, seed: SeedLike = None, progress: b
     bar.close()
     params = {"height": height, "l_top": l_top, "noise_scale": float(scale),
               "sensitivity_per_level": plan.group,
-              **noise_params(height * plan.group, scale, plan.noise), **plan.unit_params()}
+              **noise_params(height * plan.group, scale, plan.noise), **plan.input_params()}
     return SequenceRelease(alphabet=alphabet, max_length=enc.max_length, parent=tree.parent,
                          prepended=tree.prepended, hist=hist, mechanism="ngram", epsilon=plan.epsilon,
                          neighbours="add_remove", params=params, noise=plan.noise, seeded=src.seeded)

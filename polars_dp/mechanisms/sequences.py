@@ -186,7 +186,7 @@ def release_encoded(plan: PrivTreeSequencesPlan, enc: EncodedSequences, src: Noi
               "eps_tree": float(plan.epsilon_tree), "eps_leaf": float(plan.epsilon_leaf),
               "leaf_noise_scale": float(leaf_scale), "l_top": l_top, "beta": enc.beta,
               "postprocess": postprocess, "max_nodes": plan.max_nodes, "capped": tree.capped,
-              "length_share": plan.length_share, **plan.unit_params(),
+              "length_share": plan.length_share, **plan.input_params(),
               **noise_params(plan.group, leaf_scale, noise, prefix="leaf_")}
     if plan.length_scale is not None:  # the length law: one bin per truncated length, sensitivity 1
         ends = enc.n_before[enc.next_symbol == enc.alphabet_size].astype(np.int64)

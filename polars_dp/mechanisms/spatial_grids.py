@@ -128,7 +128,7 @@ def uniform_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsil
     bar.close()
     lo, hi = grid_boxes(box, m)
     params = {"c": c, "m": m, "n_used": n_used, "n_source": n_how, "epsilon_grid": float(eps_grid),
-              "noise_scale": float(scale), **noise_params(sens, scale, noise), **plan.unit_params()}
+              "noise_scale": float(scale), **noise_params(sens, scale, noise), **plan.input_params()}
     return SpatialRelease(box, lo, hi, np.ones(cells, dtype=np.int32), count, layout={"kind": "grid", "m": m},
                        mechanism="uniform_grid", epsilon=epsilon, neighbours=neighbours, params=params,
                        noise=noise, seeded=src.seeded, noise_model=plan.release_noise_model)
@@ -197,7 +197,7 @@ def adaptive_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsi
     params = {"alpha": alpha, "c": c, "c2": c2, "m1": m1, "n_used": n_used, "n_source": n_how,
               "epsilon_grid": float(eps_grid), "level1_noise_scale": float(scale1),
               "level2_noise_scale": float(scale2), **noise_params(sens, scale1, noise, "level1_"),
-              **noise_params(sens, scale2, noise, "level2_"), **plan.unit_params()}
+              **noise_params(sens, scale2, noise, "level2_"), **plan.input_params()}
     return SpatialRelease(box, lo, hi, depth, u.astype(np.float64),
                        layout={"kind": "two_level_grid", "m1": m1, "m2": m2.tolist()},
                        mechanism="adaptive_grid", epsilon=epsilon, neighbours=neighbours, params=params,
@@ -239,7 +239,8 @@ def privelet_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsi
                            advance=bar.step("noise + inverse transform", grid_plan.coefficients, "coef"))
     bar.close()
     lo, hi = grid_boxes(box, m)
-    params = {**grid.params, "bits": plan.bits, "m": m, "noise_scale": grid.noise_scale}
+    params = {**grid.params, "bits": plan.bits, "m": m, "noise_scale": grid.noise_scale,
+              **plan.input_params()}
     return SpatialRelease(box, lo, hi, np.ones(m**box.d, dtype=np.int32), grid.counts.reshape(-1),
                           layout={"kind": "grid", "m": m}, mechanism="privelet_grid", epsilon=plan.epsilon,
                           neighbours=plan.neighbours, params=params, noise=plan.noise, seeded=src.seeded,

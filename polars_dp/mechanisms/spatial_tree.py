@@ -245,7 +245,7 @@ def privtree(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: 
         params = {"lambda": lam, "delta": delta, "theta": theta, "fanout": beta, "tree_share": share,
                   "epsilon_tree": float(eps_tree), "epsilon_leaf": float(eps_leaf),
                   "leaf_noise_scale": float(leaf_scale), "resolution_bits": layout.bits,
-                  **noise_params(factor, leaf_scale, noise, prefix="leaf_"), **plan.unit_params()}
+                  **noise_params(factor, leaf_scale, noise, prefix="leaf_"), **plan.input_params()}
         top_levels = None
         if k:
             scales, eps_levels = plan.level_scales, plan.epsilon_levels

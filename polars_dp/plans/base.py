@@ -38,6 +38,16 @@ from polars_dp.plans.options import REQUIRED, Option, bind_options
 COMPILED_FROM = compiled.SIZED_FROM
 
 
+#: The row-wise input rules a plan may declare (each ``"raise"`` by default).
+ROW_RULES = ("nulls", "on_out_of_domain")
+
+
+def recorded_inputs(params: Mapping[str, Any]) -> dict[str, Any]:
+    """The plan options :meth:`Plan.input_params` recorded in ``params`` (for a reader)."""
+    return {"privacy_unit": params.get("privacy_unit"),
+            **{rule: params[rule] for rule in ROW_RULES if rule in params}}
+
+
 class Plan:
     """A release decided from public inputs only; see :func:`polars_dp.plan`.
 
@@ -119,10 +129,18 @@ class Plan:
         unit's ``max_per``, 1 for one row per individual; :mod:`polars_dp.domains.privacy_unit`)."""
         return histogram_sensitivity(self.neighbours) * self.privacy_unit.factor
 
-    def unit_params(self) -> dict[str, Any]:
-        """The privacy unit a release records (``params["privacy_unit"]``), when an identifier
-        is declared."""
-        return {"privacy_unit": self.privacy_unit.record()} if self.privacy_unit.truncates else {}
+    def input_params(self) -> dict[str, Any]:
+        """What a release records of how its input was read, each entry only when it is not the
+        default: the privacy unit (``params["privacy_unit"]``, when an identifier is declared) and
+        the row rules the curator chose (``nulls``, ``on_out_of_domain``: they also decide whether
+        UG/AG may use the row count as is).  A reader rebuilds the plan with them."""
+        out: dict[str, Any] = {}
+        if self.privacy_unit.truncates:
+            out["privacy_unit"] = self.privacy_unit.record()
+        for rule in ROW_RULES:
+            if self.options.get(rule, "raise") != "raise":
+                out[rule] = self.options[rule]
+        return out
 
     @property
     def epsilon_effective(self) -> float:

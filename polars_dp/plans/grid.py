@@ -296,7 +296,7 @@ class GridPlan(Plan):
         """The ``params`` a release of this plan records."""
         if not any(self.transformed_mask) and self.name == "basic":
             return {"sensitivity": self.sensitivity,
-                    **noise_params(self.sensitivity, self.scale, self.noise), **self.unit_params()}
+                    **noise_params(self.sensitivity, self.scale, self.noise), **self.input_params()}
         params: dict[str, Any] = {
             "rho": self.rho,
             "sensitivity": self.sensitivity,
@@ -306,7 +306,7 @@ class GridPlan(Plan):
             "coefficients": ("unnormalised (W*c) with i.i.d. Lap(noise_scale)" if self.noise == "float" else
                              "lattice D*W*c (D = prod 2(f-1) over nominal axes) with DLap(D*noise_scale)"),
             **noise_params(self.sensitivity * self.rho, self.scale, self.noise),
-            **self.unit_params(),
+            **self.input_params(),
         }
         if self._auto == "workload":
             params["untransformed_choice"] = "workload"

@@ -232,13 +232,9 @@ def _epsilon(release: Release) -> dict[str, Any]:
 
 
 def _preprocessing(release: Release) -> dict[str, Any]:
-    recorded = release.params.get("preprocessing")
-    if isinstance(recorded, dict):
-        return dict(recorded)
-    rules: dict[str, Any] = {k: release.params[k] for k in PREPROCESSING if k in release.params}
-    return rules or {"recorded": False,
-                     "note": "this release does not record its pre-processing rules (nulls, "
-                             "on_out_of_domain); the default is to refuse such rows"}
+    """The row rules the curator chose (recorded in ``params`` when not the default ``"raise"``:
+    such rows refused)."""
+    return {k: release.params.get(k, "raise") for k in PREPROCESSING}
 
 
 def _not_for_publication(release: Release) -> list[str]:

@@ -38,6 +38,7 @@ from polars_dp.domains.queries import cell_bounds
 from polars_dp.domains.ranges import is_binned
 from polars_dp.errors import PolarsDPError, ReleaseFormatError
 from polars_dp.plans import BasicPlan, GridPlan, PriveletPlan
+from polars_dp.plans.base import recorded_inputs
 from polars_dp.releases.integrity import (
     check_equal,
     check_noise_scale,
@@ -64,7 +65,7 @@ def check_grid_parameters(attrs: tuple[Attribute, ...], scale: float, common: Ma
                                  f"columns {columns}, got {transformed!r}")
     untransformed = [c for c in columns if c not in transformed]
     kw = {"epsilon": common["epsilon"], "neighbours": common["neighbours"],
-          "noise": common.get("noise", "float"), "privacy_unit": params.get("privacy_unit")}
+          "noise": common.get("noise", "float"), **recorded_inputs(params)}
     try:
         plan: GridPlan = (BasicPlan(attrs, **kw) if common["mechanism"] == "basic" and "rho" not in params
                           else PriveletPlan(attrs, untransformed=untransformed, **kw))

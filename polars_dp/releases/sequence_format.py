@@ -29,6 +29,7 @@ import numpy as np
 from polars_dp.errors import PolarsDPError, ReleaseFormatError
 from polars_dp.noise import noise_params
 from polars_dp.plans import NgramPlan, PrivTreeSequencesPlan
+from polars_dp.plans.base import recorded_inputs
 from polars_dp.plans.privtree_scales import grid_theta
 from polars_dp.releases.integrity import check_params, positive_number
 
@@ -89,7 +90,7 @@ def rebuilt_plan(release: SequenceRelease) -> NgramPlan | PrivTreeSequencesPlan:
     formula is repeated here); a parameter the plan refuses is a ReleaseFormatError."""
     p = release.params
     common = {"alphabet": list(release.alphabet), "max_length": release.max_length,
-              "epsilon": release.epsilon, "noise": release.noise, "privacy_unit": p.get("privacy_unit")}
+              "epsilon": release.epsilon, "noise": release.noise, **recorded_inputs(p)}
     try:
         if release.mechanism == "ngram":
             return NgramPlan("", height=int(_number(p, "height")), **common)
@@ -113,11 +114,11 @@ def expected_params(release: SequenceRelease, plan: NgramPlan | PrivTreeSequence
         height = plan.options["height"]
         return {"height": height, "l_top": plan.l_top, "noise_scale": float(plan.scale),
                 "sensitivity_per_level": plan.group, **noise_params(height * plan.group, plan.scale, noise),
-                **plan.unit_params()}
+                **plan.input_params()}
     out = {"l_top": plan.l_top, "beta": plan.beta, "tree_share": plan.tree_share,
            "length_share": plan.length_share, "eps_tree": float(plan.epsilon_tree),
            "eps_leaf": float(plan.epsilon_leaf), "postprocess": plan.options["postprocess"],
-           "max_nodes": plan.max_nodes, **plan.unit_params()}
+           "max_nodes": plan.max_nodes, **plan.input_params()}
     if plan.length_scale is not None:
         out.update({"eps_length": float(plan.epsilon_length), "length_noise_scale": float(plan.length_scale),
                     **noise_params(plan.privacy_unit.factor, plan.length_scale, noise, "length_")})

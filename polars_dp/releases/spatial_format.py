@@ -20,6 +20,7 @@ from polars_dp.kernels.grid import grid_boxes
 from polars_dp.kernels.morton import MortonLayout
 from polars_dp.noise import noise_params
 from polars_dp.plans import AdaptiveGridPlan, Plan, PriveletGridPlan, PrivTreePlan, UniformGridPlan
+from polars_dp.plans.base import recorded_inputs
 from polars_dp.plans.noise_model import (
     Correlated,
     IndependentLaplace,
@@ -126,7 +127,7 @@ def rebuilt_plan(release: SpatialRelease) -> Plan | None:
     p, box = release.params, release.box
     common = {"bounds": [(float(lo), float(hi)) for lo, hi in zip(box.lo, box.hi, strict=True)],
               "epsilon": release.epsilon, "neighbours": release.neighbours, "noise": release.noise,
-              "privacy_unit": p.get("privacy_unit")}
+              **recorded_inputs(p)}
     try:
         if release.mechanism == "privtree" and "tree_share" in p:
             layout = release.layout or {}
@@ -166,7 +167,7 @@ def expected_params(release: SpatialRelease, plan: Plan) -> dict[str, Any]:
     each spends, :func:`~polars_dp.noise.noise_params`) and the public options."""
     noise, sens = release.noise, plan.count_sensitivity
     if isinstance(plan, PrivTreePlan):
-        out = {**plan.unit_params(), "lambda": plan.lam, "delta": plan.delta, "fanout": plan.layout.fanout,
+        out = {**plan.input_params(), "lambda": plan.lam, "delta": plan.delta, "fanout": plan.layout.fanout,
                "tree_share": plan.options["tree_share"], "epsilon_tree": float(plan.epsilon_tree),
                "epsilon_leaf": float(plan.epsilon_leaf), "leaf_noise_scale": float(plan.leaf_scale),
                "resolution_bits": plan.layout.bits, **noise_params(sens, plan.leaf_scale, noise, "leaf_")}
@@ -176,10 +177,10 @@ def expected_params(release: SpatialRelease, plan: Plan) -> dict[str, Any]:
         return out
     if isinstance(plan, PriveletGridPlan):
         return {**plan.privelet.release_params(), "bits": plan.bits, "m": plan.m,
-                "noise_scale": float(plan.scale)}
+                "noise_scale": float(plan.scale), **plan.input_params()}
     assert isinstance(plan, (UniformGridPlan, AdaptiveGridPlan))
     out = {"c": plan.options["c"], "n_source": plan.n_source, "epsilon_grid": float(plan.epsilon_grid),
-           **plan.unit_params()}
+           **plan.input_params()}
     n_used = float(release.params["n_used"])  # a number: checked first (_check_data_params)
     if isinstance(plan, UniformGridPlan):
         out.update({"m": plan.side(n_used), "noise_scale": float(plan.cell_scale),
