@@ -166,6 +166,18 @@ class NumpyOps:
         return np.abs(x)
 
     @staticmethod
+    def ln(x: Any) -> Any:
+        return np.log(x)
+
+    @staticmethod
+    def smallest(*xs: Any) -> Any:
+        """The elementwise minimum of all ``xs`` (SQL ``least``)."""
+        out = xs[0]
+        for x in xs[1:]:
+            out = np.minimum(out, x)
+        return out
+
+    @staticmethod
     def round(x: Any, digits: int) -> Any:
         return np.round(x, digits)
 
@@ -221,6 +233,8 @@ class SqlOps:
     greatest = staticmethod(_function("greatest"))
     floor = staticmethod(_function("floor"))
     abs = staticmethod(_function("abs"))
+    ln = staticmethod(_function("ln"))
+    smallest = staticmethod(_function("least"))
 
     @staticmethod
     def round(x: Any, digits: int) -> Sql:

@@ -50,8 +50,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
+
+from polars_dp.domains.expressions import NUMPY, Ops
 
 #: Grid of ``theta = t M`` in ``(0, 1)`` (logistic spacing; ``1`` is added).
 _U_GRID = 1.0 / (1.0 + np.exp(-np.linspace(-14.0, 12.0, 105)))
@@ -142,16 +145,29 @@ def laplace_sum_accuracy(axis_terms: Sequence[tuple[np.ndarray, np.ndarray]], sc
     return out
 
 
+def chernoff_half_width(ops: Ops, variance_units: Any, bound: float, log_term: Any) -> Any:
+    """Steps 1-3 written once over an ops namespace (:mod:`polars_dp.domains.expressions`):
+    ``bound min_u (k phi(u^2) + log_term) / u`` over the public grid ``u`` of ``_U_GRID``,
+    ``k = variance_units / bound^2``, ``log_term = log(2/alpha)``; 0 where ``k = 0``.
+
+    ``phi(u^2)`` is a constant per grid point (computed here once), so the rule is plain
+    arithmetic and a ``least`` over the grid: :data:`~polars_dp.domains.expressions.NUMPY`
+    evaluates it on arrays (the Python answers), ``SQL`` renders it for the DuckDB macros (no
+    function beyond ``least``), the same doubles step by step.  Every grid point gives a valid
+    half-width (step 2), so the minimum over the grid is valid."""
+    k = variance_units / (bound * bound)
+    widths = [(k * float(_phi(np.asarray(u * u))) + log_term) / float(u) for u in _U_GRID]
+    return ops.where(k > 0, bound * ops.smallest(*widths), 0.0)
+
+
 def chernoff_accuracy(variance_units: np.ndarray, bound: float, alpha: float) -> np.ndarray:
     """Half-width from steps 1-3 alone, given ``V`` (``variance_units``, the sum of squared
     Laplace magnitudes) and an upper bound ``bound`` on every term's magnitude: ``a = bound
     min_u (k phi(u^2) + log(2/alpha)) / u``, ``k = V / bound^2`` (valid for any bound >= the
     largest magnitude; used where the largest is not computed, e.g. spatial leaves with weights
-    <= 1)."""
-    k = np.asarray(variance_units, dtype=np.float64)[:, None] / bound**2
-    u = _U_GRID[None, :]
-    out = bound * ((k * _phi(u * u) + math.log(2.0 / alpha)) / u).min(axis=1)
-    return np.where(k[:, 0] > 0, out, 0.0)
+    <= 1): :func:`chernoff_half_width` on numpy."""
+    v = np.asarray(variance_units, dtype=np.float64)
+    return np.asarray(chernoff_half_width(NUMPY, v, bound, math.log(2.0 / alpha)), dtype=np.float64)
 
 
-__all__ = ["chernoff_accuracy", "laplace_sum_accuracy", "single_term_accuracy"]
+__all__ = ["chernoff_accuracy", "chernoff_half_width", "laplace_sum_accuracy", "single_term_accuracy"]
