@@ -9,9 +9,7 @@ import pyarrow as pa
 
 from polars_dp.domains.expressions import SQL, Sql, sql_text
 from polars_dp.domains.ranges import reversed_text
-from polars_dp.errors import ParameterError
 from polars_dp.kernels.tail_bounds import chernoff_half_width
-from polars_dp.plans.grid import check_alpha
 from polars_dp.releases.noise_model import IndependentLaplace
 from polars_dp.releases.postprocess import postprocessed_noise_model
 from polars_dp.releases.sql import (
@@ -20,10 +18,10 @@ from polars_dp.releases.sql import (
     PythonFunction,
     Registration,
     check_identifier,
+    checked_alpha,
     comment,
     ident,
     internal,
-    literal,
     metadata_table,
     query_checks,
     register,
@@ -55,18 +53,6 @@ def _noise_std(release: SpatialRelease, name: str) -> str:
     return "NULL::DOUBLE"
 
 
-def alpha_log_term(alpha: str = "alpha") -> Sql:
-    """SQL of ``log(2 / alpha)`` for the macro parameter ``alpha``: NULL for a NULL ``alpha``, an
-    ``error()`` with :func:`polars_dp.plans.grid.check_alpha`'s sentence outside (0, 1)."""
-    try:
-        check_alpha(2.0)
-    except ParameterError as exc:
-        sentence = str(exc).rsplit("got ", 1)[0] + "got "
-    return Sql(f"CASE WHEN {alpha} IS NULL THEN NULL WHEN NOT ({alpha} > 0 AND {alpha} < 1) "
-               f"THEN error({literal(sentence)} || CAST({alpha} AS VARCHAR)) "
-               f"ELSE ln(2.0 / {alpha}::DOUBLE) END")
-
-
 def _noise_half_width(release: SpatialRelease) -> str:
     """SQL of each answer's leaf-noise half-width at ``alpha``: the rule of
     :meth:`SpatialRelease.leaf_noise_accuracy` (:func:`~polars_dp.kernels.tail_bounds.
@@ -77,7 +63,7 @@ def _noise_half_width(release: SpatialRelease) -> str:
         return "NULL::DOUBLE"
     scale = release.noise_model.scale
     squares = Sql(f"({sql_text(scale**2)} * coalesce(total.weight_squares, 0.0))")
-    half = chernoff_half_width(SQL, squares, scale, alpha_log_term())
+    half = chernoff_half_width(SQL, squares, scale, SQL.ln(2.0 / checked_alpha()))
     return f"CASE WHEN alpha IS NULL THEN NULL ELSE {half} END"
 
 
@@ -177,4 +163,4 @@ def register_tree(con: Any, name: str, release: SpatialRelease, *, replace: bool
     return register(con, name, parts, replace=replace)
 
 
-__all__ = ["alpha_log_term", "python_functions", "register_tree"]
+__all__ = ["python_functions", "register_tree"]

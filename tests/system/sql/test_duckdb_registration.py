@@ -99,7 +99,7 @@ FULL_ANSWERS = {
     "sequence": "SELECT count FROM r_frequency(['a', 'b'])",
 }
 #: The cases whose macros still call a Python function registered on the connection.
-NEEDS_PYTHON = {"grid", "spatial_levels"}
+NEEDS_PYTHON = {"spatial_levels"}
 
 
 def test_attach_makes_a_reopened_database_answer_as_before(case, tmp_path, request):
