@@ -44,6 +44,18 @@ Proof
    ``r = beta_2 / M``.
 5. *A single term* has the exact law: ``P(|b Z| > a) = exp(-a/(|b| s))`` (continuous) or, on the
    integers, ``P(|Z| > k) = 2 q^{k+1} / (1 + q)``: the smallest such ``k`` times ``|b|``.
+
+Written once
+------------
+The bound is a function of an ops namespace (:mod:`polars_dp.domains.expressions`):
+:func:`laplace_sum_half_width` (steps 2-5) and :func:`chernoff_half_width` (steps 1-3).  Numpy
+evaluates it for the Python answers; the DuckDB macros are the same function rendered as SQL
+(per-query term lists as DuckDB lists, the grid of ``theta`` and the listed terms as lambdas),
+so Python and SQL agree to rounding (``phi(y) = -log(1 - y)`` in both, ``inf`` at ``y = 1``).
+Every step is an upper bound for every ``theta`` of the public grid, so the half-width stays
+valid whatever the grid; the grid and the choice between listed terms and the chord
+(:func:`lists_terms`, from the public number of terms per axis) are those of the numpy code
+before it was written over ops, so the intervals are as tight as before.
 """
 
 from __future__ import annotations
