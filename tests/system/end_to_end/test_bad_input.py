@@ -653,3 +653,15 @@ def test_scan_of_a_file_edited_in_place_is_refused(grid, files, tmp_path):
     with pytest.raises((pdp.ReleaseFormatError, pl.exceptions.PolarsError)) as info:
         lf.select(pl.col("count").sum()).collect()
     one_sentence(str(info.value).splitlines()[-1].strip(), "changed after scan_release verified it")
+
+
+# --- error bars in plain SQL (lo / hi and noise_lo / noise_hi without Python functions) ---
+
+@pytest.mark.parametrize("alpha", ["1.5", "0", "-0.1"])
+def test_sql_alpha_outside_the_unit_interval_is_an_sql_error_with_the_python_sentence(grid, con, alpha):
+    with pytest.raises(pdp.ParameterError) as python:
+        grid.accuracy(pl.DataFrame({"id": [0]}), float(alpha))
+    sentence = str(python.value).rsplit("got ", 1)[0]
+    for macro in ("g_range_count", "t_range_count"):
+        text = sql_error(con, f"SELECT * FROM {macro}(alpha := {alpha})", "alpha must lie strictly between")
+        assert text.startswith(sentence), text
