@@ -36,9 +36,11 @@ def register(con: Any, name: str, release: Release, *, replace: bool = False) ->
 def attach(con: Any, name: str, *, unverified: bool = False) -> Release:
     """Make release ``name`` of a reopened database file answer again; returns the release.
 
-    DuckDB stores a release's tables, views and macros in the database file, but the Python
-    functions the macros call (the ``lo`` / ``hi`` half-widths, the ``noise_std`` of counted top
-    levels) live only in the connection that registered them.  ``attach`` reads the release
+    DuckDB stores a release's tables, views and macros in the database file, and every macro is
+    plain SQL (``count``, ``std``, ``lo`` / ``hi``, ``noise_*``, frequencies): a reopened file
+    answers in any DuckDB client.  The one exception is the ``noise_std`` of a PrivTree's counted
+    top levels, a Python function living only in the connection that registered it.  ``attach``
+    re-verifies: it reads the release
     back from its stored table (verified, as :func:`read_release`: metadata, parameters and
     checksum) and registers it again with ``replace=True``: every table, view, macro and
     function of ``name`` is dropped and re-created from the verified release, so nothing stored

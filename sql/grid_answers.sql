@@ -43,7 +43,7 @@ SELECT id, count, std, count - acc AS lo, count + acc AS hi FROM (
            coalesce(total.count, 0.0)::DOUBLE AS count,
            sqrt({{variance}})::DOUBLE AS std,  -- noise std: sqrt(2 scale^2 prod_k f_k)
            {{accuracy}} AS acc                 -- P(|noise| > acc) <= alpha (NULL: post-processed)
-    FROM box LEFT JOIN total ON total.id = box.id
+    FROM {{box_values}} AS box LEFT JOIN total ON total.id = box.id
     WHERE (SELECT ok FROM checks)
 )
 ORDER BY id                                  -- answers in query-id order

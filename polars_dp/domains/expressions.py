@@ -166,6 +166,77 @@ class NumpyOps:
         return np.abs(x)
 
     @staticmethod
+    def ln(x: Any) -> Any:
+        return np.log(x)
+
+    @staticmethod
+    def smallest(*xs: Any) -> Any:
+        """The elementwise minimum of all ``xs`` (SQL ``least``)."""
+        out = xs[0]
+        for x in xs[1:]:
+            out = np.minimum(out, x)
+        return out
+
+    inf = np.inf
+
+    @staticmethod
+    def ceil(x: Any) -> Any:
+        return np.ceil(x)
+
+    @staticmethod
+    def power(x: Any, y: Any) -> Any:
+        return np.power(x, y)
+
+    # ---------------------------------------------------------------- lists (one per query)
+    # A list per query is an array ``(queries, terms)``; its functions reduce the last axis.
+    @staticmethod
+    def each(x: Any) -> Any:
+        """A per-query value inside :meth:`lmap` (broadcast over the terms)."""
+        return np.asarray(x)[..., None]
+
+    @staticmethod
+    def lst(*items: Any) -> Any:
+        """The list ``[items...]`` per query."""
+        return np.stack(np.broadcast_arrays(*items), axis=-1)
+
+    @staticmethod
+    def lmap(fn: Callable[..., Any], *lists: Any) -> Any:
+        """``fn`` on the terms of ``lists`` side by side (``fn`` written with ops)."""
+        return fn(*lists)
+
+    @staticmethod
+    def lsum(x: Any) -> Any:
+        return np.sum(x, axis=-1)
+
+    @staticmethod
+    def lmax(x: Any) -> Any:
+        return np.max(x, axis=-1)
+
+    @staticmethod
+    def cross(a: Any, b: Any) -> Any:
+        """The products ``a_i b_j`` of two lists, ``i``-major."""
+        return (a[..., :, None] * b[..., None, :]).reshape(*a.shape[:-1], -1)
+
+    @staticmethod
+    def minus_first(values: Any, flags: Any) -> Any:
+        """``values`` less 1 at the first term where ``flags`` holds."""
+        flags = np.asarray(flags, dtype=bool)
+        return values - (flags & (np.cumsum(flags, axis=-1) == 1))
+
+    @staticmethod
+    def let(x: Any) -> Any:
+        """A value computed once and reused (numpy: the value itself)."""
+        return x
+
+    @staticmethod
+    def grid_min(grid: Any, fn: Callable[[Any], Any]) -> Any:
+        """``min over g in grid of fn(g)`` per query (``grid``: public constants)."""
+        out = fn(float(grid[0]))
+        for g in grid[1:]:
+            out = np.minimum(out, fn(float(g)))
+        return out
+
+    @staticmethod
     def round(x: Any, digits: int) -> Any:
         return np.round(x, digits)
 
@@ -221,6 +292,78 @@ class SqlOps:
     greatest = staticmethod(_function("greatest"))
     floor = staticmethod(_function("floor"))
     abs = staticmethod(_function("abs"))
+    ln = staticmethod(_function("ln"))
+    smallest = staticmethod(_function("least"))
+    ceil = staticmethod(_function("ceil"))
+    power = staticmethod(_function("pow"))
+    lsum = staticmethod(_function("list_sum"))
+    lmax = staticmethod(_function("list_max"))
+    inf = Sql("CAST('inf' AS DOUBLE)")
+
+    def __init__(self) -> None:
+        self._depth = 0  # nesting of the lambdas being rendered: their parameter names
+        self.stages: list[tuple[str, str]] | None = None
+
+    def let(self, x: Any) -> Sql:
+        """A value computed once per row: a column ``__let<i>`` of a projection of its own
+        (:meth:`staged`), or the expression itself outside :meth:`staged`."""
+        if self.stages is None:
+            return Sql(sql_text(x))
+        name = f"__let{len(self.stages)}"
+        self.stages.append((name, sql_text(x)))
+        return Sql(name)
+
+    def staged(self, build: Callable[[], Any], source: str) -> tuple[str, Sql]:
+        """``(relation, expression)``: ``build()`` rendered with every :meth:`let` a column of a
+        projection over ``source`` (one subquery per value, in order)."""
+        self.stages = []
+        try:
+            expression = Sql(sql_text(build()))
+            relation = source
+            for name, text in self.stages:
+                relation = f"(SELECT *, {text} AS {name} FROM {relation} AS {source})"
+        finally:
+            self.stages = None
+        return relation, expression
+
+    def _lambda(self, fn: Callable[..., Any], arity: int) -> tuple[list[Sql], str]:
+        names = [Sql(f"__x{self._depth}_{i}") for i in range(arity)]
+        self._depth += 1
+        try:
+            body = sql_text(fn(*names))
+        finally:
+            self._depth -= 1
+        return names, body
+
+    @staticmethod
+    def each(x: Any) -> Any:
+        return x
+
+    @staticmethod
+    def lst(*items: Any) -> Sql:
+        return Sql("[" + ", ".join(f"CAST({sql_text(x)} AS DOUBLE)" for x in items) + "]")
+
+    def lmap(self, fn: Callable[..., Any], *lists: Any) -> Sql:
+        index = Sql(f"__i{self._depth}")
+        names, body = self._lambda(
+            lambda first, *_: fn(first, *(Sql(f"({sql_text(x)})[{index}]") for x in lists[1:])), 1)
+        return Sql(f"list_transform({sql_text(lists[0])}, lambda {names[0]}, {index}: {body})")
+
+    def cross(self, a: Any, b: Any) -> Sql:
+        inner = lambda x: self.lmap(lambda y: x * y, b)  # noqa: E731
+        names, body = self._lambda(inner, 1)
+        return Sql(f"flatten(list_transform({sql_text(a)}, lambda {names[0]}: {body}))")
+
+    def minus_first(self, values: Any, flags: Any) -> Sql:
+        first = Sql(f"coalesce(list_position({sql_text(flags)}, true), 0)")
+        index = Sql(f"__i{self._depth}")
+        names, body = self._lambda(lambda v: v - SqlOps.where(index == first, 1.0, 0.0), 1)
+        return Sql(f"list_transform({sql_text(values)}, lambda {names[0]}, {index}: {body})")
+
+    def grid_min(self, grid: Any, fn: Callable[[Any], Any]) -> Sql:
+        names, body = self._lambda(fn, 1)
+        return Sql(f"list_min(list_transform({SqlOps.lst(*(float(g) for g in grid))}, "
+                   f"lambda {names[0]}: {body}))")
 
     @staticmethod
     def round(x: Any, digits: int) -> Sql:

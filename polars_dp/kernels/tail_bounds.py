@@ -44,14 +44,29 @@ Proof
    ``r = beta_2 / M``.
 5. *A single term* has the exact law: ``P(|b Z| > a) = exp(-a/(|b| s))`` (continuous) or, on the
    integers, ``P(|Z| > k) = 2 q^{k+1} / (1 + q)``: the smallest such ``k`` times ``|b|``.
+
+Written once
+------------
+The bound is a function of an ops namespace (:mod:`polars_dp.domains.expressions`):
+:func:`laplace_sum_half_width` (steps 2-5) and :func:`chernoff_half_width` (steps 1-3).  Numpy
+evaluates it for the Python answers; the DuckDB macros are the same function rendered as SQL
+(per-query term lists as DuckDB lists, the grid of ``theta`` and the listed terms as lambdas),
+so Python and SQL agree to rounding (``phi(y) = -log(1 - y)`` in both, ``inf`` at ``y = 1``).
+Every step is an upper bound for every ``theta`` of the public grid, so the half-width stays
+valid whatever the grid; the grid and the choice between listed terms and the chord
+(:func:`lists_terms`, from the public number of terms per axis) are those of the numpy code
+before it was written over ops, so the intervals are as tight as before.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
+
+from polars_dp.domains.expressions import NUMPY, Ops
 
 #: Grid of ``theta = t M`` in ``(0, 1)`` (logistic spacing; ``1`` is added).
 _U_GRID = 1.0 / (1.0 + np.exp(-np.linspace(-14.0, 12.0, 105)))
@@ -61,85 +76,139 @@ def _phi(y: np.ndarray) -> np.ndarray:
     return -np.log1p(-y)
 
 
-def single_term_accuracy(weight: np.ndarray, scale: float, alpha: float, noise: str) -> np.ndarray:
-    """Exact ``(1 - alpha)`` half-width of ``weight * Z``, ``Z ~ Lap(scale)`` or ``DLap(scale)``."""
-    weight = np.asarray(weight, dtype=np.float64)
+def _phi_of(ops: Ops, y: Any) -> Any:
+    """``phi(y) = -log(1 - y)`` for ``0 <= y <= 1`` (``inf`` at 1), written with ops."""
+    return ops.where(y < 1.0, 0.0 - ops.ln(ops.where(y < 1.0, 1.0 - y, 1.0)), ops.inf)
+
+
+def single_term_width(ops: Ops, scale: float, alpha: Any, noise: str) -> Any:
+    """Step 5 for a unit weight: the exact ``(1 - alpha)`` half-width of ``Z ~ Lap(scale)``
+    (``scale log(1/alpha)``) or ``DLap(scale)``: the smallest integer ``k >= 0`` with
+    ``P(|Z| > k) = 2 q^{k+1} / (1 + q) <= alpha``, ``q = e^{-1/scale}``.  ``k`` is the ceiling
+    of ``log(alpha (1+q)/2) / log q`` less one, then checked against the condition once in each
+    direction (the float error of the ceiling is far below one step)."""
     if noise != "exact":
-        return weight * scale * math.log(1.0 / alpha)
+        return scale * ops.ln(1.0 / alpha)
     q = math.exp(-1.0 / scale)
-    k = max(0, math.ceil(math.log(alpha * (1 + q) / 2) / math.log(q)) - 1) if q > 0 else 0
-    while 2 * q ** (k + 1) / (1 + q) > alpha:  # guard the float rounding of the ceiling
-        k += 1
-    while k > 0 and 2 * q**k / (1 + q) <= alpha:
-        k -= 1
-    return weight * k
+    if q <= 0.0:
+        return 0.0 * alpha
+    k = ops.greatest(ops.ceil(ops.ln(alpha * ((1.0 + q) / 2.0)) / math.log(q)) - 1.0, 0.0)
+    k = ops.where(2.0 * ops.power(q, k + 1.0) / (1.0 + q) > alpha, k + 1.0, k)
+    return ops.where((k > 0.0) & (2.0 * ops.power(q, k) / (1.0 + q) <= alpha), k - 1.0, k)
+
+
+def single_term_accuracy(weight: np.ndarray, scale: float, alpha: float, noise: str) -> np.ndarray:
+    """Exact ``(1 - alpha)`` half-width of ``weight * Z``, ``Z ~ Lap(scale)`` or ``DLap(scale)``
+    (:func:`single_term_width` on numpy)."""
+    width = single_term_width(NUMPY, scale, np.float64(alpha), noise)
+    return np.asarray(weight, dtype=np.float64) * float(width)
+
+
+def laplace_sum_half_width(ops: Ops, axes: Sequence[tuple[Any, Any]], scale: float, alpha: Any,
+                           noise: str, listed: bool) -> Any:
+    """The half-width of :func:`laplace_sum_accuracy` written once over an ops namespace
+    (:mod:`polars_dp.domains.expressions`): :data:`~polars_dp.domains.expressions.NUMPY`
+    evaluates it (the Python answers), ``SQL`` renders it for the DuckDB macros with list
+    functions and lambdas only, so both compute the same doubles step by step.
+
+    ``axes``: per axis the lists ``(weights, multiplicities)`` of one query (numpy: arrays
+    ``(queries, terms)``); ``listed``: whether the product set of terms is listed (step 4 with
+    the terms; a public decision from the number of terms per axis), besides the chord bound
+    through ``V``, ``M`` and the second largest magnitude (steps 3-4).  Step 5 where there is
+    one term; 0 where there is none."""
+    log_term = ops.let(ops.ln(2.0 / alpha))
+    log_c = math.log(0.5 if noise != "exact" else 1.0 / (1.0 + math.exp(-1.0 / scale)))
+    big_m: Any = float(scale)
+    v: Any = float(scale) ** 2
+    n_terms: Any = 1.0
+    second: Any = 0.0  # second largest beta / M over the product set (1 on ties)
+    tops = []
+    for w, m in axes:
+        w, m = ops.let(w), ops.let(m)
+        top = ops.let(ops.lmax(w))
+        tops.append(top)
+        big_m = ops.let(big_m * top)
+        v = ops.let(v * ops.lsum(ops.lmap(lambda w_, m_: m_ * w_ * w_, w, m)))
+        n_terms = ops.let(n_terms * ops.lsum(ops.lmap(lambda w_, m_: ops.where(w_ > 0.0, m_, 0.0), w, m)))
+        at_top = lambda w_, top=top: (w_ == ops.each(top)) & (ops.each(top) > 0.0)  # noqa: E731
+        ties = ops.lsum(ops.lmap(lambda w_, m_, at_top=at_top: ops.where(at_top(w_), m_, 0.0), w, m)) > 1.0
+        below = ops.lmax(ops.lmap(lambda w_, at_top=at_top: ops.where(at_top(w_), 0.0, w_), w))
+        second = ops.let(ops.greatest(second, ops.where(ties, 1.0, below / ops.where(top > 0.0, top, 1.0))))
+    live = big_m > 0.0
+    safe_m = ops.where(live, big_m, 1.0)
+    rest_sq = ops.let(ops.greatest(v / (safe_m * safe_m) - 1.0, 0.0))
+    r2 = ops.let(second * second)
+    safe_r2 = ops.where(r2 > 0.0, r2, 1.0)
+
+    def chord(theta: Any) -> Any:  # step 3: Psi_rest <= (k - 1) phi(theta^2 r2^2) / r2^2
+        y = theta * theta * r2
+        return ops.where(r2 > 0.0, ops.where(y < 1.0, rest_sq * _phi_of(ops, y) / safe_r2, ops.inf), 0.0)
+
+    grid = np.r_[_U_GRID, 1.0]
+    out = ops.let(big_m * (log_c + ops.grid_min(grid, lambda th: (log_term + chord(th)) / th)))
+    if listed:  # the listed terms (steps 1, 2, 4)
+        rel = mult = None
+        for (w, m), top in zip(axes, tops, strict=True):
+            wn = ops.lmap(lambda w_, top=top: w_ / ops.each(ops.where(top > 0.0, top, 1.0)), w)
+            if rel is None:
+                rel, mult = ops.let(wn), m
+            else:
+                rel, mult = ops.let(ops.cross(rel, wn)), ops.let(ops.cross(mult, m))
+        rest = ops.let(ops.minus_first(mult, ops.lmap(lambda r: r >= 1.0 - 1e-12, rel)))  # that term exactly
+
+        def psi(theta: Any) -> Any:
+            return ops.lsum(ops.lmap(lambda r, m_: ops.where(
+                m_ > 0.0, m_ * _phi_of(ops, ops.least((theta * r) * (theta * r), 1.0)), 0.0), rel, rest))
+
+        out = ops.least(out, big_m * (log_c + ops.grid_min(grid, lambda th: (log_term + psi(th)) / th)))
+    single = live & (ops.abs(n_terms - 1.0) < 0.5)  # step 5: the exact law
+    out = ops.where(single, big_m / scale * single_term_width(ops, scale, alpha, noise), out)
+    return ops.where(live, out, 0.0)
 
 
 def laplace_sum_accuracy(axis_terms: Sequence[tuple[np.ndarray, np.ndarray]], scale: float, alpha: float,
                          noise: str = "exact", max_terms: int = 4096, chunk: int = 1 << 20) -> np.ndarray:
-    """Half-width ``a`` per query with ``P(|noise| > a) <= alpha`` (see the module docstring).
+    """Half-width ``a`` per query with ``P(|noise| > a) <= alpha`` (see the module docstring):
+    :func:`laplace_sum_half_width` on numpy, in chunks of queries.
 
     ``axis_terms``: per axis ``(weights, multiplicities)`` of shape ``(queries, T_axis)``
     (:func:`polars_dp.kernels.wavelet_variance.range_weights`); the noise terms are their
     products over axes, each with Laplace magnitude ``scale * prod weights``.  Terms are listed
-    when ``prod T_axis <= max_terms``, else bounded through ``V``, ``M`` and the second
-    largest magnitude (step 3).  ``a = min over theta of M (log C + (log(2/alpha) +
-    Psi_rest(theta)) / theta)`` (step 4), or the exact law of a single term (step 5).
+    when ``prod T_axis <= max_terms`` (:func:`lists_terms`), else bounded through ``V``, ``M``
+    and the second largest magnitude (step 3).
     """
     q = axis_terms[0][0].shape[0]
-    big_m = np.full(q, float(scale))
-    v = np.full(q, float(scale) ** 2)
-    n_terms = np.ones(q)
-    second = np.zeros(q)  # second largest beta / M over the product set (1 on ties)
-    for w, mult in axis_terms:
-        top = w.max(axis=1)
-        big_m *= top
-        v *= (mult * w * w).sum(axis=1)
-        n_terms *= (mult * (w > 0)).sum(axis=1)
-        at_top = (w == top[:, None]) & (top[:, None] > 0)
-        ties = (mult * at_top).sum(axis=1) > 1
-        below = np.where(at_top, 0.0, w).max(axis=1)
-        second = np.maximum(second, np.where(ties, 1.0, below / np.where(top > 0, top, 1.0)))
-    live = big_m > 0
-    safe_m = np.where(live, big_m, 1.0)
-    log_term = math.log(2.0 / alpha)
-    log_c = math.log(0.5 if noise != "exact" else 1.0 / (1.0 + math.exp(-1.0 / scale)))
-    theta = np.r_[_U_GRID, 1.0][None, :]
-    # the others through the chord (step 3): Psi_rest <= (k - 1) phi(theta^2 r2^2) / r2^2
-    rest_sq = (v / safe_m**2 - 1.0).clip(0.0)[:, None]
-    r2 = (second * second)[:, None]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        chord = rest_sq * _phi(np.minimum(theta**2 * r2, 1.0)) / np.where(r2 > 0, r2, 1.0)
-        psi = np.where(r2 > 0, chord, 0.0)
-    psi = np.where(np.isnan(psi), np.inf, psi)
-    out = big_m * (log_c + ((log_term + psi) / theta).min(axis=1))
     widths = [w.shape[1] for w, _ in axis_terms]
-    n_list = int(np.prod(widths))
-    if n_list <= max_terms:  # the listed terms (steps 1, 2, 4)
-        step = max(1, chunk // (n_list * theta.size))
+    listed = lists_terms(widths, max_terms)
+    step = max(1, chunk // (int(np.prod(widths)) if listed else sum(widths)))
+    out = np.empty(q)
+    with np.errstate(divide="ignore", invalid="ignore"):
         for i in range(0, q, step):
             sl = slice(i, i + step)
-            rel = np.ones((min(step, q - i), 1))
-            mult = np.ones_like(rel)
-            for w, m in axis_terms:
-                mx = w[sl].max(axis=1, keepdims=True)
-                wn = w[sl] / np.where(mx > 0, mx, 1.0)
-                rel = (rel[:, :, None] * wn[:, None, :]).reshape(rel.shape[0], -1)
-                mult = (mult[:, :, None] * m[sl][:, None, :]).reshape(rel.shape[0], -1)
-            top = rel >= 1.0 - 1e-12
-            first = top & (np.cumsum(top, axis=1) == 1)  # one occurrence of the largest term
-            rest_mult = mult - first  # that term is handled exactly
-            with np.errstate(divide="ignore"):
-                terms = _phi(np.minimum((theta[:, :, None] * rel[:, None, :]) ** 2, 1.0))
-            terms = np.where(rest_mult[:, None, :] > 0, terms, 0.0)
-            psi_l = np.einsum("qt,qgt->qg", rest_mult, terms)
-            a_list = big_m[sl] * (log_c + ((log_term + psi_l) / theta).min(axis=1))
-            out[sl] = np.minimum(out[sl], a_list)
-    single = live & (np.abs(n_terms - 1.0) < 0.5)
-    if single.any():  # step 5: the exact law
-        out[single] = single_term_accuracy(big_m[single] / scale, scale, alpha, noise)
-    out[~live] = 0.0
+            axes = [(np.asarray(w[sl], dtype=np.float64), np.asarray(m[sl], dtype=np.float64))
+                    for w, m in axis_terms]
+            out[sl] = laplace_sum_half_width(NUMPY, axes, scale, np.float64(alpha), noise, listed)
     return out
+
+
+def lists_terms(widths: Sequence[int], max_terms: int = 4096) -> bool:
+    """Whether the product set of terms (``prod widths``) is small enough to list."""
+    return int(np.prod(widths)) <= max_terms
+
+
+def chernoff_half_width(ops: Ops, variance_units: Any, bound: float, log_term: Any) -> Any:
+    """Steps 1-3 written once over an ops namespace (:mod:`polars_dp.domains.expressions`):
+    ``bound min_u (k phi(u^2) + log_term) / u`` over the public grid ``u`` of ``_U_GRID``,
+    ``k = variance_units / bound^2``, ``log_term = log(2/alpha)``; 0 where ``k = 0``.
+
+    ``phi(u^2)`` is a constant per grid point (computed here once), so the rule is plain
+    arithmetic and a ``least`` over the grid: :data:`~polars_dp.domains.expressions.NUMPY`
+    evaluates it on arrays (the Python answers), ``SQL`` renders it for the DuckDB macros (no
+    function beyond ``least``), the same doubles step by step.  Every grid point gives a valid
+    half-width (step 2), so the minimum over the grid is valid."""
+    k = variance_units / (bound * bound)
+    widths = [(k * float(_phi(np.asarray(u * u))) + log_term) / float(u) for u in _U_GRID]
+    return ops.where(k > 0, bound * ops.smallest(*widths), 0.0)
 
 
 def chernoff_accuracy(variance_units: np.ndarray, bound: float, alpha: float) -> np.ndarray:
@@ -147,11 +216,10 @@ def chernoff_accuracy(variance_units: np.ndarray, bound: float, alpha: float) ->
     Laplace magnitudes) and an upper bound ``bound`` on every term's magnitude: ``a = bound
     min_u (k phi(u^2) + log(2/alpha)) / u``, ``k = V / bound^2`` (valid for any bound >= the
     largest magnitude; used where the largest is not computed, e.g. spatial leaves with weights
-    <= 1)."""
-    k = np.asarray(variance_units, dtype=np.float64)[:, None] / bound**2
-    u = _U_GRID[None, :]
-    out = bound * ((k * _phi(u * u) + math.log(2.0 / alpha)) / u).min(axis=1)
-    return np.where(k[:, 0] > 0, out, 0.0)
+    <= 1): :func:`chernoff_half_width` on numpy."""
+    v = np.asarray(variance_units, dtype=np.float64)
+    return np.asarray(chernoff_half_width(NUMPY, v, bound, math.log(2.0 / alpha)), dtype=np.float64)
 
 
-__all__ = ["chernoff_accuracy", "laplace_sum_accuracy", "single_term_accuracy"]
+__all__ = ["chernoff_accuracy", "chernoff_half_width", "laplace_sum_half_width", "lists_terms",
+           "single_term_width", "laplace_sum_accuracy", "single_term_accuracy"]

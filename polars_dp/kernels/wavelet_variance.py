@@ -60,6 +60,14 @@ def haar_levels_of(ops: Ops, m: int, starts: Any, stops: Any) -> Iterator[HaarLe
         yield HaarLevel(w, s // w == (t - 1) // w, d, ops.least(r, w - r), ops.least(u, w - u))
 
 
+def haar_weight_terms(ops: Ops, m: int, starts: Any, stops: Any) -> list[Any]:
+    """The ``1 + 2 l`` columns of :func:`haar_range_weights` (``ops``: numpy or SQL)."""
+    cols = [(stops - starts) / haar_padded_length(m)]
+    for lv in haar_levels_of(ops, m, starts, stops):
+        cols += [ops.where(lv.same, lv.d, lv.d_first) / lv.w, ops.where(lv.same, 0, lv.d_last) / lv.w]
+    return cols
+
+
 def haar_range_weights(m: int, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
     """``|a_c|`` of the (at most ``1 + 2 l``) unnormalised Haar coefficients with a non-zero
     weight in the range sums ``[start, stop)``, shape ``(queries, 1 + 2 l)`` (zeros pad).
@@ -67,14 +75,11 @@ def haar_range_weights(m: int, starts: np.ndarray, stops: np.ndarray) -> np.ndar
     ``a_c`` is the weight of unnormalised coefficient ``c`` in the range sum after the
     inverse: ``(stop - start) / P`` for the base and ``(|R ∩ left| - |R ∩ right|) / W`` for a
     node of ``W`` leaves, per level the first and the last node holding a range end
-    (:func:`haar_levels_of`).
+    (:func:`haar_levels_of`; :func:`haar_weight_terms`).
     """
     s = np.asarray(starts, dtype=np.int64)
     t = np.asarray(stops, dtype=np.int64)
-    cols = [(t - s) / haar_padded_length(m)]
-    for lv in haar_levels_of(NUMPY, m, s, t):
-        cols += [np.where(lv.same, lv.d, lv.d_first) / lv.w, np.where(lv.same, 0, lv.d_last) / lv.w]
-    return np.stack(cols, axis=-1)
+    return np.stack(haar_weight_terms(NUMPY, m, s, t), axis=-1)
 
 
 def haar_range_factor(ops: Ops, m: int, starts: Any, stops: Any) -> Any:
@@ -176,5 +181,6 @@ def range_weights(attribute: Attribute, starts: np.ndarray, stops: np.ndarray, t
 
 
 __all__ = ["HaarLevel", "haar_levels_of", "haar_range_factor", "haar_range_variance_factor",
-           "haar_range_weights", "nominal_range_variance_factor", "nominal_range_weights",
+           "haar_range_weights", "haar_weight_terms", "nominal_range_variance_factor",
+           "nominal_range_weights",
            "range_variance_factor", "range_weights"]

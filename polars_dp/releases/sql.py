@@ -27,7 +27,9 @@ from typing import Any
 
 import pyarrow as pa
 
+from polars_dp.domains.expressions import Sql
 from polars_dp.errors import ParameterError, ReleaseFormatError
+from polars_dp.plans.grid import check_alpha
 from polars_dp.releases.base import Release
 from polars_dp.releases.grid_queries import ID_RULE
 from polars_dp.releases.io import read_release as read_arrow_release
@@ -65,6 +67,18 @@ def query_checks(queries: str, source: str, known: Sequence[str], *, batch: bool
     return render("query_checks.sql", queries=queries, source=source,
                   known_list="[" + ", ".join(literal(c.lower()) for c in ["id", *known]) + "]",
                   known_text=literal(", ".join(known)), id_rule=literal(ID_RULE))
+
+
+def checked_alpha(alpha: str = "alpha") -> Sql:
+    """SQL of the macro parameter ``alpha`` as a DOUBLE: NULL for a NULL ``alpha``, an ``error()``
+    with :func:`polars_dp.plans.grid.check_alpha`'s sentence outside (0, 1)."""
+    try:
+        check_alpha(2.0)
+    except ParameterError as exc:
+        sentence = str(exc).rsplit("got ", 1)[0] + "got "
+    return Sql(f"CASE WHEN {alpha} IS NULL THEN NULL WHEN NOT ({alpha} > 0 AND {alpha} < 1) "
+               f"THEN error({literal(sentence)} || CAST({alpha} AS VARCHAR)) "
+               f"ELSE CAST({alpha} AS DOUBLE) END")
 
 
 def sql_dir() -> Path:
@@ -280,6 +294,7 @@ def read_release(con: Any, name: str, *, unverified: bool = False) -> Release:
 
 
 __all__ = ["BATCH_WHERE", "INTERNAL_COLUMNS", "NO_CHECKS", "PythonFunction", "Registration", "check_free",
+           "checked_alpha",
            "check_identifier", "comment", "ident", "in_transaction", "internal", "literal", "metadata_table",
            "number", "query_checks", "read_release", "register", "register_function", "render", "sql_dir",
            "stored_table", "to_arrow", "view"]

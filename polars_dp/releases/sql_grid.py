@@ -47,7 +47,6 @@ Plain SQL works on the table too::
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, cast
 
@@ -69,15 +68,16 @@ from polars_dp.domains.ranges import (
     unaligned_text,
 )
 from polars_dp.errors import ParameterError
-from polars_dp.kernels.wavelet_variance import haar_range_factor
+from polars_dp.kernels.tail_bounds import laplace_sum_half_width, lists_terms
+from polars_dp.kernels.wavelet_variance import haar_range_factor, haar_weight_terms, range_weights
 from polars_dp.plans.noise_model import Correlated
 from polars_dp.releases.grid_queries import label_ranges
 from polars_dp.releases.sql import (
     BATCH_WHERE,
     INTERNAL_COLUMNS,
-    PythonFunction,
     Registration,
     check_identifier,
+    checked_alpha,
     comment,
     ident,
     internal,
@@ -86,7 +86,6 @@ from polars_dp.releases.sql import (
     number,
     query_checks,
     register,
-    register_function,
     render,
     view,
 )
@@ -183,7 +182,9 @@ class _Axis:
             return (f"CASE WHEN {ref} IS NULL THEN 0 WHEN {lab}.start IS NULL THEN {unknown} "
                     f"ELSE {lab}.start END AS s{k}, "
                     f"CASE WHEN {ref} IS NULL THEN {a.n_cells} ELSE {lab}.stop END AS e{k}, "
-                    f"CASE WHEN {ref} IS NULL THEN {root!r} ELSE {lab}.factor END AS f{k}")
+                    f"CASE WHEN {ref} IS NULL THEN {root!r} ELSE {lab}.factor END AS f{k}"
+                    + (f", CASE WHEN {ref} IS NULL THEN {self.root_weights()} ELSE {lab}.weights END AS w{k}"
+                       if self.transformed else ""))
         lo, hi = self._bounds("q")
         ranges = cell_ranges(SQL, BinPositions(*(Sql(f"q.__p{f}{k}") for f in BinPositions._fields)))
         start, stop = chosen(SQL, ranges, Sql("align"))
@@ -211,10 +212,34 @@ class _Axis:
         whole bin is an error (DuckDB cannot raise it where ``s<k>`` is defined)."""
         k, a = self.axis, self.attribute
         if isinstance(a, Nominal):
-            return f"q.s{k}, q.e{k}, q.f{k}"
+            return f"q.s{k}, q.e{k}, q.f{k}" + (f", q.w{k}" if self.transformed else "")
         no_bin = no_bin_text(SQL, a, Sql(f"q.__rl{k}"), Sql(f"q.__rh{k}"), Sql("align"))
         return (f"q.s{k}, CASE WHEN q.__e{k} <= q.s{k} THEN error({no_bin} || {where}) "
                 f"ELSE q.__e{k} END AS e{k}")
+
+    def root_weights(self) -> str:
+        """SQL list of the nominal weights of the whole domain (a predicate left NULL)."""
+        w, _ = range_weights(self.attribute, np.array([0]), np.array([self.attribute.n_cells]), True)
+        return str(SQL.lst(*(float(x) for x in w[0])))
+
+    def width(self) -> int:
+        """Number of terms of this axis in :func:`~polars_dp.kernels.wavelet_variance.range_weights`."""
+        a = self.attribute
+        w, _ = range_weights(a, np.array([0]), np.array([a.n_cells]), self.transformed)
+        return int(w.shape[1])
+
+    def terms(self) -> tuple[Sql, Sql]:
+        """SQL lists ``(weights, multiplicities)`` of the query's range on this axis: the terms
+        of :func:`~polars_dp.kernels.wavelet_variance.range_weights`, rendered from the same
+        functions (the nominal ones from the labels table)."""
+        k = self.axis
+        s, e = Sql(f"box.s{k}"), Sql(f"box.e{k}")
+        if not self.transformed:
+            return SQL.lst(1.0), SQL.lst(e - s)
+        if isinstance(self.attribute, Nominal):
+            return Sql(f"box.w{k}"), Sql(f"list_transform(box.w{k}, lambda __w: 1.0::DOUBLE)")
+        weights = haar_weight_terms(SQL, self.attribute.n_cells, s, e)
+        return SQL.lst(*weights), SQL.lst(*(1.0 for _ in weights))
 
     def label_join(self) -> str:
         if not isinstance(self.attribute, Nominal):
@@ -251,11 +276,7 @@ def _answers(release: GridRelease, name: str, axes: list[_Axis], queries: str, w
         for k in range(d))
     corner_valid = " AND ".join(f"({bit.format(k=k)} OR box.s{k} > 0)" for k in range(d))
     variance = _variance(release, axes)
-    if isinstance(release.noise_model, Correlated):
-        accuracy = "NULL::DOUBLE"
-    else:
-        bounds = ", ".join(f"box.s{k}::BIGINT, box.e{k}::BIGINT" for k in range(d))
-        accuracy = f"{ident(accuracy_function(name))}(alpha::DOUBLE, {bounds})"
+    relation, accuracy = accuracy_sql(release, axes)
     return render(
         "grid_answers.sql",
         table=ident(internal(name)),
@@ -273,48 +294,22 @@ def _answers(release: GridRelease, name: str, axes: list[_Axis], queries: str, w
         corner_valid=corner_valid,
         variance=variance,
         accuracy=accuracy,
+        box_values=relation,
     )
 
 
-def accuracy_function(name: str) -> str:
-    """Name of the DuckDB function behind the ``lo`` / ``hi`` columns of release ``name``."""
-    return f"__pdp_accuracy_{name}"
-
-
-def accuracy_udf(name: str, release: GridRelease) -> PythonFunction:
-    """A vectorised DuckDB function ``accuracy_function(name)(alpha, s0, e0, ...)`` answering
-    :meth:`GridRelease.range_accuracy` for the cell ranges of a batch (the same code as the
-    Python answers, so SQL and Python agree exactly).  It lives in the connection, not in a database file:
-    the macros reference it, so a reopened file needs :func:`polars_dp.duckdb.attach` before
-    they answer."""
-    d = len(release.attributes)
-
-    def accuracy(alpha: pa.Array, *bounds: pa.Array) -> pa.Array:
-        a = np.asarray(alpha.to_numpy(zero_copy_only=False), dtype=np.float64)
-        cols = [np.asarray(b.to_numpy(zero_copy_only=False), dtype=np.int64) for b in bounds]
-        starts, stops = np.stack(cols[0::2], axis=1), np.stack(cols[1::2], axis=1)
-        out = np.empty(a.size)
-        for value in np.unique(a):
-            rows = a == value
-            out[rows] = release.range_accuracy(starts[rows], stops[rows], float(value))
-        return pa.array(out, from_pandas=True)  # NaN (post-processed) -> NULL
-
-    positional = inspect.Parameter.POSITIONAL_ONLY
-    accuracy.__signature__ = inspect.Signature(  # type: ignore[attr-defined]  # DuckDB counts these
-        [inspect.Parameter(f"p{i}", positional) for i in range(2 * d + 1)])
-    return PythonFunction(accuracy_function(name), accuracy, ["DOUBLE"] + ["BIGINT"] * (2 * d), "DOUBLE",
-                          {"side_effects": False})
-
-
-def python_functions(name: str, release: GridRelease) -> list[PythonFunction]:
-    """The connection-local Python functions the macros of release ``name`` call (lo / hi)."""
-    return [accuracy_udf(name, release)]
-
-
-def register_accuracy(con: Any, name: str, release: GridRelease, *, replace: bool = False) -> None:
-    """Add the function of :func:`accuracy_udf` to ``con``
-    (:func:`~polars_dp.releases.sql.register_function`)."""
-    register_function(con, accuracy_udf(name, release), replace=replace)
+def accuracy_sql(release: GridRelease, axes: list[_Axis]) -> tuple[str, str]:
+    """``(relation, expression)``: each answer's half-width at ``alpha`` (``lo`` / ``hi``), the
+    rule of :meth:`GridRelease.range_accuracy` (:func:`~polars_dp.kernels.tail_bounds.
+    laplace_sum_half_width` over the terms of :meth:`_Axis.terms`) rendered as plain SQL over
+    ``box`` (``relation``: ``box`` plus the values computed once per query); NULL once
+    post-processed or for a NULL ``alpha``."""
+    if isinstance(release.noise_model, Correlated):
+        return "box", "NULL::DOUBLE"
+    listed = lists_terms([ax.width() for ax in axes])
+    relation, half = SQL.staged(lambda: laplace_sum_half_width(
+        SQL, [ax.terms() for ax in axes], release.noise_scale, checked_alpha(), release.noise, listed), "box")
+    return relation, f"CASE WHEN alpha IS NULL THEN NULL ELSE {half} END"
 
 
 def _check_name(name: str, release: GridRelease) -> None:
@@ -364,9 +359,14 @@ def lookup_tables(release: GridRelease, axes: list[_Axis]) -> tuple[dict[str, pa
             source = f"__pdp_labels_{k}"
             sources[source] = pa.table({"label": pa.array(list(mapping), pa.string()), "start": starts,
                                       "stop": stops, "factor": release.axis_variance(k, starts, stops)})
+            if ax.transformed:
+                weights, _ = range_weights(a, starts, stops, True)
+                sources[source] = sources[source].append_column(
+                    "weights", pa.array(list(weights), pa.list_(pa.float64())))
             statements += [f"CREATE TABLE {ident(ax.labels_source())} AS SELECT * FROM {ident(source)}",
                            view(ax.labels_table(), ax.labels_source(),
-                                literal(f"labels of {a.column} in release {ax.name}: leaf ranges"))]
+                                literal(f"labels of {a.column} in release {ax.name}: leaf ranges"),
+                                ["weights"] if ax.transformed else [])]
     return sources, statements
 
 
@@ -406,10 +406,8 @@ def register_grid(con: Any, name: str, release: GridRelease, *, replace: bool = 
         macros=[f"{name}_range_count", f"{name}_range_counts"],
         sources={source: pa.RecordBatchReader.from_batches(schema, batches),
                  meta_source: metadata_table(release), **labels},
-        statements=statements, functions=python_functions(name, release))
+        statements=statements)
     return register(con, name, parts, replace=replace)
 
 
-__all__ = ["BATCH_CELLS", "accuracy_function", "accuracy_udf", "haar_factor_sql", "python_functions",
-           "register_accuracy",
-           "register_grid"]
+__all__ = ["BATCH_CELLS", "accuracy_sql", "haar_factor_sql", "register_grid"]

@@ -7,8 +7,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from polars_dp.domains.expressions import SQL, Sql
+from polars_dp.domains.expressions import SQL, Sql, sql_text
 from polars_dp.domains.ranges import reversed_text
+from polars_dp.kernels.tail_bounds import chernoff_half_width
 from polars_dp.releases.noise_model import IndependentLaplace
 from polars_dp.releases.postprocess import postprocessed_noise_model
 from polars_dp.releases.sql import (
@@ -17,6 +18,7 @@ from polars_dp.releases.sql import (
     PythonFunction,
     Registration,
     check_identifier,
+    checked_alpha,
     comment,
     ident,
     internal,
@@ -51,36 +53,18 @@ def _noise_std(release: SpatialRelease, name: str) -> str:
     return "NULL::DOUBLE"
 
 
-def accuracy_function(name: str) -> str:
-    """Name of the scalar function behind ``noise_lo`` / ``noise_hi`` of release ``name``."""
-    return f"__pdp_noise_accuracy_{name}"
-
-
-def _noise_half_width(release: SpatialRelease, name: str) -> str:
-    """SQL of each answer's leaf-noise half-width at ``alpha`` (the rule of
-    ``release.range_counts(alpha=...)``, by a scalar function over ``sum w^2``); NULL where
-    the release states no error bar (counted levels, AG, Privelet*, post-processed)."""
+def _noise_half_width(release: SpatialRelease) -> str:
+    """SQL of each answer's leaf-noise half-width at ``alpha``: the rule of
+    :meth:`SpatialRelease.leaf_noise_accuracy` (:func:`~polars_dp.kernels.tail_bounds.
+    chernoff_half_width`, rendered as SQL: no Python function); NULL where the release states
+    no error bar (counted levels, AG, Privelet*, post-processed) or ``alpha`` is NULL."""
     if (postprocessed_noise_model(release.params) is not None or release.levels is not None
             or not isinstance(release.noise_model, IndependentLaplace)):
         return "NULL::DOUBLE"
-    return f"{ident(accuracy_function(name))}(alpha::DOUBLE, coalesce(total.weight_squares, 0.0))"
-
-
-def _accuracy_function(name: str, release: SpatialRelease) -> PythonFunction:
-    """The vectorised scalar function ``(alpha, sum w^2) -> half-width``:
-    :meth:`SpatialRelease.leaf_noise_accuracy`, so SQL and Python agree; a NULL alpha gives NULL."""
-
-    def accuracy(alpha: pa.Array, squares: pa.Array) -> pa.Array:
-        a = np.asarray(pa.array(alpha).to_numpy(zero_copy_only=False), dtype=np.float64)
-        w = np.asarray(pa.array(squares).to_numpy(zero_copy_only=False), dtype=np.float64)
-        out = np.full(a.size, np.nan)
-        for value in np.unique(a[~np.isnan(a)]):
-            rows = a == value
-            out[rows] = release.leaf_noise_accuracy(w[rows], float(value))
-        return pa.array(out, from_pandas=True)  # NaN (alpha NULL) -> NULL
-
-    return PythonFunction(accuracy_function(name), accuracy, ["DOUBLE", "DOUBLE"], "DOUBLE",
-                          {"null_handling": "special", "side_effects": False})
+    scale = release.noise_model.scale
+    squares = Sql(f"({sql_text(scale**2)} * coalesce(total.weight_squares, 0.0))")
+    half = chernoff_half_width(SQL, squares, scale, SQL.ln(2.0 / checked_alpha()))
+    return f"CASE WHEN alpha IS NULL THEN NULL ELSE {half} END"
 
 
 def _std_function(name: str, release: SpatialRelease) -> PythonFunction:
@@ -115,16 +99,13 @@ def _tree_answers(release: SpatialRelease, name: str, queries: str, where: str) 
                   typed_columns=", ".join(["NULL AS id", *typed]),
                   bounds=",\n           ".join(bounds), fractions=" * ".join(fractions),
                   overlap=" AND ".join(overlap), noise_std=_noise_std(release, name),
-                  noise_half=_noise_half_width(release, name))
+                  noise_half=_noise_half_width(release))
 
 
 def python_functions(name: str, release: SpatialRelease) -> list[PythonFunction]:
-    """The connection-local Python functions the macros of release ``name`` call: the noise
-    half-width (lo / hi) when the release states one, the ``noise_std`` of counted top levels."""
-    functions = [] if release.levels is None else [_std_function(name, release)]
-    if _noise_half_width(release, name) != "NULL::DOUBLE":
-        functions.append(_accuracy_function(name, release))
-    return functions
+    """The connection-local Python functions the macros of release ``name`` call: the
+    ``noise_std`` of counted top levels (everything else is plain SQL)."""
+    return [] if release.levels is None else [_std_function(name, release)]
 
 
 def register_tree(con: Any, name: str, release: SpatialRelease, *, replace: bool = False) -> Any:
@@ -143,8 +124,8 @@ def register_tree(con: Any, name: str, release: SpatialRelease, *, replace: bool
 
     ``noise_std`` is what ``release.range_counts(std=True)`` gives and ``noise_lo`` /
     ``noise_hi`` what ``release.range_counts(alpha=...)`` gives (``count`` -/+ the half-width
-    the leaf noise exceeds with probability at most ``alpha``, from a scalar function
-    ``__pdp_noise_accuracy_<name>`` registered on the connection): the noise of the counts only
+    the leaf noise exceeds with probability at most ``alpha``, the tail bound rendered as plain
+    SQL): the noise of the counts only
     (not the uniformity error, hence the ``noise_`` names), NULL where the release states no
     error bar or with ``alpha := NULL``.  A release with
     counted top levels answers from its inferred counts and gets its ``noise_std`` from a

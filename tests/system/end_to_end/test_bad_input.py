@@ -826,3 +826,15 @@ def test_privacy_unit_identifier_missing_or_null(capsys, in_tmp):
     (in_tmp / "unit.toml").write_text(UNIT_SPEC.format(ident="person", k=2))
     cli_error(capsys, in_tmp, "release", "rows.parquet", "--spec", "unit.toml", "-o", "out.parquet",
               names=("'person'",))
+
+
+# --- error bars in plain SQL (lo / hi and noise_lo / noise_hi without Python functions) ---
+
+@pytest.mark.parametrize("alpha", ["1.5", "0", "-0.1"])
+def test_sql_alpha_outside_the_unit_interval_is_an_sql_error_with_the_python_sentence(grid, con, alpha):
+    with pytest.raises(pdp.ParameterError) as python:
+        grid.accuracy(pl.DataFrame({"id": [0]}), float(alpha))
+    sentence = str(python.value).rsplit("got ", 1)[0]
+    for macro in ("g_range_count", "t_range_count"):
+        text = sql_error(con, f"SELECT * FROM {macro}(alpha := {alpha})", "alpha must lie strictly between")
+        assert text.startswith(sentence), text

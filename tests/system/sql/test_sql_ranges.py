@@ -14,7 +14,6 @@ import pytest
 import polars_dp as pdp
 from polars_dp.domains.sql import double_sql
 from polars_dp.kernels.wavelets import coefficient_count, inverse
-from polars_dp.releases.sql_grid import register_accuracy
 from tests.helpers.ranges import DOMAINS, expected_ranges, query_frame, random_queries
 
 SCALE = 1.5
@@ -167,8 +166,7 @@ def test_a_single_bin_edge_value_holds_no_whole_bin(align):
 
 def test_macros_answer_in_a_reopened_database(tmp_path):
     """The ranges, their error texts and the Haar std are plain SQL stored with the macros: a
-    database file reopened needs only the connection's accuracy function back (which the macros
-    reference for lo / hi), not the release's tables or macros."""
+    database file reopened answers without any Python function."""
     attrs = DOMAINS["partial"]
     counts = np.random.default_rng(9).integers(0, 50, size=tuple(a.n_cells for a in attrs)).astype(float)
     release = pdp.GridRelease(counts, attrs, mechanism="privelet", epsilon=1.0, neighbours="replace",
@@ -179,7 +177,6 @@ def test_macros_answer_in_a_reopened_database(tmp_path):
     queries = random_queries(attrs, 50, seed=3)
     frame = query_frame(attrs, queries)
     with duckdb.connect(path) as con:
-        register_accuracy(con, "r", release)
         con.register("batch", frame.to_arrow())
         got = con.sql("SELECT id, count, std FROM r_range_counts('batch', align := 'outer')").fetchall()
         with pytest.raises(duckdb.Error, match="contains no whole bin"):

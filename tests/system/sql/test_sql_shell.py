@@ -107,7 +107,7 @@ def test_the_macros_answer_in_the_locked_shell(release_file, here, capsys):
     row = json.loads(out)[0]
     assert row["count"] == pytest.approx(release.range_count(age=(20, 30), city="north"))
     assert row["std"] == pytest.approx(release.range_std(age=(20, 30), city="north"))
-    assert row["hi"] > row["count"] > row["lo"]  # the Python function behind lo / hi answers
+    assert row["hi"] > row["count"] > row["lo"]  # lo / hi answer (plain SQL)
 
 
 def test_every_statement_shows_its_result(release_file, here, capsys):

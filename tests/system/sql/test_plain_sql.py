@@ -1,0 +1,173 @@
+"""Every macro answers in plain SQL: a ``.duckdb`` file registered with ``to_duckdb`` and
+reopened in a process that never imports polars_dp (the ``duckdb`` Python module, and the DuckDB
+command-line client when installed) answers every grid, spatial and sequence macro call as
+Python does, ``lo`` / ``hi`` and ``noise_lo`` / ``noise_hi`` included."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import polars as pl
+import pytest
+
+import polars_dp as pdp
+from tests.helpers.ranges import DOMAINS, query_frame, random_queries
+from tests.helpers.sql import POINTS, small_sequence_release, small_tree_release
+
+ALPHA = 0.01
+#: The DuckDB command-line client (the ``duckdb-cli`` package of the test extra).
+CLI = shutil.which("duckdb") or (str(Path(sys.executable).with_name("duckdb"))
+                                 if Path(sys.executable).with_name("duckdb").exists() else None)
+
+
+def _grid(attrs, transformed, seed, noise="exact"):
+    counts = np.random.default_rng(seed).integers(0, 50, size=tuple(a.n_cells for a in attrs)).astype(float)
+    return pdp.GridRelease(counts, attrs, mechanism="privelet", epsilon=1.0, neighbours="replace",
+                           noise_scale=1.5, noise=noise, params={"transformed": transformed})
+
+
+def _cases() -> dict[str, tuple[pdp.Release, pl.DataFrame, list[str]]]:
+    """Per release name: the release, its batch of queries and the SQL whose rows Python gives."""
+    cases = {}
+    wide = [pdp.Ordinal("a", 0, 255), pdp.Ordinal("b", 0, 255), pdp.Ordinal("c", 0, 15)]
+    grids = {"g": (DOMAINS["partial"], ["n", "t", "job"], "exact"),       # terms listed
+             "e": (DOMAINS["exact"], ["u"], "float"),                     # untransformed axes
+             "w": (wide, ["a", "b", "c"], "exact")}                       # too many terms: chord bound
+    for i, (name, (attrs, transformed, noise)) in enumerate(grids.items()):
+        release = _grid(attrs, transformed, 10 + i, noise)
+        frame = query_frame(attrs, random_queries(attrs, 60, seed=20 + i)) if name != "w" else pl.DataFrame(
+            {"id": range(60), **{f"{a.column}_{s}": np.sort(np.random.default_rng(5).integers(
+                a.lo, a.hi + 1, (60, 2)), axis=1)[:, j] for a in attrs for j, s in enumerate(("lo", "hi"))}})
+        cases[name] = (release, frame, [
+            f"SELECT id, count, std, lo, hi FROM {name}_range_counts('{name}_q', align := 'outer', "
+            f"alpha := {ALPHA}) ORDER BY id",
+            f"SELECT count, std, lo, hi FROM {name}_range_count()"])
+    boxes = pl.DataFrame({"id": range(40), **{f"{c}_{s}": np.sort(np.random.default_rng(6).random((40, 2)),
+                                                                    axis=1)[:, j]
+                                              for c in POINTS.columns for j, s in enumerate(("lo", "hi"))}})
+    cases["t"] = (small_tree_release(), boxes, [
+        f"SELECT id, count, noise_std, noise_lo, noise_hi FROM t_range_counts('t_q', alpha := {ALPHA}) "
+        "ORDER BY id",
+        "SELECT count, noise_std, noise_lo, noise_hi FROM t_range_count(x_lo := 0.1, x_hi := 0.6)"])
+    strings = [list(t) for k in range(1, 5) for t in itertools.product("abc", repeat=k)]
+    cases["s"] = (small_sequence_release(), pl.DataFrame({"id": range(len(strings)), "string": strings}), [
+        "SELECT id, count, std, extrapolated FROM s_frequencies('s_q') ORDER BY id",
+        "SELECT count, std, extrapolated FROM s_frequency(['a', 'b'])"])
+    return cases
+
+
+def _python_rows(name: str, release: pdp.Release, frame: pl.DataFrame) -> list[list]:
+    """Python's answers to the two statements of case ``name``."""
+    if isinstance(release, pdp.GridRelease):
+        batch = release.range_counts(frame, std=True, align="outer")
+        acc = release.accuracy(frame, ALPHA, align="outer")["accuracy"]
+        rows = [[i, c, s, c - a, c + a] for i, c, s, a in zip(batch["id"], batch["count"], batch["std"], acc,
+                                                               strict=True)]
+        whole = release.accuracy(pl.DataFrame({"id": [0]}), 0.05)  # the macro's default alpha
+        c, s, a = whole["count"][0], whole["std"][0], whole["accuracy"][0]
+        return [rows, [[c, s, c - a, c + a]]]
+    if isinstance(release, pdp.SpatialRelease):
+        columns = ("id", "count", "noise_std", "noise_lo", "noise_hi")
+        batch = release.range_counts(frame, alpha=ALPHA).select(columns)
+        one = release.range_counts(pl.DataFrame({"x_lo": [0.1], "x_hi": [0.6]}), alpha=0.05)
+        return [batch.rows(), one.select("count", "noise_std", "noise_lo", "noise_hi").rows()]
+    table = release.frequency_table(frame["string"].to_list())
+    rows = [[i, *r] for i, r in enumerate(table.select("count", "std", "extrapolated").rows())]
+    return [rows, release.frequency_table([["a", "b"]]).select("count", "std", "extrapolated").rows()]
+
+
+@pytest.fixture(scope="module")
+def database(tmp_path_factory):
+    """A database file holding every case's release and queries, and Python's answers."""
+    path = tmp_path_factory.mktemp("plain") / "releases.duckdb"
+    cases = _cases()
+    # written in the oldest storage format this DuckDB offers, so that older clients read it too
+    with duckdb.connect(str(path), config={"storage_compatibility_version": "v1.5.0"}) as con:
+        for name, (release, frame, _) in cases.items():
+            release.to_duckdb(con, name)
+            con.register("__q", frame.to_arrow())
+            con.execute(f"CREATE TABLE {name}_q AS SELECT * FROM __q")
+            con.unregister("__q")
+    sql = [s for _, _, statements in cases.values() for s in statements]
+    want = [rows for name, (release, frame, _) in cases.items()
+            for rows in _python_rows(name, release, frame)]
+    return path, sql, want
+
+
+#: Runs in a fresh interpreter: plain duckdb, the statements from argv, JSON rows on stdout.
+PLAIN = """
+import json, sys, duckdb
+con = duckdb.connect(sys.argv[1], read_only=True)
+con.execute("SET enable_progress_bar = false")
+out = [[list(r) for r in con.sql(s).fetchall()] for s in json.loads(sys.argv[2])]
+assert not any(m.startswith("polars_dp") for m in sys.modules), "polars_dp was imported"
+print(json.dumps(out))
+"""
+
+
+def _max_diff(got: list, want: list) -> tuple[float, tuple]:
+    """Largest |got - want| over every answer (rows and columns in the same order), inf when the
+    shapes or a non-number differ."""
+    worst, where = 0.0, ()
+    for n, (g_rows, w_rows) in enumerate(zip(got, want, strict=True)):
+        assert len(g_rows) == len(w_rows)
+        for g, w in zip(g_rows, w_rows, strict=True):
+            for x, y in zip(g, w, strict=True):
+                if isinstance(y, bool) or y is None or x is None:
+                    assert x == y
+                else:
+                    diff = abs(float(x) - float(y)) / max(1.0, abs(float(y)))
+                    if diff > worst:
+                        worst, where = diff, (n, g, w)
+    return worst, where
+
+
+def test_a_reopened_file_answers_every_macro_without_python_functions(database):
+    path, sql, want = database
+    env = {"PATH": "/usr/bin:/bin"}
+    result = subprocess.run([sys.executable, "-I", "-c", PLAIN, str(path), json.dumps(sql)],
+                            capture_output=True, text=True, env=env, timeout=600)
+    assert result.returncode == 0, result.stderr
+    got = json.loads(result.stdout)
+    assert len(got) == len(want) == len(sql)
+    diff, where = _max_diff(got, want)
+    print(f"plain duckdb: {sum(map(len, got))} rows, max relative |diff| {diff:.3g}")
+    assert diff <= 1e-9, (sql[where[0]], where)
+
+
+@pytest.mark.skipif(CLI is None, reason="the DuckDB command-line client (duckdb-cli) is not installed")
+def test_the_duckdb_cli_answers_every_macro_as_python(database):
+    """The single-query macros (the batch ones read their table through ``query_table``, which the
+    1.5 client does not resolve inside a stored macro)."""
+    path, sql, want = database
+    sql, want = sql[1::2], want[1::2]
+    got = []
+    for statement in sql:
+        result = subprocess.run([str(CLI), "-readonly", "-json", str(path), "-c", statement],
+                                capture_output=True, text=True, timeout=600)
+        assert result.returncode == 0, result.stderr
+        rows = json.loads(result.stdout or "[]")
+        got.append([list(r.values()) for r in rows])
+    diff, where = _max_diff(got, want)
+    print(f"duckdb CLI: {sum(map(len, got))} rows, max relative |diff| {diff:.3g}")
+    assert diff <= 1e-9, (sql[where[0]], where)
+
+
+def test_alpha_outside_the_unit_interval_is_an_sql_error_with_the_python_sentence(database):
+    path, _, _ = database
+    with pytest.raises(pdp.ParameterError) as python:
+        _cases()["g"][0].accuracy(pl.DataFrame({"id": [0]}), 1.5)
+    sentence = str(python.value)
+    with duckdb.connect(str(path), read_only=True) as con:
+        for statement in ("SELECT * FROM g_range_count(alpha := 1.5)",
+                          "SELECT * FROM t_range_count(alpha := 1.5)"):
+            with pytest.raises(duckdb.Error) as sql:
+                con.sql(statement).fetchall()
+            assert sentence in str(sql.value)
