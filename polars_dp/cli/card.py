@@ -1,4 +1,4 @@
-"""``polars-dp card release.parquet``: the release card, as text or JSON."""
+"""``polars-dp card release.parquet``: the release card, as text, JSON or YAML."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ EXAMPLES = """\
 examples:
   polars-dp card release.parquet
   polars-dp card release.parquet --json --alpha 0.01 > card.json
+  polars-dp card release.parquet --yaml > card.yaml
 """
 
 
@@ -24,10 +25,52 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                     "pre-processing rules, accuracy at --alpha for the default workload, version, seeding, "
                     "verification and checksum, with the OpenDP deployments registry's field names.")
     p.add_argument("release", metavar="RELEASE.parquet")
-    p.add_argument("--json", action="store_true", help="print the whole card as one JSON object")
+    fmt = p.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="print the whole card as one JSON object")
+    fmt.add_argument("--yaml", action="store_true", help="print the whole card as a YAML document")
     p.add_argument("--alpha", type=float, default=0.05,
                    help="the accuracy statements hold with probability 1 - alpha (default 0.05)")
     p.set_defaults(func=run)
+
+
+def _yaml_scalar(value: Any) -> str:
+    """A YAML 1.2 scalar: JSON's spelling of numbers, booleans, null and (double-quoted) strings."""
+    if isinstance(value, float) and value != value:
+        return ".nan"
+    if isinstance(value, float) and value in (float("inf"), float("-inf")):
+        return ".inf" if value > 0 else "-.inf"
+    return json.dumps(value if isinstance(value, (str, int, float, bool)) or value is None else str(value))
+
+
+def to_yaml(value: Any, indent: int = 0) -> list[str]:
+    """``value`` (dicts, lists and scalars, as a card holds) as YAML block-style lines."""
+    pad = " " * indent
+    if isinstance(value, dict) and value:
+        lines = []
+        for key, item in value.items():
+            if isinstance(item, (dict, list)) and item:
+                lines += [f"{pad}{json.dumps(str(key))}:", *to_yaml(item, indent + 2)]
+            else:
+                lines.append(f"{pad}{json.dumps(str(key))}: {_yaml_flow(item)}")
+        return lines
+    if isinstance(value, list) and value:
+        lines = []
+        for item in value:
+            inner = to_yaml(item, indent + 2)
+            lines.append(f"{pad}- {inner[0].lstrip()}" if isinstance(item, (dict, list)) and item
+                         else f"{pad}- {_yaml_flow(item)}")
+            if isinstance(item, (dict, list)) and item:
+                lines += inner[1:]
+        return lines
+    return [pad + _yaml_flow(value)]
+
+
+def _yaml_flow(value: Any) -> str:
+    if isinstance(value, dict):
+        return "{}"
+    if isinstance(value, list):
+        return "[]"
+    return _yaml_scalar(value)
 
 
 def _figure(figure: dict[str, Any]) -> str:
@@ -55,6 +98,9 @@ def run(args: argparse.Namespace) -> int:
     card = release.card(alpha=args.alpha)
     if args.json:
         print(json.dumps(card, indent=2, default=str))
+        return 0
+    if args.yaml:
+        print("\n".join(["%YAML 1.2", "---", *to_yaml(card)]))
         return 0
     eps = card["epsilon"]
     effective = "" if eps["effective"] is None else f" (effective {eps['effective']:.10g})"

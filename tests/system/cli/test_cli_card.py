@@ -1,4 +1,4 @@
-"""``polars-dp card RELEASE.parquet``: the release card as text and JSON."""
+"""``polars-dp card RELEASE.parquet``: the release card as text, JSON and YAML."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import json
 import polars as pl
 
 import polars_dp as pdp
+from polars_dp.cli.card import to_yaml
 from tests.helpers.cli import run_cli
 
 ATTRS = [pdp.Ordinal("a", 0, 9), pdp.Nominal("b", ["x", "y"])]
@@ -36,3 +37,20 @@ def test_report_writes_an_html_page(tmp_path, capsys):
     assert "wrote" in out and (tmp_path / "r.html").read_text().startswith("<!DOCTYPE html>")
     code, _, err = run_cli(capsys, "report", path, "-o", tmp_path / "r.txt")
     assert code == 2 and "use a .html name" in err and not (tmp_path / "r.txt").exists()
+
+
+def test_card_yaml_is_block_style_yaml_of_the_card(tmp_path, capsys):
+    """YAML 1.2 without a YAML library: JSON-spelled scalars, block-style mappings and sequences."""
+    assert to_yaml({"a": 1, "b": [1, {"c": "x", "d": []}, [2, 3]], "e": {"f": None, "g": 1.5}, "h": {}}) == [
+        '"a": 1', '"b":', "  - 1", '  - "c": "x"', '    "d": []', "  - - 2", "    - 3",
+        '"e":', '  "f": null', '  "g": 1.5', '"h": {}']
+    frame = pl.DataFrame({"a": [1, 2, 9], "b": ["x", "y", "x"]})
+    path = pdp.basic(frame, ATTRS, epsilon=1.0).write_parquet(tmp_path / "r.parquet")
+    code, out, err = run_cli(capsys, "card", path, "--yaml")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[:2] == ["%YAML 1.2", "---"]
+    top = [line.split(":")[0] for line in lines[2:] if not line.startswith(" ")]
+    assert top == [json.dumps(k) for k in pdp.read_release(path).card()]
+    code, _, err = run_cli(capsys, "card", path, "--yaml", "--json")
+    assert code == 2 and "not allowed with argument" in err
