@@ -42,6 +42,7 @@ from polars_dp.errors import PolarsDPError
 from polars_dp.kernels.tail_bounds import chernoff_accuracy, single_term_accuracy
 from polars_dp.plans.grid import check_alpha
 from polars_dp.plans.noise_model import Correlated, IndependentLaplace
+from polars_dp.releases.grid_format import cell_label_values
 from polars_dp.releases.integrity import CHECKSUM_KEY
 from polars_dp.releases.postprocess import postprocessed_noise_model, postprocessing_steps
 from polars_dp.releases.sequence_format import rebuilt_plan as sequence_plan
@@ -141,9 +142,10 @@ def grid_accuracy(release: GridRelease, alpha: float) -> dict[str, Any]:
         start, stop = int(ends[first[k]]), int(ends[last[k]])
         starts, stops = [0] * len(shape), list(shape)
         starts[j], stops[j] = start, stop
-        labels = attribute.cell_labels()
+        labels = cell_label_values(attribute)  # a binned axis: its bins' first and last values
         ranges.append(_figure(*_grid_box(release, starts, stops, alpha), column=attribute.column,
-                              cells=[start, stop], first=_py(labels[start]), last=_py(labels[stop - 1]),
+                              cells=[start, stop], first=_py(labels[0][start]),
+                              last=_py(labels[-1][stop - 1]),
                               exhaustive=n < RANGE_ENDS))
     out["worst_single_attribute_range"] = ranges
     return out

@@ -157,3 +157,12 @@ def test_a_session_release_card_carries_its_ledger():
 def test_a_bad_alpha_is_refused():
     with pytest.raises(pdp.ParameterError, match="alpha must lie strictly between 0 and 1"):
         make("basic", seed=1).card(alpha=1.5)
+
+
+def test_a_binned_range_is_named_by_its_first_and_last_values():
+    """``first`` / ``last`` of a range are values of the domain: a binned axis's range ends at its
+    last bin's last value (94), not at that bin's label (90)."""
+    frame = pl.DataFrame({"age": [15, 40, 94]})
+    card = pdp.basic(frame, [pdp.Ordinal("age", 15, 94, width=5)], epsilon=1.0, seed=1).card()
+    (worst,) = card["accuracy"]["worst_single_attribute_range"]
+    assert (worst["first"], worst["last"]) == (15, 94)
