@@ -25,6 +25,7 @@ from polars_dp.errors import (
     DomainTooLargeError,
     EmptyReleaseError,
     HierarchyError,
+    LedgerError,
     ParameterError,
     PolarsDPError,
     QueryError,
@@ -34,7 +35,7 @@ from polars_dp.errors import (
 )
 from polars_dp.evaluation.spatial_workloads import random_boxes, relative_errors
 from polars_dp.evaluation.workloads import random_workload
-from polars_dp.ledger import Ledger, LedgerError
+from polars_dp.ledger import Ledger
 from polars_dp.mechanisms import (
     adaptive_grid,
     basic,

@@ -72,6 +72,11 @@ class BudgetExceededError(PolarsDPError):
     """Spending this release would exceed the accountant's total epsilon."""
 
 
+class LedgerError(PolarsDPError, ValueError):
+    """A ledger file that is not a polars-dp ledger, was edited (its hash chain breaks), or
+    fixes a dataset's total or neighbour relation differently from what is asked."""
+
+
 class EmptyReleaseError(ParameterError):
     """A release has no positive count, so it defines no distribution to sample from."""
 
@@ -83,6 +88,7 @@ __all__ = [
     "DomainTooLargeError",
     "EmptyReleaseError",
     "HierarchyError",
+    "LedgerError",
     "ParameterError",
     "PolarsDPError",
     "QueryError",

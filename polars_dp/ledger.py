@@ -66,7 +66,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import IO, Any
 
-from polars_dp.errors import BudgetExceededError, ParameterError, PolarsDPError
+from polars_dp.errors import BudgetExceededError, LedgerError, ParameterError
 
 #: The header's ``format`` value: a file whose first record says otherwise is not a ledger.
 FORMAT = "polars-dp ledger"
@@ -76,11 +76,6 @@ GENESIS = "0" * 64
 SYNC = getattr(os, "fdatasync", os.fsync)
 #: How the header's canonical JSON begins (sorted keys): a first line torn mid-write is a prefix.
 HEADER_START = f'{{"format":"{FORMAT}"'.encode()
-
-
-class LedgerError(PolarsDPError, ValueError):
-    """A ledger file that is not a polars-dp ledger, was edited (its hash chain breaks), or
-    fixes a dataset's total or neighbour relation differently from what is asked."""
 
 
 def canonical(record: dict[str, Any]) -> str:
@@ -361,4 +356,4 @@ def check_dataset_name(name: object) -> str:
     return name
 
 
-__all__ = ["DatasetBudget", "Ledger", "LedgerError", "chain_hash", "check_dataset_name", "domain_fingerprint"]
+__all__ = ["DatasetBudget", "Ledger", "chain_hash", "check_dataset_name", "domain_fingerprint"]
