@@ -38,9 +38,10 @@ def test_a_grid_release_bounds_each_person(engine, capsys, tmp_path, monkeypatch
     pl.DataFrame({"person": [1, 1, 1, 1, 2], "a": [1, 1, 1, 1, 5]}).write_parquet("rows.parquet")
     for epsilon in (1.0, 1e9):
         (tmp_path / "unit.toml").write_text(GRID.format(epsilon=epsilon))
-        code, _, err = run_cli(capsys, "release", "rows.parquet", "--spec", "unit.toml", "-o", "out.parquet",
-                               "--engine", engine, "--seed", "3")
+        code, out, err = run_cli(capsys, "release", "rows.parquet", "--spec", "unit.toml",
+                                 "-o", "out.parquet", "--engine", engine, "--seed", "3")
         assert code == 0, err
+        assert "privacy unit 'person', at most 2 row(s) each" in out
         release = pdp.read_release("out.parquet")
         assert release.params["privacy_unit"] == {"max_per": 2, "id_column": "person"}
         assert 2 / epsilon <= release.noise_scale <= 2 / epsilon + 2**-20  # k / epsilon, on the exact grid
