@@ -614,7 +614,7 @@ def test_cli_scale_past_its_limit_is_refused_by_the_plan(capsys, in_tmp):
     (in_tmp / "d.csv").write_text("age,gender,education\n500,male,school\n")  # out of domain: if read
     cli_error(capsys, in_tmp, "release", "d.csv", "--spec", "tiny.toml", "-o", "out.parquet",
               names=("exceeds 2^45", "raise epsilon"))
-# ---------------------------------------------------------------------- slice: SQL surface and scanning
+# ---------------------------------------------------------------------- the SQL surface and scanning
 @pytest.mark.parametrize(("statement", "names"), [
     ("DROP TABLE release", ("DROP (statement 1)", "only reads")),
     ("SELECT 1; UPDATE release SET count = 0", ("UPDATE (statement 2)", "only reads")),
@@ -738,7 +738,7 @@ def test_cli_domain_errors_say_where_each_row_rule_goes_in_the_domain_file(capsy
     assert code == 2 and "'drop' (drops the row)" in err and 'on_out_of_domain = "drop"' in err
 
 
-# ---------------------------------------------------------------------- slice: budget ledger and release card
+# ---------------------------------------------------------------------- budget ledger and release card
 def _ledger_with_one_charge(path: Path) -> Path:
     plan = pdp.plan("basic", [pdp.Ordinal("a", 0, 9)], epsilon=0.5, neighbours="replace")
     pdp.Accountant(total=1.0, ledger=pdp.Ledger(path), dataset="people").charge_plan(plan)
