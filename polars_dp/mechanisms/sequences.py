@@ -195,7 +195,7 @@ def release_encoded(plan: PrivTreeSequencesPlan, enc: EncodedSequences, src: Noi
         params.update({"eps_length": float(plan.epsilon_length),
                        "length_noise_scale": float(plan.length_scale),
                        "length_counts": [float(x) for x in length_counts],
-                       **noise_params(plan.privacy_unit.factor, plan.length_scale, noise, prefix="length_")})
+                       **noise_params(plan.length_sensitivity, plan.length_scale, noise, prefix="length_")})
     return SequenceRelease(alphabet=plan.options["alphabet"], max_length=enc.max_length, parent=tree.parent,
                            prepended=tree.prepended, hist=hist, mechanism="privtree_sequences",
                            epsilon=plan.epsilon, neighbours="add_remove", params=params, noise=noise,

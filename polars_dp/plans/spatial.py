@@ -204,12 +204,18 @@ class _CountedGridPlan(PointsPlan):
         else:
             self.epsilon_n, self.epsilon_grid = split_budget(self.epsilon, self.options["n_share"],
                                                              self.noise)
-            k = self.privacy_unit.factor
+            k = self.n_sensitivity
             self.n_scale = (laplace_scale(k, self.epsilon_n, self.noise) if self.noise == "exact"
                             else k / (self.options["n_share"] * self.epsilon))
 
+    @property
+    def n_sensitivity(self) -> int:
+        """L1 sensitivity of the number of points: ``k`` rows of one individual (1 for one row),
+        under either relation (a replaced individual's rows may be dropped, the other's kept)."""
+        return self.privacy_unit.factor
+
     def _n_spent(self) -> Fraction:
-        return Fraction(0) if self.n_scale is None else _spent(self.privacy_unit.factor, self.n_scale)
+        return Fraction(0) if self.n_scale is None else _spent(self.n_sensitivity, self.n_scale)
 
     def _n_draws(self) -> list[tuple[str, Fraction, int]]:
         return [] if self.n_scale is None else [("noise of n", Fraction(self.n_scale), MAX_COUNT_SCALE)]
@@ -362,6 +368,12 @@ class SequencesPlan(Plan):
         max_length + 1`` per sequence, ``k`` the privacy unit's sequences (1 without one)."""
         return (self.options["max_length"] + 1) * self.privacy_unit.factor
 
+    @property
+    def length_sensitivity(self) -> int:
+        """L1 sensitivity of the histogram of sequence lengths: ``k``, the sequences one
+        individual adds at most (1 without a privacy unit)."""
+        return self.privacy_unit.factor
+
 
 @register_plan
 class PrivTreeSequencesPlan(SequencesPlan):
@@ -406,9 +418,10 @@ class PrivTreeSequencesPlan(SequencesPlan):
             self.epsilon_tree = self.tree_share * self.epsilon
             self.epsilon_length = self.length_share * self.epsilon
             self.epsilon_leaf = self.epsilon - self.epsilon_tree - self.epsilon_length
-        k = self.privacy_unit.factor
+        k = self.length_sensitivity
         self.lam, self.delta = privtree_sequence_params(self.alphabet_size, self.max_length,
-                                                        self.epsilon_tree, noise=self.noise, per_unit=k)
+                                                        self.epsilon_tree, noise=self.noise,
+                                                        per_unit=self.privacy_unit.factor)
         self.leaf_scale = laplace_scale(self.group, self.epsilon_leaf, self.noise)
         self.length_scale = (laplace_scale(k, self.epsilon_length, self.noise)
                              if self.epsilon_length > 0 else None)
@@ -430,7 +443,7 @@ class PrivTreeSequencesPlan(SequencesPlan):
         """Decisions ``(2 beta - 1) l_top / ((beta - 1) lambda)``, leaf bins ``l_top / b_leaf``,
         length bins ``1 / b_length``."""
         spent = (decisions_epsilon(self.lam, self.beta, self.group) + _spent(self.group, self.leaf_scale))
-        return spent if self.length_scale is None else spent + _spent(self.privacy_unit.factor,
+        return spent if self.length_scale is None else spent + _spent(self.length_sensitivity,
                                                                       self.length_scale)
 
 

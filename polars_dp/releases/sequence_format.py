@@ -121,7 +121,7 @@ def expected_params(release: SequenceRelease, plan: NgramPlan | PrivTreeSequence
            "max_nodes": plan.max_nodes, **plan.input_params()}
     if plan.length_scale is not None:
         out.update({"eps_length": float(plan.epsilon_length), "length_noise_scale": float(plan.length_scale),
-                    **noise_params(plan.privacy_unit.factor, plan.length_scale, noise, "length_")})
+                    **noise_params(plan.length_sensitivity, plan.length_scale, noise, "length_")})
     out.update({"leaf_noise_scale": float(plan.leaf_scale), "lambda": plan.lam, "delta": plan.delta,
                 **noise_params(plan.group, plan.leaf_scale, noise, "leaf_")})
     return out
