@@ -191,12 +191,16 @@ def workload_transformed(attributes: Sequence[Attribute], starts: np.ndarray, st
         current, best = flips[j], float(errs[j])
 
 
+#: The refusal of an ``alpha`` outside (0, 1), up to the value (Python and the SQL macros alike).
+ALPHA_REFUSAL = ("alpha must lie strictly between 0 and 1 (the probability that an answer's noise "
+                 "exceeds its accuracy, e.g. 0.05), got ")
+
+
 def check_alpha(alpha: Any) -> float:
     """``alpha`` in (0, 1): the probability that an answer's noise exceeds its accuracy."""
     if (isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.integer, np.floating))
             or not 0.0 < float(alpha) < 1.0):
-        raise ParameterError(f"alpha must lie strictly between 0 and 1 (the probability that an answer's "
-                             f"noise exceeds its accuracy, e.g. 0.05), got {alpha!r}", parameter="alpha")
+        raise ParameterError(f"{ALPHA_REFUSAL}{alpha!r}", parameter="alpha")
     return float(alpha)
 
 
@@ -508,6 +512,6 @@ def compare(plans: Sequence[GridPlan], queries: Any, *, align: str = "exact") ->
     return pl.DataFrame(rows)
 
 
-__all__ = ["EPSILON_CAP", "EXHAUSTIVE_MAX", "BasicPlan", "GridPlan", "PriveletPlan", "auto_untransformed",
-           "check_alpha", "compare", "mechanism_name", "privelet_rho", "privelet_scale",
+__all__ = ["ALPHA_REFUSAL", "EPSILON_CAP", "EXHAUSTIVE_MAX", "BasicPlan", "GridPlan", "PriveletPlan",
+           "auto_untransformed", "check_alpha", "compare", "mechanism_name", "privelet_rho", "privelet_scale",
            "resolve_untransformed", "subset_errors", "transformable", "workload_transformed"]

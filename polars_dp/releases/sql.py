@@ -29,7 +29,7 @@ import pyarrow as pa
 
 from polars_dp.domains.expressions import Sql
 from polars_dp.errors import ParameterError, ReleaseFormatError
-from polars_dp.plans.grid import check_alpha
+from polars_dp.plans.grid import ALPHA_REFUSAL
 from polars_dp.releases.base import Release
 from polars_dp.releases.grid_queries import ID_RULE
 from polars_dp.releases.io import read_release as read_arrow_release
@@ -72,12 +72,8 @@ def query_checks(queries: str, source: str, known: Sequence[str], *, batch: bool
 def checked_alpha(alpha: str = "alpha") -> Sql:
     """SQL of the macro parameter ``alpha`` as a DOUBLE: NULL for a NULL ``alpha``, an ``error()``
     with :func:`polars_dp.plans.grid.check_alpha`'s sentence outside (0, 1)."""
-    try:
-        check_alpha(2.0)
-    except ParameterError as exc:
-        sentence = str(exc).rsplit("got ", 1)[0] + "got "
     return Sql(f"CASE WHEN {alpha} IS NULL THEN NULL WHEN NOT ({alpha} > 0 AND {alpha} < 1) "
-               f"THEN error({literal(sentence)} || CAST({alpha} AS VARCHAR)) "
+               f"THEN error({literal(ALPHA_REFUSAL)} || CAST({alpha} AS VARCHAR)) "
                f"ELSE CAST({alpha} AS DOUBLE) END")
 
 
