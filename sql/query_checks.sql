@@ -19,7 +19,11 @@ checks AS MATERIALIZED (
     FROM (SELECT list_filter(list(column_name), lambda x: NOT list_contains({{known_list}}, lower(x)))
                      AS unknown,
                  list_contains(list(lower(column_name)), 'id') AS has_id
-          FROM (DESCRIBE SELECT * FROM {{queries}})) AS c,
+          -- the column names from the row type (DESCRIBE does not see a macro's parameters in
+          -- DuckDB 1.5 clients); the left join gives the row type even for an empty table
+          FROM (SELECT unnest(struct_keys(__pdp_query_row)) AS column_name
+                FROM (SELECT 1 AS __pdp_one)
+                LEFT JOIN (SELECT * FROM {{queries}} LIMIT 1) AS __pdp_query_row ON true)) AS c,
          (SELECT coalesce(sum(n) FILTER (WHERE id IS NULL), 0) AS nulls,
                  arg_max(id, n) FILTER (WHERE id IS NOT NULL AND n > 1) AS dup,
                  max(n) FILTER (WHERE id IS NOT NULL) AS times

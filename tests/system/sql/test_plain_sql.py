@@ -144,10 +144,8 @@ def test_a_reopened_file_answers_every_macro_without_python_functions(database):
 
 @pytest.mark.skipif(CLI is None, reason="the DuckDB command-line client (duckdb-cli) is not installed")
 def test_the_duckdb_cli_answers_every_macro_as_python(database):
-    """The single-query macros (the batch ones read their table through ``query_table``, which the
-    1.5 client does not resolve inside a stored macro)."""
+    """Every macro, the batch ones (their table named by a string) included."""
     path, sql, want = database
-    sql, want = sql[1::2], want[1::2]
     got = []
     for statement in sql:
         result = subprocess.run([str(CLI), "-readonly", "-json", str(path), "-c", statement],
