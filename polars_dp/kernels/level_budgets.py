@@ -94,7 +94,8 @@ class _Objective:
         nu = inverse_eigenvalues(mu)
         if np.any(((mu <= 0) | ~np.isfinite(nu)) & (self.costs > 0)):
             return math.inf
-        return float(np.where(self.costs > 0, self.costs * nu, 0.0).sum())
+        with np.errstate(invalid="ignore"):
+            return float(np.where(self.costs > 0, self.costs * nu, 0.0).sum())
 
     def g(self, w: np.ndarray) -> np.ndarray:
         """``g_t = S_t Σ_{a ≤ t} C_a / μ_a²`` (``-∂F/∂w_t``)."""
