@@ -67,6 +67,14 @@ MAX_TUPLES = 4096
 BUDGET_GRID = 1 << 20
 #: Iterations of each optimisation stage.
 ITERATIONS = 600
+#: Descents from sparse random seeds (a fixed generator: the budgets are a function of the inputs).
+RESTARTS = 6
+RESTART_SEED = 20180401
+#: Support growth: candidates tried per round, and rounds.
+INSERT_CANDIDATES = 6
+INSERT_ROUNDS = 20
+#: Support growth starts from this many of the best descents.
+INSERT_FROM = 3
 
 
 def dlap_variance(scale: Fraction | float) -> float:
@@ -102,46 +110,53 @@ class _Objective:
         nu = inverse_eigenvalues(eigenvalues_from(w * self.cells))
         with np.errstate(over="ignore", invalid="ignore"):
             term = np.where(self.costs > 0, self.costs * nu * nu, 0.0)
-        return self.cells * prefix_sums(np.nan_to_num(term, posinf=1e300))
+        return self.cells * prefix_sums(np.minimum(term, 1e300))
 
 
 def eigenvalues_from(weighted: np.ndarray) -> np.ndarray:
+    """Suffix sums over the tuple lattice (``μ`` from ``w S``)."""
     out = weighted
     for i in range(weighted.ndim):
-        out = np.flip(np.cumsum(np.flip(out, axis=i), axis=i), axis=i)
+        rev = (slice(None),) * i + (slice(None, None, -1),)
+        out = np.cumsum(out[rev], axis=i)[rev]
     return out
 
 
-def _relaxation(obj: _Objective, start: np.ndarray) -> np.ndarray:
-    """Minimise ``F(w)`` over ``Σ w = 1`` (convex): monotone multiplicative updates."""
+def _relaxation(obj: _Objective, start: np.ndarray, tolerance: float = 1e-8) -> np.ndarray:
+    """Minimise ``F(w)`` over ``Σ w = 1`` (convex): multiplicative updates ``w (g / F)^p``,
+    ``p = 1`` when that lowers ``F``, else the monotone ``p = 1/2``."""
     w = start / start.sum()
     f = obj.value(w)
     for _ in range(ITERATIONS):
-        w_new = w * np.sqrt(obj.g(w) / f)
-        w_new /= w_new.sum()
-        f_new = obj.value(w_new)
+        ratio = obj.g(w) / f
+        for power in (1.0, 0.5):
+            w_new = w * ratio**power
+            w_new /= w_new.sum()
+            f_new = obj.value(w_new)
+            if f_new < f:
+                break
         if not f_new < f:
             break
-        done = f - f_new <= 1e-12 * f
+        done = f - f_new <= tolerance * f
         w, f = w_new, f_new
         if done:
             break
     return w
 
 
-def _descend(obj: _Objective, eps: np.ndarray) -> tuple[np.ndarray, float]:
+def _descend(obj: _Objective, eps: np.ndarray, iterations: int = ITERATIONS) -> tuple[np.ndarray, float]:
     """Minimise ``F(ε²)`` over ``Σ ε = 1`` from ``eps``: multiplicative steps with backtracking."""
     eps = eps / eps.sum()
     f = obj.value(eps * eps)
     rho = 0.5
-    for _ in range(ITERATIONS):
+    for _ in range(iterations):
         ratio = eps * obj.g(eps * eps) / f  # 1 on the support at a KKT point
         new = eps * np.power(np.maximum(ratio, 1e-300), rho)
         new[eps < 1e-12] = 0.0
         new /= new.sum()
         f_new = obj.value(new * new)
         if f_new < f:
-            done = f - f_new <= 1e-12 * f
+            done = f - f_new <= 1e-10 * f
             eps, f = new, f_new
             rho = min(1.0, rho * 1.5)
             if done:
@@ -153,18 +168,66 @@ def _descend(obj: _Objective, eps: np.ndarray) -> tuple[np.ndarray, float]:
     return eps, f
 
 
+def _insert(obj: _Objective, eps: np.ndarray, f: float) -> tuple[np.ndarray, float]:
+    """Grow the support: give an unmeasured tuple of largest ``g_t`` a fifth of the budget and
+    descend again; keep the first of :data:`INSERT_CANDIDATES` that lowers ``F``; repeat."""
+    for _ in range(INSERT_ROUNDS):
+        g = obj.g(eps * eps)
+        order = np.argsort(np.where(eps > 0, -np.inf, g), axis=None, kind="stable")[::-1]
+        grown = False
+        for flat in order[:INSERT_CANDIDATES]:
+            if eps.flat[flat] > 0:  # every tuple already measured
+                break
+            seed = 0.8 * eps
+            seed.flat[flat] += 0.2
+            new, f_new = _descend(obj, seed)
+            if f_new < f * (1 - 1e-9):
+                eps, f, grown = new, f_new, True
+                break
+        if not grown:
+            break
+    return eps, f
+
+
+def _spaced_seeds(axes: Sequence[AxisLevels]) -> list[np.ndarray]:
+    """Hierarchy-like seeds: on every axis the cells and every ``k``-th level above them (the
+    total excluded), all combinations across the axes, for ``k = 1, 2, ...``."""
+    out = []
+    for k in range(1, max(ax.count for ax in axes)):
+        seed = np.ones(())
+        for ax in axes:
+            pick = np.zeros(ax.count)
+            pick[ax.count - 1:0:-k] = 1.0
+            if ax.count == 1:
+                pick[0] = 1.0
+            seed = np.multiply.outer(seed, pick)
+        out.append(seed)
+    return out
+
+
 def optimise_shares(costs: np.ndarray, axes: Sequence[AxisLevels]) -> np.ndarray:
     """Budget shares ``ε_t / ε`` (tuple-shaped, summing to 1) minimising the workload error
-    (module docstring, steps 1-2).  Public inputs only."""
+    (module docstring, steps 1-2; then support growth by :func:`_insert` and
+    :data:`RESTARTS` descents from sparse seeds of a fixed public generator).  Public inputs
+    only, deterministic."""
     check_tuples(axes)
     obj = _Objective(np.maximum(costs, 0.0), block_cells(axes))
     uniform = np.ones(tuple_shape(axes))
     w = _relaxation(obj, uniform)
     best, best_f = uniform / uniform.sum(), obj.value((uniform / uniform.sum()) ** 2)
-    for seed in (np.sqrt(w), w, uniform):
+    seeds = [np.sqrt(w), w, uniform, *_spaced_seeds(axes)]
+    rng = np.random.default_rng(RESTART_SEED)
+    seeds += [rng.random(uniform.shape) ** 4 for _ in range(RESTARTS)]
+    found: list[tuple[float, int, np.ndarray]] = []
+    for i, seed in enumerate(seeds):
         if not np.all(np.isfinite(seed)) or seed.sum() <= 0:
             continue
-        eps, f = _descend(obj, seed)
+        eps, f = _descend(obj, seed, ITERATIONS if i < len(seeds) - RESTARTS else ITERATIONS // 3)
+        if math.isfinite(f):
+            found.append((f, i, eps))
+    found.sort(key=lambda item: (item[0], item[1]))
+    for f, _, eps in found[:INSERT_FROM]:
+        eps, f = _insert(obj, eps, f)
         if f < best_f:
             best, best_f = eps, f
     return best
