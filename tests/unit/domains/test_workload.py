@@ -81,7 +81,7 @@ def test_random_ranges_is_the_generators_expectation():
     wl = pdp.workload.random_ranges(attrs)
     assert wl.queries == pytest.approx(1.0)
     exact = full_gram(wl, attrs)
-    n = 20_000
+    n = 12_000
     frame = random_workload(attrs, n, seed=5)
     starts, stops = query_ranges(attrs, frame)
     sizes = [a.n_cells for a in attrs]

@@ -191,7 +191,7 @@ def test_budget_split_is_exact():
 
 
 def test_optimiser_improves_reads_only_public_inputs_and_falls_back():
-    attrs = [pdp.Ordinal("x", 0, 255), pdp.Ordinal("y", 0, 255)]
+    attrs = [pdp.Ordinal("x", 0, 63), pdp.Ordinal("y", 0, 63)]
     wl = pdp.workload.ranges(attrs)
     result = LB.choose_strategy(attrs, wl, 1.0, 1)
     assert result.optimised and result.error < result.uniform_error / 4
