@@ -21,6 +21,8 @@ Constructors (each takes one attribute declaration or a list of them):
 * :func:`marginals` all ``k``-way marginals: for each set of ``k`` attributes, every cell of
   their product, summed over the other attributes (HDMM's marginal workloads, McKenna et al.
   VLDB 2018);
+* :func:`queries` explicit range queries, a batch query frame as ``range_counts`` takes it
+  (held as its boxes: their detail traces are computed per query, vectorised);
 * :func:`random_ranges` the *exact expectation* of the library's random query generator
   (:func:`polars_dp.evaluation.workloads.random_workload`, the Privelet paper's workload):
   ``k`` predicates, ``k`` uniform in ``[1, min(max_predicates, d)]`` on ``k`` distinct
@@ -50,6 +52,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from polars_dp.domains.attributes import Attribute, Nominal, as_attributes
+from polars_dp.domains.queries import PASSTHROUGH, as_query_frame, query_ranges
 from polars_dp.errors import ParameterError
 
 #: Axis workload kinds with a semiseparable Gram matrix ``G_jk = c a_min(j,k) b_max(j,k) + d [j = k]``.
@@ -154,6 +157,8 @@ class AxisWorkload:
 
 
 Term = tuple[float, Mapping[str, AxisWorkload]]
+#: Explicit boxes: ``(weight, columns, starts, stops)``, ``starts`` / ``stops`` of shape (queries, columns).
+Boxes = tuple[float, tuple[str, ...], np.ndarray, np.ndarray]
 
 
 class Workload:
@@ -162,13 +167,14 @@ class Workload:
     ``terms``: ``(weight, {column: AxisWorkload})``; an attribute a term does not name is the
     whole axis there.  ``attributes``: the declarations the workload names."""
 
-    def __init__(self, attributes: Sequence[Attribute], terms: Iterable[Term]):
+    def __init__(self, attributes: Sequence[Attribute], terms: Iterable[Term], boxes: Iterable[Boxes] = ()):
         self.attributes: tuple[Attribute, ...] = tuple(attributes)
         self.terms: tuple[Term, ...] = tuple((float(w), dict(axes)) for w, axes in terms)
-        if not self.terms:
+        self.boxes: tuple[Boxes, ...] = tuple(boxes)
+        if not self.terms and not self.boxes:
             raise ParameterError("the workload has no query; build it from at least one attribute "
                                  "(e.g. pdp.workload.ranges(attrs))", parameter="workload")
-        for w, _ in self.terms:
+        for w in [t[0] for t in self.terms] + [b[0] for b in self.boxes]:
             if not (w > 0 and math.isfinite(w)):
                 raise ParameterError(f"a workload weight must be a finite number > 0, got {w!r}",
                                      parameter="workload")
@@ -181,7 +187,8 @@ class Workload:
     @property
     def queries(self) -> float:
         """Number of queries counted with their weights (the random generator's expectation: 1)."""
-        return float(sum(w * math.prod(ax.count for ax in axes.values()) for w, axes in self.terms))
+        return float(sum(w * math.prod(ax.count for ax in axes.values()) for w, axes in self.terms)
+                     + sum(w * starts.shape[0] for w, _, starts, _ in self.boxes))
 
     def __repr__(self) -> str:
         return f"Workload({len(self.terms)} terms over {list(self.columns)}, {self.queries:.6g} queries)"
@@ -192,7 +199,8 @@ class Workload:
 
     def __mul__(self, weight: float) -> Workload:
         weight = _check_weight(weight)
-        return Workload(self.attributes, [(w * weight, axes) for w, axes in self.terms])
+        return Workload(self.attributes, [(w * weight, axes) for w, axes in self.terms],
+                        [(w * weight, c, lo, hi) for w, c, lo, hi in self.boxes])
 
     __rmul__ = __mul__
 
@@ -216,6 +224,21 @@ class Workload:
                                      parameter="workload")
         return [(w, [axes.get(a.column, AxisWorkload("total", a.n_cells)) for a in attrs])
                 for w, axes in self.terms]
+
+    def axis_boxes(self, attributes: Sequence[Attribute]) -> list[tuple[float, np.ndarray, np.ndarray]]:
+        """The explicit boxes as ``(weight, starts, stops)`` of shape (queries, declared
+        attributes), the whole axis where a box has no predicate (checks as :meth:`axis_terms`)."""
+        attrs = as_attributes(attributes)
+        self.axis_terms(attrs)
+        out = []
+        for w, columns, starts, stops in self.boxes:
+            lo = np.zeros((starts.shape[0], len(attrs)), dtype=np.int64)
+            hi = np.tile(np.array([a.n_cells for a in attrs], dtype=np.int64), (starts.shape[0], 1))
+            for j, column in enumerate(columns):
+                i = [a.column for a in attrs].index(column)
+                lo[:, i], hi[:, i] = starts[:, j], stops[:, j]
+            out.append((w, lo, hi))
+        return out
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -321,6 +344,18 @@ def _random_nodes(attribute: Nominal) -> AxisWorkload:
     return ax
 
 
+def queries(attributes: Attribute | Iterable[Attribute], frame: object, *, align: str = "exact") -> Workload:
+    """Explicit range queries: a batch query frame as :meth:`polars_dp.GridRelease.range_counts`
+    takes it (one row per query), each query counted once."""
+    attrs = _attrs(attributes)
+    table = as_query_frame(frame)
+    if table.height == 0:
+        raise ParameterError("the workload has no query; give at least one query row", parameter="workload")
+    starts, stops = query_ranges(attrs, table, passthrough=PASSTHROUGH, align=align)
+    return Workload(attrs, [], [(1.0, tuple(a.column for a in attrs), starts.astype(np.int64),
+                                 stops.astype(np.int64))])
+
+
 def kron(*workloads: Workload) -> Workload:
     """The Kronecker product of workloads over disjoint attributes: every combination of one
     query from each (weights multiply)."""
@@ -330,6 +365,9 @@ def kron(*workloads: Workload) -> Workload:
     for w in workloads:
         if not isinstance(w, Workload):
             raise ParameterError(f"kron takes workloads, got {w!r}", parameter="workload")
+        if w.boxes:
+            raise ParameterError("explicit queries do not form Kronecker products; list the combined "
+                                 "queries in one frame instead", parameter="workload")
         for a in w.attributes:
             if any(b.column == a.column for b in attrs):
                 raise ParameterError(f"{a.column!r} appears in two factors of a Kronecker product; "
@@ -359,6 +397,7 @@ def union(*workloads: Workload, weights: Sequence[float] | None = None) -> Workl
                              "weight per workload", parameter="weights")
     attrs: list[Attribute] = []
     terms: list[Term] = []
+    boxes: list[Boxes] = []
     for w, weight in zip(workloads, weights, strict=True):
         if not isinstance(w, Workload):
             raise ParameterError(f"union takes workloads, got {w!r}", parameter="workload")
@@ -371,8 +410,9 @@ def union(*workloads: Workload, weights: Sequence[float] | None = None) -> Workl
             if not same:
                 attrs.append(a)
         terms.extend((t * weight, axes) for t, axes in w.terms)
-    return Workload(attrs, terms)
+        boxes.extend((t * weight, c, lo, hi) for t, c, lo, hi in w.boxes)
+    return Workload(attrs, terms, boxes)
 
 
 __all__ = ["INTERVAL_KINDS", "MAX_INTERVALS", "AxisWorkload", "Workload", "identity", "kron", "marginals",
-           "prefixes", "random_ranges", "ranges", "total", "union"]
+           "prefixes", "queries", "random_ranges", "ranges", "total", "union"]

@@ -39,6 +39,8 @@ from polars_dp.domains.attributes import Attribute
 from polars_dp.domains.workload import AxisWorkload, Workload
 from polars_dp.kernels.block_levels import AxisLevels, block_cells, collapse, fold, pyramid, tuple_shape
 
+#: Explicit boxes are costed this many at a time.
+BOX_CHUNK = 1024
 #: Detail traces below this fraction of the axis's total trace are rounding, taken as zero.
 TRACE_TOLERANCE = 1e-11
 
@@ -169,6 +171,14 @@ def workload_costs(workload: Workload, attributes: Sequence[Attribute], axes: Se
                 cache[key] = axis_detail_traces(ax_w, ax)
             term = np.multiply.outer(term, cache[key])
         costs += term
+    for weight, starts, stops in workload.axis_boxes(attributes):
+        for a in range(0, starts.shape[0], BOX_CHUNK):
+            factors = [interval_detail_traces(starts[a:a + BOX_CHUNK, i], stops[a:a + BOX_CHUNK, i], ax)
+                       for i, ax in enumerate(axes)]
+            outer = factors[0]
+            for f in factors[1:]:
+                outer = outer[..., None] * f.reshape(f.shape[0], *([1] * (outer.ndim - 1)), f.shape[1])
+            costs += weight * outer.sum(axis=0)
     return costs, workload.queries
 
 
@@ -179,6 +189,6 @@ def mean_squared_error(nu: np.ndarray, costs: np.ndarray, queries: float) -> flo
     return float((nu * costs).sum() / queries)
 
 
-__all__ = ["TRACE_TOLERANCE", "axis_detail_traces", "contract", "eigenvalues", "gls",
+__all__ = ["BOX_CHUNK", "TRACE_TOLERANCE", "axis_detail_traces", "contract", "eigenvalues", "gls",
            "interval_detail_traces", "inverse_eigenvalues", "mean_squared_error", "prefix_sums",
            "projector_coefficients", "range_variance", "suffix_sums", "workload_costs"]

@@ -211,3 +211,22 @@ def test_optimiser_improves_reads_only_public_inputs_and_falls_back():
     out = LB.choose_budgets(axes, costs, m, 1.0, 1)
     assert time.process_time() - start < 5.0
     assert out.optimised
+
+
+def test_explicit_queries_cost_their_exact_mean_variance():
+    attrs = [pdp.Ordinal("x", 0, 9), pdp.Nominal("n", HIER)]
+    frame = pdp.random_workload(attrs, 300, seed=4)
+    wl = pdp.workload.queries(attrs, frame) + 2 * pdp.workload.queries(attrs, frame.head(7))
+    assert wl.queries == 300 + 14
+    axes = [BL.bary_levels(10, 2), BL.nominal_levels(attrs[1])]
+    strategy = LB.LevelStrategy(tuple(axes), LB.split_budget(np.ones(BL.tuple_shape(axes)), 1.0), 1)
+    costs, m = LI.workload_costs(wl, attrs, axes)
+    (_, lo, hi), (_, lo7, hi7) = wl.axis_boxes(attrs)
+    per_query = strategy.range_variance(lo, hi)
+    want = (per_query.sum() + 2 * per_query[:7].sum()) / m
+    assert strategy.mean_squared_error(costs, m) == pytest.approx(want, rel=1e-12)
+    assert np.array_equal(lo7, lo[:7]) and np.array_equal(hi7, hi[:7])
+    with pytest.raises(ParameterError, match="no query"):
+        pdp.workload.queries(attrs, frame.head(0))
+    with pytest.raises(ParameterError, match="Kronecker"):
+        pdp.workload.queries(attrs[:1], frame.select("id", "x_lo", "x_hi")) @ pdp.workload.identity(attrs[1])
