@@ -15,6 +15,7 @@ from polars_dp import duckdb, releases  # noqa: F401  (pdp.duckdb, pdp.releases)
 from polars_dp import namespace as _namespace  # noqa: F401  (registers df.dp / lf.dp)
 from polars_dp._version import __version__
 from polars_dp.budget import Accountant
+from polars_dp.domains import workload
 from polars_dp.domains.attributes import Attribute, Nominal, Ordinal
 from polars_dp.domains.hierarchy import Hierarchy
 from polars_dp.domains.privacy_unit import Rows
@@ -104,6 +105,7 @@ __all__ = [
     "relative_errors",
     "scan_release",
     "uniform_grid",
+    "workload",
 ]
 
 #: Former names, kept as deprecated aliases: a spatial release also holds plain grids (UG, AG),

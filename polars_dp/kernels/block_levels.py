@@ -1,0 +1,261 @@
+"""Nested block levels per axis, and the level tuples they form (pure numpy, no privacy logic).
+
+An axis of ``n`` cells carries a chain of nested partitions into equal consecutive blocks:
+level 0 is one block (the total), the last level the cells; ``sizes[l]`` is the block size at
+level ``l`` and divides ``sizes[l - 1]`` (Hay et al., VLDB 2010; Qardaji, Yang, Li, VLDB 2013:
+hierarchies of equal fan-out).  An ordinal axis takes a divisor chain of ``n`` (``1001 = 7 ·
+11 · 13``: sizes 1001, 143, 13, 1 in one order) or a ``b``-ary chain on the axis padded to
+``length = b^k``: the padded cells are *known zeros* (no row falls there), so a measured block
+is the count of its real cells.  A nominal axis takes the levels of its public hierarchy whose
+nodes all hold the same number of leaves (other depths are skipped: unequal blocks would break
+the diagonal structure of :mod:`polars_dp.kernels.level_inference`), plus the total and the
+leaves.
+
+A *level tuple* ``t`` picks one level per axis; its blocks are the products of the per-axis
+blocks, a partition of the (padded) domain into ``prod_i length_i / sizes[t_i]`` blocks of
+``S_t = prod_i sizes[t_i]`` cells each.  Measuring ``t`` means the integer count of every block
+(:func:`block_counts`).  All are public functions of the declared domain.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from polars_dp.domains.attributes import Attribute, Nominal
+from polars_dp.errors import ParameterError
+
+#: How many orderings of an axis's prime factors :func:`divisor_levels` offers at most.
+MAX_ORDERINGS = 6
+
+
+@dataclass(frozen=True)
+class AxisLevels:
+    """One axis's nested levels: ``n`` real cells on an axis of ``length >= n`` cells (the
+    cells past ``n`` are known zeros), ``sizes`` the block size per level, ``sizes[0] =
+    length`` (the total) down to ``sizes[-1] = 1`` (the cells), each dividing the one before."""
+
+    n: int
+    length: int
+    sizes: tuple[int, ...]
+    label: str = ""
+
+    def __post_init__(self) -> None:
+        sizes = self.sizes
+        what = f"levels {list(sizes)} of an axis of {self.n} cells (padded to {self.length})"
+        if self.n < 1 or self.length < self.n:
+            raise ParameterError(f"{what}: the padded length must be at least the number of cells, "
+                                 "which must be at least 1", parameter="levels")
+        if not sizes or sizes[0] != self.length or sizes[-1] != 1:
+            raise ParameterError(f"{what} must start with the whole axis ({self.length}) and end with the "
+                                 "cells (1)", parameter="levels")
+        for a, b in itertools.pairwise(sizes):
+            if not (b < a and a % b == 0):
+                raise ParameterError(f"{what} do not nest: a block size must divide the one above it and be "
+                                     f"smaller ({b} under {a}); give nested block sizes", parameter="levels")
+
+    @property
+    def count(self) -> int:
+        """Number of levels."""
+        return len(self.sizes)
+
+    @property
+    def padded(self) -> bool:
+        return self.length > self.n
+
+
+def _factor(n: int) -> list[int]:
+    out, p = [], 2
+    while p * p <= n:
+        while n % p == 0:
+            out.append(p)
+            n //= p
+        p += 1
+    if n > 1:
+        out.append(n)
+    return out
+
+
+def _next_permutation(items: list[int]) -> bool:
+    """The next distinct permutation in lexicographic order, in place; False after the last."""
+    i = len(items) - 2
+    while i >= 0 and items[i] >= items[i + 1]:
+        i -= 1
+    if i < 0:
+        return False
+    j = len(items) - 1
+    while items[j] <= items[i]:
+        j -= 1
+    items[i], items[j] = items[j], items[i]
+    items[i + 1:] = reversed(items[i + 1:])
+    return True
+
+
+def chain_from_factors(n: int, factors: Sequence[int], length: int | None = None,
+                       label: str = "") -> AxisLevels:
+    """Levels whose block sizes are ``length``, ``length / f_0``, ``length / (f_0 f_1)``, ..., 1."""
+    length = n if length is None else length
+    sizes = [length]
+    for f in factors:
+        sizes.append(sizes[-1] // f)
+    return AxisLevels(n, length, tuple(sizes), label)
+
+
+def divisor_levels(n: int, limit: int = MAX_ORDERINGS) -> list[AxisLevels]:
+    """Finest divisor chains of ``n`` (every prime factor a level), up to ``limit`` orderings of
+    the factors (ascending, descending, then the others in lexicographic order)."""
+    primes = _factor(n)
+    if not primes:
+        return [AxisLevels(1, 1, (1,), "1")]
+    orders = [tuple(primes), tuple(reversed(primes))]
+    perm = list(primes)
+    while len(dict.fromkeys(orders)) < limit and _next_permutation(perm):
+        orders.append(tuple(perm))
+    return [chain_from_factors(n, order, label="x".join(map(str, order))) for order in dict.fromkeys(orders)]
+
+
+def bary_levels(n: int, b: int = 2) -> AxisLevels:
+    """The ``b``-ary chain on the axis padded to ``b^k >= n`` cells (padding: known zeros)."""
+    if b < 2:
+        raise ParameterError(f"a b-ary chain needs b >= 2, got {b}", parameter="levels")
+    k = 0
+    while b**k < n:
+        k += 1
+    return chain_from_factors(n, [b] * k, b**k, label=f"{b}-ary/{b**k}")
+
+
+def nominal_levels(attribute: Nominal) -> AxisLevels:
+    """The total, every depth of the collapsed hierarchy whose blocks (nodes at that depth,
+    and shallower leaves) all hold the same number of leaves, and the leaves."""
+    h = attribute.hierarchy
+    n = h.n_leaves
+    leaf = h.fanouts == 0
+    sizes = [n]
+    for depth in range(1, h.height - 1):
+        pick = (h.node_depth == depth) | (leaf & (h.node_depth < depth))
+        width = h.node_stop[pick] - h.node_start[pick]
+        s = int(width[0])
+        if np.all(width == s) and s < sizes[-1] and sizes[-1] % s == 0 and s > 1:
+            sizes.append(s)
+    if sizes[-1] != 1:
+        sizes.append(1)
+    return AxisLevels(n, n, tuple(sizes), "hierarchy")
+
+
+def candidate_levels(attribute: Attribute) -> list[AxisLevels]:
+    """Public level chains an axis may take: a nominal axis its hierarchy's; an ordinal axis its
+    finest divisor chains and, when ``n`` is not a power of two, the binary chain on the axis
+    padded to the next power of two (for a power of two the binary chain is the divisor chain
+    and holds every ``2^j``-ary one)."""
+    if isinstance(attribute, Nominal):
+        return [nominal_levels(attribute)]
+    n = attribute.n_cells
+    chains = divisor_levels(n)
+    if n & (n - 1):
+        chains.append(bary_levels(n, 2))
+    return chains
+
+
+# ---------------------------------------------------------------------------- tuples
+def tuple_shape(axes: Sequence[AxisLevels]) -> tuple[int, ...]:
+    """The shape of the array of level tuples: one entry per axis, its number of levels."""
+    return tuple(ax.count for ax in axes)
+
+
+def block_cells(axes: Sequence[AxisLevels]) -> np.ndarray:
+    """``S_t``: cells per block of every level tuple (float64, tuple-shaped)."""
+    out = np.ones(tuple_shape(axes))
+    for i, ax in enumerate(axes):
+        shape = [1] * len(axes)
+        shape[i] = ax.count
+        out = out * np.asarray(ax.sizes, dtype=np.float64).reshape(shape)
+    return out
+
+
+def pad(counts: np.ndarray, axes: Sequence[AxisLevels]) -> np.ndarray:
+    """``counts`` (shape ``n_i``) zero-padded to the axes' lengths."""
+    if counts.shape != tuple(ax.n for ax in axes):
+        raise ParameterError(f"counts of shape {counts.shape} do not match the axes' cells "
+                             f"{tuple(ax.n for ax in axes)}", parameter="counts")
+    widths = [(0, ax.length - ax.n) for ax in axes]
+    return np.pad(counts, widths) if any(w for _, w in widths) else counts
+
+
+def _coarsen(arr: np.ndarray, axis: int, factor: int) -> np.ndarray:
+    shape = arr.shape[:axis] + (arr.shape[axis] // factor, factor) + arr.shape[axis + 1:]
+    return arr.reshape(shape).sum(axis=axis + 1)
+
+
+def pyramid(cells: np.ndarray, axes: Sequence[AxisLevels]) -> dict[tuple[int, ...], np.ndarray]:
+    """Block sums of ``cells`` (padded shape) at every level tuple: ``{t: array of shape
+    (length_i / sizes[t_i])_i}``.  Exact for integer input.  Size ``cells · prod_i Σ_l 1/s_l``."""
+    current: dict[tuple[int, ...], np.ndarray] = {(): cells}
+    for i, ax in enumerate(axes):
+        nxt: dict[tuple[int, ...], np.ndarray] = {}
+        for key, arr in current.items():
+            a = arr
+            for level in range(ax.count - 1, -1, -1):
+                nxt[(*key, level)] = a
+                if level:
+                    a = _coarsen(a, i, ax.sizes[level - 1] // ax.sizes[level])
+        current = nxt
+    return current
+
+
+def collapse(parts: Mapping[tuple[int, ...], np.ndarray], axes: Sequence[AxisLevels]) -> np.ndarray:
+    """``Σ_t U_t(parts[t])``: every part broadcast from its tuple's blocks to the cells (each
+    block value copied to its cells) and added; missing tuples count as zero.  One upsample
+    per pyramid entry, axis by axis (Horner along the levels)."""
+    d = len(axes)
+    shape = tuple(ax.count for ax in axes)
+    lengths = [ax.length for ax in axes]
+
+    def zeros(key: tuple[int, ...]) -> np.ndarray:
+        return np.zeros(tuple(lengths[i] // axes[i].sizes[key[i]] for i in range(len(key)))
+                        + tuple(lengths[len(key):]))
+
+    current: dict[tuple[int, ...], np.ndarray] = {}
+    for key in itertools.product(*(range(c) for c in shape)):
+        if key in parts:
+            current[key] = np.asarray(parts[key], dtype=np.float64)
+    for i in range(d - 1, -1, -1):
+        ax = axes[i]
+        nxt: dict[tuple[int, ...], np.ndarray] = {}
+        for head in itertools.product(*(range(c) for c in shape[:i])):
+            levels = [current.get((*head, level)) for level in range(ax.count)]
+            if all(v is None for v in levels):
+                continue
+            acc = levels[0]
+            for level in range(1, ax.count):
+                if acc is not None:
+                    acc = np.repeat(acc, ax.sizes[level - 1] // ax.sizes[level], axis=i)
+                part = levels[level]
+                if part is not None:
+                    acc = part.copy() if acc is None else acc + part
+            nxt[head] = acc if acc is not None else zeros(head)
+        current = nxt
+    return current.get((), np.zeros(tuple(lengths)))
+
+
+def fold(estimate: np.ndarray, axes: Sequence[AxisLevels]) -> np.ndarray:
+    """The padded estimate back on the real cells: on each padded axis, the padding's values
+    are added to the last real cell (the padded cells are known zeros, so a query reaching the
+    last cell may cover the padding at no bias; :mod:`polars_dp.domains.workload`)."""
+    out = estimate
+    for i, ax in enumerate(axes):
+        if ax.padded:
+            head = np.take(out, np.arange(ax.n), axis=i)
+            tail = np.take(out, np.arange(ax.n - 1, ax.length), axis=i).sum(axis=i)
+            idx: list[slice | int] = [slice(None)] * out.ndim
+            idx[i] = ax.n - 1
+            head[tuple(idx)] = tail
+            out = head
+    return out
+
+
+__all__ = ["MAX_ORDERINGS", "AxisLevels", "bary_levels", "block_cells", "candidate_levels",
+           "chain_from_factors", "collapse", "divisor_levels", "fold", "nominal_levels", "pad",
+           "pyramid", "tuple_shape"]
