@@ -110,10 +110,10 @@ def two_level_face_neighbours(m1: int, m2: np.ndarray, d: int) -> tuple[np.ndarr
             t = top.copy()
             t[:, j] += np.where(inside, 0, step)
             ok = (t[:, j] >= 0) & (t[:, j] < m1)
-            c2 = np.zeros(cell.size, dtype=np.int64)
+            other = np.zeros(cell.size, dtype=np.int64)
             for k in range(d):
-                c2 = c2 * m1 + np.clip(t[:, k], 0, m1 - 1)
-            m_n = m2[c2]
+                other = other * m1 + np.clip(t[:, k], 0, m1 - 1)
+            m_n = m2[other]
             code = np.zeros(cell.size, dtype=np.int64)
             for k in range(d):
                 if k == j:
@@ -121,7 +121,7 @@ def two_level_face_neighbours(m1: int, m2: np.ndarray, d: int) -> tuple[np.ndarr
                 else:
                     pos = np.where(inside, sub[:, k], (2 * sub[:, k] + 1) * m_n // (2 * m))
                 code = code * m_n + pos
-            out[ok, j] = (first[c2] + code)[ok]
+            out[ok, j] = (first[other] + code)[ok]
     return lower, upper
 
 
