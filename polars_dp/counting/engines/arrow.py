@@ -14,9 +14,8 @@ import polars as pl
 import pyarrow as pa
 
 from polars_dp.counting.aggregate import Accumulator, Counts
-from polars_dp.counting.engines.polars import add_batch, add_frame, prepare
+from polars_dp.counting.engines.polars import add_batch, add_frame, plan_cells
 from polars_dp.counting.invalid import Stats, invalid_error, merge_stats, polars_stats
-from polars_dp.counting.slices import affine_axes
 from polars_dp.counting.spec import CountSpec
 
 
@@ -29,8 +28,7 @@ def as_reader(data: Any) -> pa.RecordBatchReader:
 def count_stream(data: Any, spec: CountSpec, *, dense: bool) -> Counts:
     reader = as_reader(data)
     schema = pl.DataFrame(pl.from_arrow(reader.schema.empty_table())).schema
-    keys, drop, dtypes = prepare(schema, spec)
-    affine = affine_axes(spec, dtypes) if dense else None
+    keys, drop, dtypes, affine = plan_cells(schema, spec, dense)
     acc = Accumulator(spec.n_cells, dense, spec.integer)
     stats: Stats | None = None
     for record_batch in reader:

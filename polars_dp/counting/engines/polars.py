@@ -47,6 +47,19 @@ def prepare(schema: pl.Schema, spec: CountSpec) -> tuple[list[pl.Expr], pl.Expr 
     return keys, row_filter(spec, dtypes, idx), dtypes
 
 
+def plan_cells(schema: pl.Schema, spec: CountSpec, dense: bool
+               ) -> tuple[list[pl.Expr], pl.Expr | None, list[pl.DataType], list[AffineAxis] | None]:
+    """:func:`prepare`'s (keys, row filter, dtypes) and, for dense counts whose axes are all
+    integer affine rules (:func:`~polars_dp.counting.slices.affine_axes`), those rules; then no
+    expression is built (such columns and declarations raise nothing in :func:`prepare`)."""
+    spec.check_columns(schema.names())
+    dtypes = [schema[a.column] for a in spec.axes]
+    affine = affine_axes(spec, dtypes) if dense else None
+    if affine is not None:
+        return [], None, dtypes, affine
+    return (*prepare(schema, spec), None)
+
+
 def row_filter(spec: CountSpec, dtypes: list[pl.DataType], idx: list[pl.Expr]) -> pl.Expr | None:
     """The rows the row rules keep (None: every row), each judged on its own: with
     ``nulls="drop"`` no null or NaN (nor a null count); the values an axis drops when outside
@@ -115,8 +128,7 @@ def count_polars(frame: pl.DataFrame | pl.LazyFrame, spec: CountSpec, *, dense: 
                  ) -> Counts:
     lf = frame.lazy()
     schema = lf.collect_schema()
-    keys, drop, dtypes = prepare(schema, spec)
-    affine = affine_axes(spec, dtypes) if dense else None
+    keys, drop, dtypes, affine = plan_cells(schema, spec, dense)
     if drop is not None:
         lf = lf.filter(drop)
     acc = Accumulator(spec.n_cells, dense, spec.integer)
@@ -141,5 +153,5 @@ def count_polars(frame: pl.DataFrame | pl.LazyFrame, spec: CountSpec, *, dense: 
     return acc.dense() if dense else acc.sparse()
 
 
-__all__ = ["BATCH_ROWS", "EXPRESSION_SLICE_ROWS", "add_batch", "add_frame", "count_polars", "prepare",
-           "row_filter"]
+__all__ = ["BATCH_ROWS", "EXPRESSION_SLICE_ROWS", "add_batch", "add_frame", "count_polars", "plan_cells",
+           "prepare", "row_filter"]
