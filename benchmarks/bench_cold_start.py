@@ -32,6 +32,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from benchmarks.peers import PEERS, skip_line
+
 HERE = Path(__file__).resolve().parent.parent
 
 #: The child: imports polars_dp, builds the input, times the call cold then warm.
@@ -125,7 +127,7 @@ def case(name: str, roots: dict[str, Path], repeats: int, opendp: str | None) ->
               f"(cpu {_median(theirs, 'cold_cpu'):.3f}); here cold {ours:.3f} s: {ours / cold:.3f}x "
               f"(target <= 0.02: {verdict}); with the import of polars_dp {first:.3f} s: {first / cold:.3f}x")
     else:
-        print("OpenDP: not installed, its column skipped (pip install opendp to measure)")
+        print(skip_line([p for p in PEERS if p.module == "opendp"]))
 
 
 def main(argv: list[str]) -> int:

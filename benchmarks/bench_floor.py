@@ -18,6 +18,13 @@ Cases (``--cases``):
            bins of 23) from Parquet, in a fresh process: cold and warm seconds, minor page
            faults, and the peak memory growth against the release's array size (target
            <= 0.5 s and <= 1.5x)
+  rows     in-memory counting: Basic from a two-column DataFrame (age 0..99 x hours 0..99,
+           1e4 cells, int64 columns) at 1e6, 1e7, 3e7 and 1e8 rows against its numpy floor
+           (``a * 100 + b``, ``np.bincount``, the same exact sampler).  Warm: interleaved pairs
+           in one process; cold: each call the first of a fresh process (which builds the
+           frame first), the two kinds of process interleaved, one at a time.  Targets at 1e8
+           rows: warm <= 1.2x, cold <= 1.5x, minor page faults <= 2x the floor's; CPU ns/row
+           within +-20 % of their median over the sizes (wall ns/row printed beside it)
 
 With ``--noise exact`` each Privelet release is also set against its model floor
 (:func:`model_floor`: every draw at the sampler's one-core rate, plus six passes over the cube
@@ -30,10 +37,15 @@ improved separately.  ``--noise exact`` passes ``noise="exact"`` to the mechanis
 accept it (else the float sampler is used and the table says so) and uses the exact discrete
 Laplace sampler in the floor when :mod:`polars_dp.noise` has one.
 
-The machine is shared: every number is a median of ``--repeats`` interleaved runs; treat
-absolute times as +-30 %, ratios as the result.
+The machine is shared: every ratio is the median over ``--repeats`` (at least 5) interleaved
+pairs, each pair timed back to back with the order alternating, of the wall-clock ratio and,
+beside it, the CPU-time ratio (``time.process_time``: every thread of the process); the load
+average is printed before every case.  ``--contended`` starts one CPU-bound process of its own
+(a busy loop) for the whole run and stops it at the end, so the targets are checked on a
+machine where another user computes.  Treat absolute times as +-30 %, ratios as the result.
 
     python -m benchmarks.bench_floor [--quick] [--cases census,1d,...] [--noise float|exact]
+                                     [--repeats 5] [--contended] [--row-sizes 1e6,1e7,3e7,1e8]
 """
 
 from __future__ import annotations
@@ -42,6 +54,8 @@ import argparse
 import importlib
 import inspect
 import json
+import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -58,7 +72,81 @@ TARGET_PRIVTREE_1E6_S = 0.3
 TARGET_MEMORY = 2.5
 TARGET_READ_S = 0.5
 TARGET_READ_MEMORY = 1.5
-CASES = ("census", "1d", "nominal", "privtree", "memory", "read")
+TARGET_ROWS_WARM = 1.2
+TARGET_ROWS_COLD = 1.5
+TARGET_ROWS_FAULTS = 2.0
+TARGET_ROWS_LINEAR = 0.2
+MIN_PAIRS = 5
+ROW_SIZES = (1_000_000, 10_000_000, 30_000_000, 100_000_000)
+QUICK_ROW_SIZES = (100_000, 1_000_000, 3_000_000)
+CASES = ("census", "1d", "nominal", "privtree", "memory", "read", "rows")
+
+
+# ---------------------------------------------------------------------------- clocks
+def load() -> str:
+    """The 1-, 5- and 15-minute load averages and the number of cores."""
+    return " ".join(f"{x:.2f}" for x in os.getloadavg()) + f" on {os.cpu_count()} cores"
+
+
+def timed(fn, *args, **kwargs) -> dict:
+    """Wall seconds, CPU seconds (every thread of this process) and minor page faults of one call."""
+    f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    c0, t0 = time.process_time(), time.perf_counter()
+    result = fn(*args, **kwargs)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    del result
+    return {"wall": wall, "cpu": cpu, "minflt": resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0}
+
+
+def interleaved(first, second, repeats: int) -> list[tuple[dict, dict]]:
+    """``repeats`` interleaved pairs of calls, the order alternating (first-second, second-first)."""
+    out = []
+    for i in range(repeats):
+        if i % 2:
+            b = timed(second)
+            a = timed(first)
+        else:
+            a = timed(first)
+            b = timed(second)
+        out.append((a, b))
+    return out
+
+
+def pair_ratios(runs: list[tuple[dict, dict]]) -> dict:
+    """Medians of the pairs' wall and CPU ratios, their spread, and each side's medians."""
+    wall = [a["wall"] / b["wall"] for a, b in runs]
+    cpu = [a["cpu"] / b["cpu"] for a, b in runs if b["cpu"] > 0]
+    return {"ratio": statistics.median(wall), "cpu_ratio": statistics.median(cpu) if cpu else float("nan"),
+            "ratio_range": [min(wall), max(wall)], "pairs": len(runs),
+            "seconds": statistics.median(a["wall"] for a, _ in runs),
+            "floor": statistics.median(b["wall"] for _, b in runs),
+            "cpu_seconds": statistics.median(a["cpu"] for a, _ in runs),
+            "floor_cpu": statistics.median(b["cpu"] for _, b in runs),
+            "minflt": statistics.median(a["minflt"] for a, _ in runs),
+            "floor_minflt": statistics.median(b["minflt"] for _, b in runs)}
+
+
+class Contention:
+    """One CPU-bound process of the benchmark's own (a busy loop) while the block runs."""
+
+    def __init__(self, active: bool):
+        self.active = active
+        self.proc: subprocess.Popen | None = None
+
+    def __enter__(self) -> Contention:
+        if self.active:
+            self.proc = subprocess.Popen([sys.executable, "-c", "while True:\n    pass"])
+            time.sleep(1.0)  # let it reach the run queue
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            self.proc.wait()
+
+    def describe(self) -> str:
+        return (f"contended: one CPU-bound busy loop of this benchmark (pid {self.proc.pid}) runs throughout"
+                if self.proc is not None else "not contended by this benchmark (other users may be)")
 
 
 # ---------------------------------------------------------------------------- data
@@ -242,7 +330,8 @@ def grid_case(case: str, quick: bool, rows: int, repeats: int, noise: str) -> di
     frame = case_rows(case, attrs, rows)
     columns = [frame[a.column].to_numpy() for a in attrs]
     cells = int(np.prod([a.n_cells for a in attrs]))
-    out = {"case": case, "cells": cells, "rows": rows, "noise": noise, "mechanisms": {}, "stages": {}}
+    out = {"case": case, "cells": cells, "rows": rows, "noise": noise, "mechanisms": {}, "stages": {},
+           "load": load()}
     variants = [("basic", None), ("privelet", [])]
     if plus_untransformed:
         variants.insert(1, ("privelet+", plus_untransformed))
@@ -260,21 +349,14 @@ def grid_case(case: str, quick: bool, rows: int, repeats: int, noise: str) -> di
         else:
             scale = privelet_module.privelet_scale(privelet_module.privelet_rho(attrs, transformed), 1.0,
                                                    "replace")
-        mech_t, floor_t = [], []
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            release = fn(frame, attrs, **kwargs)
-            mech_t.append(time.perf_counter() - t0)
-            del release
-            t0 = time.perf_counter()
+        def release(fn=fn, kwargs=kwargs):
+            return fn(frame, attrs, **kwargs)
+
+        def floor(name=name, scale=scale, transformed=transformed):
             if name == "basic":
-                result = floor_basic(columns, attrs, scale, noise)
-            else:
-                result = floor_privelet(columns, attrs, transformed, scale, noise)
-            floor_t.append(time.perf_counter() - t0)
-            del result
-        m, f = statistics.median(mech_t), statistics.median(floor_t)
-        out["mechanisms"][name] = {"seconds": m, "floor": f, "ratio": m / f, "noise_used": used}
+                return floor_basic(columns, attrs, scale, noise)
+            return floor_privelet(columns, attrs, transformed, scale, noise)
+        out["mechanisms"][name] = {**pair_ratios(interleaved(release, floor, repeats)), "noise_used": used}
         if noise == "exact" and accepts_noise(fn):  # the same release with float noise, interleaved
             ratios = []
             for _ in range(repeats):
@@ -338,15 +420,16 @@ def privtree_case(quick: bool, repeats: int) -> dict:
     for n in ((100_000, 1_000_000) if quick else (1_000_000, 10_000_000)):
         frame = skewed_frame(n, 2)
         cols, bounds = list(frame.columns), [(0.0, 1.0)] * 2
-        ug, pt = [], []
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            frame.dp.uniform_grid(cols, bounds=bounds, epsilon=1.0, seed=1)
-            ug.append(time.perf_counter() - t0)
-            t0 = time.perf_counter()
-            frame.dp.privtree(cols, bounds=bounds, epsilon=1.0, seed=1)
-            pt.append(time.perf_counter() - t0)
-        out["sizes"].append({"points": n, "ug": statistics.median(ug), "privtree": statistics.median(pt)})
+        def privtree(frame=frame, cols=cols, bounds=bounds):
+            return frame.dp.privtree(cols, bounds=bounds, epsilon=1.0, seed=1)
+
+        def uniform_grid(frame=frame, cols=cols, bounds=bounds):
+            return frame.dp.uniform_grid(cols, bounds=bounds, epsilon=1.0, seed=1)
+        runs = interleaved(privtree, uniform_grid, repeats)
+        r = pair_ratios(runs)
+        out["sizes"].append({"points": n, "ug": r["floor"], "privtree": r["seconds"], "ratio": r["ratio"],
+                             "cpu_ratio": r["cpu_ratio"], "pairs": r["pairs"]})
+    out["load"] = load()
     return out
 
 
@@ -444,6 +527,123 @@ def read_case() -> dict:
     return _child(["--read-child"])
 
 
+# ---------------------------------------------------------------------------- rows
+def rows_frame(n: int, seed: int = 2010):
+    """Two int64 columns: age 0..99 and hours 0..99, uniform."""
+    import polars as pl
+    rng = np.random.default_rng(seed)
+    return pl.DataFrame({"age": rng.integers(0, 100, n), "hours": rng.integers(0, 100, n)})
+
+
+def rows_calls(frame):
+    """``(release, floor)``: Basic (exact noise, the default; scale 2 at epsilon 1 under replace)
+    and its numpy floor on views of the same columns (flat cell, ``np.bincount``, the same exact
+    sampler at the same scale on every cell)."""
+    import polars_dp as pdp
+    attrs = [pdp.Ordinal("age", 0, 99), pdp.Ordinal("hours", 0, 99)]
+    age, hours = frame["age"].to_numpy(), frame["hours"].to_numpy()
+    exact = exact_sampler()
+    assert exact is not None
+    src, sample = exact
+
+    def release():
+        return pdp.basic(frame, attrs, epsilon=1.0, seed=1)
+
+    def floor():
+        idx = age * 100
+        idx += hours
+        counts = np.bincount(idx, minlength=10_000)
+        return counts + sample(src, Fraction(2), counts.size)
+    return release, floor
+
+
+def rows_child(n: int, mode: str, repeats: int) -> dict:
+    """``warm``: a first call of each, then interleaved pairs; ``cold-release`` / ``cold-floor``:
+    the first call of this fresh process (its frame built first)."""
+    frame = rows_frame(n)
+    release, floor = rows_calls(frame)
+    if mode == "cold-release":
+        return {"mode": mode, **timed(release)}
+    if mode == "cold-floor":
+        return {"mode": mode, **timed(floor)}
+    release()
+    floor()
+    runs = pair_ratios(interleaved(release, floor, repeats))
+    small, _ = rows_calls(frame.head(1000))
+    fixed = statistics.median(timed(small)["cpu"] for _ in range(max(repeats, 5)))
+    return {"mode": mode, "rows": n, **runs, "fixed_cpu": fixed, "load": load()}
+
+
+def rows_case(sizes: tuple[int, ...], repeats: int) -> dict:
+    """Every size: one process of warm pairs, then ``repeats`` pairs of fresh processes (one at
+    a time, the order alternating) for the cold ratio."""
+    out: dict = {"case": "rows", "sizes": [], "load_before": load()}
+    for n in sizes:
+        print(f"  rows case: {n:,} rows (load {load()})", file=sys.stderr, flush=True)
+        warm = _child(["--rows-child", str(n), "--rows-mode", "warm", "--repeats", str(repeats)])
+        cold = []
+        for i in range(repeats):
+            order = ("cold-release", "cold-floor") if i % 2 == 0 else ("cold-floor", "cold-release")
+            got = {mode: _child(["--rows-child", str(n), "--rows-mode", mode]) for mode in order}
+            cold.append((got["cold-release"], got["cold-floor"]))
+        c = pair_ratios(cold)
+        out["sizes"].append({"rows": n, "warm": warm,
+                             "cold": {"ratio": c["ratio"], "cpu_ratio": c["cpu_ratio"],
+                                      "seconds": c["seconds"], "floor": c["floor"], "minflt": c["minflt"],
+                                      "floor_minflt": c["floor_minflt"], "pairs": c["pairs"]}})
+    out["load_after"] = load()
+    return out
+
+
+def report_rows(res: dict) -> None:
+    print(f"\nrows: Basic from a two-column DataFrame (1e4 cells, exact noise) vs its numpy floor "
+          f"(load before {res['load_before']})")
+    print("  ns/row: wall (cpu) of the warm release and of the floor; cold: the first call of a fresh "
+          "process")
+    print(f"  {'rows':>12}{'basic s':>9}{'floor s':>9}{'ratio':>7}{'cpu':>6}{'ns/row':>15}{'floor':>15}"
+          f"{'minflt':>8}{'floor':>7}{'cold':>6}{'cpu':>6}{'cold minflt':>12}{'floor':>7}  load")
+    per_row, per_row_cpu = [], []
+    for s in res["sizes"]:
+        w, c, n = s["warm"], s["cold"], s["rows"]
+        per_row.append(w["seconds"] / n * 1e9)
+        per_row_cpu.append(w["cpu_seconds"] / n * 1e9)
+        mine = f"{per_row[-1]:.2f} ({per_row_cpu[-1]:.2f})"
+        floor = f"{w['floor'] / n * 1e9:.2f} ({w['floor_cpu'] / n * 1e9:.2f})"
+        print(f"  {n:>12,}{w['seconds']:>9.3f}{w['floor']:>9.3f}{w['ratio']:>7.2f}{w['cpu_ratio']:>6.2f}"
+              f"{mine:>15}{floor:>15}{w['minflt']:>8.0f}{w['floor_minflt']:>7.0f}"
+              f"{c['ratio']:>6.2f}{c['cpu_ratio']:>6.2f}{c['minflt']:>12.0f}{c['floor_minflt']:>7.0f}"
+              f"  {w['load'].split()[0]}")
+    big = res["sizes"][-1]
+    w, c = big["warm"], big["cold"]
+    faults = w["minflt"] / max(w["floor_minflt"], 1.0)
+
+    def spread_of(values: list[float]) -> float:
+        mid = statistics.median(values)
+        return max(abs(x / mid - 1) for x in values)
+    spread, spread_cpu = spread_of(per_row), spread_of(per_row_cpu)
+    fixed = statistics.median(s["warm"]["fixed_cpu"] for s in res["sizes"])
+    marginal = [(s["warm"]["cpu_seconds"] - fixed) / s["rows"] * 1e9 for s in res["sizes"]]
+
+    def verdict(ok: bool) -> str:
+        return "met" if ok else "MISSED"
+    print(f"  at {big['rows']:,} rows (medians of {w['pairs']} warm pairs, {c['pairs']} cold pairs): "
+          f"warm {w['ratio']:.2f} (cpu {w['cpu_ratio']:.2f}), target <= {TARGET_ROWS_WARM}: "
+          f"{verdict(w['ratio'] <= TARGET_ROWS_WARM)}; cold {c['ratio']:.2f} (cpu {c['cpu_ratio']:.2f}), "
+          f"target <= {TARGET_ROWS_COLD}: {verdict(c['ratio'] <= TARGET_ROWS_COLD)}")
+    print(f"  minor page faults {w['minflt']:.0f} vs the floor's {w['floor_minflt']:.0f} (warm), target <= "
+          f"{TARGET_ROWS_FAULTS}x: {verdict(w['minflt'] <= TARGET_ROWS_FAULTS * max(w['floor_minflt'], 1.0))}"
+          f" ({faults:.2f}x)")
+    print(f"  linear in rows: CPU ns/row {', '.join(f'{x:.2f}' for x in per_row_cpu)} within "
+          f"+-{spread_cpu * 100:.0f} % of their median, target +-{TARGET_ROWS_LINEAR * 100:.0f} %: "
+          f"{verdict(spread_cpu <= TARGET_ROWS_LINEAR)}; wall ns/row within +-{spread * 100:.0f} % "
+          f"({verdict(spread <= TARGET_ROWS_LINEAR)}; other users' load moves short runs most); "
+          f"load after {res['load_after']}")
+    print(f"  a release of 1,000 rows costs {fixed * 1e3:.2f} ms of CPU (plan, noise on 1e4 cells, release "
+          f"object; counting's share is about 0.2 ms): without it, CPU ns/row "
+          f"{', '.join(f'{x:.2f}' for x in marginal)}, within +-{spread_of(marginal) * 100:.0f} % "
+          "(for information; the verdict above counts it)")
+
+
 # ---------------------------------------------------------------------------- driver
 def _child(args: list[str]) -> dict:
     proc = subprocess.run([sys.executable, "-m", "benchmarks.bench_floor", *args], capture_output=True,
@@ -456,14 +656,17 @@ def _child(args: list[str]) -> dict:
 
 def report(res: dict) -> None:
     case = res["case"]
+    if case == "rows":
+        report_rows(res)
+        return
     if case == "privtree":
-        print("\nPrivTree vs the uniform grid (2-D clustered points, medians)")
+        print(f"\nPrivTree vs the uniform grid (2-D clustered points, medians of interleaved pairs; "
+              f"load {res['load']})")
         for s in res["sizes"]:
-            ratio = s["privtree"] / s["ug"]
             print(f"  {s['points']:>12,} points: UG {s['ug']:.3f} s, PrivTree {s['privtree']:.3f} s, "
-                  f"ratio {ratio:.2f}")
+                  f"ratio {s['ratio']:.2f} (cpu {s['cpu_ratio']:.2f}, {s['pairs']} pairs)")
         big, small = res["sizes"][-1], res["sizes"][0]
-        ratio = big["privtree"] / big["ug"]
+        ratio = big["ratio"]
         print(f"  target PrivTree <= {TARGET_PRIVTREE}x UG on {big['points']:,} points: "
               f"{'met' if ratio <= TARGET_PRIVTREE else 'MISSED'} ({ratio:.2f}); "
               f"{small['points']:,} points {small['privtree']:.3f} s (target < {TARGET_PRIVTREE_1E6_S} s "
@@ -493,12 +696,14 @@ def report(res: dict) -> None:
                   f"{'met' if ratio <= TARGET_MEMORY else 'MISSED'}"
                   f"{'' if r['reset'] else ' (peak not resettable: running maximum)'}")
         return
-    print(f"\n{case}: {res['cells']:,} cells, {res['rows']:,} rows, noise={res['noise']}")
-    print(f"  {'mechanism':<11}{'seconds':>9}{'floor s':>9}{'ratio':>7}{'target':>8}  noise used")
+    print(f"\n{case}: {res['cells']:,} cells, {res['rows']:,} rows, noise={res['noise']} "
+          f"(load {res['load']})")
+    print(f"  {'mechanism':<11}{'seconds':>9}{'floor s':>9}{'ratio':>7}{'cpu ratio':>11}{'target':>8}"
+          "  pairs  noise used")
     for name, m in res["mechanisms"].items():
         target = TARGETS[name]
-        print(f"  {name:<11}{m['seconds']:>9.2f}{m['floor']:>9.2f}{m['ratio']:>7.2f}{target:>7.1f}"
-              f"{'' if m['ratio'] <= target else '!'}  {m['noise_used']}")
+        print(f"  {name:<11}{m['seconds']:>9.2f}{m['floor']:>9.2f}{m['ratio']:>7.2f}{m['cpu_ratio']:>11.2f}"
+              f"{target:>7.1f}{'' if m['ratio'] <= target else '!'}  {m['pairs']:>5}  {m['noise_used']}")
     mechs = res["mechanisms"]
     for name, m in mechs.items():
         if "exact_over_float" in m:
@@ -528,15 +733,24 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="1e6 rows, smaller domains")
     parser.add_argument("--rows", type=int, default=None)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=MIN_PAIRS,
+                        help=f"interleaved pairs per ratio (at least {MIN_PAIRS})")
     parser.add_argument("--cases", default=",".join(CASES))
     parser.add_argument("--noise", choices=("float", "exact"), default="float")
+    parser.add_argument("--contended", action="store_true",
+                        help="run one CPU-bound process of the benchmark's own throughout")
+    parser.add_argument("--row-sizes", default=None, help="rows of the rows case, e.g. 1e6,1e7,3e7,1e8")
     parser.add_argument("--case-child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--memory-child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--read-child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--rows-child", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--rows-mode", default="warm", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.read_child:
         print(json.dumps(read_child()))
+        return 0
+    if args.rows_child is not None:
+        print(json.dumps(rows_child(args.rows_child, args.rows_mode, args.repeats)))
         return 0
     rows = args.rows or (1_000_000 if args.quick else 10_000_000)
     if args.memory_child:
@@ -549,19 +763,30 @@ def main(argv: list[str] | None = None) -> int:
             res = grid_case(args.case_child, args.quick, rows, args.repeats, args.noise)
         print(json.dumps(res))
         return 0
-    print("mechanism / numpy floor, medians of interleaved repeats (shared machine: +-30 % on times)")
-    common = ["--rows", str(rows), "--repeats", str(args.repeats), "--noise", args.noise]
+    repeats = max(MIN_PAIRS, args.repeats)
+    cases = args.cases.split(",")
+    unknown = [c for c in cases if c not in CASES]
+    if unknown:
+        print(f"unknown case {unknown[0]!r}; choose from {', '.join(CASES)}")
+        return 2
+    sizes = (tuple(int(float(x)) for x in args.row_sizes.split(",")) if args.row_sizes
+             else QUICK_ROW_SIZES if args.quick else ROW_SIZES)
+    common = ["--rows", str(rows), "--repeats", str(repeats), "--noise", args.noise]
     common += ["--quick"] if args.quick else []
-    for case in args.cases.split(","):
-        if case == "memory":
-            report(memory_case(args.quick, rows, args.noise))
-        elif case == "read":
-            report(read_case())
-        elif case in CASES:
-            report(_child(["--case-child", case, *common]))
-        else:
-            print(f"unknown case {case!r}; choose from {', '.join(CASES)}")
-            return 2
+    with Contention(args.contended) as contention:
+        print(f"mechanism / numpy floor: medians of {repeats} interleaved pairs, wall and CPU time "
+              f"(shared machine: +-30 % on times); load {load()}; {contention.describe()}", flush=True)
+        for case in cases:
+            if case == "memory":
+                report(memory_case(args.quick, rows, args.noise))
+            elif case == "read":
+                report(read_case())
+            elif case == "rows":
+                report(rows_case(sizes, repeats))
+            else:
+                report(_child(["--case-child", case, *common]))
+            sys.stdout.flush()
+        print(f"\nload average at the end: {load()}")
     return 0
 
 

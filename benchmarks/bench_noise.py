@@ -23,6 +23,8 @@ from fractions import Fraction
 
 import numpy as np
 
+from benchmarks.peers import missing, skip_line
+
 CHUNK = 1 << 22
 
 
@@ -62,11 +64,11 @@ def cells_benchmark(cells: int) -> None:
 def opendp_benchmark(n: int) -> None:
     from polars_dp import noise as N
 
-    try:
-        import opendp.prelude as dp
-    except ImportError:
-        print("\n2. OpenDP: not installed, column skipped (pip install opendp to measure)")
+    line = skip_line(missing("bench_noise"), "\n2. ")
+    if line:
+        print(line)
         return
+    import opendp.prelude as dp
     dp.enable_features("contrib")
     meas = (dp.vector_domain(dp.atom_domain(T=int)), dp.l1_distance(T=int)) >> dp.m.then_laplace(scale=2.0)
     counts = [0] * n

@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.memory import hwm_bytes
+from benchmarks.peers import missing, skip_line
 
 OUT = Path(__file__).parent / "out"
 TARGET_PEAK_GIB = 1.5
@@ -177,10 +178,9 @@ def main(argv: list[str] | None = None) -> int:
           f"{'met' if worst <= TARGET_PEAK_GIB else 'MISSED'})")
     if args.no_spark:
         return 0
-    try:
-        import pyspark  # noqa: F401
-    except ImportError:
-        print("\nSpark: pyspark is not installed (pip install '.[spark]'); skipped")
+    line = skip_line(missing("bench_scale"), "\nSpark: ")
+    if line:
+        print(line)
         return 0
     small = OUT / f"census_{spark_rows}.parquet"
     generate(small, spark_rows)

@@ -1,12 +1,14 @@
 """Adding up (key, count) pieces from any engine into one aggregate.
 
-Dense (a frequency matrix or a grid): the float64 result is allocated once, by
-``np.bincount`` of the first piece (its int64 output converted to float64 in its own buffer,
-so nothing is allocated twice; with ``integer`` the int64 output is the result), or, for an
-unweighted first piece with the compiled kernels and several threads, by the parallel scatter
-of :mod:`polars_dp.counting.scatter` (the same integers).  Later pieces
-are added in place by ``np.add.at`` (unbuffered, as fast as ``bincount`` since numpy 2 and
-without a result-sized temporary per piece; exact, the counts being integers below ``2^53``).
+Dense (a frequency matrix or a grid): the result is allocated once, by ``np.bincount`` of
+the first piece (its int64 output), or, for an unweighted first piece with the compiled kernels
+and several threads, by the parallel scatter of :mod:`polars_dp.counting.scatter` (the same
+integers).  Later pieces are added in place by ``np.add.at`` (unbuffered, as fast as
+``bincount`` since numpy 2 and without a result-sized temporary per piece, so an engine may add
+many small pieces, e.g. the row slices of :mod:`polars_dp.counting.slices`).  Row counts stay
+int64 (exact) until the float64 result is asked for, then are converted in their own buffer
+(nothing allocated twice); a weighted piece converts them to float64 sums first (exact, the
+counts being integers below ``2^53``).
 
 Sparse (PrivTree's finest cells): pieces are reduced to sorted unique keys with summed counts
 (re-reduced whenever they pile up), returned as int64 ``(keys, counts)``; a single unweighted
@@ -147,16 +149,12 @@ class Accumulator:
             return
         if self._dense is None and self._count_on_every_core(keys):
             return
-        if self.integer and not self._weighted:  # int64 counts, exact
-            if self._dense is None:  # bincount's own output is the result
-                self._dense = np.bincount(keys, minlength=self.n_cells).astype(np.int64, copy=False)
-            else:
-                np.add.at(self._dense, keys, 1)
-            return
         if self._dense is None:  # the first piece allocates the result: bincount writes it
-            self._dense = _retype(np.bincount(keys, minlength=self.n_cells), np.float64)
-            return
-        np.add.at(self._dense, keys, 1.0)
+            self._dense = np.bincount(keys, minlength=self.n_cells).astype(np.int64, copy=False)
+        elif self._dense.dtype == np.int64:  # row counts in int64 until dense() (exact)
+            np.add.at(self._dense, keys, 1)
+        else:
+            np.add.at(self._dense, keys, 1.0)
 
     def _count_on_every_core(self, keys: np.ndarray) -> bool:
         """The first piece, one count per key, by the parallel scatter
@@ -164,7 +162,7 @@ class Accumulator:
         cell ranges of the result); False when it does not run.  Later pieces go to ``np.add.at``:
         a streamed piece is small beside the result, and the engine producing the next piece
         needs the other cores."""
-        dense = np.empty(self.n_cells, dtype=np.int64 if self.integer else np.float64)
+        dense = np.empty(self.n_cells, dtype=np.int64)
         if not add_counts(dense, keys, zero=True):
             return False
         self._dense = dense
@@ -185,6 +183,8 @@ class Accumulator:
         :data:`COUNT_BOUND`."""
         if self._dense is None:
             self._dense = np.zeros(self.n_cells, dtype=np.int64 if self.integer else np.float64)
+        elif self._dense.dtype == np.int64 and not self.integer:  # row counts only: float64 in place
+            self._dense = _retype(self._dense, np.float64)
         elif self._weighted:
             saturate(self._dense)
             if self.integer:

@@ -1,8 +1,9 @@
 """Counting an Arrow stream (pyarrow RecordBatchReader or any ``__arrow_c_stream__`` object).
 
 The stream is read once, batch by batch (each batch viewed as a Polars DataFrame without a
-copy), never materialised.  A stream cannot be read twice, so once a batch has a row without
-a cell the remaining batches are only scanned for the error's statistics.
+copy, dense counts taken in its row slices as for a DataFrame), never materialised.  A stream
+cannot be read twice, so once a batch has a row without a cell the remaining batches are only
+scanned for the error's statistics.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import polars as pl
 import pyarrow as pa
 
 from polars_dp.counting.aggregate import Accumulator, Counts
-from polars_dp.counting.engines.polars import add_batch, prepare
+from polars_dp.counting.engines.polars import add_batch, add_frame, plan_cells
 from polars_dp.counting.invalid import Stats, invalid_error, merge_stats, polars_stats
 from polars_dp.counting.spec import CountSpec
 
@@ -27,16 +28,19 @@ def as_reader(data: Any) -> pa.RecordBatchReader:
 def count_stream(data: Any, spec: CountSpec, *, dense: bool) -> Counts:
     reader = as_reader(data)
     schema = pl.DataFrame(pl.from_arrow(reader.schema.empty_table())).schema
-    keys, drop, dtypes = prepare(schema, spec)
+    keys, drop, dtypes, affine = plan_cells(schema, spec, dense)
     acc = Accumulator(spec.n_cells, dense, spec.integer)
     stats: Stats | None = None
     for record_batch in reader:
         frame = pl.DataFrame(pl.from_arrow(record_batch))
-        if drop is not None:
-            frame = frame.filter(drop)
-        if stats is None and add_batch(acc, frame.select(keys), spec):
-            continue
-        stats = merge_stats(stats, polars_stats(frame, spec, schema))
+        if stats is None:
+            if dense and add_frame(acc, frame, spec, keys, drop, affine):
+                continue
+            kept = frame if drop is None else frame.filter(drop)
+            if not dense and add_batch(acc, kept.select(keys), spec):
+                continue
+        kept = frame if drop is None else frame.filter(drop)
+        stats = merge_stats(stats, polars_stats(kept, spec, schema))
     if stats is not None:
         raise invalid_error(spec, dtypes, stats)
     return acc.dense() if dense else acc.sparse()

@@ -1,10 +1,13 @@
 """Counting in Polars: DataFrame, LazyFrame and pyarrow Table inputs.
 
 The cell key is one Polars expression per row (the C-order flat index, or the per-axis cells
-when the caller maps them to another key).  A DataFrame is evaluated in one go; a LazyFrame
-runs on the streaming engine and is consumed batch by batch, each batch added to the single
-result buffer (:class:`~polars_dp.counting.aggregate.Accumulator`), so no cell column of the
-whole input is ever held.  Invalid rows are explained in a second pass (error path only).
+when the caller maps them to another key).  Dense counts of a DataFrame are taken in row
+slices (:mod:`polars_dp.counting.slices`: numpy on the columns when every axis is an integer
+affine rule, else the expressions on each slice), each added to the single result buffer
+(:class:`~polars_dp.counting.aggregate.Accumulator`); a LazyFrame runs on the streaming engine
+and is consumed batch by batch, each batch counted the same way, so no cell column of the
+whole input is ever held.  Sparse counts (PrivTree's keys) take a DataFrame in one go.
+Invalid rows are explained in a second pass (error path only).
 """
 
 from __future__ import annotations
@@ -15,10 +18,13 @@ import polars as pl
 
 from polars_dp.counting.aggregate import Accumulator, Counts
 from polars_dp.counting.invalid import invalid_error, polars_stats
+from polars_dp.counting.slices import AffineAxis, affine_axes, affine_counter, frame_slices, slice_rows
 from polars_dp.counting.spec import CountSpec, check_count_dtype, check_counts, strides
 
 #: Rows per batch when a LazyFrame is streamed.
 BATCH_ROWS = 1 << 21
+#: Rows per slice when the cells of a DataFrame are Polars expressions (public: a constant).
+EXPRESSION_SLICE_ROWS = 1 << 18
 
 
 def prepare(schema: pl.Schema, spec: CountSpec) -> tuple[list[pl.Expr], pl.Expr | None, list[pl.DataType]]:
@@ -39,6 +45,19 @@ def prepare(schema: pl.Schema, spec: CountSpec) -> tuple[list[pl.Expr], pl.Expr 
     if spec.count_column:
         keys.append(pl.col(spec.count_column).alias("_w"))
     return keys, row_filter(spec, dtypes, idx), dtypes
+
+
+def plan_cells(schema: pl.Schema, spec: CountSpec, dense: bool
+               ) -> tuple[list[pl.Expr], pl.Expr | None, list[pl.DataType], list[AffineAxis] | None]:
+    """:func:`prepare`'s (keys, row filter, dtypes) and, for dense counts whose axes are all
+    integer affine rules (:func:`~polars_dp.counting.slices.affine_axes`), those rules; then no
+    expression is built (such columns and declarations raise nothing in :func:`prepare`)."""
+    spec.check_columns(schema.names())
+    dtypes = [schema[a.column] for a in spec.axes]
+    affine = affine_axes(spec, dtypes) if dense else None
+    if affine is not None:
+        return [], None, dtypes, affine
+    return (*prepare(schema, spec), None)
 
 
 def row_filter(spec: CountSpec, dtypes: list[pl.DataType], idx: list[pl.Expr]) -> pl.Expr | None:
@@ -86,25 +105,53 @@ def add_batch(acc: Accumulator, batch: pl.DataFrame, spec: CountSpec) -> bool:
     return True
 
 
+def add_frame(acc: Accumulator, frame: pl.DataFrame, spec: CountSpec, keys: list[pl.Expr],
+              drop: pl.Expr | None, affine: list[AffineAxis] | None) -> bool:
+    """Add the rows of ``frame`` (its raw columns) slice by slice; False (stopped there) when a
+    row has no cell.  ``affine``: the numpy rule of :func:`~polars_dp.counting.slices.affine_axes`
+    (``frame`` needs only those columns), else the key expressions and row filter of
+    :func:`prepare` on each slice.  The counts are the same whatever the slicing (see
+    :mod:`polars_dp.counting.slices`)."""
+    if affine is not None:
+        for cells in affine_counter(frame, affine, spec.clamp, slice_rows(len(affine))):
+            if cells is None:
+                return False
+            acc.add(cells)
+        return True
+    for part in frame_slices(frame, EXPRESSION_SLICE_ROWS):
+        if not add_batch(acc, (part if drop is None else part.filter(drop)).select(keys), spec):
+            return False
+    return True
+
+
 def count_polars(frame: pl.DataFrame | pl.LazyFrame, spec: CountSpec, *, dense: bool
                  ) -> Counts:
     lf = frame.lazy()
     schema = lf.collect_schema()
-    keys, drop, dtypes = prepare(schema, spec)
+    keys, drop, dtypes, affine = plan_cells(schema, spec, dense)
     if drop is not None:
         lf = lf.filter(drop)
+    acc = Accumulator(spec.n_cells, dense, spec.integer)
     batches: Iterable[pl.DataFrame]
-    if isinstance(frame, pl.DataFrame):  # eager: no query-plan overhead
+    if isinstance(frame, pl.DataFrame) and dense:  # eager: no query-plan overhead, in slices
+        batches = [frame]
+        complete = add_frame(acc, frame, spec, keys, drop, affine)
+    elif isinstance(frame, pl.DataFrame):
         batches = [(frame if drop is None else frame.filter(drop)).select(keys)]
+        complete = add_batch(acc, batches[0], spec)
+    elif affine is not None:  # the raw columns streamed, each batch counted in slices
+        batches = lf.select([a.column for a in affine]).collect_batches(
+            chunk_size=BATCH_ROWS, maintain_order=False, engine="streaming")
+        complete = all(add_frame(acc, batch, spec, keys, None, affine) for batch in batches)
     else:
         batches = lf.select(keys).collect_batches(chunk_size=BATCH_ROWS, maintain_order=False,
                                                   engine="streaming")
-    acc = Accumulator(spec.n_cells, dense, spec.integer)
-    complete = all(add_batch(acc, batch, spec) for batch in batches)
+        complete = all(add_batch(acc, batch, spec) for batch in batches)
     if not complete:
         del batches  # stops the stream before the second (error-path) pass
         raise invalid_error(spec, dtypes, polars_stats(lf, spec, schema))
     return acc.dense() if dense else acc.sparse()
 
 
-__all__ = ["BATCH_ROWS", "add_batch", "count_polars", "prepare", "row_filter"]
+__all__ = ["BATCH_ROWS", "EXPRESSION_SLICE_ROWS", "add_batch", "add_frame", "count_polars", "plan_cells",
+           "prepare", "row_filter"]
