@@ -83,8 +83,8 @@ def run_basic(plan: BasicPlan, frame: Any, *, seed: SeedLike = None, progress: b
     add_cell_noise(counts, plan.scale, src, plan.noise, bar.step("noise", counts.size, "cells"))
     bar.close()
     return GridRelease(counts, attrs, mechanism="basic", epsilon=plan.epsilon, neighbours=plan.neighbours,
-                       noise_scale=plan.noise_scale, params=plan.release_params(), noise=plan.noise,
-                       seeded=src.seeded)
+                       noise_scale=plan.noise_scale, params=plan.record(), noise=plan.noise,
+                       seeded=src.seeded, plan=plan)
 
 
 @checked_options("basic")

@@ -28,10 +28,10 @@ from typing import Any
 import pyarrow as pa
 
 from polars_dp.domains.expressions import Sql
+from polars_dp.domains.queries import ID_RULE
 from polars_dp.errors import ParameterError, ReleaseFormatError
 from polars_dp.plans.grid import ALPHA_REFUSAL
 from polars_dp.releases.base import Release
-from polars_dp.releases.grid_queries import ID_RULE
 from polars_dp.releases.io import read_release as read_arrow_release
 from polars_dp.releases.metadata import attach_metadata
 
@@ -59,7 +59,7 @@ NO_CHECKS = "checks AS (SELECT true AS ok)"
 def query_checks(queries: str, source: str, known: Sequence[str], *, batch: bool = True) -> str:
     """The ``checks`` CTE (``sql/query_checks.sql``) of a macro answering the relation ``queries``:
     refuses a column other than ``id`` and ``known``, and a missing, NULL or repeated id, as
-    :func:`polars_dp.releases.grid_queries.check_query_ids` does in Python.  ``source`` names a
+    :func:`polars_dp.domains.queries.check_query_ids` does in Python.  ``source`` names a
     CTE holding ``queries`` with an ``id`` column (NULL when ``queries`` has none).  A
     single-query macro (``batch=False``) has nothing to check (:data:`NO_CHECKS`)."""
     if not batch:

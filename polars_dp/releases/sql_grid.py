@@ -55,7 +55,7 @@ import pyarrow as pa
 
 from polars_dp.domains.attributes import Nominal, Ordinal
 from polars_dp.domains.expressions import SQL, Sql, sql_text
-from polars_dp.domains.queries import ALIGN
+from polars_dp.domains.queries import ALIGN, label_ranges
 from polars_dp.domains.ranges import (
     BinPositions,
     bin_positions,
@@ -71,7 +71,6 @@ from polars_dp.errors import ParameterError
 from polars_dp.kernels.tail_bounds import laplace_sum_half_width, lists_terms
 from polars_dp.kernels.wavelet_variance import haar_range_factor, haar_weight_terms, range_weights
 from polars_dp.plans.noise_model import Correlated
-from polars_dp.releases.grid_queries import label_ranges
 from polars_dp.releases.sql import (
     BATCH_WHERE,
     INTERNAL_COLUMNS,

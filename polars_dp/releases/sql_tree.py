@@ -10,7 +10,7 @@ import pyarrow as pa
 from polars_dp.domains.expressions import SQL, Sql, sql_text
 from polars_dp.domains.ranges import reversed_text
 from polars_dp.kernels.tail_bounds import chernoff_half_width
-from polars_dp.releases.noise_model import IndependentLaplace
+from polars_dp.plans.noise_model import IndependentLaplace
 from polars_dp.releases.postprocess import postprocessed_noise_model
 from polars_dp.releases.sql import (
     BATCH_WHERE,
