@@ -128,12 +128,13 @@ def check_noise_scale(name: str, recorded: float, nominal: float) -> None:
 
 
 def check_equal(name: str, recorded: Any, expected: Any) -> None:
-    """``recorded == expected`` (numbers within RELATIVE_SLACK), else ReleaseFormatError naming ``name``."""
+    """``recorded == expected`` (numbers within RELATIVE_SLACK; a flag is not a number), else
+    ReleaseFormatError naming ``name``."""
     if isinstance(expected, float) or isinstance(recorded, float):
         ok = (isinstance(recorded, (int, float)) and not isinstance(recorded, bool)
               and math.isclose(recorded, expected, rel_tol=RELATIVE_SLACK, abs_tol=0.0))
     else:
-        ok = recorded == expected
+        ok = recorded == expected and isinstance(recorded, bool) == isinstance(expected, bool)
     if not ok:
         raise ReleaseFormatError(
             f"release metadata field {name!r} is {recorded!r} but the declared parameters give "
