@@ -82,11 +82,9 @@ __all__ = [
     "ReleaseSignatureError",
     "ReleaseWriteError",
     "Rows",
-    "SequenceModel",
     "SequenceRelease",
     "Session",
     "SpatialRelease",
-    "TreeRelease",
     "__version__",
     "adaptive_grid",
     "basic",
@@ -106,8 +104,8 @@ __all__ = [
     "uniform_grid",
 ]
 
-#: Former names, kept as deprecated aliases: a spatial release also holds plain grids (UG, AG),
-#: and every output type is named ``*Release``.
+#: Former names, kept as deprecated aliases (outside ``__all__``): a spatial release also holds
+#: plain grids (UG, AG), and every output type is named ``*Release``.
 _RENAMED = {"TreeRelease": "SpatialRelease", "SequenceModel": "SequenceRelease"}
 
 

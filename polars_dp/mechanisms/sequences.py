@@ -83,8 +83,6 @@ from polars_dp.plans.spatial import PrivTreeSequencesPlan, check_length_share
 from polars_dp.progress import Progress
 from polars_dp.releases.sequence import SequenceRelease
 
-POSTPROCESS = ("sum_then_clip", "clip_then_sum")
-
 
 def privtree_sequences(frame: Any, column: str, *, alphabet: Sequence[Any], max_length: int,
                        epsilon: float, tree_share: float = 0.25, theta: float = 0.0,

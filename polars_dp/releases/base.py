@@ -42,7 +42,6 @@ from polars_dp.releases.card import ALPHA, release_card
 from polars_dp.releases.integrity import CHECKSUM_KEY, check_record, payload_checksum
 from polars_dp.releases.io import write_batches_atomic
 from polars_dp.releases.metadata import (
-    NOISE_KINDS,
     DecodedMetadata,
     attach_metadata,
     encode_metadata,
@@ -412,4 +411,4 @@ class Release:
     __hash__ = None  # type: ignore[assignment]  # unhashable: numpy payload (compared by value)
 
 
-__all__ = ["NOISE_KINDS", "STREAM_BATCH_ROWS", "Release", "Sealed", "read_only"]
+__all__ = ["STREAM_BATCH_ROWS", "Release", "Sealed", "read_only"]

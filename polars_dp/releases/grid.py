@@ -46,9 +46,10 @@ from polars_dp.releases.grid_format import (
     write_order_columns,
 )
 from polars_dp.releases.integrity import check_noise_scale, positive_number, verify_checksum
-from polars_dp.releases.io import open_parquet, read_table, register_release_type
+from polars_dp.releases.io import open_parquet, read_table
 from polars_dp.releases.metadata import DecodedMetadata
 from polars_dp.releases.postprocess import GRID_POSTPROCESSING, postprocess_counts, postprocessed_noise_model
+from polars_dp.releases.reading import register_release_type
 from polars_dp.releases.sampling import sample_grid
 
 

@@ -89,7 +89,7 @@ from polars_dp.plans.spatial import SequencesPlan
 from polars_dp.releases import sql_sequence
 from polars_dp.releases.base import Release, Sealed
 from polars_dp.releases.integrity import predates_checksums, verify_checksum
-from polars_dp.releases.io import register_release_type
+from polars_dp.releases.reading import register_release_type
 from polars_dp.releases.sampling import check_rows_fit
 from polars_dp.releases.sequence_format import check_sequence_structure
 
@@ -626,7 +626,9 @@ class SequenceRelease(Release):
         plan = cls._replan(meta, {"column": "", "alphabet": alphabet, "max_length": max_length})
         release = cls(alphabet=alphabet, max_length=max_length, parent=parent, prepended=prepended,
                       hist=hist, plan=plan, **common)
-        check_sequence_structure(release, cast(SequencesPlan, plan), sums=not predates_checksums(meta.text))
+        check_sequence_structure(release.parent, release.prepended, release.hist, release.first_child,
+                                 release.height, release.params, cast(SequencesPlan, plan),
+                                 sums=not predates_checksums(meta.text))
         release.verified = verify_checksum(meta.text, release._payload_arrays(), required=True,
                                            unverified=unverified)
         return release

@@ -21,14 +21,22 @@ import numpy as np
 from polars_dp.errors import ReleaseFormatError
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
     from polars_dp.plans.spatial import SequencesPlan
-    from polars_dp.releases.sequence import SequenceRelease
 
 
-def check_sequence_structure(release: SequenceRelease, plan: SequencesPlan, *, sums: bool = True) -> None:
-    """The tree's shape (and, if ``sums``, PrivTree's internal sums): see the module docstring."""
-    beta, n = release.alphabet_size + 1, release.n_nodes
-    parent, prepended = release.parent[1:], release.prepended[1:]
+def check_sequence_structure(parent: np.ndarray, prepended: np.ndarray, hist: np.ndarray,
+                             first_child: np.ndarray, height: int, params: Mapping[str, Any],
+                             plan: SequencesPlan, *, sums: bool = True) -> None:
+    """The shape of the tree of ``parent`` / ``prepended`` codes (BFS order), its ``height`` and
+    (if ``sums``) PrivTree's internal sums of the histograms ``hist``, against the ``plan`` and
+    the record ``params``: see the module docstring."""
+    n, beta = parent.size, hist.shape[1]
+    is_leaf = first_child < 0
+    all_parents, all_prepended = parent, prepended
+    parent, prepended = parent[1:], prepended[1:]
     if (n - 1) % beta:
         raise ReleaseFormatError(f"sequence model has {n} nodes, not 1 + a multiple of beta = {beta}: "
                                  "nodes were removed or added")
@@ -38,22 +46,22 @@ def check_sequence_structure(release: SequenceRelease, plan: SequencesPlan, *, s
             or np.any(np.diff(split) <= 0)):
         raise ReleaseFormatError("sequence model nodes do not form a tree of full, ordered child groups "
                                  "in BFS order: the table was edited")
-    if np.any(release.prepended[split] == beta - 1):
+    if np.any(all_prepended[split] == beta - 1):
         raise ReleaseFormatError("sequence model has children below a start marker '#': the table was edited")
-    if release.height > plan.max_depth:
-        raise ReleaseFormatError(f"sequence model is {release.height} levels deep; its parameters allow "
+    if height > plan.max_depth:
+        raise ReleaseFormatError(f"sequence model is {height} levels deep; its parameters allow "
                                  f"{plan.max_depth}")
     if plan.max_nodes is not None and n > plan.max_nodes:
         raise ReleaseFormatError(f"sequence model has {n} nodes, above its max_nodes = {plan.max_nodes!r}")
     if sums and plan.internal_sums and split.size:
-        totals = np.zeros_like(release.hist)
-        np.add.at(totals, release.parent[1:], release.hist[1:])
-        internal = release.first_child >= 0
-        if not np.allclose(release.hist[internal], totals[internal], rtol=1e-9, atol=1e-6):
+        totals = np.zeros_like(hist)
+        np.add.at(totals, all_parents[1:], hist[1:])
+        internal = ~is_leaf
+        if not np.allclose(hist[internal], totals[internal], rtol=1e-9, atol=1e-6):
             raise ReleaseFormatError("sequence model's internal histograms are not the sums of their "
                                      "children's: the counts were edited")
-    leaves = release.hist[release.is_leaf]
-    plan.check_tree(release.params, n, float(leaves.min()) if leaves.size else 0.0)
+    leaves = hist[is_leaf]
+    plan.check_tree(params, n, float(leaves.min()) if leaves.size else 0.0)
 
 
 __all__ = ["check_sequence_structure"]

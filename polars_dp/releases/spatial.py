@@ -41,13 +41,18 @@ from polars_dp.plans.noise_model import (
     noise_model_from_json,
     noise_model_to_json,
 )
-from polars_dp.plans.spatial import PointsPlan
+from polars_dp.plans.spatial import PointsPlan, PrivTreePlan
 from polars_dp.progress import Progress
 from polars_dp.releases import geoparquet, sql_tree
 from polars_dp.releases.base import Release, Sealed, read_only
 from polars_dp.releases.integrity import check_equal, verify_checksum
-from polars_dp.releases.io import register_release_type
-from polars_dp.releases.postprocess import TREE_POSTPROCESSING, postprocess_counts, postprocessed_noise_model
+from polars_dp.releases.postprocess import (
+    TREE_POSTPROCESSING,
+    postprocess_counts,
+    postprocessed_noise_model,
+    postprocessing_steps,
+)
+from polars_dp.releases.reading import register_release_type
 from polars_dp.releases.sampling import sample_boxes
 from polars_dp.releases.spatial_format import (
     LAYOUTS,
@@ -517,18 +522,17 @@ def _read_levels(release: SpatialRelease, layout: MortonLayout,
                  parsed: tuple[int, list[float], np.ndarray, np.ndarray],
                  noisy_leaves: np.ndarray) -> TopLevels:
     """The counted top levels of a table, verified: the inference is recomputed from the noisy
-    counts (and the recorded post-processing reapplied) and must give the stored counts."""
-    params = release.params
-    if "leaf_noise_scale" not in params:
-        raise ReleaseFormatError("a release with counted top levels must record params.leaf_noise_scale")
+    counts (and the recorded post-processing reapplied) and must give the stored counts; the
+    levels and their scales are the plan's."""
+    plan = cast(PrivTreePlan, release.plan)
     k, scales, noisy, stored_top = parsed
-    if params.get("levels") != k or list(params.get("level_noise_scales", [])) != scales:
+    if plan.levels != k or [float(b) for b in plan.level_scales] != scales:
         raise ReleaseFormatError("params.levels / params.level_noise_scales disagree with the counted levels")
     assert release.codes is not None  # checked by the caller: a Morton-layout release
     levels = TopLevels.infer(release.codes, release.depth, layout, k, noisy, scales, noisy_leaves,
-                             float(params["leaf_noise_scale"]), release.noise)
+                             float(plan.leaf_scale), release.noise)
     check_same("top-level counts", stored_top, levels.top_counts())
-    steps = [s["method"] for s in params.get("postprocessed", [])]
+    steps = [s["method"] for s in postprocessing_steps(release.params)]
     if steps:
         finest, _ = postprocess_counts(levels.finest_counts, {}, steps, TREE_POSTPROCESSING)
         levels = levels.with_finest_counts(finest)
