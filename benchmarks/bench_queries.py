@@ -21,8 +21,8 @@ import numpy as np
 import polars as pl
 
 import polars_dp as pdp
+from polars_dp.domains.queries import query_ranges
 from polars_dp.evaluation.workloads import random_workload
-from polars_dp.releases.grid_queries import query_ranges
 
 TARGET_QPS = 200_000
 TARGET_SQL_S = 5.0

@@ -83,11 +83,9 @@ __all__ = [
     "ReleaseSignatureError",
     "ReleaseWriteError",
     "Rows",
-    "SequenceModel",
     "SequenceRelease",
     "Session",
     "SpatialRelease",
-    "TreeRelease",
     "__version__",
     "adaptive_grid",
     "basic",
@@ -108,8 +106,8 @@ __all__ = [
     "workload",
 ]
 
-#: Former names, kept as deprecated aliases: a spatial release also holds plain grids (UG, AG),
-#: and every output type is named ``*Release``.
+#: Former names, kept as deprecated aliases (outside ``__all__``): a spatial release also holds
+#: plain grids (UG, AG), and every output type is named ``*Release``.
 _RENAMED = {"TreeRelease": "SpatialRelease", "SequenceModel": "SequenceRelease"}
 
 

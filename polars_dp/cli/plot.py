@@ -23,7 +23,7 @@ import polars as pl
 
 import polars_dp as pdp
 from polars_dp.cli.common import BadInput, Failure, check_output, open_release, write_atomic
-from polars_dp.releases.grid_queries import cell_bounds
+from polars_dp.domains.queries import cell_bounds
 
 EXAMPLES = """\
 examples:

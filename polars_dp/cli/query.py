@@ -16,9 +16,8 @@ import polars as pl
 
 import polars_dp as pdp
 from polars_dp.cli.common import BadInput, check_output, one_line, open_release, scan, write_frame
-from polars_dp.domains.queries import predicate_ranges
+from polars_dp.domains.queries import check_query_ids, predicate_ranges
 from polars_dp.plans.grid import check_alpha
-from polars_dp.releases.grid_queries import check_query_ids
 
 EXAMPLES = """\
 examples:

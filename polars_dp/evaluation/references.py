@@ -15,9 +15,9 @@ import polars as pl
 from polars_dp.counting.points import collect_points
 from polars_dp.domains.attributes import Attribute, as_attributes
 from polars_dp.domains.box import as_box
+from polars_dp.domains.queries import predicate_ranges, query_ranges
 from polars_dp.errors import ParameterError
 from polars_dp.kernels.prefix import box_sums, prefix_sums
-from polars_dp.releases.grid_queries import predicate_ranges, query_ranges
 
 
 def exact_range_counts(frame: Any, columns: str | Sequence[str], bounds: Any, boxes: pl.DataFrame,

@@ -5,7 +5,7 @@ distinct attributes drawn uniformly without replacement.  An ordinal predicate i
 interval: two cells drawn uniformly and sorted, given in value space as the lower values of
 those cells (inclusive).  A nominal predicate is a uniformly drawn *non-root* node of the
 (collapsed) hierarchy, given by its label.  The output is a batch query frame
-(:mod:`polars_dp.releases.grid_queries`) with an ``id`` column.
+(:mod:`polars_dp.domains.queries`) with an ``id`` column.
 
 Workloads depend only on the public domain and the seed, never on data.  Coverage (the
 fraction of cells a query covers) is computed here; true answers and selectivity need the
@@ -20,9 +20,9 @@ import numpy as np
 import polars as pl
 
 from polars_dp.domains.attributes import Attribute, Nominal, as_attributes
+from polars_dp.domains.queries import cell_bounds, label_text, query_ranges
 from polars_dp.noise import SeedLike, make_rng
 from polars_dp.params import check_int
-from polars_dp.releases.grid_queries import cell_bounds, label_text, query_ranges
 
 
 def _node_labels(attribute: Nominal) -> list:

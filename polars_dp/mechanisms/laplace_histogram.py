@@ -63,13 +63,6 @@ def add_cell_noise(counts: np.ndarray, scale: Any, src: NoiseSource, noise: str,
             advance(block.size)
 
 
-def basic_scale(epsilon: float, neighbours: str, noise: str = "float") -> float:
-    """Laplace magnitude of Basic (the plan's scale, :class:`polars_dp.plans.BasicPlan`):
-    ``Delta / epsilon`` with Delta = 2 (replace) or 1 (add/remove); on the exact path rounded up
-    to the grid (returned as the exactly representable float)."""
-    return BasicPlan([], epsilon=epsilon, neighbours=neighbours, noise=noise).noise_scale
-
-
 def run_basic(plan: BasicPlan, frame: Any, *, seed: SeedLike = None, progress: bool | None = None
               ) -> GridRelease:
     """Count ``frame`` over the plan's attributes and add the plan's cell noise."""
@@ -83,8 +76,8 @@ def run_basic(plan: BasicPlan, frame: Any, *, seed: SeedLike = None, progress: b
     add_cell_noise(counts, plan.scale, src, plan.noise, bar.step("noise", counts.size, "cells"))
     bar.close()
     return GridRelease(counts, attrs, mechanism="basic", epsilon=plan.epsilon, neighbours=plan.neighbours,
-                       noise_scale=plan.noise_scale, params=plan.release_params(), noise=plan.noise,
-                       seeded=src.seeded)
+                       noise_scale=plan.noise_scale, params=plan.record(), noise=plan.noise,
+                       seeded=src.seeded, plan=plan)
 
 
 @checked_options("basic")
@@ -132,4 +125,4 @@ def basic(frame: Any, attributes: Attribute | Iterable[Attribute], *, epsilon: f
 
 register_runner("basic", run_basic, basic)
 
-__all__ = ["add_cell_noise", "basic", "basic_scale", "run_basic"]
+__all__ = ["add_cell_noise", "basic", "run_basic"]

@@ -34,7 +34,6 @@ from polars_dp.mechanisms.privacy_unit import bounded
 from polars_dp.noise import (
     NoiseKind,
     SeedLike,
-    noise_params,
     noise_source,
     sample_noise,
 )
@@ -64,16 +63,15 @@ def run_ngram(plan: NgramPlan, frame: Any, *, seed: SeedLike = None, progress: b
     bar.step("n-gram tree")
     tree = grow_context_tree(enc, lambda hist, depth, starts_with_start: np.ones(hist.shape[0], dtype=bool),
                              max_depth=height - 1, max_nodes=n_nodes)
-    l_top, scale = plan.l_top, plan.scale
+    scale = plan.scale
     bar.step("noise")
     hist = tree.hist + sample_noise(src, scale, tree.hist.shape, plan.noise)  # unclipped: queries clip at 0
     bar.close()
-    params = {"height": height, "l_top": l_top, "noise_scale": float(scale),
-              "sensitivity_per_level": plan.group,
-              **noise_params(height * plan.group, scale, plan.noise), **plan.input_params()}
+    params = plan.record()
     return SequenceRelease(alphabet=alphabet, max_length=enc.max_length, parent=tree.parent,
                          prepended=tree.prepended, hist=hist, mechanism="ngram", epsilon=plan.epsilon,
-                         neighbours="add_remove", params=params, noise=plan.noise, seeded=src.seeded)
+                         neighbours="add_remove", params=params, noise=plan.noise, seeded=src.seeded,
+                         plan=plan)
 
 
 def ngram_sequences(frame: Any, column: str, *, alphabet: Sequence[Any], max_length: int,

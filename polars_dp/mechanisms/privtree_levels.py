@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from polars_dp.kernels.morton import MortonLayout
-from polars_dp.noise import NoiseKind, add_noise, laplace_scale
+from polars_dp.noise import NoiseKind, add_noise
 from polars_dp.plans.privtree_levels import (
     DEFAULT_LEVEL_BITS,
     LEVELS_SHARE,
@@ -75,10 +75,5 @@ def noisy_level_counts(counts: list[np.ndarray], scales: list[Any], src: Any, no
     return np.concatenate(out)
 
 
-def level_scales(factor: int, eps_levels: list[Any], noise: NoiseKind) -> list[Any]:
-    """``factor / eps_l`` per level (rounded up to the noise grid for exact noise)."""
-    return [laplace_scale(factor, e, noise) for e in eps_levels]
-
-
 __all__ = ["DEFAULT_LEVEL_BITS", "LEVELS_SHARE", "MAX_TOP_CELLS", "check_levels", "default_levels",
-           "level_counts", "level_scales", "level_weights", "noisy_level_counts", "split_count_budget"]
+           "level_counts", "level_weights", "noisy_level_counts", "split_count_budget"]

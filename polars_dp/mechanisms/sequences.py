@@ -74,7 +74,6 @@ from polars_dp.noise import (
     NoiseKind,
     NoiseSource,
     SeedLike,
-    noise_params,
     noise_source,
     sample_noise,
 )
@@ -83,8 +82,6 @@ from polars_dp.plans.base import register_runner
 from polars_dp.plans.spatial import PrivTreeSequencesPlan, check_length_share
 from polars_dp.progress import Progress
 from polars_dp.releases.sequence import SequenceRelease
-
-POSTPROCESS = ("sum_then_clip", "clip_then_sum")
 
 
 def privtree_sequences(frame: Any, column: str, *, alphabet: Sequence[Any], max_length: int,
@@ -182,24 +179,17 @@ def release_encoded(plan: PrivTreeSequencesPlan, enc: EncodedSequences, src: Noi
     else:  # unclipped sums: unbiased, linear in the noisy leaves; queries clip at 0
         hist = sums_of_children(tree.parent, tree.depth, noisy, leaves)
     hist.flags.writeable = False  # the release keeps it as it is (read-only) instead of a copy
-    params = {"lambda": lam, "delta": delta, "tree_share": plan.tree_share, "theta": float(theta),
-              "eps_tree": float(plan.epsilon_tree), "eps_leaf": float(plan.epsilon_leaf),
-              "leaf_noise_scale": float(leaf_scale), "l_top": l_top, "beta": enc.beta,
-              "postprocess": postprocess, "max_nodes": plan.max_nodes, "capped": tree.capped,
-              "length_share": plan.length_share, **plan.input_params(),
-              **noise_params(plan.group, leaf_scale, noise, prefix="leaf_")}
+    data: dict[str, Any] = {"capped": tree.capped}
     if plan.length_scale is not None:  # the length law: one bin per truncated length, sensitivity 1
         ends = enc.n_before[enc.next_symbol == enc.alphabet_size].astype(np.int64)
         exact = np.bincount(ends, minlength=enc.max_length + 1).astype(np.float64)
         length_counts = exact + sample_noise(src, plan.length_scale, exact.shape, noise)
-        params.update({"eps_length": float(plan.epsilon_length),
-                       "length_noise_scale": float(plan.length_scale),
-                       "length_counts": [float(x) for x in length_counts],
-                       **noise_params(plan.length_sensitivity, plan.length_scale, noise, prefix="length_")})
+        data["length_counts"] = [float(x) for x in length_counts]
+    params = plan.record(**data)
     return SequenceRelease(alphabet=plan.options["alphabet"], max_length=enc.max_length, parent=tree.parent,
                            prepended=tree.prepended, hist=hist, mechanism="privtree_sequences",
                            epsilon=plan.epsilon, neighbours="add_remove", params=params, noise=noise,
-                           seeded=src.seeded)
+                           seeded=src.seeded, plan=plan)
 
 
 register_runner("privtree_sequences", run_privtree_sequences, privtree_sequences)

@@ -58,7 +58,6 @@ from polars_dp.noise import (
     NoiseKind,
     NoiseSource,
     SeedLike,
-    noise_params,
     noise_source,
     sample_noise,
 )
@@ -107,8 +106,7 @@ def uniform_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsil
     plan = UniformGridPlan(columns, bounds=bounds, epsilon=epsilon, n=n, n_share=n_share, c=c,
                            neighbours=neighbours, on_out_of_domain=on_out_of_domain, nulls=nulls,
                            count_column=count_column, noise=noise, privacy_unit=privacy_unit)
-    box, c, sens, noise = plan.box, plan.options["c"], plan.sensitivity, plan.noise
-    epsilon, eps_grid = plan.epsilon, plan.epsilon_grid
+    box, noise, epsilon = plan.box, plan.noise, plan.epsilon
     src = noise_source(seed)
     bar = Progress("uniform_grid", progress, None)  # no public work: the same on every input
     bar.step("counting")
@@ -118,7 +116,6 @@ def uniform_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsil
     if n is None:  # two passes (N, then the grid): a one-shot stream keeps the point columns only
         frame = rereadable(frame, [*box.columns, *([count_column] if count_column else [])])
     n_used = _n_used(plan, lambda: grid_counts(frame, box, 1, **opts).sum(), src)
-    n_how = plan.n_source
     m = plan.side(n_used)
     cells = check_domain_size((m,) * box.d, bytes_per_cell=64)
     count = grid_counts(frame, box, m, **opts)
@@ -127,11 +124,10 @@ def uniform_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsil
     count += sample_noise(src, scale, count.shape, noise)
     bar.close()
     lo, hi = grid_boxes(box, m)
-    params = {"c": c, "m": m, "n_used": n_used, "n_source": n_how, "epsilon_grid": float(eps_grid),
-              "noise_scale": float(scale), **noise_params(sens, scale, noise), **plan.input_params()}
+    params = plan.record(n_used=n_used)
     return SpatialRelease(box, lo, hi, np.ones(cells, dtype=np.int32), count, layout={"kind": "grid", "m": m},
                        mechanism="uniform_grid", epsilon=epsilon, neighbours=neighbours, params=params,
-                       noise=noise, seeded=src.seeded, noise_model=plan.release_noise_model)
+                       noise=noise, seeded=src.seeded, plan=plan, noise_model=plan.release_noise_model)
 
 
 def adaptive_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: float,
@@ -158,7 +154,7 @@ def adaptive_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsi
                             count_column=count_column, noise=noise, privacy_unit=privacy_unit)
     d = box.d
     epsilon, alpha, c, c2 = plan.epsilon, plan.options["alpha"], plan.options["c"], plan.options["c2"]
-    sens, noise = plan.sensitivity, plan.noise
+    noise = plan.noise
     src = noise_source(seed)
     bar = Progress("adaptive_grid", progress, None)
     bar.step("counting")
@@ -166,7 +162,7 @@ def adaptive_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsi
     points, weights = collect_weighted_points(frame, box, on_out_of_domain=on_out_of_domain, nulls=nulls,
                                               count_column=count_column)
     n_points = points[0].size if weights is None else int(weights.sum())
-    n_used, eps_grid, n_how = _n_used(plan, lambda: n_points, src), plan.epsilon_grid, plan.n_source
+    n_used = _n_used(plan, lambda: n_points, src)
     scale1, scale2 = plan.level1_scale, plan.level2_scale
     m1 = plan.first_side(n_used)
     n_cells = check_domain_size((m1,) * d, bytes_per_cell=64)
@@ -194,14 +190,11 @@ def adaptive_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsi
 
     lo, hi = _two_level_boxes(box, m1, m2, owner, leaf_start)
     depth = np.where(sub_cells[owner] > 1, 2, 1).astype(np.int32)
-    params = {"alpha": alpha, "c": c, "c2": c2, "m1": m1, "n_used": n_used, "n_source": n_how,
-              "epsilon_grid": float(eps_grid), "level1_noise_scale": float(scale1),
-              "level2_noise_scale": float(scale2), **noise_params(sens, scale1, noise, "level1_"),
-              **noise_params(sens, scale2, noise, "level2_"), **plan.input_params()}
+    params = plan.record(n_used=n_used)
     return SpatialRelease(box, lo, hi, depth, u.astype(np.float64),
                        layout={"kind": "two_level_grid", "m1": m1, "m2": m2.tolist()},
                        mechanism="adaptive_grid", epsilon=epsilon, neighbours=neighbours, params=params,
-                       noise=noise, seeded=src.seeded, noise_model=plan.release_noise_model)
+                       noise=noise, seeded=src.seeded, plan=plan, noise_model=plan.release_noise_model)
 
 
 def privelet_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: float,
@@ -239,12 +232,11 @@ def privelet_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsi
                            advance=bar.step("noise + inverse transform", grid_plan.coefficients, "coef"))
     bar.close()
     lo, hi = grid_boxes(box, m)
-    params = {**grid.params, "bits": plan.bits, "m": m, "noise_scale": grid.noise_scale,
-              **plan.input_params()}
+    params = plan.record()
     return SpatialRelease(box, lo, hi, np.ones(m**box.d, dtype=np.int32), grid.counts.reshape(-1),
                           layout={"kind": "grid", "m": m}, mechanism="privelet_grid", epsilon=plan.epsilon,
                           neighbours=plan.neighbours, params=params, noise=plan.noise, seeded=src.seeded,
-                          noise_model=plan.release_noise_model)
+                          plan=plan, noise_model=plan.release_noise_model)
 
 
 def constrained_inference(v: np.ndarray, u: np.ndarray, owner: np.ndarray, alpha: float) -> np.ndarray:

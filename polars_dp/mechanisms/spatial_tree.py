@@ -56,7 +56,6 @@ from polars_dp.mechanisms.privtree_levels import (
 )
 from polars_dp.mechanisms.privtree_rule import (
     check_theta,
-    grid_theta,
     privtree_delta,
     privtree_lambda,
     privtree_split,
@@ -66,7 +65,6 @@ from polars_dp.noise import (
     NoiseKind,
     SeedLike,
     add_noise,
-    noise_params,
     noise_source,
 )
 from polars_dp.params import Nulls, OnOutOfDomain
@@ -218,12 +216,7 @@ def privtree(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: 
                         nulls=nulls, resolution=resolution, count_column=count_column, noise=noise,
                         levels=levels, privacy_unit=privacy_unit)  # budget split, level and leaf scales
     box, layout, k, noise = plan.box, plan.layout, plan.levels, plan.noise
-    epsilon, share, factor = plan.epsilon, plan.options["tree_share"], plan.sensitivity
-    split_bits, beta, bits = layout.split_bits, layout.fanout, layout.bits
-    eps_tree, eps_leaf = plan.epsilon_tree, plan.epsilon_leaf
-    theta = check_theta(theta)
-    if noise == "exact":
-        theta = grid_theta(theta)
+    epsilon, split_bits, bits, theta = plan.epsilon, layout.split_bits, layout.bits, plan.theta
     lam = plan.lam  # the plan's lambda: one calibration
     delta = plan.delta  # checked by the plan: delta >= lambda ln(beta)
     leaf_scale = plan.leaf_scale
@@ -242,25 +235,20 @@ def privtree(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: 
         del codes, weights
         bar.step("noise")
         add_noise(count, leaf_scale, src, noise)
-        params = {"lambda": lam, "delta": delta, "theta": theta, "fanout": beta, "tree_share": share,
-                  "epsilon_tree": float(eps_tree), "epsilon_leaf": float(eps_leaf),
-                  "leaf_noise_scale": float(leaf_scale), "resolution_bits": layout.bits,
-                  **noise_params(factor, leaf_scale, noise, prefix="leaf_"), **plan.input_params()}
+        params = plan.record()
         top_levels = None
         if k:
-            scales, eps_levels = plan.level_scales, plan.epsilon_levels
+            scales = plan.level_scales
             noisy_top = noisy_level_counts(exact_levels, scales, src, noise)
             del exact_levels
             bar.step("inference")
             top_levels = TopLevels.infer(start, depth, layout, k, noisy_top, [float(b) for b in scales],
                                          count, float(leaf_scale), noise)
             count = top_levels.leaf_counts()
-            params.update({"levels": k, "epsilon_levels": [float(e) for e in eps_levels],
-                           "level_noise_scales": [float(b) for b in scales]})
         bar.close()
         lo, hi = layout.node_boxes(start, depth, box)
         return SpatialRelease(box, lo, hi, depth, count, codes=start, mechanism="privtree", epsilon=epsilon,
-                           neighbours=neighbours, params=params, noise=noise, seeded=src.seeded,
+                           neighbours=neighbours, params=params, noise=noise, seeded=src.seeded, plan=plan,
                            noise_model=plan.release_noise_model, levels=top_levels,
                            layout={"kind": "morton", "bits": layout.bits, "split_bits": split_bits})
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from polars_dp.plans.base import REGISTRY, Entry, Plan, known_mechanisms, plan_class, plan_for_release
+from polars_dp.plans.base import REGISTRY, Entry, Plan, from_record, known_mechanisms, plan_class
 from polars_dp.plans.grid import BasicPlan, GridPlan, PriveletPlan, compare
 from polars_dp.plans.spatial import (
     AdaptiveGridPlan,
@@ -36,4 +36,4 @@ def plan(mechanism: str, *args: Any, **options: Any) -> Plan:
 
 __all__ = ["REGISTRY", "AdaptiveGridPlan", "BasicPlan", "Entry", "GridPlan", "NgramPlan", "Plan",
            "PriveletGridPlan", "PriveletPlan", "PrivTreePlan", "PrivTreeSequencesPlan", "UniformGridPlan",
-           "compare", "known_mechanisms", "plan", "plan_class", "plan_for_release"]
+           "compare", "from_record", "known_mechanisms", "plan", "plan_class"]

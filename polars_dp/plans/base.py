@@ -25,8 +25,8 @@ from typing import Any, ClassVar
 
 from polars_dp import compiled
 from polars_dp.domains.privacy_unit import Rows
-from polars_dp.errors import ParameterError
-from polars_dp.noise import Neighbours, NoiseKind, check_scale, histogram_sensitivity
+from polars_dp.errors import ParameterError, PolarsDPError, ReleaseFormatError
+from polars_dp.noise import Neighbours, NoiseKind, check_scale, histogram_sensitivity, noise_params
 from polars_dp.plans.noise_model import NoiseModel
 from polars_dp.plans.options import REQUIRED, Option, bind_options
 
@@ -46,6 +46,41 @@ def recorded_inputs(params: Mapping[str, Any]) -> dict[str, Any]:
     """The plan options :meth:`Plan.input_params` recorded in ``params`` (for a reader)."""
     return {"privacy_unit": params.get("privacy_unit"),
             **{rule: params[rule] for rule in ROW_RULES if rule in params}}
+
+
+#: A :class:`Field` value that leaves the entry out of the record.
+OMIT: Any = object()
+
+
+@dataclass(frozen=True)
+class Field:
+    """One entry of a plan's record (a release's ``params``), declared once by the plan class.
+
+    ``key`` the entry's name; ``value(plan, data)`` its value (:data:`OMIT`: not recorded), or
+    ``None`` for an entry only the data decides, which the runner hands to :meth:`Plan.record`
+    (and a reader takes from the file); ``scale``: the entry follows from epsilon (a reader
+    compares it after the inputs); ``keys``: a group of entries (``value`` gives a mapping of
+    them, e.g. :func:`exact_fields`), not one."""
+
+    key: str
+    value: Callable[[Any, Mapping[str, Any]], Any] | None = None
+    scale: bool = False
+    keys: tuple[str, ...] = ()
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return self.keys or (self.key,)
+
+
+def exact_fields(prefix: str, sensitivity: Callable[[Any], Any], scale: Callable[[Any], Any]) -> Field:
+    """The entries of one exact noise scale (:func:`~polars_dp.noise.noise_params`: the rational
+    scale and the epsilon it spends), for exact noise only."""
+    return Field(f"{prefix}exact", lambda p, d: noise_params(sensitivity(p), scale(p), p.noise, prefix),
+                 scale=True, keys=(f"{prefix}noise_scale_exact", f"{prefix}epsilon_effective"))
+
+
+#: The entries of how the input was read (:meth:`Plan.input_params`).
+INPUTS = Field("inputs", lambda p, d: p.input_params(), keys=("privacy_unit", *ROW_RULES))
 
 
 class Plan:
@@ -72,6 +107,10 @@ class Plan:
     unknown_before_data: ClassVar[str] = ""
     #: Marks plans for code that does not import this module.
     is_plan: ClassVar[bool] = True
+    #: The entries of the record (:meth:`record`), in the order a release writes them.
+    record_fields: ClassVar[tuple[Field, ...]] = ()
+    #: The value an option had in a record written before its entry was recorded.
+    record_defaults: ClassVar[Mapping[str, Any]] = {}
 
     def __init__(self, *args: Any, **options: Any):
         if len(args) > len(self.positional):
@@ -141,6 +180,52 @@ class Plan:
             if self.options.get(rule, "raise") != "raise":
                 out[rule] = self.options[rule]
         return out
+
+    # ------------------------------------------------------------------ record
+    @classmethod
+    def record_keys(cls) -> tuple[str, ...]:
+        """Every entry a record of this class may hold."""
+        return tuple(k for f in cls.record_fields for k in f.names)
+
+    @classmethod
+    def data_keys(cls) -> tuple[str, ...]:
+        """The entries only the data decides (given to :meth:`record`)."""
+        return tuple(f.key for f in cls.record_fields if f.value is None)
+
+    def record_entries(self, data: Mapping[str, Any]) -> dict[str, tuple[Any, bool]]:
+        """``key -> (value, scale)`` of :meth:`record`."""
+        unknown = set(data) - set(self.data_keys())
+        if unknown:
+            raise ValueError(f"{self.name}: {sorted(unknown)} are not data entries of its record")
+        out: dict[str, tuple[Any, bool]] = {}
+        for f in self.record_fields:
+            if f.value is None:
+                if f.key in data:
+                    out[f.key] = (data[f.key], False)
+            elif f.keys:
+                out.update((k, (v, f.scale)) for k, v in f.value(self, data).items())
+            elif (value := f.value(self, data)) is not OMIT:
+                out[f.key] = (value, f.scale)
+        return out
+
+    def record(self, **data: Any) -> dict[str, Any]:
+        """The release's ``params``: every entry of :attr:`record_fields` in order, those only the
+        data decides given as ``data`` (e.g. PrivTree sequences' ``capped``)."""
+        return {k: v for k, (v, _) in self.record_entries(data).items()}
+
+    @classmethod
+    def options_from_record(cls, params: Mapping[str, Any]) -> dict[str, Any]:
+        """The options (domain, epsilon, neighbours and noise aside) that made a record (subclasses)."""
+        return {}
+
+    def restored(self, params: Mapping[str, Any]) -> Plan:
+        """This plan with the free public choices its record states and its options cannot
+        carry (subclasses; e.g. Privelet's workload-chosen untransformed set)."""
+        return self
+
+    def check_data(self, params: Mapping[str, Any]) -> None:
+        """Refuse a recorded value only the data decides that no release of this plan holds
+        (:class:`ReleaseFormatError` naming it; subclasses)."""
 
     @property
     def epsilon_effective(self) -> float:
@@ -275,17 +360,54 @@ def known_mechanisms() -> tuple[str, ...]:
     return tuple(dict.fromkeys(m for e in REGISTRY.values() for m in e.release_mechanisms))
 
 
-def plan_for_release(mechanism: str) -> type[Plan] | None:
-    """The plan class whose releases record ``mechanism``."""
-    for entry in REGISTRY.values():
-        if mechanism in entry.release_mechanisms:
-            return entry.plan_class
-    return None
+#: ``params`` entries any release may hold beside its plan's record, added after the mechanism: the
+#: post-processing steps (checked against the counts by
+#: :func:`polars_dp.releases.postprocess.verify_postprocessed`), a :class:`~polars_dp.Session`'s
+#: ledger and the command line's copy of ``seeded`` (both checked against the header by
+#: :func:`polars_dp.releases.integrity.check_record`).
+ANNOTATIONS = ("postprocessed", "ledger", "seeded")
 
 
-def option_defaults(mechanism: str) -> Mapping[str, Any]:
-    return {o.name: o.default for o in plan_class(mechanism).options_table if o.default is not REQUIRED}
+def record_class(mechanism: str, params: Mapping[str, Any]) -> type[Plan]:
+    """The registered plan class of a release recording ``mechanism`` and ``params``: the first
+    whose releases record that mechanism and whose record holds every entry (a Privelet release
+    that transformed no axis records ``basic`` with Privelet's entries)."""
+    entries = set(params) - set(ANNOTATIONS)
+    candidates = [e.plan_class for e in REGISTRY.values() if mechanism in e.release_mechanisms]
+    if not candidates:
+        raise ReleaseFormatError(f"release metadata field 'mechanism' is {mechanism!r}, not a known "
+                                 f"mechanism {known_mechanisms()}")
+    for cls in candidates:
+        if entries <= set(cls.record_keys()):
+            return cls
+    unknown = sorted(entries - set(candidates[0].record_keys()))[0]
+    raise ReleaseFormatError(f"release metadata field 'params' has an entry {unknown!r} that a "
+                             f"{mechanism!r} release does not record: the file was edited")
 
 
-__all__ = ["COMPILED_FROM", "REGISTRY", "Entry", "Plan", "known_mechanisms", "option_defaults", "plan_class",
-           "plan_for_release", "register_plan", "register_runner"]
+def from_record(header: Mapping[str, Any], params: Mapping[str, Any], domain: Mapping[str, Any]) -> Plan:
+    """The plan a release was made under, rebuilt from its header (``mechanism``, ``epsilon``,
+    ``neighbours``, ``noise``), its record ``params`` and its public ``domain`` (the options the
+    release type stores: attributes, box or alphabet); a record that no plan accepts (a missing
+    entry, one of the wrong type or value) is a :class:`ReleaseFormatError` naming the entry."""
+    cls = record_class(header["mechanism"], params)
+    try:
+        options = {**domain, "epsilon": header["epsilon"], "noise": header.get("noise", "float"),
+                   **recorded_inputs(params), **cls.options_from_record(params)}
+        if "neighbours" in {o.name for o in cls.options_table}:
+            options["neighbours"] = header["neighbours"]
+        return cls(**options).restored(params)
+    except KeyError as exc:
+        raise ReleaseFormatError(f"release metadata field 'params' has no {exc.args[0]!r} entry, which a "
+                                 f"{header['mechanism']!r} release records: the file was edited") from None
+    except (PolarsDPError, TypeError, ValueError) as exc:
+        if isinstance(exc, ReleaseFormatError):
+            raise
+        key = getattr(exc, "parameter", None)
+        name = f"params.{key}" if key else "params"
+        raise ReleaseFormatError(f"release metadata field {name!r} is invalid: {exc}") from None
+
+
+__all__ = ["ANNOTATIONS", "COMPILED_FROM", "INPUTS", "OMIT", "REGISTRY", "Entry", "Field", "Plan",
+           "exact_fields", "from_record", "known_mechanisms", "plan_class", "record_class", "register_plan",
+           "register_runner"]

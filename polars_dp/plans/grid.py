@@ -32,6 +32,7 @@ single axis that lowers the mean most until none does.  Public inputs only.
 
 from __future__ import annotations
 
+import ast
 import itertools
 import math
 from collections.abc import Iterable, Sequence
@@ -57,10 +58,9 @@ from polars_dp.noise import (
     check_noise,
     histogram_sensitivity,
     laplace_scale,
-    noise_params,
 )
 from polars_dp.params import NULLS, ON_OUT_OF_DOMAIN
-from polars_dp.plans.base import Plan, register_plan
+from polars_dp.plans.base import INPUTS, OMIT, Field, Plan, exact_fields, register_plan
 from polars_dp.plans.lattice import check_wide, max_lattice_factor, needs_wide
 from polars_dp.plans.noise_model import WaveletLaplace
 from polars_dp.plans.options import PRIVACY_UNIT, Option
@@ -296,29 +296,6 @@ class GridPlan(Plan):
     def noisy_values(self) -> int:
         return self.coefficients
 
-    def release_params(self) -> dict[str, Any]:
-        """The ``params`` a release of this plan records."""
-        if not any(self.transformed_mask) and self.name == "basic":
-            return {"sensitivity": self.sensitivity,
-                    **noise_params(self.sensitivity, self.scale, self.noise), **self.input_params()}
-        params: dict[str, Any] = {
-            "rho": self.rho,
-            "sensitivity": self.sensitivity,
-            "transformed": list(self.transformed),
-            "untransformed": list(self.untransformed),
-            "untransformed_auto": self._auto is True,
-            "coefficients": ("unnormalised (W*c) with i.i.d. Lap(noise_scale)" if self.noise == "float" else
-                             "lattice D*W*c (D = prod 2(f-1) over nominal axes) with DLap(D*noise_scale)"),
-            **noise_params(self.sensitivity * self.rho, self.scale, self.noise),
-            **self.input_params(),
-        }
-        if self._auto == "workload":
-            params["untransformed_choice"] = "workload"
-        if not any(self.transformed_mask):
-            params["note"] = (f"untransformed={self.options.get('untransformed')!r} left every attribute "
-                              "untransformed: this is Basic")
-        return params
-
     # ------------------------------------------------------------------ error before data
     def range_variance(self, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
         """Noise variance ``2 lambda^2 prod_axes f_axis`` of the half-open cell ranges
@@ -428,6 +405,8 @@ class BasicPlan(GridPlan):
     name = "basic"
     options_table = _COMMON
     release_mechanisms = ("basic",)
+    record_fields = (Field("sensitivity", lambda p, d: p.sensitivity),
+                     exact_fields("", lambda p: p.sensitivity, lambda p: p.scale), INPUTS)
 
     def _calibrate(self) -> None:
         self._transformed = [False] * len(self.options["attributes"])
@@ -436,6 +415,11 @@ class BasicPlan(GridPlan):
     def exact_draws(self) -> list[tuple[str, Fraction, int]]:
         """One ``DLap(lambda')`` per cell, added to the float64 counts."""
         return [("cell noise", Fraction(self.scale), MAX_COUNT_SCALE)]
+
+
+#: How the wavelet coefficients are noised, per noise kind (the ``coefficients`` entry).
+_COEFFICIENTS = {"float": "unnormalised (W*c) with i.i.d. Lap(noise_scale)",
+                 "exact": "lattice D*W*c (D = prod 2(f-1) over nominal axes) with DLap(D*noise_scale)"}
 
 
 def _check_untransformed(value: Any) -> Any:
@@ -456,6 +440,48 @@ class PriveletPlan(GridPlan):
                             doc="queries for untransformed='workload'"),
                      *_COMMON[2:])
     release_mechanisms = ("privelet", "privelet+", "basic")
+    record_fields = (
+        Field("rho", lambda p, d: p.rho),
+        Field("sensitivity", lambda p, d: p.sensitivity),
+        Field("transformed", lambda p, d: list(p.transformed)),
+        Field("untransformed", lambda p, d: list(p.untransformed)),
+        Field("untransformed_auto", lambda p, d: p._auto is True),
+        Field("coefficients", lambda p, d: _COEFFICIENTS[p.noise]),
+        exact_fields("", lambda p: p.sensitivity * p.rho, lambda p: p.scale),
+        INPUTS,
+        Field("untransformed_choice", lambda p, d: "workload" if p._auto == "workload" else OMIT),
+        Field("note", lambda p, d: OMIT if any(p.transformed_mask) else
+              f"untransformed={p.options.get('untransformed')!r} left every attribute untransformed: "
+              "this is Basic"),
+    )
+
+    @classmethod
+    def options_from_record(cls, params: Any) -> dict[str, Any]:
+        """``untransformed`` as given: the option the note quotes, ``"auto"``, or the recorded
+        columns (``"workload"`` is restored by :meth:`restored`: the workload is not recorded)."""
+        option: Any = params["untransformed"]
+        note = params.get("note")
+        if note is not None:
+            head = note.split(" left every attribute", 1)[0] if isinstance(note, str) else ""
+            try:
+                option = ast.literal_eval(head.removeprefix("untransformed=")) if head != note else None
+            except (ValueError, SyntaxError):
+                option = None
+            if option is None:
+                raise ParameterError(f"the note {note!r} quotes no untransformed= option", parameter="note")
+        elif params.get("untransformed_auto") is True:
+            option = "auto"
+        if option == "workload":
+            option = params["untransformed"]
+        return {"untransformed": option}
+
+    def restored(self, params: Any) -> PriveletPlan:
+        """The plan of a record whose untransformed set was chosen for a workload (which the
+        record does not hold): the recorded set, marked as that choice."""
+        if params.get("untransformed_choice") == "workload":
+            self._auto = "workload"
+            self.options["untransformed"] = "workload"
+        return self
 
     def _calibrate(self) -> None:
         attrs = self.options["attributes"]

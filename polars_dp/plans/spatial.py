@@ -9,14 +9,15 @@ independent once ``n`` is public; Privelet* (a fixed ``2^bits`` grid) always is.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from fractions import Fraction
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from polars_dp.domains.attributes import Ordinal
 from polars_dp.domains.box import as_box
-from polars_dp.errors import ParameterError
+from polars_dp.errors import ParameterError, ReleaseFormatError
 from polars_dp.kernels.morton import MortonLayout, check_fanout, resolution_bits
 from polars_dp.kernels.pst import check_max_nodes
 from polars_dp.noise import (
@@ -26,9 +27,10 @@ from polars_dp.noise import (
     check_neighbours,
     check_noise,
     laplace_scale,
+    noise_params,
 )
 from polars_dp.params import NULLS, ON_OUT_OF_ALPHABET, ON_OUT_OF_DOMAIN, check_int
-from polars_dp.plans.base import Plan, register_plan
+from polars_dp.plans.base import INPUTS, OMIT, Field, Plan, exact_fields, register_plan
 from polars_dp.plans.grid import PriveletPlan
 from polars_dp.plans.noise_model import Correlated, IndependentLaplace, NoiseModel, WaveletLaplace
 from polars_dp.plans.options import PRIVACY_UNIT, Option
@@ -112,6 +114,11 @@ class PointsPlan(Plan):
         assert model is not None  # a plan without an independent model states its correlation
         return model
 
+    def layout_entries(self, data: Any) -> dict[str, Any]:
+        """What a release's ``layout`` entry states of this plan (its kind, and the sides or bits
+        the plan decides; ``data``: the record's values only the data decides)."""
+        raise NotImplementedError
+
 
 @register_plan
 class PrivTreePlan(PointsPlan):
@@ -125,6 +132,22 @@ class PrivTreePlan(PointsPlan):
                      *_ROWS[:2], Option("resolution", "int", None, lo=1, optional=True), *_ROWS[2:],
                      Option("levels", "any", 0))
     release_mechanisms = ("privtree",)
+    record_fields = (
+        Field("lambda", lambda p, d: p.lam, scale=True),
+        Field("delta", lambda p, d: p.delta, scale=True),
+        Field("theta", lambda p, d: p.theta),
+        Field("fanout", lambda p, d: p.layout.fanout),
+        Field("tree_share", lambda p, d: p.options["tree_share"]),
+        Field("epsilon_tree", lambda p, d: float(p.epsilon_tree), scale=True),
+        Field("epsilon_leaf", lambda p, d: float(p.epsilon_leaf), scale=True),
+        Field("leaf_noise_scale", lambda p, d: float(p.leaf_scale), scale=True),
+        Field("resolution_bits", lambda p, d: p.layout.bits),
+        exact_fields("leaf_", lambda p: p.sensitivity, lambda p: p.leaf_scale),
+        INPUTS,
+        Field("levels", lambda p, d: p.levels or OMIT),
+        Field("epsilon_levels", lambda p, d: [float(e) for e in p.epsilon_levels] or OMIT, scale=True),
+        Field("level_noise_scales", lambda p, d: [float(b) for b in p.level_scales] or OMIT, scale=True),
+    )
     unknown_before_data = ("the leaves (which boxes the tree splits, decided by the noisy counts): "
                            "a range's noise is the leaf noise of the leaves it overlaps plus the "
                            "uniformity error inside partly covered leaves")
@@ -151,6 +174,8 @@ class PrivTreePlan(PointsPlan):
                                    noise=self.noise)
         self.delta = privtree_delta(self.lam, self.layout.fanout, noise=self.noise)
         check_decisions(self.lam, self.delta, self.layout.fanout, self.noise)
+        theta = check_theta(self.options["theta"])
+        self.theta = grid_theta(theta) if self.noise == "exact" else theta
         if self.levels:
             self.correlation = ("counts inferred by least squares from the leaves and the counted top "
                                 "levels (their exact noise_std comes from the inference weights)")
@@ -179,6 +204,14 @@ class PrivTreePlan(PointsPlan):
         1e7 points (0.9-1.1x), so numba's import (0.5-1.4 s in a fresh process) buys nothing.
         A constant: the point and node counts, private, never decide."""
         return False
+
+    @classmethod
+    def options_from_record(cls, params: Any) -> dict[str, Any]:
+        return {"fanout": params["fanout"], "theta": params["theta"], "tree_share": params["tree_share"],
+                "resolution": params["resolution_bits"], "levels": params.get("levels", 0)}
+
+    def layout_entries(self, data: Any) -> dict[str, Any]:
+        return {"kind": "morton", "bits": self.layout.bits, "split_bits": self.layout.split_bits}
 
 
 class _CountedGridPlan(PointsPlan):
@@ -228,6 +261,31 @@ class _CountedGridPlan(PointsPlan):
             return "exact (public under replace neighbours)"
         return f"noisy (n_share={self.options['n_share']})"
 
+    @classmethod
+    def options_from_record(cls, params: Any) -> dict[str, Any]:
+        """``n`` and ``n_share`` as :attr:`n_source` states them, the other options as recorded."""
+        source = str(params["n_source"])
+        share = 0.05
+        if "n_share=" in source:
+            try:
+                share = float(source.split("n_share=")[1].rstrip(")"))
+            except ValueError:
+                raise ParameterError(f"n_source {source!r} is malformed", parameter="n_source") from None
+        n = int(params["n_used"]) if source == "public" else None
+        return {"n": n, "n_share": share, **{o: params[o] for o in cls.recorded_options}}
+
+    #: Options recorded under their own name.
+    recorded_options: tuple[str, ...] = ("c",)
+
+    def check_data(self, params: Any) -> None:
+        """``n_used``: the public ``n``, or a count of points (an integer for exact noise)."""
+        n_used = params.get("n_used")
+        if (isinstance(n_used, bool) or not isinstance(n_used, (int, float)) or not math.isfinite(n_used)
+                or n_used < 0 or ((self.noise == "exact" or self.options["n"] is not None)
+                                  and n_used != round(n_used))):
+            raise ReleaseFormatError(f"release metadata field 'params.n_used' must be a number of points "
+                                     f">= 0 (an integer for exact noise or a public n), got {n_used!r}")
+
 
 @register_plan
 class UniformGridPlan(_CountedGridPlan):
@@ -237,6 +295,16 @@ class UniformGridPlan(_CountedGridPlan):
     options_table = (*_POINTS, Option("n", "int", None, lo=0, optional=True),
                      Option("n_share", "fraction", 0.05), Option("c", "positive", 10.0), _NEIGHBOURS, *_ROWS)
     release_mechanisms = ("uniform_grid",)
+    record_fields = (
+        Field("c", lambda p, d: p.options["c"]),
+        Field("m", lambda p, d: p.side(d["n_used"])),
+        Field("n_used"),
+        Field("n_source", lambda p, d: p.n_source),
+        Field("epsilon_grid", lambda p, d: float(p.epsilon_grid), scale=True),
+        Field("noise_scale", lambda p, d: float(p.cell_scale), scale=True),
+        exact_fields("", lambda p: p.sensitivity, lambda p: p.cell_scale),
+        INPUTS,
+    )
     unknown_before_data = ("the grid side m when n is not given (it follows the noisy count), hence "
                            "the uniformity error inside partly covered cells")
 
@@ -260,6 +328,9 @@ class UniformGridPlan(_CountedGridPlan):
     def noise_model(self) -> NoiseModel:
         return IndependentLaplace(float(self.cell_scale))
 
+    def layout_entries(self, data: Any) -> dict[str, Any]:
+        return {"kind": "grid", "m": self.side(data["n_used"])}
+
 
 @register_plan
 class AdaptiveGridPlan(_CountedGridPlan):
@@ -270,6 +341,21 @@ class AdaptiveGridPlan(_CountedGridPlan):
                      Option("n_share", "fraction", 0.05), Option("alpha", "fraction", 0.5),
                      Option("c", "positive", 10.0), Option("c2", "positive", 5.0), _NEIGHBOURS, *_ROWS)
     release_mechanisms = ("adaptive_grid",)
+    recorded_options = ("alpha", "c", "c2")
+    record_fields = (
+        Field("alpha", lambda p, d: p.options["alpha"]),
+        Field("c", lambda p, d: p.options["c"]),
+        Field("c2", lambda p, d: p.options["c2"]),
+        Field("m1", lambda p, d: p.first_side(d["n_used"])),
+        Field("n_used"),
+        Field("n_source", lambda p, d: p.n_source),
+        Field("epsilon_grid", lambda p, d: float(p.epsilon_grid), scale=True),
+        Field("level1_noise_scale", lambda p, d: float(p.level1_scale), scale=True),
+        Field("level2_noise_scale", lambda p, d: float(p.level2_scale), scale=True),
+        exact_fields("level1_", lambda p: p.sensitivity, lambda p: p.level1_scale),
+        exact_fields("level2_", lambda p: p.sensitivity, lambda p: p.level2_scale),
+        INPUTS,
+    )
     correlation = "its leaf counts are not independent (constrained inference over two noisy levels)"
     unknown_before_data = ("both grid levels (the second-level split follows the noisy first-level "
                            "counts) and constrained inference mixes the noise: no exact error bar")
@@ -305,6 +391,9 @@ class AdaptiveGridPlan(_CountedGridPlan):
             sides = np.minimum(sides, max_side(d, max(1, MAX_GRID_CELLS // max(1, first_cells))))
         return sides
 
+    def layout_entries(self, data: Any) -> dict[str, Any]:
+        return {"kind": "two_level_grid", "m1": self.first_side(data["n_used"])}
+
     def _exact_spent(self) -> Fraction:
         """The noisy ``n`` (when not public) and both grid levels (``Delta / b_1 + Delta / b_2``)."""
         return (self._n_spent() + _spent(self.sensitivity, self.level1_scale)
@@ -318,6 +407,13 @@ class PriveletGridPlan(PointsPlan):
     name = "privelet_grid"
     options_table = (*_POINTS, Option("bits", "int", None, lo=1, hi=20, optional=True), _NEIGHBOURS, *_ROWS)
     release_mechanisms = ("privelet_grid",)
+    record_fields = (
+        Field("privelet", lambda p, d: p.privelet.record(), keys=PriveletPlan.record_keys()),
+        Field("bits", lambda p, d: p.bits),
+        Field("m", lambda p, d: p.m),
+        Field("noise_scale", lambda p, d: p.privelet.noise_scale, scale=True),
+        INPUTS,
+    )
     correlation = "its leaf counts are not independent (wavelet noise)"
     data_independent = True
     unknown_before_data = "the uniformity error inside partly covered grid cells"
@@ -338,6 +434,13 @@ class PriveletGridPlan(PointsPlan):
 
     def _exact_spent(self) -> Fraction:
         return self.privelet.epsilon_spent
+
+    @classmethod
+    def options_from_record(cls, params: Any) -> dict[str, Any]:
+        return {"bits": params["bits"]}
+
+    def layout_entries(self, data: Any) -> dict[str, Any]:
+        return {"kind": "grid", "m": self.m}
 
     @property
     def noise_model(self) -> NoiseModel:
@@ -361,6 +464,19 @@ class SequencesPlan(Plan):
 
     positional = ("column",)
     shape = "sequences"
+    #: Whether every internal histogram of a release is the sum of its children's.
+    internal_sums: ClassVar[bool] = False
+    #: The public cap on a release's nodes (``None``: only the depth bounds them).
+    max_nodes: int | None = None
+
+    @property
+    def max_depth(self) -> int:
+        """The deepest level a release's tree may reach (subclasses)."""
+        raise NotImplementedError
+
+    def check_tree(self, params: Mapping[str, Any], n_nodes: int, leaf_min: float) -> None:
+        """Refuse what a release's tree (``n_nodes`` nodes, smallest leaf bin ``leaf_min``) and the
+        values its data decided cannot both be (subclasses)."""
 
     @property
     def group(self) -> int:
@@ -387,6 +503,33 @@ class PrivTreeSequencesPlan(SequencesPlan):
                      Option("max_nodes", "int", None, lo=1, optional=True),
                      Option("length_share", "any", 0.05), *_SEQUENCE_ROWS, _NOISE)
     release_mechanisms = ("privtree_sequences",)
+    record_fields = (
+        Field("lambda", lambda p, d: p.lam, scale=True),
+        Field("delta", lambda p, d: p.delta, scale=True),
+        Field("tree_share", lambda p, d: p.tree_share),
+        Field("theta", lambda p, d: float(p.theta)),
+        Field("epsilon_tree", lambda p, d: float(p.epsilon_tree), scale=True),
+        Field("epsilon_leaf", lambda p, d: float(p.epsilon_leaf), scale=True),
+        Field("leaf_noise_scale", lambda p, d: float(p.leaf_scale), scale=True),
+        Field("l_top", lambda p, d: p.l_top),
+        Field("beta", lambda p, d: p.beta),
+        Field("postprocess", lambda p, d: p.options["postprocess"]),
+        Field("max_nodes", lambda p, d: p.max_nodes),
+        Field("capped"),
+        Field("length_share", lambda p, d: p.length_share),
+        INPUTS,
+        exact_fields("leaf_", lambda p: p.group, lambda p: p.leaf_scale),
+        Field("epsilon_length", lambda p, d: OMIT if p.length_scale is None else float(p.epsilon_length),
+              scale=True),
+        Field("length_noise_scale", lambda p, d: OMIT if p.length_scale is None else float(p.length_scale),
+              scale=True),
+        Field("length_counts"),
+        Field("length_exact", lambda p, d: {} if p.length_scale is None else
+              noise_params(p.length_sensitivity, p.length_scale, p.noise, "length_"), scale=True,
+              keys=("length_noise_scale_exact", "length_epsilon_effective")),
+    )
+    #: Records written before the length law: no length law.
+    record_defaults: ClassVar[Mapping[str, Any]] = {"length_share": 0.0}
     unknown_before_data = "the tree (which contexts split, decided by noisy counts) and the clipping"
 
     def _calibrate(self) -> None:
@@ -447,6 +590,49 @@ class PrivTreeSequencesPlan(SequencesPlan):
                                                                       self.length_scale)
 
 
+    internal_sums = True
+
+    @property
+    def max_depth(self) -> int:
+        return self.l_top
+
+    def check_data(self, params: Any) -> None:
+        """``capped`` a flag; ``length_counts`` one finite count per length ``0..max_length``
+        (integers for exact noise), recorded exactly when there is a length law."""
+        if not isinstance(params.get("capped", False), bool):
+            raise ReleaseFormatError(f"release metadata field 'params.capped' must be true or false, got "
+                                     f"{params['capped']!r}")
+        if self.length_scale is not None or "length_counts" in params:
+            counts = params.get("length_counts")
+            values = counts if isinstance(counts, list) else []
+            ok = (len(values) == self.max_length + 1
+                  and all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+                          and (self.noise != "exact" or x == round(x)) for x in values))
+            if not ok or self.length_scale is None:
+                raise ReleaseFormatError(f"release metadata field 'params.length_counts' must hold one count "
+                                         f"per length 0..{self.max_length} (with length_share > 0): the "
+                                         "file was edited")
+
+    def check_tree(self, params: Mapping[str, Any], n_nodes: int, leaf_min: float) -> None:
+        """A capped tree has no room for another child group under ``max_nodes``; after
+        ``clip_then_sum`` no leaf bin is negative."""
+        room = (self.max_nodes or n_nodes) - n_nodes
+        if params.get("capped", False) and room >= self.beta:
+            raise ReleaseFormatError(f"release metadata field 'params.capped' is True but the tree has "
+                                     f"room for more nodes under max_nodes = {self.max_nodes}: the file was "
+                                     "edited")
+        if self.options["postprocess"] == "clip_then_sum" and leaf_min < 0:
+            raise ReleaseFormatError("release metadata field 'params.postprocess' is 'clip_then_sum' but a "
+                                     "leaf bin is negative: the file was edited")
+
+    @classmethod
+    def options_from_record(cls, params: Any) -> dict[str, Any]:
+        return {"tree_share": params["tree_share"], "theta": params["theta"],
+                "postprocess": params.get("postprocess", "sum_then_clip"),
+                "max_nodes": params.get("max_nodes"),
+                "length_share": params.get("length_share", cls.record_defaults["length_share"])}
+
+
 def alphabet_size(alphabet: Any) -> int:
     """Number of public symbols (a string is its characters); the symbols themselves are
     checked when the sequences are encoded."""
@@ -477,6 +663,14 @@ class NgramPlan(SequencesPlan):
     name = "ngram_sequences"
     options_table = (*_SEQUENCES, Option("height", "int", 5, lo=1), *_SEQUENCE_ROWS, _NOISE)
     release_mechanisms = ("ngram",)
+    record_fields = (
+        Field("height", lambda p, d: p.options["height"]),
+        Field("l_top", lambda p, d: p.l_top),
+        Field("noise_scale", lambda p, d: float(p.scale), scale=True),
+        Field("sensitivity_per_level", lambda p, d: p.group),
+        exact_fields("", lambda p: p.options["height"] * p.group, lambda p: p.scale),
+        INPUTS,
+    )
     data_independent = True
     unknown_before_data = "nothing about the noise; clipping at 0 in queries is post-processing"
 
@@ -494,6 +688,14 @@ class NgramPlan(SequencesPlan):
     @property
     def noise_model(self) -> NoiseModel:
         return IndependentLaplace(float(self.scale))
+
+    @property
+    def max_depth(self) -> int:
+        return int(self.options["height"]) - 1
+
+    @classmethod
+    def options_from_record(cls, params: Any) -> dict[str, Any]:
+        return {"height": params["height"]}
 
 
 __all__ = ["AdaptiveGridPlan", "NgramPlan", "PointsPlan", "PrivTreePlan", "PrivTreeSequencesPlan",

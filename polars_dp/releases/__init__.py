@@ -5,7 +5,8 @@ Importing this package registers every release type with :func:`read_release`.
 
 from polars_dp.releases.base import Release
 from polars_dp.releases.grid import GridRelease
-from polars_dp.releases.io import read_release, write_table_atomic
+from polars_dp.releases.io import write_table_atomic
+from polars_dp.releases.reading import read_release
 from polars_dp.releases.scan import scan_release
 from polars_dp.releases.sequence import SequenceRelease
 from polars_dp.releases.spatial import SpatialRelease

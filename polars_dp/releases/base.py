@@ -27,7 +27,7 @@ import os
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, ClassVar, Generic, Self, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar, cast, overload
 
 import numpy as np
 import polars as pl
@@ -35,13 +35,13 @@ import pyarrow as pa
 
 from polars_dp._version import __version__
 from polars_dp.errors import ParameterError
+from polars_dp.plans.base import ANNOTATIONS, from_record
 from polars_dp.progress import Progress
 from polars_dp.releases import io
 from polars_dp.releases.card import ALPHA, release_card
-from polars_dp.releases.integrity import ANNOTATIONS, CHECKSUM_KEY, payload_checksum
+from polars_dp.releases.integrity import CHECKSUM_KEY, check_record, payload_checksum
 from polars_dp.releases.io import write_batches_atomic
 from polars_dp.releases.metadata import (
-    NOISE_KINDS,
     DecodedMetadata,
     attach_metadata,
     encode_metadata,
@@ -51,6 +51,9 @@ from polars_dp.releases.metadata import (
 from polars_dp.releases.postprocess import PARAM
 from polars_dp.releases.report import write_report
 from polars_dp.releases.signing import SigningKey, with_signature
+
+if TYPE_CHECKING:
+    from polars_dp.plans.base import Plan
 
 #: Rows per record batch of the Arrow stream (a consumer may hold a few batches at once; Parquet
 #: files are written in larger row groups, :data:`~polars_dp.releases.io.ROW_GROUP_ROWS`).
@@ -177,10 +180,22 @@ class Release:
     seeded: bool
     #: Whether the values were checked against a checksum (module docstring); set by the readers.
     verified: bool = True
+    _plan: Plan | None = None
 
-    def _init_common(self, *, mechanism: str, epsilon: float, neighbours: str,
+    def _init_common(self, *, mechanism: str | None, epsilon: float | None, neighbours: str | None,
                      params: Mapping[str, Any] | None, created: str | None,
-                     library_version: str | None, noise: str = "float", seeded: bool = False) -> None:
+                     library_version: str | None, noise: str | None = "float", seeded: bool = False,
+                     plan: Plan | None = None) -> None:
+        """The header and ``params``; with a ``plan``, those not given are the plan's (its
+        mechanism, epsilon, neighbours, noise and record)."""
+        self._plan = plan
+        if plan is not None:
+            mechanism = mechanism or plan.release_mechanism
+            epsilon = plan.epsilon if epsilon is None else epsilon
+            neighbours = neighbours or plan.neighbours
+            noise = noise or plan.noise
+        if mechanism is None or epsilon is None or neighbours is None or noise is None:
+            raise ParameterError("a release needs its plan, or its mechanism, epsilon, neighbours and noise")
         self.mechanism = mechanism
         self.epsilon = float(epsilon)
         self.neighbours = neighbours
@@ -189,6 +204,34 @@ class Release:
         self.library_version = library_version or __version__
         self.noise = noise
         self.seeded = bool(seeded)
+
+    # ------------------------------------------------------------------ plan
+    @property
+    def plan(self) -> Plan:
+        """The plan this release was made under: the one it was made or read with, else rebuilt
+        once from its header and record (:func:`polars_dp.plans.from_record`)."""
+        if self._plan is None:
+            self._plan = from_record(self._header(), self.params, self._domain())
+        return self._plan
+
+    def _header(self) -> dict[str, Any]:
+        return {"mechanism": self.mechanism, "epsilon": self.epsilon, "neighbours": self.neighbours,
+                "noise": self.noise}
+
+    def _domain(self) -> dict[str, Any]:
+        """The plan options this release stores as its public domain (subclasses)."""
+        raise NotImplementedError
+
+    @classmethod
+    def _replan(cls, meta: DecodedMetadata, domain: Mapping[str, Any],
+                own: Any = None) -> Plan:
+        """Reading is re-planning, once: the plan rebuilt from the file's header and record on the
+        public ``domain`` the type decoded, checked against the file by the one comparator
+        (:func:`~polars_dp.releases.integrity.check_record`; ``own(plan)`` checks the type's own
+        entries against it).  The type then only places its payload."""
+        plan = from_record(meta.common, meta.common["params"], domain)
+        check_record(plan, meta.common, own)
+        return plan
 
     def metadata(self) -> dict[str, Any]:
         """What the Arrow schema metadata records (keys without the ``polars_dp.`` prefix), in
@@ -368,4 +411,4 @@ class Release:
     __hash__ = None  # type: ignore[assignment]  # unhashable: numpy payload (compared by value)
 
 
-__all__ = ["NOISE_KINDS", "STREAM_BATCH_ROWS", "Release", "Sealed", "read_only"]
+__all__ = ["STREAM_BATCH_ROWS", "Release", "Sealed", "read_only"]

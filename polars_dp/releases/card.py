@@ -45,8 +45,6 @@ from polars_dp.plans.noise_model import Correlated, IndependentLaplace
 from polars_dp.releases.grid_format import cell_label_values
 from polars_dp.releases.integrity import CHECKSUM_KEY
 from polars_dp.releases.postprocess import postprocessed_noise_model, postprocessing_steps
-from polars_dp.releases.sequence_format import rebuilt_plan as sequence_plan
-from polars_dp.releases.spatial_format import rebuilt_plan as spatial_plan
 
 if TYPE_CHECKING:
     from polars_dp.releases.base import Release
@@ -210,16 +208,13 @@ def _accuracy(release: Release, alpha: float) -> dict[str, Any]:
 
 
 def _spent(release: Release) -> Fraction | None:
-    """The exact epsilon of the release's plan rebuilt from its metadata (spatial, sequences)."""
+    """The exact epsilon of the release's plan (spatial, sequences)."""
+    if release.release_type == "grid":
+        return None
     try:
-        if release.release_type == "tree":
-            plan = spatial_plan(cast("SpatialRelease", release))
-            return None if plan is None else plan.epsilon_spent
-        if release.release_type == "sequence_model":
-            return sequence_plan(cast("SequenceRelease", release)).epsilon_spent
+        return release.plan.epsilon_spent
     except PolarsDPError:
         return None
-    return None
 
 
 def _epsilon(release: Release) -> dict[str, Any]:

@@ -7,8 +7,8 @@ both inclusive in an integer domain, half-open ``[lo, hi)`` in a float domain:
 :mod:`polars_dp.releases.grid_format`) and the noisy ``count``.  A bin's range is the query that
 counts exactly that bin: ``WHERE age_lo >= 20 AND age_hi <= 29`` sums the cells
 ``range_count(age=(20, 29))`` sums.  Range counts come from prefix sums
-(:mod:`polars_dp.releases.grid_queries`); their exact noise variance from the release's
-:class:`~polars_dp.releases.noise_model.WaveletLaplace` noise model.  Everything here is
+(:mod:`polars_dp.domains.queries`); their exact noise variance from the release's
+:class:`~polars_dp.plans.noise_model.WaveletLaplace` noise model.  Everything here is
 post-processing of the mechanism's output.
 """
 
@@ -30,6 +30,7 @@ from polars_dp.kernels.tail_bounds import laplace_sum_accuracy
 from polars_dp.kernels.wavelet_variance import range_variance_factor, range_weights
 from polars_dp.memory import available_memory
 from polars_dp.noise import SeedLike
+from polars_dp.plans.base import Plan
 from polars_dp.plans.grid import check_alpha
 from polars_dp.plans.noise_model import Correlated, NoiseModel, WaveletLaplace
 from polars_dp.progress import Progress
@@ -38,17 +39,17 @@ from polars_dp.releases.base import Release, Sealed, read_only
 from polars_dp.releases.grid_format import (
     READ_BUFFER,
     cell_label_values,
-    check_grid_parameters,
     counts_by_label,
     counts_in_write_order,
     label_columns,
     write_order_batches,
     write_order_columns,
 )
-from polars_dp.releases.integrity import positive_number, verify_checksum
-from polars_dp.releases.io import open_parquet, read_table, register_release_type
+from polars_dp.releases.integrity import check_noise_scale, positive_number, verify_checksum
+from polars_dp.releases.io import open_parquet, read_table
 from polars_dp.releases.metadata import DecodedMetadata
 from polars_dp.releases.postprocess import GRID_POSTPROCESSING, postprocess_counts, postprocessed_noise_model
+from polars_dp.releases.reading import register_release_type
 from polars_dp.releases.sampling import sample_grid
 
 
@@ -101,7 +102,8 @@ class GridRelease(Release):
     def __init__(self, counts: np.ndarray, attributes: tuple[Attribute, ...], *, mechanism: str,
                  epsilon: float, neighbours: str, noise_scale: float,
                  params: Mapping[str, Any] | None = None, created: str | None = None,
-                 library_version: str | None = None, noise: str = "float", seeded: bool = False):
+                 library_version: str | None = None, noise: str = "float", seeded: bool = False,
+                 plan: Plan | None = None):
         counts = np.asarray(counts, dtype=np.float64)
         attributes = tuple(attributes)
         if counts.shape != tuple(a.n_cells for a in attributes):
@@ -114,7 +116,7 @@ class GridRelease(Release):
         self.noise_scale = float(noise_scale)
         self._init_common(mechanism=mechanism, epsilon=epsilon, neighbours=neighbours,
                           params=params, created=created, library_version=library_version,
-                          noise=noise, seeded=seeded)
+                          noise=noise, seeded=seeded, plan=plan)
         self._check_column_names()
 
     # ------------------------------------------------------------------ basics
@@ -150,6 +152,9 @@ class GridRelease(Release):
         if dup:
             raise ParameterError(f"release column name(s) {sorted(dup)} would collide; rename the column")
 
+    def _domain(self) -> dict[str, Any]:
+        return {"attributes": self.attributes}
+
     def _metadata_entries(self) -> dict[str, Any]:
         return {"attributes": [a.to_json() for a in self.attributes], "shape": list(self.shape),
                 "noise_scale": self.noise_scale}
@@ -184,9 +189,11 @@ class GridRelease(Release):
             yield from self._table(start, min(start + rows, self.n_cells)).to_batches()
 
     @classmethod
-    def _header(cls, meta: DecodedMetadata
-                ) -> tuple[dict[str, Any], tuple[Attribute, ...], tuple[int, ...], float]:
-        """The verified metadata of a grid table: (common fields, attributes, shape, noise scale)."""
+    def _read_header(cls, meta: DecodedMetadata) -> tuple[dict[str, Any], tuple[Attribute, ...],
+                                                          tuple[int, ...], float]:
+        """The verified metadata of a grid table: (constructor arguments with the plan, attributes,
+        shape, noise scale); the ``noise_scale`` entry is the plan's ``Delta rho / epsilon``
+        (:func:`~polars_dp.releases.integrity.check_noise_scale`)."""
         common = meta.common
         attrs = meta.entry("attributes", lambda x: tuple(attribute_from_json(a) for a in x))
         shape = meta.entry("shape", lambda x: tuple(int(n) for n in x))
@@ -194,8 +201,9 @@ class GridRelease(Release):
         if shape != tuple(a.n_cells for a in attrs):
             raise ReleaseFormatError(f"release metadata field 'shape' is {list(shape)} but the attributes "
                                      f"declare {[a.n_cells for a in attrs]}")
-        check_grid_parameters(attrs, scale, common)
-        return common, attrs, shape, scale
+        plan = cls._replan(meta, {"attributes": attrs},
+                           lambda plan: check_noise_scale("noise_scale", scale, plan.nominal_scale))
+        return {**common, "plan": plan}, attrs, shape, scale
 
     @classmethod
     def from_arrow(cls, table: pa.Table, *, unverified: bool = False) -> GridRelease:
@@ -205,7 +213,7 @@ class GridRelease(Release):
         (any row order; a missing or repeated cell is refused), the level columns, and the
         checksum (required unless ``unverified=True``)."""
         meta = cls._read_metadata(table)
-        common, attrs, shape, scale = cls._header(meta)
+        common, attrs, shape, scale = cls._read_header(meta)
         counts = counts_by_label(table, attrs, shape)
         release = cls(counts, attrs, noise_scale=scale, **common)
         release.verified = verify_checksum(meta.text, release._payload_arrays(), required=True,
@@ -220,7 +228,7 @@ class GridRelease(Release):
         whole and placed by label."""
         file = open_parquet(path, buffer_size=READ_BUFFER, pre_buffer=False)
         meta = cls._read_metadata(file.schema_arrow)
-        common, attrs, shape, scale = cls._header(meta)
+        common, attrs, shape, scale = cls._read_header(meta)
         names = file.schema_arrow.names
         columns = write_order_columns(attrs, names)
         counts = None
@@ -276,7 +284,7 @@ class GridRelease(Release):
         ``stops`` of shape (queries, d) hold, per axis, the half-open range ``[start, stop)`` of
         cell indices (not attribute values; NaN for a post-processed release).  For predicates in
         value space use :meth:`range_std` or ``range_counts(..., std=True)``; the cell ranges of
-        predicates come from :func:`polars_dp.releases.grid_queries.predicate_ranges`."""
+        predicates come from :func:`polars_dp.domains.queries.predicate_ranges`."""
         starts = np.atleast_2d(np.asarray(starts, dtype=np.int64))
         stops = np.atleast_2d(np.asarray(stops, dtype=np.int64))
         if isinstance(self.noise_model, Correlated):  # post-processed: no exact error bar (NaN)
@@ -349,7 +357,7 @@ class GridRelease(Release):
         ``column=(lo, hi)`` (inclusive, in value space; ``None`` for an open side) for an
         ordinal attribute, and ``column=label`` (a leaf or any group of the hierarchy) for a
         nominal one; an absent column means its whole domain.  ``2^d`` look-ups in
-        :attr:`prefix` (:mod:`polars_dp.releases.grid_queries`).
+        :attr:`prefix` (:mod:`polars_dp.domains.queries`).
 
         ``align``: an ordinal bound inside a bin raises :class:`QueryError` naming the nearest
         aligned ranges (``"exact"``, the default), or widens the range to the bins it touches
@@ -422,7 +430,8 @@ class GridRelease(Release):
         counts, params = postprocess_counts(self.counts, self.params, methods, GRID_POSTPROCESSING)
         return GridRelease(counts, self.attributes, mechanism=self.mechanism, epsilon=self.epsilon,
                            neighbours=self.neighbours, noise_scale=self.noise_scale, params=params,
-                           created=self.created, noise=self.noise, seeded=self.seeded).derived_from(self)
+                           created=self.created, noise=self.noise, seeded=self.seeded,
+                           plan=self._plan).derived_from(self)
 
     def to_duckdb(self, con: Any, name: str, *, replace: bool = False) -> Any:
         """Register this release in a DuckDB connection: a native table ``name``, its metadata

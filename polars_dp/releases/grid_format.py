@@ -1,7 +1,7 @@
-"""Reading a grid release table back: cells located by their labels, parameters recomputed.
+"""Reading a grid release table back: cells located by their labels (the parameters are checked
+by re-planning, :meth:`polars_dp.releases.base.Release._replan`).
 
-Rows are placed by their attribute (and hierarchy-level) columns, never by row order, and the
-noise scale is recomputed from epsilon, the attributes and the neighbour relation; anything
+Rows are placed by their attribute (and hierarchy-level) columns, never by row order; anything
 else is a :class:`~polars_dp.ReleaseFormatError`.
 
 The label columns of a cell (:func:`label_columns`, the one layout the writer and the readers
@@ -24,7 +24,7 @@ path, which places rows by label and names what is wrong.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -36,63 +36,7 @@ from polars_dp.arrow_arrays import buffer_values
 from polars_dp.domains.attributes import Attribute, Nominal
 from polars_dp.domains.queries import cell_bounds
 from polars_dp.domains.ranges import is_binned
-from polars_dp.errors import PolarsDPError, ReleaseFormatError
-from polars_dp.plans import BasicPlan, GridPlan, PriveletPlan
-from polars_dp.plans.base import recorded_inputs
-from polars_dp.releases.integrity import (
-    check_equal,
-    check_noise_scale,
-    check_params,
-)
-
-
-def check_grid_parameters(attrs: tuple[Attribute, ...], scale: float, common: Mapping[str, Any]) -> None:
-    """The declared parameters against the plan rebuilt from the metadata (attributes, epsilon,
-    neighbours, noise and the transformed columns): the mechanism name, every ``params`` entry
-    (:meth:`~polars_dp.plans.GridPlan.release_params`: ``rho``, ``sensitivity``, the exact scale
-    and ``epsilon_effective``, ...; :func:`check_params`) and the noise scale
-    (:func:`check_noise_scale` against the plan's ``Delta rho / epsilon``).  No formula is
-    repeated here: the plan (:class:`polars_dp.plans.GridPlan`) is the one calibration.
-
-    How the transformed set was chosen is checked where it can be: ``untransformed_auto`` must
-    be what ``untransformed="auto"`` gives; ``untransformed="workload"`` depends on a workload
-    the release does not record (``untransformed_choice``), so only its form is checked."""
-    params = common["params"]
-    columns = [a.column for a in attrs]
-    transformed = params.get("transformed", [])
-    if not isinstance(transformed, list) or any(c not in columns for c in transformed):
-        raise ReleaseFormatError(f"release metadata field 'params.transformed' must list attribute "
-                                 f"columns {columns}, got {transformed!r}")
-    untransformed = [c for c in columns if c not in transformed]
-    kw = {"epsilon": common["epsilon"], "neighbours": common["neighbours"],
-          "noise": common.get("noise", "float"), **recorded_inputs(params)}
-    try:
-        plan: GridPlan = (BasicPlan(attrs, **kw) if common["mechanism"] == "basic" and "rho" not in params
-                          else PriveletPlan(attrs, untransformed=untransformed, **kw))
-        auto = PriveletPlan(attrs, untransformed="auto", **kw).transformed
-    except PolarsDPError as exc:
-        raise ReleaseFormatError(f"release metadata field 'params.transformed' is invalid: {exc}") from None
-    check_equal("mechanism", common["mechanism"], plan.release_mechanism)
-    expected = plan.release_params()
-    if isinstance(plan, PriveletPlan):
-        choice = params.get("untransformed_choice")
-        if choice not in (None, "workload") or (choice and params.get("untransformed_auto") is not False):
-            raise ReleaseFormatError("release metadata field 'params.untransformed_choice' must be "
-                                     f"'workload' (with untransformed_auto false) or absent, got {choice!r}")
-        expected["untransformed_auto"] = bool(params.get("untransformed_auto")) and plan.transformed == auto
-        note, want = params.get("note"), expected.get("note")
-        if want is not None:  # "untransformed=<the option as given> left every attribute ...": the tail
-            tail = " left " + str(want).split(" left ", 1)[1]
-            if not (isinstance(note, str) and note.startswith("untransformed=") and note.endswith(tail)):
-                raise ReleaseFormatError(f"release metadata field 'params.note' is {note!r}: the file was "
-                                         "edited")
-        expected.pop("note", None)
-    calibration: dict[str, Any] = {k: expected[k] for k in ("rho", "sensitivity") if k in expected}
-    check_params({k: params[k] for k in calibration if k in params}, calibration, header=common,
-                 required=False)
-    check_noise_scale("noise_scale", scale, plan.nominal_scale)  # what an edited epsilon changes
-    check_params(params, expected, header=common, data=("untransformed_choice", "note"),
-                 required=common.get("noise") == "exact")
+from polars_dp.errors import ReleaseFormatError
 
 
 # ---------------------------------------------------------------------------- label columns
@@ -411,5 +355,5 @@ def counts_in_write_order(batches: Iterable[Any], attrs: tuple[Attribute, ...],
     return counts.reshape(shape)
 
 
-__all__ = ["cell_label_values", "check_grid_parameters", "counts_by_label", "label_columns",
+__all__ = ["cell_label_values", "counts_by_label", "label_columns",
            "table_label_columns"]  # helpers of GridRelease's table and its readers

@@ -9,8 +9,8 @@
 * the derived parameters, recomputed from the declared ones (the noise scale from epsilon,
   the neighbour relation's sensitivity and ``rho``; see each release's ``from_arrow``), with
   :func:`check_noise_scale` as the single tolerance rule; every entry of ``params`` accounted
-  for by :func:`check_params` (equal to the rebuilt plan's, a scale, or a value only the data
-  decides, checked by its reader; any other entry is refused);
+  for by :func:`check_record` (equal to the record of the plan rebuilt from the file, the values
+  only the data decides as the plan checks them; any other entry is refused);
 * the cells or leaves, located by their label columns rather than by row order (a reordered
   table is restored exactly; a filtered or duplicated one is refused);
 * the ``checksum`` entry: ``sha256`` over the metadata text and the canonical payload
@@ -40,6 +40,7 @@ import numpy as np
 from polars_dp.errors import ReleaseFormatError
 from polars_dp.noise import GRID_BITS, NEIGHBOURS
 from polars_dp.plans import known_mechanisms
+from polars_dp.plans.base import ANNOTATIONS
 
 #: Mechanism names a release file may declare (validation only; no behaviour depends on them),
 #: from the mechanism registry (:mod:`polars_dp.plans`).
@@ -127,12 +128,13 @@ def check_noise_scale(name: str, recorded: float, nominal: float) -> None:
 
 
 def check_equal(name: str, recorded: Any, expected: Any) -> None:
-    """``recorded == expected`` (numbers within RELATIVE_SLACK), else ReleaseFormatError naming ``name``."""
+    """``recorded == expected`` (numbers within RELATIVE_SLACK; a flag is not a number), else
+    ReleaseFormatError naming ``name``."""
     if isinstance(expected, float) or isinstance(recorded, float):
         ok = (isinstance(recorded, (int, float)) and not isinstance(recorded, bool)
               and math.isclose(recorded, expected, rel_tol=RELATIVE_SLACK, abs_tol=0.0))
     else:
-        ok = recorded == expected
+        ok = recorded == expected and isinstance(recorded, bool) == isinstance(expected, bool)
     if not ok:
         raise ReleaseFormatError(
             f"release metadata field {name!r} is {recorded!r} but the declared parameters give "
@@ -152,11 +154,6 @@ def _check_value(name: str, recorded: Any, expected: Any) -> None:
     check_equal(name, recorded, expected)
 
 
-#: ``params`` entries added after the mechanism, by any release: the post-processing steps (checked
-#: against the counts by :func:`polars_dp.releases.postprocess.verify_postprocessed`), a
-#: :class:`~polars_dp.Session`'s ledger and the command line's copy of ``seeded`` (both checked
-#: against the header by :func:`check_params`).
-ANNOTATIONS = ("postprocessed", "ledger", "seeded")
 LEDGER_KEYS = ("total_epsilon", "neighbours", "entries")
 #: What a session's ledger records besides, when it charges a ledger file: the dataset's name.
 LEDGER_OPTIONAL = ("dataset",)
@@ -175,30 +172,42 @@ def _check_annotations(params: Mapping[str, Any], header: Mapping[str, Any]) -> 
                                  f"{list(LEDGER_KEYS)} of the release's neighbour relation, got {ledger!r}")
 
 
-def check_params(params: Mapping[str, Any], expected: Mapping[str, Any], *, header: Mapping[str, Any],
-                 scales: Mapping[str, float] | None = None, data: Iterable[str] = (),
-                 required: bool = True) -> None:
-    """The one rule for a release's ``params``: each recorded entry must be ``expected`` (the value
-    the rebuilt plan gives, :func:`check_equal`, lists element by element), a float-noise scale in
-    ``scales`` (:func:`check_noise_scale` against its real value), one of ``data`` (a value only
-    the data decides, which the caller checks) or an :data:`ANNOTATIONS` entry (checked against
-    the ``header``: its ``seeded`` and ``neighbours``).  An entry that is none of these is refused
-    (a writer never records it), and with ``required`` (every exact-noise release) each expected
-    entry and scale must be present; files of the float sampler written before an entry was
-    recorded may lack it."""
-    known, scales = {*data, *ANNOTATIONS}, scales or {}
-    for key, want in expected.items():  # in the order the plan gives them: the inputs first
-        if key in params:
+def _scale_rank(key: str) -> int:
+    """The order in which the values epsilon decides are compared: the budget split, then the
+    noise scales, then what follows from them (PrivTree's ``lambda``, ...)."""
+    return 0 if key.startswith("epsilon_") else 1 if "noise_scale" in key else 2
+
+
+def check_record(plan: Any, header: Mapping[str, Any],
+                 own: Callable[[Any], None] | None = None) -> None:
+    """The one comparator of a release file with the plan rebuilt from it
+    (:func:`polars_dp.plans.from_record`): the header's ``mechanism`` and ``neighbours`` are the
+    plan's; the values only the data decides pass the plan's checks (``plan.check_data``); every
+    entry of ``plan.record()`` (the data's values given as recorded) equals the file's
+    (:func:`check_equal`, lists element by element), the inputs first, then the release type's
+    own entries (``own(plan)``, e.g. a grid's ``noise_scale``), then the values epsilon decides
+    (:func:`_scale_rank`).
+    An entry that is neither the record's nor an :data:`ANNOTATIONS` entry is refused (no writer
+    records it), and with exact noise every entry of the record must be present; files of the
+    float sampler written before an entry was recorded may lack it."""
+    params = header["params"]
+    check_equal("mechanism", header["mechanism"], plan.release_mechanism)
+    check_equal("neighbours", header["neighbours"], plan.neighbours)
+    plan.check_data(params)
+    entries = plan.record_entries({k: params[k] for k in plan.data_keys() if k in params})
+    for key, (want, scale) in entries.items():  # the inputs, in the order the plan gives them
+        if not scale and key in params:
             _check_value(f"params.{key}", params[key], want)
-    for key, nominal in scales.items():
-        if key in params:
-            check_noise_scale(f"params.{key}", positive_number(params[key], f"params.{key}"), nominal)
+    if own is not None:
+        own(plan)
+    for key in sorted((k for k, (_, scale) in entries.items() if scale and k in params), key=_scale_rank):
+        _check_value(f"params.{key}", params[key], entries[key][0])
     for key in params:
-        if key not in expected and key not in scales and key not in known:
+        if key not in entries and key not in ANNOTATIONS:
             raise ReleaseFormatError(f"release metadata field 'params' has an entry {key!r} that a "
                                      "release of these parameters does not record: the file was edited")
-    missing = [k for k in (*expected, *scales) if k not in params]
-    if required and missing:
+    missing = [k for k in entries if k not in params]
+    if header.get("noise") == "exact" and missing:
         raise ReleaseFormatError(f"release metadata field 'params' has no {missing[0]!r} entry, which "
                                  "every release of these parameters records: the file was edited")
     _check_annotations(params, header)
@@ -279,8 +288,8 @@ def missing_checksum_message(metadata_text: Mapping[str, str]) -> str:
             f"(read it with {OPT_IN} to accept it as it is)")
 
 
-__all__ = ["ANNOTATIONS", "CHECKSUM_KEY", "KNOWN_MECHANISMS", "OPT_IN", "RELATIVE_SLACK",
+__all__ = ["CHECKSUM_KEY", "KNOWN_MECHANISMS", "OPT_IN", "RELATIVE_SLACK",
            "SCALE_ROUNDING", "SIGNATURE_KEY", "UNVERIFIED_KEY", "check_epsilon", "check_equal",
-           "check_mechanism", "check_neighbours", "check_noise_scale", "check_params", "field",
+           "check_mechanism", "check_neighbours", "check_noise_scale", "check_record", "field",
            "missing_checksum_message", "payload_checksum", "positive_number", "predates_checksums",
            "verify_checksum"]

@@ -24,7 +24,8 @@ The layout (format :data:`FORMAT_VERSION`; ``docs/release-format.md``), the same
 checked.  Files without a ``format`` entry are format 1 (0.1.0 and the writers before the
 format was numbered), whose spatial and sequence files also copied parameters beside
 ``params``: :func:`from_format_1` is the one adapter that reads them (each copy must equal its
-``params`` entry, then it is dropped).
+``params`` entry, then it is dropped); with it, :data:`FORMER_PARAMS` reads the entries that files
+before 0.5 spelled differently under their current names.
 """
 
 from __future__ import annotations
@@ -164,10 +165,18 @@ def from_format_1(meta: Mapping[str, str], declared: Sequence[str]) -> dict[str,
     return out
 
 
+#: ``params`` entries that files written before 0.5 spell differently (sequence models wrote
+#: ``eps_*`` where every other release writes ``epsilon_*``): the legacy adapter's one table of
+#: former names, read as the current ones.
+FORMER_PARAMS = {"eps_tree": "epsilon_tree", "eps_leaf": "epsilon_leaf", "eps_length": "epsilon_length"}
+
+
 def _params(value: Any) -> dict[str, Any]:
+    """The ``params`` object, former entry names (:data:`FORMER_PARAMS`) read as the current ones."""
     if not isinstance(value, dict):
         raise ReleaseFormatError(f"release metadata field 'params' must be an object, got {value!r}")
-    return value
+    current = {str(k): FORMER_PARAMS.get(str(k), str(k)) for k in value}
+    return {k if current[k] in value else current[k]: v for k, v in value.items()}
 
 
 def _noise(value: Any) -> str:

@@ -27,7 +27,7 @@ release methods (``release.postprocess(...)``) wrap them in a new release whose
 Error bars
     After either step the released noise is no longer the mechanism's (the projection is
     non-linear and data-dependent), so there is no exact standard deviation: the release's
-    noise model becomes :class:`~polars_dp.releases.noise_model.Correlated` and ``std`` is NULL
+    noise model becomes :class:`~polars_dp.plans.noise_model.Correlated` and ``std`` is NULL
     (Python ``range_counts(std=True)``, SQL macros; ``range_std`` gives NaN).
 """
 
@@ -40,7 +40,7 @@ import numpy as np
 
 from polars_dp.errors import ParameterError, ReleaseFormatError
 from polars_dp.params import check_option
-from polars_dp.releases.noise_model import Correlated
+from polars_dp.plans.noise_model import Correlated
 
 #: Post-processing steps offered by each release type.
 GRID_POSTPROCESSING: tuple[str, ...] = ("nonnegative", "integer")

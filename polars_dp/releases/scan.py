@@ -1,7 +1,7 @@
 """``scan_release(path)``: a release file as a lazy Polars scan, verified when it is created and
 checked on every collect.
 
-The file is read and verified in full by :func:`~polars_dp.releases.io.read_release` (metadata,
+The file is read and verified in full by :func:`~polars_dp.releases.reading.read_release` (metadata,
 recomputed noise parameters, every cell or leaf located by its labels, the checksum) when the
 scan is created, so a file that is not a release fails there, with
 :class:`~polars_dp.ReleaseFormatError`.  Right after, one pass over the file records a SHA-256
@@ -48,7 +48,8 @@ from polars_dp.errors import ReleaseFormatError
 from polars_dp.releases.base import Release
 from polars_dp.releases.grid import GridRelease
 from polars_dp.releases.grid_format import label_columns
-from polars_dp.releases.io import open_parquet, read_release
+from polars_dp.releases.io import open_parquet
+from polars_dp.releases.reading import read_release
 
 #: The row-index column a collect adds to learn which row groups its rows come from.
 _ROW = "__pdp_row_index"

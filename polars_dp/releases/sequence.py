@@ -84,12 +84,14 @@ from polars_dp.kernels.pst import deepest_nodes
 from polars_dp.kernels.topk import best_k, best_order, frontier
 from polars_dp.noise import SeedLike, make_rng
 from polars_dp.params import check_int
+from polars_dp.plans.base import Plan
+from polars_dp.plans.spatial import SequencesPlan
 from polars_dp.releases import sql_sequence
 from polars_dp.releases.base import Release, Sealed
 from polars_dp.releases.integrity import predates_checksums, verify_checksum
-from polars_dp.releases.io import register_release_type
+from polars_dp.releases.reading import register_release_type
 from polars_dp.releases.sampling import check_rows_fit
-from polars_dp.releases.sequence_format import check_sequence_parameters, check_sequence_structure
+from polars_dp.releases.sequence_format import check_sequence_structure
 
 #: Default significance (in noise standard deviations) a node's total needs to be used.
 BACKOFF_Z = 3.0
@@ -198,7 +200,7 @@ class SequenceRelease(Release):
                  prepended: np.ndarray, hist: np.ndarray, mechanism: str, epsilon: float,
                  neighbours: str = "add_remove", params: dict[str, Any] | None = None,
                  created: str | None = None, library_version: str | None = None, noise: str = "float",
-                 seeded: bool = False):
+                 seeded: bool = False, plan: Plan | None = None):
         self.alphabet = check_alphabet(alphabet)
         self.max_length = check_max_length(max_length)
         self.parent = np.asarray(parent, dtype=np.int64)
@@ -220,7 +222,11 @@ class SequenceRelease(Release):
         self.first_child, self.depth = first_child, depth
         self.is_leaf = first_child < 0
         self._init_common(mechanism=mechanism, epsilon=epsilon, neighbours=neighbours, params=params,
-                          created=created, library_version=library_version, noise=noise, seeded=seeded)
+                          created=created, library_version=library_version, noise=noise, seeded=seeded,
+                          plan=plan)
+
+    def _domain(self) -> dict[str, Any]:
+        return {"column": "", "alphabet": list(self.alphabet), "max_length": self.max_length}
 
     def _levels_from_parents(self) -> Iterable[np.ndarray]:
         """Non-root nodes grouped by depth (parents precede children in BFS order)."""
@@ -617,10 +623,12 @@ class SequenceRelease(Release):
         if n_nodes != first.size:
             raise ReleaseFormatError(f"sequence model has {first.size} nodes but its metadata declares "
                                      f"{n_nodes}: rows were removed or added")
+        plan = cls._replan(meta, {"column": "", "alphabet": alphabet, "max_length": max_length})
         release = cls(alphabet=alphabet, max_length=max_length, parent=parent, prepended=prepended,
-                      hist=hist, **common)
-        check_sequence_parameters(release)
-        check_sequence_structure(release, sums=not predates_checksums(meta.text))
+                      hist=hist, plan=plan, **common)
+        check_sequence_structure(release.parent, release.prepended, release.hist, release.first_child,
+                                 release.height, release.params, cast(SequencesPlan, plan),
+                                 sums=not predates_checksums(meta.text))
         release.verified = verify_checksum(meta.text, release._payload_arrays(), required=True,
                                            unverified=unverified)
         return release

@@ -21,7 +21,7 @@ from polars_dp.domains.box import Box, as_box
 from polars_dp.domains.expressions import NUMPY
 from polars_dp.domains.queries import as_query_frame, row_text
 from polars_dp.domains.ranges import outside_box, outside_box_text
-from polars_dp.errors import QueryError, ReleaseFormatError
+from polars_dp.errors import PolarsDPError, QueryError, ReleaseFormatError
 from polars_dp.kernels.morton import MortonLayout
 from polars_dp.kernels.prefix import prefix_sums
 from polars_dp.kernels.spatial_sums import (
@@ -32,27 +32,33 @@ from polars_dp.kernels.spatial_sums import (
 )
 from polars_dp.kernels.tail_bounds import chernoff_accuracy
 from polars_dp.noise import SeedLike
+from polars_dp.plans.base import Plan
 from polars_dp.plans.grid import check_alpha
-from polars_dp.progress import Progress
-from polars_dp.releases import geoparquet, sql_tree
-from polars_dp.releases.base import Release, Sealed, read_only
-from polars_dp.releases.integrity import verify_checksum
-from polars_dp.releases.io import register_release_type
-from polars_dp.releases.noise_model import (
+from polars_dp.plans.noise_model import (
+    Correlated,
     IndependentLaplace,
     NoiseModel,
     noise_model_from_json,
     noise_model_to_json,
 )
-from polars_dp.releases.postprocess import TREE_POSTPROCESSING, postprocess_counts, postprocessed_noise_model
+from polars_dp.plans.spatial import PointsPlan, PrivTreePlan
+from polars_dp.progress import Progress
+from polars_dp.releases import geoparquet, sql_tree
+from polars_dp.releases.base import Release, Sealed, read_only
+from polars_dp.releases.integrity import check_equal, verify_checksum
+from polars_dp.releases.postprocess import (
+    TREE_POSTPROCESSING,
+    postprocess_counts,
+    postprocessed_noise_model,
+    postprocessing_steps,
+)
+from polars_dp.releases.reading import register_release_type
 from polars_dp.releases.sampling import sample_boxes
 from polars_dp.releases.spatial_format import (
     LAYOUTS,
     check_layout,
-    check_spatial_parameters,
     float_column,
     leaf_order,
-    legacy_noise_model,
 )
 from polars_dp.releases.tree_levels import TopLevels, check_same, parse_levels
 
@@ -89,7 +95,7 @@ class SpatialRelease(Release):
                  params: Mapping[str, Any] | None = None, codes: np.ndarray | None = None,
                  noise_model: NoiseModel | None = None, created: str | None = None,
                  library_version: str | None = None, noise: str = "float", seeded: bool = False,
-                 levels: TopLevels | None = None):
+                 levels: TopLevels | None = None, plan: Plan | None = None):
         if layout.get("kind") not in LAYOUTS:
             raise ReleaseFormatError(f"unknown tree layout {layout.get('kind')!r}; known: {LAYOUTS}")
         if layout["kind"] == "morton" and codes is None:
@@ -102,10 +108,22 @@ class SpatialRelease(Release):
         self.codes = None if codes is None else np.asarray(codes, dtype=np.int64)
         self.layout = dict(layout)
         self._init_common(mechanism=mechanism, epsilon=epsilon, neighbours=neighbours, params=params,
-                          created=created, library_version=library_version, noise=noise, seeded=seeded)
-        self.noise_model = noise_model or legacy_noise_model(self.mechanism, self.params)
+                          created=created, library_version=library_version, noise=noise, seeded=seeded,
+                          plan=plan)
+        self.noise_model = noise_model or self._plan_noise_model()
         self._grid_cache: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self.levels = levels
+
+    def _plan_noise_model(self) -> NoiseModel:
+        """The noise of a release whose model was not given (files of 0.1.0 record none): the
+        plan's, or after post-processing the one that says so."""
+        try:
+            return postprocessed_noise_model(self.params) or cast(PointsPlan, self.plan).release_noise_model
+        except PolarsDPError:
+            return Correlated("its noise model was not recorded and its plan cannot be rebuilt")
+
+    def _domain(self) -> dict[str, Any]:
+        return {"columns": list(self.box.columns), "bounds": self.box.to_json()}
 
     # ------------------------------------------------------------------ basics
     @property
@@ -166,6 +184,9 @@ class SpatialRelease(Release):
             noisy_leaves = float_column(table, "noisy_count") if "levels" in meta else None
         except KeyError as exc:
             raise ReleaseFormatError(f"tree release table has no {exc.args[0]!r} column") from None
+        def own(plan: Plan) -> None:
+            _check_layout_and_model(cast(PointsPlan, plan), common["params"], layout, model)
+        plan = cls._replan(meta, {"columns": list(box.columns), "bounds": box.to_json()}, own)
         n_leaves = meta.entry("n_leaves", int, default=table.num_rows)
         if n_leaves != table.num_rows:
             raise ReleaseFormatError(f"tree release has {table.num_rows} rows but its metadata declares "
@@ -179,8 +200,7 @@ class SpatialRelease(Release):
                 f"release metadata field 'layout' is malformed ({layout!r}): {exc!r}") from None
         codes = None if codes is None else codes[order]
         release = cls(box, lo[order], hi[order], depth[order], count[order], layout=layout, codes=codes,
-                      noise_model=model, **common)
-        check_spatial_parameters(release)
+                      noise_model=model, plan=plan, **common)
         if noisy_leaves is None:
             release.verified = verify_checksum(meta.text, release._payload_arrays(), required=True,
                                                unverified=unverified)
@@ -201,7 +221,7 @@ class SpatialRelease(Release):
                               mechanism=self.mechanism, epsilon=self.epsilon, neighbours=self.neighbours,
                               params=self.params, codes=self.codes, noise_model=self.noise_model,
                               created=self.created, library_version=self.library_version,
-                              noise=self.noise, seeded=self.seeded, levels=levels)
+                              noise=self.noise, seeded=self.seeded, levels=levels, plan=self._plan)
 
     def _payload_arrays(self) -> list[np.ndarray]:
         arrays: list[np.ndarray] = [self.lo, self.hi, self.depth, self.count]
@@ -461,7 +481,7 @@ class SpatialRelease(Release):
                            mechanism=self.mechanism, epsilon=self.epsilon, neighbours=self.neighbours,
                            params=params, codes=self.codes, noise_model=postprocessed_noise_model(params),
                            created=self.created, noise=self.noise, seeded=self.seeded,
-                           levels=levels).derived_from(self)
+                           levels=levels, plan=self._plan).derived_from(self)
 
     def _payload_equal(self, other: Release) -> bool:
         return isinstance(other, SpatialRelease) and self._table().equals(other._table())
@@ -480,22 +500,39 @@ class SpatialRelease(Release):
                 f"{self._repr_flags()})")
 
 
+def _check_layout_and_model(plan: PointsPlan, params: Mapping[str, Any], layout: Mapping[str, Any],
+                            model: NoiseModel | None) -> None:
+    """A spatial file's own entries against its plan: the ``layout`` the plan gives (kind, and the
+    sides or bits it decides) and the ``noise_model`` (the plan's, or after post-processing the one
+    that says so; files of 0.1.0 record none)."""
+    for key, want in plan.layout_entries(params).items():
+        check_equal(f"layout.{key}", layout.get(key), want)
+    if model is None:
+        return
+    want_model = postprocessed_noise_model(params) or plan.release_noise_model
+    if isinstance(model, IndependentLaplace) and isinstance(want_model, IndependentLaplace):
+        check_equal("noise_model.scale", model.scale, want_model.scale)
+    if model != want_model:
+        raise ReleaseFormatError(f"release metadata field 'noise_model' is {noise_model_to_json(model)} but "
+                                 f"the declared parameters give {noise_model_to_json(want_model)}; the file "
+                                 "was edited or is corrupt")
+
+
 def _read_levels(release: SpatialRelease, layout: MortonLayout,
                  parsed: tuple[int, list[float], np.ndarray, np.ndarray],
                  noisy_leaves: np.ndarray) -> TopLevels:
     """The counted top levels of a table, verified: the inference is recomputed from the noisy
-    counts (and the recorded post-processing reapplied) and must give the stored counts."""
-    params = release.params
-    if "leaf_noise_scale" not in params:
-        raise ReleaseFormatError("a release with counted top levels must record params.leaf_noise_scale")
+    counts (and the recorded post-processing reapplied) and must give the stored counts; the
+    levels and their scales are the plan's."""
+    plan = cast(PrivTreePlan, release.plan)
     k, scales, noisy, stored_top = parsed
-    if params.get("levels") != k or list(params.get("level_noise_scales", [])) != scales:
+    if plan.levels != k or [float(b) for b in plan.level_scales] != scales:
         raise ReleaseFormatError("params.levels / params.level_noise_scales disagree with the counted levels")
     assert release.codes is not None  # checked by the caller: a Morton-layout release
     levels = TopLevels.infer(release.codes, release.depth, layout, k, noisy, scales, noisy_leaves,
-                             float(params["leaf_noise_scale"]), release.noise)
+                             float(plan.leaf_scale), release.noise)
     check_same("top-level counts", stored_top, levels.top_counts())
-    steps = [s["method"] for s in params.get("postprocessed", [])]
+    steps = [s["method"] for s in postprocessing_steps(release.params)]
     if steps:
         finest, _ = postprocess_counts(levels.finest_counts, {}, steps, TREE_POSTPROCESSING)
         levels = levels.with_finest_counts(finest)

@@ -23,17 +23,17 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pyarrow as pa
 
 from polars_dp.domains.expressions import Sql
+from polars_dp.domains.queries import ID_RULE
 from polars_dp.errors import ParameterError, ReleaseFormatError
 from polars_dp.plans.grid import ALPHA_REFUSAL
 from polars_dp.releases.base import Release
-from polars_dp.releases.grid_queries import ID_RULE
-from polars_dp.releases.io import read_release as read_arrow_release
 from polars_dp.releases.metadata import attach_metadata
+from polars_dp.releases.reading import read_release as read_arrow_release
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
@@ -59,7 +59,7 @@ NO_CHECKS = "checks AS (SELECT true AS ok)"
 def query_checks(queries: str, source: str, known: Sequence[str], *, batch: bool = True) -> str:
     """The ``checks`` CTE (``sql/query_checks.sql``) of a macro answering the relation ``queries``:
     refuses a column other than ``id`` and ``known``, and a missing, NULL or repeated id, as
-    :func:`polars_dp.releases.grid_queries.check_query_ids` does in Python.  ``source`` names a
+    :func:`polars_dp.domains.queries.check_query_ids` does in Python.  ``source`` names a
     CTE holding ``queries`` with an ``id`` column (NULL when ``queries`` has none).  A
     single-query macro (``batch=False``) has nothing to check (:data:`NO_CHECKS`)."""
     if not batch:
@@ -224,12 +224,26 @@ def register(con: Any, name: str, parts: Registration, *, replace: bool = False)
     return con.table(name)
 
 
-def metadata_table(release: Release) -> pa.Table:
+class Registered(Protocol):
+    """What the registration of any release reads of it: its header and its metadata."""
+
+    @property
+    def release_type(self) -> str: ...
+    @property
+    def mechanism(self) -> str: ...
+    @property
+    def epsilon(self) -> float: ...
+    @property
+    def neighbours(self) -> str: ...
+    def export_metadata(self) -> dict[str, str]: ...
+
+
+def metadata_table(release: Registered) -> pa.Table:
     meta = release.export_metadata()
     return pa.table({"key": list(meta), "value": list(meta.values())})
 
 
-def comment(release: Release, name: str, extra: str = "") -> str:
+def comment(release: Registered, name: str, extra: str = "") -> str:
     """The table comment: what the release is and where its metadata lives."""
     return literal(f"polars-dp {release.release_type} release: mechanism={release.mechanism}, "
                    f"epsilon={release.epsilon}, neighbours={release.neighbours}{extra}; "
@@ -289,7 +303,8 @@ def read_release(con: Any, name: str, *, unverified: bool = False) -> Release:
     return read_arrow_release(to_arrow(con, name), unverified=unverified)
 
 
-__all__ = ["BATCH_WHERE", "INTERNAL_COLUMNS", "NO_CHECKS", "PythonFunction", "Registration", "check_free",
+__all__ = ["BATCH_WHERE", "INTERNAL_COLUMNS", "NO_CHECKS", "PythonFunction", "Registered", "Registration",
+           "check_free",
            "checked_alpha",
            "check_identifier", "comment", "ident", "in_transaction", "internal", "literal", "metadata_table",
            "number", "query_checks", "read_release", "register", "register_function", "render", "sql_dir",

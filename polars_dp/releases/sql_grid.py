@@ -48,14 +48,14 @@ Plain SQL works on the table too::
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import numpy as np
 import pyarrow as pa
 
 from polars_dp.domains.attributes import Nominal, Ordinal
 from polars_dp.domains.expressions import SQL, Sql, sql_text
-from polars_dp.domains.queries import ALIGN
+from polars_dp.domains.queries import ALIGN, label_ranges
 from polars_dp.domains.ranges import (
     BinPositions,
     bin_positions,
@@ -71,10 +71,10 @@ from polars_dp.errors import ParameterError
 from polars_dp.kernels.tail_bounds import laplace_sum_half_width, lists_terms
 from polars_dp.kernels.wavelet_variance import haar_range_factor, haar_weight_terms, range_weights
 from polars_dp.plans.noise_model import Correlated
-from polars_dp.releases.grid_queries import label_ranges
 from polars_dp.releases.sql import (
     BATCH_WHERE,
     INTERNAL_COLUMNS,
+    Registered,
     Registration,
     check_identifier,
     checked_alpha,
@@ -91,7 +91,32 @@ from polars_dp.releases.sql import (
 )
 
 if TYPE_CHECKING:
-    from polars_dp.releases.grid import GridRelease
+    class GridRelease(Registered, Protocol):
+        """What the SQL of a grid release reads of it (the class, :class:`polars_dp.GridRelease`,
+        sits above this module and hands itself to :func:`register_grid`)."""
+
+        @property
+        def attributes(self) -> tuple[Any, ...]: ...
+        @property
+        def counts(self) -> np.ndarray: ...
+        @property
+        def noise(self) -> str: ...
+        @property
+        def noise_scale(self) -> float: ...
+        @property
+        def noise_model(self) -> Any: ...
+        @property
+        def shape(self) -> tuple[int, ...]: ...
+        @property
+        def n_cells(self) -> int: ...
+        @property
+        def prefix(self) -> np.ndarray: ...
+        @property
+        def transformed(self) -> tuple[str, ...]: ...
+        def axis_variance(self, axis: int, starts: np.ndarray, stops: np.ndarray) -> np.ndarray: ...
+        def _table(self, start: int = 0, stop: int | None = None) -> pa.Table: ...
+        def to_arrow(self) -> pa.Table: ...
+        def to_duckdb(self, con: Any, name: str, *, replace: bool = False) -> Any: ...
 
 #: Cells per Arrow batch streamed into DuckDB at registration.
 BATCH_CELLS = 1 << 21

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -10,12 +11,13 @@ import pyarrow as pa
 from polars_dp.domains.expressions import SQL, Sql, sql_text
 from polars_dp.domains.ranges import reversed_text
 from polars_dp.kernels.tail_bounds import chernoff_half_width
-from polars_dp.releases.noise_model import IndependentLaplace
+from polars_dp.plans.noise_model import IndependentLaplace
 from polars_dp.releases.postprocess import postprocessed_noise_model
 from polars_dp.releases.sql import (
     BATCH_WHERE,
     INTERNAL_COLUMNS,
     PythonFunction,
+    Registered,
     Registration,
     check_identifier,
     checked_alpha,
@@ -30,7 +32,23 @@ from polars_dp.releases.sql import (
 )
 
 if TYPE_CHECKING:
-    from polars_dp.releases.spatial import SpatialRelease
+    class SpatialRelease(Registered, Protocol):
+        """What the SQL of a spatial release reads of it (the class, :class:`polars_dp.SpatialRelease`,
+        sits above this module and hands itself to :func:`register_tree`)."""
+
+        @property
+        def box(self) -> Any: ...
+        @property
+        def columns(self) -> list[str]: ...
+        @property
+        def levels(self) -> Any: ...
+        @property
+        def noise_model(self) -> Any: ...
+        @property
+        def params(self) -> Any: ...
+        def range_counts(self, boxes: Any, std: bool = False, *, passthrough: Iterable[str] = ...,
+                         progress: bool | None = None, alpha: float | None = None) -> Any: ...
+        def _table(self) -> pa.Table: ...
 
 
 def std_function(name: str) -> str:

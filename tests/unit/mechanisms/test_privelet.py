@@ -12,11 +12,11 @@ import pytest
 import polars_dp as pdp
 import polars_dp.mechanisms.wavelet as privelet_module
 from polars_dp.counting.frequency import frequency_matrix
+from polars_dp.domains.queries import predicate_ranges
 from polars_dp.errors import ColumnNotFoundError, DomainError, HierarchyError, ParameterError
 from polars_dp.kernels import wavelet_blocks as TB
 from polars_dp.kernels import wavelets as T
 from polars_dp.noise import laplace, make_rng
-from polars_dp.releases.grid_queries import predicate_ranges
 
 FALSE_FAILURE = 1e-6
 

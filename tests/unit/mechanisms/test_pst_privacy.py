@@ -96,7 +96,7 @@ def test_mechanism_uses_the_formula_and_leaf_scale(monkeypatch):
     assert size == (int(model.is_leaf.sum()), beta)
     # the length law: one count per truncated length 0..max_length, sensitivity 1
     assert length_scale == pytest.approx(1 / eps_length) and tuple(length_size) == (4 + 1,)
-    assert model.params["eps_length"] == pytest.approx(eps_length)
+    assert model.params["epsilon_length"] == pytest.approx(eps_length)
     assert len(model.params["length_counts"]) == 5
     assert model.params["lambda"] == pytest.approx(lam)
     assert model.params["leaf_noise_scale"] == pytest.approx(l_top / eps_leaf)

@@ -23,7 +23,6 @@ from polars_dp.kernels.tail_bounds import laplace_sum_accuracy
 from polars_dp.plans import REGISTRY, known_mechanisms
 from polars_dp.plans.grid import auto_untransformed, subset_errors, transformable, workload_transformed
 from polars_dp.releases.integrity import KNOWN_MECHANISMS
-from polars_dp.releases.tree_format import rebuilt_plan
 from tests.helpers import REPO
 
 ROOT = REPO
@@ -287,7 +286,7 @@ def test_workload_choice_is_the_best_subset(shape, wide):
     rule = mean_error([not auto_untransformed(a) for a in attrs])
     basic = mean_error([False] * len(attrs))
     assert mine <= 1.02 * best and mine <= rule * (1 + 1e-12) and mine <= basic * (1 + 1e-12)
-    assert chosen.release_params()["untransformed_choice"] == "workload"
+    assert chosen.record()["untransformed_choice"] == "workload"
 
 
 def test_greedy_above_the_exhaustive_limit(monkeypatch):
@@ -351,8 +350,9 @@ def test_spatial_files_verify_against_the_rebuilt_plan(tmp_path, mechanism, opti
     pts = pl.DataFrame({"x": rng.random(300), "y": rng.random(300)})
     release = getattr(pdp, mechanism)(pts, ["x", "y"], bounds=[(0, 1), (0, 1)], epsilon=1.0, seed=1,
                                       **options)
-    plan = rebuilt_plan(release)
-    assert plan is not None and plan.name == mechanism
+    plan = pdp.read_release(release.to_arrow()).plan  # rebuilt from the file's record
+    assert plan.name == mechanism and plan.record(**{k: release.params[k] for k in plan.data_keys()
+                                                     if k in release.params}) == release.params
     release.write_parquet(tmp_path / "r.parquet")
     table = pq.read_table(tmp_path / "r.parquet")
     meta = dict(table.schema.metadata)

@@ -9,7 +9,6 @@ import pytest
 
 import polars_dp as pdp
 from polars_dp.errors import ReleaseFormatError
-from polars_dp.releases.sequence_format import rebuilt_plan
 
 SEQS = pl.DataFrame({"s": [[1, 2, 3], [2, 2], [3, 1, 1, 2], [], [1]] * 20})
 
@@ -22,11 +21,11 @@ def test_sequence_release_records_its_plan(noise, length_share):
     release = plan.run(SEQS, seed=2)
     p = release.params
     assert (p["lambda"], p["delta"], p["leaf_noise_scale"]) == (plan.lam, plan.delta, float(plan.leaf_scale))
-    assert p["eps_tree"] == float(plan.epsilon_tree) and p["eps_leaf"] == float(plan.epsilon_leaf)
+    assert p["epsilon_tree"] == float(plan.epsilon_tree) and p["epsilon_leaf"] == float(plan.epsilon_leaf)
     if noise == "exact":  # the split adds up to epsilon exactly
         assert plan.epsilon_tree + plan.epsilon_length + plan.epsilon_leaf == Fraction(1.5)
     assert (plan.length_scale is None) == (length_share == 0)
-    again = rebuilt_plan(release)
+    again = pdp.read_release(release.to_arrow()).plan  # rebuilt from the file's record
     assert (again.lam, again.delta, again.leaf_scale) == (plan.lam, plan.delta, plan.leaf_scale)
     direct = pdp.privtree_sequences(SEQS, "s", alphabet=[1, 2, 3], max_length=5, epsilon=1.5,
                                     tree_share=0.3, length_share=length_share, noise=noise, seed=2)
@@ -38,10 +37,10 @@ def test_sequence_file_with_an_edited_share_is_refused(tmp_path):
     table = release.to_arrow()
     meta = dict(table.schema.metadata)
     params = json.loads(meta[b"polars_dp.params"])
-    params["tree_share"] = 0.5  # the recorded eps_tree no longer follows from the declared share
+    params["tree_share"] = 0.5  # the recorded split no longer follows from the declared share
     meta[b"polars_dp.params"] = json.dumps(params).encode()
     meta[b"polars_dp.tree_share"] = b"0.5"
-    with pytest.raises(ReleaseFormatError, match="params.eps_tree"):
+    with pytest.raises(ReleaseFormatError, match="params.epsilon_tree"):
         type(release).from_arrow(table.replace_schema_metadata(meta))
 
 
@@ -52,9 +51,7 @@ POINTS = pl.DataFrame({"x": [0.1, 0.2, 0.5, 0.7, 0.9] * 40, "y": [0.3, 0.1, 0.6,
 def test_adaptive_grid_file_is_checked_against_its_plan(neighbours):
     release = pdp.adaptive_grid(POINTS, ["x", "y"], bounds=[(0, 1), (0, 1)], epsilon=1.0, seed=4,
                                 neighbours=neighbours)
-    from polars_dp.releases.tree_format import rebuilt_plan as tree_plan
-
-    plan = tree_plan(release)
+    plan = pdp.read_release(release.to_arrow()).plan  # rebuilt from the file's record
     assert isinstance(plan, pdp.plans.AdaptiveGridPlan)
     assert release.params["level2_noise_scale"] == float(plan.level2_scale)
     table = release.to_arrow()

@@ -9,7 +9,7 @@ import pytest
 
 import polars_dp as pdp
 from polars_dp.errors import ParameterError, ReleaseFormatError
-from polars_dp.releases.noise_model import Correlated
+from polars_dp.plans.noise_model import Correlated
 from polars_dp.releases.postprocess import project_nonnegative, round_keeping_total, verify_postprocessed
 
 

@@ -12,10 +12,10 @@ from scipy import stats
 
 import polars_dp as pdp
 from polars_dp.counting.frequency import frequency_matrix
+from polars_dp.domains.queries import predicate_ranges, query_ranges
 from polars_dp.evaluation.references import selectivity, true_answers
 from polars_dp.evaluation.workloads import coverage, random_workload
 from polars_dp.kernels.prefix import box_sums, prefix_sums
-from polars_dp.releases.grid_queries import predicate_ranges, query_ranges
 from tests.helpers.domains import grid_attributes
 
 ALPHA = 1e-6  # false-failure probability of each statistical check

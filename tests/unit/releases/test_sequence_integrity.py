@@ -94,7 +94,7 @@ def test_edited_shares_and_lambda_are_refused_even_without_checksum():
     for params, extra in (({"tree_share": 0.5}, {"tree_share": "0.5"}),
                           ({"lambda": half}, {"lambda": json.dumps(half)}),
                           ({"delta": model.params["delta"] / 2}, {}),
-                          ({"eps_leaf": model.params["eps_leaf"] * 2}, {}),
+                          ({"epsilon_leaf": model.params["epsilon_leaf"] * 2}, {}),
                           ({"l_top": 3}, {"l_top": "3"})):
         with pytest.raises(pdp.ReleaseFormatError):
             pdp.read_release(edit(model.to_arrow(), drop=legacy, params=params, **extra), unverified=True)
