@@ -7,10 +7,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from polars_dp.domains.expressions import SQL, Sql, sql_text
+from polars_dp.domains.expressions import SQL, Sql
 from polars_dp.domains.ranges import reversed_text
-from polars_dp.kernels.tail_bounds import chernoff_half_width
-from polars_dp.releases.noise_model import IndependentLaplace
 from polars_dp.releases.postprocess import postprocessed_noise_model
 from polars_dp.releases.sql import (
     BATCH_WHERE,
@@ -40,30 +38,29 @@ def std_function(name: str) -> str:
 
 def _noise_std(release: SpatialRelease, name: str) -> str:
     """SQL of each answer's ``noise_std`` (the rule of ``release.range_counts(std=True)``):
-    i.i.d. leaf noise: ``sqrt(var * sum w^2)``; counted levels: the exact variance from the
-    inference weights, by a scalar function over the box; otherwise (AG, Privelet*,
-    post-processed) NULL."""
-    if postprocessed_noise_model(release.params) is not None:
-        return "NULL::DOUBLE"
-    if release.levels is not None:
+    counted levels: the exact variance from the inference weights, by a scalar function over the
+    box; otherwise the noise model's :meth:`~polars_dp.plans.noise_model.NoiseModel.leaf_variance`
+    of the answer's leaf weights (NULL where it states none: AG, Privelet*, post-processed)."""
+    if release.levels is not None and postprocessed_noise_model(release.params) is None:
         args = ", ".join(f"box.lo{k}::DOUBLE, box.hi{k}::DOUBLE" for k in range(release.box.d))
         return f"{ident(std_function(name))}([{args}])"
-    if isinstance(release.noise_model, IndependentLaplace):
-        return f"sqrt({release.noise_model.unit_variance()!r} * coalesce(total.weight_squares, 0.0))"
-    return "NULL::DOUBLE"
+    if release.levels is not None:
+        return "NULL::DOUBLE"
+    return f"sqrt({release.error_model.leaf_variance(SQL, _SQUARES)})"
+
+
+#: The sum of the squared leaf weights of an answer, in ``tree_answers.sql``.
+_SQUARES = Sql("coalesce(total.weight_squares, 0.0)")
 
 
 def _noise_half_width(release: SpatialRelease) -> str:
-    """SQL of each answer's leaf-noise half-width at ``alpha``: the rule of
-    :meth:`SpatialRelease.leaf_noise_accuracy` (:func:`~polars_dp.kernels.tail_bounds.
-    chernoff_half_width`, rendered as SQL: no Python function); NULL where the release states
-    no error bar (counted levels, AG, Privelet*, post-processed) or ``alpha`` is NULL."""
-    if (postprocessed_noise_model(release.params) is not None or release.levels is not None
-            or not isinstance(release.noise_model, IndependentLaplace)):
+    """SQL of each answer's leaf-noise half-width at ``alpha``: the noise model's
+    :meth:`~polars_dp.plans.noise_model.NoiseModel.leaf_half_width` rendered as SQL (the rule of
+    :meth:`SpatialRelease.leaf_noise_accuracy`; no Python function); NULL where the release
+    states no error bar (counted levels, AG, Privelet*, post-processed) or ``alpha`` is NULL."""
+    if release.levels is not None:
         return "NULL::DOUBLE"
-    scale = release.noise_model.scale
-    squares = Sql(f"({sql_text(scale**2)} * coalesce(total.weight_squares, 0.0))")
-    half = chernoff_half_width(SQL, squares, scale, SQL.ln(2.0 / checked_alpha()))
+    half = release.error_model.leaf_half_width(SQL, _SQUARES, checked_alpha())
     return f"CASE WHEN alpha IS NULL THEN NULL ELSE {half} END"
 
 
