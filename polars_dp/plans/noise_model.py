@@ -17,7 +17,8 @@ Each model owns its error bars, written once over an ops namespace
 (:mod:`polars_dp.domains.expressions`): numpy evaluates them for the Python answers (plans
 before data, releases after), ``SQL`` renders them for the DuckDB macros, so a new model states
 its Python and its SQL error bar in one place.  A grid range is given per axis by its pieces
-(:class:`~polars_dp.kernels.wavelet_variance.AxisRanges` on numpy, the macros' axes in SQL):
+(``column``, ``factor(transformed)``, ``terms(transformed)``, ``width(transformed)``:
+:class:`~polars_dp.kernels.wavelet_variance.AxisRanges` on numpy, the macros' axes in SQL):
 :meth:`NoiseModel.variance` and :meth:`NoiseModel.half_width`; a spatial answer by the sum of
 its leaf weights' squares: :meth:`NoiseModel.leaf_variance` and :meth:`NoiseModel.leaf_half_width`.
 A model without an exact error bar answers ``ops.null`` (NaN in Python, NULL in SQL).
@@ -27,9 +28,9 @@ The models are serialised into the ``polars_dp.noise_model`` metadata entry.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
-from typing import Any, ClassVar, Protocol
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, fields
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -42,22 +43,6 @@ from polars_dp.kernels.tail_bounds import (
     lists_terms,
 )
 from polars_dp.kernels.wavelet_variance import AxisRanges
-
-
-class RangeAxis(Protocol):
-    """One axis of a batch of grid ranges, as a noise model reads it (numpy or SQL)."""
-
-    @property
-    def column(self) -> str: ...
-
-    def factor(self, transformed: bool) -> Any:
-        """``sum_c a_c^2`` of the range's noise terms along this axis."""
-
-    def terms(self, transformed: bool) -> tuple[Any, Any]:
-        """``(weights, multiplicities)`` of the range's noise terms along this axis."""
-
-    def width(self, transformed: bool) -> int:
-        """Number of terms per range (public)."""
 
 
 class NoiseModel:
@@ -82,18 +67,19 @@ class NoiseModel:
 
     @classmethod
     def from_fields(cls, obj: Mapping[str, Any]) -> NoiseModel:
-        raise NotImplementedError
+        """Inverse of :meth:`to_json` (a malformed field raises KeyError or TypeError)."""
+        return cls(**{f.name: _READ[f.name](obj[f.name]) for f in fields(cls)})  # type: ignore[arg-type]
 
     # ------------------------------------------------------------------ grid ranges
     def transforms(self, column: str) -> bool:
         """Whether the noise was added to wavelet coefficients along ``column``."""
         return False
 
-    def variance(self, ops: Ops, axes: Sequence[RangeAxis]) -> Any:
+    def variance(self, ops: Ops, axes: Sequence[Any]) -> Any:
         """Noise variance of grid ranges given per axis (``ops.null`` without an exact bar)."""
         return ops.null
 
-    def half_width(self, ops: Ops, axes: Sequence[RangeAxis], alpha: Any, noise: str) -> Any:
+    def half_width(self, ops: Ops, axes: Sequence[Any], alpha: Any, noise: str) -> Any:
         """Half-width ``a`` with ``P(|noise| > a) <= alpha`` of grid ranges given per axis."""
         return ops.null
 
@@ -132,18 +118,18 @@ class LaplaceModel(NoiseModel):
         """``2 scale^2``: multiply by the per-axis variance factors of a range."""
         return 2.0 * self.scale**2
 
-    def variance(self, ops: Ops, axes: Sequence[RangeAxis]) -> Any:
+    def variance(self, ops: Ops, axes: Sequence[Any]) -> Any:
         """``2 scale^2 prod_axes f_axis``, ``f`` from :meth:`RangeAxis.factor`."""
         var: Any = self.unit_variance()
         for ax in axes:
             var = var * ax.factor(self.transforms(ax.column))
         return var
 
-    def _terms(self, axes: Sequence[RangeAxis]) -> tuple[list[tuple[Any, Any]], bool]:
+    def _terms(self, axes: Sequence[Any]) -> tuple[list[tuple[Any, Any]], bool]:
         listed = lists_terms([ax.width(self.transforms(ax.column)) for ax in axes])
         return [ax.terms(self.transforms(ax.column)) for ax in axes], listed
 
-    def half_width(self, ops: Ops, axes: Sequence[RangeAxis], alpha: Any, noise: str) -> Any:
+    def half_width(self, ops: Ops, axes: Sequence[Any], alpha: Any, noise: str) -> Any:
         """:func:`~polars_dp.kernels.tail_bounds.laplace_sum_half_width` over the axes' terms."""
         terms, listed = self._terms(axes)
         return laplace_sum_half_width(ops, terms, self.scale, alpha, noise, listed)
@@ -161,10 +147,6 @@ class WaveletLaplace(LaplaceModel):
     kind = "wavelet_laplace"
     transformed: tuple[str, ...] = ()
 
-    @classmethod
-    def from_fields(cls, obj: Mapping[str, Any]) -> NoiseModel:
-        return cls(_positive(obj["scale"]), tuple(str(c) for c in obj["transformed"]))
-
     def transforms(self, column: str) -> bool:
         return column in self.transformed
 
@@ -175,10 +157,6 @@ class IndependentLaplace(LaplaceModel):
     spatial leaves)."""
 
     kind = "independent_laplace"
-
-    @classmethod
-    def from_fields(cls, obj: Mapping[str, Any]) -> NoiseModel:
-        return cls(_positive(obj["scale"]))
 
     @property
     def leaf_scale(self) -> float | None:
@@ -201,10 +179,6 @@ class Correlated(NoiseModel):
     kind = "correlated"
     exact = False
     reason: str
-
-    @classmethod
-    def from_fields(cls, obj: Mapping[str, Any]) -> NoiseModel:
-        return cls(str(obj["reason"]))
 
 
 def noise_model_to_json(model: NoiseModel) -> dict[str, Any]:
@@ -229,5 +203,9 @@ def _positive(value: Any) -> float:
     return float(value)
 
 
-__all__ = ["Correlated", "IndependentLaplace", "LaplaceModel", "NoiseModel", "RangeAxis", "WaveletLaplace",
+#: How each stored field is read back.
+_READ: dict[str, Callable[[Any], Any]] = {"scale": _positive, "reason": str,
+                                          "transformed": lambda v: tuple(str(c) for c in v)}
+
+__all__ = ["Correlated", "IndependentLaplace", "LaplaceModel", "NoiseModel", "WaveletLaplace",
            "noise_model_from_json", "noise_model_to_json"]

@@ -27,11 +27,13 @@ so SQL and Python answer alike; both macros then sum by inclusion-exclusion over
 corners of the box, joined on ``prefix``.  A bad predicate (unknown label, value outside the
 domain, ``lo > hi``) raises a DuckDB error naming the column and value.
 
-``std`` is the exact noise standard deviation ``sqrt(2 scale^2 prod_k f_k)`` (Privelet
-paper, Theorem 3; Basic: ``f_k`` = cells in the range).  For an ordinal axis the mechanism
-transformed, ``f_k`` is computed in SQL per query from the Haar tree's levels
-(:func:`haar_factor_sql`: :func:`polars_dp.kernels.wavelet_variance.haar_range_factor`, which
-Python runs on numpy, rendered as SQL): exact for every axis size.
+``std`` and ``lo`` / ``hi`` are the release's noise model rendered as SQL
+(:meth:`~polars_dp.plans.noise_model.NoiseModel.variance` and ``half_width`` over the axes of
+:class:`_Axis`, the SQL side of :class:`~polars_dp.kernels.wavelet_variance.AxisRanges`): for
+Privelet ``sqrt(2 scale^2 prod_k f_k)`` (Theorem 3; Basic: ``f_k`` = cells in the range), a
+transformed ordinal axis's ``f_k`` from the Haar tree's levels per query
+(:func:`~polars_dp.kernels.wavelet_variance.haar_range_factor`, the function Python runs on
+numpy), exact for every axis size.
 
 Both macros take ``align := 'exact'`` (default; an ordinal bound inside a bin is an error
 naming the nearest aligned bounds), ``'outer'`` or ``'inner'``, as the Python methods do
@@ -93,13 +95,6 @@ if TYPE_CHECKING:
 
 #: Cells per Arrow batch streamed into DuckDB at registration.
 BATCH_CELLS = 1 << 21
-
-
-def haar_factor_sql(start: str, stop: str, m: int) -> str:
-    """SQL of :func:`polars_dp.kernels.wavelet_variance.haar_range_variance_factor` for one range
-    ``[start, stop)`` of ``m`` cells: the same function (:func:`~polars_dp.kernels.wavelet_variance.
-    haar_range_factor`) rendered as SQL, exact for every ``m`` (no stored table)."""
-    return haar_range_factor(SQL, m, Sql(start), Sql(stop)).text
 
 
 class _Axis:
@@ -256,7 +251,7 @@ class _Axis:
             return Sql(f"(box.e{k} - box.s{k})")
         if isinstance(self.attribute, Nominal):
             return Sql(f"box.f{k}")
-        return Sql(haar_factor_sql(f"box.s{k}", f"box.e{k}", self.attribute.n_cells))
+        return haar_range_factor(SQL, self.attribute.n_cells, Sql(f"box.s{k}"), Sql(f"box.e{k}"))
 
 
 def _answers(release: GridRelease, name: str, axes: list[_Axis], queries: str, where: str) -> str:
@@ -398,4 +393,4 @@ def register_grid(con: Any, name: str, release: GridRelease, *, replace: bool = 
     return register(con, name, parts, replace=replace)
 
 
-__all__ = ["BATCH_CELLS", "accuracy_sql", "haar_factor_sql", "register_grid"]
+__all__ = ["BATCH_CELLS", "accuracy_sql", "register_grid"]
