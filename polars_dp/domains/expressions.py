@@ -169,6 +169,9 @@ class NumpyOps:
     def ln(x: Any) -> Any:
         return np.log(x)
 
+    #: No value (SQL ``NULL``): the answer states none.
+    null = np.nan
+
     @staticmethod
     def smallest(*xs: Any) -> Any:
         """The elementwise minimum of all ``xs`` (SQL ``least``)."""
@@ -299,6 +302,7 @@ class SqlOps:
     lsum = staticmethod(_function("list_sum"))
     lmax = staticmethod(_function("list_max"))
     inf = Sql("CAST('inf' AS DOUBLE)")
+    null = Sql("NULL::DOUBLE")
 
     def __init__(self) -> None:
         self._depth = 0  # nesting of the lambdas being rendered: their parameter names

@@ -6,7 +6,8 @@ A range count of the inverse transform of i.i.d. ``Lap(lambda)`` coefficients ha
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -180,7 +181,50 @@ def range_weights(attribute: Attribute, starts: np.ndarray, stops: np.ndarray, t
     return w, np.ones_like(w)
 
 
-__all__ = ["HaarLevel", "haar_levels_of", "haar_range_factor", "haar_range_variance_factor",
-           "haar_range_weights", "haar_weight_terms", "nominal_range_variance_factor",
-           "nominal_range_weights",
-           "range_variance_factor", "range_weights"]
+@dataclass(frozen=True)
+class AxisRanges:
+    """The half-open cell ranges ``[starts, stops)`` of a batch of queries along one axis: the
+    per-axis pieces of a grid error bar on numpy (the SQL macros render the same pieces per
+    query, :mod:`polars_dp.releases.sql_grid`), for a noise model to combine
+    (:mod:`polars_dp.plans.noise_model`)."""
+
+    attribute: Attribute
+    starts: np.ndarray
+    stops: np.ndarray
+
+    @property
+    def column(self) -> str:
+        return self.attribute.column
+
+    def factor(self, transformed: bool) -> np.ndarray:
+        """Variance factor ``f`` of each range: :func:`range_variance_factor` along a transformed
+        axis, else ``stop - start`` (one unit-weight value per cell)."""
+        if transformed:
+            return range_variance_factor(self.attribute, self.starts, self.stops)
+        return (self.stops - self.starts).astype(np.float64)
+
+    def terms(self, transformed: bool) -> tuple[np.ndarray, np.ndarray]:
+        """:func:`range_weights` of the ranges."""
+        return range_weights(self.attribute, self.starts, self.stops, transformed)
+
+    def width(self, transformed: bool) -> int:
+        """Number of terms per range of :meth:`terms` (public: the same for every range)."""
+        return axis_width(self.attribute, transformed)
+
+
+def axis_ranges(attributes: Sequence[Attribute], starts: Any, stops: Any) -> list[AxisRanges]:
+    """:class:`AxisRanges` per axis of the cell boxes ``[starts, stops)`` (shape (queries, d))."""
+    s = np.atleast_2d(np.asarray(starts, dtype=np.int64))
+    t = np.atleast_2d(np.asarray(stops, dtype=np.int64))
+    return [AxisRanges(a, s[:, j], t[:, j]) for j, a in enumerate(attributes)]
+
+
+def axis_width(attribute: Attribute, transformed: bool) -> int:
+    """Number of terms :func:`range_weights` gives per range of ``attribute``."""
+    w, _ = range_weights(attribute, np.array([0]), np.array([attribute.n_cells]), transformed)
+    return int(w.shape[1])
+
+
+__all__ = ["AxisRanges", "HaarLevel", "axis_ranges", "axis_width", "haar_levels_of", "haar_range_factor",
+           "haar_range_variance_factor", "haar_range_weights", "haar_weight_terms",
+           "nominal_range_variance_factor", "nominal_range_weights", "range_variance_factor", "range_weights"]

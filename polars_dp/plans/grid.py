@@ -46,8 +46,7 @@ from polars_dp.domains.attributes import Attribute, Nominal, as_attributes
 from polars_dp.domains.queries import as_query_frame, predicate_ranges, query_ranges
 from polars_dp.errors import HierarchyError, ParameterError, QueryError
 from polars_dp.kernels import wavelets as transforms
-from polars_dp.kernels.tail_bounds import laplace_sum_accuracy
-from polars_dp.kernels.wavelet_variance import range_variance_factor, range_weights
+from polars_dp.kernels.wavelet_variance import axis_ranges, range_variance_factor
 from polars_dp.noise import (
     GRID_BITS,
     MAX_COUNT_SCALE,
@@ -299,24 +298,15 @@ class GridPlan(Plan):
     # ------------------------------------------------------------------ error before data
     def range_variance(self, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
         """Noise variance ``2 lambda^2 prod_axes f_axis`` of the half-open cell ranges
-        ``[starts, stops)`` (shape (queries, d))."""
-        starts = np.atleast_2d(np.asarray(starts, dtype=np.int64))
-        stops = np.atleast_2d(np.asarray(stops, dtype=np.int64))
-        var = np.full(starts.shape[0], self.noise_model.unit_variance())
-        for j, (a, t) in enumerate(zip(self.attributes, self.transformed_mask, strict=True)):
-            var *= (range_variance_factor(a, starts[:, j], stops[:, j]) if t
-                    else (stops[:, j] - starts[:, j]).astype(np.float64))
-        return var
+        ``[starts, stops)`` (shape (queries, d)): :meth:`~polars_dp.plans.noise_model.NoiseModel.
+        variance` of the plan's noise model."""
+        return self.noise_model.range_variance(axis_ranges(self.attributes, starts, stops))
 
     def range_accuracy(self, starts: np.ndarray, stops: np.ndarray, alpha: float = 0.05) -> np.ndarray:
-        """Half-width ``a`` with ``P(|noise| > a) <= alpha`` per cell range (the bound of
-        :mod:`polars_dp.kernels.tail_bounds`)."""
+        """Half-width ``a`` with ``P(|noise| > a) <= alpha`` per cell range (the noise model's
+        :meth:`~polars_dp.plans.noise_model.NoiseModel.half_width`)."""
         alpha = check_alpha(alpha)
-        starts = np.atleast_2d(np.asarray(starts, dtype=np.int64))
-        stops = np.atleast_2d(np.asarray(stops, dtype=np.int64))
-        terms = [range_weights(a, starts[:, j], stops[:, j], t)
-                 for j, (a, t) in enumerate(zip(self.attributes, self.transformed_mask, strict=True))]
-        return laplace_sum_accuracy(terms, self.noise_scale, alpha, self.noise)
+        return self.noise_model.range_accuracy(axis_ranges(self.attributes, starts, stops), alpha, self.noise)
 
     def range_std(self, *, align: str = "exact", **predicates: Any) -> float:
         """Noise standard deviation of the range count ``predicates`` would answer (as

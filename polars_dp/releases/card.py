@@ -38,13 +38,13 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
+from polars_dp.domains.expressions import NUMPY
 from polars_dp.errors import PolarsDPError
 from polars_dp.kernels.tail_bounds import chernoff_accuracy, single_term_accuracy
 from polars_dp.plans.grid import check_alpha
-from polars_dp.plans.noise_model import Correlated, IndependentLaplace
 from polars_dp.releases.grid_format import cell_label_values
 from polars_dp.releases.integrity import CHECKSUM_KEY
-from polars_dp.releases.postprocess import postprocessed_noise_model, postprocessing_steps
+from polars_dp.releases.postprocess import postprocessing_steps
 
 if TYPE_CHECKING:
     from polars_dp.releases.base import Release
@@ -123,7 +123,7 @@ def grid_accuracy(release: GridRelease, alpha: float) -> dict[str, Any]:
     workload = ("one cell; the whole domain; per attribute, its range of largest noise variance (every "
                 "value of the others)")
     model = release.noise_model
-    if isinstance(model, Correlated):
+    if not model.exact:
         return {"alpha": alpha, "workload": workload, "available": False, "reason": model.reason}
     shape = list(release.shape)
     worst_cell = [int(np.argmax(release.axis_variance(j, np.arange(n), np.arange(n) + 1)))
@@ -153,14 +153,13 @@ def spatial_accuracy(release: SpatialRelease, alpha: float) -> dict[str, Any]:
     """The spatial default workload (module docstring)."""
     workload = "one leaf's count; the whole domain (leaf noise only, not the uniformity error in leaves)"
     out: dict[str, Any] = {"alpha": alpha, "workload": workload}
-    model, processed = release.noise_model, postprocessed_noise_model(release.params)
-    if processed is None and isinstance(model, IndependentLaplace):
-        leaf_acc = single_term_accuracy(np.array([1.0]), model.scale, alpha, release.noise)[0]
-        out.update(available=True, leaf=_figure(math.sqrt(model.unit_variance()), leaf_acc))
+    model = release.error_model
+    if model.leaf_scale is not None:
+        leaf_acc = single_term_accuracy(np.array([1.0]), model.leaf_scale, alpha, release.noise)[0]
+        out.update(available=True, leaf=_figure(math.sqrt(model.leaf_variance(NUMPY, 1.0)), leaf_acc))
     else:
-        stated = processed or model
-        reason = stated.reason if isinstance(stated, Correlated) else "no exact error bar"
-        out.update(available=False, reason=reason, leaf=_figure(math.nan, math.nan))
+        out.update(available=False, reason=model.reason or "no exact error bar",
+                   leaf=_figure(math.nan, math.nan))
     total = release.range_std()
     lo, hi = release.range_noise_interval(alpha)
     out["total"] = _figure(math.nan if total is None else total,

@@ -26,13 +26,12 @@ from polars_dp.domains.attributes import Attribute, Nominal, attribute_from_json
 from polars_dp.domains.queries import as_query_frame, predicate_ranges, query_ranges
 from polars_dp.errors import ParameterError, QueryError, ReleaseFormatError
 from polars_dp.kernels.prefix import box_sums, prefix_sums, streamed_box_sums
-from polars_dp.kernels.tail_bounds import laplace_sum_accuracy
-from polars_dp.kernels.wavelet_variance import range_variance_factor, range_weights
+from polars_dp.kernels.wavelet_variance import AxisRanges, axis_ranges
 from polars_dp.memory import available_memory
 from polars_dp.noise import SeedLike
 from polars_dp.plans.base import Plan
 from polars_dp.plans.grid import check_alpha
-from polars_dp.plans.noise_model import Correlated, NoiseModel, WaveletLaplace
+from polars_dp.plans.noise_model import NoiseModel, WaveletLaplace
 from polars_dp.progress import Progress
 from polars_dp.releases import sql_grid
 from polars_dp.releases.base import Release, Sealed, read_only
@@ -253,8 +252,13 @@ class GridRelease(Release):
     def noise_model(self) -> NoiseModel:
         """Laplace ``noise_scale / W(c)`` per wavelet coefficient along :attr:`transformed`
         (no transformed axis: i.i.d. Laplace ``noise_scale`` per cell); :class:`Correlated`
-        once post-processed (:meth:`postprocess`)."""
-        return postprocessed_noise_model(self.params) or WaveletLaplace(self.noise_scale, self.transformed)
+        once post-processed (:meth:`postprocess`).  It gives every error bar of the release."""
+        return postprocessed_noise_model(self.params) or self._drawn_noise
+
+    @property
+    def _drawn_noise(self) -> WaveletLaplace:
+        """The noise as drawn, before any post-processing."""
+        return WaveletLaplace(self.noise_scale, self.transformed)
 
     @property
     def transformed(self) -> tuple[str, ...]:
@@ -262,50 +266,30 @@ class GridRelease(Release):
         return tuple(self.params.get("transformed", ()))
 
     def axis_variance(self, axis: int, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
-        """Per-axis variance factor ``f_axis`` of the cell ranges ``[starts, stops)``.
-
-        Every grid mechanism here adds independent Laplace noise of magnitude
-        ``noise_scale / W(c)`` to coefficients of a Kronecker-product transform with
-        product-form weights, so the noise variance of a range count factorises:
-        ``Var = 2 * noise_scale**2 * prod_axis f_axis`` (Privelet paper, Theorem 3).  An
-        untransformed axis (Basic; Privelet+'s S_A) has ``f = stop - start`` (one unit-weight
-        coefficient per cell); a transformed axis gets its factor from
-        :func:`polars_dp.kernels.wavelet_variance.range_variance_factor`.
-        """
-        starts = np.asarray(starts, dtype=np.int64)
-        stops = np.asarray(stops, dtype=np.int64)
-        attribute = self.attributes[axis]
-        if attribute.column in self.transformed:
-            return range_variance_factor(attribute, starts, stops)
-        return (stops - starts).astype(np.float64)
+        """Per-axis variance factor ``f_axis`` of the cell ranges ``[starts, stops)`` under the
+        noise as drawn (:class:`~polars_dp.kernels.wavelet_variance.AxisRanges`): the noise
+        variance of a range count is ``2 * noise_scale**2 * prod_axis f_axis`` (Privelet paper,
+        Theorem 3); an untransformed axis (Basic; Privelet+'s S_A) has ``f = stop - start``."""
+        ax = AxisRanges(self.attributes[axis], np.asarray(starts, dtype=np.int64),
+                        np.asarray(stops, dtype=np.int64))
+        return ax.factor(self._drawn_noise.transforms(ax.column))
 
     def range_variance(self, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
         """Exact noise variance of range counts given as **cell-index** boxes: ``starts`` /
         ``stops`` of shape (queries, d) hold, per axis, the half-open range ``[start, stop)`` of
         cell indices (not attribute values; NaN for a post-processed release).  For predicates in
         value space use :meth:`range_std` or ``range_counts(..., std=True)``; the cell ranges of
-        predicates come from :func:`polars_dp.domains.queries.predicate_ranges`."""
-        starts = np.atleast_2d(np.asarray(starts, dtype=np.int64))
-        stops = np.atleast_2d(np.asarray(stops, dtype=np.int64))
-        if isinstance(self.noise_model, Correlated):  # post-processed: no exact error bar (NaN)
-            return np.full(starts.shape[0], np.nan)
-        var = np.full(starts.shape[0], self.noise_model.unit_variance())
-        for axis in range(len(self.attributes)):
-            var *= self.axis_variance(axis, starts[:, axis], stops[:, axis])
-        return var
+        predicates come from :func:`polars_dp.domains.queries.predicate_ranges`.  The
+        noise model's :meth:`~polars_dp.plans.noise_model.NoiseModel.variance`."""
+        return self.noise_model.range_variance(axis_ranges(self.attributes, starts, stops))
 
     def range_accuracy(self, starts: np.ndarray, stops: np.ndarray, alpha: float = 0.05) -> np.ndarray:
         """Half-width ``a`` per cell range ``[starts, stops)`` with ``P(|noise| > a) <= alpha``
-        (the tail bound of :mod:`polars_dp.kernels.tail_bounds`, exact law for one noise term);
-        NaN once post-processed."""
+        (the noise model's :meth:`~polars_dp.plans.noise_model.NoiseModel.half_width`: the tail
+        bound of :mod:`polars_dp.kernels.tail_bounds`, exact law for one noise term); NaN once
+        post-processed."""
         alpha = check_alpha(alpha)
-        starts = np.atleast_2d(np.asarray(starts, dtype=np.int64))
-        stops = np.atleast_2d(np.asarray(stops, dtype=np.int64))
-        if isinstance(self.noise_model, Correlated):
-            return np.full(starts.shape[0], np.nan)
-        terms = [range_weights(a, starts[:, j], stops[:, j], a.column in self.transformed)
-                 for j, a in enumerate(self.attributes)]
-        return laplace_sum_accuracy(terms, self.noise_scale, alpha, self.noise)
+        return self.noise_model.range_accuracy(axis_ranges(self.attributes, starts, stops), alpha, self.noise)
 
     def accuracy(self, queries: Any, alpha: float = 0.05, *, align: str = "exact") -> pl.DataFrame:
         """``id``, ``count``, ``std`` and ``accuracy`` per query (the columns of

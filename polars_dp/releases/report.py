@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from polars_dp.plans.noise_model import Correlated
 from polars_dp.releases.card import ALPHA, release_card
 from polars_dp.releases.io import write_atomic
 
@@ -88,7 +87,7 @@ def grid_figures(release: GridRelease, alpha: float) -> list[str]:
     """Per attribute: its marginal in at most ``BARS`` bars, error bars at ``alpha``."""
     out = []
     shape = list(release.shape)
-    correlated = isinstance(release.noise_model, Correlated)
+    correlated = not release.noise_model.exact
     for j, attribute in enumerate(release.attributes):
         n = shape[j]
         ends = np.unique(np.linspace(0, n, min(n, BARS) + 1).round().astype(np.int64))

@@ -30,7 +30,6 @@ from polars_dp.kernels.spatial_sums import (
     morton_tree_sums,
     two_level_grid_sums,
 )
-from polars_dp.kernels.tail_bounds import chernoff_accuracy
 from polars_dp.noise import SeedLike
 from polars_dp.plans.base import Plan
 from polars_dp.plans.grid import check_alpha
@@ -320,8 +319,8 @@ class SpatialRelease(Release):
             if alpha is not None:  # inferred counts mix the noise: no tail bound is stated
                 extra += [pl.lit(None, pl.Float64).alias(c) for c in ("noise_lo", "noise_hi")]
             return frame.with_columns(pl.Series("count", counts), *extra)
-        scale = self._leaf_noise_scale()
-        if not std or scale is None:  # no error bar stated (AG, Privelet*, post-processed): NULL
+        model = self.error_model
+        if not std or model.leaf_scale is None:  # no error bar stated (AG, Privelet*, post-processed): NULL
             counts = self.range_count_array(frame, passthrough=passthrough)
             nulls = [pl.lit(None, pl.Float64).alias(c) for c in
                      (["noise_std"] if std else []) + (["noise_lo", "noise_hi"] if alpha is not None else [])]
@@ -337,7 +336,8 @@ class SpatialRelease(Release):
             counts = self.range_count_array(frame, passthrough=passthrough)
             squares = grid_weight_squares(int(self.layout["m"]), self.box, q_lo, q_hi)
         bar.close()
-        out = [pl.Series("count", counts), pl.Series("noise_std", np.sqrt(2.0 * scale**2 * squares))]
+        std_ = np.sqrt(model.leaf_variance(NUMPY, squares))
+        out = [pl.Series("count", counts), pl.Series("noise_std", std_)]
         if alpha is not None:
             half = self.leaf_noise_accuracy(squares, alpha)
             out += [pl.Series("noise_lo", counts - half), pl.Series("noise_hi", counts + half)]
@@ -345,17 +345,15 @@ class SpatialRelease(Release):
 
     def leaf_noise_accuracy(self, weight_squares: np.ndarray, alpha: float) -> np.ndarray:
         """Half-width ``a`` with ``P(|leaf noise of the answer| > a) <= alpha`` for answers whose
-        leaf weights ``w <= 1`` have ``sum w^2 = weight_squares``: the Chernoff bound
-        :func:`~polars_dp.kernels.tail_bounds.chernoff_accuracy` with every term's scale at most
-        the leaves' ``b`` (i.i.d. leaf noise only; the uniformity error is not included).  The
-        one rule behind ``noise_lo`` / ``noise_hi`` in Python and in DuckDB; NaN where the
-        release states no error bar (:meth:`range_counts`)."""
-        scale = self._leaf_noise_scale()
+        leaf weights ``w <= 1`` have ``sum w^2 = weight_squares``: the noise model's
+        :meth:`~polars_dp.plans.noise_model.NoiseModel.leaf_half_width` (i.i.d. leaf noise: the
+        Chernoff bound with every term's scale at most the leaves' ``b``; the uniformity error is
+        not included).  The one rule behind ``noise_lo`` / ``noise_hi`` in Python and in DuckDB;
+        NaN where the release states no error bar (:meth:`range_counts`)."""
         squares = np.asarray(weight_squares, dtype=np.float64)
         alpha = check_alpha(alpha)
-        if scale is None:
-            return np.full(squares.shape, np.nan)
-        return chernoff_accuracy(scale**2 * squares, scale, alpha)
+        half = self.error_model.leaf_half_width(NUMPY, squares, np.float64(alpha))
+        return np.broadcast_to(np.asarray(half, dtype=np.float64), squares.shape).copy()
 
     def noise_variance_array(self, boxes: Any, *, passthrough: Iterable[str] = ("id",)) -> np.ndarray:
         """The noise variance of each answer of :meth:`range_counts` (``noise_std ** 2``; NaN where
@@ -364,15 +362,13 @@ class SpatialRelease(Release):
         std = self.range_counts(boxes, std=True, passthrough=passthrough)["noise_std"]
         return std.fill_null(float("nan")).to_numpy() ** 2
 
-    def _leaf_noise_scale(self) -> float | None:
-        """Laplace scale of every leaf count when the leaf noise is i.i.d. as drawn (the noise
-        model says); None where the release states no error bar: AG and Privelet* (leaf counts
-        mixed by the inference or the transform; the noise model's ``reason`` says which) and
-        post-processed releases."""
-        independent = isinstance(self.noise_model, IndependentLaplace)
-        if independent and postprocessed_noise_model(self.params) is None:
-            return cast(IndependentLaplace, self.noise_model).scale
-        return None
+    @property
+    def error_model(self) -> NoiseModel:
+        """The noise model the error bars come from: :attr:`noise_model` as drawn, or
+        :class:`~polars_dp.plans.noise_model.Correlated` once post-processed.  Only i.i.d. leaf
+        noise (PrivTree, UG) states one: AG and Privelet* mix their leaf counts (the model's
+        ``reason`` says how)."""
+        return postprocessed_noise_model(self.params) or self.noise_model
 
     def range_std(self, **ranges: tuple[float, float]) -> float | None:
         """Noise standard deviation of :meth:`range_count` (the ``noise_std`` of

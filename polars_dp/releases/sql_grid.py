@@ -27,11 +27,13 @@ so SQL and Python answer alike; both macros then sum by inclusion-exclusion over
 corners of the box, joined on ``prefix``.  A bad predicate (unknown label, value outside the
 domain, ``lo > hi``) raises a DuckDB error naming the column and value.
 
-``std`` is the exact noise standard deviation ``sqrt(2 scale^2 prod_k f_k)`` (Privelet
-paper, Theorem 3; Basic: ``f_k`` = cells in the range).  For an ordinal axis the mechanism
-transformed, ``f_k`` is computed in SQL per query from the Haar tree's levels
-(:func:`haar_factor_sql`: :func:`polars_dp.kernels.wavelet_variance.haar_range_factor`, which
-Python runs on numpy, rendered as SQL): exact for every axis size.
+``std`` and ``lo`` / ``hi`` are the release's noise model rendered as SQL
+(:meth:`~polars_dp.plans.noise_model.NoiseModel.variance` and ``half_width`` over the axes of
+:class:`_Axis`, the SQL side of :class:`~polars_dp.kernels.wavelet_variance.AxisRanges`): for
+Privelet ``sqrt(2 scale^2 prod_k f_k)`` (Theorem 3; Basic: ``f_k`` = cells in the range), a
+transformed ordinal axis's ``f_k`` from the Haar tree's levels per query
+(:func:`~polars_dp.kernels.wavelet_variance.haar_range_factor`, the function Python runs on
+numpy), exact for every axis size.
 
 Both macros take ``align := 'exact'`` (default; an ordinal bound inside a bin is an error
 naming the nearest aligned bounds), ``'outer'`` or ``'inner'``, as the Python methods do
@@ -68,9 +70,7 @@ from polars_dp.domains.ranges import (
     unaligned_text,
 )
 from polars_dp.errors import ParameterError
-from polars_dp.kernels.tail_bounds import laplace_sum_half_width, lists_terms
-from polars_dp.kernels.wavelet_variance import haar_range_factor, haar_weight_terms, range_weights
-from polars_dp.plans.noise_model import Correlated
+from polars_dp.kernels.wavelet_variance import axis_width, haar_range_factor, haar_weight_terms, range_weights
 from polars_dp.releases.sql import (
     BATCH_WHERE,
     INTERNAL_COLUMNS,
@@ -122,13 +122,6 @@ if TYPE_CHECKING:
 BATCH_CELLS = 1 << 21
 
 
-def haar_factor_sql(start: str, stop: str, m: int) -> str:
-    """SQL of :func:`polars_dp.kernels.wavelet_variance.haar_range_variance_factor` for one range
-    ``[start, stop)`` of ``m`` cells: the same function (:func:`~polars_dp.kernels.wavelet_variance.
-    haar_range_factor`) rendered as SQL, exact for every ``m`` (no stored table)."""
-    return haar_range_factor(SQL, m, Sql(start), Sql(stop)).text
-
-
 class _Axis:
     """SQL of one axis: start/stop cells and variance factor of a predicate, per query.  The
     ordinal cells and error texts come from :mod:`polars_dp.domains.ranges`, the functions
@@ -140,6 +133,10 @@ class _Axis:
         self.attribute = release.attributes[axis]
         self.name = name
         self.transformed = self.attribute.column in release.transformed
+
+    @property
+    def column(self) -> str:
+        return self.attribute.column
 
     @property
     def columns(self) -> list[str]:
@@ -247,19 +244,17 @@ class _Axis:
         w, _ = range_weights(self.attribute, np.array([0]), np.array([self.attribute.n_cells]), True)
         return str(SQL.lst(*(float(x) for x in w[0])))
 
-    def width(self) -> int:
+    def width(self, transformed: bool) -> int:
         """Number of terms of this axis in :func:`~polars_dp.kernels.wavelet_variance.range_weights`."""
-        a = self.attribute
-        w, _ = range_weights(a, np.array([0]), np.array([a.n_cells]), self.transformed)
-        return int(w.shape[1])
+        return axis_width(self.attribute, transformed)
 
-    def terms(self) -> tuple[Sql, Sql]:
+    def terms(self, transformed: bool) -> tuple[Sql, Sql]:
         """SQL lists ``(weights, multiplicities)`` of the query's range on this axis: the terms
         of :func:`~polars_dp.kernels.wavelet_variance.range_weights`, rendered from the same
         functions (the nominal ones from the labels table)."""
         k = self.axis
         s, e = Sql(f"box.s{k}"), Sql(f"box.e{k}")
-        if not self.transformed:
+        if not transformed:
             return SQL.lst(1.0), SQL.lst(e - s)
         if isinstance(self.attribute, Nominal):
             return Sql(f"box.w{k}"), Sql(f"list_transform(box.w{k}, lambda __w: 1.0::DOUBLE)")
@@ -273,23 +268,15 @@ class _Axis:
         return (f"\n    LEFT JOIN {ident(self.labels_source())} AS l{k} "
                 f"ON l{k}.label = CAST(q.{ident(self.attribute.column)} AS VARCHAR)")
 
-    def factor(self) -> str:
-        """Per-axis variance factor ``f_k`` of the query's range (SQL)."""
+    def factor(self, transformed: bool) -> Sql:
+        """Per-axis variance factor ``f_k`` of the query's range (SQL; a nominal axis's from the
+        labels table, computed by :meth:`GridRelease.axis_variance`)."""
         k = self.axis
+        if not transformed:
+            return Sql(f"(box.e{k} - box.s{k})")
         if isinstance(self.attribute, Nominal):
-            return f"box.f{k}"
-        if not self.transformed:
-            return f"(box.e{k} - box.s{k})"
-        return haar_factor_sql(f"box.s{k}", f"box.e{k}", self.attribute.n_cells)
-
-
-def _variance(release: GridRelease, axes: list[_Axis]) -> str:
-    """SQL of a range's noise variance ``2 scale^2 prod_k f_k``; NULL when the noise model has no
-    exact error bar (a post-processed release)."""
-    model = release.noise_model
-    if not hasattr(model, "unit_variance"):
-        return "NULL::DOUBLE"
-    return " * ".join([f"{model.unit_variance()!r}", *(ax.factor() for ax in axes)])
+            return Sql(f"box.f{k}")
+        return haar_range_factor(SQL, self.attribute.n_cells, Sql(f"box.s{k}"), Sql(f"box.e{k}"))
 
 
 def _answers(release: GridRelease, name: str, axes: list[_Axis], queries: str, where: str) -> str:
@@ -300,7 +287,7 @@ def _answers(release: GridRelease, name: str, axes: list[_Axis], queries: str, w
         f"(CASE WHEN {bit.format(k=k)} THEN box.e{k} - 1 ELSE box.s{k} - 1 END) * {int(strides[k])}"
         for k in range(d))
     corner_valid = " AND ".join(f"({bit.format(k=k)} OR box.s{k} > 0)" for k in range(d))
-    variance = _variance(release, axes)
+    variance = sql_text(release.noise_model.variance(SQL, axes))
     relation, accuracy = accuracy_sql(release, axes)
     return render(
         "grid_answers.sql",
@@ -325,15 +312,11 @@ def _answers(release: GridRelease, name: str, axes: list[_Axis], queries: str, w
 
 def accuracy_sql(release: GridRelease, axes: list[_Axis]) -> tuple[str, str]:
     """``(relation, expression)``: each answer's half-width at ``alpha`` (``lo`` / ``hi``), the
-    rule of :meth:`GridRelease.range_accuracy` (:func:`~polars_dp.kernels.tail_bounds.
-    laplace_sum_half_width` over the terms of :meth:`_Axis.terms`) rendered as plain SQL over
-    ``box`` (``relation``: ``box`` plus the values computed once per query); NULL once
-    post-processed or for a NULL ``alpha``."""
-    if isinstance(release.noise_model, Correlated):
-        return "box", "NULL::DOUBLE"
-    listed = lists_terms([ax.width() for ax in axes])
-    relation, half = SQL.staged(lambda: laplace_sum_half_width(
-        SQL, [ax.terms() for ax in axes], release.noise_scale, checked_alpha(), release.noise, listed), "box")
+    noise model's :meth:`~polars_dp.plans.noise_model.NoiseModel.half_width` (the rule of
+    :meth:`GridRelease.range_accuracy`) rendered as plain SQL over ``box`` (``relation``: ``box``
+    plus the values computed once per query); NULL once post-processed or for a NULL ``alpha``."""
+    relation, half = SQL.staged(
+        lambda: release.noise_model.half_width(SQL, axes, checked_alpha(), release.noise), "box")
     return relation, f"CASE WHEN alpha IS NULL THEN NULL ELSE {half} END"
 
 
@@ -435,4 +418,4 @@ def register_grid(con: Any, name: str, release: GridRelease, *, replace: bool = 
     return register(con, name, parts, replace=replace)
 
 
-__all__ = ["BATCH_CELLS", "accuracy_sql", "haar_factor_sql", "register_grid"]
+__all__ = ["BATCH_CELLS", "accuracy_sql", "register_grid"]

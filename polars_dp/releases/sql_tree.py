@@ -8,15 +8,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 import pyarrow as pa
 
-from polars_dp.domains.expressions import SQL, Sql, sql_text
+from polars_dp.domains.expressions import SQL, Sql
 from polars_dp.domains.ranges import reversed_text
-from polars_dp.kernels.tail_bounds import chernoff_half_width
-from polars_dp.plans.noise_model import IndependentLaplace
 from polars_dp.releases.postprocess import postprocessed_noise_model
 from polars_dp.releases.sql import (
     BATCH_WHERE,
     INTERNAL_COLUMNS,
-    PythonFunction,
     Registered,
     Registration,
     check_identifier,
@@ -43,6 +40,8 @@ if TYPE_CHECKING:
         @property
         def levels(self) -> Any: ...
         @property
+        def error_model(self) -> Any: ...
+        @property
         def noise_model(self) -> Any: ...
         @property
         def params(self) -> Any: ...
@@ -51,52 +50,35 @@ if TYPE_CHECKING:
         def _table(self) -> pa.Table: ...
 
 
-def std_function(name: str) -> str:
-    """Name of the scalar function giving the ``noise_std`` of a release with counted levels."""
-    return f"__pdp_noise_std_{name}"
-
-
 def _noise_std(release: SpatialRelease, name: str) -> str:
     """SQL of each answer's ``noise_std`` (the rule of ``release.range_counts(std=True)``):
-    i.i.d. leaf noise: ``sqrt(var * sum w^2)``; counted levels: the exact variance from the
-    inference weights, by a scalar function over the box; otherwise (AG, Privelet*,
-    post-processed) NULL."""
-    if postprocessed_noise_model(release.params) is not None:
-        return "NULL::DOUBLE"
+    counted levels: the exact variance from the inference weights
+    (:meth:`~polars_dp.releases.tree_levels.TopLevels.variance_sql`, plain SQL over the node
+    tables); otherwise the noise model's :meth:`~polars_dp.plans.noise_model.NoiseModel.
+    leaf_variance` of the answer's leaf weights (NULL where it states none: AG, Privelet*,
+    post-processed)."""
+    if release.levels is not None and postprocessed_noise_model(release.params) is None:
+        variance = release.levels.variance_sql(release.box.d, ident(internal(name, "nodes")),
+                                               ident(internal(name, "up")))
+        return f"sqrt({variance})"
     if release.levels is not None:
-        args = ", ".join(f"box.lo{k}::DOUBLE, box.hi{k}::DOUBLE" for k in range(release.box.d))
-        return f"{ident(std_function(name))}([{args}])"
-    if isinstance(release.noise_model, IndependentLaplace):
-        return f"sqrt({release.noise_model.unit_variance()!r} * coalesce(total.weight_squares, 0.0))"
-    return "NULL::DOUBLE"
+        return "NULL::DOUBLE"
+    return f"sqrt({release.error_model.leaf_variance(SQL, _SQUARES)})"
+
+
+#: The sum of the squared leaf weights of an answer, in ``tree_answers.sql``.
+_SQUARES = Sql("coalesce(total.weight_squares, 0.0)")
 
 
 def _noise_half_width(release: SpatialRelease) -> str:
-    """SQL of each answer's leaf-noise half-width at ``alpha``: the rule of
-    :meth:`SpatialRelease.leaf_noise_accuracy` (:func:`~polars_dp.kernels.tail_bounds.
-    chernoff_half_width`, rendered as SQL: no Python function); NULL where the release states
-    no error bar (counted levels, AG, Privelet*, post-processed) or ``alpha`` is NULL."""
-    if (postprocessed_noise_model(release.params) is not None or release.levels is not None
-            or not isinstance(release.noise_model, IndependentLaplace)):
+    """SQL of each answer's leaf-noise half-width at ``alpha``: the noise model's
+    :meth:`~polars_dp.plans.noise_model.NoiseModel.leaf_half_width` rendered as SQL (the rule of
+    :meth:`SpatialRelease.leaf_noise_accuracy`; no Python function); NULL where the release
+    states no error bar (counted levels, AG, Privelet*, post-processed) or ``alpha`` is NULL."""
+    if release.levels is not None:
         return "NULL::DOUBLE"
-    scale = release.noise_model.scale
-    squares = Sql(f"({sql_text(scale**2)} * coalesce(total.weight_squares, 0.0))")
-    half = chernoff_half_width(SQL, squares, scale, SQL.ln(2.0 / checked_alpha()))
+    half = release.error_model.leaf_half_width(SQL, _SQUARES, checked_alpha())
     return f"CASE WHEN alpha IS NULL THEN NULL ELSE {half} END"
-
-
-def _std_function(name: str, release: SpatialRelease) -> PythonFunction:
-    """The vectorised scalar function behind ``noise_std`` of a release with counted levels."""
-    d, box, levels = release.box.d, release.box, release.levels
-    assert levels is not None  # called for releases with counted levels only
-
-    def noise_std(bounds: pa.Array) -> pa.Array:  # one [lo0, hi0, lo1, hi1, ...] list per box
-        flat = np.asarray(pa.array(bounds).flatten().to_numpy(zero_copy_only=False), dtype=np.float64)
-        pairs = flat.reshape(-1, d, 2)
-        _, var = levels.range_counts(box, pairs[:, :, 0], pairs[:, :, 1], variance=True)
-        return pa.array(np.sqrt(np.asarray(var, dtype=np.float64)))
-
-    return PythonFunction(std_function(name), noise_std, ["DOUBLE[]"], "DOUBLE")
 
 
 def _tree_answers(release: SpatialRelease, name: str, queries: str, where: str) -> str:
@@ -120,10 +102,12 @@ def _tree_answers(release: SpatialRelease, name: str, queries: str, where: str) 
                   noise_half=_noise_half_width(release))
 
 
-def python_functions(name: str, release: SpatialRelease) -> list[PythonFunction]:
-    """The connection-local Python functions the macros of release ``name`` call: the
-    ``noise_std`` of counted top levels (everything else is plain SQL)."""
-    return [] if release.levels is None else [_std_function(name, release)]
+def level_tables(name: str, release: SpatialRelease) -> dict[str, pa.Table]:
+    """The internal node tables the ``noise_std`` of counted top levels reads (none otherwise)."""
+    if release.levels is None:
+        return {}
+    nodes, up = release.levels.node_tables(release.box)
+    return {internal(name, "nodes"): nodes, internal(name, "up"): up}
 
 
 def register_tree(con: Any, name: str, release: SpatialRelease, *, replace: bool = False) -> Any:
@@ -146,9 +130,10 @@ def register_tree(con: Any, name: str, release: SpatialRelease, *, replace: bool
     SQL): the noise of the counts only
     (not the uniformity error, hence the ``noise_`` names), NULL where the release states no
     error bar or with ``alpha := NULL``.  A release with
-    counted top levels answers from its inferred counts and gets its ``noise_std`` from a
-    scalar function ``__pdp_noise_std_<name>`` registered on the connection (the inference
-    weights live in Python).
+    counted top levels answers from its inferred counts and gets its exact ``noise_std`` from
+    the internal tables ``__pdp_name_nodes`` and ``__pdp_name_up`` (the public tree and the
+    inference's variances, :meth:`~polars_dp.releases.tree_levels.TopLevels.node_tables`), in
+    plain SQL.
 
     Answers use the same uniformity assumption as ``release.range_counts``: a leaf adds
     ``count * vol(leaf ∩ box) / vol(leaf)``; rows come in ``id`` order.  Refuses
@@ -162,23 +147,26 @@ def register_tree(con: Any, name: str, release: SpatialRelease, *, replace: bool
     single_source = "(SELECT 0 AS id, " + ", ".join(
         f"{ident(f'{c}_{side}')} AS {ident(f'{c}_{side}')}" for c in release.columns
         for side in ("lo", "hi")) + ")"
-    functions = python_functions(name, release)
+    levels = level_tables(name, release)
+    sources = {f"__pdp_source_{table}": data for table, data in levels.items()}
     leaves = release._table()
     leaves = leaves.append_column("leaf", pa.array(np.arange(leaves.num_rows, dtype=np.int64)))
     statements = [
         render("tree_register.sql", cells=ident(internal(name)), view=ident(name), source=ident(source),
                meta_table=ident(f"{name}_meta"), meta_source=ident(meta_source)),
         view(name, internal(name), comment(release, name), INTERNAL_COLUMNS["tree"]),
+        *(f"CREATE TABLE {ident(table)} AS SELECT * FROM {ident(source)}" for table, source in
+          zip(levels, sources, strict=True)),
         render("tree_macros.sql", name=name, single_macro=ident(f"{name}_range_count"),
                batch_macro=ident(f"{name}_range_counts"), parameters=params,
                single_answers=_tree_answers(release, name, single_source, "''"),
                batch_answers=_tree_answers(release, name, "query_table(queries)", BATCH_WHERE)),
     ]
-    parts = Registration(tables=[name, internal(name), f"{name}_meta"],
+    parts = Registration(tables=[name, internal(name), f"{name}_meta", *levels],
                          macros=[f"{name}_range_count", f"{name}_range_counts"],
-                         sources={source: leaves, meta_source: metadata_table(release)},
-                         statements=statements, functions=functions)
+                         sources={source: leaves, meta_source: metadata_table(release), **sources},
+                         statements=statements)
     return register(con, name, parts, replace=replace)
 
 
-__all__ = ["python_functions", "register_tree"]
+__all__ = ["level_tables", "register_tree"]

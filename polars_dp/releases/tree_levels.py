@@ -15,7 +15,9 @@ post-processing of those published numbers:
   noise exceeds the uniformity error they would remove;
 * the exact noise variance of each answer: the estimate is linear in the noisy counts, whose
   noise is independent with the variance of the drawn distribution (discrete Laplace of scale
-  ``b``: ``2 e^(-1/b) / (1 - e^(-1/b))^2``; float Laplace: ``2 b^2``).
+  ``b``: ``2 e^(-1/b) / (1 - e^(-1/b))^2``; float Laplace: ``2 b^2``).  In SQL
+  (:meth:`TopLevels.variance_sql`) the same variance is plain SQL over two tables
+  (:meth:`TopLevels.node_tables`), no Python function.
 
 The observation weights are ``1 / variance``.  Storage: the noisy top-level counts and the
 inferred ones are in the ``polars_dp.levels`` metadata entry, the noisy leaf counts in the
@@ -31,10 +33,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from polars_dp.domains.box import Box
 from polars_dp.errors import ReleaseFormatError
 from polars_dp.kernels.morton import MortonLayout
+from polars_dp.kernels.spatial_sums import child_boxes
 from polars_dp.kernels.tree_inference import TreeEstimate, infer_tree
 from polars_dp.kernels.tree_levels import LevelTree, level_tree, level_tree_sums, top_cells
 from polars_dp.releases.base import read_only
@@ -149,6 +153,84 @@ class TopLevels:
         stats = (self.estimate.V, self.estimate.ratio, self.estimate.group) if variance else None
         return level_tree_sums(self.tree, self.finest_starts, self.finest_counts, box, q_lo, q_hi,
                                node_stats=stats)
+
+    # ------------------------------------------------------------------ SQL
+    def node_tables(self, box: Box) -> tuple[pa.Table, pa.Table]:
+        """The two tables :meth:`variance_sql` reads, from the public tree and the inference.
+
+        ``nodes``: one row per node of the PrivTree (the traversal of :meth:`range_counts`: the
+        root, its inner nodes, its leaves, the *finest* nodes): ``node`` (id), ``finest``, the
+        box ``lo<k>`` / ``hi<k>`` and its parent's ``plo<k>`` / ``phi<k>`` (NULL at the root),
+        ``v`` = ``V`` and ``g`` = ``S`` of :class:`~polars_dp.kernels.tree_inference.TreeEstimate`
+        (``g = 0`` at a finest node); ``up``: per node ``u`` and each ancestor-or-self ``a``,
+        ``r`` = the product of the ratios ``V_c / S_parent(c)`` from ``u`` up to ``a`` (1 at
+        ``a = u``).  Boxes are halved as the Python traversal halves them
+        (:func:`~polars_dp.kernels.spatial_sums.child_boxes`)."""
+        tree, est, layout = self.tree, self.estimate, self.tree.layout
+        starts = self.finest_starts  # sorted by first code
+        children = np.arange(layout.fanout, dtype=np.int64)
+        prefix = np.zeros(1, dtype=np.int64)
+        lo, hi = box.lo[None, :].copy(), box.hi[None, :].copy()
+        plo, phi = np.full_like(lo, np.nan), np.full_like(hi, np.nan)
+        anc, ratio = np.zeros((1, 0), dtype=np.int64), np.ones((1, 0))
+        nodes: list[dict[str, np.ndarray]] = []
+        ups: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        next_id = 0
+        for depth in range(len(tree.prefixes)):
+            if not prefix.size:
+                break
+            shift = layout.shift(depth)
+            first = np.searchsorted(starts, prefix << shift, side="left")
+            stop = np.searchsorted(starts, (prefix << shift) + (np.int64(1) << shift), side="left")
+            finest = (stop - first == 1) & (starts[np.minimum(first, starts.size - 1)] == prefix << shift)
+            at = np.searchsorted(tree.prefixes[depth], prefix)
+            ids = next_id + np.arange(prefix.size, dtype=np.int64)
+            next_id += prefix.size
+            r = est.ratio[depth][at]
+            anc = np.concatenate([anc, ids[:, None]], axis=1)
+            ratio = np.concatenate([ratio * r[:, None], np.ones((prefix.size, 1))], axis=1)
+            ups.append((np.repeat(ids, depth + 1), anc.ravel(), ratio.ravel()))
+            nodes.append({"node": ids, "finest": finest,
+                          **{f"lo{k}": lo[:, k] for k in range(layout.d)},
+                          **{f"hi{k}": hi[:, k] for k in range(layout.d)},
+                          **{f"plo{k}": plo[:, k] for k in range(layout.d)},
+                          **{f"phi{k}": phi[:, k] for k in range(layout.d)},
+                          "v": est.V[depth][at], "g": np.where(finest, 0.0, est.group[depth][at])})
+            inner = ~finest
+            k = layout.fanout
+            plo, phi = np.repeat(lo[inner], k, axis=0), np.repeat(hi[inner], k, axis=0)
+            anc, ratio = np.repeat(anc[inner], k, axis=0), np.repeat(ratio[inner], k, axis=0)
+            prefix, lo, hi = child_boxes(layout, depth, prefix[inner], lo[inner], hi[inner], children)
+        node_table = pa.table({key: pa.array(np.concatenate([n[key] for n in nodes]), from_pandas=True)
+                               for key in nodes[0]})
+        up = pa.table({key: np.concatenate([u[i] for u in ups])
+                       for i, key in enumerate(("node", "anc", "r"))})
+        return node_table, up
+
+    @staticmethod
+    def variance_sql(d: int, nodes: str, up: str, box: str = "box") -> str:
+        """SQL of the exact noise variance of the answer for the query box ``box.lo<k>`` /
+        ``box.hi<k>`` (``d`` dimensions) over the tables of :meth:`node_tables`: the rule of
+        :func:`~polars_dp.kernels.tree_inference.functional_variance` with the answer's weights
+        ``a`` on the nodes :meth:`range_counts` visits (1 on a node inside the box whose parent is
+        not, the overlapped fraction on a finest node crossing its boundary).  With
+        ``h_v = sum_u a_u r(u -> v)`` over those nodes ``u`` below ``v``, the variance is
+        ``sum_v h_v^2 V_v - sum_{v above a weighted node} h_v^2 S_v`` (the module docstring of
+        :mod:`~polars_dp.kernels.tree_inference`: ``sum_c V_c h_c = S_v h_v`` when ``a_v = 0``)."""
+        ks = range(d)
+        inside = " AND ".join(f"n.lo{k} >= {box}.lo{k} AND n.hi{k} <= {box}.hi{k}" for k in ks)
+        parent_inside = " AND ".join(f"n.plo{k} >= {box}.lo{k} AND n.phi{k} <= {box}.hi{k}" for k in ks)
+        inter = [f"(least(n.hi{k}, {box}.hi{k}) - greatest(n.lo{k}, {box}.lo{k}))" for k in ks]
+        overlap = " AND ".join(f"{x} > 0" for x in inter)
+        frac = " * ".join(f"({x} / (n.hi{k} - n.lo{k}))" for k, x in zip(ks, inter, strict=True))
+        weighted = (f"SELECT n.node, CASE WHEN {inside} THEN 1.0 ELSE {frac} END AS a FROM {nodes} AS n "
+                    f"WHERE {overlap} AND CASE WHEN {inside} THEN NOT coalesce({parent_inside}, false) "
+                    "ELSE n.finest END")
+        h = (f"SELECT u.anc, sum(w.a * u.r) AS h, bool_or(u.anc = w.node) AS own "
+             f"FROM ({weighted}) AS w JOIN {up} AS u ON u.node = w.node GROUP BY u.anc")
+        terms = "h.h * h.h * CASE WHEN h.own THEN n.v ELSE n.v - n.g END"
+        return (f"(SELECT greatest(coalesce(sum({terms}), 0.0), 0.0) "
+                f"FROM ({h}) AS h JOIN {nodes} AS n ON n.node = h.anc)")
 
     # ------------------------------------------------------------------ storage
     def to_json(self) -> dict[str, Any]:

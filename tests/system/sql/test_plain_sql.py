@@ -52,10 +52,11 @@ def _cases() -> dict[str, tuple[pdp.Release, pl.DataFrame, list[str]]]:
     boxes = pl.DataFrame({"id": range(40), **{f"{c}_{s}": np.sort(np.random.default_rng(6).random((40, 2)),
                                                                     axis=1)[:, j]
                                               for c in POINTS.columns for j, s in enumerate(("lo", "hi"))}})
-    cases["t"] = (small_tree_release(), boxes, [
-        f"SELECT id, count, noise_std, noise_lo, noise_hi FROM t_range_counts('t_q', alpha := {ALPHA}) "
-        "ORDER BY id",
-        "SELECT count, noise_std, noise_lo, noise_hi FROM t_range_count(x_lo := 0.1, x_hi := 0.6)"])
+    for name, tree in {"t": small_tree_release(), "tl": small_tree_release(levels=2)}.items():  # tl: counted
+        cases[name] = (tree, boxes, [                                                            # top levels
+            f"SELECT id, count, noise_std, noise_lo, noise_hi FROM {name}_range_counts('{name}_q', "
+            f"alpha := {ALPHA}) ORDER BY id",
+            f"SELECT count, noise_std, noise_lo, noise_hi FROM {name}_range_count(x_lo := 0.1, x_hi := 0.6)"])
     strings = [list(t) for k in range(1, 5) for t in itertools.product("abc", repeat=k)]
     cases["s"] = (small_sequence_release(), pl.DataFrame({"id": range(len(strings)), "string": strings}), [
         "SELECT id, count, std, extrapolated FROM s_frequencies('s_q') ORDER BY id",
