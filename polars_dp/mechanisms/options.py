@@ -1,37 +1,93 @@
-"""Keyword checking of the mechanism functions: an unknown keyword is a ParameterError."""
+"""A mechanism function from its plan: ``function(frame, ...) = plan(...).run(frame, seed, progress)``.
+
+The one way of wiring a mechanism.  The plan's option table (:mod:`polars_dp.plans.options`) is
+the one home of its options; :func:`mechanism` turns a typed stub into the public function:
+
+* the signature (names, order, kinds, defaults, annotations) and the parameter part of the
+  docstring come from the table; the stub's own signature, there for type checkers and IDEs,
+  must name the same parameters in the same order with the same annotations and write every
+  default as ``...`` (checked at import: a default written twice cannot drift);
+* a call binds its arguments to that signature (a keyword the mechanism does not take is a
+  :class:`~polars_dp.ParameterError` naming it), builds the plan once and runs it;
+* the runner is registered with the function (:func:`polars_dp.plans.base.register_runner`), so
+  ``df.dp.*``, the ``Session`` methods and the command line follow.
+"""
 
 from __future__ import annotations
 
-import functools
 import inspect
+import typing
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from polars_dp.errors import ParameterError
+from polars_dp.plans.base import Plan, register_runner
+from polars_dp.plans.options import parameters_doc, signature
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def checked_options(name: str) -> Callable[[F], F]:
-    """Decorator: a call with a keyword the mechanism does not take raises
-    :class:`~polars_dp.ParameterError` naming it and listing the accepted ones (instead of a bare
-    ``TypeError``); the signature is kept (``help``, ``inspect``)."""
+def check_stub(stub: Callable[..., Any], generated: inspect.Signature) -> None:
+    """Refuse a stub whose parameters differ from the table's (names, order, kinds, annotations)
+    or that writes a default of its own instead of ``...``."""
+    name = getattr(stub, "__name__", repr(stub))
+    written = list(inspect.signature(stub).parameters.values())
+    hints = typing.get_type_hints(stub)
+    table = list(generated.parameters.values())
+    if [(p.name, p.kind) for p in written] != [(p.name, p.kind) for p in table]:
+        raise TypeError(f"{name}: the stub's parameters {[p.name for p in written]} differ from its plan's "
+                        f"table {[p.name for p in table]}; write them in the table's order and kinds")
+    for w, t in zip(written, table, strict=True):
+        if (w.default is inspect.Parameter.empty) != (t.default is inspect.Parameter.empty) or (
+                w.default is not inspect.Parameter.empty and w.default is not ...):
+            raise TypeError(f"{name}: parameter {w.name} writes the default {w.default!r}; its default "
+                            "lives in the plan's option table: write '= ...' (or nothing if required)")
+        if hints.get(w.name, Any) != t.annotation:
+            raise TypeError(f"{name}: parameter {w.name} is annotated {hints.get(w.name)!r} but its option "
+                            f"is typed {t.annotation!r}; write the table's type")
 
-    def wrap(function: F) -> F:
-        signature = inspect.signature(function)
-        accepted = [p for p in list(signature.parameters)[1:]]
 
-        @functools.wraps(function)
-        def checked(*args: Any, **kwargs: Any) -> Any:
-            unknown = [k for k in kwargs if k not in signature.parameters]
+def docstring(head: str | None, parameters: str) -> str:
+    """``head`` (the stub's docstring) with the generated ``Parameters`` section placed before its
+    examples (its first ``>>>`` line), or at its end."""
+    text = inspect.cleandoc(head or "")
+    before, marker, examples = text.partition("\n>>>")
+    return f"{before.rstrip()}\n\n{parameters}\n" + (f"\n>>>{examples}" if marker else "")
+
+
+def mechanism(plan_class: type[Plan], runner: Callable[..., Any]) -> Callable[[F], F]:
+    """Decorator: the public function of ``plan_class`` (its signature and docs from the
+    plan's table, its body ``plan_class(...).run(frame, seed=..., progress=...)``), with
+    ``runner(plan, frame, *, seed, progress)`` registered as the plan's runner."""
+
+    def wrap(stub: F) -> F:
+        table = plan_class.options_table
+        generated = signature(table, plan_class.positional,
+                              typing.get_type_hints(stub).get("return", inspect.Signature.empty))
+        check_stub(stub, generated)
+        name = plan_class.name
+        run_keywords = [o.name for o in table if o.run]
+        accepted = list(generated.parameters)[1:]
+
+        def function(*args: Any, **kwargs: Any) -> Any:
+            unknown = [k for k in kwargs if k not in generated.parameters]
             if unknown:
                 raise ParameterError(f"{name} has no option {unknown[0]!r}; its options are "
                                      f"{', '.join(accepted)}", parameter=unknown[0])
-            return function(*args, **kwargs)
+            given = generated.bind(*args, **kwargs).arguments
+            frame = given.pop("frame")
+            run = {k: given.pop(k) for k in run_keywords if k in given}
+            return plan_class(**given).run(frame, **run)
 
-        return checked  # type: ignore[return-value]
+        function.__name__ = stub.__name__
+        function.__qualname__ = stub.__qualname__
+        function.__module__ = stub.__module__
+        function.__doc__ = docstring(stub.__doc__, parameters_doc(table))
+        function.__signature__ = generated  # type: ignore[attr-defined]  # inspect reads a function's __signature__
+        register_runner(name, runner, function)
+        return function  # type: ignore[return-value]
 
     return wrap
 
 
-__all__ = ["checked_options"]
+__all__ = ["check_stub", "docstring", "mechanism"]
