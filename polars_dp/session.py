@@ -49,6 +49,7 @@ from polars_dp.budget import Accountant, ExactEpsilon, planned_call
 from polars_dp.errors import ParameterError
 from polars_dp.ledger import Ledger
 from polars_dp.plans import REGISTRY, Plan
+from polars_dp.plans.options import PROGRESS
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -129,7 +130,7 @@ class Session(mechanisms.BoundMechanisms):
             record["dataset"] = self._accountant.dataset
         return record
 
-    def run(self, plan: Plan, *, label: str | None = None, progress: bool | None = None) -> Any:
+    def run(self, plan: Plan, *, label: str | None = None, progress: bool | None = PROGRESS.default) -> Any:
         """Charge ``plan`` (its exact ``epsilon_spent``, at most its ``epsilon``: see
         :mod:`polars_dp.budget`) to the session, then run it on the session's data.
 

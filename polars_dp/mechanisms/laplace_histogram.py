@@ -69,7 +69,7 @@ def basic_scale(epsilon: float, neighbours: str, noise: str = "float") -> float:
     return BasicPlan([], epsilon=epsilon, neighbours=neighbours, noise=noise).noise_scale
 
 
-def run_basic(plan: BasicPlan, frame: Any, *, seed: SeedLike = None, progress: bool | None = None
+def run_basic(plan: BasicPlan, frame: Any, *, seed: SeedLike, progress: bool | None
               ) -> GridRelease:
     """Count ``frame`` over the plan's attributes and add the plan's cell noise."""
     src = noise_source(seed)

@@ -45,7 +45,7 @@ from polars_dp.progress import Progress
 from polars_dp.releases.sequence import SequenceRelease
 
 
-def run_ngram(plan: NgramPlan, frame: Any, *, seed: SeedLike = None, progress: bool | None = None
+def run_ngram(plan: NgramPlan, frame: Any, *, seed: SeedLike, progress: bool | None
               ) -> SequenceRelease:
     """Count the n-grams of ``frame`` and add the plan's noise (its scale ``height * l_top /
     epsilon``, computed by :class:`polars_dp.plans.NgramPlan`)."""

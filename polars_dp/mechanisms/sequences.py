@@ -85,8 +85,8 @@ from polars_dp.progress import Progress
 from polars_dp.releases.sequence import SequenceRelease
 
 
-def run_privtree_sequences(plan: PrivTreeSequencesPlan, frame: Any, *, seed: SeedLike = None,
-                           progress: bool | None = None) -> SequenceRelease:
+def run_privtree_sequences(plan: PrivTreeSequencesPlan, frame: Any, *, seed: SeedLike,
+                           progress: bool | None) -> SequenceRelease:
     """Encode ``frame`` and release under ``plan`` (the data is read here, once)."""
     opts = plan.options
     bar = Progress("privtree_sequences", progress, None)
@@ -119,14 +119,12 @@ def privtree_sequences(frame: Any, column: str, *, alphabet: Sequence[int] | Seq
     budget split and every scale."""
 
 
-def privtree_from_encoded(enc: EncodedSequences, *, alphabet: Sequence[Any], epsilon: float,
-                          tree_share: float, theta: float, rng: NoiseSource | np.random.Generator,
-                          postprocess: str = "sum_then_clip", max_nodes: int | None = None,
-                          length_share: float = 0.0, noise: NoiseKind = "exact") -> SequenceRelease:
-    """The mechanism on already encoded positions (see :func:`privtree_sequences`)."""
-    plan = PrivTreeSequencesPlan("", alphabet=alphabet, max_length=enc.max_length, epsilon=epsilon,
-                                 tree_share=tree_share, theta=theta, postprocess=postprocess,
-                                 max_nodes=max_nodes, length_share=length_share, noise=noise)
+def privtree_from_encoded(enc: EncodedSequences, *, rng: NoiseSource | np.random.Generator,
+                          **options: Any) -> SequenceRelease:
+    """The mechanism on already encoded positions: ``options`` as :func:`privtree_sequences`
+    takes them (``alphabet``, ``epsilon``, ...; ``max_length`` is the encoding's), except that
+    no length law is released unless ``length_share`` is given."""
+    plan = PrivTreeSequencesPlan("", max_length=enc.max_length, **{"length_share": 0, **options})
     return release_encoded(plan, enc, noise_source(rng))
 
 

@@ -96,8 +96,8 @@ def _row_rules(plan: PointsPlan) -> dict[str, Any]:
     return {k: plan.options[k] for k in ("on_out_of_domain", "nulls", "count_column")}
 
 
-def run_uniform_grid(plan: UniformGridPlan, frame: Any, *, seed: SeedLike = None,
-                     progress: bool | None = None) -> SpatialRelease:
+def run_uniform_grid(plan: UniformGridPlan, frame: Any, *, seed: SeedLike,
+                     progress: bool | None) -> SpatialRelease:
     """Count ``frame`` on the plan's grid (and the points, when N is not public) and add its noise."""
     opts = _row_rules(plan)
     box, c, sens, noise = plan.box, plan.options["c"], plan.sensitivity, plan.noise
@@ -126,8 +126,8 @@ def run_uniform_grid(plan: UniformGridPlan, frame: Any, *, seed: SeedLike = None
                        noise=noise, seeded=src.seeded, noise_model=plan.release_noise_model)
 
 
-def run_adaptive_grid(plan: AdaptiveGridPlan, frame: Any, *, seed: SeedLike = None,
-                      progress: bool | None = None) -> SpatialRelease:
+def run_adaptive_grid(plan: AdaptiveGridPlan, frame: Any, *, seed: SeedLike,
+                      progress: bool | None) -> SpatialRelease:
     """Read ``frame``'s points, count and noise both grid levels, then constrained inference."""
     box = plan.box
     d = box.d
@@ -177,8 +177,8 @@ def run_adaptive_grid(plan: AdaptiveGridPlan, frame: Any, *, seed: SeedLike = No
                        noise=noise, seeded=src.seeded, noise_model=plan.release_noise_model)
 
 
-def run_privelet_grid(plan: PriveletGridPlan, frame: Any, *, seed: SeedLike = None,
-                      progress: bool | None = None) -> SpatialRelease:
+def run_privelet_grid(plan: PriveletGridPlan, frame: Any, *, seed: SeedLike,
+                      progress: bool | None) -> SpatialRelease:
     """Count ``frame`` on the plan's ``2^bits`` grid and add Privelet's noise to it."""
     box, m, grid_plan = plan.box, plan.m, plan.privelet
     check_domain_size((m,) * box.d, bytes_per_cell=64)

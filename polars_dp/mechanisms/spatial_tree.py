@@ -154,7 +154,7 @@ def _child_ranges(codes: np.ndarray, parent: np.ndarray, lo: np.ndarray, hi: np.
     return bounds[:, :-1].ravel(), bounds[:, 1:].ravel()
 
 
-def run_privtree(plan: PrivTreePlan, frame: Any, *, seed: SeedLike = None, progress: bool | None = None
+def run_privtree(plan: PrivTreePlan, frame: Any, *, seed: SeedLike, progress: bool | None
                  ) -> SpatialRelease:
     """Count ``frame``'s points per finest cell, grow the tree and add the plan's noise."""
     opts = plan.options

@@ -116,7 +116,7 @@ def add_wavelet_noise(counts: np.ndarray, attributes: Sequence[Attribute], trans
                                   counts, add=True, slab_cells=SLAB_CELLS, advance=advance)
 
 
-def run_privelet(plan: PriveletPlan, frame: Any, *, seed: SeedLike = None, progress: bool | None = None
+def run_privelet(plan: PriveletPlan, frame: Any, *, seed: SeedLike, progress: bool | None
                  ) -> GridRelease:
     """Count ``frame`` over the plan's attributes, add the plan's wavelet noise, release."""
     src = noise_source(seed)

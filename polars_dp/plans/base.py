@@ -25,9 +25,9 @@ from typing import Any, ClassVar
 from polars_dp import compiled
 from polars_dp.domains.privacy_unit import Rows
 from polars_dp.errors import ParameterError
-from polars_dp.noise import Neighbours, NoiseKind, check_scale, histogram_sensitivity
+from polars_dp.noise import Neighbours, NoiseKind, SeedLike, check_scale, histogram_sensitivity
 from polars_dp.plans.noise_model import NoiseModel
-from polars_dp.plans.options import REQUIRED, Option, bind_options, plan_options
+from polars_dp.plans.options import PROGRESS, REQUIRED, SEED, Option, bind_options, plan_options
 
 #: Noisy values from which a release runs the compiled kernels (numba installed).  Below it
 #: they save at most about 0.1 s (census-shaped Privelet: 1.1e7 coefficients 0.25 s against
@@ -194,7 +194,8 @@ class Plan:
         return args, kwargs
 
     # ------------------------------------------------------------------ running
-    def run(self, frame: Any, *, seed: Any = None, progress: bool | None = None) -> Any:
+    def run(self, frame: Any, *, seed: SeedLike = SEED.default,
+            progress: bool | None = PROGRESS.default) -> Any:
         """Count ``frame`` and release under this plan (the data is read here, once), with the
         numpy kernels unless :attr:`compiled_kernels`."""
         entry = REGISTRY[self.name]
