@@ -62,13 +62,6 @@ def add_cell_noise(counts: np.ndarray, scale: Any, src: NoiseSource, noise: str,
             advance(block.size)
 
 
-def basic_scale(epsilon: float, neighbours: str, noise: str = "float") -> float:
-    """Laplace magnitude of Basic (the plan's scale, :class:`polars_dp.plans.BasicPlan`):
-    ``Delta / epsilon`` with Delta = 2 (replace) or 1 (add/remove); on the exact path rounded up
-    to the grid (returned as the exactly representable float)."""
-    return BasicPlan([], epsilon=epsilon, neighbours=neighbours, noise=noise).noise_scale
-
-
 def run_basic(plan: BasicPlan, frame: Any, *, seed: SeedLike, progress: bool | None
               ) -> GridRelease:
     """Count ``frame`` over the plan's attributes and add the plan's cell noise."""
@@ -107,4 +100,4 @@ def basic(frame: Any, attributes: Attribute | Iterable[Attribute], *, epsilon: f
     """
 
 
-__all__ = ["add_cell_noise", "basic", "basic_scale", "run_basic"]
+__all__ = ["add_cell_noise", "basic", "run_basic"]

@@ -1,16 +1,13 @@
 """A mechanism function from its plan: ``function(frame, ...) = plan(...).run(frame, seed, progress)``.
 
-The one way of wiring a mechanism.  The plan's option table (:mod:`polars_dp.plans.options`) is
-the one home of its options; :func:`mechanism` turns a typed stub into the public function:
-
-* the signature (names, order, kinds, defaults, annotations) and the parameter part of the
-  docstring come from the table; the stub's own signature, there for type checkers and IDEs,
-  must name the same parameters in the same order with the same annotations and write every
-  default as ``...`` (checked at import: a default written twice cannot drift);
-* a call binds its arguments to that signature (a keyword the mechanism does not take is a
-  :class:`~polars_dp.ParameterError` naming it), builds the plan once and runs it;
-* the runner is registered with the function (:func:`polars_dp.plans.base.register_runner`), so
-  ``df.dp.*``, the ``Session`` methods and the command line follow.
+The one way of wiring a mechanism: :func:`mechanism` turns a typed stub into the public function.
+Its signature (names, order, kinds, defaults, annotations) and the parameter part of its
+docstring come from the plan's option table (:mod:`polars_dp.plans.options`, their one home);
+the stub's own signature, there for type checkers and IDEs, must match the table and write every
+default as ``...`` (checked at import).  A call binds its arguments to that signature (a keyword
+the mechanism does not take is a :class:`~polars_dp.ParameterError` naming it), builds the plan
+once and runs it; the runner is registered with the function, so ``df.dp.*``, the ``Session``
+methods and the command line follow.
 """
 
 from __future__ import annotations
@@ -28,23 +25,20 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def check_stub(stub: Callable[..., Any], generated: inspect.Signature) -> None:
-    """Refuse a stub whose parameters differ from the table's (names, order, kinds, annotations)
-    or that writes a default of its own instead of ``...``."""
-    name = getattr(stub, "__name__", repr(stub))
-    written = list(inspect.signature(stub).parameters.values())
-    hints = typing.get_type_hints(stub)
-    table = list(generated.parameters.values())
-    if [(p.name, p.kind) for p in written] != [(p.name, p.kind) for p in table]:
-        raise TypeError(f"{name}: the stub's parameters {[p.name for p in written]} differ from its plan's "
-                        f"table {[p.name for p in table]}; write them in the table's order and kinds")
-    for w, t in zip(written, table, strict=True):
-        if (w.default is inspect.Parameter.empty) != (t.default is inspect.Parameter.empty) or (
-                w.default is not inspect.Parameter.empty and w.default is not ...):
-            raise TypeError(f"{name}: parameter {w.name} writes the default {w.default!r}; its default "
-                            "lives in the plan's option table: write '= ...' (or nothing if required)")
-        if hints.get(w.name, Any) != t.annotation:
-            raise TypeError(f"{name}: parameter {w.name} is annotated {hints.get(w.name)!r} but its option "
-                            f"is typed {t.annotation!r}; write the table's type")
+    """Refuse a stub whose parameters differ from the table's (names, order, kinds, annotations,
+    whether required) or that writes a default of its own instead of ``...``."""
+    hints, empty = typing.get_type_hints(stub), inspect.Parameter.empty
+    written = inspect.signature(stub).parameters.values()
+    for p in written:
+        if p.default not in (empty, ...):
+            raise TypeError(f"{stub.__name__}: parameter {p.name} writes the default {p.default!r}; its "
+                            "default lives in the plan's option table: write '= ...'")
+    mine = [(p.name, p.kind, p.default is empty, hints.get(p.name, Any)) for p in written]
+    table = [(p.name, p.kind, p.default is empty, p.annotation) for p in generated.parameters.values()]
+    if mine != table:
+        wrong = next((m, t) for m, t in zip([*mine, None], [*table, None], strict=False) if m != t)
+        raise TypeError(f"{stub.__name__}: the stub's parameter {wrong[0]} differs from its plan's table "
+                        f"{wrong[1]} (name, kind, required, type); write the table's")
 
 
 def docstring(head: str | None, parameters: str) -> str:

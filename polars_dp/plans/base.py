@@ -27,7 +27,7 @@ from polars_dp.domains.privacy_unit import Rows
 from polars_dp.errors import ParameterError
 from polars_dp.noise import Neighbours, NoiseKind, SeedLike, check_scale, histogram_sensitivity
 from polars_dp.plans.noise_model import NoiseModel
-from polars_dp.plans.options import PROGRESS, REQUIRED, SEED, Option, bind_options, plan_options
+from polars_dp.plans.options import PROGRESS, SEED, Option, bind_options, plan_options
 
 #: Noisy values from which a release runs the compiled kernels (numba installed).  Below it
 #: they save at most about 0.1 s (census-shaped Privelet: 1.1e7 coefficients 0.25 s against
@@ -275,10 +275,5 @@ def plan_for_release(mechanism: str) -> type[Plan] | None:
     return None
 
 
-def option_defaults(mechanism: str) -> Mapping[str, Any]:
-    return {o.name: o.default for o in plan_options(plan_class(mechanism).options_table)
-            if o.default is not REQUIRED}
-
-
-__all__ = ["COMPILED_FROM", "REGISTRY", "Entry", "Plan", "known_mechanisms", "option_defaults", "plan_class",
+__all__ = ["COMPILED_FROM", "REGISTRY", "Entry", "Plan", "known_mechanisms", "plan_class",
            "plan_for_release", "register_plan", "register_runner"]

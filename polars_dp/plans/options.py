@@ -44,16 +44,13 @@ def _members(annotation: Any) -> tuple[Any, ...]:
 
 
 def _is_instance(value: Any, annotation: Any) -> bool:
-    """Whether ``value`` has the type ``annotation``, looked at shallowly: a ``Literal`` by its
-    values, ``int`` an integer (numpy's too, not a bool), ``float`` a real number, a generic
-    container by its container (a ``Sequence`` or ``Iterable`` anything iterable, a numpy
-    array included)."""
+    """Whether ``value`` has the type ``annotation``, looked at shallowly: ``int`` an integer
+    (numpy's too, not a bool), ``float`` a real number, a generic container by its container (a
+    ``Sequence`` or ``Iterable`` anything iterable, a numpy array included)."""
     for member in _members(annotation):
         origin = typing.get_origin(member)
         if member is NoneType:
             ok = value is None
-        elif origin is Literal:
-            ok = isinstance(value, str) and value in typing.get_args(member)
         elif member is int:
             ok = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
         elif member is float:
@@ -151,16 +148,9 @@ class Option:
         return value
 
     def describe(self) -> str:
-        """``name`` with what it accepts, for error messages and docs."""
-        what = type_text(self.type)
-        if self.lo is not None or self.hi is not None:
-            lo = "-inf" if self.lo is None else self.lo
-            hi = "inf" if self.hi is None else self.hi
-            what = f"int in [{lo}, {hi}]{' | None' if self.optional else ''}"
-        elif self.kind:
-            what = f"{what} ({self.kind})"
+        """``name: type = default``, for error messages."""
         default = "" if self.default is REQUIRED else f" = {self.default!r}"
-        return f"{self.name}: {what}{default}"
+        return f"{self.name}: {type_text(self.type)}{' ' + self.kind if self.kind else ''}{default}"
 
 
 #: The privacy unit option every mechanism takes (:mod:`polars_dp.domains.privacy_unit`).
@@ -209,10 +199,6 @@ def bind_options(mechanism: str, table: Sequence[Option], given: Mapping[str, An
     return out
 
 
-def option_names(table: Iterable[Option]) -> tuple[str, ...]:
-    return tuple(o.name for o in plan_options(table))
-
-
 #: The data argument every mechanism function takes first.
 FRAME = inspect.Parameter("frame", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Any)
 FRAME_DOC = ("the private rows: a Polars DataFrame / LazyFrame, a pyarrow Table or Arrow stream "
@@ -247,4 +233,4 @@ def _entry(name: str, doc: str) -> list[str]:
 
 
 __all__ = ["FRAME", "NOISE", "PRIVACY_UNIT", "PROGRESS", "REQUIRED", "SEED", "Option", "bind_options",
-           "option_names", "parameters_doc", "plan_options", "signature", "type_text"]
+           "parameters_doc", "plan_options", "signature", "type_text"]
