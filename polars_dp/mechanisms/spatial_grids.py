@@ -39,7 +39,7 @@ Exact noise (``noise="exact"``, the default)
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -66,6 +66,7 @@ from polars_dp.noise import (
 from polars_dp.params import Nulls, OnOutOfDomain
 from polars_dp.plans.spatial import (
     AdaptiveGridPlan,
+    Bounds,
     PointsPlan,
     PriveletGridPlan,
     UniformGridPlan,
@@ -229,8 +230,7 @@ def _two_level_boxes(box: Box, m1: int, m2: np.ndarray, owner: np.ndarray, leaf_
 
 
 @mechanism(UniformGridPlan, run_uniform_grid)
-def uniform_grid(frame: Any, columns: str | Sequence[str], *,
-                 bounds: Sequence[tuple[float, float]] | Mapping[str, tuple[float, float]], epsilon: float,
+def uniform_grid(frame: Any, columns: str | Sequence[str], *, bounds: Bounds, epsilon: float,
                  n: int | None = ..., n_share: float = ..., c: float = ..., neighbours: Neighbours = ...,
                  seed: SeedLike = ..., on_out_of_domain: OnOutOfDomain = ..., nulls: Nulls = ...,
                  count_column: str | None = ..., noise: NoiseKind = ..., progress: bool | None = ...,
@@ -242,8 +242,7 @@ def uniform_grid(frame: Any, columns: str | Sequence[str], *,
 
 
 @mechanism(AdaptiveGridPlan, run_adaptive_grid)
-def adaptive_grid(frame: Any, columns: str | Sequence[str], *,
-                  bounds: Sequence[tuple[float, float]] | Mapping[str, tuple[float, float]], epsilon: float,
+def adaptive_grid(frame: Any, columns: str | Sequence[str], *, bounds: Bounds, epsilon: float,
                   n: int | None = ..., n_share: float = ..., alpha: float = ..., c: float = ...,
                   c2: float = ..., neighbours: Neighbours = ..., seed: SeedLike = ...,
                   on_out_of_domain: OnOutOfDomain = ..., nulls: Nulls = ..., count_column: str | None = ...,
@@ -256,8 +255,7 @@ def adaptive_grid(frame: Any, columns: str | Sequence[str], *,
 
 
 @mechanism(PriveletGridPlan, run_privelet_grid)
-def privelet_grid(frame: Any, columns: str | Sequence[str], *,
-                  bounds: Sequence[tuple[float, float]] | Mapping[str, tuple[float, float]], epsilon: float,
+def privelet_grid(frame: Any, columns: str | Sequence[str], *, bounds: Bounds, epsilon: float,
                   bits: int | None = ..., neighbours: Neighbours = ..., seed: SeedLike = ...,
                   on_out_of_domain: OnOutOfDomain = ..., nulls: Nulls = ..., count_column: str | None = ...,
                   noise: NoiseKind = ..., progress: bool | None = ...,

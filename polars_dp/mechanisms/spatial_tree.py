@@ -37,7 +37,7 @@ what it spends).
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -71,7 +71,7 @@ from polars_dp.noise import (
     noise_source,
 )
 from polars_dp.params import Nulls, OnOutOfDomain
-from polars_dp.plans.spatial import PrivTreePlan
+from polars_dp.plans.spatial import Bounds, PrivTreePlan
 from polars_dp.progress import Progress
 from polars_dp.releases.spatial import SpatialRelease
 from polars_dp.releases.tree_levels import TopLevels
@@ -206,8 +206,7 @@ def run_privtree(plan: PrivTreePlan, frame: Any, *, seed: SeedLike, progress: bo
 
 
 @mechanism(PrivTreePlan, run_privtree)
-def privtree(frame: Any, columns: str | Sequence[str], *,
-             bounds: Sequence[tuple[float, float]] | Mapping[str, tuple[float, float]], epsilon: float,
+def privtree(frame: Any, columns: str | Sequence[str], *, bounds: Bounds, epsilon: float,
              fanout: int | None = ..., theta: float = ..., tree_share: float = ...,
              neighbours: Neighbours = ..., seed: SeedLike = ..., on_out_of_domain: OnOutOfDomain = ...,
              nulls: Nulls = ..., resolution: int | None = ..., count_column: str | None = ...,

@@ -83,11 +83,6 @@ class Plan:
                 raise ParameterError(f"{self.name} got {name} twice (positionally and by keyword)",
                                      parameter=name)
             options[name] = value
-        for hidden in ("seed", "progress"):
-            if hidden in options:
-                raise ParameterError(
-                    f"{hidden}= belongs to plan.run(frame, {hidden}=...), not to the plan: a plan is "
-                    "decided from public inputs only", parameter=hidden)
         self.options: dict[str, Any] = bind_options(self.name, self.options_table, options)
         self.epsilon: float = self.options["epsilon"]
         self.neighbours: Neighbours = self.options.get("neighbours", "add_remove")

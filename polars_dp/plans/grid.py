@@ -57,11 +57,10 @@ from polars_dp.noise import (
     laplace_scale,
     noise_params,
 )
-from polars_dp.params import Nulls, OnOutOfDomain
 from polars_dp.plans.base import Plan, register_plan
 from polars_dp.plans.lattice import check_wide, max_lattice_factor, needs_wide
 from polars_dp.plans.noise_model import WaveletLaplace
-from polars_dp.plans.options import NOISE, PRIVACY_UNIT, PROGRESS, SEED, Option
+from polars_dp.plans.options import NOISE, PRIVACY_UNIT, PROGRESS, ROW_OPTIONS, SEED, Option
 
 #: A workload of queries: a frame as ``range_counts`` takes it (or ``None``).
 Workload: TypeAlias = pl.DataFrame | pl.LazyFrame | Mapping[str, Any] | Sequence[Mapping[str, Any]] | None
@@ -216,16 +215,6 @@ def _workload_ranges(attributes: Sequence[Attribute], queries: Any, align: str =
 
 
 # ---------------------------------------------------------------------------- plans
-_ROWS = (
-    Option("on_out_of_domain", OnOutOfDomain, "raise",
-           doc="``\"raise\"`` (default), ``\"clamp\"`` or ``\"drop\"`` a row with a value outside its "
-               "declared domain (:mod:`polars_dp.domains.attributes`)."),
-    Option("nulls", Nulls, "raise", doc="``\"raise\"`` (default) or ``\"drop\"`` a row with a null value."),
-    Option("count_column", str | None, None, kind="nonempty",
-           doc="a column of non-negative integer counts when each row is a group of individuals "
-               "already counted (pre-aggregated input); the guarantee holds when each individual "
-               "contributes to exactly one row with weight 1 (:mod:`polars_dp.counting.spec`)."),
-)
 _COMMON = (
     Option("attributes", Attribute | Iterable[Attribute], check=as_attributes,
            doc="public declarations (:class:`~polars_dp.Ordinal`, :class:`~polars_dp.Nominal`); "
@@ -235,7 +224,7 @@ _COMMON = (
     Option("neighbours", Neighbours, "replace", check=check_neighbours,
            doc="``\"replace\"`` (one row modified: two cells change, ``Delta = 2``) or "
                "``\"add_remove\"`` (one row added or removed, ``Delta = 1``)."),
-    SEED, *_ROWS, NOISE, PROGRESS, PRIVACY_UNIT,
+    SEED, *ROW_OPTIONS, NOISE, PROGRESS, PRIVACY_UNIT,
 )
 
 

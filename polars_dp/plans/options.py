@@ -27,7 +27,7 @@ import numpy as np
 from polars_dp.domains.privacy_unit import Rows, as_privacy_unit
 from polars_dp.errors import ParameterError
 from polars_dp.noise import NoiseKind, SeedLike, check_epsilon, check_fraction, check_noise
-from polars_dp.params import check_int, check_option, check_positive
+from polars_dp.params import Nulls, OnOutOfDomain, check_int, check_option, check_positive
 
 #: Marks an option without a default (it must be given).
 REQUIRED: Any = type("Required", (), {"__repr__": lambda self: "<required>"})()
@@ -65,16 +65,8 @@ def _is_instance(value: Any, annotation: Any) -> bool:
 
 
 def type_text(annotation: Any) -> str:
-    """An annotation as written (``int | None``, ``'replace' | 'add_remove'``)."""
-    parts: list[str] = []
-    for member in _members(annotation):
-        if typing.get_origin(member) is Literal:
-            parts.extend(repr(c) for c in typing.get_args(member))
-        elif member is NoneType:
-            parts.append("None")
-        else:
-            parts.append(inspect.formatannotation(member).replace("collections.abc.", ""))
-    return " | ".join(parts)
+    """An annotation as written (``int | None``)."""
+    return inspect.formatannotation(annotation).replace("collections.abc.", "").replace("typing.", "")
 
 
 @dataclass(frozen=True)
@@ -160,6 +152,18 @@ PRIVACY_UNIT = Option(
         "``pdp.Rows(max_per=k, id_column=\"person\")``: each identifier keeps at most ``k`` rows (a "
         "keyed-hash rule, :mod:`polars_dp.domains.privacy_unit`) and every sensitivity is ``k`` "
         "times the one-row sensitivity.")
+#: The row rules and pre-aggregated counts of the grid and spatial mechanisms (:data:`ROW_OPTIONS`).
+ON_OUT_OF_DOMAIN = Option("on_out_of_domain", OnOutOfDomain, "raise",
+                          doc="``\"raise\"`` (default), ``\"clamp\"`` or ``\"drop\"`` a row with a value "
+                              "outside its declared domain or the box (:mod:`polars_dp.domains.attributes`).")
+NULLS = Option("nulls", Nulls, "raise",
+               doc="``\"raise\"`` (default) or ``\"drop\"`` a row with a null value.")
+COUNT_COLUMN = Option(
+    "count_column", str | None, None, kind="nonempty",
+    doc="a column of non-negative integer counts when each row stands for several individuals "
+        "(pre-aggregated rows; the guarantee holds when each individual contributes to exactly one "
+        "row with weight 1, :mod:`polars_dp.counting.spec`).")
+ROW_OPTIONS = (ON_OUT_OF_DOMAIN, NULLS, COUNT_COLUMN)
 #: The noise kind every mechanism takes.
 NOISE = Option("noise", NoiseKind, "exact", check=check_noise,
                doc="``\"exact\"`` (integer counts and discrete Laplace noise, exact decisions; the "
@@ -180,6 +184,9 @@ def plan_options(table: Iterable[Option]) -> tuple[Option, ...]:
 def bind_options(mechanism: str, table: Sequence[Option], given: Mapping[str, Any]) -> dict[str, Any]:
     """Every option of ``table`` validated, defaults filled in (and checked like a given value);
     an unknown or missing keyword is a ParameterError naming it and listing the accepted options."""
+    for hidden in (o.name for o in table if o.run and o.name in given):
+        raise ParameterError(f"{hidden}= belongs to plan.run(frame, {hidden}=...), not to the plan: a plan "
+                             "is decided from public inputs only", parameter=hidden)
     table = plan_options(table)
     names = [o.name for o in table]
     unknown = [k for k in given if k not in names]
@@ -232,5 +239,7 @@ def _entry(name: str, doc: str) -> list[str]:
                          break_on_hyphens=False)
 
 
-__all__ = ["FRAME", "NOISE", "PRIVACY_UNIT", "PROGRESS", "REQUIRED", "SEED", "Option", "bind_options",
-           "parameters_doc", "plan_options", "signature", "type_text"]
+__all__ = ["COUNT_COLUMN", "FRAME", "NOISE", "NULLS", "ON_OUT_OF_DOMAIN", "PRIVACY_UNIT", "PROGRESS",
+           "REQUIRED",
+           "ROW_OPTIONS", "SEED", "Option", "bind_options", "parameters_doc", "plan_options", "signature",
+           "type_text"]

@@ -26,11 +26,11 @@ from polars_dp.noise import (
     check_neighbours,
     laplace_scale,
 )
-from polars_dp.params import Nulls, OnOutOfAlphabet, OnOutOfDomain, check_int
+from polars_dp.params import Nulls, OnOutOfAlphabet, check_int
 from polars_dp.plans.base import Plan, register_plan
 from polars_dp.plans.grid import PriveletPlan
 from polars_dp.plans.noise_model import Correlated, IndependentLaplace, NoiseModel, WaveletLaplace
-from polars_dp.plans.options import NOISE, PRIVACY_UNIT, PROGRESS, SEED, Option
+from polars_dp.plans.options import NOISE, PRIVACY_UNIT, PROGRESS, ROW_OPTIONS, SEED, Option
 from polars_dp.plans.privtree_levels import check_levels, split_count_budget
 from polars_dp.plans.privtree_scales import (
     check_decisions,
@@ -42,24 +42,14 @@ from polars_dp.plans.privtree_scales import (
     privtree_sequence_params,
 )
 
-_ROW_RULES = (
-    Option("on_out_of_domain", OnOutOfDomain, "raise",
-           doc="``\"raise\"`` (default), ``\"clamp\"`` or ``\"drop\"`` a point outside the box "
-               "(:mod:`polars_dp.counting.points`)."),
-    Option("nulls", Nulls, "raise", doc="``\"raise\"`` (default) or ``\"drop\"`` a point with a null "
-                                        "coordinate."),
-)
-_COUNT_COLUMN = Option(
-    "count_column", str | None, None, kind="nonempty",
-    doc="a column of non-negative integer counts when each row stands for several points "
-        "(pre-aggregated rows; the guarantee holds when each individual contributes to exactly one "
-        "row with weight 1, :mod:`polars_dp.counting.spec`).")
+#: Public bounds of the points: one ``(lo, hi)`` per column, or a mapping column -> pair.
+Bounds: TypeAlias = Sequence[tuple[float, float]] | Mapping[str, tuple[float, float]]
 #: The keywords after the neighbour relation that the grids share.
-_ROWS = (SEED, *_ROW_RULES, _COUNT_COLUMN, NOISE, PROGRESS, PRIVACY_UNIT)
+_ROWS = (SEED, *ROW_OPTIONS, NOISE, PROGRESS, PRIVACY_UNIT)
 _POINTS = (
     Option("columns", str | Sequence[str],
            doc="1 to 8 numeric columns, the coordinates of the private points."),
-    Option("bounds", Sequence[tuple[float, float]] | Mapping[str, tuple[float, float]],
+    Option("bounds", Bounds,
            doc="one public ``(lo, hi)`` per column (or a mapping column -> pair); never derive bounds "
                "from the data."),
     Option("epsilon", float, kind="positive", doc="total privacy budget, > 0."),
@@ -142,12 +132,12 @@ class PrivTreePlan(PointsPlan):
                doc="split threshold (default 0, the paper's recommendation)."),
         Option("tree_share", float, 0.5, kind="fraction",
                doc="fraction of ``epsilon`` that builds the tree; the rest goes to the counts."),
-        _NEIGHBOURS, SEED, *_ROW_RULES,
+        _NEIGHBOURS, SEED, *ROW_OPTIONS[:2],
         Option("resolution", int | None, None, lo=1,
                doc="bits per axis of the finest grid the points are snapped to (public; default and "
                    "maximum ``min(31, 62 // d)``); lower values give a coarser grid and a smaller "
                    "aggregate."),
-        _COUNT_COLUMN, NOISE, PROGRESS,
+        ROW_OPTIONS[2], NOISE, PROGRESS,
         Option("levels", int | None, 0,
                doc="public number ``k`` of top levels of the decomposition whose every cell also gets "
                    "a noisy count (:mod:`polars_dp.mechanisms.privtree_levels`); ``0`` (default): the "
@@ -575,6 +565,6 @@ class NgramPlan(SequencesPlan):
         return IndependentLaplace(float(self.scale))
 
 
-__all__ = ["AdaptiveGridPlan", "NgramPlan", "PointsPlan", "Postprocess", "PrivTreePlan",
+__all__ = ["AdaptiveGridPlan", "Bounds", "NgramPlan", "PointsPlan", "Postprocess", "PrivTreePlan",
            "PrivTreeSequencesPlan", "PriveletGridPlan", "SequencesPlan", "UniformGridPlan", "alphabet_size",
            "check_length_share",           "MAX_GRID_CELLS", "grid_side", "max_side", "split_budget"]
