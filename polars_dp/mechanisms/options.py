@@ -12,6 +12,7 @@ methods and the command line follow.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import typing
 from collections.abc import Callable
@@ -84,4 +85,18 @@ def mechanism(plan_class: type[Plan], runner: Callable[..., Any]) -> Callable[[F
     return wrap
 
 
-__all__ = ["check_stub", "docstring", "mechanism"]
+def as_method(function: Callable[..., Any], method: F, *, hidden: tuple[str, ...] = (),
+              extra: tuple[inspect.Parameter, ...] = ()) -> F:
+    """``method`` shown as ``function`` with its data bound (``df.dp.*``, ``Session``): the name,
+    docs and signature of ``function`` less its data argument and ``hidden``, with ``self``
+    first and ``extra`` last."""
+    functools.update_wrapper(method, function)
+    del method.__wrapped__  # type: ignore[attr-defined]  # help() and inspect use __signature__
+    sig = inspect.signature(function)
+    params = [p for p in list(sig.parameters.values())[1:] if p.name not in hidden]
+    self_param = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    method.__signature__ = sig.replace(parameters=[self_param, *params, *extra])  # type: ignore[attr-defined]
+    return method
+
+
+__all__ = ["as_method", "check_stub", "docstring", "mechanism"]

@@ -567,4 +567,4 @@ class NgramPlan(SequencesPlan):
 
 __all__ = ["AdaptiveGridPlan", "Bounds", "NgramPlan", "PointsPlan", "Postprocess", "PrivTreePlan",
            "PrivTreeSequencesPlan", "PriveletGridPlan", "SequencesPlan", "UniformGridPlan", "alphabet_size",
-           "check_length_share",           "MAX_GRID_CELLS", "grid_side", "max_side", "split_budget"]
+           "check_length_share", "MAX_GRID_CELLS", "grid_side", "max_side", "split_budget"]
