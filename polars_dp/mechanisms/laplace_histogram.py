@@ -88,9 +88,6 @@ def basic(frame: Any, attributes: Attribute | Iterable[Attribute], *, epsilon: f
     ``Lap(Delta / epsilon)`` per cell, ``Delta = 2`` under ``replace``, 1 under ``add_remove``
     (``k`` times that with a privacy unit of ``k`` rows).
 
-    Exactly ``pdp.plan("basic", attributes, epsilon=..., ...).run(frame, seed=seed,
-    progress=progress)`` (:class:`polars_dp.plans.BasicPlan`).
-
     >>> import polars as pl, polars_dp as pdp
     >>> df = pl.DataFrame({"age": [23, 35, 35, 61], "sex": ["f", "m", "f", "f"]})
     >>> attrs = [pdp.Ordinal("age", 0, 99, width=10), pdp.Nominal("sex", categories=["f", "m"])]

@@ -83,10 +83,7 @@ def ngram_sequences(frame: Any, column: str, *, alphabet: Sequence[int] | Sequen
                     progress: bool | None = ..., privacy_unit: Rows | None = ...) -> SequenceRelease:
     """Release noisy n-gram counts up to ``n = height`` (public) as a complete-tree SequenceRelease:
     ``Lap(height l_top / epsilon)`` per count (``height k l_top`` with a privacy unit of ``k``
-    sequences per user).
-
-    Exactly ``pdp.plan("ngram_sequences", column, ...).run(frame, seed=seed, progress=progress)``
-    (:class:`polars_dp.plans.NgramPlan`)."""
+    sequences per user)."""
 
 
 __all__ = ["ngram_sequences", "run_ngram"]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import textwrap
 import typing
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -42,12 +43,17 @@ def check_stub(stub: Callable[..., Any], generated: inspect.Signature) -> None:
                         f"{wrong[1]} (name, kind, required, type); write the table's")
 
 
-def docstring(head: str | None, parameters: str) -> str:
-    """``head`` (the stub's docstring) with the generated ``Parameters`` section placed before its
-    examples (its first ``>>>`` line), or at its end."""
-    text = inspect.cleandoc(head or "")
-    before, marker, examples = text.partition("\n>>>")
-    return f"{before.rstrip()}\n\n{parameters}\n" + (f"\n>>>{examples}" if marker else "")
+def docstring(head: str | None, plan_class: type[Plan]) -> str:
+    """``head`` (the stub's docstring), what the function is, then the ``Parameters`` section
+    generated from the table, before the head's examples (its first ``>>>`` line) if any."""
+    before, marker, examples = inspect.cleandoc(head or "").partition("\n>>>")
+    call = f'pdp.plan("{plan_class.name}", {", ".join(plan_class.positional)}, ...)'
+    wiring = textwrap.fill(
+        f"Exactly ``{call}.run(frame, seed=seed, progress=progress)``: the plan "
+        f"(:class:`polars_dp.plans.{plan_class.__name__}`) holds every scale.",
+        width=96, break_long_words=False, break_on_hyphens=False)
+    return (f"{before.rstrip()}\n\n{wiring}\n\n{parameters_doc(plan_class.options_table)}\n"
+            + (f"\n>>>{examples}" if marker else ""))
 
 
 def mechanism(plan_class: type[Plan], runner: Callable[..., Any]) -> Callable[[F], F]:
@@ -77,7 +83,7 @@ def mechanism(plan_class: type[Plan], runner: Callable[..., Any]) -> Callable[[F
         function.__name__ = stub.__name__
         function.__qualname__ = stub.__qualname__
         function.__module__ = stub.__module__
-        function.__doc__ = docstring(stub.__doc__, parameters_doc(table))
+        function.__doc__ = docstring(stub.__doc__, plan_class)
         function.__signature__ = generated  # type: ignore[attr-defined]  # inspect reads a function's __signature__
         register_runner(name, runner, function)
         return function  # type: ignore[return-value]

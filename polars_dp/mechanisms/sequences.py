@@ -112,11 +112,7 @@ def privtree_sequences(frame: Any, column: str, *, alphabet: Sequence[int] | Seq
     add/remove-one-sequence neighbours; module docstring): ``tree_share`` of ``epsilon`` grows the
     tree, ``length_share`` the length law, the rest the leaf histograms (``Lap(l_top /
     eps_leaf)`` per bin).  A privacy unit of ``k`` sequences per user makes every scale's group
-    ``k l_top`` (length law: ``k``).
-
-    Exactly ``pdp.plan("privtree_sequences", column, ...).run(frame, seed=seed,
-    progress=progress)``: the plan (:class:`polars_dp.plans.PrivTreeSequencesPlan`) holds the
-    budget split and every scale."""
+    ``k l_top`` (length law: ``k``)."""
 
 
 def privtree_from_encoded(enc: EncodedSequences, *, rng: NoiseSource | np.random.Generator,

@@ -237,8 +237,7 @@ def uniform_grid(frame: Any, columns: str | Sequence[str], *, bounds: Bounds, ep
                  privacy_unit: Rows | None = ...) -> SpatialRelease:
     """UG: noisy counts of an ``m^d`` grid over the public ``bounds`` (see module docstring); the
     grid counts (and, when needed, the number of points) are computed in the engine holding the
-    rows.  Exactly ``pdp.plan("uniform_grid", columns, ...).run(frame, seed=seed,
-    progress=progress)`` (:class:`polars_dp.plans.UniformGridPlan`)."""
+    rows."""
 
 
 @mechanism(AdaptiveGridPlan, run_adaptive_grid)
@@ -250,8 +249,7 @@ def adaptive_grid(frame: Any, columns: str | Sequence[str], *, bounds: Bounds, e
                   privacy_unit: Rows | None = ...) -> SpatialRelease:
     """AG: a two-level adaptive grid with constrained inference (see module docstring); the second
     level's cells depend on the noisy first level, so AG reads the point columns themselves (only
-    those, from DuckDB or Spark).  Exactly ``pdp.plan("adaptive_grid", columns, ...).run(frame,
-    seed=seed, progress=progress)`` (:class:`polars_dp.plans.AdaptiveGridPlan`)."""
+    those, from DuckDB or Spark)."""
 
 
 @mechanism(PriveletGridPlan, run_privelet_grid)
@@ -264,8 +262,7 @@ def privelet_grid(frame: Any, columns: str | Sequence[str], *, bounds: Bounds, e
     grid of the public box, each axis an ordinal attribute with the Haar transform; the paper's
     resolution is not recovered (PrivTree paper Sec. 6.1).  Privacy is Privelet's: Laplace ``rho /
     epsilon`` per wavelet coefficient with ``rho = prod_j (1 + bits)`` under add/remove (``2 rho /
-    epsilon`` under replace), see :func:`polars_dp.privelet`.  Exactly ``pdp.plan("privelet_grid",
-    columns, ...).run(frame, seed=seed, progress=progress)``."""
+    epsilon`` under replace), see :func:`polars_dp.privelet`."""
 
 
 __all__ = ["adaptive_grid", "constrained_inference", "grid_side", "privelet_grid", "run_adaptive_grid",

@@ -221,10 +221,9 @@ def privtree(frame: Any, columns: str | Sequence[str], *, bounds: Bounds, epsilo
     the engine holding them, which returns only the counts per finest cell.  A privacy unit of
     ``k`` rows multiplies every count's sensitivity and the decisions' group factor by ``k``.
 
-    Exactly ``pdp.plan("privtree", columns, bounds=..., epsilon=..., ...).run(frame, seed=seed,
-    progress=progress)`` (:class:`polars_dp.plans.PrivTreePlan`).  ``levels`` stays 0 by default
-    because on GeoNames and the flights the counted levels did not lower the error of any box
-    size (``docs/results/spatial.md``, ``docs/results/privtree_levels_ablation.md``).
+    ``levels`` stays 0 by default because on GeoNames and the flights the counted levels did not
+    lower the error of any box size (``docs/results/spatial.md``,
+    ``docs/results/privtree_levels_ablation.md``).
 
     >>> import polars as pl, polars_dp as pdp
     >>> points = pl.DataFrame({"x": [0.1, 0.2, 0.8, 0.9], "y": [0.1, 0.3, 0.7, 0.9]})

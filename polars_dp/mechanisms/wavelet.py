@@ -167,8 +167,6 @@ def privelet(frame: Any, attributes: Attribute | Iterable[Attribute], *, epsilon
     ``Lap(lambda)`` per HN coefficient, ``lambda = 2 rho / epsilon`` under ``replace``, ``rho /
     epsilon`` under ``add_remove`` (``k`` times that with a privacy unit of ``k`` rows).
 
-    Exactly ``pdp.plan("privelet", attributes, epsilon=..., ...).run(frame, seed=seed,
-    progress=progress)`` (:class:`polars_dp.plans.PriveletPlan`, where the calibration lives).
     With ``noise="exact"``: lattice coefficients + discrete Laplace (module docstring).
 
     The release's ``noise_scale`` is ``lambda``; ``params`` records ``rho``, the
