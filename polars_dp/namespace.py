@@ -20,8 +20,6 @@ untyped for them; :func:`dp` is the typed spelling of the same namespace:
 
 from __future__ import annotations
 
-import functools
-import inspect
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -29,6 +27,7 @@ import polars as pl
 
 from polars_dp import mechanisms
 from polars_dp.errors import ParameterError
+from polars_dp.mechanisms.options import as_method
 from polars_dp.plans import REGISTRY
 from polars_dp.session import Session
 
@@ -39,16 +38,10 @@ def _bound_to_frame(mechanism: F) -> F:
     """A method that calls ``mechanism(self._frame, ...)``, with the mechanism's signature less
     its data argument."""
 
-    @functools.wraps(mechanism)
     def method(self: DPNamespace, *args: Any, **kwargs: Any) -> Any:
         return mechanism(self._frame, *args, **kwargs)
 
-    signature = inspect.signature(mechanism)
-    params = list(signature.parameters.values())
-    self_param = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    method.__signature__ = signature.replace(parameters=[self_param, *params[1:]])  # type: ignore[attr-defined]  # inspect reads a function's __signature__
-    del method.__wrapped__  # help() and inspect use __signature__, not the function's
-    return method  # type: ignore[return-value]
+    return as_method(mechanism, method)  # type: ignore[return-value]
 
 
 class DPNamespace(mechanisms.BoundMechanisms):

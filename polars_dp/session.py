@@ -38,7 +38,6 @@ the mechanism functions accept); the session never reads it itself.
 
 from __future__ import annotations
 
-import functools
 import inspect
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -48,7 +47,9 @@ from polars_dp import mechanisms
 from polars_dp.budget import Accountant, ExactEpsilon, planned_call
 from polars_dp.errors import ParameterError
 from polars_dp.ledger import Ledger
+from polars_dp.mechanisms.options import as_method
 from polars_dp.plans import REGISTRY, Plan
+from polars_dp.plans.options import PROGRESS
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -61,20 +62,15 @@ def _charged(name: str, mechanism: F) -> F:
     it, then runs it on the session's data; its signature is the mechanism's less the data,
     ``seed`` and ``neighbours``, plus ``label``."""
 
-    @functools.wraps(mechanism)
     def method(self: Session, *args: Any, label: str | None = None, **kwargs: Any) -> Any:
         planned, progress = planned_call(name, args, kwargs, self.neighbours)
         return self.run(planned, label=label, progress=progress)
 
-    signature = inspect.signature(mechanism)
-    params = [p for p in list(signature.parameters.values())[1:] if p.name not in _HIDDEN]
     label = inspect.Parameter("label", inspect.Parameter.KEYWORD_ONLY, default=None, annotation="str | None")
-    self_param = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    method.__signature__ = signature.replace(parameters=[self_param, *params, label])  # type: ignore[attr-defined]  # inspect reads a function's __signature__
+    as_method(mechanism, method, hidden=_HIDDEN, extra=(label,))
     method.__doc__ = (f"``{name}`` on the session's data, charged to its budget before the data is "
                       f"read; ``label`` names the release in the ledger (default {name!r}).\n\n"
                       + inspect.cleandoc(mechanism.__doc__ or ""))
-    del method.__wrapped__  # help() and inspect use __signature__
     return method  # type: ignore[return-value]
 
 
@@ -129,7 +125,7 @@ class Session(mechanisms.BoundMechanisms):
             record["dataset"] = self._accountant.dataset
         return record
 
-    def run(self, plan: Plan, *, label: str | None = None, progress: bool | None = None) -> Any:
+    def run(self, plan: Plan, *, label: str | None = None, progress: bool | None = PROGRESS.default) -> Any:
         """Charge ``plan`` (its exact ``epsilon_spent``, at most its ``epsilon``: see
         :mod:`polars_dp.budget`) to the session, then run it on the session's data.
 

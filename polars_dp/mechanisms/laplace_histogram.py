@@ -27,7 +27,7 @@ import numpy as np
 from polars_dp.counting.frequency import frequency_matrix
 from polars_dp.domains.attributes import Attribute
 from polars_dp.domains.privacy_unit import Rows
-from polars_dp.mechanisms.options import checked_options
+from polars_dp.mechanisms.options import mechanism
 from polars_dp.mechanisms.privacy_unit import bounded
 from polars_dp.noise import (
     Neighbours,
@@ -39,7 +39,6 @@ from polars_dp.noise import (
 )
 from polars_dp.params import Nulls, OnOutOfDomain
 from polars_dp.plans import BasicPlan
-from polars_dp.plans.base import register_runner
 from polars_dp.progress import Progress
 from polars_dp.releases.grid import GridRelease
 
@@ -63,7 +62,7 @@ def add_cell_noise(counts: np.ndarray, scale: Any, src: NoiseSource, noise: str,
             advance(block.size)
 
 
-def run_basic(plan: BasicPlan, frame: Any, *, seed: SeedLike = None, progress: bool | None = None
+def run_basic(plan: BasicPlan, frame: Any, *, seed: SeedLike, progress: bool | None
               ) -> GridRelease:
     """Count ``frame`` over the plan's attributes and add the plan's cell noise."""
     src = noise_source(seed)
@@ -80,36 +79,14 @@ def run_basic(plan: BasicPlan, frame: Any, *, seed: SeedLike = None, progress: b
                        seeded=src.seeded, plan=plan)
 
 
-@checked_options("basic")
+@mechanism(BasicPlan, run_basic)
 def basic(frame: Any, attributes: Attribute | Iterable[Attribute], *, epsilon: float,
-          neighbours: Neighbours = "replace", seed: SeedLike = None,
-          on_out_of_domain: OnOutOfDomain = "raise",
-          nulls: Nulls = "raise", count_column: str | None = None, noise: NoiseKind = "exact",
-          progress: bool | None = None, privacy_unit: Rows | None = None) -> GridRelease:
-    """Release the frequency matrix of ``attributes`` with Laplace noise on every cell.
-
-    Exactly ``pdp.plan("basic", attributes, epsilon=..., ...).run(frame, seed=seed,
-    progress=progress)`` (:class:`polars_dp.plans.BasicPlan`).
-
-    Parameters
-    ----------
-    frame : the private rows, any input of :mod:`polars_dp.counting.engines` (read once).
-    attributes : public declarations (:class:`~polars_dp.Ordinal`, :class:`~polars_dp.Nominal`).
-    epsilon : privacy budget, > 0.
-    neighbours : ``"replace"`` (Lap(2/epsilon) per cell) or ``"add_remove"`` (Lap(1/epsilon)).
-    seed : ``None`` draws cryptographic randomness; an int makes the release reproducible
-        (tests only, never for production; the release is marked ``seeded``).
-    on_out_of_domain, nulls : see :mod:`polars_dp.domains.attributes`.
-    count_column : a column of non-negative integer counts when each row is a group of
-        individuals already counted (pre-aggregated input); the guarantee holds when each
-        individual contributes to exactly one row with weight 1 (see
-        :mod:`polars_dp.counting.spec`).
-    noise : ``"exact"`` (discrete Laplace on the integer counts, default) or ``"float"``.
-    progress : stage bars on stderr (counting, noise); ``None``: on a terminal for large domains.
-    privacy_unit : ``pdp.Rows()`` (one row is one individual, the default) or
-        ``pdp.Rows(max_per=k, id_column="person")``: each identifier keeps at most ``k`` rows
-        (a keyed-hash rule, :mod:`polars_dp.domains.privacy_unit`) and the sensitivity is ``k``
-        times the one-row sensitivity.
+          neighbours: Neighbours = ..., seed: SeedLike = ..., on_out_of_domain: OnOutOfDomain = ...,
+          nulls: Nulls = ..., count_column: str | None = ..., noise: NoiseKind = ...,
+          progress: bool | None = ..., privacy_unit: Rows | None = ...) -> GridRelease:
+    """Release the frequency matrix of ``attributes`` with Laplace noise on every cell:
+    ``Lap(Delta / epsilon)`` per cell, ``Delta = 2`` under ``replace``, 1 under ``add_remove``
+    (``k`` times that with a privacy unit of ``k`` rows).
 
     >>> import polars as pl, polars_dp as pdp
     >>> df = pl.DataFrame({"age": [23, 35, 35, 61], "sex": ["f", "m", "f", "f"]})
@@ -118,11 +95,6 @@ def basic(frame: Any, attributes: Attribute | Iterable[Attribute], *, epsilon: f
     >>> release.shape, release.noise_scale, release.range_std(sex="f")   # 10 cells of Lap(2)
     ((10, 2), 2.0, 8.94...)
     """
-    plan = BasicPlan(attributes, epsilon=epsilon, neighbours=neighbours, on_out_of_domain=on_out_of_domain,
-                     nulls=nulls, count_column=count_column, noise=noise, privacy_unit=privacy_unit)
-    return plan.run(frame, seed=seed, progress=progress)
 
-
-register_runner("basic", run_basic, basic)
 
 __all__ = ["add_cell_noise", "basic", "run_basic"]

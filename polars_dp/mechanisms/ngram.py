@@ -30,6 +30,7 @@ from polars_dp.counting.frequency import check_domain_size
 from polars_dp.counting.sequences import check_alphabet, encode_sequences
 from polars_dp.domains.privacy_unit import Rows
 from polars_dp.kernels.pst import grow_context_tree
+from polars_dp.mechanisms.options import mechanism
 from polars_dp.mechanisms.privacy_unit import bounded
 from polars_dp.noise import (
     NoiseKind,
@@ -39,12 +40,11 @@ from polars_dp.noise import (
 )
 from polars_dp.params import Nulls, OnOutOfAlphabet
 from polars_dp.plans import NgramPlan
-from polars_dp.plans.base import register_runner
 from polars_dp.progress import Progress
 from polars_dp.releases.sequence import SequenceRelease
 
 
-def run_ngram(plan: NgramPlan, frame: Any, *, seed: SeedLike = None, progress: bool | None = None
+def run_ngram(plan: NgramPlan, frame: Any, *, seed: SeedLike, progress: bool | None
               ) -> SequenceRelease:
     """Count the n-grams of ``frame`` and add the plan's noise (its scale ``height * l_top /
     epsilon``, computed by :class:`polars_dp.plans.NgramPlan`)."""
@@ -74,25 +74,14 @@ def run_ngram(plan: NgramPlan, frame: Any, *, seed: SeedLike = None, progress: b
                          plan=plan)
 
 
-def ngram_sequences(frame: Any, column: str, *, alphabet: Sequence[Any], max_length: int,
-                    epsilon: float, height: int = 5, nulls: Nulls = "raise",
-                    on_out_of_domain: OnOutOfAlphabet = "raise", seed: SeedLike = None,
-                    noise: NoiseKind = "exact", progress: bool | None = None,
-                    privacy_unit: Rows | None = None) -> SequenceRelease:
-    """Release noisy n-gram counts up to ``n = height`` (public) as a complete-tree SequenceRelease.
+@mechanism(NgramPlan, run_ngram)
+def ngram_sequences(frame: Any, column: str, *, alphabet: Sequence[int] | Sequence[str], max_length: int,
+                    epsilon: float, height: int = ..., nulls: Nulls = ...,
+                    on_out_of_domain: OnOutOfAlphabet = ..., seed: SeedLike = ..., noise: NoiseKind = ...,
+                    progress: bool | None = ..., privacy_unit: Rows | None = ...) -> SequenceRelease:
+    """Release noisy n-gram counts up to ``n = height`` (public) as a complete-tree SequenceRelease:
+    ``Lap(height l_top / epsilon)`` per count (``height k l_top`` with a privacy unit of ``k``
+    sequences per user)."""
 
-    Exactly ``pdp.plan("ngram_sequences", column, ...).run(frame, seed=seed, progress=progress)``.
-    ``noise``: ``"exact"`` (discrete Laplace, default) or ``"float"``.  ``progress``: stage bars
-    on stderr (counting, n-gram tree, noise); ``None``: on a terminal for large inputs.
-    ``nulls``, ``on_out_of_domain``: ``"raise"`` (default) or ``"drop"`` the sequences with a
-    null or an out-of-alphabet symbol, as in :func:`~polars_dp.privtree_sequences`.
-    ``privacy_unit``: as for :func:`~polars_dp.privtree_sequences` (per count ``height k l_top``).
-    """
-    plan = NgramPlan(column, alphabet=alphabet, max_length=max_length, epsilon=epsilon, height=height,
-                     nulls=nulls, on_out_of_domain=on_out_of_domain, noise=noise, privacy_unit=privacy_unit)
-    return plan.run(frame, seed=seed, progress=progress)
-
-
-register_runner("ngram_sequences", run_ngram, ngram_sequences)
 
 __all__ = ["ngram_sequences", "run_ngram"]

@@ -68,6 +68,7 @@ import numpy as np
 from polars_dp.counting.sequences import EncodedSequences, encode_sequences
 from polars_dp.domains.privacy_unit import Rows
 from polars_dp.kernels.pst import grow_context_tree, pst_scores, sums_of_children
+from polars_dp.mechanisms.options import mechanism
 from polars_dp.mechanisms.privacy_unit import bounded
 from polars_dp.mechanisms.privtree_rule import privtree_split
 from polars_dp.noise import (
@@ -78,63 +79,13 @@ from polars_dp.noise import (
     sample_noise,
 )
 from polars_dp.params import Nulls, OnOutOfAlphabet
-from polars_dp.plans.base import register_runner
-from polars_dp.plans.spatial import PrivTreeSequencesPlan, check_length_share
+from polars_dp.plans.spatial import Postprocess, PrivTreeSequencesPlan, check_length_share
 from polars_dp.progress import Progress
 from polars_dp.releases.sequence import SequenceRelease
 
 
-def privtree_sequences(frame: Any, column: str, *, alphabet: Sequence[Any], max_length: int,
-                       epsilon: float, tree_share: float = 0.25, theta: float = 0.0,
-                       postprocess: str = "sum_then_clip", max_nodes: int | None = None,
-                       length_share: float = 0.05, nulls: Nulls = "raise",
-                       on_out_of_domain: OnOutOfAlphabet = "raise", seed: SeedLike = None,
-                       noise: NoiseKind = "exact", progress: bool | None = None,
-                       privacy_unit: Rows | None = None) -> SequenceRelease:
-    """Release a PST of the sequences in ``column`` with PrivTree's depth-independent noise.
-
-    Exactly ``pdp.plan("privtree_sequences", column, ...).run(frame, seed=seed,
-    progress=progress)``: the plan (:class:`polars_dp.plans.PrivTreeSequencesPlan`) holds the
-    budget split and every scale.
-
-    Parameters
-    ----------
-    frame : Polars DataFrame / LazyFrame or pyarrow Table (private; read once).
-    column : a List column of symbols (ints or strings) or a String column (one symbol per
-        character).
-    alphabet : the public symbols, e.g. ``range(1, 18)``; anything else raises DomainError.
-    max_length : public truncation length: only the first ``max_length`` symbols of each
-        sequence are used; ``l_top = max_length + 1``.
-    epsilon : total budget under add/remove-one-sequence neighbours.
-    tree_share : fraction of ``epsilon`` spent on the tree (the rest on leaf histograms).
-    theta : PrivTree threshold (0, as in the PrivTree paper's experiments).
-    postprocess : ``"sum_then_clip"`` or ``"clip_then_sum"`` (see the module docstring).
-    max_nodes : public cap on the number of tree nodes (default ``2**25 // (|I| + 1)``); see
-        the module docstring.
-    length_share : fraction of ``epsilon`` spent on the noisy length law (0 for none).
-    nulls, on_out_of_domain : ``"raise"`` (default) or ``"drop"``: drop a sequence that is null
-        or holds a null symbol, or one holding a symbol outside the alphabet, in its first
-        ``max_length`` symbols (a rule on each sequence alone: the guarantee is unchanged; see
-        :func:`polars_dp.counting.sequences.encode_sequences`).
-    seed : ``None`` draws cryptographic randomness; an int is for tests and experiments only
-        (the model is marked ``seeded``).
-    noise : ``"exact"`` (exact decisions and discrete Laplace bins, default) or ``"float"``.
-    progress : stage bars on stderr (counting, tree and noise); ``None``: on a terminal for
-        large inputs.
-    privacy_unit : ``pdp.Rows()`` (one sequence is one individual, the default),
-        ``pdp.Rows(id_column="user")`` (one sequence kept per user) or ``pdp.Rows(max_per=k,
-        id_column="user")``: ``k`` sequences kept per user by the keyed-hash rule
-        (:mod:`polars_dp.domains.privacy_unit`), every scale's group ``k l_top`` (length law: ``k``).
-    """
-    plan = PrivTreeSequencesPlan(column, alphabet=alphabet, max_length=max_length, epsilon=epsilon,
-                                 tree_share=tree_share, theta=theta, postprocess=postprocess,
-                                 max_nodes=max_nodes, length_share=length_share, nulls=nulls,
-                                 on_out_of_domain=on_out_of_domain, noise=noise, privacy_unit=privacy_unit)
-    return run_privtree_sequences(plan, frame, seed=seed, progress=progress)
-
-
-def run_privtree_sequences(plan: PrivTreeSequencesPlan, frame: Any, *, seed: SeedLike = None,
-                           progress: bool | None = None) -> SequenceRelease:
+def run_privtree_sequences(plan: PrivTreeSequencesPlan, frame: Any, *, seed: SeedLike,
+                           progress: bool | None) -> SequenceRelease:
     """Encode ``frame`` and release under ``plan`` (the data is read here, once)."""
     opts = plan.options
     bar = Progress("privtree_sequences", progress, None)
@@ -149,14 +100,26 @@ def run_privtree_sequences(plan: PrivTreeSequencesPlan, frame: Any, *, seed: See
     return model
 
 
-def privtree_from_encoded(enc: EncodedSequences, *, alphabet: Sequence[Any], epsilon: float,
-                          tree_share: float, theta: float, rng: NoiseSource | np.random.Generator,
-                          postprocess: str = "sum_then_clip", max_nodes: int | None = None,
-                          length_share: float = 0.0, noise: NoiseKind = "exact") -> SequenceRelease:
-    """The mechanism on already encoded positions (see :func:`privtree_sequences`)."""
-    plan = PrivTreeSequencesPlan("", alphabet=alphabet, max_length=enc.max_length, epsilon=epsilon,
-                                 tree_share=tree_share, theta=theta, postprocess=postprocess,
-                                 max_nodes=max_nodes, length_share=length_share, noise=noise)
+@mechanism(PrivTreeSequencesPlan, run_privtree_sequences)
+def privtree_sequences(frame: Any, column: str, *, alphabet: Sequence[int] | Sequence[str], max_length: int,
+                       epsilon: float, tree_share: float = ..., theta: float = ...,
+                       postprocess: Postprocess = ..., max_nodes: int | None = ..., length_share: float = ...,
+                       nulls: Nulls = ..., on_out_of_domain: OnOutOfAlphabet = ...,
+                       seed: SeedLike = ..., noise: NoiseKind = ..., progress: bool | None = ...,
+                       privacy_unit: Rows | None = ...) -> SequenceRelease:
+    """Release a PST of the sequences in ``column`` with PrivTree's depth-independent noise (under
+    add/remove-one-sequence neighbours; module docstring): ``tree_share`` of ``epsilon`` grows the
+    tree, ``length_share`` the length law, the rest the leaf histograms (``Lap(l_top /
+    eps_leaf)`` per bin).  A privacy unit of ``k`` sequences per user makes every scale's group
+    ``k l_top`` (length law: ``k``)."""
+
+
+def privtree_from_encoded(enc: EncodedSequences, *, rng: NoiseSource | np.random.Generator,
+                          **options: Any) -> SequenceRelease:
+    """The mechanism on already encoded positions: ``options`` as :func:`privtree_sequences`
+    takes them (``alphabet``, ``epsilon``, ...; ``max_length`` is the encoding's), except that
+    no length law is released unless ``length_share`` is given."""
+    plan = PrivTreeSequencesPlan("", max_length=enc.max_length, **{"length_share": 0, **options})
     return release_encoded(plan, enc, noise_source(rng))
 
 
@@ -191,8 +154,6 @@ def release_encoded(plan: PrivTreeSequencesPlan, enc: EncodedSequences, src: Noi
                            epsilon=plan.epsilon, neighbours="add_remove", params=params, noise=noise,
                            seeded=src.seeded, plan=plan)
 
-
-register_runner("privtree_sequences", run_privtree_sequences, privtree_sequences)
 
 __all__ = ["check_length_share", "privtree_from_encoded", "privtree_sequences", "release_encoded",
            "run_privtree_sequences"]

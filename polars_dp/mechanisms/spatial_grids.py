@@ -48,9 +48,10 @@ from polars_dp.counting.aggregate import cell_sums
 from polars_dp.counting.engines import rereadable
 from polars_dp.counting.frequency import check_domain_size
 from polars_dp.counting.points import collect_weighted_points, grid_counts
-from polars_dp.domains.box import Box, as_box
+from polars_dp.domains.box import Box
 from polars_dp.domains.privacy_unit import Rows
 from polars_dp.kernels.grid import flat_cells, grid_boxes, grid_cells
+from polars_dp.mechanisms.options import mechanism
 from polars_dp.mechanisms.privacy_unit import bounded
 from polars_dp.mechanisms.wavelet import privelet_counts
 from polars_dp.noise import (
@@ -62,7 +63,14 @@ from polars_dp.noise import (
     sample_noise,
 )
 from polars_dp.params import Nulls, OnOutOfDomain
-from polars_dp.plans.spatial import AdaptiveGridPlan, PriveletGridPlan, UniformGridPlan, grid_side
+from polars_dp.plans.spatial import (
+    AdaptiveGridPlan,
+    Bounds,
+    PointsPlan,
+    PriveletGridPlan,
+    UniformGridPlan,
+    grid_side,
+)
 from polars_dp.progress import Progress
 from polars_dp.releases.spatial import SpatialRelease
 
@@ -83,37 +91,22 @@ def _n_used(plan: UniformGridPlan | AdaptiveGridPlan, count_points: Callable[[],
     return max(noisy, 0.0)
 
 
-def uniform_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: float,
-                 n: int | None = None, n_share: float = 0.05, c: float = 10.0,
-                 neighbours: Neighbours = "add_remove", seed: SeedLike = None,
-                 on_out_of_domain: OnOutOfDomain = "raise",
-                 nulls: Nulls = "raise", count_column: str | None = None, noise: NoiseKind = "exact",
-                 progress: bool | None = None, privacy_unit: Rows | None = None) -> SpatialRelease:
-    """UG: noisy counts of an ``m^d`` grid over the public ``bounds`` (see module docstring).
+def _row_rules(plan: PointsPlan) -> dict[str, Any]:
+    """The plan's ``on_out_of_domain``, ``nulls`` and ``count_column``, as the counters take them."""
+    return {k: plan.options[k] for k in ("on_out_of_domain", "nulls", "count_column")}
 
-    ``frame``: any input of :mod:`polars_dp.counting.engines`; the grid counts (and, when needed,
-    the number of points) are computed in that engine.  ``count_column``: pre-aggregated rows
-    (see :mod:`polars_dp.counting.spec`).
 
-    ``n``: a public number of points, or ``None`` to use the exact count (``replace`` while no row
-    can be dropped: ``nulls="raise"`` and ``on_out_of_domain`` not ``"drop"``) or a noisy estimate
-    (otherwise).  Never pass a count computed from the private data.
-    ``progress``: stage bars on stderr (counting, noise); ``None``: on a terminal for large inputs.
-    ``privacy_unit``: ``pdp.Rows(max_per=k, id_column=...)`` bounds each identifier to ``k`` rows
-    (:mod:`polars_dp.domains.privacy_unit`); the cells' and the noisy N's sensitivities are ``k``
-    times the one-row ones.
-    """
-    plan = UniformGridPlan(columns, bounds=bounds, epsilon=epsilon, n=n, n_share=n_share, c=c,
-                           neighbours=neighbours, on_out_of_domain=on_out_of_domain, nulls=nulls,
-                           count_column=count_column, noise=noise, privacy_unit=privacy_unit)
+def run_uniform_grid(plan: UniformGridPlan, frame: Any, *, seed: SeedLike,
+                     progress: bool | None) -> SpatialRelease:
+    """Count ``frame`` on the plan's grid (and the points, when N is not public) and add its noise."""
+    opts = _row_rules(plan)
     box, noise, epsilon = plan.box, plan.noise, plan.epsilon
     src = noise_source(seed)
     bar = Progress("uniform_grid", progress, None)  # no public work: the same on every input
     bar.step("counting")
     frame = bounded(frame, plan, src, box.columns)
-    opts: dict[str, Any] = {"on_out_of_domain": on_out_of_domain, "nulls": nulls,
-                            "count_column": count_column}
-    if n is None:  # two passes (N, then the grid): a one-shot stream keeps the point columns only
+    if plan.options["n"] is None:  # two passes (N, then the grid): a one-shot stream keeps the points only
+        count_column = opts["count_column"]
         frame = rereadable(frame, [*box.columns, *([count_column] if count_column else [])])
     n_used = _n_used(plan, lambda: grid_counts(frame, box, 1, **opts).sum(), src)
     m = plan.side(n_used)
@@ -126,41 +119,22 @@ def uniform_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsil
     lo, hi = grid_boxes(box, m)
     params = plan.record(n_used=n_used)
     return SpatialRelease(box, lo, hi, np.ones(cells, dtype=np.int32), count, layout={"kind": "grid", "m": m},
-                       mechanism="uniform_grid", epsilon=epsilon, neighbours=neighbours, params=params,
+                       mechanism="uniform_grid", epsilon=epsilon, neighbours=plan.neighbours, params=params,
                        noise=noise, seeded=src.seeded, plan=plan, noise_model=plan.release_noise_model)
 
 
-def adaptive_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: float,
-                  n: int | None = None, n_share: float = 0.05, alpha: float = 0.5, c: float = 10.0,
-                  c2: float = 5.0, neighbours: Neighbours = "add_remove", seed: SeedLike = None,
-                  on_out_of_domain: OnOutOfDomain = "raise", nulls: Nulls = "raise",
-                  count_column: str | None = None,
-                  noise: NoiseKind = "exact", progress: bool | None = None,
-                  privacy_unit: Rows | None = None) -> SpatialRelease:
-    """AG: a two-level adaptive grid with constrained inference (see module docstring).
-
-    ``frame``: any input of :mod:`polars_dp.counting.engines`; the second level's cells depend
-    on the noisy first level, so AG reads the point columns themselves (only those, from DuckDB
-    or Spark).  ``count_column``: pre-aggregated rows (see :mod:`polars_dp.counting.spec`).
-
-    ``n``: as for :func:`uniform_grid` — public knowledge only, never computed from the private data.
-    ``progress``: stage bars on stderr (counting, noise); ``None``: on a terminal for large inputs.
-    ``privacy_unit``: as for :func:`uniform_grid` (both levels' and the noisy N's sensitivities
-    times ``k``).
-    """
-    box = as_box(columns, bounds)
-    plan = AdaptiveGridPlan(columns, bounds=bounds, epsilon=epsilon, n=n, n_share=n_share, alpha=alpha, c=c,
-                            c2=c2, neighbours=neighbours, on_out_of_domain=on_out_of_domain, nulls=nulls,
-                            count_column=count_column, noise=noise, privacy_unit=privacy_unit)
+def run_adaptive_grid(plan: AdaptiveGridPlan, frame: Any, *, seed: SeedLike,
+                      progress: bool | None) -> SpatialRelease:
+    """Read ``frame``'s points, count and noise both grid levels, then constrained inference."""
+    box = plan.box
     d = box.d
-    epsilon, alpha, c, c2 = plan.epsilon, plan.options["alpha"], plan.options["c"], plan.options["c2"]
+    epsilon, alpha = plan.epsilon, plan.options["alpha"]
     noise = plan.noise
     src = noise_source(seed)
     bar = Progress("adaptive_grid", progress, None)
     bar.step("counting")
     frame = bounded(frame, plan, src, box.columns)
-    points, weights = collect_weighted_points(frame, box, on_out_of_domain=on_out_of_domain, nulls=nulls,
-                                              count_column=count_column)
+    points, weights = collect_weighted_points(frame, box, **_row_rules(plan))
     n_points = points[0].size if weights is None else int(weights.sum())
     n_used = _n_used(plan, lambda: n_points, src)
     scale1, scale2 = plan.level1_scale, plan.level2_scale
@@ -193,41 +167,20 @@ def adaptive_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsi
     params = plan.record(n_used=n_used)
     return SpatialRelease(box, lo, hi, depth, u.astype(np.float64),
                        layout={"kind": "two_level_grid", "m1": m1, "m2": m2.tolist()},
-                       mechanism="adaptive_grid", epsilon=epsilon, neighbours=neighbours, params=params,
+                       mechanism="adaptive_grid", epsilon=epsilon, neighbours=plan.neighbours, params=params,
                        noise=noise, seeded=src.seeded, plan=plan, noise_model=plan.release_noise_model)
 
 
-def privelet_grid(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: float,
-                  bits: int | None = None, neighbours: Neighbours = "add_remove", seed: SeedLike = None,
-                  on_out_of_domain: OnOutOfDomain = "raise", nulls: Nulls = "raise",
-                  count_column: str | None = None,
-                  noise: NoiseKind = "exact", progress: bool | None = None,
-                  privacy_unit: Rows | None = None) -> SpatialRelease:
-    """Privelet* (the PrivTree paper's baseline): Privelet over a fixed ``2^bits``-per-dimension
-    grid of the public box, each axis an ordinal attribute with the Haar transform.
-
-    ``bits`` (public; default ``max(1, 16 // d)``, i.e. about 65,536 cells) fixes the grid; the
-    paper's resolution is not recovered (PrivTree paper Sec. 6.1).  Privacy is Privelet's: Laplace
-    ``rho / epsilon`` per wavelet coefficient with ``rho = prod_j (1 + bits)`` under add/remove
-    (``2 rho / epsilon`` under replace), see :func:`polars_dp.privelet`.
-
-    ``frame``: any input of :mod:`polars_dp.counting.engines` (the grid counts are computed in
-    that engine); ``count_column``: pre-aggregated rows (see :mod:`polars_dp.counting.spec`).
-    ``progress``: stage bars on stderr (counting, then Privelet's); ``None``: on a terminal
-    for large inputs.  ``privacy_unit``: as for :func:`uniform_grid` (Privelet's ``k Delta rho /
-    epsilon``).
-    """
-    plan = PriveletGridPlan(columns, bounds=bounds, epsilon=epsilon, bits=bits, neighbours=neighbours,
-                            on_out_of_domain=on_out_of_domain, nulls=nulls, count_column=count_column,
-                            noise=noise, privacy_unit=privacy_unit)  # Privelet over the grid's cell indices
+def run_privelet_grid(plan: PriveletGridPlan, frame: Any, *, seed: SeedLike,
+                      progress: bool | None) -> SpatialRelease:
+    """Count ``frame`` on the plan's ``2^bits`` grid and add Privelet's noise to it."""
     box, m, grid_plan = plan.box, plan.m, plan.privelet
     check_domain_size((m,) * box.d, bytes_per_cell=64)
     src = noise_source(seed)
     bar = Progress("privelet_grid", progress, grid_plan.coefficients)
     bar.step("counting")
     frame = bounded(frame, plan, src, box.columns)
-    counts = grid_counts(frame, box, m, on_out_of_domain=on_out_of_domain, nulls=nulls,
-                         count_column=count_column).reshape((m,) * box.d)
+    counts = grid_counts(frame, box, m, **_row_rules(plan)).reshape((m,) * box.d)
     grid = privelet_counts(grid_plan, counts, src,
                            advance=bar.step("noise + inverse transform", grid_plan.coefficients, "coef"))
     bar.close()
@@ -268,4 +221,41 @@ def _two_level_boxes(box: Box, m1: int, m2: np.ndarray, owner: np.ndarray, leaf_
     return lo, hi
 
 
-__all__ = ["adaptive_grid", "constrained_inference", "grid_side", "privelet_grid", "uniform_grid"]
+@mechanism(UniformGridPlan, run_uniform_grid)
+def uniform_grid(frame: Any, columns: str | Sequence[str], *, bounds: Bounds, epsilon: float,
+                 n: int | None = ..., n_share: float = ..., c: float = ..., neighbours: Neighbours = ...,
+                 seed: SeedLike = ..., on_out_of_domain: OnOutOfDomain = ..., nulls: Nulls = ...,
+                 count_column: str | None = ..., noise: NoiseKind = ..., progress: bool | None = ...,
+                 privacy_unit: Rows | None = ...) -> SpatialRelease:
+    """UG: noisy counts of an ``m^d`` grid over the public ``bounds`` (see module docstring); the
+    grid counts (and, when needed, the number of points) are computed in the engine holding the
+    rows."""
+
+
+@mechanism(AdaptiveGridPlan, run_adaptive_grid)
+def adaptive_grid(frame: Any, columns: str | Sequence[str], *, bounds: Bounds, epsilon: float,
+                  n: int | None = ..., n_share: float = ..., alpha: float = ..., c: float = ...,
+                  c2: float = ..., neighbours: Neighbours = ..., seed: SeedLike = ...,
+                  on_out_of_domain: OnOutOfDomain = ..., nulls: Nulls = ..., count_column: str | None = ...,
+                  noise: NoiseKind = ..., progress: bool | None = ...,
+                  privacy_unit: Rows | None = ...) -> SpatialRelease:
+    """AG: a two-level adaptive grid with constrained inference (see module docstring); the second
+    level's cells depend on the noisy first level, so AG reads the point columns themselves (only
+    those, from DuckDB or Spark)."""
+
+
+@mechanism(PriveletGridPlan, run_privelet_grid)
+def privelet_grid(frame: Any, columns: str | Sequence[str], *, bounds: Bounds, epsilon: float,
+                  bits: int | None = ..., neighbours: Neighbours = ..., seed: SeedLike = ...,
+                  on_out_of_domain: OnOutOfDomain = ..., nulls: Nulls = ..., count_column: str | None = ...,
+                  noise: NoiseKind = ..., progress: bool | None = ...,
+                  privacy_unit: Rows | None = ...) -> SpatialRelease:
+    """Privelet* (the PrivTree paper's baseline): Privelet over a fixed ``2^bits``-per-dimension
+    grid of the public box, each axis an ordinal attribute with the Haar transform; the paper's
+    resolution is not recovered (PrivTree paper Sec. 6.1).  Privacy is Privelet's: Laplace ``rho /
+    epsilon`` per wavelet coefficient with ``rho = prod_j (1 + bits)`` under add/remove (``2 rho /
+    epsilon`` under replace), see :func:`polars_dp.privelet`."""
+
+
+__all__ = ["adaptive_grid", "constrained_inference", "grid_side", "privelet_grid", "run_adaptive_grid",
+           "run_privelet_grid", "run_uniform_grid", "uniform_grid"]

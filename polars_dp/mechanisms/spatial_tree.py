@@ -49,6 +49,7 @@ from polars_dp.kernels.morton import (
     MortonLayout,
     morton_codes,
 )
+from polars_dp.mechanisms.options import mechanism
 from polars_dp.mechanisms.privacy_unit import bounded
 from polars_dp.mechanisms.privtree_levels import (
     level_counts,
@@ -68,7 +69,7 @@ from polars_dp.noise import (
     noise_source,
 )
 from polars_dp.params import Nulls, OnOutOfDomain
-from polars_dp.plans.spatial import PrivTreePlan
+from polars_dp.plans.spatial import Bounds, PrivTreePlan
 from polars_dp.progress import Progress
 from polars_dp.releases.spatial import SpatialRelease
 from polars_dp.releases.tree_levels import TopLevels
@@ -151,70 +152,11 @@ def _child_ranges(codes: np.ndarray, parent: np.ndarray, lo: np.ndarray, hi: np.
     return bounds[:, :-1].ravel(), bounds[:, 1:].ravel()
 
 
-def privtree(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: float,
-             fanout: int | None = None, theta: float = 0.0, tree_share: float = 0.5,
-             neighbours: Neighbours = "add_remove", seed: SeedLike = None,
-             on_out_of_domain: OnOutOfDomain = "raise",
-             nulls: Nulls = "raise", resolution: int | None = None, count_column: str | None = None,
-             noise: NoiseKind = "exact", progress: bool | None = None,
-             levels: int | None = 0, privacy_unit: Rows | None = None) -> SpatialRelease:
-    """Release a PrivTree decomposition of the points ``columns`` inside the public ``bounds``.
-
-    Parameters
-    ----------
-    frame : private points: a Polars DataFrame / LazyFrame, pyarrow Table or Arrow stream, a
-        DuckDB relation or a Spark DataFrame.  The points are snapped to the public grid of
-        ``2^resolution`` cells per axis in that engine, which returns only the counts per
-        finest cell; the tree is grown from those weighted cells.
-    columns : 1 to 8 numeric columns; ``bounds`` gives one public ``(lo, hi)`` per column
-        (or a mapping column -> pair).  Never derive bounds from the data.
-    epsilon : total budget; ``tree_share`` of it builds the tree, the rest the leaf counts.
-    fanout : ``beta``, a power of two up to ``2^d`` (default ``2^d``: halve every dimension);
-        ``2^s`` splits ``s`` dimensions per level in round-robin order.
-    theta : split threshold (default 0, the paper's recommendation).
-    neighbours : ``"add_remove"`` (the paper's relation) or ``"replace"`` (group privacy, see
-        module docstring).
-    seed : ``None`` draws cryptographic randomness; an int makes the release reproducible (tests
-        only; the release is marked ``seeded``).
-    on_out_of_domain, nulls : ``"raise"`` by default; see :mod:`polars_dp.counting.points`.
-    resolution : bits per axis of the finest grid (public; default and maximum
-        ``min(31, 62 // d)``).  Lower values give a coarser grid and a smaller aggregate.
-    count_column : a column of non-negative integer counts when each row stands for several
-        points (pre-aggregated rows; the guarantee holds when each individual contributes to
-        exactly one row with weight 1, see :mod:`polars_dp.counting.spec`).
-    noise : ``"exact"`` (exact decisions and discrete Laplace leaf counts, default) or ``"float"``.
-    progress : stage bars on stderr (counting finest cells, tree, noise); ``None``: on a
-        terminal for large inputs.
-    levels : public number ``k`` of top levels of the decomposition whose every cell also gets
-        a noisy count (:mod:`polars_dp.mechanisms.privtree_levels`); ``0`` (default): the
-        leaves only, as in the paper; ``None``: ``max(1, 4 // log2(fanout))`` (2 in 2-D, 1 in
-        4-D: 16 cells on level ``k``).  The default stays 0 because on GeoNames and the flights
-        the counted levels did not lower the error of any box size (``docs/results/spatial.md``):
-        on GeoNames most of PrivTree's error is the uniformity error inside partly covered leaves,
-        which no noise reduction removes, and the levels' budget comes from the leaves; noisy
-        level cells inside a shallow leaf add more noise than the uniformity error they remove
-        (``docs/results/privtree_levels_ablation.md``).
-    privacy_unit : ``pdp.Rows()`` (one row is one individual, the default) or
-        ``pdp.Rows(max_per=k, id_column="person")``: each identifier keeps at most ``k`` rows
-        (:mod:`polars_dp.domains.privacy_unit`); every count's sensitivity is ``k`` times the
-        one-row sensitivity (the tree's decisions: group factor ``k``).
-        With ``k >= 1`` the count budget ``epsilon - eps_tree`` is split: 1/16 to the top
-        levels (geometrically, Cormode et al. 2012), the rest to the leaves; every count is then
-        replaced by the least-squares estimate consistent with the tree
-        (:mod:`polars_dp.releases.tree_levels`, post-processing).
-        Total spent: ``epsilon`` under either neighbour relation (level counts: sensitivity 1
-        under add/remove-one, 2 under replace-one, as the leaves).
-
-    >>> import polars as pl, polars_dp as pdp
-    >>> points = pl.DataFrame({"x": [0.1, 0.2, 0.8, 0.9], "y": [0.1, 0.3, 0.7, 0.9]})
-    >>> tree = pdp.privtree(points, ["x", "y"], bounds=[(0, 1), (0, 1)], epsilon=1.0)
-    >>> tree.columns, tree.neighbours, len(tree.count) == tree.n_leaves
-    (['x', 'y'], 'add_remove', True)
-    """
-    plan = PrivTreePlan(columns, bounds=bounds, epsilon=epsilon, fanout=fanout, theta=theta,
-                        tree_share=tree_share, neighbours=neighbours, on_out_of_domain=on_out_of_domain,
-                        nulls=nulls, resolution=resolution, count_column=count_column, noise=noise,
-                        levels=levels, privacy_unit=privacy_unit)  # budget split, level and leaf scales
+def run_privtree(plan: PrivTreePlan, frame: Any, *, seed: SeedLike, progress: bool | None
+                 ) -> SpatialRelease:
+    """Count ``frame``'s points per finest cell, grow the tree and add the plan's noise."""
+    opts = plan.options
+    on_out_of_domain, nulls, count_column = opts["on_out_of_domain"], opts["nulls"], opts["count_column"]
     box, layout, k, noise = plan.box, plan.layout, plan.levels, plan.noise
     epsilon, split_bits, bits, theta = plan.epsilon, layout.split_bits, layout.bits, plan.theta
     lam = plan.lam  # the plan's lambda: one calibration
@@ -248,9 +190,37 @@ def privtree(frame: Any, columns: str | Sequence[str], *, bounds: Any, epsilon: 
         bar.close()
         lo, hi = layout.node_boxes(start, depth, box)
         return SpatialRelease(box, lo, hi, depth, count, codes=start, mechanism="privtree", epsilon=epsilon,
-                           neighbours=neighbours, params=params, noise=noise, seeded=src.seeded, plan=plan,
-                           noise_model=plan.release_noise_model, levels=top_levels,
+                           neighbours=plan.neighbours, params=params, noise=noise, seeded=src.seeded,
+                           plan=plan, noise_model=plan.release_noise_model, levels=top_levels,
                            layout={"kind": "morton", "bits": layout.bits, "split_bits": split_bits})
 
 
-__all__ = ["check_theta", "grow_tree", "privtree", "privtree_delta", "privtree_lambda"]
+@mechanism(PrivTreePlan, run_privtree)
+def privtree(frame: Any, columns: str | Sequence[str], *, bounds: Bounds, epsilon: float,
+             fanout: int | None = ..., theta: float = ..., tree_share: float = ...,
+             neighbours: Neighbours = ..., seed: SeedLike = ..., on_out_of_domain: OnOutOfDomain = ...,
+             nulls: Nulls = ..., resolution: int | None = ..., count_column: str | None = ...,
+             noise: NoiseKind = ..., progress: bool | None = ..., levels: int | None = ...,
+             privacy_unit: Rows | None = ...) -> SpatialRelease:
+    """Release a PrivTree decomposition of the points ``columns`` inside the public ``bounds``.
+
+    ``tree_share`` of ``epsilon`` builds the tree (split decisions with ``lambda = (2 beta - 1) /
+    ((beta - 1) eps_tree)``, ``delta = lambda ln(beta)``), the rest adds ``Lap(1 / eps_leaf)`` to
+    each leaf count under ``add_remove``; under ``replace`` group privacy doubles both (module
+    docstring).  The points are snapped to the public grid of ``2^resolution`` cells per axis in
+    the engine holding them, which returns only the counts per finest cell.  A privacy unit of
+    ``k`` rows multiplies every count's sensitivity and the decisions' group factor by ``k``.
+
+    ``levels`` stays 0 by default because on GeoNames and the flights the counted levels did not
+    lower the error of any box size (``docs/results/spatial.md``,
+    ``docs/results/privtree_levels_ablation.md``).
+
+    >>> import polars as pl, polars_dp as pdp
+    >>> points = pl.DataFrame({"x": [0.1, 0.2, 0.8, 0.9], "y": [0.1, 0.3, 0.7, 0.9]})
+    >>> tree = pdp.privtree(points, ["x", "y"], bounds=[(0, 1), (0, 1)], epsilon=1.0)
+    >>> tree.columns, tree.neighbours, len(tree.count) == tree.n_leaves
+    (['x', 'y'], 'add_remove', True)
+    """
+
+
+__all__ = ["check_theta", "grow_tree", "privtree", "privtree_delta", "privtree_lambda", "run_privtree"]

@@ -73,7 +73,7 @@ from polars_dp.counting.frequency import frequency_matrix
 from polars_dp.domains.attributes import Attribute
 from polars_dp.domains.privacy_unit import Rows
 from polars_dp.kernels import wavelet_blocks
-from polars_dp.mechanisms.options import checked_options
+from polars_dp.mechanisms.options import mechanism
 from polars_dp.mechanisms.privacy_unit import bounded
 from polars_dp.mechanisms.wavelet_lattice import add_wavelet_noise_exact, warm_up_in_background
 from polars_dp.noise import (
@@ -86,8 +86,8 @@ from polars_dp.noise import (
 )
 from polars_dp.params import Nulls, OnOutOfDomain
 from polars_dp.plans import PriveletPlan
-from polars_dp.plans.base import register_runner
 from polars_dp.plans.grid import (  # re-exported: the calibration lives in the plan
+    Workload,
     auto_untransformed,
     mechanism_name,
     privelet_rho,
@@ -116,7 +116,7 @@ def add_wavelet_noise(counts: np.ndarray, attributes: Sequence[Attribute], trans
                                   counts, add=True, slab_cells=SLAB_CELLS, advance=advance)
 
 
-def run_privelet(plan: PriveletPlan, frame: Any, *, seed: SeedLike = None, progress: bool | None = None
+def run_privelet(plan: PriveletPlan, frame: Any, *, seed: SeedLike, progress: bool | None
                  ) -> GridRelease:
     """Count ``frame`` over the plan's attributes, add the plan's wavelet noise, release."""
     src = noise_source(seed)
@@ -156,47 +156,18 @@ def privelet_counts(plan: PriveletPlan, counts: np.ndarray, src: NoiseSource,
                        noise=plan.noise, seeded=src.seeded, plan=plan)
 
 
-@checked_options("privelet")
+@mechanism(PriveletPlan, run_privelet)
 def privelet(frame: Any, attributes: Attribute | Iterable[Attribute], *, epsilon: float,
-             untransformed: str | Iterable[str] = (), workload: Any = None,
-             neighbours: Neighbours = "replace", seed: SeedLike = None,
-             on_out_of_domain: OnOutOfDomain = "raise", nulls: Nulls = "raise",
-             count_column: str | None = None, noise: NoiseKind = "exact",
-             progress: bool | None = None, privacy_unit: Rows | None = None) -> GridRelease:
-    """Release the frequency matrix of ``attributes`` with Privelet (or Privelet+) noise.
+             untransformed: str | Attribute | Iterable[str | Attribute] = ...,
+             workload: Workload = ...,
+             neighbours: Neighbours = ..., seed: SeedLike = ..., on_out_of_domain: OnOutOfDomain = ...,
+             nulls: Nulls = ..., count_column: str | None = ..., noise: NoiseKind = ...,
+             progress: bool | None = ..., privacy_unit: Rows | None = ...) -> GridRelease:
+    """Release the frequency matrix of ``attributes`` with Privelet (or Privelet+) noise:
+    ``Lap(lambda)`` per HN coefficient, ``lambda = 2 rho / epsilon`` under ``replace``, ``rho /
+    epsilon`` under ``add_remove`` (``k`` times that with a privacy unit of ``k`` rows).
 
-    Exactly ``pdp.plan("privelet", attributes, epsilon=..., ...).run(frame, seed=seed,
-    progress=progress)`` (:class:`polars_dp.plans.PriveletPlan`, where the calibration lives).
-
-    Parameters
-    ----------
-    frame : private rows: a Polars DataFrame / LazyFrame, pyarrow Table or Arrow stream
-        (``__arrow_c_stream__``), a DuckDB relation or a Spark DataFrame; counted in that
-        engine, read once.
-    attributes : public declarations; ordinal axes get the Haar transform (zero padded to a
-        power of two), nominal axes the nominal transform over their hierarchy.
-    epsilon : privacy budget, > 0.
-    untransformed : columns left untransformed (Privelet+, Sec. VI), or ``"auto"`` for the
-        paper's rule ``|A| <= P(A)^2 H(A)``, or ``"workload"`` for the set minimising the
-        mean expected squared error over ``workload`` (:mod:`polars_dp.plans.grid`).  A single
-        string other than those names one column.  The choice depends on public inputs only.
-    neighbours : ``"replace"`` (``lambda = 2 rho / epsilon``) or ``"add_remove"``
-        (``lambda = rho / epsilon``).
-    seed : ``None`` draws cryptographic randomness; an int makes the release reproducible (tests
-        only; the release is marked ``seeded``).
-    on_out_of_domain, nulls : see :mod:`polars_dp.domains.attributes`.
-    count_column : a column of non-negative integer counts when each row is a group of
-        individuals already counted (pre-aggregated input); the guarantee holds when each
-        individual contributes to exactly one row with weight 1 (see
-        :mod:`polars_dp.counting.spec`).
-    noise : ``"exact"`` (lattice coefficients + discrete Laplace, default) or ``"float"``.
-    progress : stage bars on stderr (counting, noise + inverse transform); ``None``: on a
-        terminal for large domains.
-    workload : the queries (a frame as ``range_counts`` takes it) for ``untransformed="workload"``.
-    privacy_unit : ``pdp.Rows()`` (one row is one individual, the default) or
-        ``pdp.Rows(max_per=k, id_column="person")``: each identifier keeps at most ``k`` rows
-        (a keyed-hash rule, :mod:`polars_dp.domains.privacy_unit`) and the sensitivity is ``k``
-        times the one-row sensitivity (``lambda = k Delta rho / epsilon``).
+    With ``noise="exact"``: lattice coefficients + discrete Laplace (module docstring).
 
     The release's ``noise_scale`` is ``lambda``; ``params`` records ``rho``, the
     ``transformed`` and ``untransformed`` columns and ``untransformed_auto``.  Its mechanism
@@ -210,13 +181,7 @@ def privelet(frame: Any, attributes: Attribute | Iterable[Attribute], *, epsilon
     >>> release.params["rho"], release.noise_scale   # rho = 1 + log2(16): 10 cells padded to 16
     (5, 10.0)
     """
-    plan = PriveletPlan(attributes, epsilon=epsilon, untransformed=untransformed, workload=workload,
-                        neighbours=neighbours, on_out_of_domain=on_out_of_domain, nulls=nulls,
-                        count_column=count_column, noise=noise, privacy_unit=privacy_unit)
-    return plan.run(frame, seed=seed, progress=progress)
 
-
-register_runner("privelet", run_privelet, privelet)
 
 __all__ = ["add_wavelet_noise", "auto_untransformed", "mechanism_name", "privelet", "privelet_rho",
            "privelet_counts", "privelet_scale", "resolve_untransformed", "run_privelet"]

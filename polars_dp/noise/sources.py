@@ -29,7 +29,7 @@ except ImportError:  # pragma: no cover - exercised only without the package
 MASK63 = np.uint64((1 << 63) - 1)
 U64 = 1 << 64
 
-SeedLike: TypeAlias = "int | np.random.SeedSequence | np.random.Generator | None"
+SeedLike: TypeAlias = int | np.random.SeedSequence | np.random.Generator | None
 
 
 # ============================================================================ randomness

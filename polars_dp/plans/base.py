@@ -17,7 +17,6 @@ files are generated from it.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
@@ -26,9 +25,9 @@ from typing import Any, ClassVar
 from polars_dp import compiled
 from polars_dp.domains.privacy_unit import Rows
 from polars_dp.errors import ParameterError, PolarsDPError, ReleaseFormatError
-from polars_dp.noise import Neighbours, NoiseKind, check_scale, histogram_sensitivity, noise_params
+from polars_dp.noise import Neighbours, NoiseKind, SeedLike, check_scale, histogram_sensitivity, noise_params
 from polars_dp.plans.noise_model import NoiseModel
-from polars_dp.plans.options import REQUIRED, Option, bind_options
+from polars_dp.plans.options import PROGRESS, SEED, Option, bind_options, plan_options
 
 #: Noisy values from which a release runs the compiled kernels (numba installed).  Below it
 #: they save at most about 0.1 s (census-shaped Privelet: 1.1e7 coefficients 0.25 s against
@@ -97,7 +96,8 @@ class Plan:
     name: ClassVar[str] = ""
     #: Names of the positional arguments after the data, in order.
     positional: ClassVar[tuple[str, ...]] = ()
-    #: Option table, positional arguments included.
+    #: Option table, positional arguments included, in the order of the mechanism function's
+    #: signature (:mod:`polars_dp.plans.options`: the one home of every option).
     options_table: ClassVar[tuple[Option, ...]] = ()
     #: ``"grid"``, ``"points"`` or ``"sequences"``: the shape of the domain declaration.
     shape: ClassVar[str] = ""
@@ -122,11 +122,6 @@ class Plan:
                 raise ParameterError(f"{self.name} got {name} twice (positionally and by keyword)",
                                      parameter=name)
             options[name] = value
-        for hidden in ("seed", "progress"):
-            if hidden in options:
-                raise ParameterError(
-                    f"{hidden}= belongs to plan.run(frame, {hidden}=...), not to the plan: a plan is "
-                    "decided from public inputs only", parameter=hidden)
         self.options: dict[str, Any] = bind_options(self.name, self.options_table, options)
         self.epsilon: float = self.options["epsilon"]
         self.neighbours: Neighbours = self.options.get("neighbours", "add_remove")
@@ -279,7 +274,8 @@ class Plan:
         return args, kwargs
 
     # ------------------------------------------------------------------ running
-    def run(self, frame: Any, *, seed: Any = None, progress: bool | None = None) -> Any:
+    def run(self, frame: Any, *, seed: SeedLike = SEED.default,
+            progress: bool | None = PROGRESS.default) -> Any:
         """Count ``frame`` and release under this plan (the data is read here, once), with the
         numpy kernels unless :attr:`compiled_kernels`."""
         entry = REGISTRY[self.name]
@@ -310,7 +306,8 @@ class Entry:
 
     @property
     def options(self) -> tuple[Option, ...]:
-        return self.plan_class.options_table
+        """The plan's options (``plan.run``'s seed and progress left out)."""
+        return plan_options(self.plan_class.options_table)
 
     @property
     def shape(self) -> str:
@@ -332,20 +329,10 @@ def register_plan(cls: type[Plan]) -> type[Plan]:
 
 
 def register_runner(name: str, runner: Callable[..., Any], function: Callable[..., Any]) -> None:
-    """Attach the mechanism's ``runner(plan, frame, *, seed, progress)`` and its public function.
-
-    Keywords of ``function`` that the plan's table does not declare yet (an option added to the
-    mechanism) join the table with their default, checked by the mechanism itself."""
+    """Attach the mechanism's ``runner(plan, frame, *, seed, progress)`` and its public function
+    (generated from the plan's table: :func:`polars_dp.mechanisms.options.mechanism`)."""
     entry = REGISTRY[name]
     entry.runner, entry.function = runner, function
-    declared = {o.name for o in entry.plan_class.options_table}
-    extra = []
-    for p in list(inspect.signature(function).parameters.values())[1:]:
-        if p.name not in declared and p.name not in ("seed", "progress"):
-            default = REQUIRED if p.default is inspect.Parameter.empty else p.default
-            extra.append(Option(p.name, "any", default))
-    if extra:
-        entry.plan_class.options_table = (*entry.plan_class.options_table, *extra)
 
 
 def plan_class(mechanism: str) -> type[Plan]:

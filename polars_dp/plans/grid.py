@@ -35,9 +35,9 @@ from __future__ import annotations
 import ast
 import itertools
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import polars as pl
@@ -51,19 +51,18 @@ from polars_dp.noise import (
     GRID_BITS,
     MAX_COUNT_SCALE,
     MAX_SCALE,
-    NEIGHBOURS,
-    NOISE_KINDS,
+    Neighbours,
     check_neighbours,
-    check_noise,
     histogram_sensitivity,
     laplace_scale,
 )
-from polars_dp.params import NULLS, ON_OUT_OF_DOMAIN
 from polars_dp.plans.base import INPUTS, OMIT, Field, Plan, exact_fields, register_plan
 from polars_dp.plans.lattice import check_wide, max_lattice_factor, needs_wide
 from polars_dp.plans.noise_model import WaveletLaplace
-from polars_dp.plans.options import PRIVACY_UNIT, Option
+from polars_dp.plans.options import NOISE, PRIVACY_UNIT, PROGRESS, ROW_OPTIONS, SEED, Option
 
+#: A workload of queries: a frame as ``range_counts`` takes it (or ``None``).
+Workload: TypeAlias = pl.DataFrame | pl.LazyFrame | Mapping[str, Any] | Sequence[Mapping[str, Any]] | None
 #: Up to this many attributes ``untransformed="workload"`` scores every subset.
 EXHAUSTIVE_MAX = 12
 #: ``epsilon_for`` looks no further than this epsilon.
@@ -216,14 +215,15 @@ def _workload_ranges(attributes: Sequence[Attribute], queries: Any, align: str =
 
 # ---------------------------------------------------------------------------- plans
 _COMMON = (
-    Option("attributes", "any", check=as_attributes, doc="public declarations"),
-    Option("epsilon", "positive", doc="privacy budget"),
-    Option("neighbours", "any", "replace", choices=NEIGHBOURS, check=check_neighbours),
-    Option("on_out_of_domain", "choice", "raise", choices=ON_OUT_OF_DOMAIN),
-    Option("nulls", "choice", "raise", choices=NULLS),
-    Option("count_column", "str", None, optional=True),
-    Option("noise", "any", "exact", choices=NOISE_KINDS, check=check_noise),
-    PRIVACY_UNIT,
+    Option("attributes", Attribute | Iterable[Attribute], check=as_attributes,
+           doc="public declarations (:class:`~polars_dp.Ordinal`, :class:`~polars_dp.Nominal`); "
+               "ordinal axes get the Haar transform (zero padded to a power of two), nominal axes "
+               "the nominal transform over their hierarchy."),
+    Option("epsilon", float, kind="positive", doc="privacy budget, > 0."),
+    Option("neighbours", Neighbours, "replace", check=check_neighbours,
+           doc="``\"replace\"`` (one row modified: two cells change, ``Delta = 2``) or "
+               "``\"add_remove\"`` (one row added or removed, ``Delta = 1``)."),
+    SEED, *ROW_OPTIONS, NOISE, PROGRESS, PRIVACY_UNIT,
 )
 
 
@@ -423,12 +423,16 @@ class PriveletPlan(GridPlan):
     """Privelet / Privelet+: ``Lap(Delta rho / epsilon)`` per HN coefficient."""
 
     name = "privelet"
-    options_table = (*_COMMON[:2],
-                     Option("untransformed", "any", (), check=_check_untransformed,
-                            doc="'auto', 'workload' or column names left untransformed"),
-                     Option("workload", "any", None, optional=True,
-                            doc="queries for untransformed='workload'"),
-                     *_COMMON[2:])
+    options_table = (
+        *_COMMON[:2],
+        Option("untransformed", str | Attribute | Iterable[str | Attribute], (),
+               doc="columns left untransformed (Privelet+, Sec. VI), or ``\"auto\"`` for the paper's "
+                   "rule ``|A| <= P(A)^2 H(A)``, or ``\"workload\"`` for the set minimising the mean "
+                   "expected squared error over ``workload``; a single string other than those names "
+                   "one column.  The choice depends on public inputs only."),
+        Option("workload", Workload, None, doc="the queries (a frame as ``range_counts`` takes it) for "
+                         "``untransformed=\"workload\"``."),
+        *_COMMON[2:])
     release_mechanisms = ("privelet", "privelet+", "basic")
     record_fields = (
         Field("rho", lambda p, d: p.rho),
@@ -530,4 +534,4 @@ def compare(plans: Sequence[GridPlan], queries: Any, *, align: str = "exact") ->
 
 __all__ = ["ALPHA_REFUSAL", "EPSILON_CAP", "EXHAUSTIVE_MAX", "BasicPlan", "GridPlan", "PriveletPlan",
            "auto_untransformed", "check_alpha", "compare", "mechanism_name", "privelet_rho", "privelet_scale",
-           "resolve_untransformed", "subset_errors", "transformable", "workload_transformed"]
+           "resolve_untransformed", "subset_errors", "transformable", "workload_transformed", "Workload"]

@@ -9,9 +9,9 @@ independent once ``n`` is public; Privelet* (a fixed ``2^bits`` grid) always is.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal, TypeAlias
 
 import numpy as np
 
@@ -22,18 +22,16 @@ from polars_dp.kernels.morton import MortonLayout, check_fanout, resolution_bits
 from polars_dp.kernels.pst import check_max_nodes
 from polars_dp.noise import (
     MAX_COUNT_SCALE,
-    NEIGHBOURS,
-    NOISE_KINDS,
+    Neighbours,
     check_neighbours,
-    check_noise,
     laplace_scale,
     noise_params,
 )
-from polars_dp.params import NULLS, ON_OUT_OF_ALPHABET, ON_OUT_OF_DOMAIN, check_int
+from polars_dp.params import Nulls, OnOutOfAlphabet, check_int
 from polars_dp.plans.base import INPUTS, OMIT, Field, Plan, exact_fields, register_plan
 from polars_dp.plans.grid import PriveletPlan
 from polars_dp.plans.noise_model import Correlated, IndependentLaplace, NoiseModel, WaveletLaplace
-from polars_dp.plans.options import PRIVACY_UNIT, Option
+from polars_dp.plans.options import NOISE, PRIVACY_UNIT, PROGRESS, ROW_OPTIONS, SEED, Option
 from polars_dp.plans.privtree_levels import check_levels, split_count_budget
 from polars_dp.plans.privtree_scales import (
     check_decisions,
@@ -45,16 +43,21 @@ from polars_dp.plans.privtree_scales import (
     privtree_sequence_params,
 )
 
-_ROWS = (
-    Option("on_out_of_domain", "choice", "raise", choices=ON_OUT_OF_DOMAIN),
-    Option("nulls", "choice", "raise", choices=NULLS),
-    Option("count_column", "str", None, optional=True),
-    Option("noise", "any", "exact", choices=NOISE_KINDS, check=check_noise),
-    PRIVACY_UNIT,
+#: Public bounds of the points: one ``(lo, hi)`` per column, or a mapping column -> pair.
+Bounds: TypeAlias = Sequence[tuple[float, float]] | Mapping[str, tuple[float, float]]
+#: The keywords after the neighbour relation that the grids share.
+_ROWS = (SEED, *ROW_OPTIONS, NOISE, PROGRESS, PRIVACY_UNIT)
+_POINTS = (
+    Option("columns", str | Sequence[str],
+           doc="1 to 8 numeric columns, the coordinates of the private points."),
+    Option("bounds", Bounds,
+           doc="one public ``(lo, hi)`` per column (or a mapping column -> pair); never derive bounds "
+               "from the data."),
+    Option("epsilon", float, kind="positive", doc="total privacy budget, > 0."),
 )
-_NOISE = _ROWS[-2]
-_POINTS = (Option("columns", "any"), Option("bounds", "any"), Option("epsilon", "positive"))
-_NEIGHBOURS = Option("neighbours", "any", "add_remove", choices=NEIGHBOURS, check=check_neighbours)
+_NEIGHBOURS = Option("neighbours", Neighbours, "add_remove", check=check_neighbours,
+                     doc="``\"add_remove\"`` (one point added or removed, the papers' relation) or "
+                         "``\"replace\"`` (one point modified: group privacy, factor 2).")
 
 
 def _spent(sensitivity: int, scale: float | Fraction) -> Fraction:
@@ -126,11 +129,29 @@ class PrivTreePlan(PointsPlan):
     to each leaf count."""
 
     name = "privtree"
-    options_table = (*_POINTS, Option("fanout", "int", None, lo=2, optional=True),
-                     Option("theta", "nonnegative", 0.0, check=check_theta),
-                     Option("tree_share", "fraction", 0.5), _NEIGHBOURS,
-                     *_ROWS[:2], Option("resolution", "int", None, lo=1, optional=True), *_ROWS[2:],
-                     Option("levels", "any", 0))
+    options_table = (
+        *_POINTS,
+        Option("fanout", int | None, None, lo=2,
+               doc="``beta``, a power of two up to ``2^d`` (default ``2^d``: halve every dimension); "
+                   "``2^s`` splits ``s`` dimensions per level in round-robin order."),
+        Option("theta", float, 0.0, kind="nonnegative", check=check_theta,
+               doc="split threshold (default 0, the paper's recommendation)."),
+        Option("tree_share", float, 0.5, kind="fraction",
+               doc="fraction of ``epsilon`` that builds the tree; the rest goes to the counts."),
+        _NEIGHBOURS, SEED, *ROW_OPTIONS[:2],
+        Option("resolution", int | None, None, lo=1,
+               doc="bits per axis of the finest grid the points are snapped to (public; default and "
+                   "maximum ``min(31, 62 // d)``); lower values give a coarser grid and a smaller "
+                   "aggregate."),
+        ROW_OPTIONS[2], NOISE, PROGRESS,
+        Option("levels", int | None, 0,
+               doc="public number ``k`` of top levels of the decomposition whose every cell also gets "
+                   "a noisy count (:mod:`polars_dp.mechanisms.privtree_levels`); ``0`` (default): the "
+                   "leaves only, as in the paper; ``None``: ``max(1, 4 // log2(fanout))``.  With "
+                   "``k >= 1`` the count budget ``epsilon - eps_tree`` is split: 1/16 to the top levels "
+                   "(geometrically, Cormode et al. 2012), the rest to the leaves, and every count is "
+                   "replaced by the least-squares estimate consistent with the tree (post-processing)."),
+        PRIVACY_UNIT)
     release_mechanisms = ("privtree",)
     record_fields = (
         Field("lambda", lambda p, d: p.lam, scale=True),
@@ -214,6 +235,16 @@ class PrivTreePlan(PointsPlan):
         return {"kind": "morton", "bits": self.layout.bits, "split_bits": self.layout.split_bits}
 
 
+_N = Option("n", int | None, None, lo=0,
+            doc="a public number of points, or ``None`` to use the exact count (``replace`` while no "
+                "row can be dropped: ``nulls=\"raise\"`` and ``on_out_of_domain`` not ``\"drop\"``) or "
+                "a noisy estimate (otherwise).  Never pass a count computed from the private data.")
+_N_SHARE = Option("n_share", float, 0.05, kind="fraction",
+                  doc="fraction of ``epsilon`` spent on the noisy number of points when it is not public.")
+_C = Option("c", float, 10.0, kind="positive",
+            doc="the grid constant: ``m = ceil((n eps / c)^(2/(d+2)))`` cells per side.")
+
+
 class _CountedGridPlan(PointsPlan):
     """The budget of N for UG and AG: N is public when given, or under ``replace`` neighbours
     while no row is dropped (``nulls="raise"`` and ``on_out_of_domain`` not ``"drop"``: a
@@ -292,8 +323,7 @@ class UniformGridPlan(_CountedGridPlan):
     """UG: an ``m^d`` grid with ``m`` from ``n`` (public, or a noisy count with ``n_share``)."""
 
     name = "uniform_grid"
-    options_table = (*_POINTS, Option("n", "int", None, lo=0, optional=True),
-                     Option("n_share", "fraction", 0.05), Option("c", "positive", 10.0), _NEIGHBOURS, *_ROWS)
+    options_table = (*_POINTS, _N, _N_SHARE, _C, _NEIGHBOURS, *_ROWS)
     release_mechanisms = ("uniform_grid",)
     record_fields = (
         Field("c", lambda p, d: p.options["c"]),
@@ -337,9 +367,15 @@ class AdaptiveGridPlan(_CountedGridPlan):
     """AG: two grid levels, ``alpha`` of the grid budget on the first."""
 
     name = "adaptive_grid"
-    options_table = (*_POINTS, Option("n", "int", None, lo=0, optional=True),
-                     Option("n_share", "fraction", 0.05), Option("alpha", "fraction", 0.5),
-                     Option("c", "positive", 10.0), Option("c2", "positive", 5.0), _NEIGHBOURS, *_ROWS)
+    options_table = (
+        *_POINTS, _N, _N_SHARE,
+        Option("alpha", float, 0.5, kind="fraction",
+               doc="fraction of the grid budget spent on the first level (the rest on the second)."),
+        _C,
+        Option("c2", float, 5.0, kind="positive",
+               doc="the second level's constant: a first-level cell of noisy count ``v`` is split into "
+                   "``ceil((v eps_2 / c2)^(2/(d+2)))`` cells per side."),
+        _NEIGHBOURS, *_ROWS)
     release_mechanisms = ("adaptive_grid",)
     recorded_options = ("alpha", "c", "c2")
     record_fields = (
@@ -405,7 +441,12 @@ class PriveletGridPlan(PointsPlan):
     """Privelet*: Privelet on a fixed ``2^bits``-per-dimension grid (public)."""
 
     name = "privelet_grid"
-    options_table = (*_POINTS, Option("bits", "int", None, lo=1, hi=20, optional=True), _NEIGHBOURS, *_ROWS)
+    options_table = (
+        *_POINTS,
+        Option("bits", int | None, None, lo=1, hi=20,
+               doc="the grid's ``2^bits`` cells per dimension (public; default ``max(1, 16 // d)``, "
+                   "about 65,536 cells)."),
+        _NEIGHBOURS, *_ROWS)
     release_mechanisms = ("privelet_grid",)
     record_fields = (
         Field("privelet", lambda p, d: p.privelet.record(), keys=PriveletPlan.record_keys()),
@@ -451,11 +492,28 @@ def _max_length(value: Any) -> int:
     return check_int(value, "max_length (a public bound)", lo=1)
 
 
-_SEQUENCES = (Option("column", "any"), Option("alphabet", "any"),
-              Option("max_length", "any", check=_max_length), Option("epsilon", "positive"))
-#: The sequences' row rules (:func:`polars_dp.counting.sequences.encode_sequences`): drop, never clamp.
-_SEQUENCE_ROWS = (Option("nulls", "choice", "raise", choices=NULLS),
-                  Option("on_out_of_domain", "choice", "raise", choices=ON_OUT_OF_ALPHABET), PRIVACY_UNIT)
+#: How a PrivTree sequence release sums its noisy leaves (:mod:`polars_dp.mechanisms.sequences`).
+Postprocess: TypeAlias = Literal["sum_then_clip", "clip_then_sum"]
+_SEQUENCES = (
+    Option("column", str, doc="a List column of symbols (ints or strings) or a String column (one symbol "
+                              "per character)."),
+    Option("alphabet", Sequence[int] | Sequence[str],
+           doc="the public symbols, e.g. ``range(1, 18)``; anything else raises DomainError."),
+    Option("max_length", int, check=_max_length,
+           doc="public truncation length: only the first ``max_length`` symbols of each sequence are "
+               "used; ``l_top = max_length + 1``."),
+    Option("epsilon", float, kind="positive",
+           doc="total budget under add/remove-one-sequence neighbours."),
+)
+#: The sequences' row rules (:func:`polars_dp.counting.sequences.encode_sequences`): drop, never
+#: clamp, a sequence on its own (the guarantee is unchanged).
+_SEQUENCE_ROWS = (
+    Option("nulls", Nulls, "raise",
+           doc="``\"raise\"`` (default) or ``\"drop\"`` a sequence that is null or holds a null symbol."),
+    Option("on_out_of_domain", OnOutOfAlphabet, "raise",
+           doc="``\"raise\"`` (default) or ``\"drop\"`` a sequence holding a symbol outside the "
+               "alphabet in its first ``max_length`` symbols."),
+    SEED, NOISE, PROGRESS, PRIVACY_UNIT)
 
 
 class SequencesPlan(Plan):
@@ -496,12 +554,20 @@ class PrivTreeSequencesPlan(SequencesPlan):
     """PrivTree over sequence contexts (add/remove-one-sequence neighbours)."""
 
     name = "privtree_sequences"
-    options_table = (*_SEQUENCES, Option("tree_share", "fraction", 0.25),
-                     Option("theta", "nonnegative", 0.0, check=check_theta),
-                     Option("postprocess", "choice", "sum_then_clip",
-                            choices=("sum_then_clip", "clip_then_sum")),
-                     Option("max_nodes", "int", None, lo=1, optional=True),
-                     Option("length_share", "any", 0.05), *_SEQUENCE_ROWS, _NOISE)
+    options_table = (
+        *_SEQUENCES,
+        Option("tree_share", float, 0.25, kind="fraction",
+               doc="fraction of ``epsilon`` spent on the tree (the rest on the leaf histograms)."),
+        Option("theta", float, 0.0, kind="nonnegative", check=check_theta,
+               doc="PrivTree threshold (0, as in the PrivTree paper's experiments)."),
+        Option("postprocess", Postprocess, "sum_then_clip",
+               doc="``\"sum_then_clip\"`` (unclipped sums of the noisy leaves, queries clip at 0) or "
+                   "``\"clip_then_sum\"`` (:mod:`polars_dp.mechanisms.sequences`)."),
+        Option("max_nodes", int | None, None, lo=1,
+               doc="public cap on the number of tree nodes (default ``2**25 // (|I| + 1)``)."),
+        Option("length_share", float, 0.05,
+               doc="fraction of ``epsilon`` spent on the noisy length law (0 for none)."),
+        *_SEQUENCE_ROWS)
     release_mechanisms = ("privtree_sequences",)
     record_fields = (
         Field("lambda", lambda p, d: p.lam, scale=True),
@@ -661,7 +727,9 @@ class NgramPlan(SequencesPlan):
     """N-gram counts up to ``height``: ``Lap(height * l_top / epsilon)`` per count."""
 
     name = "ngram_sequences"
-    options_table = (*_SEQUENCES, Option("height", "int", 5, lo=1), *_SEQUENCE_ROWS, _NOISE)
+    options_table = (*_SEQUENCES,
+                     Option("height", int, 5, lo=1, doc="the longest n-gram counted (public)."),
+                     *_SEQUENCE_ROWS)
     release_mechanisms = ("ngram",)
     record_fields = (
         Field("height", lambda p, d: p.options["height"]),
@@ -698,6 +766,6 @@ class NgramPlan(SequencesPlan):
         return {"height": params["height"]}
 
 
-__all__ = ["AdaptiveGridPlan", "NgramPlan", "PointsPlan", "PrivTreePlan", "PrivTreeSequencesPlan",
-           "PriveletGridPlan", "SequencesPlan", "UniformGridPlan", "alphabet_size", "check_length_share",
-           "MAX_GRID_CELLS", "grid_side", "max_side", "split_budget"]
+__all__ = ["AdaptiveGridPlan", "Bounds", "NgramPlan", "PointsPlan", "Postprocess", "PrivTreePlan",
+           "PrivTreeSequencesPlan", "PriveletGridPlan", "SequencesPlan", "UniformGridPlan", "alphabet_size",
+           "check_length_share", "MAX_GRID_CELLS", "grid_side", "max_side", "split_budget"]
