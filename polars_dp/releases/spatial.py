@@ -35,7 +35,7 @@ from polars_dp.noise import SeedLike
 from polars_dp.plans.grid import check_alpha
 from polars_dp.progress import Progress
 from polars_dp.releases import geoparquet, sql_tree
-from polars_dp.releases.base import Release, Sealed, read_only
+from polars_dp.releases.base import Release, Sealed, fmt_number, read_only
 from polars_dp.releases.integrity import verify_checksum
 from polars_dp.releases.io import register_release_type
 from polars_dp.releases.noise_model import (
@@ -478,6 +478,33 @@ class SpatialRelease(Release):
         return (f"SpatialRelease(mechanism={self.mechanism!r}, epsilon={self.epsilon}, "
                 f"neighbours={self.neighbours!r}, columns={self.columns}, leaves={self.n_leaves:,}"
                 f"{self._repr_flags()})")
+
+    # ------------------------------------------------------------------ self-description
+    query_kinds = ("range",)
+    plot_kind = "leaves"
+    interval_columns = ("noise_lo", "noise_hi")
+
+    def domain_summary(self) -> dict[str, Any]:
+        return {"columns": self.columns, "bounds": self.metadata()["bounds"]}
+
+    def domain_lines(self) -> list[str]:
+        return [f"{c}: [{fmt_number(a)}, {fmt_number(b)}]"
+                for c, (a, b) in zip(self.columns, self.metadata()["bounds"], strict=True)]
+
+    def size_summary(self) -> dict[str, Any]:
+        return {"leaves": self.n_leaves, "layout": self.metadata()["layout"]["kind"]}
+
+    def size_text(self) -> str:
+        return f"{self.n_leaves:,} leaves"
+
+    def range_domain(self) -> dict[str, Any]:
+        """Each column's ``(lo, hi)`` bounds (what an open side of a range query stands for)."""
+        return dict(zip(self.columns, self.metadata()["bounds"], strict=True))
+
+    range_interval = range_noise_interval
+
+    def sql_names(self, name: str) -> list[str]:
+        return [name, f"{name}_meta", f"{name}_range_count(...)", f"{name}_range_counts('queries')"]
 
 
 def _read_levels(release: SpatialRelease, layout: MortonLayout,
