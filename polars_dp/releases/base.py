@@ -368,39 +368,32 @@ class Release:
     __hash__ = None  # type: ignore[assignment]  # unhashable: numpy payload (compared by value)
 
     # ------------------------------------------------------------------ self-description
-    # What the command line (``polars-dp info / query / plot / sql / release``) and
-    # :mod:`polars_dp.duckdb` ask of a release: each type answers for itself, so that no caller
-    # branches on the type.  A new type declares the class attributes and implements the methods
-    # below; one that does not is refused with ``NotImplementedError`` naming what is missing.
+    # What the command line and polars_dp.duckdb ask a release, so that none of them branches on
+    # its type; a type that does not answer is refused with NotImplementedError naming what.
 
-    #: The queries the release answers: ``"range"`` (``range_count``, ``range_std``,
-    #: ``range_counts`` and ``range_interval`` over boxes of :meth:`range_domain`) and / or
-    #: ``"frequency"`` (``frequency_table``, ``top_k`` over strings of ``alphabet``).
+    #: ``"range"`` (``range_count / range_std / range_counts / range_interval`` over boxes of
+    #: ``range_domain()``) and / or ``"frequency"`` (``frequency_table``, ``top_k``, ``alphabet``).
     query_kinds: ClassVar[tuple[str, ...]] = ()
-    #: What ``polars-dp plot`` draws: ``"marginals"``, ``"leaves"`` or ``"top_strings"``.
-    plot_kind: ClassVar[str] = ""
-    #: What a queried column is called in messages (``"attribute"`` for grids).
-    column_word: ClassVar[str] = "column"
-    #: Range queries: whether the bounds fall on bins (the ``align=`` option of the queries).
-    binned: ClassVar[bool] = False
-    #: Range queries: the interval columns of ``range_counts(alpha=...)`` (``noise_lo`` /
-    #: ``noise_hi`` where the interval covers the noise of the counts only).
+    plot_kind: ClassVar[str] = ""  #: what ``polars-dp plot`` draws: marginals, leaves or top_strings
+    column_word: ClassVar[str] = "column"  #: what a queried column is called in messages
+    binned: ClassVar[bool] = False  #: range bounds fall on bins (the ``align=`` option of queries)
+    #: The interval columns of ``range_counts(alpha=...)`` (``noise_*``: the counts' noise only).
     interval_columns: ClassVar[tuple[str, str]] = ("lo", "hi")
 
     def _undescribed(self, what: str) -> NotImplementedError:
         return NotImplementedError(f"{type(self).__name__} does not describe itself: implement {what} "
-                                   "(polars_dp.releases.base.Release, self-description)")
+                                   "(see Release, self-description)")
 
     def domain_summary(self) -> dict[str, Any]:
-        """The public domain, as JSON-ready data (``polars-dp info --json``)."""
+        """The public domain as JSON-ready data."""
         raise self._undescribed("domain_summary()")
 
     def domain_lines(self) -> list[str]:
-        """The public domain for people, one line per item (``polars-dp info``)."""
+        """The public domain for people, one line per item."""
         raise self._undescribed("domain_lines()")
 
     def size_summary(self) -> dict[str, Any]:
-        """The size of the payload, as JSON-ready data (``polars-dp info --json``)."""
+        """The size of the payload as JSON-ready data."""
         raise self._undescribed("size_summary()")
 
     def size_text(self) -> str:
@@ -416,7 +409,7 @@ class Release:
         return None
 
     def noise_text(self) -> str | None:
-        """:meth:`stated_noise_scale` for people, ``None`` when no single scale is stated."""
+        """:meth:`stated_noise_scale` for people (``None``: no single scale)."""
         scale = self.stated_noise_scale()
         if scale is None:
             return None
@@ -424,16 +417,12 @@ class Release:
         return f"{fmt_number(scale)} (Laplace{per})"
 
     def sql_names(self, name: str) -> list[str]:
-        """What :meth:`to_duckdb` creates under ``name``, as a user calls it (views, table macros)."""
+        """What :meth:`to_duckdb` creates under ``name``, as a user calls it."""
         raise self._undescribed("sql_names(name)")
 
     def to_duckdb(self, con: Any, name: str, *, replace: bool = False) -> Any:
-        """Register this release in a DuckDB connection as ``name`` (its tables, metadata and table
-        macros, :class:`polars_dp.releases.sql.Registration`, through the one registration flow
-        :func:`polars_dp.releases.sql.register`); returns the relation of table ``name``.
-
-        Refuses (:class:`ParameterError` naming them) when a table, view or macro it would
-        create exists; ``replace=True`` overwrites them."""
+        """Register this release in a DuckDB connection as ``name``, through the one registration
+        flow :func:`polars_dp.releases.sql.register`; returns the relation of table ``name``."""
         raise self._undescribed("to_duckdb(con, name, replace=...)")
 
 
