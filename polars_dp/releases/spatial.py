@@ -488,8 +488,7 @@ class SpatialRelease(Release):
         return {"columns": self.columns, "bounds": self.metadata()["bounds"]}
 
     def domain_lines(self) -> list[str]:
-        return [f"{c}: [{fmt_number(a)}, {fmt_number(b)}]"
-                for c, (a, b) in zip(self.columns, self.metadata()["bounds"], strict=True)]
+        return [f"{c}: [{fmt_number(a)}, {fmt_number(b)}]" for c, (a, b) in self.range_domain().items()]
 
     def size_summary(self) -> dict[str, Any]:
         return {"leaves": self.n_leaves, "layout": self.metadata()["layout"]["kind"]}
