@@ -26,11 +26,10 @@ def register(con: Any, name: str, release: Release, *, replace: bool = False) ->
     """Register ``release`` in ``con`` as ``name`` (tables and macros); returns the table's relation.
 
     Refuses when a table, view or macro it would create exists; ``replace=True`` overwrites."""
-    to_duckdb = getattr(release, "to_duckdb", None)
-    if not isinstance(release, Release) or to_duckdb is None:
+    if not isinstance(release, Release):
         raise ParameterError(f"register expects a polars-dp release (GridRelease, SpatialRelease or "
                              f"SequenceRelease), got {type(release).__name__}")
-    return to_duckdb(con, name, replace=replace)
+    return release.to_duckdb(con, name, replace=replace)
 
 
 def attach(con: Any, name: str, *, unverified: bool = False) -> Release:

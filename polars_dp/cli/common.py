@@ -169,10 +169,3 @@ def human_size(n_bytes: int) -> str:
             return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
         size /= 1000
     return f"{n_bytes} B"  # pragma: no cover
-
-
-def fmt_number(x: float) -> str:
-    """A count or scale for people: thousands separators, at most 3 decimals."""
-    if x == int(x) and abs(x) < 1e15:
-        return f"{int(x):,}"
-    return f"{x:,.3f}".rstrip("0").rstrip(".") if abs(x) >= 0.001 else f"{x:.3g}"

@@ -5,11 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from typing import Any, cast
+from typing import Any
 
 import polars_dp as pdp
-from polars_dp.cli.common import fmt_number, human_size, open_release
-from polars_dp.cli.release import noise_scale, noise_text, size_text
+from polars_dp.cli.common import human_size, open_release
 
 EXAMPLES = """\
 examples:
@@ -41,56 +40,16 @@ def _seeded(release: pdp.Release) -> bool | None:
     return release.seeded if release.verified else None
 
 
-def domain(release: pdp.Release) -> dict[str, Any]:
-    """The public domain of a release, as JSON-ready data."""
-    meta = release.metadata()
-    if isinstance(release, pdp.GridRelease):
-        return {"attributes": [a.to_json() for a in release.attributes]}
-    if isinstance(release, pdp.SpatialRelease):
-        return {"columns": release.columns, "bounds": meta["bounds"]}
-    release = cast(pdp.SequenceRelease, release)  # the third release type
-    return {"alphabet": list(release.alphabet), "max_length": release.max_length}
-
-
-def size(release: pdp.Release) -> dict[str, Any]:
-    if isinstance(release, pdp.GridRelease):
-        return {"cells": release.n_cells, "shape": list(release.shape)}
-    if isinstance(release, pdp.SpatialRelease):
-        return {"leaves": release.n_leaves, "layout": release.metadata()["layout"]["kind"]}
-    release = cast(pdp.SequenceRelease, release)  # the third release type
-    return {"nodes": release.n_nodes, "height": release.height}
-
-
 def summary(path: str, release: pdp.Release) -> dict[str, Any]:
     params = {k: v for k, v in release.params.items() if k != "seeded"}
     return {
         "file": str(path), "file_bytes": os.path.getsize(path), "release_type": type(release).__name__,
         "mechanism": release.mechanism, "epsilon": release.epsilon, "neighbours": release.neighbours,
         "verified": release.verified, "seeded": _seeded(release), "noise": release.noise,
-        "noise_scale": noise_scale(release), "domain": domain(release),
-        "size": size(release), "created": release.created, "version": release.library_version,
+        "noise_scale": release.stated_noise_scale(), "domain": release.domain_summary(),
+        "size": release.size_summary(), "created": release.created, "version": release.library_version,
         "params": params,
     }
-
-
-def _domain_lines(release: pdp.Release) -> list[str]:
-    if isinstance(release, pdp.GridRelease):
-        out = []
-        for a in release.attributes:
-            if isinstance(a, pdp.Nominal):
-                h = a.hierarchy
-                levels = f", hierarchy of height {h.height}" if h.height > 2 else ""
-                out.append(f"{a.column}: nominal {a.domain_text()}{levels}")
-            else:
-                out.append(f"{a.column}: ordinal {a.domain_text()} ({a.n_cells:,} cells)")
-        return out
-    if isinstance(release, pdp.SpatialRelease):
-        bounds = release.metadata()["bounds"]
-        return [f"{c}: [{fmt_number(a)}, {fmt_number(b)}]"
-                for c, (a, b) in zip(release.columns, bounds, strict=True)]
-    release = cast(pdp.SequenceRelease, release)  # the third release type
-    shown = " ".join(map(str, release.alphabet[:30])) + (" ..." if len(release.alphabet) > 30 else "")
-    return [f"alphabet of {len(release.alphabet)}: {shown}", f"max_length {release.max_length}"]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -110,11 +69,11 @@ def run(args: argparse.Namespace) -> int:
         ("seeded", seeded),
     ]
     if info["noise_scale"] is not None:
-        rows.append(("noise scale", noise_text(release)))
-    lines = _domain_lines(release)
+        rows.append(("noise scale", release.noise_text()))
+    lines = release.domain_lines()
     rows.append(("domain", lines[0]))
     rows.extend(("", line) for line in lines[1:])
-    rows += [("size", size_text(release)), ("created", release.created),
+    rows += [("size", release.size_text()), ("created", release.created),
              ("version", f"polars-dp {release.library_version}")]
     params = ", ".join(f"{k}={v}" for k, v in info["params"].items() if k not in ("coefficients",))
     if params:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -293,6 +294,11 @@ def _sequences(fig: Any, model: pdp.SequenceRelease, args: argparse.Namespace) -
     ax.set_title(f"top {len(labels)} strings", fontsize="medium")
 
 
+#: The figure of each ``plot_kind`` a release declares.
+PLOTS: dict[str, Callable[[Any, Any, argparse.Namespace], None]] = {
+    "marginals": _grid, "leaves": _tree, "top_strings": _sequences}
+
+
 def run(args: argparse.Namespace) -> int:
     size = _parse_size(args.size)
     if not 10 <= args.dpi <= 1200:
@@ -303,12 +309,10 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput(f"output {args.output!r}: use a .png, .svg or .pdf file name")
     fig = _figure(size, args.dpi)
     release = open_release(args.release, args.unverified)
-    if isinstance(release, pdp.GridRelease):
-        _grid(fig, release, args)
-    elif isinstance(release, pdp.SpatialRelease):
-        _tree(fig, release, args)
-    else:
-        _sequences(fig, release, args)
+    if release.plot_kind not in PLOTS:
+        raise BadInput(f"polars-dp plot draws no figure of a {type(release).__name__} (plot_kind "
+                       f"{release.plot_kind!r}; it draws {', '.join(PLOTS)})")
+    PLOTS[release.plot_kind](fig, release, args)
     fig.suptitle(args.title if args.title is not None else
                  f"{Path(args.release).name}: {release.mechanism}, epsilon {release.epsilon:g}",
                  fontsize="medium")

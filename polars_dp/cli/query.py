@@ -10,13 +10,13 @@ import json
 import math
 import re
 import sys
-from typing import Any, cast
+from typing import Any
 
 import polars as pl
 
 import polars_dp as pdp
 from polars_dp.cli.common import BadInput, check_output, one_line, open_release, scan, write_frame
-from polars_dp.domains.queries import check_query_ids, predicate_ranges
+from polars_dp.domains.queries import check_query_ids
 from polars_dp.plans.grid import check_alpha
 
 EXAMPLES = """\
@@ -37,6 +37,8 @@ answers add `extrapolated` (true: computed with the Markov assumption beyond the
 whose error the noise std does not cover), and a string longer than max_length counts 0.
 """
 
+#: Releases answering query kind "range", for the type checker (the code asks ``query_kinds``).
+RangeRelease = pdp.GridRelease | pdp.SpatialRelease
 _INT = re.compile(r"^[+-]?\d+$")
 #: A library range ``age=(20, 34)`` and option ``align='outer'``, as written on the command line.
 _RANGE = re.compile(r"(\w+)=\(([^(),]+), ([^(),]+)\)")
@@ -129,39 +131,28 @@ def nominal_label(attribute: pdp.Nominal, value: str, where: str) -> Any:
                    f"(labels: {shown})")
 
 
-def grid_predicates(release: pdp.GridRelease, wheres: list[str]) -> dict[str, Any]:
+def range_predicates(release: RangeRelease, wheres: list[str]) -> dict[str, Any]:
+    """The ``--where`` options as keyword arguments of ``release.range_count``: a label of a nominal
+    attribute, else ``(lo, hi)`` with an open side standing for the domain's own bound."""
+    domain, word = release.range_domain(), release.column_word
+    article = "an" if word[0] in "aeiou" else "a"
     preds: dict[str, Any] = {}
     for text in wheres:
         name, value = _split(text)
-        if name not in release.columns:
-            raise BadInput(f"--where {text!r}: {name!r} is not an attribute of this release; attributes: "
+        if name not in domain:
+            raise BadInput(f"--where {text!r}: {name!r} is not {article} {word} of this release; {word}s: "
                            f"{', '.join(release.columns)}")
         if name in preds:
-            raise BadInput(f"--where {text!r}: {name!r} is restricted twice; give one range per attribute")
-        attribute = release.attribute(name)
-        if isinstance(attribute, pdp.Nominal):
+            raise BadInput(f"--where {text!r}: {name!r} is restricted twice; give one range per {word}")
+        bounds = domain[name]
+        if isinstance(bounds, pdp.Nominal):
             if ".." in value:
                 raise BadInput(f"--where {text!r}: {name!r} is nominal; give one label (a category or a "
                                "group of its hierarchy), not a range")
-            preds[name] = nominal_label(attribute, value, text)
+            preds[name] = nominal_label(bounds, value, text)
         else:
-            lo, hi = parse_range(value, text)  # an open side is the domain's own bound
-            preds[name] = (attribute.lo if lo is None else lo, attribute.hi if hi is None else hi)
-    return preds
-
-
-def tree_predicates(release: pdp.SpatialRelease, wheres: list[str]) -> dict[str, tuple[float, float]]:
-    bounds = dict(zip(release.columns, release.metadata()["bounds"], strict=True))
-    preds: dict[str, tuple[float, float]] = {}
-    for text in wheres:
-        name, value = _split(text)
-        if name not in bounds:
-            raise BadInput(f"--where {text!r}: {name!r} is not a column of this release; columns: "
-                           f"{', '.join(release.columns)}")
-        if name in preds:
-            raise BadInput(f"--where {text!r}: {name!r} is restricted twice; give one range per column")
-        lo, hi = parse_range(value, text)
-        preds[name] = (bounds[name][0] if lo is None else lo, bounds[name][1] if hi is None else hi)
+            lo, hi = parse_range(value, text)
+            preds[name] = (bounds[0] if lo is None else lo, bounds[1] if hi is None else hi)
     return preds
 
 
@@ -188,14 +179,14 @@ def _std_value(std: float | None) -> float | None:
 
 
 def _print_answer(count: float, std: float | None, as_json: bool, asked: bool,
-                  interval: tuple[float | None, float | None] | None = None, *, noise_only: bool = False
-                  ) -> None:
+                  interval: tuple[float | None, float | None] | None = None, *,
+                  keys: tuple[str, str] = ("lo", "hi")) -> None:
     """``asked``: --std was given (a missing error bar then prints as null / "no std");
     ``interval``: --alpha was given (``(None, None)``: post-processed, no interval);
-    ``noise_only``: a spatial release, whose interval covers the leaf noise only (keys
-    ``noise_lo`` / ``noise_hi``, as the columns of ``range_counts``)."""
+    ``keys``: the interval columns of ``range_counts``; ``noise_lo`` / ``noise_hi`` for an
+    interval covering the leaf noise only (a spatial release)."""
     std = _std_value(std)
-    keys = ("noise_lo", "noise_hi") if noise_only else ("lo", "hi")
+    noise_only = keys[0].startswith("noise_")
     if as_json:
         extra = {} if interval is None else {keys[0]: interval[0], keys[1]: interval[1]}
         print(json.dumps({"count": count} | ({"std": std} if asked else {}) | extra))
@@ -211,12 +202,10 @@ def _print_answer(count: float, std: float | None, as_json: bool, asked: bool,
     print(text)
 
 
-def _alpha(release: pdp.Release, args: argparse.Namespace) -> dict[str, Any]:
-    """``alpha=`` for a grid or spatial release (a spatial release's interval is its leaf noise's)."""
+def _alpha(args: argparse.Namespace) -> dict[str, Any]:
+    """``alpha=`` for range counts (a spatial release's interval is its leaf noise's)."""
     if args.alpha is None:
         return {}
-    if not isinstance(release, (pdp.GridRelease, pdp.SpatialRelease)):
-        raise BadInput("--alpha is for grid and spatial releases (range counts)")
     try:
         check_alpha(args.alpha)
     except pdp.ParameterError as exc:
@@ -267,16 +256,17 @@ def _sequence(args: argparse.Namespace, model: pdp.SequenceRelease) -> int:
     return 0
 
 
-def _align(release: pdp.Release, args: argparse.Namespace) -> dict[str, Any]:
-    """``align=`` for a grid release; spatial releases have no bins to align to."""
-    if isinstance(release, pdp.GridRelease):
+def _align(release: RangeRelease, args: argparse.Namespace) -> dict[str, Any]:
+    """``align=`` for a release whose ranges fall on bins (grid); spatial releases have none."""
+    if release.binned:
         return {"align": args.align}
     if args.align != "exact":
         raise BadInput("--align is for grid releases (bins); a spatial release answers any box")
     return {}
 
 
-def _batch(args: argparse.Namespace, release: pdp.Release) -> int:
+def _batch(args: argparse.Namespace, release: Any) -> int:
+    """Answer the queries of --queries FILE by the kind the release answers (``query_kinds``)."""
     if args.where:
         raise BadInput("give either --where (one query) or --queries FILE (a batch), not both")
     if args.output:
@@ -285,7 +275,7 @@ def _batch(args: argparse.Namespace, release: pdp.Release) -> int:
         frame = scan(args.queries, what="--queries").collect()
     except pl.exceptions.PolarsError as exc:
         raise BadInput(f"cannot read {args.queries}: {one_line(exc)}") from None
-    if isinstance(release, pdp.SequenceRelease):
+    if "frequency" in release.query_kinds:
         if "string" not in frame.columns:
             raise BadInput(f"--queries {args.queries!r} needs a column 'string' for a sequence model")
         check_query_ids(frame)
@@ -300,10 +290,9 @@ def _batch(args: argparse.Namespace, release: pdp.Release) -> int:
         table = release.frequency_table(strings)
         answers = frame.with_columns(table.select("count", *(["std"] if args.std else []), "extrapolated"))
     else:
-        release = cast(pdp.GridRelease | pdp.SpatialRelease, release)
         try:
             answers = release.range_counts(frame, std=args.std, passthrough=("id", *args.keep),
-                                           **_align(release, args), **_alpha(release, args))
+                                           **_align(release, args), **_alpha(args))
         except pdp.QueryError as exc:
             raise BadInput(str(exc).replace("pass passthrough=[...]", "use --keep COLUMN")) from None
     if args.output:
@@ -321,30 +310,21 @@ def run(args: argparse.Namespace) -> int:
     if args.output and not args.queries:
         raise BadInput("-o is for the answers of --queries FILE; a single query prints its answer")
     release = open_release(args.release, args.unverified)
-    if isinstance(release, pdp.SequenceRelease):
+    if "frequency" in release.query_kinds:
         return _sequence(args, release)
     if args.frequency or args.top_k is not None:
         raise BadInput("--frequency and --top-k are for sequence models; this release is a "
                        f"{type(release).__name__} (use --where)")
+    if "range" not in release.query_kinds:
+        raise BadInput(f"a {type(release).__name__} answers neither range counts nor frequencies")
     if args.queries:
         return _batch(args, release)
-    if isinstance(release, pdp.GridRelease):
-        preds = grid_predicates(release, args.where)
-    else:
-        preds = tree_predicates(release, args.where)
+    preds = range_predicates(release, args.where)
     try:
         count = release.range_count(**preds, **_align(release, args))
         std = release.range_std(**preds, **_align(release, args)) if args.std else None
     except pdp.QueryError as exc:
         raise BadInput(in_option_terms(str(exc))) from None
-    interval = None
-    if _alpha(release, args):
-        if isinstance(release, pdp.SpatialRelease):
-            interval = release.range_noise_interval(args.alpha, **preds)
-        else:
-            starts, stops = predicate_ranges(release.attributes, preds, args.align)
-            acc = float(release.range_accuracy(starts[None], stops[None], args.alpha)[0])
-            interval = (None, None) if acc != acc else (count - acc, count + acc)
-    _print_answer(count, std, args.json, args.std, interval,
-                  noise_only=isinstance(release, pdp.SpatialRelease))
+    interval = release.range_interval(args.alpha, **preds, **_align(release, args)) if _alpha(args) else None
+    _print_answer(count, std, args.json, args.std, interval, keys=release.interval_columns)
     return 0

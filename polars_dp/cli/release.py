@@ -8,7 +8,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import duckdb
 import polars as pl
@@ -19,7 +19,6 @@ from polars_dp.cli.common import (
     Messages,
     check_output,
     file_format,
-    fmt_number,
     human_size,
     one_line,
     scan,
@@ -82,33 +81,6 @@ def _in_domain_file_terms(message: str) -> str:
             choices = " or ".join(f'{key} = "{v}"' for v in named)
             message += f" [domain file: add {choices} under [options]]"
     return message
-
-
-def noise_scale(release: pdp.Release) -> float | None:
-    """The Laplace scale of the released values (per coefficient for wavelets), if a single one."""
-    if isinstance(release, pdp.GridRelease):
-        return release.noise_scale
-    for key in ("leaf_noise_scale", "noise_scale"):
-        if key in release.params:
-            return float(release.params[key])
-    return None
-
-
-def noise_text(release: pdp.Release) -> str | None:
-    scale = noise_scale(release)
-    if scale is None:
-        return None
-    per = ", per wavelet coefficient" if release.params.get("transformed") else ""
-    return f"{fmt_number(scale)} (Laplace{per})"
-
-
-def size_text(release: pdp.Release) -> str:
-    if isinstance(release, pdp.GridRelease):
-        return f"{release.n_cells:,} cells"
-    if isinstance(release, pdp.SpatialRelease):
-        return f"{release.n_leaves:,} leaves"
-    release = cast(pdp.SequenceRelease, release)  # the third release type
-    return f"{release.n_nodes:,} nodes (height {release.height})"
 
 
 def duckdb_relation(source: str, fmt: str | None, spec: Any, memory_limit: str) -> Any:
@@ -222,16 +194,16 @@ def run(args: argparse.Namespace) -> int:
     msg.stage(f"writing {args.output}")
     path = release.write_parquet(args.output)
     if not args.quiet:
-        scale = noise_scale(release)
+        noise = release.noise_text()
         print(f"wrote {path} ({human_size(os.path.getsize(path))})")
         print(f"  mechanism    {release.mechanism}")
         print(f"  epsilon      {release.epsilon:g} (neighbours: {release.neighbours})")
         unit = release.params.get("privacy_unit")
         if unit is not None:
             print(f"  privacy unit {unit['id_column']!r}, at most {unit['max_per']} row(s) each")
-        print(f"  size         {size_text(release)}")
-        if scale is not None:
-            print(f"  noise scale  {noise_text(release)}")
+        print(f"  size         {release.size_text()}")
+        if noise is not None:
+            print(f"  noise scale  {noise}")
         print(f"  time         {secs:.2f} s")
         if acct is not None:
             print(f"  budget       {acct.spent:.17g} of {acct.total:g} spent on dataset {args.dataset!r} "

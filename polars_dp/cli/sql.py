@@ -75,14 +75,6 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.set_defaults(func=run)
 
 
-def registered_names(release: pdp.Release, name: str) -> list[str]:
-    """What ``release.to_duckdb(con, name)`` creates, as a user calls it."""
-    if isinstance(release, pdp.SequenceRelease):
-        return [name, f"{name}_nodes", f"{name}_meta", f"{name}_frequency([...])",
-                f"{name}_frequencies('queries')"]
-    return [name, f"{name}_meta", f"{name}_range_count(...)", f"{name}_range_counts('queries')"]
-
-
 def error_text(exc: BaseException) -> str:
     """DuckDB's error on one line; a macro called with wrong arguments keeps its signature."""
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
@@ -148,7 +140,7 @@ def _results(con: duckdb.DuckDBPyConnection, statements: list[tuple[str, str]], 
                 results.append((text, cast(pl.DataFrame, pl.from_arrow(table))))
         except duckdb.CatalogException as exc:
             raise BadInput(f"{one_line(exc)}{where} (this release is registered as "
-                           f"{', '.join(registered_names(release, name))})") from exc
+                           f"{', '.join(release.sql_names(name))})") from exc
         except (duckdb.PermissionException, duckdb.InvalidInputException) as exc:
             text = error_text(exc)
             if isinstance(exc, duckdb.PermissionException) or "configuration has been locked" in text:

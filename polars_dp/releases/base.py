@@ -410,5 +410,70 @@ class Release:
 
     __hash__ = None  # type: ignore[assignment]  # unhashable: numpy payload (compared by value)
 
+    # ------------------------------------------------------------------ self-description
+    # What the command line and polars_dp.duckdb ask a release, so that none of them branches on
+    # its type; a type that does not answer is refused with NotImplementedError naming what.
 
-__all__ = ["STREAM_BATCH_ROWS", "Release", "Sealed", "read_only"]
+    #: ``"range"`` (``range_count / range_std / range_counts / range_interval`` over boxes of
+    #: ``range_domain()``) and / or ``"frequency"`` (``frequency_table``, ``top_k``, ``alphabet``).
+    query_kinds: ClassVar[tuple[str, ...]] = ()
+    plot_kind: ClassVar[str] = ""  #: what ``polars-dp plot`` draws: marginals, leaves or top_strings
+    column_word: ClassVar[str] = "column"  #: what a queried column is called in messages
+    binned: ClassVar[bool] = False  #: range bounds fall on bins (the ``align=`` option of queries)
+    #: The interval columns of ``range_counts(alpha=...)`` (``noise_*``: the counts' noise only).
+    interval_columns: ClassVar[tuple[str, str]] = ("lo", "hi")
+
+    def _undescribed(self, what: str) -> NotImplementedError:
+        return NotImplementedError(f"{type(self).__name__} does not describe itself: implement {what} "
+                                   "(see Release, self-description)")
+
+    def domain_summary(self) -> dict[str, Any]:
+        """The public domain as JSON-ready data."""
+        raise self._undescribed("domain_summary()")
+
+    def domain_lines(self) -> list[str]:
+        """The public domain for people, one line per item."""
+        raise self._undescribed("domain_lines()")
+
+    def size_summary(self) -> dict[str, Any]:
+        """The size of the payload as JSON-ready data."""
+        raise self._undescribed("size_summary()")
+
+    def size_text(self) -> str:
+        """The size of the payload for people, e.g. ``"1,200 cells"``."""
+        raise self._undescribed("size_text()")
+
+    def stated_noise_scale(self) -> float | None:
+        """The Laplace scale of the released values (per coefficient for wavelets) if a single one
+        is stated: by default the ``params`` entry ``leaf_noise_scale`` or ``noise_scale``."""
+        for key in ("leaf_noise_scale", "noise_scale"):
+            if key in self.params:
+                return float(self.params[key])
+        return None
+
+    def noise_text(self) -> str | None:
+        """:meth:`stated_noise_scale` for people (``None``: no single scale)."""
+        scale = self.stated_noise_scale()
+        if scale is None:
+            return None
+        per = ", per wavelet coefficient" if self.params.get("transformed") else ""
+        return f"{fmt_number(scale)} (Laplace{per})"
+
+    def sql_names(self, name: str) -> list[str]:
+        """What :meth:`to_duckdb` creates under ``name``, as a user calls it."""
+        raise self._undescribed("sql_names(name)")
+
+    def to_duckdb(self, con: Any, name: str, *, replace: bool = False) -> Any:
+        """Register this release in a DuckDB connection as ``name``, through the one registration
+        flow :func:`polars_dp.releases.sql.register`; returns the relation of table ``name``."""
+        raise self._undescribed("to_duckdb(con, name, replace=...)")
+
+
+def fmt_number(x: float) -> str:
+    """A count or scale for people: thousands separators, at most 3 decimals."""
+    if x == int(x) and abs(x) < 1e15:
+        return f"{int(x):,}"
+    return f"{x:,.3f}".rstrip("0").rstrip(".") if abs(x) >= 0.001 else f"{x:.3g}"
+
+
+__all__ = ["STREAM_BATCH_ROWS", "Release", "Sealed", "fmt_number", "read_only"]

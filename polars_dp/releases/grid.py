@@ -431,5 +431,50 @@ class GridRelease(Release):
                 f"neighbours={self.neighbours!r}, cells={self.n_cells:,} [{dims}]{self._repr_flags()})"
                 + (f"  # {self.params['note']}" if "note" in self.params else ""))
 
+    # ------------------------------------------------------------------ self-description
+    query_kinds = ("range",)
+    plot_kind = "marginals"
+    column_word = "attribute"
+    binned = True
+
+    def domain_summary(self) -> dict[str, Any]:
+        return {"attributes": [a.to_json() for a in self.attributes]}
+
+    def domain_lines(self) -> list[str]:
+        out = []
+        for a in self.attributes:
+            if isinstance(a, Nominal):
+                levels = f", hierarchy of height {a.hierarchy.height}" if a.hierarchy.height > 2 else ""
+                out.append(f"{a.column}: nominal {a.domain_text()}{levels}")
+            else:
+                out.append(f"{a.column}: ordinal {a.domain_text()} ({a.n_cells:,} cells)")
+        return out
+
+    def size_summary(self) -> dict[str, Any]:
+        return {"cells": self.n_cells, "shape": list(self.shape)}
+
+    def size_text(self) -> str:
+        return f"{self.n_cells:,} cells"
+
+    def stated_noise_scale(self) -> float | None:
+        return self.noise_scale
+
+    def range_domain(self) -> dict[str, Any]:
+        """What a range query may ask of each attribute: a nominal attribute (one of its labels)
+        or an ordinal one's ``(lo, hi)`` (the bounds an open side of a range stands for)."""
+        return {a.column: a if isinstance(a, Nominal) else (a.lo, a.hi) for a in self.attributes}
+
+    def range_interval(self, alpha: float = 0.05, *, align: str = "exact", **predicates: Any
+                       ) -> tuple[float | None, float | None]:
+        """:meth:`range_count` -/+ its :meth:`range_accuracy` at ``alpha`` (the ``lo`` / ``hi``
+        of ``range_counts(alpha=...)``); ``(None, None)`` when the release states no error bar."""
+        starts, stops = predicate_ranges(self.attributes, predicates, align)
+        acc = float(self.range_accuracy(starts[None], stops[None], alpha)[0])
+        count = float(self._box_sums(starts[None], stops[None])[0])
+        return (None, None) if acc != acc else (count - acc, count + acc)
+
+    def sql_names(self, name: str) -> list[str]:
+        return [name, f"{name}_meta", f"{name}_range_count(...)", f"{name}_range_counts('queries')"]
+
 
 __all__ = ["GridRelease"]

@@ -642,5 +642,26 @@ class SequenceRelease(Release):
                 f"alphabet_size={self.alphabet_size}, max_length={self.max_length}, nodes={self.n_nodes:,}, "
                 f"height={self.height}{self._repr_flags()})")
 
+    # ------------------------------------------------------------------ self-description
+    query_kinds = ("frequency",)
+    plot_kind = "top_strings"
+
+    def domain_summary(self) -> dict[str, Any]:
+        return {"alphabet": list(self.alphabet), "max_length": self.max_length}
+
+    def domain_lines(self) -> list[str]:
+        shown = " ".join(map(str, self.alphabet[:30])) + (" ..." if len(self.alphabet) > 30 else "")
+        return [f"alphabet of {len(self.alphabet)}: {shown}", f"max_length {self.max_length}"]
+
+    def size_summary(self) -> dict[str, Any]:
+        return {"nodes": self.n_nodes, "height": self.height}
+
+    def size_text(self) -> str:
+        return f"{self.n_nodes:,} nodes (height {self.height})"
+
+    def sql_names(self, name: str) -> list[str]:
+        return [name, f"{name}_nodes", f"{name}_meta", f"{name}_frequency([...])",
+                f"{name}_frequencies('queries')"]
+
 
 __all__ = ["SequenceRelease", "strings_frame", "symbol_array"]

@@ -43,7 +43,7 @@ from polars_dp.plans.noise_model import (
 from polars_dp.plans.spatial import PointsPlan, PrivTreePlan
 from polars_dp.progress import Progress
 from polars_dp.releases import geoparquet, sql_tree
-from polars_dp.releases.base import Release, Sealed, read_only
+from polars_dp.releases.base import Release, Sealed, fmt_number, read_only
 from polars_dp.releases.integrity import check_equal, verify_checksum
 from polars_dp.releases.postprocess import (
     TREE_POSTPROCESSING,
@@ -494,6 +494,32 @@ class SpatialRelease(Release):
         return (f"SpatialRelease(mechanism={self.mechanism!r}, epsilon={self.epsilon}, "
                 f"neighbours={self.neighbours!r}, columns={self.columns}, leaves={self.n_leaves:,}"
                 f"{self._repr_flags()})")
+
+    # ------------------------------------------------------------------ self-description
+    query_kinds = ("range",)
+    plot_kind = "leaves"
+    interval_columns = ("noise_lo", "noise_hi")
+
+    def domain_summary(self) -> dict[str, Any]:
+        return {"columns": self.columns, "bounds": self.metadata()["bounds"]}
+
+    def domain_lines(self) -> list[str]:
+        return [f"{c}: [{fmt_number(a)}, {fmt_number(b)}]" for c, (a, b) in self.range_domain().items()]
+
+    def size_summary(self) -> dict[str, Any]:
+        return {"leaves": self.n_leaves, "layout": self.metadata()["layout"]["kind"]}
+
+    def size_text(self) -> str:
+        return f"{self.n_leaves:,} leaves"
+
+    def range_domain(self) -> dict[str, Any]:
+        """Each column's ``(lo, hi)`` bounds (what an open side of a range query stands for)."""
+        return dict(zip(self.columns, self.metadata()["bounds"], strict=True))
+
+    range_interval = range_noise_interval
+
+    def sql_names(self, name: str) -> list[str]:
+        return [name, f"{name}_meta", f"{name}_range_count(...)", f"{name}_range_counts('queries')"]
 
 
 def _check_layout_and_model(plan: PointsPlan, params: Mapping[str, Any], layout: Mapping[str, Any],
