@@ -72,9 +72,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--json", action="store_true", help="print the result as JSON rows")
     p.add_argument("--max-rows", type=int, default=40, help="rows shown in a printed table (default 40)")
     p.add_argument("--script", action="store_true",
-                   help="print a SQL script that creates the release's tables and macros in any DuckDB client "
-                   "from RELEASE.parquet (duckdb my.duckdb -c \".read release.sql\"); SQL is then the NAME: "
-                   "polars-dp sql --script release.parquet people > people.sql")
+                   help="print a SQL script that creates the release's tables and macros in any DuckDB "
+                   "client from RELEASE.parquet (duckdb my.duckdb -c \".read release.sql\"); SQL is then "
+                   "the NAME: polars-dp sql --script release.parquet people > people.sql")
     p.add_argument("--queries", metavar="FILE", help="a file (Parquet, CSV, ...) loaded as the table "
                    "queries, e.g. for NAME_range_counts('queries'): the shell itself reads no file")
     p.set_defaults(func=run)
@@ -171,8 +171,8 @@ def script(args: argparse.Namespace) -> int:
         raise BadInput(f"--script takes the release's NAME after the file, got {name!r}: use letters, digits "
                        "and _ (not starting with a digit)")
     if args.output or args.queries or args.csv or args.json:
-        raise BadInput("--script prints the SQL script on stdout (redirect it: > release.sql) and takes no -o, "
-                       "--queries, --csv or --json")
+        raise BadInput("--script prints the SQL script on stdout (redirect it: > release.sql) and takes no "
+                       "-o, --queries, --csv or --json")
     release = open_release(args.release, args.unverified)
     try:
         text = release.sql_script(args.release, name)

@@ -55,10 +55,11 @@ A release whose macros need a Python function (a PrivTree with counted top level
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import duckdb
 import numpy as np
 import polars as pl
 import pyarrow as pa
@@ -111,7 +112,8 @@ def _duckdb_types(con: Any, schema: pa.Schema) -> dict[str, str]:
 
 def _numbered(reader: pa.RecordBatchReader) -> pa.RecordBatchReader:
     """``reader``'s batches plus the column ``__pdp_row`` (0, 1, ... in stream order)."""
-    schema = pa.schema([*(pa.field(f.name, f.type) for f in reader.schema), pa.field("__pdp_row", pa.int64())])
+    fields = [pa.field(f.name, f.type) for f in reader.schema]
+    schema = pa.schema([*fields, pa.field("__pdp_row", pa.int64())])
 
     def batches() -> Iterator[pa.RecordBatch]:
         start = 0
@@ -126,8 +128,6 @@ def _numbered(reader: pa.RecordBatchReader) -> pa.RecordBatchReader:
 def release_fingerprint(release: Release) -> tuple[dict[str, str], str, int]:
     """``(columns, fingerprint, rows)`` of the release's own rows: its columns with their DuckDB
     types and :func:`fingerprint_sql` over them, run by DuckDB on the release's record batches."""
-    import duckdb  # the DuckDB glue's optional dependency
-
     with duckdb.connect() as con:
         reader = release.to_batches()
         columns = _duckdb_types(con, reader.schema)
@@ -157,7 +157,8 @@ def values_sql(table: pa.Table, types: Mapping[str, str]) -> str:
     rows = frame.select(pl.concat_str([cell(c) for c in frame.columns], separator=", ")
                         .alias("row"))["row"]
     body = ",\n  ".join(("(" + rows + ")").to_list())
-    select = ", ".join(f"CAST({n} AS {types[c]}) AS {ident(c)}" for n, c in zip(names, frame.columns, strict=True))
+    select = ", ".join(f"CAST({n} AS {types[c]}) AS {ident(c)}"
+                       for n, c in zip(names, frame.columns, strict=True))
     return f"SELECT {select} FROM (VALUES\n  {body}) AS __v({', '.join(names)})"
 
 
@@ -195,10 +196,10 @@ def _sequence_nodes(nodes: pa.Table, path: str, types: Mapping[str, str]) -> str
     per-node ``noise_var`` and ``reach`` that Python derived from the tree (literal values)."""
     derived = values_sql(nodes.select(["node", "noise_var", "reach"]), types)
     return ("SELECT f.node, CAST(f.depth AS INTEGER) AS depth, f.context, f.starts_with_start, f.total, "
-            "d.noise_var, d.reach FROM (SELECT node, any_value(depth) AS depth, any_value(context) AS context, "
-            "any_value(starts_with_start) AS starts_with_start, sum(greatest(count, 0.0)) AS total "
-            f"FROM read_parquet({literal(path)}) GROUP BY node) AS f JOIN ({derived}) AS d ON d.node = f.node "
-            "ORDER BY f.node")
+            "d.noise_var, d.reach FROM (SELECT node, any_value(depth) AS depth, any_value(context) AS "
+            "context, any_value(starts_with_start) AS starts_with_start, sum(greatest(count, 0.0)) AS total "
+            f"FROM read_parquet({literal(path)}) GROUP BY node) AS f JOIN ({derived}) AS d "
+            "ON d.node = f.node ORDER BY f.node")
 
 
 def _meta(path: str, keys: list[str]) -> str:
@@ -217,14 +218,13 @@ def registration(release: Release, name: str) -> Registration:
         return sql_tree.tree_registration(name, release)  # type: ignore[arg-type]
     if kind == "sequence_model":
         return sql_sequence.sequence_registration(name, release)
-    raise ParameterError(f"a {type(release).__name__} has no SQL script (grid, spatial and sequence releases do)")
+    raise ParameterError(f"a {type(release).__name__} has no SQL script (grid, spatial and sequence "
+                         "releases have one)")
 
 
 def source_sql(release: Release, name: str, path: str, parts: Registration,
                columns: Mapping[str, str], meta_keys: list[str]) -> dict[str, str]:
     """Per transient source of ``parts``: the SQL the script reads instead (module doc)."""
-    import duckdb  # the DuckDB glue's optional dependency
-
     out = {}
     with duckdb.connect() as con:
         for source, data in parts.sources.items():
@@ -249,7 +249,8 @@ def file_metadata(path: str) -> dict[str, str]:
     except (OSError, pa.ArrowInvalid) as exc:
         raise ReleaseFormatError(f"{path!r} is not a readable Parquet file ({exc}); give the path of the "
                                  "release's Parquet file (release.write_parquet)") from None
-    meta = {k.decode(errors="replace"): v.decode(errors="replace") for k, v in (schema.metadata or {}).items()}
+    meta = {k.decode(errors="replace"): v.decode(errors="replace")
+            for k, v in (schema.metadata or {}).items()}
     found = {k[len(META_PREFIX):]: v for k, v in meta.items() if k.startswith(META_PREFIX)}
     if not found:
         raise ReleaseFormatError(f"{path!r} is not a polars-dp release (its Parquet metadata holds no "
@@ -272,14 +273,15 @@ def _check_sql(path: str, expected: Mapping[str, str], columns: Mapping[str, str
             "(SELECT count(*) FROM (FROM found EXCEPT FROM expected)) > 0 "
             f"THEN error({literal(refuse + 'its polars_dp metadata differs' + again)}) END);")
     content = (f"SET VARIABLE {_CHECK} = (SELECT CASE WHEN n <> {rows} THEN error({literal(refuse)} || n || "
-               f"{literal(f' rows where the release has {rows}' + again)}) WHEN fingerprint <> {literal(fingerprint)} "
+               f"{literal(f' rows where the release has {rows}' + again)}) "
+               f"WHEN fingerprint <> {literal(fingerprint)} "
                f"THEN error({literal(refuse + 'its values differ (SHA-256 fingerprint ')} || fingerprint || "
                f"{literal(f', expected {fingerprint})' + again)}) END FROM (\n"
                f"{fingerprint_sql(_read(path), 'file_row_number', columns)}));")
     return [meta, content]
 
 
-def sql_script(release: Release, parquet_path: str | Path, name: str) -> str:
+def sql_script(release: Release, parquet_path: str | os.PathLike, name: str) -> str:
     """The SQL script registering ``release`` as ``name`` from its Parquet file ``parquet_path``
     (module doc); the path is written into the script as given (a relative path is read from the
     DuckDB client's working directory).
@@ -288,12 +290,13 @@ def sql_script(release: Release, parquet_path: str | Path, name: str) -> str:
     is not a polars-dp release file or holds another release than ``release`` (its checksum
     differs), and an unverified release (:class:`ReleaseFormatError`, naming the path)."""
     check_identifier(name)
-    if not isinstance(parquet_path, (str, Path)):
-        raise ParameterError(f"parquet_path must be the path of the release's Parquet file, got {parquet_path!r}")
+    if not isinstance(parquet_path, (str, os.PathLike)):
+        raise ParameterError(f"parquet_path must be the path of the release's Parquet file, got "
+                             f"{parquet_path!r}")
     path = str(parquet_path)
     if not release.verified:
-        raise ReleaseFormatError("an unverified release has no SQL script (no checksum vouches for its values); "
-                                 "write it with write_parquet and read it back verified")
+        raise ReleaseFormatError("an unverified release has no SQL script (no checksum vouches for its "
+                                 "values); give a verified release and its file")
     expected = release.export_metadata()
     found = file_metadata(path)
     if found.get(CHECKSUM_KEY) != expected[CHECKSUM_KEY]:
@@ -318,8 +321,9 @@ def sql_script(release: Release, parquet_path: str | Path, name: str) -> str:
     views = [f"CREATE TEMP VIEW {ident(source)} AS\n{text};" for source, text in sources.items()]
     drops = [f"DROP VIEW {ident(source)};" for source in sources]
     statements = [s.strip().rstrip(";") + ";" for s in parts.statements]
-    body = ["BEGIN TRANSACTION;", *_check_sql(path, expected, columns, fingerprint, rows), f"RESET VARIABLE {_CHECK};",
-            *views, *statements, *drops, "COMMIT;"]
+    checks = _check_sql(path, expected, columns, fingerprint, rows)
+    body = ["BEGIN TRANSACTION;", *checks, f"RESET VARIABLE {_CHECK};", *views, *statements, *drops,
+            "COMMIT;"]
     return "\n".join(header) + "\n\n" + "\n\n".join(body) + "\n"
 
 
