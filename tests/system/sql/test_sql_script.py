@@ -19,8 +19,15 @@ import pytest
 import polars_dp as pdp
 from tests.helpers.cli import run_cli
 from tests.helpers.ranges import DOMAINS, query_frame, random_queries
-from tests.helpers.sql import POINTS, small_sequence_release, small_tree_release
-from tests.system.sql.test_plain_sql import ALPHA, CLI, _max_diff, _python_rows
+from tests.helpers.sql import (
+    ALPHA,
+    CLI,
+    POINTS,
+    max_diff,
+    python_rows,
+    small_sequence_release,
+    small_tree_release,
+)
 
 needs_cli = pytest.mark.skipif(CLI is None,
                                reason="the DuckDB command-line client (duckdb-cli) is not installed")
@@ -78,7 +85,7 @@ def scripts(tmp_path_factory):
         out[name] = (release, path, text)
     sql = [s for _, _, statements in cases.values() for s in statements]
     want = [rows for name, (release, frame, _) in cases.items()
-            for rows in _python_rows(name, release, frame)]
+            for rows in python_rows(name, release, frame)]
     return folder, out, sql, want
 
 
@@ -125,7 +132,7 @@ def test_a_fresh_python_connection_answers_every_macro_as_python(scripts):
             con.execute(text)
         con.execute(_load_queries(folder, out))
         got = [[list(r) for r in con.execute(s).fetchall()] for s in sql]
-    diff, where = _max_diff(got, want)
+    diff, where = max_diff(got, want)
     print(f"script, python duckdb: {sum(map(len, got))} rows, max relative |diff| {diff:.3g}")
     assert diff <= 1e-9, (sql[where[0]], where)
 
@@ -149,7 +156,7 @@ def test_the_duckdb_cli_runs_the_script_and_answers_every_macro_as_python(script
                                 capture_output=True, text=True, timeout=600)
         assert result.returncode == 0, result.stderr
         got.append([list(r.values()) for r in json.loads(result.stdout or "[]")])
-    diff, where = _max_diff(got, want)
+    diff, where = max_diff(got, want)
     print(f"script, duckdb CLI: {sum(map(len, got))} rows, max relative |diff| {diff:.3g}")
     assert diff <= 1e-9, (sql[where[0]], where)
 
