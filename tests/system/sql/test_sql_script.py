@@ -161,22 +161,27 @@ def test_the_duckdb_cli_runs_the_script_and_answers_every_macro_as_python(script
     assert diff <= 1e-9, (sql[where[0]], where)
 
 
-def _edited(path, folder, name: str):
-    """A copy of ``path`` with one ``count`` changed by 1, its metadata kept."""
+def _edited(path, folder, name: str, how: str = "value"):
+    """A copy of ``path`` with its metadata kept and one ``count`` changed by 1 (``how="value"``)
+    or its first two rows swapped (``how="order"``)."""
     table = pq.read_table(path)
-    counts = table.column("count").to_numpy().copy()
-    counts[len(counts) // 2] += 1.0
-    table = table.set_column(table.schema.get_field_index("count"), "count", pa.array(counts))
-    edited = folder / f"{name}_edited.parquet"
+    if how == "value":
+        counts = table.column("count").to_numpy().copy()
+        counts[len(counts) // 2] += 1.0
+        table = table.set_column(table.schema.get_field_index("count"), "count", pa.array(counts))
+    else:
+        table = table.take(pa.array([1, 0, *range(2, table.num_rows)]))
+    edited = folder / f"{name}_{how}.parquet"
     pq.write_table(table, edited)
     return edited
 
 
+@pytest.mark.parametrize("how", ["value", "order"])
 @pytest.mark.parametrize("name", ["g", "t", "s"])
-def test_an_edited_file_is_refused_and_nothing_is_created(scripts, tmp_path, name):
+def test_an_edited_file_is_refused_and_nothing_is_created(scripts, tmp_path, name, how):
     _, out, _, _ = scripts
     release, path, text = out[name]
-    edited = _edited(path, tmp_path, name)
+    edited = _edited(path, tmp_path, name, how)
     assert pq.read_schema(edited).metadata == pq.read_schema(path).metadata  # only a value differs
     checksum = release.export_metadata()["checksum"]
     with duckdb.connect() as con:
@@ -249,3 +254,17 @@ def test_a_release_whose_macros_need_python_has_no_script(tmp_path):
     path = release.write_parquet(tmp_path / "levels.parquet")
     with pytest.raises(pdp.ParameterError, match="needs a Python function|need a Python function"):
         release.sql_script(path, "t")
+
+
+def test_a_file_with_geometry_columns_reads_the_release_columns_only(tmp_path):
+    """A 2-D spatial release written with GeoParquet columns: the script reads and checks the
+    release's columns; the tables equal those of ``to_duckdb``."""
+    release = small_tree_release()
+    path = release.write_parquet(tmp_path / "geo.parquet", geometry=True)
+    assert "geometry" in pq.read_schema(path).names
+    with duckdb.connect() as mine, duckdb.connect() as theirs:
+        mine.execute(release.sql_script(path, "t"))
+        release.to_duckdb(theirs, "t")
+        for table in ("t", "__pdp_t_cells", "t_meta"):
+            query = f"SELECT * FROM {table}"
+            assert mine.sql(query).fetchall() == theirs.sql(query).fetchall()
