@@ -57,7 +57,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import duckdb
 import numpy as np
@@ -76,6 +76,7 @@ from polars_dp.releases.sql import Registration, check_identifier, ident, litera
 if TYPE_CHECKING:
     from polars_dp.releases.grid import GridRelease
     from polars_dp.releases.sequence import SequenceRelease
+    from polars_dp.releases.spatial import SpatialRelease
 
 #: Rows per chunk of the fingerprint (one digest per chunk, then one over the digests).
 FINGERPRINT_ROWS = 1 << 18
@@ -213,13 +214,22 @@ def registration(release: Release, name: str) -> Registration:
     """What ``release.to_duckdb(con, name)`` creates (its statements and Arrow sources)."""
     kind = release.release_type
     if kind == "grid":
-        return sql_grid.grid_registration(name, release, preserve=False)  # type: ignore[arg-type]
+        return sql_grid.grid_registration(name, cast("GridRelease", release), preserve=False)
     if kind == "tree":
-        return sql_tree.tree_registration(name, release)  # type: ignore[arg-type]
+        return sql_tree.tree_registration(name, cast("SpatialRelease", release))
     if kind == "sequence_model":
         return sql_sequence.sequence_registration(name, release)
     raise ParameterError(f"a {type(release).__name__} has no SQL script (grid, spatial and sequence "
                          "releases have one)")
+
+
+def _cells(release: Release, path: str, columns: Mapping[str, str]) -> str:
+    """The SQL of the rows source of ``release`` (the file's rows plus the internal columns)."""
+    if release.release_type == "grid":
+        return _grid_cells(cast("GridRelease", release), path, columns)
+    if release.release_type == "tree":
+        return _tree_cells(path, columns)
+    return _sequence_cells(cast("SequenceRelease", release), path, columns)
 
 
 def source_sql(release: Release, name: str, path: str, parts: Registration,
@@ -231,13 +241,13 @@ def source_sql(release: Release, name: str, path: str, parts: Registration,
             if source == f"__pdp_meta_{name}":
                 out[source] = _meta(path, meta_keys)
             elif source == f"__pdp_source_{name}":
-                out[source] = (_grid_cells(release, path, columns) if release.release_type == "grid"  # type: ignore[arg-type]
-                               else _tree_cells(path, columns) if release.release_type == "tree"
-                               else _sequence_cells(release, path, columns))  # type: ignore[arg-type]
+                out[source] = _cells(release, path, columns)
             elif source == f"__pdp_nodes_{name}":
                 out[source] = _sequence_nodes(data, path, _duckdb_types(con, data.schema))
-            else:  # a grid's label table: public domain facts
+            elif source.startswith("__pdp_labels_"):  # a grid's label table: public domain facts
                 out[source] = values_sql(data, _duckdb_types(con, data.schema))
+            else:
+                raise NotImplementedError(f"the registration source {source} has no SQL form in the script")
     return out
 
 
