@@ -179,7 +179,8 @@ def _grid_cells(release: GridRelease, path: str, columns: Mapping[str, str]) -> 
         steps.append(f"__s{k + 1} AS (SELECT * EXCLUDE (__p), sum(__p) OVER (PARTITION BY cell - "
                      f"((cell // {s}) % {n}) * {s} ORDER BY cell ROWS UNBOUNDED PRECEDING) AS __p "
                      f"FROM __s{k})")
-    return f"WITH {', '.join(steps)}\nSELECT {user}, cell, __p AS prefix FROM __s{len(shape)} ORDER BY cell"
+    # no ORDER BY: the statement creating the cell table sorts by cell (rendered with preserve=False)
+    return f"WITH {', '.join(steps)}\nSELECT {user}, cell, __p AS prefix FROM __s{len(shape)}"
 
 
 def _tree_cells(path: str, columns: Mapping[str, str]) -> str:
