@@ -49,6 +49,11 @@ signature: whoever edits the file can also edit the script.  The script is writt
 verified release whose checksum equals the file's, so the file it accepts holds the values
 :func:`polars_dp.read_release` verified.
 
+The client needs what the macros need (tested: the DuckDB 1.5 command-line client and the 2.0
+Python module); the checks use ``SET VARIABLE``.  ``duckdb < script`` stops at the first error;
+``.read`` goes on, and the statements after a refusal fail on the aborted transaction: the first
+error is the refusal.
+
 A release whose macros need a Python function (a PrivTree with counted top levels,
 ``levels=``: its ``noise_std``) has no script (:class:`ParameterError`).
 """
