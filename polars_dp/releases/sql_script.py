@@ -50,9 +50,9 @@ verified release whose checksum equals the file's, so the file it accepts holds 
 :func:`polars_dp.read_release` verified.
 
 The client needs what the macros need (tested: the DuckDB 1.5 command-line client and the 2.0
-Python module); the checks use ``SET VARIABLE``.  ``duckdb < script`` stops at the first error;
-``.read`` goes on, and the statements after a refusal fail on the aborted transaction: the first
-error is the refusal.
+Python module); the checks use ``SET VARIABLE``.  ``.read`` stops at the first error; ``duckdb
+< script`` goes on, and the statements after a refusal fail on the aborted transaction (the
+first error is the refusal; the exit code is 1 either way, and nothing is created).
 
 A release whose macros need a Python function (a PrivTree with counted top levels,
 ``levels=``: its ``noise_std``) has no script (:class:`ParameterError`).
