@@ -46,8 +46,8 @@ added, removed or reordered value of a release column is refused).  Columns the 
 read (a GeoParquet ``geometry`` or ``bbox``) are not fingerprinted, the signature is not
 verified (that needs the key: ``read_release(path, verify_key=...)``), and a fingerprint is not a
 signature: whoever edits the file can also edit the script.  The script is written only from a
-verified release whose checksum equals the file's, so the file it accepts holds the values
-:func:`polars_dp.read_release` verified.
+verified release whose checksum equals the one the file records, so a file it accepts holds this
+release's values (as DuckDB reads them) under this release's metadata.
 
 The client needs what the macros need (tested: the DuckDB 1.5 command-line client and the 2.0
 Python module); the checks use ``SET VARIABLE``.  ``.read`` stops at the first error; ``duckdb
