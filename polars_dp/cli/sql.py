@@ -17,6 +17,7 @@ from polars_dp.cli.common import BadInput, check_output, one_line, open_release,
 EXAMPLES = """\
 examples:
   polars-dp sql release.parquet "SELECT sum(count) FROM release WHERE age_lo >= 20 AND age_hi <= 29"
+  polars-dp sql --script release.parquet people > people.sql   # then: duckdb my.duckdb -c ".read people.sql"
   polars-dp sql release.parquet --name people \\
       "SELECT * FROM people_range_count(age_lo := 20, age_hi := 29, occupation := 'Sales')"
   polars-dp sql tree.parquet "SELECT * FROM release_range_count(lon_lo := -75, lon_hi := -73)"
@@ -70,6 +71,10 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--csv", action="store_true", help="print the result as CSV")
     p.add_argument("--json", action="store_true", help="print the result as JSON rows")
     p.add_argument("--max-rows", type=int, default=40, help="rows shown in a printed table (default 40)")
+    p.add_argument("--script", action="store_true",
+                   help="print a SQL script that creates the release's tables and macros in any DuckDB "
+                   "client from RELEASE.parquet (duckdb my.duckdb -c \".read release.sql\"); SQL is then "
+                   "the NAME: polars-dp sql --script release.parquet people > people.sql")
     p.add_argument("--queries", metavar="FILE", help="a file (Parquet, CSV, ...) loaded as the table "
                    "queries, e.g. for NAME_range_counts('queries'): the shell itself reads no file")
     p.set_defaults(func=run)
@@ -151,7 +156,27 @@ def _results(con: duckdb.DuckDBPyConnection, statements: list[tuple[str, str]], 
     return results
 
 
+def script(args: argparse.Namespace) -> int:
+    """``--script``: ``release.sql_script(RELEASE, NAME)`` on stdout."""
+    name = args.query
+    if not _IDENTIFIER.match(name):
+        raise BadInput(f"--script takes the release's NAME after the file, got {name!r}: use letters, digits "
+                       "and _ (not starting with a digit)")
+    if args.output or args.queries or args.csv or args.json:
+        raise BadInput("--script prints the SQL script on stdout (redirect it: > release.sql) and takes no "
+                       "-o, --queries, --csv or --json")
+    release = open_release(args.release, args.unverified)
+    try:
+        text = release.sql_script(args.release, name)
+    except (pdp.ParameterError, pdp.ReleaseFormatError) as exc:
+        raise BadInput(f"--script: {exc}") from None
+    sys.stdout.write(text)
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.script:
+        return script(args)
     if not _IDENTIFIER.match(args.name):
         raise BadInput(f"--name {args.name!r}: use letters, digits and _ (not starting with a digit)")
     if args.output:

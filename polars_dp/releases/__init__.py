@@ -10,6 +10,7 @@ from polars_dp.releases.reading import read_release
 from polars_dp.releases.scan import scan_release
 from polars_dp.releases.sequence import SequenceRelease
 from polars_dp.releases.spatial import SpatialRelease
+from polars_dp.releases.sql_script import sql_script
 
 __all__ = ["GridRelease", "Release", "SequenceRelease", "SpatialRelease", "read_release",
-           "scan_release", "write_table_atomic"]
+           "scan_release", "sql_script", "write_table_atomic"]

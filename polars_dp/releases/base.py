@@ -24,7 +24,7 @@ from __future__ import annotations
 import copy
 import itertools
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar, cast, overload
@@ -169,6 +169,9 @@ class Release:
     metadata_entries: ClassVar[tuple[str, ...]] = ()
     #: Columns written PLAIN and uncompressed (:func:`~polars_dp.releases.io.column_options`).
     _plain_columns: ClassVar[tuple[str, ...]] = ()
+    #: What :meth:`sql_script` runs: :func:`polars_dp.releases.sql_script.sql_script`, set by
+    #: that module (it sits on the DuckDB glue, which imports this one).
+    script_writer: ClassVar[Callable[[Release, str | os.PathLike, str], str] | None] = None
 
     mechanism: str
     epsilon: float
@@ -251,6 +254,16 @@ class Release:
             raise ParameterError(f"annotate takes one of {list(ANNOTATION_KEYS)}, got {key!r}: the "
                                  "other params are the mechanism's and read-only")
         self.params = self.params.with_entries({key: value})
+
+    def sql_script(self, parquet_path: str | os.PathLike, name: str) -> str:
+        """A self-contained DuckDB SQL script creating what ``to_duckdb(con, name)`` creates,
+        read from this release's Parquet file ``parquet_path`` by any DuckDB client (``duckdb
+        my.duckdb -c ".read release.sql"``), after checking the file's ``polars_dp`` metadata and a
+        fingerprint of its values; see :mod:`polars_dp.releases.sql_script` for what is and is
+        not checked."""
+        writer = Release.script_writer
+        assert writer is not None  # set when polars_dp.releases is imported
+        return writer(self, parquet_path, name)
 
     def card(self, alpha: float = ALPHA) -> dict[str, Any]:
         """The release card: mechanism and paper, privacy unit, epsilon, noise, domain, accuracy at

@@ -197,8 +197,10 @@ def register_function(con: Any, function: PythonFunction, *, replace: bool = Fal
 class Registration:
     """What registering one release creates in DuckDB, described by its type: the ``tables``
     and ``macros`` it creates (checked free first), the transient Arrow ``sources`` (view name
-    -> table or batch reader) its ``statements`` read, its Python ``functions``, and the
-    ``statements`` (rendered ``sql/*.sql``) creating the tables and macros, run in order."""
+    -> table or batch reader, or a function making one when registered) its ``statements``
+    read, its Python ``functions``, and the ``statements`` (rendered ``sql/*.sql``) creating
+    the tables and macros, run in order.  :mod:`polars_dp.releases.sql_script` replaces the
+    sources by SQL over the release's Parquet file and runs the same statements."""
 
     tables: list[str]
     macros: list[str]
@@ -256,7 +258,7 @@ def in_transaction(con: Any, views: dict[str, Any], build: Any) -> None:
     con.execute("BEGIN TRANSACTION")
     try:
         for view, data in views.items():
-            con.register(view, data)
+            con.register(view, data() if callable(data) else data)
         build()
         for view in views:
             con.unregister(view)

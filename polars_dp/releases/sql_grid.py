@@ -386,11 +386,17 @@ def register_grid(con: Any, name: str, release: GridRelease, *, replace: bool = 
     Refuses (:class:`ParameterError` naming them) when a table, view or macro it would create
     exists already, unless ``replace=True``.
     """
+    preserve = con.execute("SELECT current_setting('preserve_insertion_order')").fetchall()[0][0]
+    return register(con, name, grid_registration(name, release, preserve=preserve), replace=replace)
+
+
+def grid_registration(name: str, release: GridRelease, *, preserve: bool = True) -> Registration:
+    """What :func:`register_grid` creates (:class:`~polars_dp.releases.sql.Registration`); the
+    cell source is made only when registered.  ``preserve``: whether the connection keeps
+    insertion order (otherwise the cell table is sorted by ``cell`` explicitly)."""
     _check_name(name, release)
     axes = [_Axis(release, name, k) for k in range(len(release.attributes))]
-    schema, batches = _cell_batches(release)
     source, meta_source = f"__pdp_source_{name}", f"__pdp_meta_{name}"
-    preserve = con.execute("SELECT current_setting('preserve_insertion_order')").fetchall()[0][0]
     params = ", ".join([*(f"{ident(c)} := NULL" for ax in axes for c in ax.columns), "align := 'exact'",
                         "alpha := 0.05"])
     single_source = "(SELECT 0 AS id, " + ", ".join(
@@ -412,10 +418,10 @@ def register_grid(con: Any, name: str, release: GridRelease, *, replace: bool = 
     parts = Registration(
         tables=[name, internal(name), f"{name}_meta", *(t for ax in axes for t in ax.tables())],
         macros=[f"{name}_range_count", f"{name}_range_counts"],
-        sources={source: pa.RecordBatchReader.from_batches(schema, batches),
+        sources={source: lambda: pa.RecordBatchReader.from_batches(*_cell_batches(release)),
                  meta_source: metadata_table(release), **labels},
         statements=statements)
-    return register(con, name, parts, replace=replace)
+    return parts
 
 
-__all__ = ["BATCH_CELLS", "accuracy_sql", "register_grid"]
+__all__ = ["BATCH_CELLS", "accuracy_sql", "grid_registration", "register_grid"]

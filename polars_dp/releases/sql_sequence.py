@@ -96,6 +96,11 @@ def _answers(model: Any, name: str, queries: str, where: str) -> str:
 
 def register_sequences(con: Any, name: str, model: Any, *, replace: bool = False) -> Any:
     """Register ``model`` in ``con`` (see the module doc); returns the relation of table ``name``."""
+    return register(con, name, sequence_registration(name, model), replace=replace)
+
+
+def sequence_registration(name: str, model: Any) -> Registration:
+    """What :func:`register_sequences` creates (:class:`~polars_dp.releases.sql.Registration`)."""
     check_identifier(name)
     tables, macros = object_names(name)
     source, nodes_source, meta_source = (f"__pdp_{kind}_{name}" for kind in ("source", "nodes", "meta"))
@@ -117,7 +122,7 @@ def register_sequences(con: Any, name: str, model: Any, *, replace: bool = False
                batch_answers=_answers(model, name, "query_table(queries)", BATCH_WHERE)),
     ]
     sources = {source: table, nodes_source: _nodes_table(model), meta_source: metadata_table(model)}
-    return register(con, name, Registration(tables, macros, sources, statements), replace=replace)
+    return Registration(tables, macros, sources, statements)
 
 
-__all__ = ["object_names", "register_sequences"]
+__all__ = ["object_names", "register_sequences", "sequence_registration"]

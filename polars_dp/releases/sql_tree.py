@@ -140,6 +140,11 @@ def register_tree(con: Any, name: str, release: SpatialRelease, *, replace: bool
     (:class:`ParameterError` naming them) when a table, view or macro it would create exists,
     unless ``replace=True``.
     """
+    return register(con, name, tree_registration(name, release), replace=replace)
+
+
+def tree_registration(name: str, release: SpatialRelease) -> Registration:
+    """What :func:`register_tree` creates (:class:`~polars_dp.releases.sql.Registration`)."""
     check_identifier(name)
     source, meta_source = f"__pdp_source_{name}", f"__pdp_meta_{name}"
     ranges = [f"{ident(f'{c}_{side}')} := NULL" for c in release.columns for side in ("lo", "hi")]
@@ -166,7 +171,7 @@ def register_tree(con: Any, name: str, release: SpatialRelease, *, replace: bool
                          macros=[f"{name}_range_count", f"{name}_range_counts"],
                          sources={source: leaves, meta_source: metadata_table(release), **sources},
                          statements=statements)
-    return register(con, name, parts, replace=replace)
+    return parts
 
 
-__all__ = ["level_tables", "register_tree"]
+__all__ = ["level_tables", "register_tree", "tree_registration"]

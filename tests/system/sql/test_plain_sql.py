@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import itertools
 import json
-import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import duckdb
 import numpy as np
@@ -19,12 +17,15 @@ import pytest
 
 import polars_dp as pdp
 from tests.helpers.ranges import DOMAINS, query_frame, random_queries
-from tests.helpers.sql import POINTS, small_sequence_release, small_tree_release
-
-ALPHA = 0.01
-#: The DuckDB command-line client (the ``duckdb-cli`` package of the test extra).
-CLI = shutil.which("duckdb") or (str(Path(sys.executable).with_name("duckdb"))
-                                 if Path(sys.executable).with_name("duckdb").exists() else None)
+from tests.helpers.sql import (
+    ALPHA,
+    CLI,
+    POINTS,
+    max_diff,
+    python_rows,
+    small_sequence_release,
+    small_tree_release,
+)
 
 
 def _grid(attrs, transformed, seed, noise="exact"):
@@ -64,26 +65,6 @@ def _cases() -> dict[str, tuple[pdp.Release, pl.DataFrame, list[str]]]:
     return cases
 
 
-def _python_rows(name: str, release: pdp.Release, frame: pl.DataFrame) -> list[list]:
-    """Python's answers to the two statements of case ``name``."""
-    if isinstance(release, pdp.GridRelease):
-        batch = release.range_counts(frame, std=True, align="outer")
-        acc = release.accuracy(frame, ALPHA, align="outer")["accuracy"]
-        rows = [[i, c, s, c - a, c + a] for i, c, s, a in zip(batch["id"], batch["count"], batch["std"], acc,
-                                                               strict=True)]
-        whole = release.accuracy(pl.DataFrame({"id": [0]}), 0.05)  # the macro's default alpha
-        c, s, a = whole["count"][0], whole["std"][0], whole["accuracy"][0]
-        return [rows, [[c, s, c - a, c + a]]]
-    if isinstance(release, pdp.SpatialRelease):
-        columns = ("id", "count", "noise_std", "noise_lo", "noise_hi")
-        batch = release.range_counts(frame, alpha=ALPHA).select(columns)
-        one = release.range_counts(pl.DataFrame({"x_lo": [0.1], "x_hi": [0.6]}), alpha=0.05)
-        return [batch.rows(), one.select("count", "noise_std", "noise_lo", "noise_hi").rows()]
-    table = release.frequency_table(frame["string"].to_list())
-    rows = [[i, *r] for i, r in enumerate(table.select("count", "std", "extrapolated").rows())]
-    return [rows, release.frequency_table([["a", "b"]]).select("count", "std", "extrapolated").rows()]
-
-
 @pytest.fixture(scope="module")
 def database(tmp_path_factory):
     """A database file holding every case's release and queries, and Python's answers."""
@@ -98,7 +79,7 @@ def database(tmp_path_factory):
             con.unregister("__q")
     sql = [s for _, _, statements in cases.values() for s in statements]
     want = [rows for name, (release, frame, _) in cases.items()
-            for rows in _python_rows(name, release, frame)]
+            for rows in python_rows(name, release, frame)]
     return path, sql, want
 
 
@@ -113,23 +94,6 @@ print(json.dumps(out))
 """
 
 
-def _max_diff(got: list, want: list) -> tuple[float, tuple]:
-    """Largest |got - want| over every answer (rows and columns in the same order), inf when the
-    shapes or a non-number differ."""
-    worst, where = 0.0, ()
-    for n, (g_rows, w_rows) in enumerate(zip(got, want, strict=True)):
-        assert len(g_rows) == len(w_rows)
-        for g, w in zip(g_rows, w_rows, strict=True):
-            for x, y in zip(g, w, strict=True):
-                if isinstance(y, bool) or y is None or x is None:
-                    assert x == y
-                else:
-                    diff = abs(float(x) - float(y)) / max(1.0, abs(float(y)))
-                    if diff > worst:
-                        worst, where = diff, (n, g, w)
-    return worst, where
-
-
 def test_a_reopened_file_answers_every_macro_without_python_functions(database):
     path, sql, want = database
     env = {"PATH": "/usr/bin:/bin"}
@@ -138,7 +102,7 @@ def test_a_reopened_file_answers_every_macro_without_python_functions(database):
     assert result.returncode == 0, result.stderr
     got = json.loads(result.stdout)
     assert len(got) == len(want) == len(sql)
-    diff, where = _max_diff(got, want)
+    diff, where = max_diff(got, want)
     print(f"plain duckdb: {sum(map(len, got))} rows, max relative |diff| {diff:.3g}")
     assert diff <= 1e-9, (sql[where[0]], where)
 
@@ -154,7 +118,7 @@ def test_the_duckdb_cli_answers_every_macro_as_python(database):
         assert result.returncode == 0, result.stderr
         rows = json.loads(result.stdout or "[]")
         got.append([list(r.values()) for r in rows])
-    diff, where = _max_diff(got, want)
+    diff, where = max_diff(got, want)
     print(f"duckdb CLI: {sum(map(len, got))} rows, max relative |diff| {diff:.3g}")
     assert diff <= 1e-9, (sql[where[0]], where)
 

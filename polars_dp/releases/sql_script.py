@@ -1,0 +1,349 @@
+"""A release as a SQL script that any DuckDB client runs, straight from the release's Parquet file.
+
+``release.sql_script("release.parquet", "people")`` (and ``polars-dp sql --script release.parquet
+people > people.sql``) returns a self-contained script; ``duckdb my.duckdb -c ".read people.sql"``
+(or ``duckdb my.duckdb < people.sql``) then creates what ``release.to_duckdb(con, "people")``
+creates (the views, the internal tables the macros read, ``people_meta`` and the table macros),
+read from the Parquet file by DuckDB itself: no Python runs.
+
+The script is the registration of :mod:`polars_dp.releases.sql` with its transient Arrow sources
+replaced by SQL (:func:`source_sql`); every other statement is the one ``to_duckdb`` runs:
+
+* the rows (``__pdp_source_<name>``): ``read_parquet(path, file_row_number = true)``, the file's
+  rows in release order (the writer's canonical order), plus the internal columns: a grid's
+  linear ``cell`` (the row number) and ``prefix`` (the inclusive d-dimensional prefix sum of
+  ``count``: one running ``sum`` window per axis, in the axis order of
+  :func:`polars_dp.kernels.prefix.prefix_sums`; the same sums added in another order, equal to
+  rounding), a spatial leaf's ``leaf`` (the row number), a sequence row's
+  ``cell = node * beta + next_code``;
+* the metadata table: the file's ``polars_dp.*`` entries (``parquet_kv_metadata``);
+* a grid's nominal label tables (label, leaf range, variance factor, Haar weights): public
+  domain facts, written into the script as literal ``VALUES``;
+* a sequence model's node table: ``depth``, ``context``, ``starts_with_start`` and ``total``
+  (the bins clipped at 0, summed) from the file; the two columns Python derives from the whole
+  tree (``noise_var``: the scale and the leaves below a node; ``reach``: the node and its
+  ancestors pass the back-off test) as literal ``VALUES`` per node.
+
+What the script checks before it creates anything (everything in one transaction: a failed
+check is an ``error()`` naming the file and the release's checksum, and nothing is created):
+
+1. the file's ``polars_dp.*`` key-value metadata equals the release's entry for entry (release
+   type, mechanism, epsilon, neighbours, noise, parameters, domain, scales, version, the
+   library's ``checksum`` value); a ``polars_dp.signature`` entry is neither required nor
+   checked;
+2. the file's rows: their number, and a SHA-256 fingerprint of every value of the release's
+   columns in file order as DuckDB reads them (:func:`fingerprint_sql`: doubles printed to 17
+   significant digits, which identify a double exactly; other values as DuckDB's text, NULL as
+   ``\\N``; per chunk of 2^18 rows, then over the chunks' digests), equal to the fingerprint of
+   the release the script was written from (computed by DuckDB over the release's own rows, in
+   the same SQL, when the script is written).
+
+What it does not check: the library's own ``checksum`` is ``sha256`` over the metadata text and
+the payload's little-endian bytes (:func:`polars_dp.releases.integrity.payload_checksum`), and
+DuckDB has no way to produce a double's bytes, so the script compares the recorded checksum
+*value* (check 1) but cannot recompute it from the rows; check 2 stands in for it (any edited,
+added, removed or reordered value of a release column is refused).  Columns the release does not
+read (a GeoParquet ``geometry`` or ``bbox``) are not fingerprinted, the signature is not
+verified (that needs the key: ``read_release(path, verify_key=...)``), and a fingerprint is not a
+signature: whoever edits the file can also edit the script.  The script is written only from a
+verified release whose checksum equals the one the file records, so a file it accepts holds this
+release's values (as DuckDB reads them) under this release's metadata.
+
+The client needs what the macros need (tested: the DuckDB 1.5 command-line client and the 2.0
+Python module); the checks use ``SET VARIABLE``.  ``.read`` stops at the first error; ``duckdb
+< script`` goes on, and the statements after a refusal fail on the aborted transaction (the
+first error is the refusal; the exit code is 1 either way, and nothing is created).
+
+A release whose macros need a Python function (a PrivTree with counted top levels,
+``levels=``: its ``noise_std``) has no script (:class:`ParameterError`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any, cast
+
+import duckdb
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from polars_dp._version import __version__
+from polars_dp.errors import ParameterError, ReleaseFormatError
+from polars_dp.releases import sql_grid, sql_sequence, sql_tree
+from polars_dp.releases.base import Release
+from polars_dp.releases.integrity import CHECKSUM_KEY, SIGNATURE_KEY
+from polars_dp.releases.metadata import META_PREFIX
+from polars_dp.releases.sql import Registration, check_identifier, ident, literal
+
+if TYPE_CHECKING:
+    from polars_dp.releases.grid import GridRelease
+    from polars_dp.releases.sequence import SequenceRelease
+    from polars_dp.releases.spatial import SpatialRelease
+
+#: Rows per chunk of the fingerprint (one digest per chunk, then one over the digests).
+FINGERPRINT_ROWS = 1 << 18
+#: The session variable the script's checks set (reset at its end).
+_CHECK = "__pdp_script_check"
+
+
+def fingerprint_sql(relation: str, row: str, columns: Mapping[str, str]) -> str:
+    """SQL of one row ``(fingerprint, n)`` over ``relation``: ``n`` its rows and ``fingerprint``
+    the SHA-256 of the chunk digests of its ``columns`` (name -> DuckDB type) in the order of
+    the column ``row``; each value as text (doubles to 17 significant digits, NULL as ``\\N``),
+    values separated by ``chr(31)``, rows by ``chr(30)``.  The script and its writer run it alike."""
+    def text(column: str, kind: str) -> str:
+        value = (f"printf('%.17g', {ident(column)})" if kind in ("DOUBLE", "FLOAT")
+                 else f"CAST({ident(column)} AS VARCHAR)")
+        return f"coalesce({value}, '\\N')"
+
+    line = " || chr(31) || ".join(text(c, k) for c, k in columns.items())
+    return (f"SELECT sha256(string_agg(digest, '' ORDER BY chunk)) AS fingerprint, "
+            f"CAST(coalesce(sum(n), 0) AS BIGINT) AS n FROM (\n"
+            f"  SELECT {ident(row)} // {FINGERPRINT_ROWS} AS chunk, count(*) AS n, "
+            f"sha256(string_agg({line}, chr(30) ORDER BY {ident(row)})) AS digest\n"
+            f"  FROM {relation} GROUP BY chunk)")
+
+
+def _duckdb_types(con: Any, schema: pa.Schema) -> dict[str, str]:
+    """DuckDB's type of each column of ``schema`` (as ``to_duckdb`` registers it)."""
+    con.register("__pdp_types", pa.table({f.name: pa.array([], f.type) for f in schema}))
+    try:
+        return {row[0]: row[1] for row in con.execute("DESCRIBE SELECT * FROM __pdp_types").fetchall()}
+    finally:
+        con.unregister("__pdp_types")
+
+
+def _numbered(reader: pa.RecordBatchReader) -> pa.RecordBatchReader:
+    """``reader``'s batches plus the column ``__pdp_row`` (0, 1, ... in stream order)."""
+    fields = [pa.field(f.name, f.type) for f in reader.schema]
+    schema = pa.schema([*fields, pa.field("__pdp_row", pa.int64())])
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        start = 0
+        for batch in reader:
+            rows = pa.array(np.arange(start, start + batch.num_rows, dtype=np.int64))
+            start += batch.num_rows
+            yield pa.RecordBatch.from_arrays([*batch.columns, rows], schema=schema)
+
+    return pa.RecordBatchReader.from_batches(schema, batches())
+
+
+def release_fingerprint(release: Release) -> tuple[dict[str, str], str, int]:
+    """``(columns, fingerprint, rows)`` of the release's own rows: its columns with their DuckDB
+    types and :func:`fingerprint_sql` over them, run by DuckDB on the release's record batches."""
+    with duckdb.connect() as con:
+        reader = release.to_batches()
+        columns = _duckdb_types(con, reader.schema)
+        con.register("__pdp_rows", _numbered(reader))
+        fingerprint, rows = con.execute(fingerprint_sql("__pdp_rows", "__pdp_row", columns)).fetchall()[0]
+    return columns, str(fingerprint), int(rows)
+
+
+def values_sql(table: pa.Table, types: Mapping[str, str]) -> str:
+    """``table`` as a literal relation: ``VALUES`` of text literals (formatted by Polars, column
+    by column), each column cast back to its DuckDB type (a double's shortest text reads back
+    exactly).  Numbers, booleans, text and lists of numbers."""
+    frame = pl.from_arrow(table)
+    assert isinstance(frame, pl.DataFrame)
+    names = [f"__c{k}" for k in range(frame.width)]
+
+    def cell(name: str) -> pl.Expr:
+        column = pl.col(name)
+        dtype = frame.schema[name]
+        if isinstance(dtype, pl.List):
+            column = "[" + column.list.eval(pl.element().cast(pl.String)).list.join(", ") + "]"
+        elif dtype != pl.String:
+            column = column.cast(pl.String)
+        return pl.when(pl.col(name).is_null()).then(pl.lit("NULL")).otherwise(
+            "'" + column.str.replace_all("'", "''", literal=True) + "'")
+
+    rows = frame.select(pl.concat_str([cell(c) for c in frame.columns], separator=", ")
+                        .alias("row"))["row"]
+    body = ",\n  ".join(("(" + rows + ")").to_list())
+    select = ", ".join(f"CAST({n} AS {types[c]}) AS {ident(c)}"
+                       for n, c in zip(names, frame.columns, strict=True))
+    return f"SELECT {select} FROM (VALUES\n  {body}) AS __v({', '.join(names)})"
+
+
+def _read(path: str) -> str:
+    return f"read_parquet({literal(path)}, file_row_number = true)"
+
+
+def _grid_cells(release: GridRelease, path: str, columns: Mapping[str, str]) -> str:
+    """The cell source of a grid: the file's rows, ``cell`` their number, ``prefix`` one running
+    sum per axis (partitioned by the other axes' indices)."""
+    shape = release.shape
+    strides = [int(np.prod(shape[k + 1:], dtype=np.int64)) for k in range(len(shape))]
+    user = ", ".join(map(ident, columns))
+    steps = [f"__s0 AS (SELECT {user}, file_row_number AS cell, CAST({ident('count')} AS DOUBLE) AS __p "
+             f"FROM {_read(path)})"]
+    for k, (n, s) in enumerate(zip(shape, strides, strict=True)):
+        steps.append(f"__s{k + 1} AS (SELECT * EXCLUDE (__p), sum(__p) OVER (PARTITION BY cell - "
+                     f"((cell // {s}) % {n}) * {s} ORDER BY cell ROWS UNBOUNDED PRECEDING) AS __p "
+                     f"FROM __s{k})")
+    # no ORDER BY: the statement creating the cell table sorts by cell (rendered with preserve=False)
+    return f"WITH {', '.join(steps)}\nSELECT {user}, cell, __p AS prefix FROM __s{len(shape)}"
+
+
+def _tree_cells(path: str, columns: Mapping[str, str]) -> str:
+    return (f"SELECT {', '.join(map(ident, columns))}, file_row_number AS leaf FROM {_read(path)} "
+            "ORDER BY leaf")
+
+
+def _sequence_cells(model: SequenceRelease, path: str, columns: Mapping[str, str]) -> str:
+    return (f"SELECT {', '.join(map(ident, columns))}, CAST(node AS BIGINT) * {model.alphabet_size + 1} "
+            f"+ next_code AS cell FROM {_read(path)} ORDER BY file_row_number")
+
+
+def _sequence_nodes(nodes: pa.Table, path: str, types: Mapping[str, str]) -> str:
+    """The node table of a sequence model: what the file holds per node, joined with the
+    per-node ``noise_var`` and ``reach`` that Python derived from the tree (literal values)."""
+    derived = values_sql(nodes.select(["node", "noise_var", "reach"]), types)
+    return ("SELECT f.node, CAST(f.depth AS INTEGER) AS depth, f.context, f.starts_with_start, f.total, "
+            "d.noise_var, d.reach FROM (SELECT node, any_value(depth) AS depth, any_value(context) AS "
+            "context, any_value(starts_with_start) AS starts_with_start, sum(greatest(count, 0.0)) AS total "
+            f"FROM read_parquet({literal(path)}) GROUP BY node) AS f JOIN ({derived}) AS d "
+            "ON d.node = f.node ORDER BY f.node")
+
+
+def _meta(path: str, keys: list[str]) -> str:
+    listed = "[" + ", ".join(literal(META_PREFIX + k) for k in keys) + "]"
+    return (f"SELECT substr(decode(key), {len(META_PREFIX) + 1}) AS key, decode(value) AS value "
+            f"FROM parquet_kv_metadata({literal(path)}) WHERE list_contains({listed}, decode(key)) "
+            f"ORDER BY list_position({listed}, decode(key))")
+
+
+def registration(release: Release, name: str) -> Registration:
+    """What ``release.to_duckdb(con, name)`` creates (its statements and Arrow sources)."""
+    kind = release.release_type
+    if kind == "grid":
+        return sql_grid.grid_registration(name, cast("GridRelease", release), preserve=False)
+    if kind == "tree":
+        return sql_tree.tree_registration(name, cast("SpatialRelease", release))
+    if kind == "sequence_model":
+        return sql_sequence.sequence_registration(name, release)
+    raise ParameterError(f"a {type(release).__name__} has no SQL script (grid, spatial and sequence "
+                         "releases have one)")
+
+
+def _cells(release: Release, path: str, columns: Mapping[str, str]) -> str:
+    """The SQL of the rows source of ``release`` (the file's rows plus the internal columns)."""
+    if release.release_type == "grid":
+        return _grid_cells(cast("GridRelease", release), path, columns)
+    if release.release_type == "tree":
+        return _tree_cells(path, columns)
+    return _sequence_cells(cast("SequenceRelease", release), path, columns)
+
+
+def source_sql(release: Release, name: str, path: str, parts: Registration,
+               columns: Mapping[str, str], meta_keys: list[str]) -> dict[str, str]:
+    """Per transient source of ``parts``: the SQL the script reads instead (module doc)."""
+    out = {}
+    with duckdb.connect() as con:
+        for source, data in parts.sources.items():
+            if source == f"__pdp_meta_{name}":
+                out[source] = _meta(path, meta_keys)
+            elif source == f"__pdp_source_{name}":
+                out[source] = _cells(release, path, columns)
+            elif source == f"__pdp_nodes_{name}":
+                out[source] = _sequence_nodes(data, path, _duckdb_types(con, data.schema))
+            elif source.startswith("__pdp_labels_"):  # a grid's label table: public domain facts
+                out[source] = values_sql(data, _duckdb_types(con, data.schema))
+            else:
+                raise NotImplementedError(f"the registration source {source} has no SQL form in the script")
+    return out
+
+
+def file_metadata(path: str) -> dict[str, str]:
+    """The ``polars_dp.*`` entries of the Parquet file ``path`` (prefix removed); a
+    :class:`ReleaseFormatError` naming it when it is no readable Parquet file or holds none."""
+    try:
+        schema = pq.read_schema(path)
+    except (OSError, pa.ArrowInvalid) as exc:
+        raise ReleaseFormatError(f"{path!r} is not a readable Parquet file ({exc}); give the path of the "
+                                 "release's Parquet file (release.write_parquet)") from None
+    meta = {k.decode(errors="replace"): v.decode(errors="replace")
+            for k, v in (schema.metadata or {}).items()}
+    found = {k[len(META_PREFIX):]: v for k, v in meta.items() if k.startswith(META_PREFIX)}
+    if not found:
+        raise ReleaseFormatError(f"{path!r} is not a polars-dp release (its Parquet metadata holds no "
+                                 "polars_dp entries); give the file release.write_parquet wrote")
+    return found
+
+
+def _check_sql(path: str, expected: Mapping[str, str], columns: Mapping[str, str], fingerprint: str,
+               rows: int) -> list[str]:
+    """The script's checks (module doc), each a ``SET VARIABLE`` that raises on a mismatch."""
+    checksum = expected[CHECKSUM_KEY]
+    refuse = f"{path} is not the release this script was written for (checksum {checksum}): "
+    again = "; write the script again from the file (release.sql_script or polars-dp sql --script)"
+    pairs = ",\n    ".join(f"({literal(META_PREFIX + k)}, {literal(v)})" for k, v in expected.items())
+    meta = (f"SET VARIABLE {_CHECK} = (\n  WITH expected(key, value) AS (VALUES\n    {pairs}),\n"
+            f"  found AS (SELECT decode(key) AS key, decode(value) AS value FROM parquet_kv_metadata("
+            f"{literal(path)}) WHERE starts_with(decode(key), {literal(META_PREFIX)}) AND decode(key) <> "
+            f"{literal(META_PREFIX + SIGNATURE_KEY)})\n"
+            "  SELECT CASE WHEN (SELECT count(*) FROM (FROM expected EXCEPT FROM found)) + "
+            "(SELECT count(*) FROM (FROM found EXCEPT FROM expected)) > 0 "
+            f"THEN error({literal(refuse + 'its polars_dp metadata differs' + again)}) END);")
+    content = (f"SET VARIABLE {_CHECK} = (SELECT CASE WHEN n <> {rows} THEN error({literal(refuse)} || n || "
+               f"{literal(f' rows where the release has {rows}' + again)}) "
+               f"WHEN fingerprint <> {literal(fingerprint)} "
+               f"THEN error({literal(refuse + 'its values differ (SHA-256 fingerprint ')} || fingerprint || "
+               f"{literal(f', expected {fingerprint})' + again)}) END FROM (\n"
+               f"{fingerprint_sql(_read(path), 'file_row_number', columns)}));")
+    return [meta, content]
+
+
+def sql_script(release: Release, parquet_path: str | os.PathLike, name: str) -> str:
+    """The SQL script registering ``release`` as ``name`` from its Parquet file ``parquet_path``
+    (module doc); the path is written into the script as given (a relative path is read from the
+    DuckDB client's working directory).
+
+    Refuses a ``name`` that is not a plain SQL identifier (:class:`ParameterError`), a path that
+    is not a polars-dp release file or holds another release than ``release`` (its checksum
+    differs), and an unverified release (:class:`ReleaseFormatError`, naming the path)."""
+    check_identifier(name)
+    if not isinstance(parquet_path, (str, os.PathLike)):
+        raise ParameterError(f"parquet_path must be the path of the release's Parquet file, got "
+                             f"{parquet_path!r}")
+    path = str(parquet_path)
+    if not release.verified:
+        raise ReleaseFormatError("an unverified release has no SQL script (no checksum vouches for its "
+                                 "values); give a verified release and its file")
+    expected = release.export_metadata()
+    found = file_metadata(path)
+    if found.get(CHECKSUM_KEY) != expected[CHECKSUM_KEY]:
+        raise ReleaseFormatError(
+            f"{path!r} holds another release (checksum {found.get(CHECKSUM_KEY)}) than this one "
+            f"({expected[CHECKSUM_KEY]}); give the file this release was written to or read from")
+    parts = registration(release, name)
+    if parts.functions:
+        raise ParameterError("this release's macros need a Python function (the noise_std of counted top "
+                             "levels, levels=), so it has no SQL script; register it with to_duckdb")
+    columns, fingerprint, rows = release_fingerprint(release)
+    sources = source_sql(release, name, path, parts, columns, list(expected))
+    header = [
+        f"-- polars-dp {__version__}: the {release.release_type} release {name} "
+        f"(mechanism {release.mechanism}, epsilon {release.epsilon}, checksum {expected[CHECKSUM_KEY]}),",
+        f"-- read from {path} by DuckDB; what release.to_duckdb(con, {name!r}) creates.",
+        f"-- Run it in a DuckDB client:  duckdb my.duckdb -c \".read {name}.sql\"  (or < {name}.sql).",
+        "-- The file's polars_dp metadata and a fingerprint of its values are checked first: a different",
+        "-- or edited file is refused with an error() and nothing is created (one transaction).",
+        f"-- Creates: {', '.join(parts.tables)}; macros {', '.join(parts.macros)}.",
+    ]
+    views = [f"CREATE TEMP VIEW {ident(source)} AS\n{text};" for source, text in sources.items()]
+    drops = [f"DROP VIEW {ident(source)};" for source in sources]
+    statements = [s.strip().rstrip(";") + ";" for s in parts.statements]
+    checks = _check_sql(path, expected, columns, fingerprint, rows)
+    body = ["BEGIN TRANSACTION;", *checks, f"RESET VARIABLE {_CHECK};", *views, *statements, *drops,
+            "COMMIT;"]
+    return "\n".join(header) + "\n\n" + "\n\n".join(body) + "\n"
+
+
+Release.script_writer = sql_script
+
+__all__ = ["FINGERPRINT_ROWS", "file_metadata", "fingerprint_sql", "registration", "release_fingerprint",
+           "source_sql", "sql_script", "values_sql"]
