@@ -37,12 +37,10 @@ def attach(con: Any, name: str, *, unverified: bool = False) -> Release:
 
     DuckDB stores a release's tables, views and macros in the database file, and every macro is
     plain SQL (``count``, ``std``, ``lo`` / ``hi``, ``noise_*``, frequencies): a reopened file
-    answers in any DuckDB client.  The one exception is the ``noise_std`` of a PrivTree's counted
-    top levels, a Python function living only in the connection that registered it.  ``attach``
-    re-verifies: it reads the release
+    answers in any DuckDB client without ``attach``.  ``attach`` re-verifies: it reads the release
     back from its stored table (verified, as :func:`read_release`: metadata, parameters and
-    checksum) and registers it again with ``replace=True``: every table, view, macro and
-    function of ``name`` is dropped and re-created from the verified release, so nothing stored
+    checksum) and registers it again with ``replace=True``: every table, view and macro
+    of ``name`` is dropped and re-created from the verified release, so nothing stored
     besides the release itself (a macro's text, the prefix sums, a label table) is trusted.
     ``unverified=True`` accepts a release registered from an unverified one
     (:func:`polars_dp.read_release`).

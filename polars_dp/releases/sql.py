@@ -3,7 +3,7 @@
 The SQL lives in ``sql/*.sql`` templates (shipped in the wheel as ``polars_dp/sql``), rendered
 per release by :func:`render`.  Every release type registers through one flow
 (:func:`register`): the type describes its parts (:class:`Registration`: tables, macros,
-Python functions, the statements creating them) and the flow checks the names, handles
+the statements creating them) and the flow checks the names, handles
 ``replace`` and runs everything in one transaction (:func:`in_transaction`): a failure leaves
 nothing half-made in the connection.  :func:`to_arrow` / :func:`read_release`
 read a registered release back, with its ``polars_dp.*`` metadata re-attached from
@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 from typing import Any, Protocol
@@ -166,59 +166,30 @@ def check_free(con: Any, tables: list[str], macros: list[str], *, replace: bool)
                 con.execute(f"DROP {kind} {ident(n)}")
 
 
-@dataclass(frozen=True)
-class PythonFunction:
-    """A vectorised (Arrow) Python scalar function that a registration adds to the connection
-    (error bars whose rule lives in Python): its name, the callable, DuckDB parameter and
-    return types and further ``create_function`` options."""
-
-    name: str
-    function: Callable[..., Any]
-    parameters: list[str]
-    returns: str
-    options: Mapping[str, Any] = field(default_factory=dict)
-
-
-def register_function(con: Any, function: PythonFunction, *, replace: bool = False) -> None:
-    """Add ``function`` to ``con``; an existing function of that name is refused
-    (:class:`ParameterError`) unless ``replace=True``, which removes it first."""
-    if replace:
-        with contextlib.suppress(Exception):  # none registered yet
-            con.remove_function(function.name)
-    try:
-        con.create_function(function.name, function.function, function.parameters, function.returns,
-                            type="arrow", **function.options)
-    except Exception as exc:
-        raise ParameterError(f"DuckDB function {function.name!r} exists in this connection; pass "
-                             f"replace=True to overwrite it ({exc})") from None
-
-
 @dataclass
 class Registration:
     """What registering one release creates in DuckDB, described by its type: the ``tables``
     and ``macros`` it creates (checked free first), the transient Arrow ``sources`` (view name
     -> table or batch reader, or a function making one when registered) its ``statements``
-    read, its Python ``functions``, and the ``statements`` (rendered ``sql/*.sql``) creating
-    the tables and macros, run in order.  :mod:`polars_dp.releases.sql_script` replaces the
-    sources by SQL over the release's Parquet file and runs the same statements."""
+    read, and the ``statements`` (rendered ``sql/*.sql``) creating the tables and macros, run in
+    order: plain SQL, no Python function, so a reopened database answers without Python.
+    :mod:`polars_dp.releases.sql_script` replaces the sources by SQL over the release's Parquet
+    file and runs the same statements."""
 
     tables: list[str]
     macros: list[str]
     sources: dict[str, Any]
     statements: list[str]
-    functions: list[PythonFunction] = field(default_factory=list)
 
 
 def register(con: Any, name: str, parts: Registration, *, replace: bool = False) -> Any:
     """The one registration flow of every release type, in one transaction
     (:func:`in_transaction`): refuse (or with ``replace=True`` drop) the existing tables, views
-    and macros of those names (:func:`check_free`), add the Python functions
-    (:func:`register_function`), run the statements.  Returns the relation of table ``name``."""
+    and macros of those names (:func:`check_free`), run the statements.  Returns the relation of
+    table ``name``."""
 
     def build() -> None:
         check_free(con, parts.tables, parts.macros, replace=replace)
-        for function in parts.functions:
-            register_function(con, function, replace=replace)
         for statement in parts.statements:
             con.execute(statement)
 
@@ -305,9 +276,9 @@ def read_release(con: Any, name: str, *, unverified: bool = False) -> Release:
     return read_arrow_release(to_arrow(con, name), unverified=unverified)
 
 
-__all__ = ["BATCH_WHERE", "INTERNAL_COLUMNS", "NO_CHECKS", "PythonFunction", "Registered", "Registration",
+__all__ = ["BATCH_WHERE", "INTERNAL_COLUMNS", "NO_CHECKS", "Registered", "Registration",
            "check_free",
            "checked_alpha",
            "check_identifier", "comment", "ident", "in_transaction", "internal", "literal", "metadata_table",
-           "number", "query_checks", "read_release", "register", "register_function", "render", "sql_dir",
+           "number", "query_checks", "read_release", "register", "render", "sql_dir",
            "stored_table", "to_arrow", "view"]

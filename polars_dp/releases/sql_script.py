@@ -54,8 +54,9 @@ Python module); the checks use ``SET VARIABLE``.  ``.read`` stops at the first e
 < script`` goes on, and the statements after a refusal fail on the aborted transaction (the
 first error is the refusal; the exit code is 1 either way, and nothing is created).
 
-A release whose macros need a Python function (a PrivTree with counted top levels,
-``levels=``: its ``noise_std``) has no script (:class:`ParameterError`).
+A PrivTree with counted top levels (``levels=``) carries the public tables of its inference
+(``__pdp_<name>_nodes``, ``__pdp_<name>_up``, computed from the verified release) as literal
+``VALUES``, as a grid carries its label tables.
 """
 
 from __future__ import annotations
@@ -250,10 +251,8 @@ def source_sql(release: Release, name: str, path: str, parts: Registration,
                 out[source] = _cells(release, path, columns)
             elif source == f"__pdp_nodes_{name}":
                 out[source] = _sequence_nodes(data, path, _duckdb_types(con, data.schema))
-            elif source.startswith("__pdp_labels_"):  # a grid's label table: public domain facts
+            else:  # label tables (public domain facts), the inference tables of counted levels
                 out[source] = values_sql(data, _duckdb_types(con, data.schema))
-            else:
-                raise NotImplementedError(f"the registration source {source} has no SQL form in the script")
     return out
 
 
@@ -320,9 +319,6 @@ def sql_script(release: Release, parquet_path: str | os.PathLike, name: str) -> 
             f"{path!r} holds another release (checksum {found.get(CHECKSUM_KEY)}) than this one "
             f"({expected[CHECKSUM_KEY]}); give the file this release was written to or read from")
     parts = registration(release, name)
-    if parts.functions:
-        raise ParameterError("this release's macros need a Python function (the noise_std of counted top "
-                             "levels, levels=), so it has no SQL script; register it with to_duckdb")
     columns, fingerprint, rows = release_fingerprint(release)
     sources = source_sql(release, name, path, parts, columns, list(expected))
     header = [

@@ -249,11 +249,22 @@ def test_bad_input_is_refused_with_one_sentence(scripts, tmp_path, capsys):
     assert code == 2 and not printed and "plain.parquet" in err
 
 
-def test_a_release_whose_macros_need_python_has_no_script(tmp_path):
+def test_counted_levels_answer_from_the_script_as_python(tmp_path):
+    """A PrivTree with counted top levels: its inference tables travel in the script, and every
+    macro (the exact ``noise_std`` of the inference included) answers as ``to_duckdb``'s."""
     release = small_tree_release(levels=2)
     path = release.write_parquet(tmp_path / "levels.parquet")
-    with pytest.raises(pdp.ParameterError, match="needs a Python function|need a Python function"):
-        release.sql_script(path, "t")
+    statements = ["SELECT count, noise_std FROM t_range_count(x_lo := 0.1, x_hi := 0.6)",
+                  "SELECT count, noise_std FROM t_range_count()"]
+    with duckdb.connect() as mine, duckdb.connect() as theirs:
+        mine.execute(release.sql_script(path, "t"))
+        release.to_duckdb(theirs, "t")
+        for table in ("__pdp_t_nodes", "__pdp_t_up"):
+            query = f"SELECT * FROM {table}"
+            assert mine.sql(query).fetchall() == theirs.sql(query).fetchall()
+        for statement in statements:
+            got, want = mine.sql(statement).fetchall(), theirs.sql(statement).fetchall()
+            assert np.allclose(got, want, rtol=1e-12, atol=0) and want[0][1] is not None
 
 
 def test_a_file_with_geometry_columns_reads_the_release_columns_only(tmp_path):
