@@ -18,21 +18,7 @@ from polars_dp.kernels.linear_density import (
 )
 from polars_dp.kernels.morton import MortonLayout, deinterleave, overlap_fraction
 from polars_dp.kernels.spatial_sums import morton_tree_sums
-
-
-def random_leaves(layout, rng, n_splits=40, max_depth=6):
-    """A random Morton partition (first codes sorted, depths) made by splitting random leaves."""
-    starts, depth = np.array([0], dtype=np.int64), np.array([0], dtype=np.int64)
-    for _ in range(n_splits):
-        ok = np.nonzero(depth < min(layout.max_depth, max_depth))[0]
-        i = rng.choice(ok)
-        shift = layout.shift(int(depth[i]) + 1)
-        kids = starts[i] + (np.arange(layout.fanout, dtype=np.int64) << shift)
-        starts = np.concatenate([np.delete(starts, i), kids])
-        depth = np.concatenate([np.delete(depth, i), np.full(layout.fanout, depth[i] + 1)])
-        order = np.argsort(starts)
-        starts, depth = starts[order], depth[order]
-    return starts, depth
+from tests.helpers.morton import random_leaves
 
 
 def regular_leaves(layout, depth):

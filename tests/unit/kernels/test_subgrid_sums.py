@@ -10,21 +10,7 @@ from polars_dp.kernels.morton import MortonLayout
 from polars_dp.kernels.spatial_sums import morton_tree_sums
 from polars_dp.kernels.subgrid import consistent_counts, subcell_halvings, subcell_layout, subcells
 from polars_dp.kernels.subgrid_sums import morton_to_c_order, subgrid_prefix, subgrid_tree_sums
-
-
-def random_leaves(layout, rng, n_splits, max_depth=4):
-    """A random Morton partition (first codes sorted, depths) made by splitting random leaves."""
-    starts, depth = np.array([0], dtype=np.int64), np.array([0], dtype=np.int64)
-    for _ in range(n_splits):
-        ok = np.nonzero(depth < min(layout.max_depth, max_depth))[0]
-        i = rng.choice(ok)
-        shift = layout.shift(int(depth[i]) + 1)
-        kids = starts[i] + (np.arange(layout.fanout, dtype=np.int64) << shift)
-        starts = np.concatenate([np.delete(starts, i), kids])
-        depth = np.concatenate([np.delete(depth, i), np.full(layout.fanout, depth[i] + 1)])
-        order = np.argsort(starts)
-        starts, depth = starts[order], depth[order]
-    return starts, depth
+from tests.helpers.morton import random_leaves as _random_leaves
 
 
 def test_morton_to_c_order_is_a_permutation_matching_the_box_order():
@@ -68,3 +54,8 @@ def test_subgrid_sums_equal_the_sub_cells_one_by_one(d, s):
     want = linear_morton_sums(cells.starts, x, s_lo, s_hi, beta, bit, box, q_lo, q_hi)
     np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-8)
     assert np.max(np.abs(want - flat)) > 1e-3
+
+
+def random_leaves(layout, rng, n_splits, max_depth=4):
+    """A random Morton partition, at most ``max_depth`` deep (the sub-grid tests' default)."""
+    return _random_leaves(layout, rng, n_splits, max_depth)

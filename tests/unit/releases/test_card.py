@@ -166,3 +166,13 @@ def test_a_binned_range_is_named_by_its_first_and_last_values():
     card = pdp.basic(frame, [pdp.Ordinal("age", 15, 94, width=5)], epsilon=1.0, seed=1).card()
     (worst,) = card["accuracy"]["worst_single_attribute_range"]
     assert (worst["first"], worst["last"]) == (15, 94)
+
+
+def test_every_mechanism_a_release_may_record_cites_its_paper():
+    """A card names the paper of its mechanism: a registered mechanism without an entry would
+    print an empty citation."""
+    from polars_dp.plans.base import known_mechanisms
+    from polars_dp.releases.card import PAPERS
+
+    missing = [m for m in known_mechanisms() if not PAPERS.get(m)]
+    assert not missing, f"add the paper of {missing} to polars_dp.releases.card.PAPERS"
