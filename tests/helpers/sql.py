@@ -3,6 +3,7 @@ the plain-SQL tests share: Python's answers to their statements and the comparis
 
 from __future__ import annotations
 
+import itertools
 import shutil
 import sys
 from pathlib import Path
@@ -12,8 +13,8 @@ import polars as pl
 
 import polars_dp as pdp
 
-__all__ = ["ALPHA", "CLI", "POINTS", "max_diff", "python_rows", "small_sequence_release",
-           "small_tree_release"]
+__all__ = ["ALPHA", "CLI", "POINTS", "grid_statements", "max_diff", "python_rows", "small_sequence_release",
+           "small_tree_release", "tree_and_sequence_cases"]
 
 POINTS = pl.DataFrame({"x": np.random.default_rng(3).beta(2, 5, 3_000),
                        "y": np.random.default_rng(4).beta(5, 2, 3_000)})
@@ -72,3 +73,29 @@ def max_diff(got: list, want: list) -> tuple[float, tuple]:
                     if diff > worst:
                         worst, where = diff, (n, g, w)
     return worst, where
+
+
+def grid_statements(name: str) -> list[str]:
+    """The batch and single-query statements of grid release ``name`` (queries in ``<name>_q``)."""
+    return [f"SELECT id, count, std, lo, hi FROM {name}_range_counts('{name}_q', align := 'outer', "
+            f"alpha := {ALPHA}) ORDER BY id",
+            f"SELECT count, std, lo, hi FROM {name}_range_count()"]
+
+
+def tree_and_sequence_cases() -> dict[str, tuple[pdp.Release, pl.DataFrame, list[str]]]:
+    """Per release name: a small spatial release (``t``), one with counted top levels (``tl``)
+    and a sequence model (``s``), each with its batch of queries and the statements whose rows
+    Python gives."""
+    boxes = pl.DataFrame({"id": range(40), **{f"{c}_{s}": np.sort(np.random.default_rng(6).random((40, 2)),
+                                                                    axis=1)[:, j]
+                                              for c in POINTS.columns for j, s in enumerate(("lo", "hi"))}})
+    cases = {name: (tree, boxes, [
+        f"SELECT id, count, noise_std, noise_lo, noise_hi FROM {name}_range_counts('{name}_q', "
+        f"alpha := {ALPHA}) ORDER BY id",
+        f"SELECT count, noise_std, noise_lo, noise_hi FROM {name}_range_count(x_lo := 0.1, x_hi := 0.6)"])
+        for name, tree in {"t": small_tree_release(), "tl": small_tree_release(levels=2)}.items()}
+    strings = [list(t) for k in range(1, 5) for t in itertools.product("abc", repeat=k)]
+    cases["s"] = (small_sequence_release(), pl.DataFrame({"id": range(len(strings)), "string": strings}), [
+        "SELECT id, count, std, extrapolated FROM s_frequencies('s_q') ORDER BY id",
+        "SELECT count, std, extrapolated FROM s_frequency(['a', 'b'])"])
+    return cases

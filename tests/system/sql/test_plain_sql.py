@@ -5,7 +5,6 @@ Python does, ``lo`` / ``hi`` and ``noise_lo`` / ``noise_hi`` included."""
 
 from __future__ import annotations
 
-import itertools
 import json
 import subprocess
 import sys
@@ -18,13 +17,11 @@ import pytest
 import polars_dp as pdp
 from tests.helpers.ranges import DOMAINS, query_frame, random_queries
 from tests.helpers.sql import (
-    ALPHA,
     CLI,
-    POINTS,
+    grid_statements,
     max_diff,
     python_rows,
-    small_sequence_release,
-    small_tree_release,
+    tree_and_sequence_cases,
 )
 
 
@@ -46,22 +43,8 @@ def _cases() -> dict[str, tuple[pdp.Release, pl.DataFrame, list[str]]]:
         frame = query_frame(attrs, random_queries(attrs, 60, seed=20 + i)) if name != "w" else pl.DataFrame(
             {"id": range(60), **{f"{a.column}_{s}": np.sort(np.random.default_rng(5).integers(
                 a.lo, a.hi + 1, (60, 2)), axis=1)[:, j] for a in attrs for j, s in enumerate(("lo", "hi"))}})
-        cases[name] = (release, frame, [
-            f"SELECT id, count, std, lo, hi FROM {name}_range_counts('{name}_q', align := 'outer', "
-            f"alpha := {ALPHA}) ORDER BY id",
-            f"SELECT count, std, lo, hi FROM {name}_range_count()"])
-    boxes = pl.DataFrame({"id": range(40), **{f"{c}_{s}": np.sort(np.random.default_rng(6).random((40, 2)),
-                                                                    axis=1)[:, j]
-                                              for c in POINTS.columns for j, s in enumerate(("lo", "hi"))}})
-    for name, tree in {"t": small_tree_release(), "tl": small_tree_release(levels=2)}.items():  # tl: counted
-        cases[name] = (tree, boxes, [                                                            # top levels
-            f"SELECT id, count, noise_std, noise_lo, noise_hi FROM {name}_range_counts('{name}_q', "
-            f"alpha := {ALPHA}) ORDER BY id",
-            f"SELECT count, noise_std, noise_lo, noise_hi FROM {name}_range_count(x_lo := 0.1, x_hi := 0.6)"])
-    strings = [list(t) for k in range(1, 5) for t in itertools.product("abc", repeat=k)]
-    cases["s"] = (small_sequence_release(), pl.DataFrame({"id": range(len(strings)), "string": strings}), [
-        "SELECT id, count, std, extrapolated FROM s_frequencies('s_q') ORDER BY id",
-        "SELECT count, std, extrapolated FROM s_frequency(['a', 'b'])"])
+        cases[name] = (release, frame, grid_statements(name))
+    cases.update(tree_and_sequence_cases())
     return cases
 
 

@@ -5,7 +5,6 @@ answers as Python does, and a different or edited file is refused."""
 
 from __future__ import annotations
 
-import itertools
 import json
 import subprocess
 
@@ -20,13 +19,12 @@ import polars_dp as pdp
 from tests.helpers.cli import run_cli
 from tests.helpers.ranges import DOMAINS, query_frame, random_queries
 from tests.helpers.sql import (
-    ALPHA,
     CLI,
-    POINTS,
+    grid_statements,
     max_diff,
     python_rows,
-    small_sequence_release,
     small_tree_release,
+    tree_and_sequence_cases,
 )
 
 needs_cli = pytest.mark.skipif(CLI is None,
@@ -52,21 +50,8 @@ def _cases() -> dict[str, tuple[pdp.Release, pl.DataFrame, list[str]]]:
     for i, (name, (attrs, mechanism)) in enumerate(grids.items()):
         release = mechanism(_grid_frame(attrs, 2_000, 30 + i), attrs, epsilon=1.0, seed=40 + i)
         frame = query_frame(attrs, random_queries(attrs, 60, seed=50 + i))
-        cases[name] = (release, frame, [
-            f"SELECT id, count, std, lo, hi FROM {name}_range_counts('{name}_q', align := 'outer', "
-            f"alpha := {ALPHA}) ORDER BY id",
-            f"SELECT count, std, lo, hi FROM {name}_range_count()"])
-    boxes = pl.DataFrame({"id": range(40), **{f"{c}_{s}": np.sort(np.random.default_rng(6).random((40, 2)),
-                                                                    axis=1)[:, j]
-                                              for c in POINTS.columns for j, s in enumerate(("lo", "hi"))}})
-    cases["t"] = (small_tree_release(), boxes, [
-        f"SELECT id, count, noise_std, noise_lo, noise_hi FROM t_range_counts('t_q', alpha := {ALPHA}) "
-        "ORDER BY id",
-        "SELECT count, noise_std, noise_lo, noise_hi FROM t_range_count(x_lo := 0.1, x_hi := 0.6)"])
-    strings = [list(t) for k in range(1, 5) for t in itertools.product("abc", repeat=k)]
-    cases["s"] = (small_sequence_release(), pl.DataFrame({"id": range(len(strings)), "string": strings}), [
-        "SELECT id, count, std, extrapolated FROM s_frequencies('s_q') ORDER BY id",
-        "SELECT count, std, extrapolated FROM s_frequency(['a', 'b'])"])
+        cases[name] = (release, frame, grid_statements(name))
+    cases.update(tree_and_sequence_cases())
     return cases
 
 
@@ -118,8 +103,9 @@ def test_the_script_creates_what_to_duckdb_creates(scripts):
                 assert a.num_rows == b.num_rows, table
                 for column in b.column_names:
                     x, y = a.column(column).to_pylist(), b.column(column).to_pylist()
-                    if pa.types.is_floating(b.schema.field(column).type):
-                        assert np.allclose(x, y, rtol=1e-12, atol=1e-9), (table, column)
+                    if pa.types.is_floating(b.schema.field(column).type):  # NULL read as NaN
+                        x, y = (np.array([np.nan if v is None else v for v in z], float) for z in (x, y))
+                        assert np.allclose(x, y, rtol=1e-12, atol=1e-9, equal_nan=True), (table, column)
                     else:
                         assert x == y, (table, column)
             assert pdp.duckdb.read_release(mine, name) == release
