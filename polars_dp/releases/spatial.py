@@ -21,7 +21,14 @@ from polars_dp.domains.box import Box, as_box
 from polars_dp.domains.expressions import NUMPY
 from polars_dp.domains.queries import as_query_frame, row_text
 from polars_dp.domains.ranges import outside_box, outside_box_text
-from polars_dp.errors import PolarsDPError, QueryError, ReleaseFormatError
+from polars_dp.errors import ParameterError, PolarsDPError, QueryError, ReleaseFormatError
+from polars_dp.kernels.linear_density import (
+    grid_face_neighbours,
+    linear_morton_sums,
+    linear_slopes,
+    morton_face_neighbours,
+    two_level_face_neighbours,
+)
 from polars_dp.kernels.morton import MortonLayout
 from polars_dp.kernels.prefix import prefix_sums
 from polars_dp.kernels.spatial_sums import (
@@ -60,6 +67,9 @@ from polars_dp.releases.spatial_format import (
     leaf_order,
 )
 from polars_dp.releases.tree_levels import TopLevels, check_same, parse_levels
+
+#: the densities inside a leaf that range counts accept (``density=``)
+DENSITIES = ("uniform", "linear")
 
 
 @register_release_type
@@ -111,6 +121,7 @@ class SpatialRelease(Release):
                           plan=plan)
         self.noise_model = noise_model or self._plan_noise_model()
         self._grid_cache: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._slopes_cache: np.ndarray | None = None
         self.levels = levels
 
     def _plan_noise_model(self) -> NoiseModel:
@@ -270,7 +281,7 @@ class SpatialRelease(Release):
 
     def range_counts(self, boxes: Any, std: bool = False, *,
                      passthrough: Iterable[str] = ("id",), progress: bool | None = None,
-                     alpha: float | None = None) -> pl.DataFrame:
+                     alpha: float | None = None, density: str = "uniform") -> pl.DataFrame:
         """Noisy counts of many boxes at once: ``boxes`` with a ``count`` column added.
 
         ``boxes``: a Polars frame (or anything ``pl.DataFrame`` accepts) with ``<col>_lo`` /
@@ -300,11 +311,26 @@ class SpatialRelease(Release):
         :meth:`range_noise_interval` give ``None`` and the command line prints no error bar.
         Counted top levels state a ``noise_std`` but no interval (null ``noise_lo`` / ``noise_hi``).
 
+        ``density``: ``"uniform"`` (the default, as above) or ``"linear"``: each leaf crossing a
+        box's boundary contributes under a piecewise-linear density fitted to its neighbours'
+        counts (:meth:`linear_slopes`, :mod:`polars_dp.kernels.linear_density`); whole leaves
+        contribute their counts as before, so the whole box, or any union of whole leaves, gets
+        the same answer.  Post-processing of the released counts: no budget.  For PrivTree
+        (Morton), UG and AG releases (and any grid layout) without counted top levels.  The
+        answer is still a linear map of the noisy counts, but its ``noise_std`` is not stated:
+        with ``density="linear"`` the ``noise_std``, ``noise_lo`` and ``noise_hi`` columns are
+        null.  The SQL macros (:meth:`to_duckdb`) always use the uniform density.
+
         ``progress``: a stage bar on stderr; ``None``: on a terminal for large work.
         """
         if alpha is not None:
             alpha = check_alpha(alpha)
             std = True
+        if self._check_density(density) == "linear":
+            counts = self.range_count_array(boxes, passthrough=passthrough, density="linear")
+            nulls = [pl.lit(None, pl.Float64).alias(c) for c in
+                     (["noise_std"] if std else []) + (["noise_lo", "noise_hi"] if alpha is not None else [])]
+            return as_query_frame(boxes).with_columns(pl.Series("count", counts), *nulls)
         frame = as_query_frame(boxes)
         bar = Progress("range_counts", progress, frame.height * max(self.n_leaves, 1))
         bar.step("queries")
@@ -397,9 +423,15 @@ class SpatialRelease(Release):
                       stacklevel=2)
         return self.range_count_array(boxes, passthrough=passthrough)
 
-    def range_count_array(self, boxes: Any, *, passthrough: Iterable[str] = ("id",)) -> np.ndarray:
-        """The answers of :meth:`range_counts` as a float64 numpy array (one per box)."""
+    def range_count_array(self, boxes: Any, *, passthrough: Iterable[str] = ("id",),
+                          density: str = "uniform") -> np.ndarray:
+        """The answers of :meth:`range_counts` as a float64 numpy array (one per box); ``density``
+        as there."""
+        linear = self._check_density(density) == "linear"
         q_lo, q_hi = self._query_arrays(boxes, passthrough)
+        return self._linear_answers(q_lo, q_hi) if linear else self._uniform_answers(q_lo, q_hi)
+
+    def _uniform_answers(self, q_lo: np.ndarray, q_hi: np.ndarray) -> np.ndarray:
         kind = self.layout["kind"]
         if self.levels is not None:
             return self.levels.range_counts(self.box, q_lo, q_hi, variance=False)[0]
@@ -413,6 +445,59 @@ class SpatialRelease(Release):
             return grid_sums(prefix, zeros, m2[zeros], np.broadcast_to(self.box.lo, q_lo.shape),
                              np.broadcast_to(self.box.hi, q_lo.shape), q_lo, q_hi)
         return two_level_grid_sums(prefix, offsets, m2, int(self.layout["m1"]), self.box, q_lo, q_hi)
+
+    def _check_density(self, density: object) -> str:
+        """``density`` if it is one this release answers with, else a :class:`ParameterError`."""
+        if density not in DENSITIES:
+            raise ParameterError(f"density must be one of {list(DENSITIES)}, got {density!r}",
+                                 parameter="density")
+        if density == "linear" and self.levels is not None:
+            raise ParameterError("density='linear' needs a release without counted top levels; use "
+                                 "density='uniform' (one of ['uniform', 'linear'])", parameter="density")
+        return str(density)
+
+    def linear_slopes(self) -> np.ndarray:
+        """The relative slopes ``beta`` (shape ``(n_leaves, d)``) of the piecewise-linear density
+        of ``density="linear"``: :func:`polars_dp.kernels.linear_density.linear_slopes` of the
+        leaves' noisy counts and face neighbours (post-processing; computed once per release)."""
+        self._check_density("linear")
+        if self._slopes_cache is None:
+            kind, d = self.layout["kind"], self.box.d
+            if kind == "morton":
+                lower, upper = morton_face_neighbours(cast(np.ndarray, self.codes), self.depth,
+                                                      self._morton_layout())
+            elif kind == "grid":
+                lower, upper = grid_face_neighbours((int(self.layout["m"]),) * d)
+            else:
+                lower, upper = two_level_face_neighbours(int(self.layout["m1"]),
+                                                         np.asarray(self.layout["m2"], dtype=np.int64), d)
+            self._slopes_cache = read_only(linear_slopes(self.lo, self.hi, self.count, lower, upper))
+        return self._slopes_cache
+
+    def _morton_layout(self) -> MortonLayout:
+        return MortonLayout(self.box.d, int(self.layout["bits"]), int(self.layout["split_bits"]))
+
+    def _linear_answers(self, q_lo: np.ndarray, q_hi: np.ndarray) -> np.ndarray:
+        """Range counts under the linear density.  Morton leaves: the tree traversal of
+        :func:`linear_morton_sums`.  Grids: the uniform answer plus, per leaf crossing the box,
+        ``count * prod_j (e_j - s_j) * sum_j beta_j (s_j + e_j) / 2`` (zero for whole leaves),
+        over all leaves in chunks of queries (``O(queries * leaves * d)``)."""
+        beta = self.linear_slopes()
+        if self.layout["kind"] == "morton":
+            return linear_morton_sums(cast(np.ndarray, self.codes), self.count, self.lo, self.hi, beta,
+                                      self._morton_layout(), self.box, q_lo, q_hi)
+        base = self._uniform_answers(q_lo, q_hi)
+        width = self.hi - self.lo
+        centre = 0.5 * (self.lo + self.hi)
+        n, d = self.lo.shape
+        chunk = max(1, (1 << 22) // max(n * d, 1))
+        extra = np.zeros(q_lo.shape[0])
+        for a in range(0, q_lo.shape[0], chunk):
+            s = np.clip((q_lo[a:a + chunk, None, :] - centre) / width, -0.5, 0.5)
+            e = np.clip((q_hi[a:a + chunk, None, :] - centre) / width, -0.5, 0.5)
+            share = np.prod(np.maximum(e - s, 0.0), axis=-1) * np.sum(beta * (0.5 * (s + e)), axis=-1)
+            extra[a:a + chunk] = share @ self.count
+        return base + extra
 
     def _grid_structure(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Flattened prefix sums of every (sub-)grid, their offsets, and their sides."""
@@ -436,13 +521,17 @@ class SpatialRelease(Release):
                 self._grid_cache = (read_only(prefix), offsets, m2)
         return self._grid_cache
 
-    def range_count(self, **ranges: tuple[float, float]) -> float:
+    def range_count(self, density: Any = "uniform", **ranges: tuple[float, float]) -> float:
         """Noisy count of points with ``lo <= col <= hi`` for each ``col=(lo, hi)`` given
-        (an absent column means its whole declared range)."""
+        (an absent column means its whole declared range); ``density`` as in :meth:`range_counts`."""
+        if isinstance(density, (tuple, list)):  # a column named "density"
+            ranges = {"density": cast(tuple[float, float], density), **ranges}
+            density = "uniform"
+        linear = self._check_density(density) == "linear"
         query = self._single_query(ranges)
         if not query:
             return float(self.count.sum())
-        return float(self.range_count_array(query)[0])
+        return float(self.range_count_array(query, density="linear" if linear else "uniform")[0])
 
     def _single_query(self, ranges: Mapping[str, Any]) -> dict[str, list[float]]:
         query: dict[str, list[float]] = {}
