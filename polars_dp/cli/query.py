@@ -78,6 +78,10 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--align", choices=("exact", "outer", "inner"), default="exact",
                    help="grid releases: an ordinal bound inside a bin is an error (exact, the default), "
                         "or the range is widened (outer) or narrowed (inner) to whole bins")
+    p.add_argument("--density", choices=("uniform", "linear"), default=None,
+                   help="spatial releases: points spread evenly inside a leaf crossing a query's "
+                        "boundary (uniform, the default) or by a piecewise-linear density fitted to the "
+                        "neighbouring leaves (linear; no error bar is stated then)")
     p.set_defaults(func=run)
 
 
@@ -265,6 +269,16 @@ def _align(release: RangeRelease, args: argparse.Namespace) -> dict[str, Any]:
     return {}
 
 
+def _density(release: RangeRelease, args: argparse.Namespace) -> dict[str, Any]:
+    """``density=`` for a spatial release (leaves crossing a query's boundary); grids have none."""
+    if args.density is None:
+        return {}
+    if release.binned or not hasattr(release, "linear_slopes"):
+        raise BadInput("--density is for spatial releases (PrivTree, UG, AG); this release answers "
+                       "whole bins")
+    return {"density": args.density}
+
+
 def _batch(args: argparse.Namespace, release: Any) -> int:
     """Answer the queries of --queries FILE by the kind the release answers (``query_kinds``)."""
     if args.where:
@@ -292,7 +306,9 @@ def _batch(args: argparse.Namespace, release: Any) -> int:
     else:
         try:
             answers = release.range_counts(frame, std=args.std, passthrough=("id", *args.keep),
-                                           **_align(release, args), **_alpha(args))
+                                           **_align(release, args), **_alpha(args), **_density(release, args))
+        except pdp.ParameterError as exc:
+            raise BadInput(f"--density: {exc}") from None
         except pdp.QueryError as exc:
             raise BadInput(str(exc).replace("pass passthrough=[...]", "use --keep COLUMN")) from None
     if args.output:
@@ -320,11 +336,16 @@ def run(args: argparse.Namespace) -> int:
     if args.queries:
         return _batch(args, release)
     preds = range_predicates(release, args.where)
+    density = _density(release, args)
+    linear = density.get("density") == "linear"  # no error bar stated (SpatialRelease.range_counts)
     try:
-        count = release.range_count(**preds, **_align(release, args))
-        std = release.range_std(**preds, **_align(release, args)) if args.std else None
+        count = release.range_count(**preds, **_align(release, args), **density)
+        std = release.range_std(**preds, **_align(release, args)) if args.std and not linear else None
+    except pdp.ParameterError as exc:
+        raise BadInput(f"--density: {exc}") from None
     except pdp.QueryError as exc:
         raise BadInput(in_option_terms(str(exc))) from None
-    interval = release.range_interval(args.alpha, **preds, **_align(release, args)) if _alpha(args) else None
+    interval = (None if not _alpha(args) else (None, None) if linear
+                else release.range_interval(args.alpha, **preds, **_align(release, args)))
     _print_answer(count, std, args.json, args.std, interval, keys=release.interval_columns)
     return 0

@@ -1,6 +1,9 @@
 """``density="linear"`` on spatial releases (issue 41): partly covered leaves follow the
 piecewise-linear density of :mod:`polars_dp.kernels.linear_density`, whole leaves are unchanged."""
 
+import io
+import json
+
 import numpy as np
 import polars as pl
 import pytest
@@ -182,3 +185,34 @@ def test_linear_density_is_closer_on_linear_data():
     lin = np.abs(r.range_count_array(q, density="linear") - truth) / np.maximum(truth, floor)
     print(f"uniform {uni.mean():.5f} linear {lin.mean():.5f}")
     assert lin.mean() < 0.5 * uni.mean()
+
+
+def test_command_line_density(tmp_path, capsys):
+    from tests.helpers.cli import run_cli
+
+    r = release("privtree")
+    path = tmp_path / "tree.parquet"
+    r.write_parquet(path)
+    q = boxes(2, 4, 8)
+    q.write_parquet(tmp_path / "q.parquet")
+    where = [arg for j in range(2) for arg in ("--where", f"c{j}={q[f'c{j}_lo'][0]}..{q[f'c{j}_hi'][0]}")]
+    code, out, _ = run_cli(capsys, "query", path, *where, "--density", "linear", "--json", "--std")
+    assert code == 0
+    got = json.loads(out)
+    assert got["count"] == pytest.approx(r.range_count_array(q[:1], density="linear")[0], rel=1e-12)
+    assert got["std"] is None
+    code, out, _ = run_cli(capsys, "query", path, *where, "--json")
+    assert json.loads(out)["count"] == pytest.approx(r.range_count_array(q[:1])[0], rel=1e-12)
+    code, out, _ = run_cli(capsys, "query", path, "--queries", tmp_path / "q.parquet", "--density", "linear",
+                           "--std")
+    assert code == 0
+    answers = pl.read_csv(io.StringIO(out))
+    np.testing.assert_allclose(answers["count"].to_numpy(), r.range_count_array(q, density="linear"),
+                               rtol=1e-9)
+    assert answers["noise_std"].null_count() == 4
+    levels = pdp.privtree(skewed(5_000, 2), ["c0", "c1"], bounds=[(-5, 5)] * 2, epsilon=1.0, seed=2, levels=1)
+    levels.write_parquet(tmp_path / "levels.parquet")
+    for target in (("--where", "c0=0..1"), ("--queries", tmp_path / "q.parquet")):
+        code, _, err = run_cli(capsys, "query", tmp_path / "levels.parquet", *target, "--density", "linear")
+        assert code != 0
+        assert "--density" in err and "counted top levels" in err
