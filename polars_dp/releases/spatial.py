@@ -3,7 +3,9 @@
 The output of PrivTree and of the grid baselines (UG, AG).  One row per leaf: ``<col>_lo``,
 ``<col>_hi`` for each column, ``depth`` and the noisy ``count`` (plus, for a PrivTree, the
 leaf's first Morton code ``morton``, which encodes the tree).  Range counts use the
-uniformity assumption (:mod:`polars_dp.kernels.spatial_sums`).  Everything here is
+uniformity assumption (:mod:`polars_dp.kernels.spatial_sums`) or, with ``density="linear"``, a
+piecewise-linear density inside the leaves crossing a query's boundary
+(:mod:`polars_dp.kernels.linear_density`).  Everything here is
 post-processing of the mechanism's output; the release holds no reference to the input.
 """
 
@@ -573,7 +575,9 @@ class SpatialRelease(Release):
 
     def to_duckdb(self, con: Any, name: str, *, replace: bool = False) -> Any:
         """Register this release in a DuckDB connection: a leaf table ``name``, its metadata and
-        box range-count macros; see :func:`polars_dp.releases.sql_tree.register_tree`.
+        box range-count macros; see :func:`polars_dp.releases.sql_tree.register_tree`.  The macros
+        answer with the uniform density inside a leaf (``density="uniform"`` of
+        :meth:`range_counts`); ``density="linear"`` is answered in Python only.
 
         Refuses (:class:`ParameterError` naming them) when a table, view or macro it would
         create exists; ``replace=True`` overwrites them."""
