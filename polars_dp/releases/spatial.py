@@ -31,6 +31,7 @@ from polars_dp.kernels.linear_density import (
     morton_face_neighbours,
     two_level_face_neighbours,
 )
+from polars_dp.kernels.linear_grid import linear_grid_correction
 from polars_dp.kernels.morton import MortonLayout
 from polars_dp.kernels.prefix import prefix_sums
 from polars_dp.kernels.spatial_sums import (
@@ -483,23 +484,17 @@ class SpatialRelease(Release):
         """Range counts under the linear density.  Morton leaves: the tree traversal of
         :func:`linear_morton_sums`.  Grids: the uniform answer plus, per leaf crossing the box,
         ``count * prod_j (e_j - s_j) * sum_j beta_j (s_j + e_j) / 2`` (zero for whole leaves),
-        over all leaves in chunks of queries (``O(queries * leaves * d)``)."""
+        from per-slab prefix sums of ``count * beta`` (:func:`linear_grid_correction`)."""
         beta = self.linear_slopes()
         if self.layout["kind"] == "morton":
             return linear_morton_sums(cast(np.ndarray, self.codes), self.count, self.lo, self.hi, beta,
                                       self._morton_layout(), self.box, q_lo, q_hi)
-        base = self._uniform_answers(q_lo, q_hi)
-        width = self.hi - self.lo
-        centre = 0.5 * (self.lo + self.hi)
-        n, d = self.lo.shape
-        chunk = max(1, (1 << 22) // max(n * d, 1))
-        extra = np.zeros(q_lo.shape[0])
-        for a in range(0, q_lo.shape[0], chunk):
-            s = np.clip((q_lo[a:a + chunk, None, :] - centre) / width, -0.5, 0.5)
-            e = np.clip((q_hi[a:a + chunk, None, :] - centre) / width, -0.5, 0.5)
-            share = np.prod(np.maximum(e - s, 0.0), axis=-1) * np.sum(beta * (0.5 * (s + e)), axis=-1)
-            extra[a:a + chunk] = share @ self.count
-        return base + extra
+        if self.layout["kind"] == "grid":
+            m1, m2 = 1, np.array([int(self.layout["m"])])
+        else:
+            m1, m2 = int(self.layout["m1"]), np.asarray(self.layout["m2"], dtype=np.int64)
+        return self._uniform_answers(q_lo, q_hi) + linear_grid_correction(self.count, beta, m1, m2, self.box,
+                                                                          q_lo, q_hi)
 
     def _grid_structure(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Flattened prefix sums of every (sub-)grid, their offsets, and their sides."""

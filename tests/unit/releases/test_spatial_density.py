@@ -45,7 +45,8 @@ def boxes(d, n, seed):
 
 
 MECHANISMS = [("privtree", 2, {}), ("privtree", 3, {"fanout": 4}), ("uniform_grid", 2, {}),
-              ("adaptive_grid", 2, {}), ("adaptive_grid", 1, {"n": 20_000})]
+              ("uniform_grid", 3, {"n": 20_000}), ("uniform_grid", 1, {}), ("adaptive_grid", 2, {}),
+              ("adaptive_grid", 1, {"n": 20_000}), ("adaptive_grid", 3, {"n": 20_000})]
 
 
 @pytest.mark.parametrize(("mechanism", "d", "kw"), MECHANISMS)
