@@ -399,20 +399,30 @@ class SpatialRelease(Release):
         ``reason`` says how)."""
         return postprocessed_noise_model(self.params) or self.noise_model
 
-    def range_std(self, **ranges: tuple[float, float]) -> float | None:
+    def range_std(self, density: Any = "uniform", **ranges: tuple[float, float]) -> float | None:
         """Noise standard deviation of :meth:`range_count` (the ``noise_std`` of
-        :meth:`range_counts`: leaf noise only, the uniformity error inside leaves is not included)."""
+        :meth:`range_counts`: leaf noise only, the uniformity error inside leaves is not included;
+        ``None`` with ``density="linear"``, which states no error bar)."""
+        density, ranges = _density_or_column(density, ranges)
+        if self._check_density(density) == "linear":
+            self._single_query(ranges)
+            return None
         query = self._single_query(ranges)
         if not query:
             query = {f"{self.box.columns[0]}_lo": [float(self.box.lo[0])]}
         std = self.range_counts(query, std=True)["noise_std"][0]
         return None if std is None else float(std)  # None: post-processed, no error bar (as range_counts)
 
-    def range_noise_interval(self, alpha: float = 0.05, **ranges: tuple[float, float]
-                             ) -> tuple[float | None, float | None]:
+    def range_noise_interval(self, alpha: float = 0.05, density: Any = "uniform",
+                             **ranges: tuple[float, float]) -> tuple[float | None, float | None]:
         """``(noise_lo, noise_hi)`` of :meth:`range_count` at ``alpha`` (the columns of
         :meth:`range_counts` with ``alpha=``: leaf noise only); ``(None, None)`` where the
-        release states no error bar."""
+        release states no error bar, as with ``density="linear"``."""
+        density, ranges = _density_or_column(density, ranges)
+        if self._check_density(density) == "linear":
+            check_alpha(alpha)
+            self._single_query(ranges)
+            return None, None
         query = self._single_query(ranges)
         if not query:
             query = {f"{self.box.columns[0]}_lo": [float(self.box.lo[0])]}
@@ -521,9 +531,7 @@ class SpatialRelease(Release):
     def range_count(self, density: Any = "uniform", **ranges: tuple[float, float]) -> float:
         """Noisy count of points with ``lo <= col <= hi`` for each ``col=(lo, hi)`` given
         (an absent column means its whole declared range); ``density`` as in :meth:`range_counts`."""
-        if isinstance(density, (tuple, list)):  # a column named "density"
-            ranges = {"density": cast(tuple[float, float], density), **ranges}
-            density = "uniform"
+        density, ranges = _density_or_column(density, ranges)
         linear = self._check_density(density) == "linear"
         query = self._single_query(ranges)
         if not query:
@@ -608,6 +616,14 @@ class SpatialRelease(Release):
 
     def sql_names(self, name: str) -> list[str]:
         return [name, f"{name}_meta", f"{name}_range_count(...)", f"{name}_range_counts('queries')"]
+
+
+def _density_or_column(density: Any, ranges: dict[str, tuple[float, float]]
+                       ) -> tuple[Any, dict[str, tuple[float, float]]]:
+    """``density=`` of a single query, or the range of a column named ``density``."""
+    if isinstance(density, (tuple, list)):
+        return "uniform", {"density": cast(tuple[float, float], density), **ranges}
+    return density, ranges
 
 
 def _check_layout_and_model(plan: PointsPlan, params: Mapping[str, Any], layout: Mapping[str, Any],

@@ -132,6 +132,20 @@ def test_linear_states_no_error_bar():
     out = r.range_counts(q, alpha=0.05, density="linear")
     assert out["noise_std"].null_count() == out["noise_lo"].null_count() == 5
     assert r.range_counts(q, std=True)["noise_std"].null_count() == 0  # the uniform one is stated
+    assert r.range_std(density="linear", c0=(0, 1)) is None
+    assert r.range_interval(0.1, density="linear", c0=(0, 1)) == (None, None)
+    assert r.range_std(c0=(0, 1)) == r.range_std(density="uniform", c0=(0, 1)) > 0
+    with pytest.raises(ParameterError, match="density must be one of"):
+        r.range_std(density="lin", c0=(0, 1))
+
+
+def test_a_column_named_density_is_still_a_range():
+    df = skewed(5_000, 2).rename({"c0": "density"})
+    r = df.dp.privtree(["density", "c1"], bounds=[(-5, 5)] * 2, epsilon=1.0, seed=1)
+    want = r.range_count_array(pl.DataFrame({"density_lo": [-1.0], "density_hi": [2.0]}))[0]
+    assert r.range_count(density=(-1.0, 2.0)) == want
+    assert r.range_std(density=(-1.0, 2.0)) == r.range_counts(
+        pl.DataFrame({"density_lo": [-1.0], "density_hi": [2.0]}), std=True)["noise_std"][0]
 
 
 def test_bad_density():
