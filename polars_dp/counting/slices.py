@@ -117,15 +117,17 @@ def affine_keys(columns: Sequence[np.ndarray], axes: Sequence[AffineAxis], clamp
     Outside values are found in one pass per axis: ``lo <= v <= hi`` exactly when ``v - lo``,
     computed modulo ``2^64`` and read as unsigned, is at most ``hi - lo`` (``v`` and ``lo`` are
     int64 and ``hi - lo < 2^62``, so a negative difference reads as at least ``2^63``).  Each
-    term ``((v - lo) // width) * stride`` is then exact: below the number of cells."""
+    term ``((v - lo) // width) * stride`` is then exact: below the number of cells.  Every step
+    computes in int64 (``dtype=``), whatever the column's width: numpy 1.x would otherwise compute
+    ``uint8 - 200`` in uint8 (value-based casting) and wrap."""
     first = True
     for x, a in zip(columns, axes, strict=True):
         target = out if first else scratch
         span = a.hi - a.lo
         if clamp:
-            np.clip(x, np.int64(a.lo), np.int64(a.hi), out=target)
+            np.clip(x, np.int64(a.lo), np.int64(a.hi), out=target, dtype=np.int64)
             if a.lo:
-                np.subtract(target, np.int64(a.lo), out=target)
+                np.subtract(target, np.int64(a.lo), out=target, dtype=np.int64)
             term = target
         else:
             if a.lo == 0 and (x.dtype.kind == "u" or span < 1 << (8 * x.itemsize - 1)):
@@ -133,24 +135,24 @@ def affine_keys(columns: Sequence[np.ndarray], axes: Sequence[AffineAxis], clamp
                 term = x
                 unsigned = x.view(np.dtype(f"u{x.itemsize}"))
             else:
-                np.subtract(x, np.int64(a.lo), out=target)
+                np.subtract(x, np.int64(a.lo), out=target, dtype=np.int64)
                 term = target
                 unsigned = target.view(np.uint64)
             if unsigned.size and int(unsigned.max()) > span:
                 return False
         if a.width != 1:
-            np.floor_divide(term, np.int64(a.width), out=target)
+            np.floor_divide(term, np.int64(a.width), out=target, dtype=np.int64)
             term = target
         if first:
             if a.stride != 1:
-                np.multiply(term, np.int64(a.stride), out=out)
+                np.multiply(term, np.int64(a.stride), out=out, dtype=np.int64)
             elif term is not out:
                 np.copyto(out, term)
             first = False
         elif a.stride == 1:
-            np.add(out, term, out=out)
+            np.add(out, term, out=out, dtype=np.int64)
         else:
-            np.multiply(term, np.int64(a.stride), out=scratch)
+            np.multiply(term, np.int64(a.stride), out=scratch, dtype=np.int64)
             np.add(out, scratch, out=out)
     return True
 
