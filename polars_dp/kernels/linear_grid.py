@@ -17,7 +17,7 @@ import numpy as np
 
 from polars_dp.domains.box import Box
 from polars_dp.kernels.prefix import prefix_sums
-from polars_dp.kernels.spatial_sums import grid_sums
+from polars_dp.kernels.spatial_sums import grid_sums, touched_cells
 
 
 def _slab_prefix(weights: np.ndarray, m2: np.ndarray, d: int) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -49,22 +49,7 @@ def linear_grid_correction(counts: np.ndarray, beta: np.ndarray, m1: int, m2: np
     n_q, d = q_lo.shape
     m2 = np.asarray(m2, dtype=np.int64)
     weights = np.asarray(counts, dtype=np.float64)[:, None] * beta
-    cell_w = box.width / m1
-    a = np.clip(np.floor((q_lo - box.lo) / cell_w), 0, m1 - 1).astype(np.int64)
-    b = np.clip(np.floor((q_hi - box.lo) / cell_w), 0, m1 - 1).astype(np.int64)
-    lens = b - a + 1
-    per_query = np.prod(lens, axis=1)
-    qi = np.repeat(np.arange(n_q), per_query)
-    local = np.arange(qi.size) - np.repeat(np.cumsum(per_query) - per_query, per_query)
-    idx = np.empty((qi.size, d), dtype=np.int64)
-    for j in reversed(range(d)):
-        idx[:, j] = a[qi, j] + local % lens[qi, j]
-        local = local // lens[qi, j]
-    cell = np.zeros(qi.size, dtype=np.int64)
-    for j in range(d):
-        cell = cell * m1 + idx[:, j]
-    c_lo = box.lo + idx * cell_w
-    c_hi = np.where(idx == m1 - 1, box.hi, c_lo + cell_w)
+    qi, cell, c_lo, c_hi = touched_cells(m1, box, q_lo, q_hi)
     ql = np.maximum(q_lo[qi], c_lo)
     qh = np.minimum(q_hi[qi], c_hi)
     side = m2[cell]

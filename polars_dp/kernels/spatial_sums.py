@@ -196,6 +196,16 @@ def two_level_grid_sums(prefix: np.ndarray, offsets: np.ndarray, m2: np.ndarray,
                         q_lo: np.ndarray, q_hi: np.ndarray) -> np.ndarray:
     """Answers over a grid of ``m1^d`` cells, cell ``c`` holding its own ``m2[c]^d`` sub-grid
     (prefix sums at ``prefix[offsets[c]:]``)."""
+    qi, cell, c_lo, c_hi = touched_cells(m1, box, q_lo, q_hi)
+    pair = grid_sums(prefix, offsets[cell], m2[cell], c_lo, c_hi, q_lo[qi], q_hi[qi])
+    return np.bincount(qi, weights=pair, minlength=q_lo.shape[0])
+
+
+def touched_cells(m1: int, box: Box, q_lo: np.ndarray, q_hi: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Every (query, cell) pair of a grid of ``m1^d`` cells over ``box`` whose cell the query
+    ``[q_lo, q_hi]`` touches: the query index, the cell's C-order index and its box
+    ``[c_lo, c_hi]`` (the last cell of an axis closed at ``box.hi``); none for a query outside."""
     n_q, d = q_lo.shape
     cell_w = box.width / m1
     a = np.clip(np.floor((q_lo - box.lo) / cell_w), 0, m1 - 1).astype(np.int64)
@@ -214,8 +224,8 @@ def two_level_grid_sums(prefix: np.ndarray, offsets: np.ndarray, m2: np.ndarray,
         cell = cell * m1 + idx[:, j]
     c_lo = box.lo + idx * cell_w
     c_hi = np.where(idx == m1 - 1, box.hi, c_lo + cell_w)
-    pair = grid_sums(prefix, offsets[cell], m2[cell], c_lo, c_hi, q_lo[qi], q_hi[qi])
-    return np.bincount(qi, weights=pair, minlength=n_q)
+    return qi, cell, c_lo, c_hi
 
 
-__all__ = ["Visit", "child_boxes", "grid_sums", "morton_tree_sums", "two_level_grid_sums", "visit_tree"]
+__all__ = ["Visit", "child_boxes", "grid_sums", "morton_tree_sums", "touched_cells", "two_level_grid_sums",
+           "visit_tree"]
