@@ -1,8 +1,9 @@
-"""Random Morton partitions for the spatial kernel tests."""
+"""Spatial test data: skewed points and random Morton partitions."""
 
 from __future__ import annotations
 
 import numpy as np
+import polars as pl
 
 
 def random_leaves(layout, rng, n_splits=40, max_depth=6):
@@ -18,3 +19,13 @@ def random_leaves(layout, rng, n_splits=40, max_depth=6):
         order = np.argsort(starts)
         starts, depth = starts[order], depth[order]
     return starts, depth
+
+
+def skewed(n, d, seed=0):
+    """``n`` points in ``[-5, 5]^d`` (columns ``c0, c1, ...``): half in a narrow cluster, half uniform."""
+    rng = np.random.default_rng(seed)
+    cols = {}
+    for j in range(d):
+        hot = rng.normal(0.2 + 0.15 * j, 0.03, n // 2).clip(0, 1)
+        cols[f"c{j}"] = np.concatenate([hot, rng.uniform(0, 1, n - n // 2)]) * 10 - 5
+    return pl.DataFrame(cols)

@@ -20,15 +20,7 @@ from polars_dp.kernels.linear_density import (
 )
 from polars_dp.kernels.morton import MortonLayout
 from polars_dp.kernels.spatial_sums import morton_tree_sums
-
-
-def skewed(n, d, seed=0):
-    rng = np.random.default_rng(seed)
-    cols = {}
-    for j in range(d):
-        hot = rng.normal(0.2 + 0.15 * j, 0.03, n // 2).clip(0, 1)
-        cols[f"c{j}"] = np.concatenate([hot, rng.uniform(0, 1, n - n // 2)]) * 10 - 5
-    return pl.DataFrame(cols)
+from tests.helpers.morton import skewed
 
 
 def release(mechanism, d=2, n_points=20_000, seed=1, **kw):

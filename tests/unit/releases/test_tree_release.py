@@ -14,15 +14,7 @@ from polars_dp.evaluation.spatial_workloads import SIZE_CLASSES, random_boxes, r
 from polars_dp.kernels.morton import overlap_fraction
 from polars_dp.mechanisms.spatial_grids import constrained_inference
 from polars_dp.releases.metadata import read_metadata
-
-
-def skewed(n, d, seed=0):
-    rng = np.random.default_rng(seed)
-    cols = {}
-    for j in range(d):
-        hot = rng.normal(0.2 + 0.15 * j, 0.03, n // 2).clip(0, 1)
-        cols[f"c{j}"] = np.concatenate([hot, rng.uniform(0, 1, n - n // 2)]) * 10 - 5
-    return pl.DataFrame(cols)
+from tests.helpers.morton import skewed
 
 
 def release(mechanism, d, n_points=20_000, epsilon=1.0, seed=1, **kw):
