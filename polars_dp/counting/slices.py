@@ -32,7 +32,9 @@ the running time depends on the row count, as any count's does.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -167,15 +169,34 @@ def affine_counter(frame: pl.DataFrame, axes: Sequence[AffineAxis], clamp: bool,
         yield None
         return
     n = frame.height
-    keys = np.empty(min(rows, n), dtype=np.int64)
-    scratch = np.empty_like(keys)
-    for start in range(0, n, rows):
-        m = min(rows, n - start)
-        columns = [s.slice(start, m).to_numpy() for s in series]
-        if not affine_keys(columns, axes, clamp, keys[:m], scratch[:m]):
-            yield None
-            return
-        yield keys[:m]
+    with key_buffers(min(rows, n)) as (keys, scratch):
+        for start in range(0, n, rows):
+            m = min(rows, n - start)
+            columns = [s.slice(start, m).to_numpy() for s in series]
+            if not affine_keys(columns, axes, clamp, keys[:m], scratch[:m]):
+                yield None
+                return
+            yield keys[:m]
+
+
+_spare = threading.local()
+
+
+@contextmanager
+def key_buffers(rows: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Two int64 buffers of at least ``rows`` values (the slice's cells and scratch), kept for
+    the thread's next count: a fresh megabyte faults in its pages on every call (about 0.5 ms
+    per release measured), reused ones are already mapped.  A buffer is lent to one counter at
+    a time (a second counter running meanwhile gets its own).  Memory only: the counts never
+    depend on it."""
+    held = getattr(_spare, "buffers", None)
+    _spare.buffers = None
+    if held is None or held[0].size < rows:
+        held = (np.empty(rows, dtype=np.int64), np.empty(rows, dtype=np.int64))
+    try:
+        yield held
+    finally:
+        _spare.buffers = held
 
 
 def frame_slices(frame: pl.DataFrame, rows: int) -> Iterator[pl.DataFrame]:
@@ -185,4 +206,4 @@ def frame_slices(frame: pl.DataFrame, rows: int) -> Iterator[pl.DataFrame]:
 
 
 __all__ = ["NARROW_INTEGERS", "SLICE_BYTES", "AffineAxis", "affine_axes", "affine_counter", "affine_keys",
-           "frame_slices", "slice_rows"]
+           "frame_slices", "key_buffers", "slice_rows"]

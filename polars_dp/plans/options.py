@@ -14,6 +14,7 @@ accepted ones, a value of the wrong type or out of range one naming the option
 
 from __future__ import annotations
 
+import functools
 import inspect
 import textwrap
 import typing
@@ -92,13 +93,13 @@ class Option:
         if self.kind not in KINDS:
             raise ValueError(f"option {self.name}: unknown kind {self.kind!r}")
 
-    @property
+    @functools.cached_property
     def choices(self) -> tuple[Any, ...]:
         """The values a ``Literal`` type allows (empty otherwise)."""
         return tuple(c for m in _members(self.type) if typing.get_origin(m) is Literal
                      for c in typing.get_args(m))
 
-    @property
+    @functools.cached_property
     def optional(self) -> bool:
         """Whether ``None`` is accepted (the type is ``X | None``)."""
         return NoneType in _members(self.type)

@@ -202,3 +202,28 @@ def test_a_large_frame_is_counted_without_a_cell_column_of_all_its_rows():
     total, grown = map(int, out.stdout.split())
     assert total == 10_000_000
     assert grown < 20 * 2**20
+
+
+def test_key_buffers_are_kept_for_the_next_count_and_lent_to_one_counter_at_a_time():
+    """A second count reuses the mapped buffers of the first (no fresh pages per release); a
+    counter running while another holds them gets its own, and both count right."""
+    with slices.key_buffers(1000) as first:
+        with slices.key_buffers(1000) as nested:
+            assert nested[0] is not first[0] and nested[1] is not first[1]
+    with slices.key_buffers(500) as again:
+        assert again[0] is nested[0] or again[0] is first[0]
+    with slices.key_buffers(4000) as larger:
+        assert larger[0].size >= 4000 and larger[1].size >= 4000
+    attrs = [pdp.Ordinal("a", 0, 9), pdp.Ordinal("b", 0, 9)]
+    rng = np.random.default_rng(3)
+    frames = [pl.DataFrame({"a": rng.integers(0, 10, n), "b": rng.integers(0, 10, n)}) for n in (5000, 300)]
+    spec = CountSpec.make(attrs)
+    rule = slices.affine_axes(spec, [pl.Int64, pl.Int64])
+    assert rule is not None
+    outer = slices.affine_counter(frames[0], rule, False, 4096)
+    got = np.bincount(next(outer), minlength=100)  # the first counter holds its buffers ...
+    inner = sum(np.bincount(c, minlength=100) for c in slices.affine_counter(frames[1], rule, False, 4096))
+    got += sum(np.bincount(c, minlength=100) for c in outer)  # ... while a second one counts
+    for frame, counts in zip(frames, (got, inner), strict=True):
+        want = np.bincount(frame["a"].to_numpy() * 10 + frame["b"].to_numpy(), minlength=100)
+        assert np.array_equal(counts, want)
