@@ -62,19 +62,25 @@ from polars_dp.releases.spatial import SpatialRelease
 from polars_dp.releases.subgrid import Subgrid
 
 
-def code_range_counts(codes: np.ndarray, weights: np.ndarray | None, starts: np.ndarray, total_bits: int
-                      ) -> np.ndarray:
+def code_range_counts(
+    codes: np.ndarray, weights: np.ndarray | None, starts: np.ndarray, total_bits: int
+) -> np.ndarray:
     """Exact counts (int64) of the consecutive code ranges ``[starts[i], starts[i + 1])`` (the last
     up to ``2^total_bits``) over sorted finest codes with their ``weights`` (``None``: one each)."""
-    cum = np.r_[0, np.cumsum(np.ones(codes.size, dtype=np.int64) if weights is None
-                             else np.asarray(weights, dtype=np.int64))]
+    cum = np.r_[
+        0,
+        np.cumsum(
+            np.ones(codes.size, dtype=np.int64) if weights is None else np.asarray(weights, dtype=np.int64)
+        ),
+    ]
     ends = np.r_[starts[1:], np.int64(1) << np.int64(total_bits)] if total_bits < 63 else None
     assert ends is not None  # resolution_bits keeps d * bits <= 62
     return cum[np.searchsorted(codes, ends, side="left")] - cum[np.searchsorted(codes, starts, side="left")]
 
 
-def run_privtree_subgrid(plan: PrivTreeSubgridPlan, frame: Any, *, seed: SeedLike, progress: bool | None
-                         ) -> SpatialRelease:
+def run_privtree_subgrid(
+    plan: PrivTreeSubgridPlan, frame: Any, *, seed: SeedLike, progress: bool | None
+) -> SpatialRelease:
     """Count ``frame``'s points per finest cell, grow the tree, draw the leaf counts, size the
     sub-grids from them, draw the sub-cell counts, then make the counts consistent."""
     opts = plan.options
@@ -85,12 +91,26 @@ def run_privtree_subgrid(plan: PrivTreeSubgridPlan, frame: Any, *, seed: SeedLik
         bar = Progress("privtree_subgrid", progress, None)
         bar.step("counting (finest cells)")
         frame = bounded(frame, plan, src, box.columns)
-        codes, weights = finest_cells(frame, box, bits, functools.partial(morton_codes, bits=bits),
-                                      on_out_of_domain=opts["on_out_of_domain"], nulls=opts["nulls"],
-                                      count_column=opts["count_column"])
-        start, depth, leaf_count = grow_tree(codes, weights, tree, lam=plan.lam, delta=plan.delta,
-                                             theta=plan.theta, rng=src, noise=noise,
-                                             advance=bar.step("tree", unit="nodes"))
+        codes, weights = finest_cells(
+            frame,
+            box,
+            bits,
+            functools.partial(morton_codes, bits=bits),
+            on_out_of_domain=opts["on_out_of_domain"],
+            nulls=opts["nulls"],
+            count_column=opts["count_column"],
+        )
+        start, depth, leaf_count = grow_tree(
+            codes,
+            weights,
+            tree,
+            lam=plan.lam,
+            delta=plan.delta,
+            theta=plan.theta,
+            rng=src,
+            noise=noise,
+            advance=bar.step("tree", unit="nodes"),
+        )
         bar.step("noise")
         add_noise(leaf_count, plan.leaf_scale, src, noise)  # v: the released leaf counts
         k = plan.subcell_bits(leaf_count, depth)  # post-processing of v
@@ -98,26 +118,56 @@ def run_privtree_subgrid(plan: PrivTreeSubgridPlan, frame: Any, *, seed: SeedLik
         u = code_range_counts(codes, weights, sub_starts, tree.total_bits).astype(np.float64)
         del codes, weights
         add_noise(u, plan.sub_scale, src, noise)
-        sub = Subgrid(tree, start, depth, k, leaf_count, u, float(plan.leaf_scale), float(plan.sub_scale),
-                      noise)
+        sub = Subgrid(
+            tree, start, depth, k, leaf_count, u, float(plan.leaf_scale), float(plan.sub_scale), noise
+        )
         bar.step("consistent counts")
         x = sub.consistent()
         bar.close()
         lo, hi = plan.layout.node_boxes(sub_starts, bit_depth, box)
-        return SpatialRelease(box, lo, hi, bit_depth, x, codes=sub_starts, mechanism="privtree_subgrid",
-                              epsilon=plan.epsilon, neighbours=plan.neighbours, params=plan.record(),
-                              noise=noise, seeded=src.seeded, plan=plan, noise_model=plan.release_noise_model,
-                              layout=plan.layout_entries({}), subgrid=sub)
+        return SpatialRelease(
+            box,
+            lo,
+            hi,
+            bit_depth,
+            x,
+            codes=sub_starts,
+            mechanism="privtree_subgrid",
+            epsilon=plan.epsilon,
+            neighbours=plan.neighbours,
+            params=plan.record(),
+            noise=noise,
+            seeded=src.seeded,
+            plan=plan,
+            noise_model=plan.release_noise_model,
+            layout=plan.layout_entries({}),
+            subgrid=sub,
+        )
 
 
 @mechanism(PrivTreeSubgridPlan, run_privtree_subgrid)
-def privtree_subgrid(frame: Any, columns: str | Sequence[str], *, bounds: Bounds, epsilon: float,
-                     fanout: int | None = ..., theta: float = ..., tree_share: float = ...,
-                     leaf_share: float = ..., c2: float = ..., max_subcell_bits: int = ...,
-                     neighbours: Neighbours = ..., seed: SeedLike = ..., on_out_of_domain: OnOutOfDomain = ...,
-                     nulls: Nulls = ..., resolution: int | None = ..., count_column: str | None = ...,
-                     noise: NoiseKind = ..., progress: bool | None = ...,
-                     privacy_unit: Rows | None = ...) -> SpatialRelease:
+def privtree_subgrid(
+    frame: Any,
+    columns: str | Sequence[str],
+    *,
+    bounds: Bounds,
+    epsilon: float,
+    fanout: int | None = ...,
+    theta: float = ...,
+    tree_share: float = ...,
+    leaf_share: float = ...,
+    c2: float = ...,
+    max_subcell_bits: int | None = ...,
+    neighbours: Neighbours = ...,
+    seed: SeedLike = ...,
+    on_out_of_domain: OnOutOfDomain = ...,
+    nulls: Nulls = ...,
+    resolution: int | None = ...,
+    count_column: str | None = ...,
+    noise: NoiseKind = ...,
+    progress: bool | None = ...,
+    privacy_unit: Rows | None = ...,
+) -> SpatialRelease:
     """Release PrivTree leaves cut into noisy sub-grids, with consistent counts (module docstring).
 
     ``tree_share`` of ``epsilon`` grows PrivTree's tree, ``leaf_share`` of the rest adds

@@ -18,8 +18,8 @@ import numpy as np
 from polars_dp.domains.attributes import Ordinal
 from polars_dp.domains.box import as_box
 from polars_dp.errors import ParameterError, ReleaseFormatError
-from polars_dp.kernels.morton import MortonLayout, check_fanout, resolution_bits
 from polars_dp.kernels import subgrid
+from polars_dp.kernels.morton import MortonLayout, check_fanout, resolution_bits
 from polars_dp.kernels.pst import check_max_nodes
 from polars_dp.noise import (
     MAX_COUNT_SCALE,
@@ -264,9 +264,9 @@ class PrivTreeSubgridPlan(PointsPlan):
         Option("c2", float, subgrid.C2, kind="positive",
                doc="AG's constant, > 0: a leaf of noisy count ``v`` gets about ``(v eps_sub / c2)^(2d/"
                    "(d+2))`` sub-cells (each about ``c2 / eps_sub`` points; default 3)."),
-        Option("max_subcell_bits", int, subgrid.MAX_SUBCELL_BITS, lo=0,
+        Option("max_subcell_bits", int | None, None, lo=0,
                doc="the most halvings of a leaf into sub-cells (``2^k`` sub-cells), between 0 and "
-                   "``d * resolution`` (default 8)."),
+                   "``d * resolution`` (default ``None``: ``min(8, d * resolution)``)."),
         _NEIGHBOURS, SEED, *ROW_OPTIONS[:2],
         Option("resolution", int | None, None, lo=1,
                doc="bits per axis of the finest grid the points are snapped to (public; default and "
@@ -309,8 +309,10 @@ class PrivTreeSubgridPlan(PointsPlan):
         self.tree_layout = MortonLayout(d, bits, split_bits)
         #: the release's cells are the sub-cells: nodes of the bit layout (one halving per depth)
         self.layout = subgrid.subcell_layout(self.tree_layout)
-        self.c2, self.max_subcell_bits = subgrid.check_subgrid_options(
-            self.options["c2"], self.options["max_subcell_bits"], self.tree_layout)
+        cap = self.options["max_subcell_bits"]
+        cap = min(subgrid.MAX_SUBCELL_BITS, self.tree_layout.total_bits) if cap is None else cap
+        self.c2, self.max_subcell_bits = subgrid.check_subgrid_options(self.options["c2"], cap,
+                                                                       self.tree_layout)
         budget = subgrid.subgrid_budget(Fraction(self.epsilon), self.neighbours,
                                         tree_share=self.options["tree_share"],
                                         leaf_share=self.options["leaf_share"],
@@ -899,5 +901,6 @@ class NgramPlan(SequencesPlan):
 
 
 __all__ = ["AdaptiveGridPlan", "Bounds", "NgramPlan", "PointsPlan", "Postprocess", "PrivTreePlan",
-           "PrivTreeSequencesPlan", "PrivTreeSubgridPlan", "PriveletGridPlan", "SequencesPlan", "UniformGridPlan", "alphabet_size",
+           "PrivTreeSequencesPlan", "PrivTreeSubgridPlan", "PriveletGridPlan", "SequencesPlan",
+           "UniformGridPlan", "alphabet_size",
            "check_length_share", "MAX_GRID_CELLS", "grid_side", "max_side", "split_budget"]

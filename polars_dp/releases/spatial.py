@@ -34,13 +34,13 @@ from polars_dp.kernels.linear_density import (
 from polars_dp.kernels.linear_grid import linear_grid_correction
 from polars_dp.kernels.morton import MortonLayout
 from polars_dp.kernels.prefix import prefix_sums
-from polars_dp.kernels.tail_bounds import chernoff_accuracy
 from polars_dp.kernels.spatial_sums import (
     grid_sums,
     grid_weight_squares,
     morton_tree_sums,
     two_level_grid_sums,
 )
+from polars_dp.kernels.tail_bounds import chernoff_accuracy
 from polars_dp.noise import SeedLike
 from polars_dp.plans.base import Plan
 from polars_dp.plans.grid import check_alpha
@@ -709,7 +709,8 @@ def _read_subgrid(table: pa.Table, plan: PrivTreeSubgridPlan, codes: np.ndarray,
         raise ReleaseFormatError(f"tree release table has no {exc.args[0]!r} column") from None
     if not np.issubdtype(bits.dtype, np.integer):
         raise ReleaseFormatError(f"tree release column 'subgrid_bits' has type {bits.dtype}, not integers")
-    sub = Subgrid.from_columns(codes, depth, bits, leaf_noisy, noisy, plan.tree_layout, plan=plan, noise=noise)
+    sub = Subgrid.from_columns(codes, depth, bits, leaf_noisy, noisy, plan.tree_layout, plan=plan,
+                               noise=noise)
     x = sub.consistent()
     steps = [s["method"] for s in postprocessing_steps(params)]
     if steps:

@@ -103,19 +103,32 @@ class Subgrid:
 
     def consistent(self) -> np.ndarray:
         """The consistent sub-cell counts ``x`` (:func:`~polars_dp.kernels.subgrid.consistent_counts`)."""
-        return consistent_counts(self.noisy_leaf, self.noisy_sub, self.offsets, self.var_leaf,
-                                 self.var_sub)[1]
+        return consistent_counts(self.noisy_leaf, self.noisy_sub, self.offsets, self.var_leaf, self.var_sub)[
+            1
+        ]
 
     def columns(self) -> dict[str, np.ndarray]:
         """The table columns of :data:`SUBGRID_COLUMNS`, one row per sub-cell."""
         leaf = np.repeat(np.arange(self.k.size), self.sizes)
-        return {"subgrid_bits": self.k.astype(np.int32)[leaf], "leaf_noisy_count": self.noisy_leaf[leaf],
-                "noisy_count": self.noisy_sub}
+        return {
+            "subgrid_bits": self.k.astype(np.int32)[leaf],
+            "leaf_noisy_count": self.noisy_leaf[leaf],
+            "noisy_count": self.noisy_sub,
+        }
 
     @classmethod
-    def from_columns(cls, codes: np.ndarray, bit_depth: np.ndarray, sub_bits: np.ndarray,
-                     leaf_noisy: np.ndarray, noisy_sub: np.ndarray, tree_layout: MortonLayout, *,
-                     plan: Any, noise: str) -> Subgrid:
+    def from_columns(
+        cls,
+        codes: np.ndarray,
+        bit_depth: np.ndarray,
+        sub_bits: np.ndarray,
+        leaf_noisy: np.ndarray,
+        noisy_sub: np.ndarray,
+        tree_layout: MortonLayout,
+        *,
+        plan: Any,
+        noise: str,
+    ) -> Subgrid:
         """The sub-grids of a table (rows in code order, already checked to tile the box): the
         leaves rebuilt from the sub-cells and verified as the module docstring says."""
         codes = np.asarray(codes, dtype=np.int64)
@@ -124,8 +137,10 @@ class Subgrid:
         s = tree_layout.split_bits
         leaf_bits = bit_depth - k
         if np.any(k < 0) or np.any(leaf_bits < 0) or np.any(leaf_bits % s):
-            raise ReleaseFormatError("tree release column 'subgrid_bits' does not place every sub-cell in a "
-                                     "PrivTree leaf: the table was edited")
+            raise ReleaseFormatError(
+                "tree release column 'subgrid_bits' does not place every sub-cell in a "
+                "PrivTree leaf: the table was edited"
+            )
         shift = tree_layout.total_bits - leaf_bits
         leaf_start = np.right_shift(codes, shift) << shift
         new = np.ones(codes.size, dtype=bool)
@@ -134,21 +149,40 @@ class Subgrid:
         starts, depth, kk, v = leaf_start[first], leaf_bits[first] // s, k[first], leaf_noisy[first]
         u = np.asarray(noisy_sub, dtype=np.float64)
         if noise == "exact" and not (np.array_equal(v, np.round(v)) and np.array_equal(u, np.round(u))):
-            raise ReleaseFormatError("tree release noisy counts must be integers for exact noise: the table "
-                                     "was edited")
+            raise ReleaseFormatError(
+                "tree release noisy counts must be integers for exact noise: the table was edited"
+            )
         want_k = plan.subcell_bits(v, depth)
         if not np.array_equal(kk, want_k):
-            raise ReleaseFormatError("tree release column 'subgrid_bits' disagrees with the sub-grid sizes "
-                                     "the plan gives the noisy leaf counts: the table was edited")
-        sub = cls(tree_layout, starts, depth, kk, np.asarray(v, dtype=np.float64), u,
-                  float(plan.leaf_scale), float(plan.sub_scale), noise)
+            raise ReleaseFormatError(
+                "tree release column 'subgrid_bits' disagrees with the sub-grid sizes "
+                "the plan gives the noisy leaf counts: the table was edited"
+            )
+        sub = cls(
+            tree_layout,
+            starts,
+            depth,
+            kk,
+            np.asarray(v, dtype=np.float64),
+            u,
+            float(plan.leaf_scale),
+            float(plan.sub_scale),
+            noise,
+        )
         want_codes, want_depth = sub.cells()
         per_leaf = np.repeat(np.arange(kk.size), sub.sizes) if want_codes.size == codes.size else None
-        if (per_leaf is None or not np.array_equal(want_codes, codes) or not np.array_equal(want_depth, bit_depth)
-                or not np.array_equal(leaf_noisy, v[per_leaf]) or not np.array_equal(k, kk[per_leaf])):
-            raise ReleaseFormatError("tree release sub-cells are not their leaves' sub-grids (a sub-cell "
-                                     "moved, or a leaf's count or size differs between its sub-cells): the "
-                                     "table was edited")
+        if (
+            per_leaf is None
+            or not np.array_equal(want_codes, codes)
+            or not np.array_equal(want_depth, bit_depth)
+            or not np.array_equal(leaf_noisy, v[per_leaf])
+            or not np.array_equal(k, kk[per_leaf])
+        ):
+            raise ReleaseFormatError(
+                "tree release sub-cells are not their leaves' sub-grids (a sub-cell "
+                "moved, or a leaf's count or size differs between its sub-cells): the "
+                "table was edited"
+            )
         return sub
 
     def check_counts(self, stored: np.ndarray, recomputed: np.ndarray) -> None:
@@ -166,15 +200,25 @@ class Subgrid:
     def leaf_boxes(self, box: Box) -> tuple[np.ndarray, np.ndarray]:
         return self.tree_layout.node_boxes(self.starts, self.depth, box)
 
-    def answers(self, box: Box, counts: np.ndarray, prefix: SubgridPrefix, q_lo: np.ndarray, q_hi: np.ndarray,
-                *, linear: bool = False) -> np.ndarray:
+    def answers(
+        self,
+        box: Box,
+        counts: np.ndarray,
+        prefix: SubgridPrefix,
+        q_lo: np.ndarray,
+        q_hi: np.ndarray,
+        *,
+        linear: bool = False,
+    ) -> np.ndarray:
         """Range counts over the sub-cells (:func:`~polars_dp.kernels.subgrid_sums.subgrid_tree_sums`):
         whole leaves from prefix sums of their totals, crossing leaves from their sub-grids."""
-        totals = np.bincount(np.repeat(np.arange(self.k.size), self.sizes), weights=counts,
-                             minlength=self.k.size)
+        totals = np.bincount(
+            np.repeat(np.arange(self.k.size), self.sizes), weights=counts, minlength=self.k.size
+        )
         lo, hi = self.leaf_boxes(box)
-        return subgrid_tree_sums(self.starts, totals, lo, hi, prefix, self.tree_layout, box, q_lo, q_hi,
-                                 linear=linear)
+        return subgrid_tree_sums(
+            self.starts, totals, lo, hi, prefix, self.tree_layout, box, q_lo, q_hi, linear=linear
+        )
 
     def variance(self, box: Box, q_lo: np.ndarray, q_hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(variance, V)`` of each uniform answer: its exact noise variance and ``V = sum a_j^2
