@@ -89,8 +89,8 @@ def grid_statements(name: str) -> list[str]:
 
 def tree_and_sequence_cases() -> dict[str, tuple[pdp.Release, pl.DataFrame, list[str]]]:
     """Per release name: a small spatial release (``t``), one with counted top levels (``tl``),
-    one with sub-grids (``ts``) and a sequence model (``s``), each with its batch of queries and the statements whose rows
-    Python gives."""
+    one with sub-grids (``ts``) and a sequence model (``s``), each with its batch of queries and
+    the statements whose rows Python gives."""
     boxes = pl.DataFrame({"id": range(40), **{f"{c}_{s}": np.sort(np.random.default_rng(6).random((40, 2)),
                                                                     axis=1)[:, j]
                                               for c in POINTS.columns for j, s in enumerate(("lo", "hi"))}})
