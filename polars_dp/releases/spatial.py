@@ -329,6 +329,9 @@ class SpatialRelease(Release):
         ``noise_hi`` are null, as in the SQL macros; :meth:`range_std` and
         :meth:`range_noise_interval` give ``None`` and the command line prints no error bar.
         Counted top levels state a ``noise_std`` but no interval (null ``noise_lo`` / ``noise_hi``).
+        A ``privtree_subgrid`` release (consistent leaf and sub-cell counts) states both: the exact
+        variance of its answer, a linear map of the two sets of noisy counts, and the Chernoff
+        bound of that map (:mod:`polars_dp.releases.subgrid`).
 
         ``density``: ``"uniform"`` (the default, as above) or ``"linear"``: each leaf crossing a
         box's boundary contributes under a piecewise-linear density fitted to its neighbours'
