@@ -45,6 +45,7 @@ from polars_dp.mechanisms import (
     privelet_grid,
     privtree,
     privtree_sequences,
+    privtree_subgrid,
     uniform_grid,
 )
 from polars_dp.namespace import dp
@@ -97,6 +98,7 @@ __all__ = [
     "privelet_grid",
     "privtree",
     "privtree_sequences",
+    "privtree_subgrid",
     "random_boxes",
     "random_workload",
     "read_release",

@@ -11,6 +11,7 @@ from polars_dp.mechanisms.laplace_histogram import basic
 from polars_dp.mechanisms.ngram import ngram_sequences
 from polars_dp.mechanisms.sequences import privtree_sequences
 from polars_dp.mechanisms.spatial_grids import adaptive_grid, privelet_grid, uniform_grid
+from polars_dp.mechanisms.spatial_subgrid import privtree_subgrid
 from polars_dp.mechanisms.spatial_tree import privtree
 from polars_dp.mechanisms.wavelet import privelet
 
@@ -24,6 +25,7 @@ class BoundMechanisms:  # not in __all__: __all__ lists the mechanisms
         basic = basic
         privelet = privelet
         privtree = privtree
+        privtree_subgrid = privtree_subgrid
         uniform_grid = uniform_grid
         adaptive_grid = adaptive_grid
         privelet_grid = privelet_grid
@@ -32,4 +34,4 @@ class BoundMechanisms:  # not in __all__: __all__ lists the mechanisms
 
 
 __all__ = ["adaptive_grid", "basic", "ngram_sequences", "privelet", "privelet_grid", "privtree",
-           "privtree_sequences", "uniform_grid"]
+           "privtree_sequences", "privtree_subgrid", "uniform_grid"]

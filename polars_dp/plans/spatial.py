@@ -18,6 +18,7 @@ import numpy as np
 from polars_dp.domains.attributes import Ordinal
 from polars_dp.domains.box import as_box
 from polars_dp.errors import ParameterError, ReleaseFormatError
+from polars_dp.kernels import subgrid
 from polars_dp.kernels.morton import MortonLayout, check_fanout, resolution_bits
 from polars_dp.kernels.pst import check_max_nodes
 from polars_dp.noise import (
@@ -230,6 +231,139 @@ class PrivTreePlan(PointsPlan):
     def options_from_record(cls, params: Any) -> dict[str, Any]:
         return {"fanout": params["fanout"], "theta": params["theta"], "tree_share": params["tree_share"],
                 "resolution": params["resolution_bits"], "levels": params.get("levels", 0)}
+
+    def layout_entries(self, data: Any) -> dict[str, Any]:
+        return {"kind": "morton", "bits": self.layout.bits, "split_bits": self.layout.split_bits}
+
+
+@register_plan
+class PrivTreeSubgridPlan(PointsPlan):
+    """PrivTree leaves with noisy sub-grids and consistent counts (issue 41;
+    :mod:`polars_dp.kernels.subgrid` states the budget split and
+    :mod:`polars_dp.mechanisms.spatial_subgrid` the privacy argument).
+
+    ``eps_tree = tree_share epsilon`` grows PrivTree's tree (``lambda`` with group factor
+    ``Delta``: ``eps_tree / 2`` under ``replace``), ``eps_leaf = leaf_share (epsilon - eps_tree)``
+    adds ``Lap(Delta / eps_leaf)`` to every leaf count and ``eps_sub`` (the rest) adds
+    ``Lap(Delta / eps_sub)`` to every sub-cell count, ``Delta`` 1 under ``add_remove`` and 2 under
+    ``replace`` (each count vector partitions the box), times the privacy unit's rows."""
+
+    name = "privtree_subgrid"
+    options_table = (
+        *_POINTS,
+        Option("fanout", int | None, None, lo=2,
+               doc="``beta``, a power of two up to ``2^d`` (default ``min(4, 2^d)``: two axes halved "
+                   "per level, round-robin)."),
+        Option("theta", float, 0.0, kind="nonnegative", check=check_theta,
+               doc="PrivTree's split threshold (default 0)."),
+        Option("tree_share", float, subgrid.TREE_SHARE, kind="fraction",
+               doc="fraction of ``epsilon`` that builds the tree, in (0, 1) (default 0.2)."),
+        Option("leaf_share", float, subgrid.LEAF_SHARE, kind="fraction",
+               doc="fraction of the count budget ``epsilon - eps_tree`` spent on the leaf counts, in "
+                   "(0, 1) (default 0.5); the rest goes to the sub-cell counts."),
+        Option("c2", float, subgrid.C2, kind="positive",
+               doc="AG's constant, > 0: a leaf of noisy count ``v`` gets about ``(v eps_sub / c2)^(2d/"
+                   "(d+2))`` sub-cells (each about ``c2 / eps_sub`` points; default 3)."),
+        Option("max_subcell_bits", int | None, None, lo=0,
+               doc="the most halvings of a leaf into sub-cells (``2^k`` sub-cells), between 0 and "
+                   "``d * resolution`` (default ``None``: ``min(8, d * resolution)``)."),
+        _NEIGHBOURS, SEED, *ROW_OPTIONS[:2],
+        Option("resolution", int | None, None, lo=1,
+               doc="bits per axis of the finest grid the points are snapped to (public; default and "
+                   "maximum ``min(31, 62 // d)``)."),
+        ROW_OPTIONS[2], NOISE, PROGRESS, PRIVACY_UNIT)
+    release_mechanisms = ("privtree_subgrid",)
+    record_fields = (
+        Field("lambda", lambda p, d: p.lam, scale=True),
+        Field("delta", lambda p, d: p.delta, scale=True),
+        Field("theta", lambda p, d: p.theta),
+        Field("fanout", lambda p, d: p.tree_layout.fanout),
+        Field("tree_share", lambda p, d: p.options["tree_share"]),
+        Field("leaf_share", lambda p, d: p.options["leaf_share"]),
+        Field("c2", lambda p, d: p.c2),
+        Field("max_subcell_bits", lambda p, d: p.max_subcell_bits),
+        Field("epsilon_tree", lambda p, d: float(p.epsilon_tree), scale=True),
+        Field("epsilon_leaf", lambda p, d: float(p.epsilon_leaf), scale=True),
+        Field("epsilon_sub", lambda p, d: float(p.epsilon_sub), scale=True),
+        Field("leaf_noise_scale", lambda p, d: float(p.leaf_scale), scale=True),
+        Field("sub_noise_scale", lambda p, d: float(p.sub_scale), scale=True),
+        Field("resolution_bits", lambda p, d: p.tree_layout.bits),
+        exact_fields("leaf_", lambda p: p.sensitivity, lambda p: p.leaf_scale),
+        exact_fields("sub_", lambda p: p.sensitivity, lambda p: p.sub_scale),
+        INPUTS,
+    )
+    correlation = ("consistent counts: each leaf's count and its sub-cells' counts combined by weighted "
+                   "least squares (exact noise_std from the two variances)")
+    unknown_before_data = ("the leaves (decided by PrivTree's noisy comparisons) and their sub-grids "
+                           "(sized from the noisy leaf counts): a range's noise is that of the consistent "
+                           "counts it overlaps plus the uniformity error inside partly covered sub-cells")
+
+    def _calibrate(self) -> None:
+        super()._calibrate()
+        d = self.box.d
+        fanout = self.options["fanout"]
+        split_bits = check_fanout(min(4, 2**d) if fanout is None else fanout, d)
+        top = resolution_bits(d)
+        bits = top if self.options["resolution"] is None else check_int(self.options["resolution"],
+                                                                         "resolution", lo=1, hi=top)
+        self.tree_layout = MortonLayout(d, bits, split_bits)
+        #: the release's cells are the sub-cells: nodes of the bit layout (one halving per depth)
+        self.layout = subgrid.subcell_layout(self.tree_layout)
+        cap = self.options["max_subcell_bits"]
+        cap = min(subgrid.MAX_SUBCELL_BITS, self.tree_layout.total_bits) if cap is None else cap
+        self.c2, self.max_subcell_bits = subgrid.check_subgrid_options(self.options["c2"], cap,
+                                                                       self.tree_layout)
+        budget = subgrid.subgrid_budget(Fraction(self.epsilon), self.neighbours,
+                                        tree_share=self.options["tree_share"],
+                                        leaf_share=self.options["leaf_share"],
+                                        unit_factor=self.privacy_unit.factor)
+        self.epsilon_tree: float | Fraction
+        self.epsilon_leaf: float | Fraction
+        self.epsilon_sub: float | Fraction
+        if self.noise == "exact":
+            self.epsilon_tree, self.epsilon_leaf, self.epsilon_sub = (
+                budget.epsilon_tree, budget.epsilon_leaf, budget.epsilon_sub)
+        else:
+            self.epsilon_tree = self.epsilon * self.options["tree_share"]
+            self.epsilon_leaf = (self.epsilon - self.epsilon_tree) * self.options["leaf_share"]
+            self.epsilon_sub = self.epsilon - self.epsilon_tree - self.epsilon_leaf
+        self.leaf_scale = laplace_scale(self.sensitivity, self.epsilon_leaf, self.noise)
+        self.sub_scale = laplace_scale(self.sensitivity, self.epsilon_sub, self.noise)
+        self.nominal_leaf_scale = self.sensitivity / float(self.epsilon_leaf)
+        self.nominal_sub_scale = self.sensitivity / float(self.epsilon_sub)
+        self.lam = privtree_lambda(self.epsilon_tree, self.tree_layout.fanout, group=self.sensitivity,
+                                   noise=self.noise)
+        self.delta = privtree_delta(self.lam, self.tree_layout.fanout, noise=self.noise)
+        check_decisions(self.lam, self.delta, self.tree_layout.fanout, self.noise)
+        theta = check_theta(self.options["theta"])
+        self.theta = grid_theta(theta) if self.noise == "exact" else theta
+
+    def exact_draws(self) -> list[tuple[str, Fraction, int]]:
+        """Leaf and sub-cell counts, float64 (the decisions draw exact Bernoulli events)."""
+        return [("leaf noise", Fraction(self.leaf_scale), MAX_COUNT_SCALE),
+                ("sub-cell noise", Fraction(self.sub_scale), MAX_COUNT_SCALE)]
+
+    def _exact_spent(self) -> Fraction:
+        """Decisions ``(2 beta - 1) Delta / ((beta - 1) lambda)``, leaves ``Delta / b_leaf``,
+        sub-cells ``Delta / b_sub``."""
+        return (decisions_epsilon(self.lam, self.tree_layout.fanout, self.sensitivity)
+                + _spent(self.sensitivity, self.leaf_scale) + _spent(self.sensitivity, self.sub_scale))
+
+    @property
+    def compiled_kernels(self) -> bool:
+        """Never, as PrivTree (:attr:`PrivTreePlan.compiled_kernels`): public, a constant."""
+        return False
+
+    def subcell_bits(self, noisy_leaf: np.ndarray, depth: np.ndarray) -> np.ndarray:
+        """Sub-cell bits of leaves of tree ``depth`` from their released counts (post-processing,
+        :func:`polars_dp.kernels.subgrid.subcell_bits` with this plan's ``eps_sub``, ``c2`` and cap)."""
+        return subgrid.subcell_bits(noisy_leaf, depth, self.tree_layout, epsilon_sub=float(self.epsilon_sub),
+                                    c2=self.c2, max_subcell_bits=self.max_subcell_bits)
+
+    @classmethod
+    def options_from_record(cls, params: Any) -> dict[str, Any]:
+        return {k: params[k] for k in ("fanout", "theta", "tree_share", "leaf_share", "c2",
+                                       "max_subcell_bits")} | {"resolution": params["resolution_bits"]}
 
     def layout_entries(self, data: Any) -> dict[str, Any]:
         return {"kind": "morton", "bits": self.layout.bits, "split_bits": self.layout.split_bits}
@@ -767,5 +901,6 @@ class NgramPlan(SequencesPlan):
 
 
 __all__ = ["AdaptiveGridPlan", "Bounds", "NgramPlan", "PointsPlan", "Postprocess", "PrivTreePlan",
-           "PrivTreeSequencesPlan", "PriveletGridPlan", "SequencesPlan", "UniformGridPlan", "alphabet_size",
+           "PrivTreeSequencesPlan", "PrivTreeSubgridPlan", "PriveletGridPlan", "SequencesPlan",
+           "UniformGridPlan", "alphabet_size",
            "check_length_share", "MAX_GRID_CELLS", "grid_side", "max_side", "split_budget"]

@@ -65,6 +65,9 @@ PAPERS = {
     "privelet+": "Xiao, Wang, Gehrke, Differential Privacy via Wavelet Transforms, ICDE 2010 (Sec. VI)",
     "privtree": "Zhang, Xiao, Xie, PrivTree: A Differentially Private Algorithm for Hierarchical "
                 "Decompositions, SIGMOD 2016",
+    "privtree_subgrid": "Zhang, Xiao, Xie, PrivTree, SIGMOD 2016 (the leaves), with the second level and "
+                        "constrained inference of AG: Qardaji, Yang, Li, Differentially Private Grids for "
+                        "Geospatial Data, ICDE 2013 (the sub-grids)",
     "uniform_grid": "Qardaji, Yang, Li, Differentially Private Grids for Geospatial Data, ICDE 2013 (UG)",
     "adaptive_grid": "Qardaji, Yang, Li, Differentially Private Grids for Geospatial Data, ICDE 2013 (AG)",
     "privelet_grid": "Xiao, Wang, Gehrke, ICDE 2010, on a fixed grid (Privelet*, PrivTree paper Sec. 6.1)",

@@ -40,6 +40,7 @@ from polars_dp.kernels.spatial_sums import (
     morton_tree_sums,
     two_level_grid_sums,
 )
+from polars_dp.kernels.tail_bounds import chernoff_accuracy
 from polars_dp.noise import SeedLike
 from polars_dp.plans.base import Plan
 from polars_dp.plans.grid import check_alpha
@@ -50,7 +51,7 @@ from polars_dp.plans.noise_model import (
     noise_model_from_json,
     noise_model_to_json,
 )
-from polars_dp.plans.spatial import PointsPlan, PrivTreePlan
+from polars_dp.plans.spatial import PointsPlan, PrivTreePlan, PrivTreeSubgridPlan
 from polars_dp.progress import Progress
 from polars_dp.releases import geoparquet, sql_tree
 from polars_dp.releases.base import Release, Sealed, fmt_number, read_only
@@ -69,6 +70,7 @@ from polars_dp.releases.spatial_format import (
     float_column,
     leaf_order,
 )
+from polars_dp.releases.subgrid import SUBGRID_COLUMNS, Subgrid
 from polars_dp.releases.tree_levels import TopLevels, check_same, parse_levels
 
 #: the densities inside a leaf that range counts accept (``density=``)
@@ -98,6 +100,9 @@ class SpatialRelease(Release):
     codes: Sealed[np.ndarray | None] = Sealed()
     #: counted top levels and the inference answering queries (``None``: leaves only)
     levels: Sealed[TopLevels | None] = Sealed()
+    #: the PrivTree leaves and both measurement sets of a ``privtree_subgrid`` release, whose rows
+    #: are the sub-cells (:mod:`polars_dp.releases.subgrid`; ``None`` otherwise)
+    subgrid: Sealed[Subgrid | None] = Sealed()
 
     release_type = "tree"  # the identifier stored in files (docs/release-format.md)
     metadata_entries = ("columns", "bounds", "layout", "n_leaves", "noise_model", "levels")
@@ -107,7 +112,7 @@ class SpatialRelease(Release):
                  params: Mapping[str, Any] | None = None, codes: np.ndarray | None = None,
                  noise_model: NoiseModel | None = None, created: str | None = None,
                  library_version: str | None = None, noise: str = "float", seeded: bool = False,
-                 levels: TopLevels | None = None, plan: Plan | None = None):
+                 levels: TopLevels | None = None, plan: Plan | None = None, subgrid: Subgrid | None = None):
         if layout.get("kind") not in LAYOUTS:
             raise ReleaseFormatError(f"unknown tree layout {layout.get('kind')!r}; known: {LAYOUTS}")
         if layout["kind"] == "morton" and codes is None:
@@ -125,7 +130,9 @@ class SpatialRelease(Release):
         self.noise_model = noise_model or self._plan_noise_model()
         self._grid_cache: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._slopes_cache: np.ndarray | None = None
+        self._subgrid_cache: dict[bool, Any] = {}
         self.levels = levels
+        self.subgrid = subgrid
 
     def _plan_noise_model(self) -> NoiseModel:
         """The noise of a release whose model was not given (files of 0.1.0 record none): the
@@ -150,7 +157,7 @@ class SpatialRelease(Release):
     @property
     def leaves(self) -> pl.DataFrame:
         """One row per leaf: ``<col>_lo``, ``<col>_hi`` per column, ``depth``, ``count``."""
-        hidden = [c for c in ("morton", "noisy_count") if c in self._table().column_names]
+        hidden = [c for c in ("morton", *SUBGRID_COLUMNS) if c in self._table().column_names]
         return cast(pl.DataFrame, pl.from_arrow(self._table().drop_columns(hidden)))
 
     def _metadata_entries(self) -> dict[str, Any]:
@@ -172,6 +179,8 @@ class SpatialRelease(Release):
             cols["morton"] = pa.array(self.codes)
         if self.levels is not None:
             cols["noisy_count"] = pa.array(self.levels.noisy_leaves)
+        if self.subgrid is not None:
+            cols.update((k, pa.array(v)) for k, v in self.subgrid.columns().items())
         return pa.table(cols)
 
     @classmethod
@@ -212,8 +221,12 @@ class SpatialRelease(Release):
             raise ReleaseFormatError(
                 f"release metadata field 'layout' is malformed ({layout!r}): {exc!r}") from None
         codes = None if codes is None else codes[order]
+        subgrid = None
+        if isinstance(plan, PrivTreeSubgridPlan):
+            subgrid = _read_subgrid(table, plan, cast(np.ndarray, codes), depth[order], count[order], order,
+                                    common["params"], common["noise"])
         release = cls(box, lo[order], hi[order], depth[order], count[order], layout=layout, codes=codes,
-                      noise_model=model, plan=plan, **common)
+                      noise_model=model, plan=plan, subgrid=subgrid, **common)
         if noisy_leaves is None:
             release.verified = verify_checksum(meta.text, release._payload_arrays(), required=True,
                                                unverified=unverified)
@@ -234,13 +247,16 @@ class SpatialRelease(Release):
                               mechanism=self.mechanism, epsilon=self.epsilon, neighbours=self.neighbours,
                               params=self.params, codes=self.codes, noise_model=self.noise_model,
                               created=self.created, library_version=self.library_version,
-                              noise=self.noise, seeded=self.seeded, levels=levels, plan=self._plan)
+                              noise=self.noise, seeded=self.seeded, levels=levels, plan=self._plan,
+                              subgrid=self.subgrid)
 
     def _payload_arrays(self) -> list[np.ndarray]:
         arrays: list[np.ndarray] = [self.lo, self.hi, self.depth, self.count]
         arrays = arrays if self.codes is None else [*arrays, self.codes]
         if self.levels is not None:
             arrays += [self.levels.noisy_leaves, self.levels.noisy]
+        if self.subgrid is not None:
+            arrays += list(self.subgrid.columns().values())
         return arrays
 
     def _geometry_batches(self, crs: object | None, rows: int) -> pa.RecordBatchReader:
@@ -313,6 +329,9 @@ class SpatialRelease(Release):
         ``noise_hi`` are null, as in the SQL macros; :meth:`range_std` and
         :meth:`range_noise_interval` give ``None`` and the command line prints no error bar.
         Counted top levels state a ``noise_std`` but no interval (null ``noise_lo`` / ``noise_hi``).
+        A ``privtree_subgrid`` release (consistent leaf and sub-cell counts) states both: the exact
+        variance of its answer, a linear map of the two sets of noisy counts, and the Chernoff
+        bound of that map (:mod:`polars_dp.releases.subgrid`).
 
         ``density``: ``"uniform"`` (the default, as above) or ``"linear"``: each leaf crossing a
         box's boundary contributes under a piecewise-linear density fitted to its neighbours'
@@ -337,6 +356,8 @@ class SpatialRelease(Release):
         frame = as_query_frame(boxes)
         bar = Progress("range_counts", progress, frame.height * max(self.n_leaves, 1))
         bar.step("queries")
+        if self.subgrid is not None:
+            return self._subgrid_range_counts(frame, passthrough, std, alpha, bar)
         if self.levels is not None:
             exact_std = std and postprocessed_noise_model(self.params) is None
             counts, var = self.levels.range_counts(self.box, *self._query_arrays(frame, passthrough),
@@ -371,6 +392,35 @@ class SpatialRelease(Release):
             half = self.leaf_noise_accuracy(squares, alpha)
             out += [pl.Series("noise_lo", counts - half), pl.Series("noise_hi", counts + half)]
         return frame.with_columns(out)
+
+    def _subgrid_range_counts(self, frame: pl.DataFrame, passthrough: Iterable[str], std: bool,
+                              alpha: float | None, bar: Progress) -> pl.DataFrame:
+        """Uniform answers of a sub-grid release, with the exact ``noise_std`` of the consistent
+        counts and the Chernoff ``noise_lo`` / ``noise_hi`` (:mod:`polars_dp.releases.subgrid`;
+        null once post-processed)."""
+        q_lo, q_hi = self._query_arrays(frame, passthrough)
+        counts = self._uniform_answers(q_lo, q_hi)
+        extra: list[pl.Series | pl.Expr] = []
+        if std:
+            if postprocessed_noise_model(self.params) is None:
+                sub = cast(Subgrid, self.subgrid)
+                var, units = sub.variance(self.box, q_lo, q_hi)
+                extra.append(pl.Series("noise_std", np.sqrt(var)))
+                if alpha is not None:
+                    half = np.asarray(chernoff_accuracy(units, sub.bound, alpha), dtype=np.float64)
+                    extra += [pl.Series("noise_lo", counts - half), pl.Series("noise_hi", counts + half)]
+            else:
+                extra += [pl.lit(None, pl.Float64).alias(c) for c in
+                          ["noise_std", *(["noise_lo", "noise_hi"] if alpha is not None else [])]]
+        bar.close()
+        return frame.with_columns(pl.Series("count", counts), *extra)
+
+    def _subgrid_prefix(self, linear: bool) -> Any:
+        """The sub-grids' summed-area arrays of the counts (and of ``count * beta``), built once."""
+        if linear not in self._subgrid_cache:
+            slopes = self.linear_slopes() if linear else None
+            self._subgrid_cache[linear] = cast(Subgrid, self.subgrid).prefix(self.count, slopes)
+        return self._subgrid_cache[linear]
 
     def leaf_noise_accuracy(self, weight_squares: np.ndarray, alpha: float) -> np.ndarray:
         """Half-width ``a`` with ``P(|leaf noise of the answer| > a) <= alpha`` for answers whose
@@ -446,6 +496,8 @@ class SpatialRelease(Release):
 
     def _uniform_answers(self, q_lo: np.ndarray, q_hi: np.ndarray) -> np.ndarray:
         kind = self.layout["kind"]
+        if self.subgrid is not None:
+            return self.subgrid.answers(self.box, self.count, self._subgrid_prefix(False), q_lo, q_hi)
         if self.levels is not None:
             return self.levels.range_counts(self.box, q_lo, q_hi, variance=False)[0]
         if kind == "morton":
@@ -496,6 +548,9 @@ class SpatialRelease(Release):
         ``count * prod_j (e_j - s_j) * sum_j beta_j (s_j + e_j) / 2`` (zero for whole leaves),
         from per-slab prefix sums of ``count * beta`` (:func:`linear_grid_correction`)."""
         beta = self.linear_slopes()
+        if self.subgrid is not None:
+            return self.subgrid.answers(self.box, self.count, self._subgrid_prefix(True), q_lo, q_hi,
+                                        linear=True)
         if self.layout["kind"] == "morton":
             return linear_morton_sums(cast(np.ndarray, self.codes), self.count, self.lo, self.hi, beta,
                                       self._morton_layout(), self.box, q_lo, q_hi)
@@ -571,7 +626,7 @@ class SpatialRelease(Release):
                            mechanism=self.mechanism, epsilon=self.epsilon, neighbours=self.neighbours,
                            params=params, codes=self.codes, noise_model=postprocessed_noise_model(params),
                            created=self.created, noise=self.noise, seeded=self.seeded,
-                           levels=levels, plan=self._plan).derived_from(self)
+                           levels=levels, plan=self._plan, subgrid=self.subgrid).derived_from(self)
 
     def _payload_equal(self, other: Release) -> bool:
         return isinstance(other, SpatialRelease) and self._table().equals(other._table())
@@ -642,6 +697,29 @@ def _check_layout_and_model(plan: PointsPlan, params: Mapping[str, Any], layout:
         raise ReleaseFormatError(f"release metadata field 'noise_model' is {noise_model_to_json(model)} but "
                                  f"the declared parameters give {noise_model_to_json(want_model)}; the file "
                                  "was edited or is corrupt")
+
+
+def _read_subgrid(table: pa.Table, plan: PrivTreeSubgridPlan, codes: np.ndarray, depth: np.ndarray,
+                  count: np.ndarray, order: np.ndarray, params: Mapping[str, Any], noise: str) -> Subgrid:
+    """The sub-grids of a ``privtree_subgrid`` table (rows in code order), verified
+    (:meth:`Subgrid.from_columns`): the consistent counts recomputed from the two measurement
+    sets, the recorded post-processing reapplied, must be the stored counts."""
+    try:
+        bits = table.column("subgrid_bits").to_numpy()[order]
+        leaf_noisy = float_column(table, "leaf_noisy_count")[order]
+        noisy = float_column(table, "noisy_count")[order]
+    except KeyError as exc:
+        raise ReleaseFormatError(f"tree release table has no {exc.args[0]!r} column") from None
+    if not np.issubdtype(bits.dtype, np.integer):
+        raise ReleaseFormatError(f"tree release column 'subgrid_bits' has type {bits.dtype}, not integers")
+    sub = Subgrid.from_columns(codes, depth, bits, leaf_noisy, noisy, plan.tree_layout, plan=plan,
+                               noise=noise)
+    x = sub.consistent()
+    steps = [s["method"] for s in postprocessing_steps(params)]
+    if steps:
+        x, _ = postprocess_counts(x, {}, steps, TREE_POSTPROCESSING)
+    sub.check_counts(count, x)
+    return sub
 
 
 def _read_levels(release: SpatialRelease, layout: MortonLayout,

@@ -10,6 +10,7 @@ import pyarrow as pa
 
 from polars_dp.domains.expressions import SQL, Sql
 from polars_dp.domains.ranges import reversed_text
+from polars_dp.kernels.tail_bounds import chernoff_half_width
 from polars_dp.releases.postprocess import postprocessed_noise_model
 from polars_dp.releases.sql import (
     BATCH_WHERE,
@@ -40,6 +41,10 @@ if TYPE_CHECKING:
         @property
         def levels(self) -> Any: ...
         @property
+        def subgrid(self) -> Any: ...
+        @property
+        def layout(self) -> Any: ...
+        @property
         def error_model(self) -> Any: ...
         @property
         def noise_model(self) -> Any: ...
@@ -63,27 +68,74 @@ def _noise_std(release: SpatialRelease, name: str) -> str:
         return f"sqrt({variance})"
     if release.levels is not None:
         return "NULL::DOUBLE"
+    if release.subgrid is not None:
+        if postprocessed_noise_model(release.params) is not None:
+            return "NULL::DOUBLE"
+        return f"sqrt({_subgrid_sum(release, name, release.subgrid.var_leaf, release.subgrid.var_sub)})"
     return f"sqrt({release.error_model.leaf_variance(SQL, _SQUARES)})"
+
+
+def _subgrid_sum(release: SpatialRelease, name: str, var_leaf: float, var_sub: float) -> str:
+    """SQL of ``sum over the PrivTree leaves L the box meets of var_sub (Q - 2 c F + M c^2) + var_leaf
+    c^2`` (:mod:`polars_dp.releases.subgrid`): a scalar subquery correlated with the box, over its
+    sub-cells grouped by leaf (a leaf is the node of bit depth ``depth - subgrid_bits``: its first
+    code ``morton >> shift``), ``F`` / ``Q`` the sums of the sub-cells' overlapped fractions and
+    their squares, ``M = 2^subgrid_bits``, ``c = F w / M``, ``w`` the weight of the leaf's own
+    count in the consistent counts.  With the variances of the noise it is the answer's variance;
+    with the squared scales the Chernoff bound's ``V``."""
+    fraction = " * ".join(_fractions(release))
+    total_bits = release.box.d * int(release.layout["bits"])
+    vl, vs = float(var_leaf), float(var_sub)
+    true_leaf, true_sub = float(release.subgrid.var_leaf), float(release.subgrid.var_sub)
+    weight = f"(m * {true_sub!r}) / (m * {true_sub!r} + {true_leaf!r})"
+    per_leaf = (f"SELECT sum({fraction}) AS f, sum(({fraction}) ** 2) AS q, "
+                f"any_value(pow(2.0, t.subgrid_bits)) AS m "
+                f"FROM {ident(internal(name))} AS t WHERE {' AND '.join(_overlap(release))} "
+                f"GROUP BY t.depth - t.subgrid_bits, "
+                f"t.morton >> ({total_bits} - (t.depth - t.subgrid_bits))")
+    with_c = f"SELECT f, q, m, f * {weight} / m AS c FROM ({per_leaf})"
+    return (f"coalesce((SELECT sum({vs!r} * (q - 2.0 * c * f + m * c * c) + {vl!r} * c * c) "
+            f"FROM ({with_c})), 0.0)")
+
+
+def _fractions(release: SpatialRelease) -> list[str]:
+    """Per dimension, the SQL of a leaf's overlapped fraction of the query ``box``."""
+    return [f"(least(t.{ident(f'{c}_hi')}, box.hi{k}) - greatest(t.{ident(f'{c}_lo')}, box.lo{k})) / "
+            f"(t.{ident(f'{c}_hi')} - t.{ident(f'{c}_lo')})" for k, c in enumerate(release.columns)]
+
+
+def _overlap(release: SpatialRelease) -> list[str]:
+    """Per dimension, the SQL of "the leaf meets the query ``box``" (open overlap)."""
+    return [f"t.{ident(f'{c}_hi')} > box.lo{k} AND t.{ident(f'{c}_lo')} < box.hi{k}"
+            for k, c in enumerate(release.columns)]
 
 
 #: The sum of the squared leaf weights of an answer, in ``tree_answers.sql``.
 _SQUARES = Sql("coalesce(total.weight_squares, 0.0)")
 
 
-def _noise_half_width(release: SpatialRelease) -> str:
+def _noise_half_width(release: SpatialRelease, name: str) -> str:
     """SQL of each answer's leaf-noise half-width at ``alpha``: the noise model's
     :meth:`~polars_dp.plans.noise_model.NoiseModel.leaf_half_width` rendered as SQL (the rule of
     :meth:`SpatialRelease.leaf_noise_accuracy`; no Python function); NULL where the release
     states no error bar (counted levels, AG, Privelet*, post-processed) or ``alpha`` is NULL."""
     if release.levels is not None:
         return "NULL::DOUBLE"
+    if release.subgrid is not None:
+        if postprocessed_noise_model(release.params) is not None:
+            return "NULL::DOUBLE"
+        sub = release.subgrid
+        units = Sql(_subgrid_sum(release, name, sub.leaf_scale**2, sub.sub_scale**2))
+        half = chernoff_half_width(SQL, units, sub.bound, SQL.ln(2.0 / checked_alpha()))
+        return f"CASE WHEN alpha IS NULL THEN NULL ELSE {half} END"
     half = release.error_model.leaf_half_width(SQL, _SQUARES, checked_alpha())
     return f"CASE WHEN alpha IS NULL THEN NULL ELSE {half} END"
 
 
 def _tree_answers(release: SpatialRelease, name: str, queries: str, where: str) -> str:
     cols, box = release.columns, release.box
-    bounds, fractions, overlap, typed = [], [], [], []
+    bounds, typed = [], []
+    fractions, overlap = _fractions(release), _overlap(release)
     for k, c in enumerate(cols):
         lo, hi = ident(f"{c}_lo"), ident(f"{c}_hi")
         typed += [f"NULL::DOUBLE AS {lo}", f"NULL::DOUBLE AS {hi}"]
@@ -91,15 +143,13 @@ def _tree_answers(release: SpatialRelease, name: str, queries: str, where: str) 
         reverse = reversed_text(SQL, c, Sql(qlo), Sql(qhi))
         bounds.append(f"CASE WHEN {qlo} > {qhi} THEN error({reverse} || {where}) ELSE {qlo} END AS lo{k}, "
                       f"{qhi} AS hi{k}")
-        fractions.append(f"(least(t.{hi}, box.hi{k}) - greatest(t.{lo}, box.lo{k})) / (t.{hi} - t.{lo})")
-        overlap.append(f"t.{hi} > box.lo{k} AND t.{lo} < box.hi{k}")
     checks = query_checks(queries, "q", [f"{c}_{side}" for c in cols for side in ("lo", "hi")],
                           batch=where == BATCH_WHERE)
     return render("tree_answers.sql", table=ident(internal(name)), queries=queries, checks=checks,
                   typed_columns=", ".join(["NULL AS id", *typed]),
                   bounds=",\n           ".join(bounds), fractions=" * ".join(fractions),
                   overlap=" AND ".join(overlap), noise_std=_noise_std(release, name),
-                  noise_half=_noise_half_width(release))
+                  noise_half=_noise_half_width(release, name))
 
 
 def level_tables(name: str, release: SpatialRelease) -> dict[str, pa.Table]:

@@ -61,6 +61,7 @@ def cases() -> dict[str, Any]:
         .postprocess("nonnegative"),
         "privtree": lambda: pdp.privtree(points, ["x", "y"], **box),
         "privtree_levels": lambda: pdp.privtree(points, ["x", "y"], levels=2, **box),
+        "privtree_subgrid": lambda: pdp.privtree_subgrid(points, ["x", "y"], **box),
         "uniform_grid": lambda: pdp.uniform_grid(points, ["x", "y"], **box),
         "adaptive_grid": lambda: pdp.adaptive_grid(points, ["x", "y"], **box),
         "adaptive_grid_public_n": lambda: pdp.adaptive_grid(points, ["x", "y"], n=300, **box),

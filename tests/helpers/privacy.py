@@ -94,6 +94,7 @@ CASES = [
     Case("privelet", "privelet", (GRID_ATTRS,)),
     Case("privtree", "privtree", (["x", "y"],), {"bounds": BOX, "resolution": 5}),
     Case("privtree_levels", "privtree", (["x", "y"],), {"bounds": BOX, "resolution": 5, "levels": 2}),
+    Case("privtree_subgrid", "privtree_subgrid", (["x", "y"],), {"bounds": BOX, "resolution": 5}),
     Case("uniform_grid", "uniform_grid", (["x", "y"],), {"bounds": BOX}),
     Case("adaptive_grid", "adaptive_grid", (["x", "y"],), {"bounds": BOX}),
     Case("privelet_grid", "privelet_grid", (["x", "y"],), {"bounds": BOX, "bits": 3}),

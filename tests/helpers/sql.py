@@ -14,7 +14,7 @@ import polars as pl
 import polars_dp as pdp
 
 __all__ = ["ALPHA", "CLI", "POINTS", "grid_statements", "max_diff", "python_rows", "small_sequence_release",
-           "small_tree_release", "tree_and_sequence_cases"]
+           "small_subgrid_release", "small_tree_release", "tree_and_sequence_cases"]
 
 POINTS = pl.DataFrame({"x": np.random.default_rng(3).beta(2, 5, 3_000),
                        "y": np.random.default_rng(4).beta(5, 2, 3_000)})
@@ -23,6 +23,11 @@ POINTS = pl.DataFrame({"x": np.random.default_rng(3).beta(2, 5, 3_000),
 def small_tree_release(**options: object) -> pdp.SpatialRelease:
     """A PrivTree release of :data:`POINTS` on the unit square."""
     return POINTS.dp.privtree(["x", "y"], bounds=[(0, 1), (0, 1)], epsilon=1.0, seed=2, **options)
+
+
+def small_subgrid_release() -> pdp.SpatialRelease:
+    """A PrivTree release with sub-grids (``privtree_subgrid``) of :data:`POINTS` on the unit square."""
+    return POINTS.dp.privtree_subgrid(["x", "y"], bounds=[(0, 1), (0, 1)], epsilon=1.0, seed=2)
 
 
 def small_sequence_release() -> pdp.SequenceRelease:
@@ -83,9 +88,9 @@ def grid_statements(name: str) -> list[str]:
 
 
 def tree_and_sequence_cases() -> dict[str, tuple[pdp.Release, pl.DataFrame, list[str]]]:
-    """Per release name: a small spatial release (``t``), one with counted top levels (``tl``)
-    and a sequence model (``s``), each with its batch of queries and the statements whose rows
-    Python gives."""
+    """Per release name: a small spatial release (``t``), one with counted top levels (``tl``),
+    one with sub-grids (``ts``) and a sequence model (``s``), each with its batch of queries and
+    the statements whose rows Python gives."""
     boxes = pl.DataFrame({"id": range(40), **{f"{c}_{s}": np.sort(np.random.default_rng(6).random((40, 2)),
                                                                     axis=1)[:, j]
                                               for c in POINTS.columns for j, s in enumerate(("lo", "hi"))}})
@@ -93,7 +98,8 @@ def tree_and_sequence_cases() -> dict[str, tuple[pdp.Release, pl.DataFrame, list
         f"SELECT id, count, noise_std, noise_lo, noise_hi FROM {name}_range_counts('{name}_q', "
         f"alpha := {ALPHA}) ORDER BY id",
         f"SELECT count, noise_std, noise_lo, noise_hi FROM {name}_range_count(x_lo := 0.1, x_hi := 0.6)"])
-        for name, tree in {"t": small_tree_release(), "tl": small_tree_release(levels=2)}.items()}
+        for name, tree in {"t": small_tree_release(), "tl": small_tree_release(levels=2),
+                           "ts": small_subgrid_release()}.items()}
     strings = [list(t) for k in range(1, 5) for t in itertools.product("abc", repeat=k)]
     cases["s"] = (small_sequence_release(), pl.DataFrame({"id": range(len(strings)), "string": strings}), [
         "SELECT id, count, std, extrapolated FROM s_frequencies('s_q') ORDER BY id",

@@ -37,6 +37,7 @@ def sensitivities(case_id: str, neighbours: str) -> list[int]:
     d = _d(neighbours)
     n = [1] if neighbours == "add_remove" else []
     return {"basic": [d], "privelet": [d * 8], "privtree": [d], "privtree_levels": [d, d, d],
+            "privtree_subgrid": [d, d],
             "uniform_grid": [*n, d], "adaptive_grid": [*n, d, d], "privelet_grid": [d * 16],
             "privtree_sequences": [L_TOP, 1], "ngram_sequences": [3 * L_TOP]}[case_id]
 

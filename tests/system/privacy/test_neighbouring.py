@@ -30,6 +30,7 @@ ALPHA = 1e-4  # per check: the 132 checks in all keep a false failure below 1.4 
 SMALL = [*(c for c in CASES if c.shape == "grid"),
          Case("privtree", "privtree", (["x", "y"],), {"bounds": BOX, "resolution": 2}),
          Case("privtree_levels", "privtree", (["x", "y"],), {"bounds": BOX, "resolution": 2, "levels": 1}),
+         Case("privtree_subgrid", "privtree_subgrid", (["x", "y"],), {"bounds": BOX, "resolution": 2}),
          *(c for c in CASES if c.id in ("uniform_grid", "adaptive_grid")),
          Case("privelet_grid", "privelet_grid", (["x", "y"],), {"bounds": BOX, "bits": 1}),
          Case("privtree_sequences", "privtree_sequences", ("s",), {"alphabet": ALPHABET, "max_length": 3}),

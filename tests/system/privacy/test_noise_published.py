@@ -34,6 +34,9 @@ def _raw(release) -> dict[str, np.ndarray]:
             out["noisy leaf counts"] = release.levels.noisy_leaves
         else:
             out["count"] = release.count
+    elif release.mechanism == "privtree_subgrid":  # v and u; the consistent counts mix them
+        out["noisy leaf counts"] = release.subgrid.noisy_leaf
+        out["noisy sub-cell counts"] = release.subgrid.noisy_sub
     elif release.mechanism == "privtree_sequences":
         out["leaf histograms"] = release.hist[release.is_leaf]
         out["length_counts"] = np.asarray(p["length_counts"])

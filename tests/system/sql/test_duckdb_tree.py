@@ -20,9 +20,9 @@ def points() -> pl.DataFrame:
     return pl.DataFrame({"x": x, "y": y})
 
 
-@pytest.fixture(scope="module", params=["privtree", "uniform_grid", "adaptive_grid"])
+@pytest.fixture(scope="module", params=["privtree", "uniform_grid", "adaptive_grid", "privtree_subgrid"])
 def release(request, points) -> pdp.SpatialRelease:
-    kwargs = {} if request.param == "privtree" else {"n": points.height}
+    kwargs = {} if request.param.startswith("privtree") else {"n": points.height}
     return getattr(points.dp, request.param)(COLUMNS, bounds=BOUNDS, epsilon=1.0, seed=2, **kwargs)
 
 
