@@ -20,13 +20,14 @@ inputs only: the domain's levels, the workload's Gram statistics, ``ε`` and ``�
 1. solves the relaxation that is convex in ``w`` (minimise ``Σ_a C_a / μ_a(w)`` over the
    simplex ``Σ_t w_t = 1``, an A-optimal design problem) by multiplicative updates
    ``w_t ← w_t (g_t / F)^p``, ``g_t = S_t Σ_{a ≤ t} C_a / μ_a²`` (``p = 1`` when that lowers
-   ``F``, else the monotone ``p = 1/2``);
+   ``F``, else the monotone ``p = 1/2``), for at most :data:`RELAXATION_ITERATIONS` steps
+   (it only seeds the next stage);
 2. descends on the simplex of ``ε`` with multiplicative steps ``ε_t ← ε_t (ε_t g_t / F)^ρ``
    (the fixed point is the KKT condition), halving ``ρ`` whenever a step does not lower ``F``,
    from that seed (``ε ∝ √w`` and ``ε ∝ w``), from the uniform split, from hierarchy-like
    seeds (every ``k``-th level on each axis, the total excluded) and from :data:`RESTARTS`
    sparse seeds of a generator with a fixed seed (the budgets are a deterministic function of
-   the public inputs);
+   the public inputs), until a step gains at most :data:`DESCENT_TOLERANCE` of ``F``;
 3. grows the support of the best few: a step never revives a tuple at zero budget (its
    gradient vanishes there), so an unmeasured tuple of largest ``g_t`` is given a fifth of
    the budget and the descent rerun, kept when it lowers ``F``;
@@ -34,7 +35,16 @@ inputs only: the domain's levels, the workload's Gram statistics, ``ε`` and ``�
    remainders), and compares its exact error with the uniform split over every tuple: when it
    cannot improve on uniform, the uniform split is returned and :attr:`Budgets.note` says so.
 
-About 2,000 tuples take a few seconds of CPU (the tests hold it under 5 s).
+Speed.  ``F`` and ``g`` cost one suffix and one prefix sum over the tuple lattice.  Every
+descent of a stage runs in one batch (:func:`_descend_batch`: one evaluation per step gives
+``F`` and ``g`` of every seed still moving; each seed follows the steps it would follow alone),
+so a stage costs the steps of its slowest seed, not their sum.  The support-growth candidates
+of all chains of a round race in one batch: once a candidate is below the error to beat, those
+after it stop, and one still above it after :data:`INSERT_STEPS` steps is dropped.  The level
+choice (:func:`choose_strategy`) grows only candidate chains whose seed descents end within
+:data:`SCREEN_MARGIN` of the best error so far.  About 2,000 tuples take about a second of CPU
+(the tests hold it under 5 s); ``python -m benchmarks.bench_strategies --optimiser`` prints
+the times per workload.
 """
 
 from __future__ import annotations
@@ -81,8 +91,21 @@ INSERT_CANDIDATES = 6
 INSERT_ROUNDS = 20
 #: Support growth starts from this many of the best descents.
 INSERT_FROM = 3
-#: A descent stops when a step lowers the objective by at most this fraction of it.
+#: Early stopping: a descent stops when a step lowers the objective by at most this fraction.
 DESCENT_TOLERANCE = 1e-10
+#: The relaxation (a seed only) stops after this many steps, or after a step lowering its
+#: objective by at most :data:`RELAXATION_TOLERANCE` of it.
+RELAXATION_ITERATIONS = 100
+RELAXATION_TOLERANCE = 1e-8
+#: Support growth: a candidate still above the error to beat after this many steps is dropped
+#: (None: every candidate descends to convergence; 60 gives the same budgets on every
+#: workload of ``benchmarks/bench_strategies.py``).
+INSERT_STEPS: int | None = 60
+#: Level choice: a candidate chain whose seed descents (before support growth) end above the
+#: best error so far by more than this fraction is not grown (None: every candidate is grown).
+#: Support growth lowered the error of a chain by at most 3.2 % on the benchmark's census
+#: workloads.
+SCREEN_MARGIN: float | None = 0.05
 
 
 def dlap_variance(scale: Fraction | float) -> float:
@@ -157,7 +180,7 @@ def eigenvalues_from(weighted: np.ndarray) -> np.ndarray:
     return _lattice_sums(weighted[None], suffix=True)[0]
 
 
-def _relaxation(obj: _Objective, start: np.ndarray, tolerance: float = 1e-8) -> np.ndarray:
+def _relaxation(obj: _Objective, start: np.ndarray, tolerance: float | None = None) -> np.ndarray:
     """Minimise ``F(w)`` over ``Σ w = 1`` (convex): multiplicative updates ``w (g / F)^p``,
     ``p = 1`` when that lowers ``F``, else the monotone ``p = 1/2`` (both trial points
     evaluated in one batch)."""
@@ -165,7 +188,8 @@ def _relaxation(obj: _Objective, start: np.ndarray, tolerance: float = 1e-8) -> 
     f_all, g_all = obj.batch(w[None])
     f, g = float(f_all[0]), g_all[0]
     powers = np.array([1.0, 0.5]).reshape((2,) + (1,) * w.ndim)
-    for _ in range(ITERATIONS):
+    tolerance = RELAXATION_TOLERANCE if tolerance is None else tolerance
+    for _ in range(RELAXATION_ITERATIONS):
         trial = w * (g / f) ** powers
         trial /= trial.sum(axis=tuple(range(1, trial.ndim)), keepdims=True)
         f_trial, g_trial = obj.batch(trial)
@@ -180,12 +204,18 @@ def _relaxation(obj: _Objective, start: np.ndarray, tolerance: float = 1e-8) -> 
 
 
 def _descend_batch(obj: _Objective, seeds: np.ndarray, limits: np.ndarray | int = ITERATIONS,
-                   tolerance: float = DESCENT_TOLERANCE) -> tuple[np.ndarray, np.ndarray]:
+                   tolerance: float = DESCENT_TOLERANCE, race: tuple[np.ndarray, np.ndarray] | None = None
+                   ) -> tuple[np.ndarray, np.ndarray]:
     """Minimise ``F(ε²)`` over ``Σ ε = 1`` from every seed (axis 0) at once: multiplicative
     steps ``ε_t (ε_t g_t / F)^ρ`` with ``ρ`` grown by 1.5 (at most 1) after a step that lowers
     ``F`` and halved after one that does not; a descent stops after ``limits`` steps, when a
     step lowers ``F`` by at most ``tolerance · F`` or when ``ρ < 1e-6``.  Each seed follows
-    exactly the steps it would follow alone; one evaluation per step gives ``F`` and ``g``."""
+    exactly the steps it would follow alone; one evaluation per step gives ``F`` and ``g``.
+
+    ``race = (groups, targets)``: seeds are candidates in groups (consecutive rows, in order of
+    preference) and only the first of each group ending below its target matters, so once a
+    row is below its target (``F`` only decreases) the rows after it in its group stop; with
+    :data:`INSERT_STEPS` set, a row still above its target after that many steps stops too."""
     axes = tuple(range(1, seeds.ndim))
     eps = seeds / seeds.sum(axis=axes, keepdims=True)
     f, g = obj.batch(eps * eps)
@@ -197,7 +227,10 @@ def _descend_batch(obj: _Objective, seeds: np.ndarray, limits: np.ndarray | int 
     step = 0
     while active.any():
         rows = np.flatnonzero(active)
-        e, gr, fr, r = eps[rows], g[rows], f[rows], rho[rows]
+        if rows.size == count:
+            e, gr, fr, r = eps, g, f, rho
+        else:
+            e, gr, fr, r = eps[rows], g[rows], f[rows], rho[rows]
         ratio = e * gr / fr[expand]  # 1 on the support at a KKT point
         new = e * np.power(np.maximum(ratio, 1e-300), r[expand])
         new[e < 1e-12] = 0.0
@@ -214,6 +247,16 @@ def _descend_batch(obj: _Objective, seeds: np.ndarray, limits: np.ndarray | int 
         active[rows[done]] = False
         active[slow[rho[slow] < 1e-6]] = False
         active &= limits > step
+        if race is not None:
+            groups, targets = race
+            below = f < targets
+            for group in np.unique(groups[active]):
+                members = np.flatnonzero(groups == group)
+                hit = members[below[members]]
+                if hit.size:
+                    active[members[members > hit[0]]] = False
+            if INSERT_STEPS is not None and step >= INSERT_STEPS:
+                active &= below
     return eps, f
 
 
@@ -248,8 +291,9 @@ def _insert(obj: _Objective, chains: list[tuple[np.ndarray, float]]) -> list[tup
             growing[c] = owner[-1:] == [c]
         if not seeds:
             break
-        found, values = _descend_batch(obj, np.stack(seeds))
         owners = np.asarray(owner)
+        targets = np.array([chains[c][1] * (1 - 1e-9) for c in owner])
+        found, values = _descend_batch(obj, np.stack(seeds), race=(owners, targets))
         for c in np.unique(owners):
             f = chains[c][1]
             for k in np.flatnonzero(owners == c):
@@ -282,15 +326,29 @@ def optimise_shares(costs: np.ndarray, axes: Sequence[AxisLevels]) -> np.ndarray
     (module docstring, steps 1-2; then support growth by :func:`_insert` and
     :data:`RESTARTS` descents from sparse seeds of a fixed public generator).  Public inputs
     only, deterministic."""
-    return _optimise(costs, axes)[0]
+    return _grow(_seed_descents(costs, axes))
 
 
-def _optimise(costs: np.ndarray, axes: Sequence[AxisLevels]) -> tuple[np.ndarray, _Objective]:
+@dataclass
+class _Descents:
+    """The first stage of :func:`optimise_shares`: the descents from every seed, best first."""
+
+    obj: _Objective
+    uniform: np.ndarray
+    uniform_f: float
+    found: list[tuple[float, np.ndarray]]
+
+    @property
+    def best_f(self) -> float:
+        return min([self.uniform_f] + [f for f, _ in self.found[:1]])
+
+
+def _seed_descents(costs: np.ndarray, axes: Sequence[AxisLevels]) -> _Descents:
     check_tuples(axes)
     obj = _Objective(np.maximum(costs, 0.0), block_cells(axes))
     uniform = np.ones(tuple_shape(axes))
     w = _relaxation(obj, uniform)
-    best, best_f = uniform / uniform.sum(), obj.value((uniform / uniform.sum()) ** 2)
+    uniform = uniform / uniform.sum()
     seeds = [np.sqrt(w), w, uniform, *_spaced_seeds(axes)]
     rng = np.random.default_rng(RESTART_SEED)
     seeds += [rng.random(uniform.shape) ** 4 for _ in range(RESTARTS)]
@@ -299,11 +357,16 @@ def _optimise(costs: np.ndarray, axes: Sequence[AxisLevels]) -> tuple[np.ndarray
     found_eps, found_f = _descend_batch(obj, np.stack([seeds[i] for i in usable]), limits)
     found = sorted((float(f), i, k) for k, (i, f) in enumerate(zip(usable, found_f, strict=True))
                    if math.isfinite(f))
-    chains = _insert(obj, [(found_eps[k], f) for f, _, k in found[:INSERT_FROM]])
+    return _Descents(obj, uniform, obj.value(uniform**2), [(f, found_eps[k]) for f, _, k in found])
+
+
+def _grow(start: _Descents) -> np.ndarray:
+    best, best_f = start.uniform, start.uniform_f
+    chains = _insert(start.obj, [(eps, f) for f, eps in start.found[:INSERT_FROM]])
     for eps, f in chains:
         if f < best_f:
             best, best_f = eps, f
-    return best, obj
+    return best
 
 
 def split_budget(shares: np.ndarray, epsilon: float | Fraction) -> np.ndarray:
@@ -405,9 +468,14 @@ def choose_budgets(axes: Sequence[AxisLevels], costs: np.ndarray, queries: float
     start = time.process_time()
     axes = tuple(axes)
     check_tuples(axes)
+    return _budgets(axes, costs, queries, epsilon, sensitivity, optimise_shares(costs, axes), start)
+
+
+def _budgets(axes: tuple[AxisLevels, ...], costs: np.ndarray, queries: float, epsilon: float | Fraction,
+             sensitivity: int, shares: np.ndarray, start: float) -> Budgets:
     uniform = LevelStrategy(axes, split_budget(np.ones(tuple_shape(axes)), epsilon), sensitivity)
     uniform_error = uniform.mean_squared_error(costs, queries)
-    chosen = LevelStrategy(axes, split_budget(optimise_shares(costs, axes), epsilon), sensitivity)
+    chosen = LevelStrategy(axes, split_budget(shares, epsilon), sensitivity)
     error = chosen.mean_squared_error(costs, queries)
     seconds = time.process_time() - start
     if not error < uniform_error:
@@ -437,16 +505,25 @@ def choose_strategy(attributes: Sequence[Attribute], workload: Workload, epsilon
     start = time.process_time()
     options = [candidate_levels(a) for a in attrs]
     current = [opts[-1] if len(opts) > 1 and opts[-1].padded else opts[0] for opts in options]
-    memo: dict[tuple[int, ...], Budgets] = {}
+    memo: dict[tuple[int, ...], Budgets | None] = {}
+    scale = 2.0 * float(sensitivity) ** 2 / float(epsilon) ** 2  # Var(Lap(Δ/ε_t)) = 2Δ²/ε_t²
 
-    def evaluate(pick: Sequence[AxisLevels]) -> Budgets:
+    def evaluate(pick: Sequence[AxisLevels], bound: float = math.inf) -> Budgets | None:
+        """The budgets of ``pick``, or None when its seed descents stay above ``bound`` by more
+        than :data:`SCREEN_MARGIN` (it is then not expected to improve on the best so far)."""
         key = tuple(options[i].index(ax) for i, ax in enumerate(pick))
         if key not in memo:
+            t0 = time.process_time()
             costs, m = workload_costs(workload, attrs, pick)
-            memo[key] = choose_budgets(tuple(pick), costs, m, epsilon, sensitivity)
+            first = _seed_descents(costs, tuple(pick))
+            if SCREEN_MARGIN is not None and first.best_f * scale / m > bound * (1 + SCREEN_MARGIN):
+                memo[key] = None
+            else:
+                memo[key] = _budgets(tuple(pick), costs, m, epsilon, sensitivity, _grow(first), t0)
         return memo[key]
 
     best = evaluate(current)
+    assert best is not None
     for _ in range(passes):
         changed = False
         for i, opts in enumerate(options):
@@ -456,8 +533,8 @@ def choose_strategy(attributes: Sequence[Attribute], workload: Workload, epsilon
                 trial = [*current[:i], ax, *current[i + 1:]]
                 if math.prod(c.count for c in trial) > MAX_TUPLES:
                     continue
-                result = evaluate(trial)
-                if result.error < best.error:
+                result = evaluate(trial, best.error)
+                if result is not None and result.error < best.error:
                     best, current, changed = result, trial, True
         if not changed:
             break
