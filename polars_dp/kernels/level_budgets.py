@@ -124,15 +124,25 @@ def check_tuples(axes: Sequence[AxisLevels]) -> None:
 # ---------------------------------------------------------------------------- objective
 def _lattice_sums(values: np.ndarray, suffix: bool) -> np.ndarray:
     """Suffix (``t >= a``) or prefix (``a <= t``) sums over the tuple lattice, for a batch of
-    tuple arrays (axis 0 the batch)."""
-    out = values
-    for i in range(1, values.ndim):
-        if suffix:
-            rev = (slice(None),) * i + (slice(None, None, -1),)
-            out = np.cumsum(out[rev], axis=i)[rev]
-        else:
-            out = np.cumsum(out, axis=i)
-    return out
+    tuple arrays (axis 0 the batch): one matrix product per axis with the triangular matrix of
+    ones, each moving the axis it sums to the end (after all of them the layout is back)."""
+    count, shape = values.shape[0], values.shape[1:]
+    out = np.ascontiguousarray(values.reshape(count, -1).T)  # (*shape, batch)
+    for n in shape:
+        out = out.reshape(n, -1).T @ _triangle(n, suffix)
+    return out.reshape(values.shape)
+
+
+_TRIANGLES: dict[tuple[int, bool], np.ndarray] = {}
+
+
+def _triangle(n: int, suffix: bool) -> np.ndarray:
+    """``M`` with ``x @ M`` the suffix (prefix) sums of the rows of ``x``."""
+    key = (n, suffix)
+    if key not in _TRIANGLES:
+        ones = np.ones((n, n))
+        _TRIANGLES[key] = np.tril(ones) if suffix else np.triu(ones)
+    return _TRIANGLES[key]
 
 
 class _Objective:
@@ -224,6 +234,9 @@ def _descend_batch(obj: _Objective, seeds: np.ndarray, limits: np.ndarray | int 
     rho = np.full(count, 0.5)
     active = np.isfinite(f) & (limits > 0)  # an infinite start never moves (ratio 0 everywhere)
     expand = (slice(None),) + (None,) * len(axes)
+    if race is not None:
+        groups, targets = race
+        teams = [np.flatnonzero(groups == group) for group in np.unique(groups)]
     step = 0
     while active.any():
         rows = np.flatnonzero(active)
@@ -231,8 +244,13 @@ def _descend_batch(obj: _Objective, seeds: np.ndarray, limits: np.ndarray | int 
             e, gr, fr, r = eps, g, f, rho
         else:
             e, gr, fr, r = eps[rows], g[rows], f[rows], rho[rows]
-        ratio = e * gr / fr[expand]  # 1 on the support at a KKT point
-        new = e * np.power(np.maximum(ratio, 1e-300), r[expand])
+        factor = np.maximum(e * gr / fr[expand], 1e-300)  # the ratio is 1 on the support at a KKT point
+        partial = r < 1.0  # x ** 1 = x: the power only where rho < 1
+        if partial.all():
+            factor = np.power(factor, r[expand])
+        elif partial.any():
+            factor[partial] = np.power(factor[partial], r[partial][expand])
+        new = e * factor
         new[e < 1e-12] = 0.0
         new /= new.sum(axis=axes, keepdims=True)
         f_new, g_new = obj.batch(new * new)
@@ -248,10 +266,8 @@ def _descend_batch(obj: _Objective, seeds: np.ndarray, limits: np.ndarray | int 
         active[slow[rho[slow] < 1e-6]] = False
         active &= limits > step
         if race is not None:
-            groups, targets = race
             below = f < targets
-            for group in np.unique(groups[active]):
-                members = np.flatnonzero(groups == group)
+            for members in teams:
                 hit = members[below[members]]
                 if hit.size:
                     active[members[members > hit[0]]] = False
