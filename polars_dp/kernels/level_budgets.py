@@ -69,6 +69,7 @@ from polars_dp.kernels.block_levels import (
     tuple_shape,
 )
 from polars_dp.kernels.level_inference import (
+    axis_detail_traces,
     eigenvalues,
     inverse_eigenvalues,
     mean_squared_error,
@@ -124,10 +125,15 @@ def check_tuples(axes: Sequence[AxisLevels]) -> None:
 # ---------------------------------------------------------------------------- objective
 def _lattice_sums(values: np.ndarray, suffix: bool) -> np.ndarray:
     """Suffix (``t >= a``) or prefix (``a <= t``) sums over the tuple lattice, for a batch of
-    tuple arrays (axis 0 the batch): one matrix product per axis with the triangular matrix of
-    ones, each moving the axis it sums to the end (after all of them the layout is back)."""
-    count, shape = values.shape[0], values.shape[1:]
-    out = np.ascontiguousarray(values.reshape(count, -1).T)  # (*shape, batch)
+    tuple arrays (axis 0 the batch)."""
+    return _flat_sums(values.reshape(values.shape[0], -1), values.shape[1:], suffix).reshape(values.shape)
+
+
+def _flat_sums(values: np.ndarray, shape: tuple[int, ...], suffix: bool) -> np.ndarray:
+    """:func:`_lattice_sums` of flat rows (``values`` of shape ``(batch, prod(shape))``): one
+    matrix product per axis with the triangular matrix of ones, each moving the axis it sums to
+    the end (after all of them the layout is back)."""
+    out = np.ascontiguousarray(values.T)  # (*shape, batch)
     for n in shape:
         out = out.reshape(n, -1).T @ _triangle(n, suffix)
     return out.reshape(values.shape)
@@ -153,29 +159,27 @@ class _Objective:
         self.costs, self.cells = costs, cells
         self.positive = costs > 0
         self.all_positive = bool(self.positive.all())
+        self.shape = costs.shape
+        self._flat = (cells.reshape(1, -1), costs.reshape(1, -1))
+        self.positive_flat = self.positive.reshape(1, -1)
         self.evaluations = 0  # points evaluated (for the benchmark's report)
 
     def batch(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(F, g)`` at every point ``w`` (shape ``(batch, *tuples)``): ``F = inf`` where the
-        workload reaches a detail space with ``μ = 0``; ``g_t = S_t Σ_{a ≤ t} C_a / μ_a²``
-        (``-∂F/∂w_t``, capped at ``1e300``)."""
+        """``(F, g)`` at every point ``w`` (shape ``(batch, *tuples)``, or ``(batch, tuples)``
+        flat): ``F = inf`` where the workload reaches a detail space with ``μ = 0``;
+        ``g_t = S_t Σ_{a ≤ t} C_a / μ_a²`` (``-∂F/∂w_t``, capped at ``1e300``), shaped as ``w``."""
         self.evaluations += w.shape[0]
-        axes = tuple(range(1, w.ndim))
+        flat = w.reshape(w.shape[0], -1)
+        cells, costs = self._flat
         with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-            mu = _lattice_sums(w * self.cells, suffix=True)
-            nu = 1.0 / mu  # inf where μ = 0 (w >= 0, so μ >= 0)
-            if self.all_positive:
-                cnu = self.costs * nu
-                bad = ~np.isfinite(nu).all(axis=axes)
-            else:
-                cnu = np.where(self.positive, self.costs * nu, 0.0)
-                bad = (~np.isfinite(nu) & self.positive).any(axis=axes)
-            f = cnu.sum(axis=axes)
-            f[bad] = np.inf
+            nu = 1.0 / _flat_sums(flat * cells, self.shape, True)  # inf where μ = 0 (μ >= 0)
+            # C ν is inf where C > 0 and μ = 0, so F is inf there
+            cnu = costs * nu if self.all_positive else np.where(self.positive_flat, costs * nu, 0.0)
+            f = cnu.sum(axis=1)
             term = np.minimum(cnu * nu, 1e300)
             if not self.all_positive:
-                term = np.where(self.positive, term, 0.0)
-        return f, self.cells * _lattice_sums(term, suffix=False)
+                term = np.where(self.positive_flat, term, 0.0)
+        return f, (cells * _flat_sums(term, self.shape, False)).reshape(w.shape)
 
     def value(self, w: np.ndarray) -> float:
         return float(self.batch(w[None])[0][0])
@@ -226,54 +230,52 @@ def _descend_batch(obj: _Objective, seeds: np.ndarray, limits: np.ndarray | int 
     preference) and only the first of each group ending below its target matters, so once a
     row is below its target (``F`` only decreases) the rows after it in its group stop; with
     :data:`INSERT_STEPS` set, a row still above its target after that many steps stops too."""
-    axes = tuple(range(1, seeds.ndim))
-    eps = seeds / seeds.sum(axis=axes, keepdims=True)
-    f, g = obj.batch(eps * eps)
-    count = eps.shape[0]
+    count = seeds.shape[0]
+    out = seeds.reshape(count, -1) / seeds.reshape(count, -1).sum(axis=1, keepdims=True)
+    out_f, g = obj.batch(out * out)
     limits = np.broadcast_to(np.asarray(limits), (count,))
-    rho = np.full(count, 0.5)
-    active = np.isfinite(f) & (limits > 0)  # an infinite start never moves (ratio 0 everywhere)
-    expand = (slice(None),) + (None,) * len(axes)
     if race is not None:
         groups, targets = race
         teams = [np.flatnonzero(groups == group) for group in np.unique(groups)]
+    # the rows still moving, compacted whenever some stop: their ids, ε, F, g and ρ
+    ids = np.flatnonzero(np.isfinite(out_f) & (limits > 0))  # an infinite start never moves
+    eps, f, g, rho = out[ids], out_f[ids], g[ids], np.full(ids.size, 0.5)
     step = 0
-    while active.any():
-        rows = np.flatnonzero(active)
-        if rows.size == count:
-            e, gr, fr, r = eps, g, f, rho
-        else:
-            e, gr, fr, r = eps[rows], g[rows], f[rows], rho[rows]
-        factor = np.maximum(e * gr / fr[expand], 1e-300)  # the ratio is 1 on the support at a KKT point
-        partial = r < 1.0  # x ** 1 = x: the power only where rho < 1
+    while ids.size:
+        factor = np.maximum(eps * g / f[:, None], 1e-300)  # the ratio is 1 on the support at a KKT point
+        partial = rho < 1.0  # x ** 1 = x: the power only where ρ < 1
         if partial.all():
-            factor = np.power(factor, r[expand])
+            factor = np.power(factor, rho[:, None])
         elif partial.any():
-            factor[partial] = np.power(factor[partial], r[partial][expand])
-        new = e * factor
-        new[e < 1e-12] = 0.0
-        new /= new.sum(axis=axes, keepdims=True)
+            factor[partial] = np.power(factor[partial], rho[partial, None])
+        new = eps * factor
+        new[eps < 1e-12] = 0.0
+        new /= new.sum(axis=1, keepdims=True)
         f_new, g_new = obj.batch(new * new)
-        better = f_new < fr
-        done = better & (fr - f_new <= tolerance * fr)
-        take = rows[better]
-        eps[take], f[take], g[take] = new[better], f_new[better], g_new[better]
-        rho[take] = np.minimum(1.0, rho[take] * 1.5)
-        slow = rows[~better]
-        rho[slow] /= 2
+        better = f_new < f
+        stop = better & (f - f_new <= tolerance * f)
+        eps = np.where(better[:, None], new, eps)
+        g = np.where(better[:, None], g_new, g)
+        f = np.where(better, f_new, f)
+        rho = np.where(better, np.minimum(1.0, rho * 1.5), rho / 2)
         step += 1
-        active[rows[done]] = False
-        active[slow[rho[slow] < 1e-6]] = False
-        active &= limits > step
+        stop |= (rho < 1e-6) | (limits[ids] <= step)
         if race is not None:
-            below = f < targets
+            out_f[ids] = f
+            below = out_f < targets
+            late = np.zeros(count, dtype=bool)
             for members in teams:
                 hit = members[below[members]]
                 if hit.size:
-                    active[members[members > hit[0]]] = False
+                    late[members[members > hit[0]]] = True
             if INSERT_STEPS is not None and step >= INSERT_STEPS:
-                active &= below
-    return eps, f
+                late |= ~below
+            stop |= late[ids]
+        if stop.any():
+            out[ids[stop]], out_f[ids[stop]] = eps[stop], f[stop]
+            keep = ~stop
+            ids, eps, f, g, rho = ids[keep], eps[keep], f[keep], g[keep], rho[keep]
+    return out.reshape(seeds.shape), out_f
 
 
 def _descend(obj: _Objective, eps: np.ndarray, iterations: int = ITERATIONS) -> tuple[np.ndarray, float]:
@@ -523,6 +525,25 @@ def choose_strategy(attributes: Sequence[Attribute], workload: Workload, epsilon
     current = [opts[-1] if len(opts) > 1 and opts[-1].padded else opts[0] for opts in options]
     memo: dict[tuple[int, ...], Budgets | None] = {}
     scale = 2.0 * float(sensitivity) ** 2 / float(epsilon) ** 2  # Var(Lap(Δ/ε_t)) = 2Δ²/ε_t²
+    terms = workload.axis_terms(attrs)
+    boxes = bool(workload.axis_boxes(attrs))
+    traces: dict[tuple[int, int, int], np.ndarray] = {}
+
+    def costs_of(pick: Sequence[AxisLevels], key: tuple[int, ...]) -> tuple[np.ndarray, float]:
+        """:func:`~polars_dp.kernels.level_inference.workload_costs` with each axis's detail
+        traces computed once per chain across the candidates (explicit boxes: recomputed)."""
+        if boxes:
+            return workload_costs(workload, attrs, pick)
+        costs = np.zeros(tuple_shape(pick))
+        for k, (weight, per_axis) in enumerate(terms):
+            term = np.full((), weight)
+            for i, (ax_w, ax) in enumerate(zip(per_axis, pick, strict=True)):
+                if (k, i, key[i]) not in traces:
+                    traces[(k, i, key[i])] = axis_detail_traces(ax_w, ax)
+                term = np.multiply.outer(term, traces[(k, i, key[i])])
+            costs += term
+        return costs, workload.queries
+
 
     def evaluate(pick: Sequence[AxisLevels], bound: float = math.inf) -> Budgets | None:
         """The budgets of ``pick``, or None when its seed descents stay above ``bound`` by more
@@ -530,7 +551,7 @@ def choose_strategy(attributes: Sequence[Attribute], workload: Workload, epsilon
         key = tuple(options[i].index(ax) for i, ax in enumerate(pick))
         if key not in memo:
             t0 = time.process_time()
-            costs, m = workload_costs(workload, attrs, pick)
+            costs, m = costs_of(pick, key)
             first = _seed_descents(costs, tuple(pick))
             if SCREEN_MARGIN is not None and first.best_f * scale / m > bound * (1 + SCREEN_MARGIN):
                 memo[key] = None
