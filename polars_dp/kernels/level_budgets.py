@@ -42,7 +42,7 @@ so a stage costs the steps of its slowest seed, not their sum.  The support-grow
 of all chains of a round race in one batch: once a candidate is below the error to beat, those
 after it stop, and one still above it after :data:`INSERT_STEPS` steps is dropped.  The level
 choice (:func:`choose_strategy`) grows only candidate chains whose seed descents end within
-:data:`SCREEN_MARGIN` of the best error so far.  About 2,000 tuples take about a second of CPU
+:data:`SCREEN_MARGIN` of the best error so far.  About 2,000 tuples take about 1.5 s of CPU
 (the tests hold it under 5 s); ``python -m benchmarks.bench_strategies --optimiser`` prints
 the times per workload.
 """
@@ -130,25 +130,21 @@ def _lattice_sums(values: np.ndarray, suffix: bool) -> np.ndarray:
 
 
 def _flat_sums(values: np.ndarray, shape: tuple[int, ...], suffix: bool) -> np.ndarray:
-    """:func:`_lattice_sums` of flat rows (``values`` of shape ``(batch, prod(shape))``): one
-    matrix product per axis with the triangular matrix of ones, each moving the axis it sums to
-    the end (after all of them the layout is back)."""
-    out = np.ascontiguousarray(values.T)  # (*shape, batch)
+    """:func:`_lattice_sums` of flat rows (``values`` of shape ``(batch, prod(shape))``), axis
+    by axis with the summed axis leading (each level one vectorised add over every other index),
+    then rotated to the end: after every axis the layout is back.  Sequential adds in a fixed
+    order: the same bits on every machine (no BLAS)."""
+    out = np.array(values.T, order="C")  # (*shape, batch), a copy: the adds are in place
     for n in shape:
-        out = out.reshape(n, -1).T @ _triangle(n, suffix)
+        rows = out.reshape(n, -1)
+        if suffix:
+            for level in range(n - 2, -1, -1):
+                rows[level] += rows[level + 1]
+        else:
+            for level in range(1, n):
+                rows[level] += rows[level - 1]
+        out = np.ascontiguousarray(rows.T)
     return out.reshape(values.shape)
-
-
-_TRIANGLES: dict[tuple[int, bool], np.ndarray] = {}
-
-
-def _triangle(n: int, suffix: bool) -> np.ndarray:
-    """``M`` with ``x @ M`` the suffix (prefix) sums of the rows of ``x``."""
-    key = (n, suffix)
-    if key not in _TRIANGLES:
-        ones = np.ones((n, n))
-        _TRIANGLES[key] = np.tril(ones) if suffix else np.triu(ones)
-    return _TRIANGLES[key]
 
 
 class _Objective:
