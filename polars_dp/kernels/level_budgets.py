@@ -92,6 +92,8 @@ INSERT_CANDIDATES = 6
 INSERT_ROUNDS = 20
 #: Support growth starts from this many of the best descents.
 INSERT_FROM = 3
+#: Support growth: the share of the budget a candidate tuple starts with.
+INSERT_SHARE = 0.2
 #: Early stopping: a descent stops when a step lowers the objective by at most this fraction.
 DESCENT_TOLERANCE = 1e-10
 #: The relaxation (a seed only) stops after this many steps, or after a step lowering its
@@ -298,8 +300,8 @@ def _insert(obj: _Objective, chains: list[tuple[np.ndarray, float]]) -> list[tup
             for flat in order[:INSERT_CANDIDATES]:
                 if eps.flat[flat] > 0:  # every tuple already measured
                     break
-                seed = 0.8 * eps
-                seed.flat[flat] += 0.2
+                seed = (1.0 - INSERT_SHARE) * eps
+                seed.flat[flat] += INSERT_SHARE
                 seeds.append(seed)
                 owner.append(c)
             growing[c] = owner[-1:] == [c]
