@@ -21,26 +21,45 @@ exact expectation of one query of :func:`polars_dp.random_workload`.
 Targets: the level strategy within 1.3x of the best-known figure and never above today's
 best plan on every row.
 
-    python -m benchmarks.bench_strategies           # every row
-    python -m benchmarks.bench_strategies --quick   # the rows that take under a second
+    python -m benchmarks.bench_strategies              # every row
+    python -m benchmarks.bench_strategies --quick      # the rows that take under a second
+    python -m benchmarks.bench_strategies --optimiser  # the optimiser's wall and CPU time per row
+
+``--optimiser`` times, per workload, the level choice with its budgets
+(:func:`~polars_dp.kernels.level_budgets.choose_strategy`) and one budget optimisation on the
+chosen levels (:func:`~polars_dp.kernels.level_budgets.choose_budgets`), wall and CPU, with
+the number of level tuples and the RMSE; then the same with the optimiser's shortcuts off
+(every relaxation step, every support-growth candidate to convergence, every candidate chain
+grown: ``exhaustive``), and a 3-D row of 2,028 level tuples.  Targets (issue 40): budget
+optimisation <= 5 s of CPU for <= 2,000 level tuples; the level choice with its budgets (what
+a plan with a declared workload runs) <= 1 s.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import math
 import time
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
 import polars_dp as pdp
+from polars_dp.kernels import level_budgets
+from polars_dp.kernels.block_levels import bary_levels, tuple_shape
 from polars_dp.kernels.level_budgets import choose_budgets, choose_strategy
 from polars_dp.kernels.level_inference import workload_costs
 from polars_dp.kernels.wavelet_variance import range_variance_factor
 from polars_dp.plans.grid import transformable
 
 TARGET_RATIO = 1.3
+#: issue 40: one budget optimisation of at most 2,000 level tuples, and a plan's level choice.
+BUDGET_SECONDS = 5.0
+PLAN_SECONDS = 1.0
+#: The optimiser's shortcuts and their values with the shortcuts off (``exhaustive``).
+EXHAUSTIVE = {"RELAXATION_ITERATIONS": level_budgets.ITERATIONS, "INSERT_STEPS": None, "SCREEN_MARGIN": None}
 EPSILON = 1.0
 NEIGHBOURS = "add_remove"
 
@@ -113,10 +132,98 @@ def grid_plan_errors(attrs: list, workload) -> dict[str, float]:
     return out
 
 
-def main() -> int:
+@contextlib.contextmanager
+def exhaustive(on: bool = True) -> Iterator[None]:
+    """The optimiser with its shortcuts off (:data:`EXHAUSTIVE`) inside the block."""
+    saved = {k: getattr(level_budgets, k) for k in EXHAUSTIVE}
+    try:
+        if on:
+            for k, v in EXHAUSTIVE.items():
+                setattr(level_budgets, k, v)
+        yield
+    finally:
+        for k, v in saved.items():
+            setattr(level_budgets, k, v)
+
+
+def _timed(fn, *args):
+    wall, cpu = time.perf_counter(), time.process_time()
+    out = fn(*args)
+    return out, time.perf_counter() - wall, time.process_time() - cpu
+
+
+def big_row() -> tuple[str, list, object, list]:
+    """3-D 4096 x 4096 x 2048, random ranges, binary levels: 13 x 13 x 12 = 2,028 level tuples."""
+    attrs = [pdp.Ordinal("a", 0, 4095), pdp.Ordinal("b", 0, 4095), pdp.Ordinal("c", 0, 2047)]
+    axes = [bary_levels(4096), bary_levels(4096), bary_levels(2048)]
+    return "3-D 4096^2x2048, random", attrs, pdp.workload.random_ranges(attrs), axes
+
+
+def optimiser_rows(quick: bool, reference: bool = True) -> list[dict]:
+    """Per workload and mode (``fast``: the defaults; ``exhaustive``): the level choice with its
+    budgets and one budget optimisation on the chosen levels, wall and CPU seconds, level tuples
+    of the chosen levels, tuples measured and RMSE.  The 3-D row times the budgets only."""
+    out = []
+    cases = [(label, attrs, workload, None) for label, attrs, workload, _, _ in rows(quick)]
+    if not quick:
+        cases.append(big_row())
+    for label, attrs, workload, fixed in cases:
+        for mode in ("fast", "exhaustive") if reference else ("fast",):
+            with exhaustive(mode == "exhaustive"):
+                row = {"workload": label, "mode": mode}
+                if fixed is None:
+                    result, row["levels_wall"], row["levels_cpu"] = _timed(
+                        choose_strategy, attrs, workload, EPSILON, 1)
+                    axes = result.strategy.axes
+                else:
+                    axes = tuple(fixed)
+                    row["levels_wall"] = row["levels_cpu"] = float("nan")
+                costs, m = workload_costs(workload, attrs, axes)
+                budgets, row["budgets_wall"], row["budgets_cpu"] = _timed(choose_budgets, axes, costs, m,
+                                                                          EPSILON, 1)
+                if fixed is not None:
+                    result = budgets
+            row["tuples"] = math.prod(tuple_shape(axes))
+            row["measured"] = len(result.strategy.measured)
+            row["rmse"] = math.sqrt(result.error)
+            out.append(row)
+    return out
+
+
+def print_optimiser(quick: bool, reference: bool = True) -> bool:
+    table = optimiser_rows(quick, reference)
+    header = (f"{'workload':<30} {'mode':<10} {'tuples':>6} {'levels wall':>11} {'CPU':>6} "
+              f"{'budgets wall':>12} {'CPU':>6} {'measured':>8} {'RMSE':>10}")
+    print(f"budget optimiser, epsilon = {EPSILON:g}, {NEIGHBOURS}: seconds per workload "
+          "(levels: the level choice with its budgets; budgets: one optimisation on the chosen levels)")
+    print(header)
+    print("-" * len(header))
+    for r in table:
+        print(f"{r['workload']:<30} {r['mode']:<10} {r['tuples']:>6} {r['levels_wall']:>11.2f} "
+              f"{r['levels_cpu']:>6.2f} {r['budgets_wall']:>12.2f} {r['budgets_cpu']:>6.2f} "
+              f"{r['measured']:>8} {r['rmse']:>10.5g}")
+    fast = [r for r in table if r["mode"] == "fast"]
+    budgets = max(r["budgets_cpu"] for r in fast)
+    levels = max((r["levels_cpu"] for r in fast if not math.isnan(r["levels_cpu"])), default=0.0)
+    ok = budgets <= BUDGET_SECONDS
+    print(f"\ntarget: budget optimisation <= {BUDGET_SECONDS:g} s CPU for about 2,000 level tuples: "
+          f"{'met' if ok else 'NOT met'} (largest {budgets:.2f} s)")
+    print(f"target: level choice with its budgets <= {PLAN_SECONDS:g} s CPU per workload: "
+          f"{'met' if levels <= PLAN_SECONDS else 'NOT met'} (largest {levels:.2f} s)")
+    if reference:
+        worst = max(r["rmse"] / e["rmse"] for r, e in zip(table[::2], table[1::2], strict=True))
+        print(f"fast / exhaustive RMSE: at most {worst:.6f}")
+    return ok
+
+
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="skip the census rows")
-    args = parser.parse_args()
+    parser.add_argument("--optimiser", action="store_true",
+                        help="the optimiser's wall and CPU time per workload, fast and exhaustive")
+    args = parser.parse_args(argv)
+    if args.optimiser:
+        return 0 if print_optimiser(args.quick) else 1
     header = (f"{'workload':<30} {'today best plan':>26} {'levels':>8} {'best known':>11} "
               f"{'levels/best':>11} {'levels/today':>12} {'CPU s':>6} {'budgets':>7}  chosen levels")
     print(f"exact expected RMSE, epsilon = {EPSILON:g}, {NEIGHBOURS}, exact noise")

@@ -20,13 +20,14 @@ inputs only: the domain's levels, the workload's Gram statistics, ``ε`` and ``�
 1. solves the relaxation that is convex in ``w`` (minimise ``Σ_a C_a / μ_a(w)`` over the
    simplex ``Σ_t w_t = 1``, an A-optimal design problem) by multiplicative updates
    ``w_t ← w_t (g_t / F)^p``, ``g_t = S_t Σ_{a ≤ t} C_a / μ_a²`` (``p = 1`` when that lowers
-   ``F``, else the monotone ``p = 1/2``);
+   ``F``, else the monotone ``p = 1/2``), for at most :data:`RELAXATION_ITERATIONS` steps
+   (it only seeds the next stage);
 2. descends on the simplex of ``ε`` with multiplicative steps ``ε_t ← ε_t (ε_t g_t / F)^ρ``
    (the fixed point is the KKT condition), halving ``ρ`` whenever a step does not lower ``F``,
    from that seed (``ε ∝ √w`` and ``ε ∝ w``), from the uniform split, from hierarchy-like
    seeds (every ``k``-th level on each axis, the total excluded) and from :data:`RESTARTS`
    sparse seeds of a generator with a fixed seed (the budgets are a deterministic function of
-   the public inputs);
+   the public inputs), until a step gains at most :data:`DESCENT_TOLERANCE` of ``F``;
 3. grows the support of the best few: a step never revives a tuple at zero budget (its
    gradient vanishes there), so an unmeasured tuple of largest ``g_t`` is given a fifth of
    the budget and the descent rerun, kept when it lowers ``F``;
@@ -34,7 +35,16 @@ inputs only: the domain's levels, the workload's Gram statistics, ``ε`` and ``�
    remainders), and compares its exact error with the uniform split over every tuple: when it
    cannot improve on uniform, the uniform split is returned and :attr:`Budgets.note` says so.
 
-About 2,000 tuples take a few seconds of CPU (the tests hold it under 5 s).
+Speed.  ``F`` and ``g`` cost one suffix and one prefix sum over the tuple lattice.  Every
+descent of a stage runs in one batch (:func:`_descend_batch`: one evaluation per step gives
+``F`` and ``g`` of every seed still moving; each seed follows the steps it would follow alone),
+so a stage costs the steps of its slowest seed, not their sum.  The support-growth candidates
+of all chains of a round race in one batch: once a candidate is below the error to beat, those
+after it stop, and one still above it after :data:`INSERT_STEPS` steps is dropped.  The level
+choice (:func:`choose_strategy`) grows only candidate chains whose seed descents end within
+:data:`SCREEN_MARGIN` of the best error so far.  About 2,000 tuples take about 1.5 s of CPU
+(the tests hold it under 5 s); ``python -m benchmarks.bench_strategies --optimiser`` prints
+the times per workload.
 """
 
 from __future__ import annotations
@@ -59,10 +69,10 @@ from polars_dp.kernels.block_levels import (
     tuple_shape,
 )
 from polars_dp.kernels.level_inference import (
+    axis_detail_traces,
     eigenvalues,
     inverse_eigenvalues,
     mean_squared_error,
-    prefix_sums,
     range_variance,
     workload_costs,
 )
@@ -82,6 +92,23 @@ INSERT_CANDIDATES = 6
 INSERT_ROUNDS = 20
 #: Support growth starts from this many of the best descents.
 INSERT_FROM = 3
+#: Support growth: the share of the budget a candidate tuple starts with.
+INSERT_SHARE = 0.2
+#: Early stopping: a descent stops when a step lowers the objective by at most this fraction.
+DESCENT_TOLERANCE = 1e-10
+#: The relaxation (a seed only) stops after this many steps, or after a step lowering its
+#: objective by at most :data:`RELAXATION_TOLERANCE` of it.
+RELAXATION_ITERATIONS = 100
+RELAXATION_TOLERANCE = 1e-8
+#: Support growth: a candidate still above the error to beat after this many steps is dropped
+#: (None: every candidate descends to convergence; 60 gives the same budgets on every
+#: workload of ``benchmarks/bench_strategies.py``).
+INSERT_STEPS: int | None = 60
+#: Level choice: a candidate chain whose seed descents (before support growth) end above the
+#: best error so far by more than this fraction is not grown (None: every candidate is grown).
+#: Support growth lowered the error of a chain by at most 3.2 % on the benchmark's census
+#: workloads.
+SCREEN_MARGIN: float | None = 0.05
 
 
 def dlap_variance(scale: Fraction | float) -> float:
@@ -98,102 +125,200 @@ def check_tuples(axes: Sequence[AxisLevels]) -> None:
 
 
 # ---------------------------------------------------------------------------- objective
+def _lattice_sums(values: np.ndarray, suffix: bool) -> np.ndarray:
+    """Suffix (``t >= a``) or prefix (``a <= t``) sums over the tuple lattice, for a batch of
+    tuple arrays (axis 0 the batch)."""
+    return _flat_sums(values.reshape(values.shape[0], -1), values.shape[1:], suffix).reshape(values.shape)
+
+
+def _flat_sums(values: np.ndarray, shape: tuple[int, ...], suffix: bool) -> np.ndarray:
+    """:func:`_lattice_sums` of flat rows (``values`` of shape ``(batch, prod(shape))``), axis
+    by axis with the summed axis leading (each level one vectorised add over every other index),
+    then rotated to the end: after every axis the layout is back.  Sequential adds in a fixed
+    order: the same bits on every machine (no BLAS)."""
+    out = np.array(values.T, order="C")  # (*shape, batch), a copy: the adds are in place
+    for n in shape:
+        rows = out.reshape(n, -1)
+        if suffix:
+            for level in range(n - 2, -1, -1):
+                rows[level] += rows[level + 1]
+        else:
+            for level in range(1, n):
+                rows[level] += rows[level - 1]
+        out = np.ascontiguousarray(rows.T)
+    return out.reshape(values.shape)
+
+
 class _Objective:
-    """``F(ε) = Σ_a C_a / μ_a`` with ``μ = suffix sums of S ε²`` and its scaled gradient."""
+    """``F(ε) = Σ_a C_a / μ_a`` with ``μ = suffix sums of S ε²`` and its scaled gradient,
+    evaluated together on a batch of points (one pass of lattice sums each way per batch)."""
 
     def __init__(self, costs: np.ndarray, cells: np.ndarray):
         self.costs, self.cells = costs, cells
+        self.positive = costs > 0
+        self.all_positive = bool(self.positive.all())
+        self.shape = costs.shape
+        self._flat = (cells.reshape(1, -1), costs.reshape(1, -1))
+        self.positive_flat = self.positive.reshape(1, -1)
+        self.evaluations = 0  # points evaluated (for the benchmark's report)
+
+    def batch(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(F, g)`` at every point ``w`` (shape ``(batch, *tuples)``, or ``(batch, tuples)``
+        flat): ``F = inf`` where the workload reaches a detail space with ``μ = 0``;
+        ``g_t = S_t Σ_{a ≤ t} C_a / μ_a²`` (``-∂F/∂w_t``, capped at ``1e300``), shaped as ``w``."""
+        self.evaluations += w.shape[0]
+        flat = w.reshape(w.shape[0], -1)
+        cells, costs = self._flat
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+            nu = 1.0 / _flat_sums(flat * cells, self.shape, True)  # inf where μ = 0 (μ >= 0)
+            # C ν is inf where C > 0 and μ = 0, so F is inf there
+            cnu = costs * nu if self.all_positive else np.where(self.positive_flat, costs * nu, 0.0)
+            f = cnu.sum(axis=1)
+            term = np.minimum(cnu * nu, 1e300)
+            if not self.all_positive:
+                term = np.where(self.positive_flat, term, 0.0)
+        return f, (cells * _flat_sums(term, self.shape, False)).reshape(w.shape)
 
     def value(self, w: np.ndarray) -> float:
-        mu = eigenvalues_from(w * self.cells)
-        nu = inverse_eigenvalues(mu)
-        if np.any(((mu <= 0) | ~np.isfinite(nu)) & (self.costs > 0)):
-            return math.inf
-        with np.errstate(invalid="ignore"):
-            return float(np.where(self.costs > 0, self.costs * nu, 0.0).sum())
+        return float(self.batch(w[None])[0][0])
 
     def g(self, w: np.ndarray) -> np.ndarray:
         """``g_t = S_t Σ_{a ≤ t} C_a / μ_a²`` (``-∂F/∂w_t``)."""
-        nu = inverse_eigenvalues(eigenvalues_from(w * self.cells))
-        with np.errstate(over="ignore", invalid="ignore"):
-            term = np.where(self.costs > 0, self.costs * nu * nu, 0.0)
-        return self.cells * prefix_sums(np.minimum(term, 1e300))
+        return self.batch(w[None])[1][0]
 
 
 def eigenvalues_from(weighted: np.ndarray) -> np.ndarray:
     """Suffix sums over the tuple lattice (``μ`` from ``w S``)."""
-    out = weighted
-    for i in range(weighted.ndim):
-        rev = (slice(None),) * i + (slice(None, None, -1),)
-        out = np.cumsum(out[rev], axis=i)[rev]
-    return out
+    return _lattice_sums(weighted[None], suffix=True)[0]
 
 
-def _relaxation(obj: _Objective, start: np.ndarray, tolerance: float = 1e-8) -> np.ndarray:
+def _relaxation(obj: _Objective, start: np.ndarray, tolerance: float | None = None) -> np.ndarray:
     """Minimise ``F(w)`` over ``Σ w = 1`` (convex): multiplicative updates ``w (g / F)^p``,
-    ``p = 1`` when that lowers ``F``, else the monotone ``p = 1/2``."""
+    ``p = 1`` when that lowers ``F``, else the monotone ``p = 1/2`` (both trial points
+    evaluated in one batch)."""
     w = start / start.sum()
-    f = obj.value(w)
-    for _ in range(ITERATIONS):
-        ratio = obj.g(w) / f
-        for power in (1.0, 0.5):
-            w_new = w * ratio**power
-            w_new /= w_new.sum()
-            f_new = obj.value(w_new)
-            if f_new < f:
-                break
-        if not f_new < f:
+    f_all, g_all = obj.batch(w[None])
+    f, g = float(f_all[0]), g_all[0]
+    powers = np.array([1.0, 0.5]).reshape((2,) + (1,) * w.ndim)
+    tolerance = RELAXATION_TOLERANCE if tolerance is None else tolerance
+    for _ in range(RELAXATION_ITERATIONS):
+        trial = w * (g / f) ** powers
+        trial /= trial.sum(axis=tuple(range(1, trial.ndim)), keepdims=True)
+        f_trial, g_trial = obj.batch(trial)
+        k = 0 if f_trial[0] < f else 1
+        if not f_trial[k] < f:
             break
-        done = f - f_new <= tolerance * f
-        w, f = w_new, f_new
+        done = f - f_trial[k] <= tolerance * f
+        w, f, g = trial[k], float(f_trial[k]), g_trial[k]
         if done:
             break
     return w
 
 
-def _descend(obj: _Objective, eps: np.ndarray, iterations: int = ITERATIONS) -> tuple[np.ndarray, float]:
-    """Minimise ``F(ε²)`` over ``Σ ε = 1`` from ``eps``: multiplicative steps with backtracking."""
-    eps = eps / eps.sum()
-    f = obj.value(eps * eps)
-    rho = 0.5
-    for _ in range(iterations):
-        ratio = eps * obj.g(eps * eps) / f  # 1 on the support at a KKT point
-        new = eps * np.power(np.maximum(ratio, 1e-300), rho)
+def _descend_batch(obj: _Objective, seeds: np.ndarray, limits: np.ndarray | int = ITERATIONS,
+                   tolerance: float = DESCENT_TOLERANCE, race: tuple[np.ndarray, np.ndarray] | None = None
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Minimise ``F(ε²)`` over ``Σ ε = 1`` from every seed (axis 0) at once: multiplicative
+    steps ``ε_t (ε_t g_t / F)^ρ`` with ``ρ`` grown by 1.5 (at most 1) after a step that lowers
+    ``F`` and halved after one that does not; a descent stops after ``limits`` steps, when a
+    step lowers ``F`` by at most ``tolerance · F`` or when ``ρ < 1e-6``.  Each seed follows
+    exactly the steps it would follow alone; one evaluation per step gives ``F`` and ``g``.
+
+    ``race = (groups, targets)``: seeds are candidates in groups (consecutive rows, in order of
+    preference) and only the first of each group ending below its target matters, so once a
+    row is below its target (``F`` only decreases) the rows after it in its group stop; with
+    :data:`INSERT_STEPS` set, a row still above its target after that many steps stops too."""
+    count = seeds.shape[0]
+    out = seeds.reshape(count, -1) / seeds.reshape(count, -1).sum(axis=1, keepdims=True)
+    out_f, g = obj.batch(out * out)
+    limits = np.broadcast_to(np.asarray(limits), (count,))
+    if race is not None:
+        groups, targets = race
+        teams = [np.flatnonzero(groups == group) for group in np.unique(groups)]
+    # the rows still moving, compacted whenever some stop: their ids, ε, F, g and ρ
+    ids = np.flatnonzero(np.isfinite(out_f) & (limits > 0))  # an infinite start never moves
+    eps, f, g, rho = out[ids], out_f[ids], g[ids], np.full(ids.size, 0.5)
+    step = 0
+    while ids.size:
+        factor = np.maximum(eps * g / f[:, None], 1e-300)  # the ratio is 1 on the support at a KKT point
+        partial = rho < 1.0  # x ** 1 = x: the power only where ρ < 1
+        if partial.all():
+            factor = np.power(factor, rho[:, None])
+        elif partial.any():
+            factor[partial] = np.power(factor[partial], rho[partial, None])
+        new = eps * factor
         new[eps < 1e-12] = 0.0
-        new /= new.sum()
-        f_new = obj.value(new * new)
-        if f_new < f:
-            done = f - f_new <= 1e-10 * f
-            eps, f = new, f_new
-            rho = min(1.0, rho * 1.5)
-            if done:
-                break
-        else:
-            rho /= 2
-            if rho < 1e-6:
-                break
-    return eps, f
+        new /= new.sum(axis=1, keepdims=True)
+        f_new, g_new = obj.batch(new * new)
+        better = f_new < f
+        stop = better & (f - f_new <= tolerance * f)
+        eps = np.where(better[:, None], new, eps)
+        g = np.where(better[:, None], g_new, g)
+        f = np.where(better, f_new, f)
+        rho = np.where(better, np.minimum(1.0, rho * 1.5), rho / 2)
+        step += 1
+        stop |= (rho < 1e-6) | (limits[ids] <= step)
+        if race is not None:
+            out_f[ids] = f
+            below = out_f < targets
+            late = np.zeros(count, dtype=bool)
+            for members in teams:
+                hit = members[below[members]]
+                if hit.size:
+                    late[members[members > hit[0]]] = True
+            if INSERT_STEPS is not None and step >= INSERT_STEPS:
+                late |= ~below
+            stop |= late[ids]
+        if stop.any():
+            out[ids[stop]], out_f[ids[stop]] = eps[stop], f[stop]
+            keep = ~stop
+            ids, eps, f, g, rho = ids[keep], eps[keep], f[keep], g[keep], rho[keep]
+    return out.reshape(seeds.shape), out_f
 
 
-def _insert(obj: _Objective, eps: np.ndarray, f: float) -> tuple[np.ndarray, float]:
-    """Grow the support: give an unmeasured tuple of largest ``g_t`` a fifth of the budget and
-    descend again; keep the first of :data:`INSERT_CANDIDATES` that lowers ``F``; repeat."""
+def _descend(obj: _Objective, eps: np.ndarray, iterations: int = ITERATIONS) -> tuple[np.ndarray, float]:
+    """One descent (:func:`_descend_batch` of one seed)."""
+    out, f = _descend_batch(obj, eps[None].astype(np.float64), iterations)
+    return out[0], float(f[0])
+
+
+def _insert(obj: _Objective, chains: list[tuple[np.ndarray, float]]) -> list[tuple[np.ndarray, float]]:
+    """Grow the supports: for each chain, give an unmeasured tuple of largest ``g_t`` a fifth of
+    the budget and descend again; keep the first of :data:`INSERT_CANDIDATES` (by ``g_t``) that
+    lowers ``F``; repeat while one does, at most :data:`INSERT_ROUNDS` times.  The candidates of
+    every chain in a round descend in one batch."""
+    chains = list(chains)
+    growing = [True] * len(chains)
     for _ in range(INSERT_ROUNDS):
-        g = obj.g(eps * eps)
-        order = np.argsort(np.where(eps > 0, -np.inf, g), axis=None, kind="stable")[::-1]
-        grown = False
-        for flat in order[:INSERT_CANDIDATES]:
-            if eps.flat[flat] > 0:  # every tuple already measured
-                break
-            seed = 0.8 * eps
-            seed.flat[flat] += 0.2
-            new, f_new = _descend(obj, seed)
-            if f_new < f * (1 - 1e-9):
-                eps, f, grown = new, f_new, True
-                break
-        if not grown:
+        seeds: list[np.ndarray] = []
+        owner: list[int] = []
+        for c, (eps, _) in enumerate(chains):
+            if not growing[c]:
+                continue
+            g = obj.g(eps * eps)
+            order = np.argsort(np.where(eps > 0, -np.inf, g), axis=None, kind="stable")[::-1]
+            for flat in order[:INSERT_CANDIDATES]:
+                if eps.flat[flat] > 0:  # every tuple already measured
+                    break
+                seed = (1.0 - INSERT_SHARE) * eps
+                seed.flat[flat] += INSERT_SHARE
+                seeds.append(seed)
+                owner.append(c)
+            growing[c] = owner[-1:] == [c]
+        if not seeds:
             break
-    return eps, f
+        owners = np.asarray(owner)
+        targets = np.array([chains[c][1] * (1 - 1e-9) for c in owner])
+        found, values = _descend_batch(obj, np.stack(seeds), race=(owners, targets))
+        for c in np.unique(owners):
+            f = chains[c][1]
+            for k in np.flatnonzero(owners == c):
+                if values[k] < f * (1 - 1e-9):
+                    chains[c] = (found[k], float(values[k]))
+                    break
+            else:
+                growing[c] = False
+    return chains
 
 
 def _spaced_seeds(axes: Sequence[AxisLevels]) -> list[np.ndarray]:
@@ -217,24 +342,44 @@ def optimise_shares(costs: np.ndarray, axes: Sequence[AxisLevels]) -> np.ndarray
     (module docstring, steps 1-2; then support growth by :func:`_insert` and
     :data:`RESTARTS` descents from sparse seeds of a fixed public generator).  Public inputs
     only, deterministic."""
+    return _grow(_seed_descents(costs, axes))
+
+
+@dataclass
+class _Descents:
+    """The first stage of :func:`optimise_shares`: the descents from every seed, best first."""
+
+    obj: _Objective
+    uniform: np.ndarray
+    uniform_f: float
+    found: list[tuple[float, np.ndarray]]
+
+    @property
+    def best_f(self) -> float:
+        return min([self.uniform_f] + [f for f, _ in self.found[:1]])
+
+
+def _seed_descents(costs: np.ndarray, axes: Sequence[AxisLevels]) -> _Descents:
     check_tuples(axes)
     obj = _Objective(np.maximum(costs, 0.0), block_cells(axes))
     uniform = np.ones(tuple_shape(axes))
     w = _relaxation(obj, uniform)
-    best, best_f = uniform / uniform.sum(), obj.value((uniform / uniform.sum()) ** 2)
+    uniform = uniform / uniform.sum()
     seeds = [np.sqrt(w), w, uniform, *_spaced_seeds(axes)]
     rng = np.random.default_rng(RESTART_SEED)
     seeds += [rng.random(uniform.shape) ** 4 for _ in range(RESTARTS)]
-    found: list[tuple[float, int, np.ndarray]] = []
-    for i, seed in enumerate(seeds):
-        if not np.all(np.isfinite(seed)) or seed.sum() <= 0:
-            continue
-        eps, f = _descend(obj, seed, ITERATIONS if i < len(seeds) - RESTARTS else ITERATIONS // 3)
-        if math.isfinite(f):
-            found.append((f, i, eps))
-    found.sort(key=lambda item: (item[0], item[1]))
-    for f, _, eps in found[:INSERT_FROM]:
-        eps, f = _insert(obj, eps, f)
+    usable = [i for i, s in enumerate(seeds) if np.all(np.isfinite(s)) and s.sum() > 0]
+    limits = np.array([ITERATIONS if i < len(seeds) - RESTARTS else ITERATIONS // 3 for i in usable])
+    found_eps, found_f = _descend_batch(obj, np.stack([seeds[i] for i in usable]), limits)
+    found = sorted((float(f), i, k) for k, (i, f) in enumerate(zip(usable, found_f, strict=True))
+                   if math.isfinite(f))
+    return _Descents(obj, uniform, obj.value(uniform**2), [(f, found_eps[k]) for f, _, k in found])
+
+
+def _grow(start: _Descents) -> np.ndarray:
+    best, best_f = start.uniform, start.uniform_f
+    chains = _insert(start.obj, [(eps, f) for f, eps in start.found[:INSERT_FROM]])
+    for eps, f in chains:
         if f < best_f:
             best, best_f = eps, f
     return best
@@ -339,9 +484,14 @@ def choose_budgets(axes: Sequence[AxisLevels], costs: np.ndarray, queries: float
     start = time.process_time()
     axes = tuple(axes)
     check_tuples(axes)
+    return _budgets(axes, costs, queries, epsilon, sensitivity, optimise_shares(costs, axes), start)
+
+
+def _budgets(axes: tuple[AxisLevels, ...], costs: np.ndarray, queries: float, epsilon: float | Fraction,
+             sensitivity: int, shares: np.ndarray, start: float) -> Budgets:
     uniform = LevelStrategy(axes, split_budget(np.ones(tuple_shape(axes)), epsilon), sensitivity)
     uniform_error = uniform.mean_squared_error(costs, queries)
-    chosen = LevelStrategy(axes, split_budget(optimise_shares(costs, axes), epsilon), sensitivity)
+    chosen = LevelStrategy(axes, split_budget(shares, epsilon), sensitivity)
     error = chosen.mean_squared_error(costs, queries)
     seconds = time.process_time() - start
     if not error < uniform_error:
@@ -371,16 +521,44 @@ def choose_strategy(attributes: Sequence[Attribute], workload: Workload, epsilon
     start = time.process_time()
     options = [candidate_levels(a) for a in attrs]
     current = [opts[-1] if len(opts) > 1 and opts[-1].padded else opts[0] for opts in options]
-    memo: dict[tuple[int, ...], Budgets] = {}
+    memo: dict[tuple[int, ...], Budgets | None] = {}
+    scale = 2.0 * float(sensitivity) ** 2 / float(epsilon) ** 2  # Var(Lap(Δ/ε_t)) = 2Δ²/ε_t²
+    terms = workload.axis_terms(attrs)
+    boxes = bool(workload.axis_boxes(attrs))
+    traces: dict[tuple[int, int, int], np.ndarray] = {}
 
-    def evaluate(pick: Sequence[AxisLevels]) -> Budgets:
+    def costs_of(pick: Sequence[AxisLevels], key: tuple[int, ...]) -> tuple[np.ndarray, float]:
+        """:func:`~polars_dp.kernels.level_inference.workload_costs` with each axis's detail
+        traces computed once per chain across the candidates (explicit boxes: recomputed)."""
+        if boxes:
+            return workload_costs(workload, attrs, pick)
+        costs = np.zeros(tuple_shape(pick))
+        for k, (weight, per_axis) in enumerate(terms):
+            term = np.full((), weight)
+            for i, (ax_w, ax) in enumerate(zip(per_axis, pick, strict=True)):
+                if (k, i, key[i]) not in traces:
+                    traces[(k, i, key[i])] = axis_detail_traces(ax_w, ax)
+                term = np.multiply.outer(term, traces[(k, i, key[i])])
+            costs += term
+        return costs, workload.queries
+
+
+    def evaluate(pick: Sequence[AxisLevels], bound: float = math.inf) -> Budgets | None:
+        """The budgets of ``pick``, or None when its seed descents stay above ``bound`` by more
+        than :data:`SCREEN_MARGIN` (it is then not expected to improve on the best so far)."""
         key = tuple(options[i].index(ax) for i, ax in enumerate(pick))
         if key not in memo:
-            costs, m = workload_costs(workload, attrs, pick)
-            memo[key] = choose_budgets(tuple(pick), costs, m, epsilon, sensitivity)
+            t0 = time.process_time()
+            costs, m = costs_of(pick, key)
+            first = _seed_descents(costs, tuple(pick))
+            if SCREEN_MARGIN is not None and first.best_f * scale / m > bound * (1 + SCREEN_MARGIN):
+                memo[key] = None
+            else:
+                memo[key] = _budgets(tuple(pick), costs, m, epsilon, sensitivity, _grow(first), t0)
         return memo[key]
 
     best = evaluate(current)
+    assert best is not None
     for _ in range(passes):
         changed = False
         for i, opts in enumerate(options):
@@ -390,8 +568,8 @@ def choose_strategy(attributes: Sequence[Attribute], workload: Workload, epsilon
                 trial = [*current[:i], ax, *current[i + 1:]]
                 if math.prod(c.count for c in trial) > MAX_TUPLES:
                     continue
-                result = evaluate(trial)
-                if result.error < best.error:
+                result = evaluate(trial, best.error)
+                if result is not None and result.error < best.error:
                     best, current, changed = result, trial, True
         if not changed:
             break
