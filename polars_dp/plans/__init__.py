@@ -18,6 +18,7 @@ from typing import Any
 
 from polars_dp.plans.base import REGISTRY, Entry, Plan, from_record, known_mechanisms, plan_class
 from polars_dp.plans.grid import BasicPlan, GridPlan, PriveletPlan, compare
+from polars_dp.plans.hierarchical import HierarchicalPlan
 from polars_dp.plans.spatial import (
     AdaptiveGridPlan,
     NgramPlan,
@@ -34,6 +35,7 @@ def plan(mechanism: str, *args: Any, **options: Any) -> Plan:
     return plan_class(mechanism)(*args, **options)
 
 
-__all__ = ["REGISTRY", "AdaptiveGridPlan", "BasicPlan", "Entry", "GridPlan", "NgramPlan", "Plan",
+__all__ = ["REGISTRY", "AdaptiveGridPlan", "BasicPlan", "Entry", "GridPlan", "HierarchicalPlan", "NgramPlan",
+           "Plan",
            "PriveletGridPlan", "PriveletPlan", "PrivTreePlan", "PrivTreeSequencesPlan", "UniformGridPlan",
            "compare", "from_record", "known_mechanisms", "plan", "plan_class"]

@@ -225,6 +225,8 @@ _COMMON = (
                "``\"add_remove\"`` (one row added or removed, ``Delta = 1``)."),
     SEED, *ROW_OPTIONS, NOISE, PROGRESS, PRIVACY_UNIT,
 )
+#: The options every grid mechanism takes (attributes, epsilon, neighbours first).
+GRID_OPTIONS = _COMMON
 
 
 class GridPlan(Plan):
@@ -532,6 +534,7 @@ def compare(plans: Sequence[GridPlan], queries: Any, *, align: str = "exact") ->
     return pl.DataFrame(rows)
 
 
-__all__ = ["ALPHA_REFUSAL", "EPSILON_CAP", "EXHAUSTIVE_MAX", "BasicPlan", "GridPlan", "PriveletPlan",
+__all__ = ["ALPHA_REFUSAL", "EPSILON_CAP", "EXHAUSTIVE_MAX", "GRID_OPTIONS", "BasicPlan", "GridPlan",
+           "PriveletPlan",
            "auto_untransformed", "check_alpha", "compare", "mechanism_name", "privelet_rho", "privelet_scale",
            "resolve_untransformed", "subset_errors", "transformable", "workload_transformed", "Workload"]

@@ -268,6 +268,10 @@ class _Axis:
         return (f"\n    LEFT JOIN {ident(self.labels_source())} AS l{k} "
                 f"ON l{k}.label = CAST(q.{ident(self.attribute.column)} AS VARCHAR)")
 
+    def bounds(self) -> tuple[Sql, Sql]:
+        """The query's cell range ``[s_k, e_k)`` on this axis (SQL)."""
+        return Sql(f"box.s{self.axis}"), Sql(f"box.e{self.axis}")
+
     def factor(self, transformed: bool) -> Sql:
         """Per-axis variance factor ``f_k`` of the query's range (SQL; a nominal axis's from the
         labels table, computed by :meth:`GridRelease.axis_variance`)."""
