@@ -176,6 +176,7 @@ class HierarchicalPlan(GridPlan):
             "levels",
             lambda p, d: {a.column: list(ax.sizes) for a, ax in zip(p.attributes, p.axes, strict=True)},
         ),
+        Field("noisy_values", lambda p, d: p.noisy_values),  # the levels' blocks: edits of levels show
         Field("budgets", lambda p, d: p.budget_choice),
         Field("budget_units", lambda p, d: [int(k) for k in p.budget_units.reshape(-1)]),
         Field("budget_note", lambda p, d: p.budget_note or OMIT),  # a function of the budgets
