@@ -35,7 +35,8 @@ def _model_classes() -> list[type[NoiseModel]]:
     return sorted(out, key=lambda c: c.__name__)
 
 
-def _model(cls: type[NoiseModel], scale: float, transformed: list[str], attrs: list | None = None) -> NoiseModel:
+def _model(cls: type[NoiseModel], scale: float, transformed: list[str],
+           attrs: list | None = None) -> NoiseModel:
     """An instance of ``cls`` from its fields (a field of a new kind needs a value here); the
     block-level model is the one of a hierarchical plan over ``attrs`` (its fields follow from them)."""
     if cls is LevelLaplace:
