@@ -235,6 +235,10 @@ class LevelLaplace(NoiseModel):
     def shape(self) -> tuple[int, ...]:
         return tuple(len(s) for s in self.sizes)
 
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object (the nested per-axis sizes as lists too)."""
+        return {**super().to_json(), "sizes": [list(s) for s in self.sizes]}
+
     def tensor(self, values: tuple[float, ...]) -> np.ndarray:
         """``nu`` or ``kappa`` in the shape of the level tuples."""
         return np.asarray(values, dtype=np.float64).reshape(self.shape)
