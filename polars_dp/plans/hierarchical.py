@@ -130,8 +130,8 @@ def as_workload(attributes: Sequence[Attribute], workload: Any) -> DeclaredWorkl
 def _check_levels(value: Any) -> Any:
     if value is not None and not isinstance(value, Mapping):
         raise ParameterError(
-            f"levels must map column names to a branching factor or block sizes, e.g. "
-            f"{{'age': 16}} or {{'age': [128, 16, 1]}}, got {value!r}",
+            f"levels must map column names to a branching factor or block sizes (such as "
+            f"{{'age': 16}} or {{'age': [128, 16, 1]}}), got {value!r}",
             parameter="levels",
         )
     return value
