@@ -21,7 +21,8 @@ from polars_dp.kernels.level_inference import gls
 from polars_dp.noise import exact_scale
 from tests.helpers.privacy import constant_draws, edited_table
 
-SMALL = [pdp.Ordinal("a", 0, 5), pdp.Nominal("b", pdp.Hierarchy.from_dict({"g": ["x", "y"], "h": ["z", "w"]}))]
+SMALL = [pdp.Ordinal("a", 0, 5),
+         pdp.Nominal("b", pdp.Hierarchy.from_dict({"g": ["x", "y"], "h": ["z", "w"]}))]
 
 
 def _unit_changes(cells: tuple[int, ...], neighbours: str):
