@@ -41,7 +41,6 @@ import polars as pl
 
 from polars_dp.domains.attributes import Attribute
 from polars_dp.domains.workload import Workload as DeclaredWorkload
-from polars_dp.domains.workload import queries as workload_queries
 from polars_dp.errors import ParameterError, ReleaseFormatError
 from polars_dp.kernels.block_levels import AxisLevels, bary_levels, block_cells, candidate_levels, tuple_shape
 from polars_dp.kernels.level_budgets import (
@@ -61,7 +60,7 @@ from polars_dp.kernels.level_inference import (
 )
 from polars_dp.noise import MAX_COUNT_SCALE, laplace_scale
 from polars_dp.plans.base import INPUTS, OMIT, Field, register_plan
-from polars_dp.plans.grid import GRID_OPTIONS, GridPlan
+from polars_dp.plans.grid import GRID_OPTIONS, GridPlan, declared_workload
 from polars_dp.plans.noise_model import LevelLaplace
 from polars_dp.plans.options import Option
 
@@ -115,16 +114,6 @@ def resolve_levels(attributes: Sequence[Attribute], levels: Levels) -> tuple[Axi
                 parameter="levels",
             )
     return tuple(axis_levels(a, given.get(a.column)) for a in attributes)
-
-
-def as_workload(attributes: Sequence[Attribute], workload: Any) -> DeclaredWorkload:
-    """A declared workload checked against the attributes, or explicit queries turned into one."""
-    if not isinstance(workload, DeclaredWorkload):
-        workload = workload_queries(attributes, workload)
-    workload.axis_terms(attributes)  # every named attribute declared, with the same declaration
-    if not workload.queries > 0:
-        raise ParameterError("the workload has no query; give at least one", parameter="workload")
-    return workload
 
 
 def _check_levels(value: Any) -> Any:
@@ -239,7 +228,7 @@ class HierarchicalPlan(GridPlan):
             self.axes = axes
             self._set_strategy(units, "uniform")
             return
-        declared = as_workload(attrs, workload)
+        declared = declared_workload(attrs, workload)
         given = None if levels is None else resolve_levels(attrs, levels)
         if given is not None:
             check_tuples(given)
@@ -277,6 +266,10 @@ class HierarchicalPlan(GridPlan):
     @property
     def release_mechanism(self) -> str:
         return "hierarchical"
+
+    @property
+    def strategy_name(self) -> str:
+        return "Hierarchical " + " x ".join("/".join(map(str, ax.sizes)) for ax in self.axes)
 
     # ------------------------------------------------------------------ scales
     @property
@@ -359,7 +352,7 @@ class HierarchicalPlan(GridPlan):
 
     def workload_error(self, workload: Any) -> float:
         """Exact expected mean squared error of this plan over ``workload`` (before data)."""
-        declared = as_workload(self.attributes, workload)
+        declared = declared_workload(self.attributes, workload)
         costs, m = workload_costs(declared, self.attributes, self.axes)
         return mean_squared_error(np.asarray(self.noise_model.nu).reshape(tuple_shape(self.axes)), costs, m)
 
@@ -391,7 +384,6 @@ __all__ = [
     "HierarchicalPlan",
     "LevelWorkload",
     "Levels",
-    "as_workload",
     "axis_levels",
     "default_levels",
     "resolve_levels",
