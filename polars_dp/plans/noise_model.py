@@ -55,6 +55,9 @@ class NoiseModel:
     kinds: ClassVar[dict[str, type[NoiseModel]]] = {}
     #: Whether the model states an exact error bar (else :attr:`reason` says why not).
     exact: ClassVar[bool] = True
+    #: Whether the SQL macros compute :meth:`variance` once per query in a projection of its own
+    #: (its ``ops.let`` values columns; for a long expression), not inline.
+    staged_variance: ClassVar[bool] = False
     reason = ""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -225,6 +228,7 @@ class LevelLaplace(NoiseModel):
     bound on the largest magnitude, discrete or continuous noise) gives the half-width."""
 
     kind = "level_laplace"
+    staged_variance = True
     sizes: tuple[tuple[int, ...], ...]
     cells: tuple[int, ...]
     nu: tuple[float, ...]
@@ -244,12 +248,19 @@ class LevelLaplace(NoiseModel):
         return np.asarray(values, dtype=np.float64).reshape(self.shape)
 
     def _details(self, ops: Ops, axes: Sequence[Any], let: bool) -> tuple[list[list[Any]], list[Any]]:
+        # the variance and the half-width rendered in one SQL stage share its columns
+        stage = getattr(ops, "stages", None)
+        memo = self.__dict__.get("_rendered")
+        if stage is not None and memo is not None and memo[0] is stage and memo[1] is axes:
+            return memo[2]
         out, widths = [], []
         for ax, cells, sizes in zip(axes, self.cells, self.sizes, strict=True):
             start, stop = ax.bounds()
             detail, width = _axis_details(ops, start, stop, cells, sizes)
             out.append([ops.let(x) for x in detail] if let else detail)
             widths.append(width)
+        if stage is not None and let:
+            self.__dict__["_rendered"] = (stage, axes, (out, widths))
         return out, widths
 
     def _unidentified(self, ops: Ops, details: list[list[Any]], widths: list[Any]) -> Any:
@@ -263,7 +274,7 @@ class LevelLaplace(NoiseModel):
 
     def variance(self, ops: Ops, axes: Sequence[Any]) -> Any:
         """``Σ_a nu_a Π_i q_iᵀ P_{a_i} q_i`` (``inf`` off the measured span)."""
-        details, widths = self._details(ops, axes, let=False)
+        details, widths = self._details(ops, axes, let=True)
         var = _contract(self.tensor(self.nu), details)
         missing = self._unidentified(ops, details, widths)
         return var if missing is None else ops.where(missing > 0.5, ops.inf, var)
@@ -274,8 +285,9 @@ class LevelLaplace(NoiseModel):
         v = ops.let(ops.greatest(_contract(self.tensor(self.kappa), details), 0.0))
         r = ops.let(ops.greatest(_contract(self.tensor(self.nu) ** 2, details), 0.0))
         top = ops.let(ops.least(ops.power(v, 0.5), self.bound * ops.power(r, 0.5)))
-        safe: Any = ops.where(top > 0.0, top, 1.0)
-        width = chernoff_half_width(ops, ops.where(top > 0.0, v, 0.0), safe, ops.ln(2.0 / alpha))
+        safe: Any = ops.let(ops.where(top > 0.0, top, 1.0))
+        units = ops.let(ops.where(top > 0.0, v, 0.0))
+        width = chernoff_half_width(ops, units, safe, ops.let(ops.ln(2.0 / alpha)))
         missing = self._unidentified(ops, details, widths)
         return width if missing is None else ops.where(missing > 0.5, ops.inf, width)
 
