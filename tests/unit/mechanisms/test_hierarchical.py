@@ -124,7 +124,8 @@ def _range_matrix(n: int) -> np.ndarray:
     return q
 
 
-@pytest.mark.parametrize("case", ["1-D 64, optimised for all ranges", "2-D 16x16, uniform"])
+@pytest.mark.parametrize("case", ["1-D 64, optimised for all ranges", "2-D 16x16, uniform",
+                                  "3-D 8x8x4, optimised for all ranges"])
 def test_mean_squared_error_matches_the_formula(case):
     """200 seeded releases: the mean squared error over all ranges is the formula's within its
     sampling error.  Per release the error is ``X = zᵀ B z`` (``B = Lᵀ Qᵀ Q L / m``) with
@@ -136,12 +137,18 @@ def test_mean_squared_error_matches_the_formula(case):
         workload = pdp.workload.ranges(attrs)
         plan = pdp.plan("hierarchical", attrs, epsilon=1.0, neighbours="add_remove", workload=workload)
         q = _range_matrix(64)
-    else:
+    elif case.startswith("2-D"):
         attrs = [pdp.Ordinal("a", 0, 15), pdp.Ordinal("b", 0, 15)]
         workload = pdp.workload.ranges(attrs)
         plan = pdp.plan("hierarchical", attrs, epsilon=1.0, neighbours="add_remove")
         r = _range_matrix(16)
         q = np.einsum("ij,kl->ikjl", r, r).reshape(r.shape[0] ** 2, 256)
+    else:
+        attrs = [pdp.Ordinal("a", 0, 7), pdp.Ordinal("b", 0, 7), pdp.Ordinal("c", 0, 3)]
+        workload = pdp.workload.ranges(attrs)
+        plan = pdp.plan("hierarchical", attrs, epsilon=1.0, neighbours="add_remove", workload=workload)
+        r, s = _range_matrix(8), _range_matrix(4)
+        q = np.einsum("ij,kl,mn->ikmjln", r, r, s).reshape(-1, 256)
     formula = plan.workload_error(workload)
     big_l, scales = _noise_operator(plan)
     b = big_l.T @ (q.T @ q) @ big_l / q.shape[0]
