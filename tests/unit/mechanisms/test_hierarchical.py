@@ -250,3 +250,19 @@ def test_tuples_past_the_cap_are_refused():
         pdp.plan("hierarchical", attrs, epsilon=1.0)
     assert len(list(itertools.product(range(2), repeat=5))) == 32  # two levels each fit
     pdp.plan("hierarchical", attrs, epsilon=1.0, levels={c: [64, 1] for c in "abcde"})
+
+
+def test_sql_script_answers_as_python(tmp_path):
+    df = pl.DataFrame({"age": [23, 35, 35, 61], "sex": ["f", "m", "f", "f"]})
+    attrs = [pdp.Ordinal("age", 0, 99), pdp.Nominal("sex", categories=["f", "m"])]
+    workload = pdp.workload.prefixes(attrs[:1]) @ pdp.workload.identity(attrs[1:])
+    release = pdp.hierarchical(df, attrs, epsilon=0.5, workload=workload, seed=1)
+    release.write_parquet(tmp_path / "h.parquet")
+    con = duckdb.connect()
+    con.execute(release.sql_script(tmp_path / "h.parquet", "h"))
+    count, std, lo, hi = con.sql("SELECT * FROM h_range_count(age_lo := 20, age_hi := 40, sex := 'f', "
+                                 "alpha := 0.1)").fetchall()[0]
+    assert count == pytest.approx(release.range_count(age=(20, 40), sex="f"), rel=1e-12)
+    assert std == pytest.approx(release.range_std(age=(20, 40), sex="f"), rel=1e-9)
+    assert (lo, hi) == pytest.approx(release.range_interval(0.1, age=(20, 40), sex="f"), rel=1e-9)
+    assert release.sample(20, seed=3).height == 20
