@@ -462,7 +462,8 @@ class GridRelease(Release):
         return f"{self.n_cells:,} cells"
 
     def stated_noise_scale(self) -> float | None:
-        return self.noise_scale
+        """``noise_scale``; None for block levels (one scale per level tuple, in ``params``)."""
+        return None if isinstance(self._drawn_noise, LevelLaplace) else self.noise_scale
 
     def range_domain(self) -> dict[str, Any]:
         """What a range query may ask of each attribute: a nominal attribute (one of its labels)
