@@ -40,6 +40,7 @@ from polars_dp.ledger import Ledger
 from polars_dp.mechanisms import (
     adaptive_grid,
     basic,
+    hierarchical,
     ngram_sequences,
     privelet,
     privelet_grid,
@@ -92,6 +93,7 @@ __all__ = [
     "basic",
     "compare",
     "dp",
+    "hierarchical",
     "ngram_sequences",
     "plan",
     "privelet",

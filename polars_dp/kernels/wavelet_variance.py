@@ -196,6 +196,10 @@ class AxisRanges:
     def column(self) -> str:
         return self.attribute.column
 
+    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(starts, stops)``: the cell ranges themselves (a noise model of block levels reads them)."""
+        return self.starts, self.stops
+
     def factor(self, transformed: bool) -> np.ndarray:
         """Variance factor ``f`` of each range: :func:`range_variance_factor` along a transformed
         axis, else ``stop - start`` (one unit-weight value per cell)."""

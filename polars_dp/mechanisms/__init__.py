@@ -7,6 +7,7 @@ option table, ``name(frame, ...) = pdp.plan(name, ...).run(frame, seed=..., prog
 
 from typing import TYPE_CHECKING
 
+from polars_dp.mechanisms.hierarchical import hierarchical
 from polars_dp.mechanisms.laplace_histogram import basic
 from polars_dp.mechanisms.ngram import ngram_sequences
 from polars_dp.mechanisms.sequences import privtree_sequences
@@ -31,7 +32,8 @@ class BoundMechanisms:  # not in __all__: __all__ lists the mechanisms
         privelet_grid = privelet_grid
         privtree_sequences = privtree_sequences
         ngram_sequences = ngram_sequences
+        hierarchical = hierarchical
 
 
-__all__ = ["adaptive_grid", "basic", "ngram_sequences", "privelet", "privelet_grid", "privtree",
-           "privtree_sequences", "privtree_subgrid", "uniform_grid"]
+__all__ = ["adaptive_grid", "basic", "hierarchical", "ngram_sequences", "privelet", "privelet_grid",
+           "privtree", "privtree_sequences", "privtree_subgrid", "uniform_grid"]

@@ -16,8 +16,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from polars_dp.plans.auto import auto_plan, compare
 from polars_dp.plans.base import REGISTRY, Entry, Plan, from_record, known_mechanisms, plan_class
-from polars_dp.plans.grid import BasicPlan, GridPlan, PriveletPlan, compare
+from polars_dp.plans.grid import BasicPlan, GridPlan, PriveletPlan
+from polars_dp.plans.hierarchical import HierarchicalPlan
 from polars_dp.plans.spatial import (
     AdaptiveGridPlan,
     NgramPlan,
@@ -30,10 +32,15 @@ from polars_dp.plans.spatial import (
 
 def plan(mechanism: str, *args: Any, **options: Any) -> Plan:
     """The plan of ``mechanism`` (``"basic"``, ``"privelet"``, ``"privtree"``, ...) with the
-    mechanism's arguments less the data, the seed and ``progress``; no data is read."""
+    mechanism's arguments less the data, the seed and ``progress``; no data is read.
+    ``"auto"`` with ``workload=W``: the grid plan (Basic, Privelet, Privelet+, hierarchical) of
+    least exact expected error over ``W`` (:mod:`polars_dp.plans.auto`)."""
+    if mechanism == "auto":
+        return auto_plan(*args, **options)
     return plan_class(mechanism)(*args, **options)
 
 
-__all__ = ["REGISTRY", "AdaptiveGridPlan", "BasicPlan", "Entry", "GridPlan", "NgramPlan", "Plan",
+__all__ = ["REGISTRY", "AdaptiveGridPlan", "BasicPlan", "Entry", "GridPlan", "HierarchicalPlan", "NgramPlan",
+           "Plan",
            "PriveletGridPlan", "PriveletPlan", "PrivTreePlan", "PrivTreeSequencesPlan", "UniformGridPlan",
            "compare", "from_record", "known_mechanisms", "plan", "plan_class"]

@@ -44,6 +44,8 @@ import polars as pl
 
 from polars_dp.domains.attributes import Attribute, Nominal, as_attributes
 from polars_dp.domains.queries import as_query_frame, predicate_ranges, query_ranges
+from polars_dp.domains.workload import Workload as DeclaredWorkload
+from polars_dp.domains.workload import queries as workload_queries
 from polars_dp.errors import HierarchyError, ParameterError, QueryError
 from polars_dp.kernels import wavelets as transforms
 from polars_dp.kernels.wavelet_variance import axis_ranges, range_variance_factor
@@ -189,6 +191,18 @@ def workload_transformed(attributes: Sequence[Attribute], starts: np.ndarray, st
         current, best = flips[j], float(errs[j])
 
 
+def declared_workload(attributes: Sequence[Attribute], workload: Any) -> DeclaredWorkload:
+    """A declared workload (:mod:`polars_dp.workload`) checked against the attributes (every
+    attribute it names declared, with the same declaration), or explicit queries (a frame as
+    ``range_counts`` takes it) turned into one; one without a query is refused."""
+    if not isinstance(workload, DeclaredWorkload):
+        workload = workload_queries(attributes, workload)
+    workload.axis_terms(attributes)
+    if not workload.queries > 0:
+        raise ParameterError("the workload has no query; give at least one", parameter="workload")
+    return workload
+
+
 #: The refusal of an ``alpha`` outside (0, 1), up to the value (Python and the SQL macros alike).
 ALPHA_REFUSAL = ("alpha must lie strictly between 0 and 1 (the probability that an answer's noise "
                  "exceeds its accuracy, e.g. 0.05), got ")
@@ -225,6 +239,8 @@ _COMMON = (
                "``\"add_remove\"`` (one row added or removed, ``Delta = 1``)."),
     SEED, *ROW_OPTIONS, NOISE, PROGRESS, PRIVACY_UNIT,
 )
+#: The options every grid mechanism takes (attributes, epsilon, neighbours first).
+GRID_OPTIONS = _COMMON
 
 
 class GridPlan(Plan):
@@ -272,6 +288,15 @@ class GridPlan(Plan):
         return mechanism_name(self.transformed_mask)
 
     @property
+    def strategy_name(self) -> str:
+        """``Basic``, ``Privelet`` or ``Privelet+ TuT`` (``T``: a transformed axis, ``u`` not)."""
+        if not any(self.transformed_mask):
+            return "Basic"
+        if all(self.transformed_mask):
+            return "Privelet"
+        return "Privelet+ " + "".join("T" if t else "u" for t in self.transformed_mask)
+
+    @property
     def epsilon_effective(self) -> float:
         if self.noise == "exact":
             return float(self._exact_spent())
@@ -307,6 +332,26 @@ class GridPlan(Plan):
         :meth:`~polars_dp.plans.noise_model.NoiseModel.half_width`)."""
         alpha = check_alpha(alpha)
         return self.noise_model.range_accuracy(axis_ranges(self.attributes, starts, stops), alpha, self.noise)
+
+    def workload_error(self, workload: Any) -> float:
+        """Expected mean squared error of this plan's answers over ``workload`` (a declared
+        workload or a query frame), before any data: per Kronecker term, the product over axes
+        of the summed variance factors of its intervals (:meth:`range_variance` factorises over
+        axes), times ``2 lambda^2``; explicit queries one by one.  Exact noise: the continuous
+        Laplace variance, an upper bound (the plan's own error bars)."""
+        declared = declared_workload(self.attributes, workload)
+        total = 0.0
+        unit = 2.0 * self.noise_scale**2
+        for weight, axes in declared.axis_terms(self.attributes):
+            product = unit * weight
+            for ax, a, t in zip(axes, self.attributes, self.transformed_mask, strict=True):
+                starts, stops, w = ax.intervals()
+                f = range_variance_factor(a, starts, stops) if t else (stops - starts).astype(np.float64)
+                product *= float(f @ w)
+            total += product
+        for weight, starts, stops in declared.axis_boxes(self.attributes):
+            total += weight * float(self.range_variance(starts, stops).sum())
+        return total / declared.queries
 
     def range_std(self, *, align: str = "exact", **predicates: Any) -> float:
         """Noise standard deviation of the range count ``predicates`` would answer (as
@@ -506,8 +551,21 @@ class PriveletPlan(GridPlan):
 def compare(plans: Sequence[GridPlan], queries: Any, *, align: str = "exact") -> pl.DataFrame:
     """Expected squared error of each plan over ``queries``, before any data: one row per plan
     with ``mean``, ``max`` and ``q1`` .. ``q5`` (the mean over each fifth of the queries by
-    coverage, the share of the domain's cells a query spans; ``q5`` the widest)."""
+    coverage, the share of the domain's cells a query spans; ``q5`` the widest).  With a
+    declared workload (:mod:`polars_dp.workload`, held implicitly) one row per plan with its
+    ``rmse`` and ``mean`` squared error (:meth:`GridPlan.workload_error`), best first."""
     plans = list(plans)
+    if isinstance(queries, DeclaredWorkload):
+        if not plans:
+            raise ParameterError("compare needs at least one plan", parameter="plans")
+        rows = []
+        for p in plans:
+            if not isinstance(p, GridPlan):
+                raise ParameterError(f"compare takes grid plans, got {p!r}", parameter="plans")
+            mse = p.workload_error(queries)
+            rows.append({"plan": p.strategy_name, "mechanism": p.release_mechanism, "epsilon": p.epsilon,
+                         "rmse": math.sqrt(mse), "mean": mse})
+        return pl.DataFrame(rows).sort("rmse", maintain_order=True)
     if not plans:
         raise ParameterError("compare needs at least one plan", parameter="plans")
     for p in plans:
@@ -532,6 +590,8 @@ def compare(plans: Sequence[GridPlan], queries: Any, *, align: str = "exact") ->
     return pl.DataFrame(rows)
 
 
-__all__ = ["ALPHA_REFUSAL", "EPSILON_CAP", "EXHAUSTIVE_MAX", "BasicPlan", "GridPlan", "PriveletPlan",
+__all__ = ["ALPHA_REFUSAL", "EPSILON_CAP", "EXHAUSTIVE_MAX", "GRID_OPTIONS", "declared_workload", "BasicPlan",
+           "GridPlan",
+           "PriveletPlan",
            "auto_untransformed", "check_alpha", "compare", "mechanism_name", "privelet_rho", "privelet_scale",
            "resolve_untransformed", "subset_errors", "transformable", "workload_transformed", "Workload"]

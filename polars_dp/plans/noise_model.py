@@ -10,6 +10,9 @@ noise model, never from the mechanism's name:
   ``scale / W(c)`` along the ``transformed`` axes (Privelet, Privelet+; Xiao et al. 2010,
   Theorem 3); a range count's variance factorises over axes.  With no transformed axis this
   is :class:`IndependentLaplace` on the cells.
+* :class:`LevelLaplace`: least squares over noisy block counts of nested levels (the
+  hierarchical mechanism); a range count's variance is a sum over level tuples of per-axis
+  detail traces.
 * :class:`Correlated`: the published values are a post-processed combination whose error
   the release cannot state exactly (AG's constrained inference, Privelet* leaves).
 
@@ -52,6 +55,9 @@ class NoiseModel:
     kinds: ClassVar[dict[str, type[NoiseModel]]] = {}
     #: Whether the model states an exact error bar (else :attr:`reason` says why not).
     exact: ClassVar[bool] = True
+    #: Whether the SQL macros compute :meth:`variance` once per query in a projection of its own
+    #: (its ``ops.let`` values columns; for a long expression), not inline.
+    staged_variance: ClassVar[bool] = False
     reason = ""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -172,6 +178,125 @@ class IndependentLaplace(LaplaceModel):
         return chernoff_half_width(ops, self.scale**2 * weight_squares, self.scale, ops.ln(2.0 / alpha))
 
 
+def _axis_details(ops: Ops, start: Any, stop: Any, cells: int, sizes: Sequence[int]) -> tuple[list[Any], Any]:
+    """``(q_iᵀ P_l q_i per level, q_iᵀ q_i)`` of the intervals ``[start, stop)`` on an axis of
+    ``cells`` real cells with nested block ``sizes`` (``sizes[0]`` the padded length): the
+    level-``l`` trace is ``Σ_blocks (cells of the block in the interval)² / s_l`` (head block,
+    tail block and the whole blocks between), its detail the difference with the level above
+    (:func:`polars_dp.kernels.level_inference.interval_detail_traces`, written over ops).  An
+    interval reaching the last real cell covers the padding (known zeros)."""
+    length = sizes[0]
+    t = ops.where(stop >= cells, length, stop) if length > cells else stop
+    traces = []
+    for size in sizes:
+        first, last = ops.floor(start / size), ops.floor((t - 1) / size)
+        head, tail, width = (first + 1.0) * size - start, t - last * size, t - start
+        inner = (last - first - 1.0) * float(size) * float(size)
+        squares = ops.where(first == last, width * width, head * head + tail * tail + inner)
+        traces.append(squares / float(size))
+    return [traces[0]] + [traces[j] - traces[j - 1] for j in range(1, len(traces))], traces[-1]
+
+
+def _contract(tensor: np.ndarray, factors: Sequence[Sequence[Any]]) -> Any:
+    """``Σ_a tensor[a] Π_i factors[i][a_i]`` (zero entries skipped), nested axis by axis: the same
+    operations in the same order on numpy and in SQL."""
+    out: Any = 0.0
+    for j, f in enumerate(factors[0]):
+        if tensor.ndim == 1:
+            if tensor[j] != 0.0:
+                out = out + float(tensor[j]) * f
+        elif np.any(tensor[j] != 0.0):
+            out = out + f * _contract(tensor[j], factors[1:])
+    return out
+
+
+@dataclass(frozen=True)
+class LevelLaplace(NoiseModel):
+    """Least squares over independent (discrete) Laplace counts of nested block levels (the
+    hierarchical mechanism; :mod:`polars_dp.kernels.level_inference`): per axis the block
+    ``sizes`` of its levels over ``cells`` real cells; per level tuple ``a`` (C order)
+    ``nu_a = 1 / μ_a`` (0: that detail space is not measured) and ``kappa_a = nu_a² Σ_{t ≥ a}
+    w_t² b_t² S_t`` (``b_t`` the scale of tuple ``t``'s noise, ``w_t`` its precision);
+    ``bound = max_t b_t w_t √S_t`` over the measured tuples.
+
+    A box ``q = ⊗ q_i`` has noise variance ``Σ_a nu_a Π_i q_iᵀ P_{a_i} q_i`` (``inf`` when it
+    reaches a detail space with ``nu = 0``).  Its noise is ``Σ_{t, B} c_{t,B} Z_{t,B}``, ``Z_{t,B}``
+    of scale ``b_t``, and ``Σ_B c_{t,B}² = w_t² S_t Σ_{a ≤ t} nu_a² q P_a q``: the Laplace
+    magnitudes ``β = |c| b_t`` have ``V = Σ β² = Σ_a kappa_a Π_i q_iᵀ P_{a_i} q_i`` and
+    ``max β <= min(√V, bound √R)`` with ``R = Σ_a nu_a² Π_i q_iᵀ P_{a_i} q_i``, so the Chernoff
+    bound of :func:`~polars_dp.kernels.tail_bounds.chernoff_half_width` (steps 1-3: valid for any
+    bound on the largest magnitude, discrete or continuous noise) gives the half-width."""
+
+    kind = "level_laplace"
+    staged_variance = True
+    sizes: tuple[tuple[int, ...], ...]
+    cells: tuple[int, ...]
+    nu: tuple[float, ...]
+    kappa: tuple[float, ...]
+    bound: float
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(len(s) for s in self.sizes)
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object (the nested per-axis sizes as lists too)."""
+        return {**super().to_json(), "sizes": [list(s) for s in self.sizes]}
+
+    def tensor(self, values: tuple[float, ...]) -> np.ndarray:
+        """``nu`` or ``kappa`` in the shape of the level tuples."""
+        return np.asarray(values, dtype=np.float64).reshape(self.shape)
+
+    def _details(self, ops: Ops, axes: Sequence[Any], let: bool) -> tuple[list[list[Any]], list[Any]]:
+        # the variance and the half-width rendered in one SQL stage share its columns
+        stage = getattr(ops, "stages", None)
+        memo = self.__dict__.get("_rendered")
+        if stage is not None and memo is not None and memo[0] is stage and memo[1] is axes:
+            return memo[2]
+        out, widths = [], []
+        for ax, cells, sizes in zip(axes, self.cells, self.sizes, strict=True):
+            start, stop = ax.bounds()
+            detail, width = _axis_details(ops, start, stop, cells, sizes)
+            out.append([ops.let(x) for x in detail] if let else detail)
+            widths.append(width)
+        if stage is not None and let:
+            self.__dict__["_rendered"] = (stage, axes, (out, widths))
+        return out, widths
+
+    def _unidentified(self, ops: Ops, details: list[list[Any]], widths: list[Any]) -> Any:
+        """Positive where the box has a component on a detail space with ``nu = 0``."""
+        missing = (self.tensor(self.nu) == 0.0).astype(np.float64)
+        if not missing.any():
+            return None
+        hits = [[ops.where(ops.abs(x) > 1e-11 * w, 1.0, 0.0) for x in d]
+                for d, w in zip(details, widths, strict=True)]
+        return _contract(missing, hits)
+
+    def variance(self, ops: Ops, axes: Sequence[Any]) -> Any:
+        """``Σ_a nu_a Π_i q_iᵀ P_{a_i} q_i`` (``inf`` off the measured span)."""
+        details, widths = self._details(ops, axes, let=True)
+        var = _contract(self.tensor(self.nu), details)
+        missing = self._unidentified(ops, details, widths)
+        return var if missing is None else ops.where(missing > 0.5, ops.inf, var)
+
+    def half_width(self, ops: Ops, axes: Sequence[Any], alpha: Any, noise: str) -> Any:
+        """The Chernoff half-width from ``V`` and the bound on the largest magnitude (class doc)."""
+        details, widths = self._details(ops, axes, let=True)
+        v = ops.let(ops.greatest(_contract(self.tensor(self.kappa), details), 0.0))
+        r = ops.let(ops.greatest(_contract(self.tensor(self.nu) ** 2, details), 0.0))
+        top = ops.let(ops.least(ops.power(v, 0.5), self.bound * ops.power(r, 0.5)))
+        safe: Any = ops.let(ops.where(top > 0.0, top, 1.0))
+        units = ops.let(ops.where(top > 0.0, v, 0.0))
+        width = chernoff_half_width(ops, units, safe, ops.let(ops.ln(2.0 / alpha)))
+        missing = self._unidentified(ops, details, widths)
+        return width if missing is None else ops.where(missing > 0.5, ops.inf, width)
+
+    def range_accuracy(self, axes: Sequence[AxisRanges], alpha: float, noise: str) -> np.ndarray:
+        n = axes[0].starts.shape[0]
+        out = self.half_width(NUMPY, axes, np.float64(alpha), noise)
+        return np.broadcast_to(np.asarray(out, dtype=np.float64), (n,)).copy()
+
+
 @dataclass(frozen=True)
 class Correlated(NoiseModel):
     """No exact error bar: ``reason`` says why (shown when a std is asked for)."""
@@ -204,8 +329,11 @@ def _positive(value: Any) -> float:
 
 
 #: How each stored field is read back.
-_READ: dict[str, Callable[[Any], Any]] = {"scale": _positive, "reason": str,
-                                          "transformed": lambda v: tuple(str(c) for c in v)}
+_READ: dict[str, Callable[[Any], Any]] = {
+    "scale": _positive, "reason": str, "transformed": lambda v: tuple(str(c) for c in v),
+    "sizes": lambda v: tuple(tuple(int(x) for x in s) for s in v),
+    "cells": lambda v: tuple(int(x) for x in v), "nu": lambda v: tuple(float(x) for x in v),
+    "kappa": lambda v: tuple(float(x) for x in v), "bound": float}
 
-__all__ = ["Correlated", "IndependentLaplace", "LaplaceModel", "NoiseModel", "WaveletLaplace",
+__all__ = ["Correlated", "IndependentLaplace", "LaplaceModel", "LevelLaplace", "NoiseModel", "WaveletLaplace",
            "noise_model_from_json", "noise_model_to_json"]

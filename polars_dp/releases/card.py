@@ -72,6 +72,9 @@ PAPERS = {
     "adaptive_grid": "Qardaji, Yang, Li, Differentially Private Grids for Geospatial Data, ICDE 2013 (AG)",
     "privelet_grid": "Xiao, Wang, Gehrke, ICDE 2010, on a fixed grid (Privelet*, PrivTree paper Sec. 6.1)",
     "privtree_sequences": "Zhang, Xiao, Xie, SIGMOD 2016 (Sec. 4: a private prediction suffix tree)",
+    "hierarchical": "Qardaji, Yang, Li, Understanding Hierarchical Methods for Differentially Private "
+                    "Histograms, VLDB 2013; McKenna, Miklau, Hay, Machanavajjhala, Optimizing Error of "
+                    "High-Dimensional Statistical Queries under Differential Privacy (HDMM), VLDB 2018",
     "ngram": "Chen, Acs, Castelluccia, Differentially Private Sequential Data Publication via "
              "Variable-Length N-Grams, CCS 2012 (fixed height, without pruning)",
 }

@@ -31,7 +31,7 @@ from polars_dp.memory import available_memory
 from polars_dp.noise import SeedLike
 from polars_dp.plans.base import Plan
 from polars_dp.plans.grid import check_alpha
-from polars_dp.plans.noise_model import NoiseModel, WaveletLaplace
+from polars_dp.plans.noise_model import LevelLaplace, NoiseModel, WaveletLaplace
 from polars_dp.progress import Progress
 from polars_dp.releases import sql_grid
 from polars_dp.releases.base import Release, Sealed, read_only
@@ -256,8 +256,13 @@ class GridRelease(Release):
         return postprocessed_noise_model(self.params) or self._drawn_noise
 
     @property
-    def _drawn_noise(self) -> WaveletLaplace:
-        """The noise as drawn, before any post-processing."""
+    def _drawn_noise(self) -> NoiseModel:
+        """The noise as drawn, before any post-processing: the plan's when it states one of its
+        own (least squares over block levels, :class:`~polars_dp.plans.noise_model.LevelLaplace`),
+        else Laplace ``noise_scale`` per coefficient along :attr:`transformed`."""
+        model = self._plan.noise_model if self._plan is not None else None
+        if isinstance(model, LevelLaplace):
+            return model
         return WaveletLaplace(self.noise_scale, self.transformed)
 
     @property
@@ -457,7 +462,8 @@ class GridRelease(Release):
         return f"{self.n_cells:,} cells"
 
     def stated_noise_scale(self) -> float | None:
-        return self.noise_scale
+        """``noise_scale``; None for block levels (one scale per level tuple, in ``params``)."""
+        return None if isinstance(self._drawn_noise, LevelLaplace) else self.noise_scale
 
     def range_domain(self) -> dict[str, Any]:
         """What a range query may ask of each attribute: a nominal attribute (one of its labels)

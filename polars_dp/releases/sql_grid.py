@@ -268,6 +268,10 @@ class _Axis:
         return (f"\n    LEFT JOIN {ident(self.labels_source())} AS l{k} "
                 f"ON l{k}.label = CAST(q.{ident(self.attribute.column)} AS VARCHAR)")
 
+    def bounds(self) -> tuple[Sql, Sql]:
+        """The query's cell range ``[s_k, e_k)`` on this axis (SQL)."""
+        return Sql(f"box.s{self.axis}"), Sql(f"box.e{self.axis}")
+
     def factor(self, transformed: bool) -> Sql:
         """Per-axis variance factor ``f_k`` of the query's range (SQL; a nominal axis's from the
         labels table, computed by :meth:`GridRelease.axis_variance`)."""
@@ -287,8 +291,7 @@ def _answers(release: GridRelease, name: str, axes: list[_Axis], queries: str, w
         f"(CASE WHEN {bit.format(k=k)} THEN box.e{k} - 1 ELSE box.s{k} - 1 END) * {int(strides[k])}"
         for k in range(d))
     corner_valid = " AND ".join(f"({bit.format(k=k)} OR box.s{k} > 0)" for k in range(d))
-    variance = sql_text(release.noise_model.variance(SQL, axes))
-    relation, accuracy = accuracy_sql(release, axes)
+    relation, variance, accuracy = accuracy_sql(release, axes)
     return render(
         "grid_answers.sql",
         table=ident(internal(name)),
@@ -310,14 +313,24 @@ def _answers(release: GridRelease, name: str, axes: list[_Axis], queries: str, w
     )
 
 
-def accuracy_sql(release: GridRelease, axes: list[_Axis]) -> tuple[str, str]:
-    """``(relation, expression)``: each answer's half-width at ``alpha`` (``lo`` / ``hi``), the
-    noise model's :meth:`~polars_dp.plans.noise_model.NoiseModel.half_width` (the rule of
+def accuracy_sql(release: GridRelease, axes: list[_Axis]) -> tuple[str, str, str]:
+    """``(relation, variance, expression)``: each answer's noise variance (the noise model's
+    :meth:`~polars_dp.plans.noise_model.NoiseModel.variance`) and half-width at ``alpha`` (``lo`` /
+    ``hi``, its :meth:`~polars_dp.plans.noise_model.NoiseModel.half_width`, the rule of
     :meth:`GridRelease.range_accuracy`) rendered as plain SQL over ``box`` (``relation``: ``box``
-    plus the values computed once per query); NULL once post-processed or for a NULL ``alpha``."""
-    relation, half = SQL.staged(
-        lambda: release.noise_model.half_width(SQL, axes, checked_alpha(), release.noise), "box")
-    return relation, f"CASE WHEN alpha IS NULL THEN NULL ELSE {half} END"
+    plus the values computed once per query; a model with ``staged_variance`` computes its
+    variance there too); NULL once post-processed or for a NULL ``alpha``."""
+    model = release.noise_model
+    held: list[str] = []
+
+    def build() -> Any:
+        if model.staged_variance:
+            held.append(sql_text(SQL.let(model.variance(SQL, axes))))
+        return model.half_width(SQL, axes, checked_alpha(), release.noise)
+
+    relation, half = SQL.staged(build, "box")
+    variance = held[0] if held else sql_text(model.variance(SQL, axes))
+    return relation, variance, f"CASE WHEN alpha IS NULL THEN NULL ELSE {half} END"
 
 
 def _check_name(name: str, release: GridRelease) -> None:

@@ -59,6 +59,10 @@ def cases() -> dict[str, Any]:
         "privelet_float": lambda: pdp.privelet(grid, [age], epsilon=1.0, noise="float", seed=SEED),
         "privelet_postprocessed": lambda: pdp.privelet(grid, [age, job], epsilon=1.0, seed=SEED)
         .postprocess("nonnegative"),
+        "hierarchical": lambda: pdp.hierarchical(grid, [age, job], epsilon=1.0, seed=SEED,
+                                                 workload=pdp.workload.ranges([age, job])),
+        "hierarchical_levels": lambda: pdp.hierarchical(grid, [age, job], epsilon=1.0, levels={"age": 4},
+                                                        neighbours="add_remove", seed=SEED),
         "privtree": lambda: pdp.privtree(points, ["x", "y"], **box),
         "privtree_levels": lambda: pdp.privtree(points, ["x", "y"], levels=2, **box),
         "privtree_subgrid": lambda: pdp.privtree_subgrid(points, ["x", "y"], **box),

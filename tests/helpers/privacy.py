@@ -92,6 +92,7 @@ class Case:
 CASES = [
     Case("basic", "basic", (GRID_ATTRS,)),
     Case("privelet", "privelet", (GRID_ATTRS,)),
+    Case("hierarchical", "hierarchical", (GRID_ATTRS,)),
     Case("privtree", "privtree", (["x", "y"],), {"bounds": BOX, "resolution": 5}),
     Case("privtree_levels", "privtree", (["x", "y"],), {"bounds": BOX, "resolution": 5, "levels": 2}),
     Case("privtree_subgrid", "privtree_subgrid", (["x", "y"],), {"bounds": BOX, "resolution": 5}),

@@ -33,13 +33,16 @@ def _d(neighbours: str) -> int:
 def sensitivities(case_id: str, neighbours: str) -> list[int]:
     """L1 sensitivity of each noisy part the case draws, in the order it draws them; wavelets: ``Delta rho``
     (Privelet Lemma 1-4: ``rho = (1 + log2 8) * height 2`` for the grid attributes,
-    ``(1 + 3)^2`` for Privelet* with bits=3); ``N`` under add/remove: 1."""
+    ``(1 + 3)^2`` for Privelet* with bits=3); ``N`` under add/remove: 1; hierarchical: ``Delta`` per
+    level tuple (each a partition of the domain), 4 levels of the 8-cell axis times 2 of the flat
+    3-leaf one."""
     d = _d(neighbours)
     n = [1] if neighbours == "add_remove" else []
     return {"basic": [d], "privelet": [d * 8], "privtree": [d], "privtree_levels": [d, d, d],
             "privtree_subgrid": [d, d],
             "uniform_grid": [*n, d], "adaptive_grid": [*n, d, d], "privelet_grid": [d * 16],
-            "privtree_sequences": [L_TOP, 1], "ngram_sequences": [3 * L_TOP]}[case_id]
+            "privtree_sequences": [L_TOP, 1], "ngram_sequences": [3 * L_TOP],
+            "hierarchical": [d] * 8}[case_id]
 
 
 def tree_decisions(case_id: str, neighbours: str) -> tuple[int, int] | None:
@@ -102,8 +105,13 @@ def test_the_plan_charges_exactly_what_the_draws_spend(monkeypatch, case, neighb
     assert spent <= Fraction(epsilon)
     recorded = {k[: -len("noise_scale_exact")]: Fraction(v) for k, v in release.params.items()
                 if k.endswith("noise_scale_exact")}
-    assert recorded, "an exact release records its scales"
+    listed = [Fraction(v) for v in release.params.get("noise_scales_exact", [])]  # one per level tuple
+    assert recorded or listed, "an exact release records its scales"
     by_scale = {s: Fraction(d) / s for d, s in parts}
+    if listed:
+        assert sorted(listed) == sorted(s for _, s in parts), "the recorded scales are not the drawn ones"
+        assert release.params["epsilon_effective"] == float(spent)
+        return
     for prefix, scale in recorded.items():
         assert scale in by_scale, f"{prefix}noise_scale_exact {scale} was not drawn"
         assert release.params[f"{prefix}epsilon_effective"] == float(by_scale[scale]), prefix

@@ -66,8 +66,9 @@ def _counts(release) -> np.ndarray:
 
 @pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
 def test_every_published_draw_moves_its_value(monkeypatch, case):
-    if case.mechanism in ("privelet", "privelet_grid"):
-        # counts + inverse(noise): the shift of every count is a field of the draws alone
+    if case.mechanism in ("privelet", "privelet_grid", "hierarchical"):
+        # counts + inverse(noise), or least squares (linear, exact on noiseless counts): the shift of
+        # every count is a field of the draws alone
         a, b = _shifted(monkeypatch, case, varied=True)
         field = _counts(b) - _counts(a)
         assert np.all(np.abs(field) > 1e-6), "a published count does not depend on the draws"

@@ -14,7 +14,7 @@ import polars as pl
 import pytest
 
 import polars_dp as pdp
-from polars_dp.plans.noise_model import NoiseModel
+from polars_dp.plans.noise_model import LevelLaplace, NoiseModel
 from tests.helpers.ranges import DOMAINS, query_frame, random_queries
 from tests.helpers.sql import POINTS, small_tree_release
 
@@ -35,8 +35,12 @@ def _model_classes() -> list[type[NoiseModel]]:
     return sorted(out, key=lambda c: c.__name__)
 
 
-def _model(cls: type[NoiseModel], scale: float, transformed: list[str]) -> NoiseModel:
-    """An instance of ``cls`` from its fields (a field of a new kind needs a value here)."""
+def _model(cls: type[NoiseModel], scale: float, transformed: list[str],
+           attrs: list | None = None) -> NoiseModel:
+    """An instance of ``cls`` from its fields (a field of a new kind needs a value here); the
+    block-level model is the one of a hierarchical plan over ``attrs`` (its fields follow from them)."""
+    if cls is LevelLaplace:
+        return pdp.plan("hierarchical", attrs or [pdp.Ordinal("a", 0, 9)], epsilon=1.0 / scale).noise_model
     values = {"scale": scale, "transformed": tuple(transformed), "reason": "a test of the error bars"}
     unknown = [f.name for f in dataclasses.fields(cls) if f.name not in values]  # type: ignore[arg-type]
     assert not unknown, f"{cls.__name__}: give the test a value for the fields {unknown}"
@@ -68,7 +72,7 @@ def test_grid_error_bars_of_the_model_are_its_sql(cls, shape):
     counts = np.random.default_rng(7).integers(0, 50, size=tuple(a.n_cells for a in attrs)).astype(float)
     release = pdp.GridRelease(counts, attrs, mechanism="privelet", epsilon=1.0, neighbours="replace",
                               noise_scale=1.5, noise=noise, params={"transformed": transformed})
-    model = _model(cls, 1.7, transformed)
+    model = _model(cls, 1.7, transformed, attrs)
     _state(release, "noise_model", model)
     if shape == "chord":
         rng = np.random.default_rng(5)

@@ -89,7 +89,8 @@ def test_plan_records_its_calibration(attrs):
 
 def test_every_mechanism_has_a_plan():
     assert set(REGISTRY) == {"basic", "privelet", "privtree", "uniform_grid", "adaptive_grid",
-                             "privelet_grid", "privtree_sequences", "ngram_sequences", "privtree_subgrid"}
+                             "privelet_grid", "privtree_sequences", "ngram_sequences", "privtree_subgrid",
+                             "hierarchical"}
     for name, entry in REGISTRY.items():
         assert entry.runner is not None and entry.function is getattr(pdp, name)
         assert entry.plan_class.unknown_before_data

@@ -12,7 +12,7 @@ from polars_dp import mechanisms
 from polars_dp.namespace import DPNamespace
 
 NAMES = ["basic", "privelet", "privtree", "uniform_grid", "adaptive_grid", "privelet_grid",
-         "privtree_sequences", "ngram_sequences", "privtree_subgrid"]
+         "privtree_sequences", "ngram_sequences", "privtree_subgrid", "hierarchical"]
 
 
 @pytest.mark.parametrize("name", NAMES)

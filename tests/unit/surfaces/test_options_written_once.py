@@ -100,6 +100,8 @@ PUBLIC = {
     "privtree_sequences": [SEQUENCES, "tree_share=0.25, theta=0.0, postprocess='sum_then_clip'",
                            "max_nodes=None, length_share=0.05", SEQUENCE_ROWS, UNIT],
     "ngram_sequences": [SEQUENCES, "height=5", SEQUENCE_ROWS, UNIT],
+    "hierarchical": ["frame, attributes, *, epsilon, neighbours='replace', levels=None, workload=None",
+                     "seed=None", ROWS, UNIT],
 }
 
 
