@@ -643,7 +643,7 @@ class SpatialRelease(Release):
 
     def __repr__(self) -> str:
         return (f"SpatialRelease(mechanism={self.mechanism!r}, epsilon={self.epsilon}, "
-                f"neighbours={self.neighbours!r}, columns={self.columns}, leaves={self.n_leaves:,}"
+                f"neighbours={self.neighbours!r}, columns={self.columns}, {self._size_words()}"
                 f"{self._repr_flags()})")
 
     # ------------------------------------------------------------------ self-description
@@ -661,7 +661,15 @@ class SpatialRelease(Release):
         return {"leaves": self.n_leaves, "layout": self.metadata()["layout"]["kind"]}
 
     def size_text(self) -> str:
+        if self.subgrid is not None:
+            return f"{self.n_leaves:,} sub-cells in {self.subgrid.starts.size:,} PrivTree leaves"
         return f"{self.n_leaves:,} leaves"
+
+    def _size_words(self) -> str:
+        """``leaves=N`` (``sub_cells=N, leaves=M`` for a sub-grid release), for the repr."""
+        if self.subgrid is not None:
+            return f"sub_cells={self.n_leaves:,}, leaves={self.subgrid.starts.size:,}"
+        return f"leaves={self.n_leaves:,}"
 
     def range_domain(self) -> dict[str, Any]:
         """Each column's ``(lo, hi)`` bounds (what an open side of a range query stands for)."""

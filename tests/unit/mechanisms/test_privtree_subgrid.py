@@ -265,3 +265,14 @@ def test_a_misspelled_density_is_refused(release):
         release.range_counts(_boxes(2), density="liner")
     with pytest.raises(pdp.ParameterError, match="density"):
         release.range_count(density="Linear", x=(0.1, 0.2))
+
+
+def test_a_subgrid_release_names_its_sub_cells_and_its_leaves():
+    """Its rows are sub-cells: the repr and the size text say so, with the number of leaves."""
+    rng = np.random.default_rng(5)
+    frame = pl.DataFrame({"x": rng.uniform(0, 1, 3000), "y": rng.uniform(0, 1, 3000)})
+    rel = pdp.privtree_subgrid(frame, ["x", "y"], bounds=[(0, 1), (0, 1)], epsilon=1.0, seed=1)
+    leaves = rel.subgrid.starts.size
+    assert f"sub_cells={rel.n_leaves:,}, leaves={leaves:,}" in repr(rel)
+    assert rel.size_text() == f"{rel.n_leaves:,} sub-cells in {leaves:,} PrivTree leaves"
+    assert rel.n_leaves >= leaves
