@@ -237,3 +237,15 @@ def test_headline_reads_the_ratio_from_the_tables(tmp_path):
              "square_error": e} for m, e in (("Basic", 900.0), ("Privelet+", 30.0))]
     pl.DataFrame(rows).write_csv(tmp_path / "privelet.csv")
     assert "Basic's average square error is 30x Privelet+'s" in evaluate.headline(tmp_path)
+
+
+def test_headline_counts_the_spatial_cells_below_the_baselines(tmp_path):
+    errors = {("small", "PrivTree"): 0.1, ("small", "AG"): 0.2, ("small", "privtree_subgrid"): 0.05,
+              ("large", "PrivTree"): 0.4, ("large", "AG"): 0.2, ("large", "privtree_subgrid"): 0.205}
+    rows = [{"dataset": "geo", "n": 10, "epsilon": 0.4, "mechanism": m, "query_class": c,
+             "relative_error": e, "std_error": 0.01, "releases": 5, "size": 1.0, "seconds": 0.1}
+            for (c, m), e in errors.items()]
+    pl.DataFrame(rows).write_csv(tmp_path / "spatial.csv")
+    text = evaluate.headline(tmp_path)
+    assert "below min(PrivTree, AG) in 1 of 2 (dataset, ε, class) cells, within 3% above it in 1" in text
+    assert "ratio 0.50-1.02" in text
