@@ -224,8 +224,12 @@ def run_spatial(args: argparse.Namespace, config: Config, folder: Path, out: Pat
                      + report.markdown_table(report.wide(first, ["epsilon"], "size")))
         parts.append("\nBuild time (s):\n\n"
                      + report.markdown_table(report.wide(first, ["epsilon"], "seconds")))
+    base = QUICK if config.mode == "quick" else FULL
+    reduced = (f" ({base.spatial_queries:,} in {base.mode} mode, reduced to keep the run short: AG's "
+               "4-D answers take about a minute per release)" if config.spatial_queries < base.spatial_queries
+               else "")
     notes = [p.description for p in sets] + [
-        f"{config.spatial_queries:,} random boxes per query class (volume as a fraction of the box: "
+        f"{config.spatial_queries:,} random boxes per query class{reduced} (volume as a fraction of the box: "
         "small [0.01%, 0.1%), medium [0.1%, 1%), large [1%, 10%)); relative error with smoothing "
         f"0.1% of n; averaged over {config.spatial_repeats} release(s) per (mechanism, epsilon) for "
         f"PrivTree, AG, privtree_subgrid and PrivTree fanout 4, over "
