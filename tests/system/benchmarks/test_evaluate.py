@@ -123,9 +123,79 @@ def test_spatial_truth_matches_brute_force_and_experiment_runs():
     brute = ((xy[None] >= lo[:, None]) & (xy[None] <= hi[:, None])).all(axis=2).sum(axis=1)
     assert spatial_experiment.true_counts(points, boxes).tolist() == brute.tolist()
     res = spatial_experiment.run(points, n_queries=40, epsilons=(1.0,), show_progress=False)
-    assert res.height == 5 * 3
-    assert set(res["mechanism"]) == {"PrivTree+levels", "PrivTree", "UG", "AG", "Privelet*"}
+    assert res.height == 6 * 3
+    assert set(res["mechanism"]) == {"PrivTree+levels", "PrivTree", "UG", "AG", "Privelet*",
+                                     "privtree_subgrid"}
     assert (res["size"] >= 1).all() and res["relative_error"].is_finite().all()
+
+
+def test_spatial_ratio_table_by_hand():
+    def row(dataset, eps, mech, cls, per_release):
+        return {"dataset": dataset, "epsilon": eps, "mechanism": mech, "query_class": cls,
+                "relative_error": float(np.mean(per_release)),
+                "std_error": spatial_experiment.standard_error(per_release),
+                "releases": len(per_release)}
+    rows = [
+        # AG is the better baseline here: ratio 0.08 / 0.1, z = -0.02 / sqrt(0.01^2 + 0.02^2)
+        row("geo", 0.4, "PrivTree", "small", [0.2, 0.2, 0.2]),
+        row("geo", 0.4, "AG", "small", [0.08, 0.1, 0.12]),
+        row("geo", 0.4, "privtree_subgrid", "small", [0.06, 0.08, 0.1]),
+        # PrivTree is the better baseline; a tie (ratio 1.02)
+        row("geo", 0.4, "PrivTree", "large", [0.1, 0.1]),
+        row("geo", 0.4, "AG", "large", [0.3, 0.3]),
+        row("geo", 0.4, "privtree_subgrid", "large", [0.102, 0.102]),
+        # no AG: not a comparable cell
+        row("geo", 0.8, "PrivTree", "small", [0.1]),
+        row("geo", 0.8, "privtree_subgrid", "small", [0.1]),
+        row("geo", 0.4, "UG", "small", [0.01]),
+    ]
+    table = spatial_experiment.ratio_table(pl.DataFrame(rows))
+    assert table["query_class"].to_list() == ["small", "large"]
+    assert table["best"].to_list() == ["AG", "PrivTree"]
+    assert table["ratio"].to_list() == pytest.approx([0.8, 1.02])
+    assert table["z"][0] == pytest.approx(-0.02 / np.sqrt(2 * (0.02 / np.sqrt(3)) ** 2))
+    assert table["z"][1] == float("inf")  # no spread: the difference is certain
+    assert table["releases"].to_list() == [3, 2]
+    assert spatial_experiment.ratio_verdict(table) == {"cells": 2, "below": 1, "ties": 1, "above": 0}
+
+
+def _tiny_spatial_data(folder, n=3_000):
+    """Clustered stand-ins of the GeoNames and flights files (same names and columns)."""
+    rng = np.random.default_rng(9)
+    centres = rng.uniform([-120, -40], [120, 60], (6, 2))
+    geo = centres[rng.integers(0, 6, n)] + rng.normal(0, 3, (n, 2))
+    pl.DataFrame({"longitude": geo[:, 0], "latitude": geo[:, 1]}).write_parquet(
+        folder / "spatial_geonames_cities500.parquet")
+    airports = np.column_stack([rng.uniform(-125, -70, 12), rng.uniform(25, 48, 12)])
+    ends = airports[rng.integers(0, 12, (n, 2))] + rng.normal(0, 0.05, (n, 2, 2))
+    pl.DataFrame({"origin_lon": ends[:, 0, 0], "origin_lat": ends[:, 0, 1],
+                  "dest_lon": ends[:, 1, 0], "dest_lat": ends[:, 1, 1]}).write_parquet(
+        folder / "flights_nyc2013.parquet")
+
+
+def test_spatial_cli_writes_the_ratio_and_fanout_tables(tmp_path):
+    pytest.importorskip("matplotlib")
+    folder, out = tmp_path / "data", tmp_path / "out"
+    folder.mkdir()
+    _tiny_spatial_data(folder)
+    argv = ["--quick", "--only", "spatial", "--no-progress", "--data", str(folder), "--out", str(out),
+            "--spatial-queries", "30", "--spatial-repeats", "2", "--spatial-secondary-repeats", "0"]
+    assert evaluate.main(argv) == 0
+    text = (out / "spatial.md").read_text()
+    assert "--spatial-repeats 2 --spatial-secondary-repeats 0" in text
+    section = text.split("## privtree_subgrid against min(PrivTree, AG)")[1].split("\n## ")[0]
+    cells = 2 * len(evaluate.QUICK.spatial_epsilons) * 3
+    assert f" of {cells} cells below min(PrivTree, AG)**" in section
+    rows = [line for line in section.splitlines() if line.startswith("| 0.") or line.startswith("| 1.")]
+    assert len(rows) == 2 * len(evaluate.QUICK.spatial_epsilons)
+    assert all(line.count("z = ") == 3 for line in rows)
+    assert "## PrivTree fanout 4 against the default fanout (flights)" in text
+    assert "(geonames)" not in text.split("## PrivTree fanout 4")[1].split("\n")[0]
+    results = pl.read_csv(out / "spatial.csv")
+    assert set(results["mechanism"]) == {"PrivTree", "AG", "privtree_subgrid", "PrivTree fanout 4"}
+    assert results.filter(pl.col("mechanism") == "PrivTree fanout 4")["dataset"].unique().to_list() == [
+        "flights"]
+    assert (results["releases"] == 2).all() and (results["std_error"] >= 0).all()
 
 
 def test_sequence_experiment_truncation_without_loss_is_exact():
@@ -167,3 +237,15 @@ def test_headline_reads_the_ratio_from_the_tables(tmp_path):
              "square_error": e} for m, e in (("Basic", 900.0), ("Privelet+", 30.0))]
     pl.DataFrame(rows).write_csv(tmp_path / "privelet.csv")
     assert "Basic's average square error is 30x Privelet+'s" in evaluate.headline(tmp_path)
+
+
+def test_headline_counts_the_spatial_cells_below_the_baselines(tmp_path):
+    errors = {("small", "PrivTree"): 0.1, ("small", "AG"): 0.2, ("small", "privtree_subgrid"): 0.05,
+              ("large", "PrivTree"): 0.4, ("large", "AG"): 0.2, ("large", "privtree_subgrid"): 0.205}
+    rows = [{"dataset": "geo", "n": 10, "epsilon": 0.4, "mechanism": m, "query_class": c,
+             "relative_error": e, "std_error": 0.01, "releases": 5, "size": 1.0, "seconds": 0.1}
+            for (c, m), e in errors.items()]
+    pl.DataFrame(rows).write_csv(tmp_path / "spatial.csv")
+    text = evaluate.headline(tmp_path)
+    assert "below min(PrivTree, AG) in 1 of 2 (dataset, ε, class) cells, within 3% above it in 1" in text
+    assert "ratio 0.50-1.02" in text

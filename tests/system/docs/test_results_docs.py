@@ -30,3 +30,14 @@ def test_privtree_levels_in_the_evaluation_asks_for_the_counted_levels():
     built = {name: spatial_experiment.mechanisms()[name](points, 1.0, 1) for name in ("PrivTree+levels",
                                                                                        "PrivTree")}
     assert built["PrivTree+levels"].params["levels"] == 2 and "levels" not in built["PrivTree"].params
+
+
+def test_spatial_results_state_privtree_subgrid_defaults_of_the_code():
+    """The privtree_subgrid column is the release with its defaults: the note says which."""
+    defaults = {k: p.default for k, p in inspect.signature(pdp.privtree_subgrid).parameters.items()}
+    text = (REPO / "docs" / "results" / "spatial.md").read_text()
+    stated = (f"its defaults (tree_share {defaults['tree_share']:g}, leaf_share {defaults['leaf_share']:g}, "
+              f"c2 {defaults['c2']:g}, fanout 4,")
+    assert stated in text
+    assert defaults["fanout"] is None and defaults["max_subcell_bits"] is None  # min(4, 2^d), min(8, d * res)
+    assert "## privtree_subgrid against min(PrivTree, AG)" in text
