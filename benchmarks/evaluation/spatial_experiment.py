@@ -47,16 +47,17 @@ def mechanisms(d: int = 2) -> dict[str, Mechanism]:
     inference), PrivTree as published (``levels=0``, the library's default), UG, AG, Privelet*
     (Privelet on the library's default fixed grid, 2^(16 // d) cells per dimension) and
     ``privtree_subgrid`` (PrivTree leaves with noisy sub-grids, uniform density inside a sub-cell),
-    all with their defaults otherwise, under add/remove-one neighbours.  In more than 2
-    dimensions, where PrivTree's default fanout is ``2^d``, also PrivTree with fanout 4
-    ("PrivTree fanout 4"; in 2-D it is the default tree)."""
+    all with their defaults otherwise, under add/remove-one neighbours.  "PrivTree" is the
+    paper's tree, fanout ``2^d`` (the library's default up to 3 dimensions); in more than 2
+    dimensions also PrivTree with fanout 4 ("PrivTree fanout 4", the library's default from 4
+    dimensions, :func:`polars_dp.plans.spatial.privtree_fanout`; in 2-D it is the same tree)."""
     def tree_levels(t: Points, eps: float, seed: Any) -> Any:
         return t.frame.dp.privtree(t.columns, bounds=list(t.bounds.values()), epsilon=eps, seed=seed,
                                    levels=None)
 
     def tree(t: Points, eps: float, seed: Any) -> Any:
         return t.frame.dp.privtree(t.columns, bounds=list(t.bounds.values()), epsilon=eps, seed=seed,
-                                   levels=0)
+                                   levels=0, fanout=2 ** len(t.columns))
 
     def ug(t: Points, eps: float, seed: Any) -> Any:
         return t.frame.dp.uniform_grid(t.columns, bounds=list(t.bounds.values()), epsilon=eps,
@@ -145,22 +146,22 @@ def standard_error(values: Sequence[float]) -> float:
     return float(np.std(values, ddof=1) / np.sqrt(len(values)))
 
 
-def ratio_table(results: pl.DataFrame) -> pl.DataFrame:
+def ratio_table(results: pl.DataFrame, baselines: Sequence[str] = BASELINES) -> pl.DataFrame:
     """Per (dataset, epsilon, query class): ``privtree_subgrid``'s mean relative error over
-    the better of PrivTree and AG (``best``), and the z-score of the difference of the two means,
-    ``(m_sub - m_best) / sqrt(se_sub^2 + se_best^2)`` (negative: privtree_subgrid is better).
-    Rows only where all three were run."""
+    the better of ``baselines`` (``best``; default PrivTree and AG), and the z-score of the
+    difference of the two means, ``(m_sub - m_best) / sqrt(se_sub^2 + se_best^2)`` (negative:
+    privtree_subgrid is better).  Rows only where privtree_subgrid and every baseline were run."""
     keys = ["dataset", "epsilon", "query_class"]
     sub = results.filter(pl.col("mechanism") == SUBGRID).select(
         *keys, pl.col("relative_error").alias("subgrid"), pl.col("std_error").alias("se_sub"),
         pl.col("releases").alias("releases_sub"))
-    base = (results.filter(pl.col("mechanism").is_in(BASELINES))
+    base = (results.filter(pl.col("mechanism").is_in(list(baselines)))
             .sort("relative_error").group_by(keys, maintain_order=True).agg(
                 pl.len().alias("baselines"), pl.col("mechanism").first().alias("best"),
                 pl.col("relative_error").first().alias("best_error"),
                 pl.col("std_error").first().alias("se_best"),
                 pl.col("releases").first().alias("releases_best"))
-            .filter(pl.col("baselines") == len(BASELINES)))
+            .filter(pl.col("baselines") == len(baselines)))
     order = {c: i for i, c in enumerate(QUERY_CLASSES)}
     datasets = {name: i for i, name in enumerate(dict.fromkeys(results["dataset"].to_list()))}
     return (sub.join(base, on=keys, how="inner")

@@ -184,12 +184,16 @@ def test_spatial_cli_writes_the_ratio_and_fanout_tables(tmp_path):
     text = (out / "spatial.md").read_text()
     assert "--spatial-repeats 2 --spatial-secondary-repeats 0" in text
     section = text.split("## privtree_subgrid against min(PrivTree, AG)")[1].split("\n## ")[0]
+    section, default_tree = section.split("\n### Against PrivTree's default tree in 4-D (fanout 4)")
+    flights_cells = 3 * len(evaluate.QUICK.spatial_epsilons)
+    assert f" of {flights_cells} cells below min(PrivTree fanout 4, AG)**" in default_tree
+    assert "flights:" in default_tree and "geonames:" not in default_tree
     cells = 2 * len(evaluate.QUICK.spatial_epsilons) * 3
     assert f" of {cells} cells below min(PrivTree, AG)**" in section
     rows = [line for line in section.splitlines() if line.startswith("| 0.") or line.startswith("| 1.")]
     assert len(rows) == 2 * len(evaluate.QUICK.spatial_epsilons)
     assert all(line.count("z = ") == 3 for line in rows)
-    assert "## PrivTree fanout 4 against the default fanout (flights)" in text
+    assert "## PrivTree fanout 4 against fanout 2^d (flights)" in text
     assert "(geonames)" not in text.split("## PrivTree fanout 4")[1].split("\n")[0]
     results = pl.read_csv(out / "spatial.csv")
     assert set(results["mechanism"]) == {"PrivTree", "AG", "privtree_subgrid", "PrivTree fanout 4"}

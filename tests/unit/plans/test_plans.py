@@ -425,3 +425,14 @@ def test_spatial_intervals_are_leaf_noise_only():
     assert post["noise_lo"].null_count() == 2
     with pytest.raises(pdp.ParameterError, match="alpha"):
         release.range_counts(boxes, alpha=2.0)
+
+
+@pytest.mark.parametrize(("d", "fanout"), [(1, 2), (2, 4), (3, 8), (4, 4), (5, 4)])
+def test_privtree_default_fanout_halves_every_axis_up_to_3_dimensions_and_two_from_4(d, fanout):
+    """The default is public (the number of dimensions alone) and recorded; an explicit fanout
+    is kept."""
+    bounds = [(0.0, 1.0)] * d
+    columns = [f"x{i}" for i in range(d)]
+    plan = pdp.plan("privtree", columns, bounds=bounds, epsilon=1.0)
+    assert plan.layout.fanout == fanout == plan.record()["fanout"]
+    assert pdp.plan("privtree", columns, bounds=bounds, epsilon=1.0, fanout=2).layout.fanout == 2
