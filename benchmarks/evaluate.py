@@ -55,7 +55,7 @@ class Config:
 
 
 FULL = Config("full", census_rows=10_000_000, privelet_queries=40_000, privelet_repeats=3,
-              spatial_queries=10_000, spatial_repeats=5, sequence_repeats=3)
+              spatial_queries=2_000, spatial_repeats=5, sequence_repeats=3)
 QUICK = Config("quick", census_rows=1_000_000, privelet_queries=4_000, privelet_repeats=1,
                spatial_queries=1_000, spatial_repeats=1, sequence_repeats=1,
                privelet_epsilons=(0.5, 1.0), spatial_epsilons=(0.1, 0.4, 1.6),
