@@ -103,6 +103,9 @@ class Plan:
     shape: ClassVar[str] = ""
     #: Mechanism names this plan's releases may record.
     release_mechanisms: ClassVar[tuple[str, ...]] = ()
+    #: The paper behind each of :attr:`release_mechanisms` (the release card cites it; a test
+    #: refuses a registered mechanism without one).
+    papers: ClassVar[Mapping[str, str]] = {}
     data_independent: ClassVar[bool] = False
     unknown_before_data: ClassVar[str] = ""
     #: Marks plans for code that does not import this module.
@@ -347,6 +350,14 @@ def known_mechanisms() -> tuple[str, ...]:
     return tuple(dict.fromkeys(m for e in REGISTRY.values() for m in e.release_mechanisms))
 
 
+def paper_of(mechanism: str) -> str:
+    """The citation of a release ``mechanism`` (``""`` when no registered plan cites one)."""
+    for entry in REGISTRY.values():
+        if mechanism in entry.plan_class.papers:
+            return entry.plan_class.papers[mechanism]
+    return ""
+
+
 #: ``params`` entries any release may hold beside its plan's record, added after the mechanism: the
 #: post-processing steps (checked against the counts by
 #: :func:`polars_dp.releases.postprocess.verify_postprocessed`), a :class:`~polars_dp.Session`'s
@@ -396,5 +407,5 @@ def from_record(header: Mapping[str, Any], params: Mapping[str, Any], domain: Ma
 
 
 __all__ = ["ANNOTATIONS", "COMPILED_FROM", "INPUTS", "OMIT", "REGISTRY", "Entry", "Field", "Plan",
-           "exact_fields", "from_record", "known_mechanisms", "plan_class", "record_class", "register_plan",
-           "register_runner"]
+           "exact_fields", "from_record", "known_mechanisms", "paper_of", "plan_class", "record_class",
+           "register_plan", "register_runner"]

@@ -37,7 +37,7 @@ import itertools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
-from typing import Any, TypeAlias
+from typing import Any, ClassVar, TypeAlias
 
 import numpy as np
 import polars as pl
@@ -440,6 +440,9 @@ class BasicPlan(GridPlan):
     name = "basic"
     options_table = _COMMON
     release_mechanisms = ("basic",)
+    papers: ClassVar[Mapping[str, str]] = {
+        "basic": "Dwork, McSherry, Nissim, Smith, TCC 2006 (the Laplace histogram; Privelet's baseline)",
+    }
     record_fields = (Field("sensitivity", lambda p, d: p.sensitivity),
                      exact_fields("", lambda p: p.sensitivity, lambda p: p.scale), INPUTS)
 
@@ -479,6 +482,11 @@ class PriveletPlan(GridPlan):
                          "``untransformed=\"workload\"``."),
         *_COMMON[2:])
     release_mechanisms = ("privelet", "privelet+", "basic")
+    papers: ClassVar[Mapping[str, str]] = {
+        "privelet": "Xiao, Wang, Gehrke, Differential Privacy via Wavelet Transforms, ICDE 2010",
+        "privelet+": "Xiao, Wang, Gehrke, Differential Privacy via Wavelet Transforms, ICDE 2010 (Sec. VI)",
+        "basic": "Dwork, McSherry, Nissim, Smith, TCC 2006 (the Laplace histogram; Privelet's baseline)",
+    }
     record_fields = (
         Field("rho", lambda p, d: p.rho),
         Field("sensitivity", lambda p, d: p.sensitivity),

@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
-from typing import Any, TypeAlias
+from typing import Any, ClassVar, TypeAlias
 
 import numpy as np
 import polars as pl
@@ -159,6 +159,11 @@ class HierarchicalPlan(GridPlan):
         *GRID_OPTIONS[3:],
     )
     release_mechanisms = ("hierarchical",)
+    papers: ClassVar[Mapping[str, str]] = {
+        "hierarchical": "Qardaji, Yang, Li, Understanding Hierarchical Methods for Differentially Private "
+                        "Histograms, VLDB 2013; McKenna, Miklau, Hay, Machanavajjhala, Optimizing Error of "
+                        "High-Dimensional Statistical Queries under Differential Privacy (HDMM), VLDB 2018",
+    }
     record_fields = (
         Field("sensitivity", lambda p, d: p.sensitivity),
         Field(

@@ -169,6 +169,10 @@ class PrivTreePlan(PointsPlan):
                    "replaced by the least-squares estimate consistent with the tree (post-processing)."),
         PRIVACY_UNIT)
     release_mechanisms = ("privtree",)
+    papers: ClassVar[Mapping[str, str]] = {
+        "privtree": "Zhang, Xiao, Xie, PrivTree: A Differentially Private Algorithm for Hierarchical "
+                    "Decompositions, SIGMOD 2016",
+    }
     record_fields = (
         Field("lambda", lambda p, d: p.lam, scale=True),
         Field("delta", lambda p, d: p.delta, scale=True),
@@ -289,6 +293,11 @@ class PrivTreeSubgridPlan(PointsPlan):
                    "maximum ``min(31, 62 // d)``)."),
         ROW_OPTIONS[2], NOISE, PROGRESS, PRIVACY_UNIT)
     release_mechanisms = ("privtree_subgrid",)
+    papers: ClassVar[Mapping[str, str]] = {
+        "privtree_subgrid": "Zhang, Xiao, Xie, PrivTree, SIGMOD 2016 (the leaves), with the second level "
+                            "and constrained inference of AG: Qardaji, Yang, Li, Differentially Private "
+                            "Grids for Geospatial Data, ICDE 2013 (the sub-grids)",
+    }
     record_fields = (
         Field("lambda", lambda p, d: p.lam, scale=True),
         Field("delta", lambda p, d: p.delta, scale=True),
@@ -475,6 +484,10 @@ class UniformGridPlan(_CountedGridPlan):
     name = "uniform_grid"
     options_table = (*_POINTS, _N, _N_SHARE, _C, _NEIGHBOURS, *_ROWS)
     release_mechanisms = ("uniform_grid",)
+    papers: ClassVar[Mapping[str, str]] = {
+        "uniform_grid": "Qardaji, Yang, Li, Differentially Private Grids for Geospatial Data, ICDE 2013 "
+                        "(UG)",
+    }
     record_fields = (
         Field("c", lambda p, d: p.options["c"]),
         Field("m", lambda p, d: p.side(d["n_used"])),
@@ -527,6 +540,10 @@ class AdaptiveGridPlan(_CountedGridPlan):
                    "``ceil((v eps_2 / c2)^(2/(d+2)))`` cells per side."),
         _NEIGHBOURS, *_ROWS)
     release_mechanisms = ("adaptive_grid",)
+    papers: ClassVar[Mapping[str, str]] = {
+        "adaptive_grid": "Qardaji, Yang, Li, Differentially Private Grids for Geospatial Data, ICDE 2013 "
+                         "(AG)",
+    }
     recorded_options = ("alpha", "c", "c2")
     record_fields = (
         Field("alpha", lambda p, d: p.options["alpha"]),
@@ -598,6 +615,10 @@ class PriveletGridPlan(PointsPlan):
                    "about 65,536 cells)."),
         _NEIGHBOURS, *_ROWS)
     release_mechanisms = ("privelet_grid",)
+    papers: ClassVar[Mapping[str, str]] = {
+        "privelet_grid": "Xiao, Wang, Gehrke, ICDE 2010, on a fixed grid (Privelet*, PrivTree paper Sec. "
+                         "6.1)",
+    }
     record_fields = (
         Field("privelet", lambda p, d: p.privelet.record(), keys=PriveletPlan.record_keys()),
         Field("bits", lambda p, d: p.bits),
@@ -719,6 +740,9 @@ class PrivTreeSequencesPlan(SequencesPlan):
                doc="fraction of ``epsilon`` spent on the noisy length law (0 for none)."),
         *_SEQUENCE_ROWS)
     release_mechanisms = ("privtree_sequences",)
+    papers: ClassVar[Mapping[str, str]] = {
+        "privtree_sequences": "Zhang, Xiao, Xie, SIGMOD 2016 (Sec. 4: a private prediction suffix tree)",
+    }
     record_fields = (
         Field("lambda", lambda p, d: p.lam, scale=True),
         Field("delta", lambda p, d: p.delta, scale=True),
@@ -881,6 +905,10 @@ class NgramPlan(SequencesPlan):
                      Option("height", int, 5, lo=1, doc="the longest n-gram counted (public)."),
                      *_SEQUENCE_ROWS)
     release_mechanisms = ("ngram",)
+    papers: ClassVar[Mapping[str, str]] = {
+        "ngram": "Chen, Acs, Castelluccia, Differentially Private Sequential Data Publication via "
+                 "Variable-Length N-Grams, CCS 2012 (fixed height, without pruning)",
+    }
     record_fields = (
         Field("height", lambda p, d: p.options["height"]),
         Field("l_top", lambda p, d: p.l_top),

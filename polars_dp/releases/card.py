@@ -41,6 +41,7 @@ import numpy as np
 from polars_dp.domains.expressions import NUMPY
 from polars_dp.errors import PolarsDPError
 from polars_dp.kernels.tail_bounds import chernoff_accuracy, single_term_accuracy
+from polars_dp.plans.base import paper_of
 from polars_dp.plans.grid import check_alpha
 from polars_dp.releases.grid_format import cell_label_values
 from polars_dp.releases.integrity import CHECKSUM_KEY
@@ -58,26 +59,6 @@ PREPROCESSING = ("nulls", "on_out_of_domain")
 ALPHA = 0.05
 #: How many evenly spaced cell boundaries the worst single-attribute range is searched over.
 RANGE_ENDS = 1024
-
-PAPERS = {
-    "basic": "Dwork, McSherry, Nissim, Smith, TCC 2006 (the Laplace histogram; Privelet's baseline)",
-    "privelet": "Xiao, Wang, Gehrke, Differential Privacy via Wavelet Transforms, ICDE 2010",
-    "privelet+": "Xiao, Wang, Gehrke, Differential Privacy via Wavelet Transforms, ICDE 2010 (Sec. VI)",
-    "privtree": "Zhang, Xiao, Xie, PrivTree: A Differentially Private Algorithm for Hierarchical "
-                "Decompositions, SIGMOD 2016",
-    "privtree_subgrid": "Zhang, Xiao, Xie, PrivTree, SIGMOD 2016 (the leaves), with the second level and "
-                        "constrained inference of AG: Qardaji, Yang, Li, Differentially Private Grids for "
-                        "Geospatial Data, ICDE 2013 (the sub-grids)",
-    "uniform_grid": "Qardaji, Yang, Li, Differentially Private Grids for Geospatial Data, ICDE 2013 (UG)",
-    "adaptive_grid": "Qardaji, Yang, Li, Differentially Private Grids for Geospatial Data, ICDE 2013 (AG)",
-    "privelet_grid": "Xiao, Wang, Gehrke, ICDE 2010, on a fixed grid (Privelet*, PrivTree paper Sec. 6.1)",
-    "privtree_sequences": "Zhang, Xiao, Xie, SIGMOD 2016 (Sec. 4: a private prediction suffix tree)",
-    "hierarchical": "Qardaji, Yang, Li, Understanding Hierarchical Methods for Differentially Private "
-                    "Histograms, VLDB 2013; McKenna, Miklau, Hay, Machanavajjhala, Optimizing Error of "
-                    "High-Dimensional Statistical Queries under Differential Privacy (HDMM), VLDB 2018",
-    "ngram": "Chen, Acs, Castelluccia, Differentially Private Sequential Data Publication via "
-             "Variable-Length N-Grams, CCS 2012 (fixed height, without pruning)",
-}
 
 NEIGHBOURS = {
     "replace": ("change-one distance", "two tables are neighbours when one row is replaced by another "
@@ -258,7 +239,7 @@ def release_card(release: Release, alpha: float = ALPHA) -> dict[str, Any]:
     domain = _domain(release)
     reasons = _not_for_publication(release)
     params = {k: v for k, v in release.params.items() if k not in ("ledger", "preprocessing")}
-    mechanism = {"name": release.mechanism, "paper": PAPERS.get(release.mechanism, "")}
+    mechanism = {"name": release.mechanism, "paper": paper_of(release.mechanism)}
     noise = {"family": NOISE_FAMILY.get(release.noise, release.noise), "kind": release.noise,
              "random_source": RANDOM_SOURCE[bool(release.seeded)]}
     epsilon = _epsilon(release)
@@ -301,5 +282,5 @@ def release_card(release: Release, alpha: float = ALPHA) -> dict[str, Any]:
     return card
 
 
-__all__ = ["ALPHA", "PAPERS", "RANGE_ENDS", "grid_accuracy", "release_card", "sequence_accuracy",
+__all__ = ["ALPHA", "RANGE_ENDS", "grid_accuracy", "release_card", "sequence_accuracy",
            "spatial_accuracy"]

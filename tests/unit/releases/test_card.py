@@ -171,8 +171,10 @@ def test_a_binned_range_is_named_by_its_first_and_last_values():
 def test_every_mechanism_a_release_may_record_cites_its_paper():
     """A card names the paper of its mechanism: a registered mechanism without an entry would
     print an empty citation."""
-    from polars_dp.plans.base import known_mechanisms
-    from polars_dp.releases.card import PAPERS
+    from polars_dp.plans.base import REGISTRY, known_mechanisms, paper_of
 
-    missing = [m for m in known_mechanisms() if not PAPERS.get(m)]
-    assert not missing, f"add the paper of {missing} to polars_dp.releases.card.PAPERS"
+    missing = [m for m in known_mechanisms() if not paper_of(m)]
+    assert not missing, f"add the paper of {missing} to its plan class's `papers`"
+    for entry in REGISTRY.values():  # each plan cites exactly the mechanisms it may record
+        assert set(entry.plan_class.papers) == set(entry.plan_class.release_mechanisms), entry.name
+    assert paper_of("no such mechanism") == ""
