@@ -40,7 +40,8 @@ def test_auto_is_the_least_of_the_candidates_and_compare_shows_them():
     workload = pdp.workload.ranges(ATTRS)
     chosen = pdp.plan("auto", ATTRS, epsilon=1.0, workload=workload, neighbours="add_remove")
     table = pdp.compare(ATTRS, workload, epsilon=1.0, neighbours="add_remove")
-    names = {p.strategy_name for p in candidate_plans(ATTRS, epsilon=1.0, workload=workload)}
+    names = {p.strategy_name for p in candidate_plans(ATTRS, epsilon=1.0, workload=workload,
+                                                      neighbours="add_remove")}
     assert set(table["plan"]) == names == {"Basic", "Privelet", "Privelet+ Tu", "Privelet+ uT",
                                            next(n for n in names if n.startswith("Hierarchical"))}
     assert table["rmse"].is_sorted()
