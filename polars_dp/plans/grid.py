@@ -48,7 +48,7 @@ from polars_dp.domains.workload import Workload as DeclaredWorkload
 from polars_dp.domains.workload import queries as workload_queries
 from polars_dp.errors import HierarchyError, ParameterError, QueryError
 from polars_dp.kernels import wavelets as transforms
-from polars_dp.kernels.wavelet_variance import axis_ranges, range_variance_factor
+from polars_dp.kernels.wavelet_variance import axis_ranges, axis_workload_factor, range_variance_factor
 from polars_dp.noise import (
     GRID_BITS,
     MAX_COUNT_SCALE,
@@ -337,7 +337,10 @@ class GridPlan(Plan):
         """Expected mean squared error of this plan's answers over ``workload`` (a declared
         workload or a query frame), before any data: per Kronecker term, the product over axes
         of the summed variance factors of its intervals (:meth:`range_variance` factorises over
-        axes), times ``2 lambda^2``; explicit queries one by one.  Exact noise: the continuous
+        axes, so the sum over a product of interval families is the product of per-axis sums),
+        each from the axis's Gram statistics without listing an interval
+        (:func:`~polars_dp.kernels.wavelet_variance.axis_workload_factor`), times ``2
+        lambda^2``; explicit queries one by one.  Exact noise: the continuous
         Laplace variance, an upper bound (the plan's own error bars)."""
         declared = declared_workload(self.attributes, workload)
         total = 0.0
@@ -345,9 +348,7 @@ class GridPlan(Plan):
         for weight, axes in declared.axis_terms(self.attributes):
             product = unit * weight
             for ax, a, t in zip(axes, self.attributes, self.transformed_mask, strict=True):
-                starts, stops, w = ax.intervals()
-                f = range_variance_factor(a, starts, stops) if t else (stops - starts).astype(np.float64)
-                product *= float(f @ w)
+                product *= axis_workload_factor(a, ax, t)
             total += product
         for weight, starts, stops in declared.axis_boxes(self.attributes):
             total += weight * float(self.range_variance(starts, stops).sum())
