@@ -31,6 +31,7 @@ from polars_dp.plans.grid import (
     GridPlan,
     PriveletPlan,
     declared_workload,
+    register_chooser,
     transformable,
 )
 from polars_dp.plans.hierarchical import HierarchicalPlan
@@ -77,6 +78,9 @@ def auto_plan(attributes: Attribute | Iterable[Attribute], *, epsilon: float, wo
     declared = declared_workload(plans[0].attributes, workload)
     errors = [p.workload_error(declared) for p in plans]
     return plans[int(np.argmin(errors))]
+
+
+register_chooser("workload", auto_plan)
 
 
 def compare(plans: Any, queries: Any, *, align: str = "exact", epsilon: float | None = None,

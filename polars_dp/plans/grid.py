@@ -286,6 +286,16 @@ WORKLOAD = Option("workload", Workload, None,
                   doc="the queries to choose for: a :mod:`polars_dp.workload` object (held implicitly) or a "
                       "query frame as ``range_counts`` takes it; used by ``strategy=\"workload\"`` (and "
                       "Privelet's ``untransformed=\"workload\"``).  Public inputs only.")
+#: The choosers of :data:`STRATEGY` by value: ``"workload"`` is :func:`polars_dp.plans.auto.auto_plan`,
+#: which sits above this module (it scores the hierarchical plan too) and registers itself on import.
+CHOOSERS: dict[str, Callable[..., Plan]] = {}
+
+
+def register_chooser(strategy: str, chooser: Callable[..., Plan]) -> None:
+    """Attach the chooser of ``strategy=...`` (:func:`polars_dp.plans.auto.auto_plan`)."""
+    CHOOSERS[strategy] = chooser
+
+
 #: What ``strategy="workload"`` does, for every grid mechanism that takes it.
 STRATEGY = Option(
     "strategy", Literal["workload"] | None, None,
@@ -327,11 +337,10 @@ class GridPlan(Plan):
         if bound["workload"] is None:
             raise ParameterError("strategy='workload' needs workload= (a pdp.workload object or a query "
                                  "frame): the choice minimises its expected error", parameter="workload")
-        from polars_dp.plans.auto import auto_plan  # the chooser sits above the plans it chooses among
-
         rest = {k: v for k, v in given.items()
                 if k not in ("attributes", "epsilon", "workload", "strategy", "untransformed")}
-        return auto_plan(bound["attributes"], epsilon=bound["epsilon"], workload=bound["workload"], **rest)
+        return CHOOSERS["workload"](bound["attributes"], epsilon=bound["epsilon"], workload=bound["workload"],
+                                    **rest)
 
     def _check_strategy(self) -> None:
         """Refuse ``strategy="workload"`` on a plan built directly (:meth:`make` builds it)."""
@@ -684,8 +693,9 @@ def compare(plans: Sequence[GridPlan], queries: Any, *, align: str = "exact") ->
     return pl.DataFrame(rows)
 
 
-__all__ = ["ALPHA_REFUSAL", "EPSILON_CAP", "EXHAUSTIVE_MAX", "GRID_OPTIONS", "STRATEGY", "WORKLOAD",
-           "declared_workload", "declared_subset_errors", "BasicPlan",
+__all__ = ["ALPHA_REFUSAL", "CHOOSERS", "EPSILON_CAP", "EXHAUSTIVE_MAX", "GRID_OPTIONS", "STRATEGY",
+           "WORKLOAD",
+           "declared_workload", "declared_subset_errors", "register_chooser", "BasicPlan",
            "GridPlan",
            "PriveletPlan",
            "auto_untransformed", "check_alpha", "compare", "mechanism_name", "privelet_rho", "privelet_scale",
