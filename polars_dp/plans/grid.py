@@ -27,7 +27,17 @@ queries: for a set ``S`` of transformed axes, ``E err^2 = 2 (Delta rho_S / epsil
 prod_axes f_axis`` with ``f_axis`` the Haar / nominal factor on ``S`` and the cell count
 elsewhere; every subset is scored when there are at most :data:`EXHAUSTIVE_MAX` attributes,
 above that a greedy search starts from the better of Basic and the paper's rule and flips the
-single axis that lowers the mean most until none does.  Public inputs only.
+single axis that lowers the mean most until none does.  A declared workload
+(:mod:`polars_dp.workload`) is scored without listing its queries: per Kronecker term the
+mean is a product over axes of per-axis sums (:func:`declared_subset_errors`).  Public inputs
+only.
+
+Choosing the mechanism
+----------------------
+``strategy="workload"`` (Basic and Privelet take it, with ``workload=``) builds the plan of
+``pdp.plan("auto", attributes, epsilon=..., workload=...)`` instead (:meth:`GridPlan.make`):
+the least exact expected error among Basic, Privelet, every Privelet+ subset and the
+hierarchical plan, whose release records its own mechanism.
 """
 
 from __future__ import annotations
