@@ -59,7 +59,8 @@ TARGET_RATIO = 1.3
 BUDGET_SECONDS = 5.0
 PLAN_SECONDS = 1.0
 #: The optimiser's shortcuts and their values with the shortcuts off (``exhaustive``).
-EXHAUSTIVE = {"RELAXATION_ITERATIONS": level_budgets.ITERATIONS, "INSERT_STEPS": None, "SCREEN_MARGIN": None}
+EXHAUSTIVE = {"RELAXATION_ITERATIONS": level_budgets.ITERATIONS, "INSERT_STEPS": None, "SCREEN_MARGIN": None,
+              "SCREEN_TOLERANCE": level_budgets.DESCENT_TOLERANCE}
 EPSILON = 1.0
 NEIGHBOURS = "add_remove"
 

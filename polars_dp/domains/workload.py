@@ -103,28 +103,28 @@ class AxisWorkload:
             return one, one, 0.0, 1.0
         return one, one, 1.0, 0.0  # total
 
-    def block_sums(self, size: int, length: int) -> np.ndarray:
+    def block_sums(self, size: int, length: int, *, fold: bool = True) -> np.ndarray:
         """``Σ_{j,k in B} G_jk`` for every block ``B`` of ``size`` consecutive cells of an axis
         of ``length >= n`` cells (``size`` divides ``length``), the cells past ``n`` folded
         onto cell ``n - 1`` (a query reaching the last cell also covers the padding: known
-        zeros).  Equals ``Σ_queries weight · |q ∩ B|²``.  O(length)."""
+        zeros), or with ``fold=False`` left out of every query (zero rows and columns of ``G``:
+        a padded transform).  Equals ``Σ_queries weight · |q ∩ B|²``.  O(length)."""
         if length % size or length < self.n:
             raise ParameterError(f"block size {size} must divide the axis length {length} >= {self.n}")
         blocks = length // size
         if self.kind == "nodes":
-            assert self.starts is not None and self.stops is not None and self.weights is not None
-            lo = np.arange(blocks, dtype=np.int64)[:, None] * size
-            stops = np.where(self.stops >= self.n, length, self.stops)  # folded onto the padding
-            overlap = np.maximum(0, np.minimum(stops[None, :], lo + size)
-                                 - np.maximum(self.starts[None, :], lo))
-            return (overlap.astype(np.float64) ** 2) @ self.weights
+            return (self._overlaps(size, length, fold) ** 2) @ self._node_weights()
         a, b, c, d = self._semiseparable(length)
+        if not fold:
+            b = np.where(np.arange(length) < self.n, b, 0.0)  # G_jk = 0 once max(j, k) >= n
         out = np.zeros(blocks)
         if c:
             A = a.reshape(blocks, size)
             before = np.cumsum(A, axis=1) - A
             out += c * (b.reshape(blocks, size) * (A + 2.0 * before)).sum(axis=1)
-        if d:
+        if d and not fold:
+            out += d * (np.arange(length) < self.n).reshape(blocks, size).sum(axis=1)
+        elif d:
             # the diagonal term of the folded matrix: d |f^-1(u) ∩ B|^2 summed over cells u
             mult = np.ones(length)
             out += d * mult.reshape(blocks, size).sum(axis=1)
@@ -134,6 +134,38 @@ class AxisWorkload:
                 k = tail.reshape(blocks, size).sum(axis=1)  # |f^-1(n-1) ∩ B|
                 out += d * (k * k - k)
         return out
+
+    def half_sums(self, size: int, length: int) -> np.ndarray:
+        """``Σ_{j in L, k in R} G_jk`` for every block of ``size`` (even) consecutive cells of an
+        axis of ``length >= n`` cells, ``L`` its first half and ``R`` its second, the cells past
+        ``n`` left out of every query (as ``block_sums(..., fold=False)``).  Equals
+        ``Σ_queries weight · |q ∩ L| |q ∩ R|``; every ``j in L`` lies before every ``k in R``, so
+        on a semiseparable Gram matrix it is ``c (Σ_L a)(Σ_R b)``.  O(length)."""
+        if size % 2 or length % size or length < self.n:
+            raise ParameterError(f"block size {size} must be even and divide the axis length "
+                                 f"{length} >= {self.n}")
+        if self.kind == "nodes":
+            left = self._overlaps(size // 2, length, False)
+            return (left[0::2] * left[1::2]) @ self._node_weights()
+        a, b, c, _ = self._semiseparable(length)
+        b = np.where(np.arange(length) < self.n, b, 0.0)
+        blocks = length // size
+        half = size // 2
+        A = a.reshape(blocks, 2, half)[:, 0].sum(axis=1)
+        B = b.reshape(blocks, 2, half)[:, 1].sum(axis=1)
+        return c * A * B
+
+    def _node_weights(self) -> np.ndarray:
+        assert self.weights is not None
+        return self.weights
+
+    def _overlaps(self, size: int, length: int, fold: bool) -> np.ndarray:
+        """``|q ∩ B|`` per block of ``size`` cells (rows) and listed interval (columns)."""
+        assert self.starts is not None and self.stops is not None
+        lo = np.arange(length // size, dtype=np.int64)[:, None] * size
+        stops = np.where(self.stops >= self.n, length, self.stops) if fold else self.stops
+        overlap = np.maximum(0, np.minimum(stops[None, :], lo + size) - np.maximum(self.starts[None, :], lo))
+        return overlap.astype(np.float64)
 
     def intervals(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every interval ``[start, stop)`` with its weight (weights sum to :attr:`count`)."""

@@ -20,7 +20,7 @@ float64, exact below 2^53).  Its variance is ``2 q / (1 - q)^2 < 2 lambda'^2``,
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -39,6 +39,7 @@ from polars_dp.noise import (
 )
 from polars_dp.params import Nulls, OnOutOfDomain
 from polars_dp.plans import BasicPlan
+from polars_dp.plans.grid import Workload
 from polars_dp.progress import Progress
 from polars_dp.releases.grid import GridRelease
 
@@ -81,6 +82,7 @@ def run_basic(plan: BasicPlan, frame: Any, *, seed: SeedLike, progress: bool | N
 
 @mechanism(BasicPlan, run_basic)
 def basic(frame: Any, attributes: Attribute | Iterable[Attribute], *, epsilon: float,
+          workload: Workload = ..., strategy: Literal["workload"] | None = ...,
           neighbours: Neighbours = ..., seed: SeedLike = ..., on_out_of_domain: OnOutOfDomain = ...,
           nulls: Nulls = ..., count_column: str | None = ..., noise: NoiseKind = ...,
           progress: bool | None = ..., privacy_unit: Rows | None = ...) -> GridRelease:

@@ -58,7 +58,7 @@ def docstring(head: str | None, plan_class: type[Plan]) -> str:
 
 def mechanism(plan_class: type[Plan], runner: Callable[..., Any]) -> Callable[[F], F]:
     """Decorator: the public function of ``plan_class`` (its signature and docs from the
-    plan's table, its body ``plan_class(...).run(frame, seed=..., progress=...)``), with
+    plan's table, its body ``plan_class.make(...).run(frame, seed=..., progress=...)``), with
     ``runner(plan, frame, *, seed, progress)`` registered as the plan's runner."""
 
     def wrap(stub: F) -> F:
@@ -78,7 +78,7 @@ def mechanism(plan_class: type[Plan], runner: Callable[..., Any]) -> Callable[[F
             given = generated.bind(*args, **kwargs).arguments
             frame = given.pop("frame")
             run = {k: given.pop(k) for k in run_keywords if k in given}
-            return plan_class(**given).run(frame, **run)
+            return plan_class.make(**given).run(frame, **run)
 
         function.__name__ = stub.__name__
         function.__qualname__ = stub.__qualname__

@@ -64,7 +64,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from fractions import Fraction
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -159,7 +159,7 @@ def privelet_counts(plan: PriveletPlan, counts: np.ndarray, src: NoiseSource,
 @mechanism(PriveletPlan, run_privelet)
 def privelet(frame: Any, attributes: Attribute | Iterable[Attribute], *, epsilon: float,
              untransformed: str | Attribute | Iterable[str | Attribute] = ...,
-             workload: Workload = ...,
+             workload: Workload = ..., strategy: Literal["workload"] | None = ...,
              neighbours: Neighbours = ..., seed: SeedLike = ..., on_out_of_domain: OnOutOfDomain = ...,
              nulls: Nulls = ..., count_column: str | None = ..., noise: NoiseKind = ...,
              progress: bool | None = ..., privacy_unit: Rows | None = ...) -> GridRelease:

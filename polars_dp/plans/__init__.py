@@ -34,10 +34,11 @@ def plan(mechanism: str, *args: Any, **options: Any) -> Plan:
     """The plan of ``mechanism`` (``"basic"``, ``"privelet"``, ``"privtree"``, ...) with the
     mechanism's arguments less the data, the seed and ``progress``; no data is read.
     ``"auto"`` with ``workload=W``: the grid plan (Basic, Privelet, Privelet+, hierarchical) of
-    least exact expected error over ``W`` (:mod:`polars_dp.plans.auto`)."""
+    least exact expected error over ``W`` (:mod:`polars_dp.plans.auto`); so is a grid mechanism's
+    plan with ``strategy="workload"``."""
     if mechanism == "auto":
         return auto_plan(*args, **options)
-    return plan_class(mechanism)(*args, **options)
+    return plan_class(mechanism).make(*args, **options)
 
 
 __all__ = ["REGISTRY", "AdaptiveGridPlan", "BasicPlan", "Entry", "GridPlan", "HierarchicalPlan", "NgramPlan",

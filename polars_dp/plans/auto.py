@@ -7,6 +7,10 @@ paper's rule) and the hierarchical plan with budgets optimised for ``W`` (Qardaj
 VLDB 2013; McKenna et al., VLDB 2018), each by its exact expected mean squared error over ``W``
 (:meth:`~polars_dp.plans.grid.GridPlan.workload_error`), and returns the least.
 ``pdp.compare(attributes, W, epsilon=...)`` shows the same candidates side by side.
+``strategy="workload"`` on a grid mechanism (``pdp.privelet(df, attributes, epsilon=...,
+workload=W, strategy="workload")``, ``pdp.basic``) releases under this choice
+(:meth:`~polars_dp.plans.grid.GridPlan.make`); the release records the chosen plan's own
+mechanism and parameters.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from polars_dp.plans.grid import (
     GridPlan,
     PriveletPlan,
     declared_workload,
+    register_chooser,
     transformable,
 )
 from polars_dp.plans.hierarchical import HierarchicalPlan
@@ -47,7 +52,7 @@ def candidate_plans(attributes: Attribute | Iterable[Attribute], *, epsilon: flo
     attrs = as_attributes(attributes)
     tables = {o.name for cls in (BasicPlan, PriveletPlan, HierarchicalPlan) for o in cls.options_table}
     for key in options:
-        if key not in tables or key in ("untransformed", "workload"):
+        if key not in tables or key in ("untransformed", "workload", "strategy"):
             raise ParameterError(f"plan('auto', ...) has no option {key!r}; it takes the options of the grid "
                                  "mechanisms (neighbours, noise, levels, ...)", parameter=key)
     declared = declared_workload(attrs, workload)
@@ -73,6 +78,9 @@ def auto_plan(attributes: Attribute | Iterable[Attribute], *, epsilon: float, wo
     declared = declared_workload(plans[0].attributes, workload)
     errors = [p.workload_error(declared) for p in plans]
     return plans[int(np.argmin(errors))]
+
+
+register_chooser("workload", auto_plan)
 
 
 def compare(plans: Any, queries: Any, *, align: str = "exact", epsilon: float | None = None,

@@ -138,6 +138,14 @@ class Plan:
         if self.noise == "exact":
             self._check_draws()
 
+    @classmethod
+    def make(cls, *args: Any, **options: Any) -> Plan:
+        """The plan these arguments describe, what ``pdp.plan(name, ...)`` and the mechanism
+        function build: ``cls(*args, **options)`` (a grid plan with ``strategy="workload"``
+        the least-error grid plan, which may be of another class:
+        :meth:`polars_dp.plans.grid.GridPlan.make`)."""
+        return cls(*args, **options)
+
     def _calibrate(self) -> None:
         """Compute the scales and the budget split, refusing what the public inputs make
         impossible (subclasses)."""

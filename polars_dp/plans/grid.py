@@ -27,7 +27,17 @@ queries: for a set ``S`` of transformed axes, ``E err^2 = 2 (Delta rho_S / epsil
 prod_axes f_axis`` with ``f_axis`` the Haar / nominal factor on ``S`` and the cell count
 elsewhere; every subset is scored when there are at most :data:`EXHAUSTIVE_MAX` attributes,
 above that a greedy search starts from the better of Basic and the paper's rule and flips the
-single axis that lowers the mean most until none does.  Public inputs only.
+single axis that lowers the mean most until none does.  A declared workload
+(:mod:`polars_dp.workload`) is scored without listing its queries: per Kronecker term the
+mean is a product over axes of per-axis sums (:func:`declared_subset_errors`).  Public inputs
+only.
+
+Choosing the mechanism
+----------------------
+``strategy="workload"`` (Basic and Privelet take it, with ``workload=``) builds the plan of
+``pdp.plan("auto", attributes, epsilon=..., workload=...)`` instead (:meth:`GridPlan.make`):
+the least exact expected error among Basic, Privelet, every Privelet+ subset and the
+hierarchical plan, whose release records its own mechanism.
 """
 
 from __future__ import annotations
@@ -35,9 +45,9 @@ from __future__ import annotations
 import ast
 import itertools
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from fractions import Fraction
-from typing import Any, ClassVar, TypeAlias
+from typing import Any, ClassVar, Literal, TypeAlias
 
 import numpy as np
 import polars as pl
@@ -48,7 +58,7 @@ from polars_dp.domains.workload import Workload as DeclaredWorkload
 from polars_dp.domains.workload import queries as workload_queries
 from polars_dp.errors import HierarchyError, ParameterError, QueryError
 from polars_dp.kernels import wavelets as transforms
-from polars_dp.kernels.wavelet_variance import axis_ranges, range_variance_factor
+from polars_dp.kernels.wavelet_variance import axis_ranges, axis_workload_factor, range_variance_factor
 from polars_dp.noise import (
     GRID_BITS,
     MAX_COUNT_SCALE,
@@ -61,10 +71,12 @@ from polars_dp.noise import (
 from polars_dp.plans.base import INPUTS, OMIT, Field, Plan, exact_fields, register_plan
 from polars_dp.plans.lattice import check_wide, max_lattice_factor, needs_wide
 from polars_dp.plans.noise_model import WaveletLaplace
-from polars_dp.plans.options import NOISE, PRIVACY_UNIT, PROGRESS, ROW_OPTIONS, SEED, Option
+from polars_dp.plans.options import NOISE, PRIVACY_UNIT, PROGRESS, ROW_OPTIONS, SEED, Option, bind_options
 
-#: A workload of queries: a frame as ``range_counts`` takes it (or ``None``).
-Workload: TypeAlias = pl.DataFrame | pl.LazyFrame | Mapping[str, Any] | Sequence[Mapping[str, Any]] | None
+#: A workload of queries: a declared workload (:mod:`polars_dp.workload`) or a frame as
+#: ``range_counts`` takes it (or ``None``).
+Workload: TypeAlias = (DeclaredWorkload | pl.DataFrame | pl.LazyFrame | Mapping[str, Any]
+                       | Sequence[Mapping[str, Any]] | None)
 #: Up to this many attributes ``untransformed="workload"`` scores every subset.
 EXHAUSTIVE_MAX = 12
 #: ``epsilon_for`` looks no further than this epsilon.
@@ -168,23 +180,61 @@ def subset_errors(attributes: Sequence[Attribute], starts: np.ndarray, stops: np
     return out / starts.shape[0]
 
 
-def workload_transformed(attributes: Sequence[Attribute], starts: np.ndarray, stops: np.ndarray
-                         ) -> list[bool]:
+def declared_subset_errors(attributes: Sequence[Attribute], workload: DeclaredWorkload
+                           ) -> Callable[[np.ndarray], np.ndarray]:
+    """``errors(masks)``: :func:`subset_errors` over a declared workload, its Kronecker terms from
+    their per-axis sums (:func:`~polars_dp.kernels.wavelet_variance.axis_workload_factor`,
+    computed once: a term's mean is the product over axes of per-axis sums), its explicit
+    boxes query by query."""
+    log_p = np.log([float(transforms.generalized_sensitivity(a)) if transformable(a) else 1.0
+                    for a in attributes])
+    terms = [(w, np.array([[axis_workload_factor(a, ax, False),
+                            axis_workload_factor(a, ax, True) if transformable(a) else np.inf]
+                           for a, ax in zip(attributes, axes, strict=True)]))
+             for w, axes in workload.axis_terms(attributes)]
+    boxes = workload.axis_boxes(attributes)
+
+    def errors(masks: np.ndarray) -> np.ndarray:
+        masks = np.asarray(masks, dtype=bool)
+        out = np.zeros(masks.shape[0])
+        rows = np.arange(len(attributes))
+        for w, f in terms:
+            out += w * np.prod(f[rows, masks.astype(np.int64)], axis=1)
+        out *= np.exp(2.0 * (masks.astype(np.float64) @ log_p))
+        for w, starts, stops in boxes:
+            out += w * starts.shape[0] * subset_errors(attributes, starts, stops, masks)
+        return out / workload.queries
+
+    return errors
+
+
+def workload_transformed(attributes: Sequence[Attribute], starts: np.ndarray | DeclaredWorkload,
+                         stops: np.ndarray | None = None) -> list[bool]:
     """The transformed set minimising the mean expected squared error over the queries
-    (exhaustive up to :data:`EXHAUSTIVE_MAX` attributes, else greedy; module docstring)."""
+    ``[starts, stops)``, or over a declared workload given as ``starts`` (exhaustive up to
+    :data:`EXHAUSTIVE_MAX` attributes, else greedy; module docstring)."""
+    if isinstance(starts, DeclaredWorkload):
+        score = declared_subset_errors(attributes, starts)
+    else:
+        lo, hi = starts, stops
+        if hi is None:
+            raise ParameterError("workload_transformed needs stops with starts", parameter="workload")
+
+        def score(masks: np.ndarray) -> np.ndarray:
+            return subset_errors(attributes, lo, hi, masks)
     d = len(attributes)
     if d <= EXHAUSTIVE_MAX:
         masks = np.array(list(itertools.product([False, True], repeat=d)), dtype=bool).reshape(-1, d)
-        errors = subset_errors(attributes, starts, stops, masks)
+        errors = score(masks)
         return [bool(x) for x in masks[int(np.argmin(errors))]]
     rule = np.array([not auto_untransformed(a) and transformable(a) for a in attributes])
     start = np.stack([np.zeros(d, dtype=bool), rule])
-    errs = subset_errors(attributes, starts, stops, start)
+    errs = score(start)
     current, best = start[int(np.argmin(errs))].copy(), float(errs.min())
     while True:
         flips = np.repeat(current[None], d, axis=0)
         flips[np.arange(d), np.arange(d)] ^= True
-        errs = subset_errors(attributes, starts, stops, flips)
+        errs = score(flips)
         j = int(np.argmin(errs))
         if not errs[j] < best:
             return [bool(x) for x in current]
@@ -241,6 +291,31 @@ _COMMON = (
 )
 #: The options every grid mechanism takes (attributes, epsilon, neighbours first).
 GRID_OPTIONS = _COMMON
+#: The queries a grid plan is chosen for (``strategy="workload"``, ``untransformed="workload"``).
+WORKLOAD = Option("workload", Workload, None,
+                  doc="the queries to choose for: a :mod:`polars_dp.workload` object (held implicitly) or a "
+                      "query frame as ``range_counts`` takes it; used by ``strategy=\"workload\"`` (and "
+                      "Privelet's ``untransformed=\"workload\"``).  Public inputs only.")
+#: The choosers of :data:`STRATEGY` by value: ``"workload"`` is :func:`polars_dp.plans.auto.auto_plan`,
+#: which sits above this module (it scores the hierarchical plan too) and registers itself on import.
+CHOOSERS: dict[str, Callable[..., Plan]] = {}
+
+
+def register_chooser(strategy: str, chooser: Callable[..., Plan]) -> None:
+    """Attach the chooser of ``strategy=...`` (:func:`polars_dp.plans.auto.auto_plan`)."""
+    CHOOSERS[strategy] = chooser
+
+
+#: What ``strategy="workload"`` does, for every grid mechanism that takes it.
+STRATEGY = Option(
+    "strategy", Literal["workload"] | None, None,
+    doc="``None``: this mechanism as its options say.  ``\"workload\"``: the grid plan of least exact "
+        "expected error over ``workload``, chosen before any data among Basic, Privelet, every "
+        "Privelet+ subset and the hierarchical plan optimised for it (exactly ``pdp.plan(\"auto\", "
+        "attributes, epsilon=..., workload=...)`` with the same other options, "
+        ":mod:`polars_dp.plans.auto`).  The release is that plan's: it records that plan's "
+        "mechanism (``\"basic\"``, ``\"privelet\"``, ``\"privelet+\"`` or ``\"hierarchical\"``) "
+        "and parameters, so it reads back and verifies as a release of that mechanism.")
 
 
 class GridPlan(Plan):
@@ -254,6 +329,36 @@ class GridPlan(Plan):
     unknown_before_data = "nothing: the noise law of every answer is known before the data"
     _transformed: list[bool]
     _auto: bool | str = False
+
+    @classmethod
+    def make(cls, *args: Any, **options: Any) -> Plan:
+        """The plan these arguments describe: ``cls(*args, **options)``, or with
+        ``strategy="workload"`` the least-error grid plan over ``workload`` (:data:`STRATEGY`),
+        every option checked against ``cls``'s table first."""
+        given = dict(zip(cls.positional, args, strict=False))
+        if len(args) > len(cls.positional) or any(k in options for k in given) \
+                or options.get("strategy") != "workload":
+            return cls(*args, **options)
+        given.update(options)
+        bound = bind_options(cls.name, cls.options_table, given)
+        if bound.get("untransformed", ()) != ():
+            raise ParameterError("strategy='workload' chooses the untransformed set itself (with the "
+                                 "mechanism); drop untransformed=", parameter="untransformed")
+        if bound["workload"] is None:
+            raise ParameterError("strategy='workload' needs workload= (a pdp.workload object or a query "
+                                 "frame): the choice minimises its expected error", parameter="workload")
+        rest = {k: v for k, v in given.items()
+                if k not in ("attributes", "epsilon", "workload", "strategy", "untransformed")}
+        return CHOOSERS["workload"](bound["attributes"], epsilon=bound["epsilon"], workload=bound["workload"],
+                                    **rest)
+
+    def _check_strategy(self) -> None:
+        """Refuse ``strategy="workload"`` on a plan built directly (:meth:`make` builds it)."""
+        if self.options.get("strategy") == "workload":
+            raise ParameterError(
+                f"strategy='workload' chooses among several mechanisms: build the plan with "
+                f"pdp.plan({self.name!r}, ..., strategy='workload') or pdp.plan('auto', ...), not "
+                f"{type(self).__name__}(...)", parameter="strategy")
 
     def _calibrate(self) -> None:
         self.attributes: tuple[Attribute, ...] = self.options["attributes"]
@@ -337,7 +442,10 @@ class GridPlan(Plan):
         """Expected mean squared error of this plan's answers over ``workload`` (a declared
         workload or a query frame), before any data: per Kronecker term, the product over axes
         of the summed variance factors of its intervals (:meth:`range_variance` factorises over
-        axes), times ``2 lambda^2``; explicit queries one by one.  Exact noise: the continuous
+        axes, so the sum over a product of interval families is the product of per-axis sums),
+        each from the axis's Gram statistics without listing an interval
+        (:func:`~polars_dp.kernels.wavelet_variance.axis_workload_factor`), times ``2
+        lambda^2``; explicit queries one by one.  Exact noise: the continuous
         Laplace variance, an upper bound (the plan's own error bars)."""
         declared = declared_workload(self.attributes, workload)
         total = 0.0
@@ -345,9 +453,7 @@ class GridPlan(Plan):
         for weight, axes in declared.axis_terms(self.attributes):
             product = unit * weight
             for ax, a, t in zip(axes, self.attributes, self.transformed_mask, strict=True):
-                starts, stops, w = ax.intervals()
-                f = range_variance_factor(a, starts, stops) if t else (stops - starts).astype(np.float64)
-                product *= float(f @ w)
+                product *= axis_workload_factor(a, ax, t)
             total += product
         for weight, starts, stops in declared.axis_boxes(self.attributes):
             total += weight * float(self.range_variance(starts, stops).sum())
@@ -438,7 +544,7 @@ class BasicPlan(GridPlan):
     """Basic: i.i.d. (discrete) Laplace ``Delta / epsilon`` on every cell."""
 
     name = "basic"
-    options_table = _COMMON
+    options_table = (*_COMMON[:2], WORKLOAD, STRATEGY, *_COMMON[2:])
     release_mechanisms = ("basic",)
     papers: ClassVar[Mapping[str, str]] = {
         "basic": "Dwork, McSherry, Nissim, Smith, TCC 2006 (the Laplace histogram; Privelet's baseline)",
@@ -447,6 +553,9 @@ class BasicPlan(GridPlan):
                      exact_fields("", lambda p: p.sensitivity, lambda p: p.scale), INPUTS)
 
     def _calibrate(self) -> None:
+        self._check_strategy()
+        if self.options["workload"] is not None:
+            raise ParameterError("workload= is used only with strategy='workload'", parameter="workload")
         self._transformed = [False] * len(self.options["attributes"])
         super()._calibrate()
 
@@ -478,8 +587,7 @@ class PriveletPlan(GridPlan):
                    "rule ``|A| <= P(A)^2 H(A)``, or ``\"workload\"`` for the set minimising the mean "
                    "expected squared error over ``workload``; a single string other than those names "
                    "one column.  The choice depends on public inputs only."),
-        Option("workload", Workload, None, doc="the queries (a frame as ``range_counts`` takes it) for "
-                         "``untransformed=\"workload\"``."),
+        WORKLOAD, STRATEGY,
         *_COMMON[2:])
     release_mechanisms = ("privelet", "privelet+", "basic")
     papers: ClassVar[Mapping[str, str]] = {
@@ -531,18 +639,23 @@ class PriveletPlan(GridPlan):
         return self
 
     def _calibrate(self) -> None:
+        self._check_strategy()
         attrs = self.options["attributes"]
         untransformed, workload = self.options["untransformed"], self.options["workload"]
         if isinstance(untransformed, str) and untransformed == "workload":
             if workload is None:
-                raise ParameterError("untransformed='workload' needs workload=queries (a frame as "
-                                     "range_counts takes it)", parameter="workload")
-            _, starts, stops = _workload_ranges(attrs, workload)
-            self._transformed, self._auto = workload_transformed(attrs, starts, stops), "workload"
+                raise ParameterError("untransformed='workload' needs workload= (a pdp.workload object or "
+                                     "a query frame as range_counts takes it)", parameter="workload")
+            if isinstance(workload, DeclaredWorkload):
+                chosen = workload_transformed(attrs, declared_workload(attrs, workload))
+            else:
+                _, starts, stops = _workload_ranges(attrs, workload)
+                chosen = workload_transformed(attrs, starts, stops)
+            self._transformed, self._auto = chosen, "workload"
         else:
             if workload is not None:
-                raise ParameterError("workload= is used only with untransformed='workload'",
-                                     parameter="workload")
+                raise ParameterError("workload= is used only with untransformed='workload' or "
+                                     "strategy='workload'", parameter="workload")
             self._transformed, self._auto = resolve_untransformed(attrs, untransformed)
         super()._calibrate()
         if self.noise == "exact" and needs_wide(self.attributes, self.transformed_mask):
@@ -598,7 +711,9 @@ def compare(plans: Sequence[GridPlan], queries: Any, *, align: str = "exact") ->
     return pl.DataFrame(rows)
 
 
-__all__ = ["ALPHA_REFUSAL", "EPSILON_CAP", "EXHAUSTIVE_MAX", "GRID_OPTIONS", "declared_workload", "BasicPlan",
+__all__ = ["ALPHA_REFUSAL", "CHOOSERS", "EPSILON_CAP", "EXHAUSTIVE_MAX", "GRID_OPTIONS", "STRATEGY",
+           "WORKLOAD",
+           "declared_workload", "declared_subset_errors", "register_chooser", "BasicPlan",
            "GridPlan",
            "PriveletPlan",
            "auto_untransformed", "check_alpha", "compare", "mechanism_name", "privelet_rho", "privelet_scale",

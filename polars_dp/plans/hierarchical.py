@@ -40,8 +40,9 @@ import numpy as np
 import polars as pl
 
 from polars_dp.domains.attributes import Attribute
+from polars_dp.domains.queries import PASSTHROUGH, as_query_frame, query_ranges
 from polars_dp.domains.workload import Workload as DeclaredWorkload
-from polars_dp.errors import ParameterError, ReleaseFormatError
+from polars_dp.errors import ParameterError, QueryError, ReleaseFormatError
 from polars_dp.kernels.block_levels import AxisLevels, bary_levels, block_cells, candidate_levels, tuple_shape
 from polars_dp.kernels.level_budgets import (
     BUDGET_GRID,
@@ -60,7 +61,7 @@ from polars_dp.kernels.level_inference import (
 )
 from polars_dp.noise import MAX_COUNT_SCALE, laplace_scale
 from polars_dp.plans.base import INPUTS, OMIT, Field, register_plan
-from polars_dp.plans.grid import GRID_OPTIONS, GridPlan, declared_workload
+from polars_dp.plans.grid import EPSILON_CAP, GRID_OPTIONS, GridPlan, check_alpha, declared_workload
 from polars_dp.plans.noise_model import LevelLaplace
 from polars_dp.plans.options import Option
 
@@ -361,14 +362,82 @@ class HierarchicalPlan(GridPlan):
         costs, m = workload_costs(declared, self.attributes, self.axes)
         return mean_squared_error(np.asarray(self.noise_model.nu).reshape(tuple_shape(self.axes)), costs, m)
 
+    def at_epsilon(self, epsilon: float) -> HierarchicalPlan:
+        """The same strategy (levels and budget shares ``k_t / 2^20``) at another ``epsilon``: each
+        tuple's scale becomes ``Delta 2^20 / (epsilon k_t)`` (exact: rounded up to the ``2^-20``
+        grid).  The optimiser is not rerun."""
+        args, kwargs = self.arguments()
+        kwargs.update(epsilon=epsilon, workload=None,
+                      levels={a.column: list(ax.sizes)
+                              for a, ax in zip(self.attributes, self.axes, strict=True)})
+        plan = HierarchicalPlan(*args, **kwargs)
+        plan.axes = self.axes
+        plan._set_strategy(self.budget_units, self.budget_choice)
+        if plan.noise == "exact":
+            plan._check_draws()
+        return plan
+
     def epsilon_for(
         self, queries: Any, *, accuracy: float, alpha: float = 0.05, over: str = "max", align: str = "exact"
     ) -> float:
-        raise ParameterError(
-            "epsilon_for is not available for hierarchical plans (their budgets depend on "
-            "epsilon through the optimiser); compare plans at a few epsilons instead",
-            parameter="epsilon_for",
-        )
+        """The smallest epsilon at which this plan's strategy (its levels and budget shares, kept
+        fixed: :meth:`at_epsilon`) gives every query (``over="max"``) or the queries on average
+        (``over="mean"``) an ``accuracy`` at most the target; refuses when even
+        :data:`~polars_dp.plans.grid.EPSILON_CAP` does not.
+
+        Why it exists: with the shares fixed, every tuple's scale is ``Delta 2^20 / (epsilon
+        k_t)``, so the noise of every answer (a fixed linear combination of the tuples' noises,
+        the least-squares weights depending on the scales' ratios only) is ``1 / epsilon`` times
+        the noise at ``epsilon = 1``, and so is its half-width: for float noise ``accuracy`` is
+        exactly ``c / epsilon``, a first guess.  Exact noise rounds each scale up to the
+        ``2^-20`` grid and has the discrete Laplace law, so the answer is then found by
+        bisection on the float epsilon (the half-width does not increase with epsilon).  The
+        optimiser is not rerun: at the returned epsilon a fresh optimisation for a workload
+        (its error is ``1 / epsilon^2`` times that at 1 for continuous noise, the same
+        minimiser) gives the same shares up to the exact-noise rounding."""
+        alpha = check_alpha(alpha)
+        if isinstance(accuracy, bool) or not isinstance(accuracy, (int, float)) or not accuracy > 0 \
+                or not math.isfinite(accuracy):
+            raise ParameterError(f"accuracy must be a finite number > 0 (a half-width in counts), got "
+                                 f"{accuracy!r}", parameter="accuracy")
+        if over not in ("max", "mean"):
+            raise ParameterError(f"over must be 'max' or 'mean', got {over!r}", parameter="over")
+        frame = as_query_frame(queries)
+        if frame.height == 0:
+            raise QueryError("the workload has no queries; give at least one query row")
+        starts, stops = query_ranges(self.attributes, frame, passthrough=PASSTHROUGH, align=align)
+        reduce = np.max if over == "max" else np.mean
+
+        def metric(eps: float) -> float:
+            try:
+                plan = self.at_epsilon(eps)
+            except ParameterError:  # a scale past what the samples may hold: too small an epsilon
+                return math.inf
+            return float(reduce(plan.range_accuracy(starts, stops, alpha)))
+
+        top = metric(EPSILON_CAP)
+        if not top <= accuracy:
+            raise ParameterError(
+                f"no epsilon up to {EPSILON_CAP:g} gives {over} accuracy <= {accuracy:g} at alpha={alpha:g} "
+                f"with this plan's levels and budget shares (epsilon={EPSILON_CAP:g} gives {top:.4g}); "
+                "relax the target, coarsen the domain or choose other levels", parameter="accuracy")
+        unit = metric(1.0)
+        hi = min(EPSILON_CAP, unit / accuracy) if math.isfinite(unit) else EPSILON_CAP
+        factor = 1.0 + 1e-6
+        while not metric(hi) <= accuracy:  # a feasible epsilon at or above the guess
+            hi, factor = min(EPSILON_CAP, hi * factor), factor * factor
+        lo, factor = hi / (1.0 + 1e-6), 1.0 + 1e-6
+        while metric(lo) <= accuracy:  # an infeasible one below
+            hi, lo, factor = lo, lo / factor, factor * factor
+        while math.nextafter(lo, math.inf) < hi:  # bisection (geometric while far apart)
+            mid = math.sqrt(lo) * math.sqrt(hi) if hi > 2.0 * lo else lo + (hi - lo) / 2
+            if not lo < mid < hi:
+                break
+            if metric(mid) <= accuracy:
+                hi = mid
+            else:
+                lo = mid
+        return hi
 
     def __repr__(self) -> str:
         return super().__repr__().replace("workload=Workload(", "workload=<Workload ")

@@ -4,6 +4,7 @@ error is its own error bars averaged over the workload, and the choice is the le
 from __future__ import annotations
 
 import itertools
+import time
 
 import numpy as np
 import polars as pl
@@ -11,6 +12,7 @@ import pytest
 
 import polars_dp as pdp
 from polars_dp.errors import ParameterError
+from polars_dp.kernels.wavelet_variance import axis_workload_factor, range_variance_factor
 from polars_dp.plans.auto import candidate_plans
 
 ATTRS = [pdp.Ordinal("a", 0, 11),
@@ -65,3 +67,62 @@ def test_marginals_choose_the_hierarchy():
 def test_auto_refusals(options, match):
     with pytest.raises(ParameterError, match=match):
         pdp.plan("auto", ATTRS, epsilon=1.0, **options)
+
+
+def _listed_factor(attribute, axis, transformed):
+    starts, stops, weights = axis.intervals()
+    f = range_variance_factor(attribute, starts, stops) if transformed else (stops - starts).astype(float)
+    return float(f @ weights)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 8, 13, 64, 100])
+def test_axis_workload_factor_equals_the_listed_sum(n):
+    """The per-axis sum of variance factors from the Gram statistics equals the sum over the
+    listed intervals, for every interval family, transformed or not, padded or not."""
+    a = pdp.Ordinal("x", 0, n - 1)
+    for make in (pdp.workload.ranges, pdp.workload.prefixes, pdp.workload.random_ranges,
+                 pdp.workload.identity, pdp.workload.total):
+        (_, [axis]), = make(a).axis_terms([a])
+        for transformed in (True, False):
+            listed = _listed_factor(a, axis, transformed)
+            assert axis_workload_factor(a, axis, transformed) == pytest.approx(listed, rel=1e-9, abs=0)
+
+
+def test_product_and_union_workload_error_equals_the_listed_queries():
+    """A product workload's mean error is the product of per-axis means: equal to the error bars
+    of every listed query (3-D with a nominal axis, and a weighted union)."""
+    attrs = [pdp.Ordinal("a", 0, 9), pdp.Ordinal("c", 0, 4), ATTRS[1]]
+    ranges = pdp.workload.ranges(attrs)
+    rows = [{"a_lo": lo, "a_hi": hi, "c_lo": cl, "c_hi": ch, "b": node}
+            for lo in range(10) for hi in range(lo, 10) for cl in range(5) for ch in range(cl, 5)
+            for node in [None, "g", "h", "x", "y", "z", "w"]]
+    frame = pl.DataFrame(rows)
+    prefixes = pdp.workload.prefixes(attrs[:2])
+    prefix_rows = pl.DataFrame([{"a_lo": 0, "a_hi": hi, "c_lo": 0, "c_hi": ch} for hi in range(10)
+                                for ch in range(5)])
+    union = pdp.workload.union(ranges, prefixes, weights=[1.0, 3.0])
+    plans = [pdp.plan("basic", attrs, epsilon=0.7)] + [
+        pdp.plan("privelet", attrs, epsilon=0.7, untransformed=u) for u in ([], ["c"], ["a", "b"])]
+    for plan in plans:  # the explicit queries: each one's own error bar (range_variance)
+        listed = plan.workload_error(frame)
+        assert plan.workload_error(ranges) == pytest.approx(listed, rel=1e-9), plan.strategy_name
+        both = listed * frame.height + 3.0 * plan.workload_error(prefix_rows) * prefix_rows.height
+        assert plan.workload_error(union) == pytest.approx(both / (frame.height + 3 * prefix_rows.height),
+                                                           rel=1e-9), plan.strategy_name
+
+
+def test_all_ranges_of_65536_cells_without_listing():
+    """2.1e9 intervals, never listed: Basic and Privelet score all ranges of a 65,536-cell axis
+    in well under a second each (the listing refuses past 2^26 intervals)."""
+    a = [pdp.Ordinal("x", 0, 65535)]
+    workload = pdp.workload.ranges(a)
+    for name in ("basic", "privelet"):
+        plan = pdp.plan(name, a, epsilon=1.0, neighbours="add_remove", noise="float")
+        start = time.process_time()
+        mse = plan.workload_error(workload)
+        assert time.process_time() - start < 2.0
+        # Basic: 2 lambda^2 times the mean range length (n + 2) / 3
+        if name == "basic":
+            assert mse == pytest.approx(2.0 * (65535 + 3) / 3, rel=1e-12)
+        else:
+            assert np.isfinite(mse) and mse > 0

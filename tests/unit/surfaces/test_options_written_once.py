@@ -83,8 +83,10 @@ POINTS = "frame, columns, *, bounds, epsilon"
 SEQUENCES = "frame, column, *, alphabet, max_length, epsilon"
 SEQUENCE_ROWS = "nulls='raise', on_out_of_domain='raise', seed=None, noise='exact', progress=None"
 PUBLIC = {
-    "basic": ["frame, attributes, *, epsilon, neighbours='replace', seed=None", ROWS, UNIT],
-    "privelet": ["frame, attributes, *, epsilon, untransformed=(), workload=None, neighbours='replace'",
+    "basic": ["frame, attributes, *, epsilon, workload=None, strategy=None, neighbours='replace'",
+              "seed=None", ROWS, UNIT],
+    "privelet": ["frame, attributes, *, epsilon, untransformed=(), workload=None, strategy=None",
+                 "neighbours='replace'",
                  "seed=None", ROWS, UNIT],
     "privtree": [POINTS, "fanout=None, theta=0.0, tree_share=0.5, neighbours='add_remove', seed=None",
                  "on_out_of_domain='raise', nulls='raise', resolution=None, count_column=None, noise='exact'",
