@@ -479,7 +479,7 @@ def grid_min(ops: Any, grid: Any, fn: Callable[[Any], Any]) -> Any:
     :meth:`let`, so SQL evaluates the points as plain per-row arithmetic in a few projections."""
     values = [float(g) for g in grid]
     n = len(values)
-    points = ops.constants(values)
+    points = ops.let(ops.constants(values))
     lo: Any = 0
     hi: Any = n - 1
     best: Any = None
