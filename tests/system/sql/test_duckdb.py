@@ -37,10 +37,11 @@ def close(a, b) -> bool:
 
 
 def test_table_layout(con, release):
-    """The user sees the release's columns; the macros read an internal table with cell and prefix."""
+    """The user sees the release's columns; the macros read an internal table with cell, count and
+    prefix only (the labels are derived from the cell number, never stored per cell)."""
     assert con.sql("SELECT * FROM rel").pl().equals(release.to_polars(), null_equal=True)
     table = con.sql("SELECT * FROM __pdp_rel_cells").pl()
-    assert table.columns == [*release.to_arrow().column_names, "cell", "prefix"]
+    assert table.columns == ["cell", "count", "prefix"]
     assert table["cell"].to_list() == list(range(release.n_cells))        # sorted by cell
     assert close(table["count"].to_numpy(), release.counts.reshape(-1))
     inclusive = np.cumsum(np.cumsum(np.cumsum(np.cumsum(np.cumsum(release.counts, 0), 1), 2), 3), 4)
