@@ -8,13 +8,30 @@ batch path (SQL).
 
     python -m benchmarks.bench_queries            # full size (about 10 GiB peak)
     python -m benchmarks.bench_queries --quick    # 1.3e6 cells, seconds
+
+Besides the timings it prints the ratios the SQL targets are stated in, measured in the same run
+(the machine may be shared: wall time, CPU time of this process and the load average are shown
+side by side, each the median of interleaved repeats):
+
+* the SQL batch with ``alpha`` (``lo`` / ``hi``) over the same batch asking ``std`` only;
+* ``to_duckdb`` (in-memory database; a database file) over ``write_parquet`` of the same
+  release, and the peak memory of each over the release's count array (``VmHWM`` of a fresh
+  process that reads the release file and does only that step; the increment over its memory
+  once the release is read beside it).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import resource
+import statistics
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 import duckdb
 import numpy as np
@@ -58,11 +75,80 @@ def timed(fn, *args, **kwargs):
     return out, time.perf_counter() - t0
 
 
+def measured(fn) -> dict[str, float]:
+    """Wall and CPU seconds (this process, every thread) of ``fn()`` and the 1-minute load."""
+    w, c = time.perf_counter(), time.process_time()
+    fn()
+    return {"wall": time.perf_counter() - w, "cpu": time.process_time() - c, "load": os.getloadavg()[0]}
+
+
+def interleaved(runs: dict[str, object], repeats: int) -> dict[str, dict[str, float]]:
+    """Median wall / CPU / load of each of ``runs`` (name -> function), run in turn ``repeats``
+    times (after one warm-up each), so a change of load hits them alike."""
+    for fn in runs.values():
+        fn()
+    seen: dict[str, list[dict[str, float]]] = {k: [] for k in runs}
+    for _ in range(repeats):
+        for k, fn in runs.items():
+            seen[k].append(measured(fn))
+    fields = ("wall", "cpu", "load")
+    return {k: {f: statistics.median(x[f] for x in v) for f in fields} for k, v in seen.items()}
+
+
+def memory_status() -> dict[str, int]:
+    """``VmRSS`` and ``VmHWM`` (peak) of this process in bytes (Linux)."""
+    out = {}
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(("VmRSS:", "VmHWM:")):
+            key, value = line.split(":")
+            out[key] = int(value.split()[0]) * 1024
+    return out
+
+
+def child(step: str, path: str) -> None:
+    """One step on the release file ``path`` in this fresh process; prints JSON: times, the
+    count array's bytes, memory once the release is read and the peak after the step."""
+    release = pdp.read_release(path)
+    before = memory_status()
+    with tempfile.TemporaryDirectory() as tmp:
+        if step == "write_parquet":
+            cost = measured(lambda: release.write_parquet(Path(tmp) / "copy.parquet"))
+        else:  # to_duckdb into an in-memory database, or a database file
+            con = duckdb.connect(str(Path(tmp) / "copy.duckdb") if step == "to_duckdb_file" else ":memory:")
+            cost = measured(lambda: release.to_duckdb(con, "census"))
+            con.close()
+    print(json.dumps({**cost, "counts": release.counts.nbytes, "rss": before["VmRSS"],
+                      "peak": memory_status()["VmHWM"]}))
+
+
+def in_child(step: str, path: Path) -> dict[str, float]:
+    out = subprocess.run([sys.executable, "-m", "benchmarks.bench_queries", "--child", step, str(path)],
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def registration_vs_parquet(release, repeats: int) -> dict[str, dict[str, float]]:
+    """Medians over ``repeats`` interleaved fresh processes of ``write_parquet`` and ``to_duckdb``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "release.parquet"
+        release.write_parquet(path)
+        seen: dict[str, list[dict[str, float]]] = {"write_parquet": [], "to_duckdb": [], "to_duckdb_file": []}
+        for _ in range(repeats):
+            for step in seen:
+                seen[step].append(in_child(step, path))
+    return {k: {f: statistics.median(x[f] for x in v) for f in v[0]} for k, v in seen.items()}
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small cube (1.3e6 cells)")
     parser.add_argument("--queries", type=int, default=40_000)
+    parser.add_argument("--repeats", type=int, default=3, help="interleaved repeats of each ratio")
+    parser.add_argument("--child", nargs=2, metavar=("STEP", "PATH"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.child:
+        child(*args.child)
+        return
     attrs = census_attributes(args.quick)
     rows = 1_000_000 if args.quick else 10_000_000
     frame = synthetic_rows(attrs, rows, seed=1)
@@ -95,6 +181,12 @@ def main(argv: list[str] | None = None) -> None:
     single, t_single = timed(lambda: con.execute(
         "SELECT * FROM census_range_count(age_lo := 20, age_hi := 30, occupation := 'group03')").fetchall())
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+    std_only = "SELECT id, count, std FROM census_range_counts('workload', alpha := NULL)"
+    with_alpha = "SELECT * FROM census_range_counts('workload', alpha := 0.05)"
+    batch = interleaved({"std": lambda: con.sql(std_only).fetchall(),
+                         "alpha": lambda: con.sql(with_alpha).fetchall()}, args.repeats)
+    con.close()
+    steps = registration_vs_parquet(release, args.repeats)
 
     qps_python = args.queries / t_python
     qps_base = len(sample) / t_base
@@ -114,6 +206,23 @@ def main(argv: list[str] | None = None) -> None:
           f"{(1 / t_single) / qps_base:>10.1f}")
     print(f"\npeak RSS {peak:.1f} GiB; answer {single[0][0]:,.0f} +- {single[0][1]:,.0f}; "
           "ratio = queries/s over the baseline (timings on a shared 2-core machine)")
+
+    def row(label: str, a: dict[str, float], b: dict[str, float], target: float) -> None:
+        wall, cpu = a["wall"] / b["wall"], a["cpu"] / b["cpu"]
+        verdict = "ok" if wall <= target else "MISSED"
+        print(f"{label:<44}{a['wall']:>8.3f}{b['wall']:>8.3f}{wall:>7.2f}{a['cpu']:>8.3f}{b['cpu']:>8.3f}"
+              f"{cpu:>7.2f}{(a['load'] + b['load']) / 2:>6.1f}  <= {target} {verdict}")
+
+    print(f"\nratios (medians of {args.repeats} interleaved repeats; load = 1-min load average)")
+    print(f"{'':<44}{'wall A':>8}{'wall B':>8}{'A/B':>7}{'cpu A':>8}{'cpu B':>8}{'A/B':>7}{'load':>6}")
+    row("SQL batch: A alpha (lo/hi), B std only", batch["alpha"], batch["std"], 1.5)
+    row("A to_duckdb, B write_parquet (fresh process)", steps["to_duckdb"], steps["write_parquet"], 1.5)
+    row("A to_duckdb (database file), B write_parquet", steps["to_duckdb_file"], steps["write_parquet"], 1.5)
+    counts = steps["to_duckdb"]["counts"]
+    for step, cost in steps.items():
+        print(f"peak memory of {step:<15} {cost['peak'] / counts:5.2f} x the count array "
+              f"({cost['peak'] / 2**30:.2f} GiB; {(cost['peak'] - cost['rss']) / counts:.2f} x over the "
+              f"release read beside it; count array {counts / 2**30:.2f} GiB)  target <= 2")
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ from one template: a Python string, or a SQL string expression.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -204,8 +205,11 @@ class NumpyOps:
 
     @staticmethod
     def lmap(fn: Callable[..., Any], *lists: Any) -> Any:
-        """``fn`` on the terms of ``lists`` side by side (``fn`` written with ops)."""
-        return fn(*lists)
+        """``fn`` on the terms of ``lists`` side by side (``fn`` written with ops); a per-query
+        value (:meth:`each`) is repeated over the terms."""
+        out = fn(*lists)
+        shape = np.shape(lists[0])
+        return out if np.shape(out) == shape else np.broadcast_to(out, shape)
 
     @staticmethod
     def lsum(x: Any) -> Any:
@@ -214,6 +218,31 @@ class NumpyOps:
     @staticmethod
     def lmax(x: Any) -> Any:
         return np.max(x, axis=-1)
+
+    @staticmethod
+    def ldot(a: Any, b: Any) -> Any:
+        """``sum_i a_i b_i`` per query (SQL ``list_inner_product``)."""
+        return np.sum(a * b, axis=-1)
+
+    @staticmethod
+    def lsecond(x: Any, top: Any) -> Any:
+        """The second largest term of a list of at least two, counting repeats (the largest
+        where it occurs twice); ``top`` its largest (:meth:`lmax`)."""
+        return np.partition(x, -2, axis=-1)[..., -2]
+
+    @staticmethod
+    def item(x: Any, i: Any) -> Any:
+        """Term ``i`` (from 0; an int or one per query) of a list per query, or of a list of
+        public constants (:meth:`constants`)."""
+        x = np.asarray(x)
+        if x.ndim == 1:
+            return x[i]
+        return np.take_along_axis(x, np.asarray(i)[..., None], axis=-1)[..., 0] if np.ndim(i) else x[..., i]
+
+    @staticmethod
+    def constants(values: Any) -> Any:
+        """Public constants as a list (indexed with :meth:`item`)."""
+        return np.asarray(values, dtype=np.float64)
 
     @staticmethod
     def cross(a: Any, b: Any) -> Any:
@@ -231,13 +260,9 @@ class NumpyOps:
         """A value computed once and reused (numpy: the value itself)."""
         return x
 
-    @staticmethod
-    def grid_min(grid: Any, fn: Callable[[Any], Any]) -> Any:
-        """``min over g in grid of fn(g)`` per query (``grid``: public constants)."""
-        out = fn(float(grid[0]))
-        for g in grid[1:]:
-            out = np.minimum(out, fn(float(g)))
-        return out
+    def grid_min(self, grid: Any, fn: Callable[[Any], Any]) -> Any:
+        """:func:`grid_min` on numpy."""
+        return grid_min(self, grid, fn)
 
     @staticmethod
     def round(x: Any, digits: int) -> Any:
@@ -301,6 +326,7 @@ class SqlOps:
     power = staticmethod(_function("pow"))
     lsum = staticmethod(_function("list_sum"))
     lmax = staticmethod(_function("list_max"))
+    ldot = staticmethod(_function("list_inner_product"))
     inf = Sql("CAST('inf' AS DOUBLE)")
     null = Sql("NULL::DOUBLE")
 
@@ -319,13 +345,25 @@ class SqlOps:
 
     def staged(self, build: Callable[[], Any], source: str) -> tuple[str, Sql]:
         """``(relation, expression)``: ``build()`` rendered with every :meth:`let` a column of a
-        projection over ``source`` (one subquery per value, in order)."""
+        projection over ``source``, in order: one subquery per run of values that do not read
+        each other (each projection costs a pass over the rows)."""
         self.stages = []
         try:
             expression = Sql(sql_text(build()))
             relation = source
+            run: list[tuple[str, str]] = []
+            names: set[str] = set()
+
+            def project(relation: str) -> str:
+                columns = ", ".join(f"{text} AS {name}" for name, text in run)
+                return f"(SELECT *, {columns} FROM {relation} AS {source})" if run else relation
+
             for name, text in self.stages:
-                relation = f"(SELECT *, {text} AS {name} FROM {relation} AS {source})"
+                if names & set(_LET.findall(text)):
+                    relation, run, names = project(relation), [], set()
+                run.append((name, text))
+                names.add(name)
+            relation = project(relation)
         finally:
             self.stages = None
         return relation, expression
@@ -365,9 +403,24 @@ class SqlOps:
         return Sql(f"list_transform({sql_text(values)}, lambda {names[0]}, {index}: {body})")
 
     def grid_min(self, grid: Any, fn: Callable[[Any], Any]) -> Sql:
-        names, body = self._lambda(fn, 1)
-        return Sql(f"list_min(list_transform({SqlOps.lst(*(float(g) for g in grid))}, "
-                   f"lambda {names[0]}: {body}))")
+        """:func:`grid_min` in SQL."""
+        return Sql(sql_text(grid_min(self, grid, fn)))
+
+    @staticmethod
+    def lsecond(x: Any, top: Any) -> Sql:
+        """The largest term on either side of the first ``top`` (slices: no sort, no lambda)."""
+        x = sql_text(x)
+        at = f"list_position({x}, {sql_text(top)})"
+        return Sql(f"greatest(list_max(({x})[:{at} - 1]), list_max(({x})[{at} + 1:]))")
+
+    @staticmethod
+    def item(x: Any, i: Any) -> Sql:
+        return Sql(f"({sql_text(x)})[{sql_text(i + 1)}]")
+
+    @staticmethod
+    def constants(values: Any) -> Sql:
+        """A DOUBLE list literal (each value exact: its shortest repr, read as a DOUBLE)."""
+        return Sql("CAST([" + ", ".join(f"'{float(v)!r}'" for v in values) + "] AS DOUBLE[])")
 
     @staticmethod
     def round(x: Any, digits: int) -> Sql:
@@ -408,6 +461,44 @@ class SqlOps:
         return f"{name}={value}"
 
 
+_LET = re.compile(r"__let\d+")
+
+
+def grid_min(ops: Any, grid: Any, fn: Callable[[Any], Any]) -> Any:
+    """``min over g in grid of fn(g)`` per query, for ``fn`` *quasi-convex along the grid* (per
+    query non-increasing, then non-decreasing; ``inf`` allowed), ``grid`` public constants in
+    increasing order; written once over ``ops`` (numpy or SQL).
+
+    A search on the sign of the step instead of every point: while the candidate indices
+    ``[lo, hi]`` hold more than one point, evaluate ``fn`` at ``mid = (lo + hi) // 2`` and
+    ``mid + 1``; ``fn(mid) <= fn(mid + 1)`` leaves the minimum in ``[lo, mid]`` (quasi-convexity),
+    else in ``[mid + 1, hi]``.  ``ceil(log2 n)`` steps of two evaluations, then the last
+    candidate: ``2 ceil(log2 n) + 1`` evaluations (15 for 106 points), and the smallest value
+    seen is returned.  For a quasi-convex ``fn`` that is the grid minimum; for any ``fn`` it is
+    one of the grid's values (so a bound valid at every grid point stays valid).  Each step is a
+    :meth:`let`, so SQL evaluates the points as plain per-row arithmetic in a few projections."""
+    values = [float(g) for g in grid]
+    n = len(values)
+    points = ops.let(ops.constants(values))
+    lo: Any = 0
+    hi: Any = n - 1
+    best: Any = None
+    for _ in range(max(n - 1, 0).bit_length()):
+        # one projection: the two points of this step, its bounds and the best value so far
+        # (each reads the previous projection only), then one evaluating fn at both points
+        mid = (lo + hi) // 2
+        at_mid = ops.let(ops.item(points, mid))
+        at_next = ops.let(ops.item(points, ops.least(mid + 1, n - 1)))
+        lo, hi = ops.let(lo), ops.let(hi)
+        best = best if best is None else ops.let(best)
+        left, right = ops.let(fn(at_mid)), ops.let(fn(at_next))
+        best = ops.least(left, right) if best is None else ops.least(ops.least(best, left), right)
+        mid = (lo + hi) // 2
+        lo, hi = ops.where(left <= right, lo, mid + 1), ops.where(left <= right, mid, hi)
+    last = fn(ops.let(ops.item(points, lo)))
+    return last if best is None else ops.least(best, last)
+
+
 #: Evaluate on numpy arrays.
 NUMPY = NumpyOps()
 #: Render DuckDB SQL.
@@ -415,4 +506,4 @@ SQL = SqlOps()
 #: Either namespace (the type of an ``ops`` argument).
 Ops = NumpyOps | SqlOps
 
-__all__ = ["NUMPY", "SQL", "NumpyOps", "Ops", "Sql", "SqlOps", "sql_text"]
+__all__ = ["NUMPY", "SQL", "NumpyOps", "Ops", "Sql", "SqlOps", "grid_min", "sql_text"]

@@ -109,31 +109,46 @@ def laplace_sum_half_width(ops: Ops, axes: Sequence[tuple[Any, Any]], scale: flo
     """The half-width of :func:`laplace_sum_accuracy` written once over an ops namespace
     (:mod:`polars_dp.domains.expressions`): :data:`~polars_dp.domains.expressions.NUMPY`
     evaluates it (the Python answers), ``SQL`` renders it for the DuckDB macros with list
-    functions and lambdas only, so both compute the same doubles step by step.
+    functions only, so both compute the same doubles step by step.
 
-    ``axes``: per axis the lists ``(weights, multiplicities)`` of one query (numpy: arrays
-    ``(queries, terms)``); ``listed``: whether the product set of terms is listed (step 4 with
-    the terms; a public decision from the number of terms per axis), besides the chord bound
-    through ``V``, ``M`` and the second largest magnitude (steps 3-4).  Step 5 where there is
-    one term; 0 where there is none."""
+    ``axes``: per axis of one query (numpy: of a batch) either ``(weights, None)``, a list of
+    weights each carried by one coefficient (a transformed axis; numpy: ``(queries, terms)``),
+    or ``(weight, cells)``, one weight carried by ``cells`` values (an axis the noise does not
+    transform: weight 1 on each of its cells; numpy: ``(queries,)``).  ``listed``: whether the
+    product set of terms is listed (step 4 with the terms; a public decision from the number of
+    terms per axis), besides the chord bound through ``V``, ``M`` and the second largest
+    magnitude (steps 3-4).  Step 5 where there is one term; 0 where there is none.
+
+    Per axis only its largest weight, ``sum w^2`` and its second largest weight are needed
+    (list functions, no per-term function); the minimum over the public grid of ``theta``
+    is found by :func:`~polars_dp.domains.expressions.grid_min` (``(log(2/alpha) + Psi(theta))
+    / theta`` is quasi-convex in ``theta`` for a convex ``Psi`` with ``Psi(0) = 0``: its slope
+    has the sign of ``theta Psi' - Psi - log(2/alpha)``, non-decreasing), the grid's minimum
+    from 15 of its 106 points."""
     log_term = ops.let(ops.ln(2.0 / alpha))
     log_c = math.log(0.5 if noise != "exact" else 1.0 / (1.0 + math.exp(-1.0 / scale)))
     big_m: Any = float(scale)
     v: Any = float(scale) ** 2
-    n_terms: Any = 1.0
+    n_terms: Any = 1.0  # the number of terms with a non-zero weight, or 2 where at least 2
     second: Any = 0.0  # second largest beta / M over the product set (1 on ties)
     tops = []
-    for w, m in axes:
-        w, m = ops.let(w), ops.let(m)
-        top = ops.let(ops.lmax(w))
+    for w, cells in axes:
+        if cells is None:  # a list, one coefficient per weight (weights >= 0)
+            w = ops.let(w)
+            top = ops.let(ops.lmax(w))
+            below = ops.let(ops.lsecond(w, top))
+            squares = ops.ldot(w, w)
+            count = ops.where(top > 0.0, ops.where(below > 0.0, 2.0, 1.0), 0.0)
+        else:  # one weight on `cells` values: ties unless one cell
+            top, cells = ops.let(w), ops.let(cells)
+            below = ops.where(cells > 1.0, top, 0.0)
+            squares = cells * top * top
+            count = ops.where(top > 0.0, cells, 0.0)
         tops.append(top)
         big_m = ops.let(big_m * top)
-        v = ops.let(v * ops.lsum(ops.lmap(lambda w_, m_: m_ * w_ * w_, w, m)))
-        n_terms = ops.let(n_terms * ops.lsum(ops.lmap(lambda w_, m_: ops.where(w_ > 0.0, m_, 0.0), w, m)))
-        at_top = lambda w_, top=top: (w_ == ops.each(top)) & (ops.each(top) > 0.0)  # noqa: E731
-        ties = ops.lsum(ops.lmap(lambda w_, m_, at_top=at_top: ops.where(at_top(w_), m_, 0.0), w, m)) > 1.0
-        below = ops.lmax(ops.lmap(lambda w_, at_top=at_top: ops.where(at_top(w_), 0.0, w_), w))
-        second = ops.let(ops.greatest(second, ops.where(ties, 1.0, below / ops.where(top > 0.0, top, 1.0))))
+        v = ops.let(v * squares)
+        n_terms = ops.let(n_terms * count)
+        second = ops.let(ops.greatest(second, below / ops.where(top > 0.0, top, 1.0)))
     live = big_m > 0.0
     safe_m = ops.where(live, big_m, 1.0)
     rest_sq = ops.let(ops.greatest(v / (safe_m * safe_m) - 1.0, 0.0))
@@ -146,24 +161,60 @@ def laplace_sum_half_width(ops: Ops, axes: Sequence[tuple[Any, Any]], scale: flo
 
     grid = np.r_[_U_GRID, 1.0]
     out = ops.let(big_m * (log_c + ops.grid_min(grid, lambda th: (log_term + chord(th)) / th)))
-    if listed:  # the listed terms (steps 1, 2, 4)
-        rel = mult = None
-        for (w, m), top in zip(axes, tops, strict=True):
-            wn = ops.lmap(lambda w_, top=top: w_ / ops.each(ops.where(top > 0.0, top, 1.0)), w)
-            if rel is None:
-                rel, mult = ops.let(wn), m
-            else:
-                rel, mult = ops.let(ops.cross(rel, wn)), ops.let(ops.cross(mult, m))
-        rest = ops.let(ops.minus_first(mult, ops.lmap(lambda r: r >= 1.0 - 1e-12, rel)))  # that term exactly
-
-        def psi(theta: Any) -> Any:
-            return ops.lsum(ops.lmap(lambda r, m_: ops.where(
-                m_ > 0.0, m_ * _phi_of(ops, ops.least((theta * r) * (theta * r), 1.0)), 0.0), rel, rest))
-
-        out = ops.least(out, big_m * (log_c + ops.grid_min(grid, lambda th: (log_term + psi(th)) / th)))
+    if listed and any(cells is None for _, cells in axes):  # the listed terms (steps 1, 2, 4)
+        # (with no listed axis every term has magnitude M: the chord is Psi_rest exactly)
+        out = ops.least(out, _listed_width(ops, axes, tops, big_m, log_c, log_term, grid))
     single = live & (ops.abs(n_terms - 1.0) < 0.5)  # step 5: the exact law
     out = ops.where(single, big_m / scale * single_term_width(ops, scale, alpha, noise), out)
     return ops.where(live, out, 0.0)
+
+
+def _listed_width(ops: Ops, axes: Sequence[tuple[Any, Any]], tops: Sequence[Any], big_m: Any,
+                  log_c: float, log_term: Any, grid: np.ndarray) -> Any:
+    """Step 4 over the listed product set of terms: each term's ``beta / M`` (``rel``, a list
+    where an axis is listed, else one value per query) and how many coefficients carry it
+    (``cells``: the product of the unlisted axes' cells, the same for every term), less the
+    largest term (its first occurrence), taken exactly."""
+    rel: Any = None
+    is_list = False
+    cells: Any = 1.0
+    for (w, c), top in zip(axes, tops, strict=True):
+        safe = ops.where(top > 0.0, top, 1.0)
+        if c is None:
+            wn = ops.lmap(lambda w_, safe=safe: w_ / ops.each(safe), w)
+            if rel is None:
+                rel = ops.let(wn)
+            elif is_list:
+                rel = ops.let(ops.cross(rel, wn))
+            else:
+                rel = ops.let(ops.lmap(lambda y, x=rel: ops.each(x) * y, wn))
+            is_list = True
+        else:
+            wn = w / safe
+            cells = cells * c
+            if rel is None:
+                rel = ops.let(wn)
+            elif is_list:
+                rel = ops.let(ops.lmap(lambda x, y=wn: x * ops.each(y), rel))
+            else:
+                rel = ops.let(rel * wn)
+    cells = ops.let(cells)
+    if is_list:
+        rest = ops.let(ops.minus_first(ops.lmap(lambda r: ops.each(cells), rel),
+                                       ops.lmap(lambda r: r >= 1.0 - 1e-12, rel)))  # that term exactly
+
+        def psi(theta: Any) -> Any:
+            return ops.lsum(ops.lmap(lambda r, m_: ops.where(
+                m_ > 0.0, m_ * _phi_of(ops, ops.least((ops.each(theta) * r) * (ops.each(theta) * r), 1.0)),
+                0.0), rel, rest))
+    else:
+        rest = ops.let(cells - ops.where(rel >= 1.0 - 1e-12, 1.0, 0.0))
+
+        def psi(theta: Any) -> Any:
+            y = ops.least((theta * rel) * (theta * rel), 1.0)
+            return ops.where(rest > 0.0, rest * _phi_of(ops, y), 0.0)
+
+    return big_m * (log_c + ops.grid_min(grid, lambda th: (log_term + psi(th)) / th))
 
 
 def laplace_sum_accuracy(axis_terms: Sequence[tuple[np.ndarray, np.ndarray]], scale: float, alpha: float,
@@ -172,22 +223,34 @@ def laplace_sum_accuracy(axis_terms: Sequence[tuple[np.ndarray, np.ndarray]], sc
     :func:`laplace_sum_half_width` on numpy, in chunks of queries.
 
     ``axis_terms``: per axis ``(weights, multiplicities)`` of shape ``(queries, T_axis)``
-    (:func:`polars_dp.kernels.wavelet_variance.range_weights`); the noise terms are their
-    products over axes, each with Laplace magnitude ``scale * prod weights``.  Terms are listed
-    when ``prod T_axis <= max_terms`` (:func:`lists_terms`), else bounded through ``V``, ``M``
-    and the second largest magnitude (step 3).
+    (:func:`polars_dp.kernels.wavelet_variance.range_weights`: ``T_axis = 1``, one weight on
+    ``multiplicities`` values, which may also be given as a number and a ``(queries,)`` array;
+    ``T_axis > 1``, every multiplicity 1, or ``None``); the noise
+    terms are their products over axes, each with Laplace magnitude ``scale * prod weights``.
+    Terms are listed when ``prod T_axis <= max_terms`` (:func:`lists_terms`), else bounded
+    through ``V``, ``M`` and the second largest magnitude (step 3).
     """
-    q = axis_terms[0][0].shape[0]
-    widths = [w.shape[1] for w, _ in axis_terms]
+    axes: list[tuple[np.ndarray, np.ndarray | None]] = []
+    for w, m in axis_terms:
+        w = np.asarray(w, dtype=np.float64)
+        if w.ndim == 2 and w.shape[1] > 1:
+            if m is not None and not np.all(np.asarray(m) == 1):
+                raise ValueError("each listed weight of an axis must be carried by one coefficient")
+            axes.append((w, None))
+        else:
+            w, m = np.broadcast_arrays(w, np.asarray(1.0 if m is None else m, dtype=np.float64))
+            axes.append((w[:, 0], m[:, 0]) if w.ndim == 2 else (w, m))
+    q = axes[0][0].shape[0]
+    widths = [1 if m is not None else w.shape[1] for w, m in axes]
     listed = lists_terms(widths, max_terms)
     step = max(1, chunk // (int(np.prod(widths)) if listed else sum(widths)))
     out = np.empty(q)
     with np.errstate(divide="ignore", invalid="ignore"):
         for i in range(0, q, step):
             sl = slice(i, i + step)
-            axes = [(np.asarray(w[sl], dtype=np.float64), np.asarray(m[sl], dtype=np.float64))
-                    for w, m in axis_terms]
-            out[sl] = laplace_sum_half_width(NUMPY, axes, scale, np.float64(alpha), noise, listed)
+            out[sl] = laplace_sum_half_width(
+                NUMPY, [(w[sl], None if m is None else m[sl]) for w, m in axes], scale, np.float64(alpha),
+                noise, listed)
     return out
 
 

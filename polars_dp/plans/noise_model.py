@@ -131,19 +131,32 @@ class LaplaceModel(NoiseModel):
             var = var * ax.factor(self.transforms(ax.column))
         return var
 
-    def _terms(self, axes: Sequence[Any]) -> tuple[list[tuple[Any, Any]], bool]:
-        listed = lists_terms([ax.width(self.transforms(ax.column)) for ax in axes])
-        return [ax.terms(self.transforms(ax.column)) for ax in axes], listed
+    def _terms(self, ops: Ops, axes: Sequence[Any]) -> tuple[list[tuple[Any, Any]], bool]:
+        """The axes' terms in the form of
+        :func:`~polars_dp.kernels.tail_bounds.laplace_sum_half_width`: along an axis the model
+        does not transform, weight 1 on each of the range's cells (``factor(False)`` of them);
+        along a transformed one its list of weights, one coefficient each (one weight when the
+        axis has a single term); and whether the product set is listed."""
+        widths = [ax.width(self.transforms(ax.column)) for ax in axes]
+        terms: list[tuple[Any, Any]] = []
+        for ax, width in zip(axes, widths, strict=True):
+            if not self.transforms(ax.column):
+                terms.append((1.0, ax.factor(False)))
+            elif width == 1:
+                terms.append((ops.item(ax.terms(True)[0], 0), 1.0))
+            else:
+                terms.append((ax.terms(True)[0], None))
+        return terms, lists_terms(widths)
 
     def half_width(self, ops: Ops, axes: Sequence[Any], alpha: Any, noise: str) -> Any:
         """:func:`~polars_dp.kernels.tail_bounds.laplace_sum_half_width` over the axes' terms."""
-        terms, listed = self._terms(axes)
+        terms, listed = self._terms(ops, axes)
         return laplace_sum_half_width(ops, terms, self.scale, alpha, noise, listed)
 
     def range_accuracy(self, axes: Sequence[AxisRanges], alpha: float, noise: str) -> np.ndarray:
         """:meth:`half_width` on numpy (:func:`~polars_dp.kernels.tail_bounds.laplace_sum_accuracy`:
         the same function, in chunks of queries)."""
-        return laplace_sum_accuracy(self._terms(axes)[0], self.scale, alpha, noise)
+        return laplace_sum_accuracy(self._terms(NUMPY, axes)[0], self.scale, alpha, noise)
 
 
 @dataclass(frozen=True)

@@ -164,22 +164,35 @@ class GridRelease(Release):
         cells ``[start, stop)`` (to stream a large release in batches)."""
         shape = self.shape
         cols: dict[str, pa.Array] = {}
-        for axis, a in enumerate(self.attributes):
-            idx = _axis_index(shape, axis, start, stop)
-            if isinstance(a, Nominal):
-                cols[a.column] = _label_array(a.cell_labels(), idx)
-                for lvl, labels in a.hierarchy.level_labels().items():
-                    uniq = list(dict.fromkeys(labels))
-                    pos = {label: i for i, label in enumerate(uniq)}
-                    leaf_code = np.array([pos[x] for x in labels], dtype=np.int32)
-                    if not all(isinstance(x, str) for x in uniq):  # leaves shallower than a level
-                        uniq = [str(x) for x in uniq]
-                    cols[self.level_columns(a)[lvl]] = _label_array(uniq, leaf_code[idx])
-            else:
-                for column, values in zip(label_columns(a), cell_label_values(a), strict=True):
-                    cols[column] = pa.array(np.asarray(values)[idx])
+        for axis in range(len(self.attributes)):
+            cols.update(self._axis_columns(axis, _axis_index(shape, axis, start, stop)))
         cols["count"] = pa.array(self.counts.reshape(-1)[start:stop])
         return pa.table(cols)
+
+    def _axis_columns(self, axis: int, idx: np.ndarray) -> dict[str, pa.Array]:
+        """The label columns of attribute ``axis`` for the cells at positions ``idx`` along it."""
+        a = self.attributes[axis]
+        cols: dict[str, pa.Array] = {}
+        if isinstance(a, Nominal):
+            cols[a.column] = _label_array(a.cell_labels(), idx)
+            for lvl, labels in a.hierarchy.level_labels().items():
+                uniq = list(dict.fromkeys(labels))
+                pos = {label: i for i, label in enumerate(uniq)}
+                leaf_code = np.array([pos[x] for x in labels], dtype=np.int32)
+                if not all(isinstance(x, str) for x in uniq):  # leaves shallower than a level
+                    uniq = [str(x) for x in uniq]
+                cols[self.level_columns(a)[lvl]] = _label_array(uniq, leaf_code[idx])
+        else:
+            for column, values in zip(label_columns(a), cell_label_values(a), strict=True):
+                cols[column] = pa.array(np.asarray(values)[idx])
+        return cols
+
+    def _axis_table(self, axis: int) -> pa.Table:
+        """One row per cell position along ``axis`` (``__i``) with that attribute's label
+        columns, as :meth:`_table` writes them (the DuckDB view derives a cell's labels from it)."""
+        n = self.shape[axis]
+        return pa.table({"__i": np.arange(n, dtype=np.int64),
+                         **self._axis_columns(axis, np.arange(n, dtype=np.int32))})
 
     def _table_batches(self, rows: int) -> Iterator[pa.RecordBatch]:
         """Record batches of ``rows`` cells each, built from :attr:`counts` one at a time (the

@@ -119,10 +119,12 @@ def internal(name: str, part: str = "cells") -> str:
     return f"__pdp_{name}_{part}"
 
 
-def view(name: str, source: str, comment_text: str, hidden: Sequence[str] = ()) -> str:
+def view(name: str, source: str, comment_text: str, hidden: Sequence[str] = (), *,
+         columns: str | None = None) -> str:
     """The statements creating view ``name`` over the internal table ``source``, without the
-    ``hidden`` columns (``sql/release_view.sql``)."""
-    columns = f"* EXCLUDE ({', '.join(map(ident, hidden))})" if hidden else "*"
+    ``hidden`` columns, or with the SQL select list ``columns`` (``sql/release_view.sql``)."""
+    if columns is None:
+        columns = f"* EXCLUDE ({', '.join(map(ident, hidden))})" if hidden else "*"
     return render("release_view.sql", view=ident(name), source=ident(source), columns=columns,
                   comment=comment_text, internal_comment=literal(f"internal table of {name}; query {name}"))
 
@@ -251,6 +253,11 @@ def stored_table(con: Any, name: str) -> str:
     return cells if found else name
 
 
+def _has_view(con: Any, name: str) -> bool:
+    return bool(con.execute(f"SELECT count(*) FROM duckdb_views() WHERE {_CURRENT} AND lower(view_name) = ?",
+                            [name.lower()]).fetchall()[0][0])
+
+
 def to_arrow(con: Any, name: str) -> pa.Table:
     """The release table ``name`` as Arrow (in release order, without the internal columns of
     :data:`INTERNAL_COLUMNS`), read from its stored table (:func:`stored_table`), with its
@@ -259,9 +266,12 @@ def to_arrow(con: Any, name: str) -> pa.Table:
     try:
         rows = con.execute(f"SELECT key, value FROM {ident(name + '_meta')}").fetchall()
         hidden = INTERNAL_COLUMNS.get(str(dict(rows).get("release_type")), INTERNAL_COLUMNS["grid"])
-        table = con.sql(
-            f"SELECT * EXCLUDE ({', '.join(hidden)}) FROM {ident(stored_table(con, name))} "
-            f"ORDER BY {hidden[0]}").to_arrow_table()
+        if _has_view(con, internal(name, "rows")):  # a grid's labels derived from the cell number
+            query = f"SELECT * EXCLUDE (cell) FROM {ident(internal(name, 'rows'))} ORDER BY cell"
+        else:
+            query = (f"SELECT * EXCLUDE ({', '.join(hidden)}) FROM {ident(stored_table(con, name))} "
+                     f"ORDER BY {hidden[0]}")
+        table = con.sql(query).to_arrow_table()
     except Exception as exc:  # duckdb.CatalogException and friends
         raise ReleaseFormatError(
             f"{name!r} is not a polars-dp release registered in this connection: {exc}"

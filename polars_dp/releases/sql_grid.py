@@ -5,10 +5,14 @@
 * ``name``: a view with one row per cell, in cell order: the columns of
   ``release.to_arrow()`` (nominal: leaf label and one ``<column>_<level>`` column per
   hierarchy level; ``count``) and a comment.  It reads the internal table
-  ``__pdp_name_cells``, which adds the linear C-order ``cell`` index and ``prefix``, the
-  inclusive d-dimensional prefix sum (``sum`` of ``count`` over cells ``<=`` this one on every
-  axis) that the macros read.  A DuckDB view is read-only: ``UPDATE name ...`` fails, so the
-  table and the macros cannot come to disagree;
+  ``__pdp_name_cells``, which holds only the linear C-order ``cell`` index, ``count`` and
+  ``prefix``, the inclusive d-dimensional prefix sum (``sum`` of ``count`` over cells ``<=`` this
+  one on every axis) that the macros read; a cell's labels are derived from its number
+  (position ``(cell // stride) % n`` along each axis) in the internal per-attribute tables
+  ``__pdp_name_axis_<column>`` (one row per position, as the Arrow table writes the labels), so
+  nothing per cell is stored twice (``__pdp_name_rows`` is the same view with ``cell``, which
+  :func:`~polars_dp.releases.sql.to_arrow` orders by).  A DuckDB view is read-only:
+  ``UPDATE name ...`` fails, so the table and the macros cannot come to disagree;
 * ``name_meta(key, value)``: the release metadata (JSON text, as in the Arrow schema
   metadata; :func:`read_release` re-attaches it);
 * ``name_labels_<column>(label, start, stop, factor)`` per nominal attribute: a view of the
@@ -70,10 +74,10 @@ from polars_dp.domains.ranges import (
     unaligned_text,
 )
 from polars_dp.errors import ParameterError
+from polars_dp.kernels.prefix import prefix_row_blocks
 from polars_dp.kernels.wavelet_variance import axis_width, haar_range_factor, haar_weight_terms, range_weights
 from polars_dp.releases.sql import (
     BATCH_WHERE,
-    INTERNAL_COLUMNS,
     Registered,
     Registration,
     check_identifier,
@@ -115,6 +119,7 @@ if TYPE_CHECKING:
         def transformed(self) -> tuple[str, ...]: ...
         def axis_variance(self, axis: int, starts: np.ndarray, stops: np.ndarray) -> np.ndarray: ...
         def _table(self, start: int = 0, stop: int | None = None) -> pa.Table: ...
+        def _axis_table(self, axis: int) -> pa.Table: ...
         def to_arrow(self) -> pa.Table: ...
         def to_duckdb(self, con: Any, name: str, *, replace: bool = False) -> Any: ...
 
@@ -344,27 +349,53 @@ def _check_name(name: str, release: GridRelease) -> None:
 
 
 def _cell_batches(release: GridRelease) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
-    """The release table plus ``cell`` and ``prefix``, in slabs of the leading axis."""
+    """The internal cell table's rows: ``cell``, ``count`` (a view of the counts) and ``prefix``,
+    in slabs of the leading axis; the labels are not stored per cell (:func:`_label_columns`).
+    The prefix sums are the release's cached summed-area array when it has one, else computed
+    slab by slab (:func:`~polars_dp.kernels.prefix.prefix_row_blocks`, the same bits) without
+    holding a second array the size of the counts."""
     shape = release.shape
     inner = release.n_cells // shape[0]
-    rows = max(1, BATCH_CELLS // max(inner, 1))
-    inclusive = release.prefix[(slice(1, None),) * len(shape)]
-
-    def slab(r0: int) -> pa.Table:
-        r1 = min(r0 + rows, shape[0])
-        start, stop = r0 * inner, r1 * inner
-        table = release._table(start, stop)
-        table = table.append_column("cell", pa.array(np.arange(start, stop, dtype=np.int64)))
-        return table.append_column("prefix", pa.array(np.ascontiguousarray(inclusive[r0:r1]).reshape(-1)))
-
-    first = slab(0)
+    flat = release.counts.reshape(-1)
+    schema = pa.schema([("cell", pa.int64()), ("count", pa.from_numpy_dtype(flat.dtype)),
+                        ("prefix", pa.float64())])
+    cached = vars(release).get("_prefix_cache")
+    if cached is not None:
+        rows = max(1, BATCH_CELLS // max(inner, 1))
+        blocks: Iterator[tuple[int, np.ndarray]] = (
+            (r + 1, cached[r + 1:r + 1 + rows]) for r in range(0, shape[0], rows))
+    else:
+        blocks = prefix_row_blocks(release.counts, BATCH_CELLS)
+    interior = (slice(None),) + (slice(1, None),) * (len(shape) - 1)
 
     def batches() -> Iterator[pa.RecordBatch]:
-        yield from first.to_batches()
-        for r0 in range(rows, shape[0], rows):
-            yield from slab(r0).to_batches()
+        for r, block in blocks:
+            if r == 0:  # the zero border row
+                continue
+            start, stop = (r - 1) * inner, (r - 1 + block.shape[0]) * inner
+            prefix = np.ascontiguousarray(block[interior]).reshape(-1)  # a copy: the block is reused
+            cells = np.arange(start, stop, dtype=np.int64)
+            columns = [pa.array(cells), pa.array(flat[start:stop]), pa.array(prefix)]
+            yield pa.record_batch(columns, schema=schema)
 
-    return first.schema, batches()
+    return schema, batches()
+
+
+def _label_columns(release: GridRelease, name: str) -> str:
+    """The user's label columns of a cell, derived from its ``cell`` number: per attribute its
+    labels listed once (the internal ``__pdp_<name>_axis_<column>`` tables, one row per position
+    along the axis, as the Arrow table writes them) and indexed by ``(cell // stride) % n``."""
+    strides = np.asarray(release.counts.strides, dtype=np.int64) // release.counts.itemsize
+    out = []
+    for k, table in enumerate(release._axis_table(k) for k in range(len(release.attributes))):
+        at = f"((cell // {int(strides[k])}) % {release.shape[k]}) + 1"
+        out += [f"(SELECT list({ident(c)} ORDER BY __i) FROM {ident(_axis_source(release, name, k))})[{at}] "
+                f"AS {ident(c)}" for c in table.column_names[1:]]
+    return ", ".join(out)
+
+
+def _axis_source(release: GridRelease, name: str, axis: int) -> str:
+    return internal(name, f"axis_{release.attributes[axis].column}")
 
 
 def lookup_tables(release: GridRelease, axes: list[_Axis]) -> tuple[dict[str, pa.Table], list[str]]:
@@ -415,12 +446,20 @@ def grid_registration(name: str, release: GridRelease, *, preserve: bool = True)
     single_source = "(SELECT 0 AS id, " + ", ".join(
         f"{ident(c)} AS {ident(c)}" for ax in axes for c in ax.columns) + ")"
     labels, label_statements = lookup_tables(release, axes)
+    axis_sources = {f"__pdp_axis_{k}": release._axis_table(k) for k in range(len(axes))}
+    axis_statements = [f"CREATE TABLE {ident(_axis_source(release, name, k))} AS SELECT * FROM {ident(src)} "
+                       "ORDER BY __i" for k, src in enumerate(axis_sources)]
+    columns = _label_columns(release, name)
+    rows = internal(name, "rows")
     statements = [
         render("grid_register.sql", cells=ident(internal(name)), view=ident(name), source=ident(source),
                order_by="" if preserve else " ORDER BY cell",
                meta_table=ident(f"{name}_meta"), meta_source=ident(meta_source)),
+        *axis_statements,
         view(name, internal(name), comment(release, name, f", noise_scale={release.noise_scale}"),
-             INTERNAL_COLUMNS["grid"]),
+             columns=f"{columns}, {ident('count')}"),
+        f"CREATE VIEW {ident(rows)} AS SELECT {columns}, {ident('count')}, cell FROM {ident(internal(name))}",
+        f"COMMENT ON VIEW {ident(rows)} IS {literal(f'internal rows of {name} with their cell number')}",
         *label_statements,
         render("grid_macros.sql", name=name,
                single_macro=ident(f"{name}_range_count"), batch_macro=ident(f"{name}_range_counts"),
@@ -429,10 +468,11 @@ def grid_registration(name: str, release: GridRelease, *, preserve: bool = True)
                batch_answers=_answers(release, name, axes, "query_table(queries)", BATCH_WHERE)),
     ]
     parts = Registration(
-        tables=[name, internal(name), f"{name}_meta", *(t for ax in axes for t in ax.tables())],
+        tables=[name, rows, internal(name), f"{name}_meta", *(t for ax in axes for t in ax.tables()),
+                *(_axis_source(release, name, k) for k in range(len(axes)))],
         macros=[f"{name}_range_count", f"{name}_range_counts"],
         sources={source: lambda: pa.RecordBatchReader.from_batches(*_cell_batches(release)),
-                 meta_source: metadata_table(release), **labels},
+                 meta_source: metadata_table(release), **labels, **axis_sources},
         statements=statements)
     return parts
 

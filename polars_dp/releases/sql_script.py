@@ -178,7 +178,7 @@ def _grid_cells(release: GridRelease, path: str, columns: Mapping[str, str]) -> 
     sum per axis (partitioned by the other axes' indices)."""
     shape = release.shape
     strides = [int(np.prod(shape[k + 1:], dtype=np.int64)) for k in range(len(shape))]
-    user = ", ".join(map(ident, columns))
+    user = ident("count")  # the labels are derived from the cell number (sql_grid)
     steps = [f"__s0 AS (SELECT {user}, file_row_number AS cell, CAST({ident('count')} AS DOUBLE) AS __p "
              f"FROM {_read(path)})"]
     for k, (n, s) in enumerate(zip(shape, strides, strict=True)):
@@ -186,7 +186,7 @@ def _grid_cells(release: GridRelease, path: str, columns: Mapping[str, str]) -> 
                      f"((cell // {s}) % {n}) * {s} ORDER BY cell ROWS UNBOUNDED PRECEDING) AS __p "
                      f"FROM __s{k})")
     # no ORDER BY: the statement creating the cell table sorts by cell (rendered with preserve=False)
-    return f"WITH {', '.join(steps)}\nSELECT {user}, cell, __p AS prefix FROM __s{len(shape)}"
+    return f"WITH {', '.join(steps)}\nSELECT cell, {user}, __p AS prefix FROM __s{len(shape)}"
 
 
 def _tree_cells(path: str, columns: Mapping[str, str]) -> str:

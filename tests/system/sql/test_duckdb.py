@@ -11,6 +11,7 @@ import pytest
 
 import polars_dp as pdp
 from polars_dp.evaluation.workloads import random_workload
+from polars_dp.releases import sql_grid
 from tests.helpers.domains import grid_attributes
 
 RTOL = 1e-6
@@ -37,16 +38,34 @@ def close(a, b) -> bool:
 
 
 def test_table_layout(con, release):
-    """The user sees the release's columns; the macros read an internal table with cell and prefix."""
+    """The user sees the release's columns; the macros read an internal table with cell, count and
+    prefix only (the labels are derived from the cell number, never stored per cell)."""
     assert con.sql("SELECT * FROM rel").pl().equals(release.to_polars(), null_equal=True)
     table = con.sql("SELECT * FROM __pdp_rel_cells").pl()
-    assert table.columns == [*release.to_arrow().column_names, "cell", "prefix"]
+    assert table.columns == ["cell", "count", "prefix"]
     assert table["cell"].to_list() == list(range(release.n_cells))        # sorted by cell
     assert close(table["count"].to_numpy(), release.counts.reshape(-1))
     inclusive = np.cumsum(np.cumsum(np.cumsum(np.cumsum(np.cumsum(release.counts, 0), 1), 2), 3), 4)
     assert close(table["prefix"].to_numpy(), inclusive.reshape(-1))
     assert "epsilon=1.0" in con.sql(
         "SELECT comment FROM duckdb_views() WHERE view_name = 'rel'").fetchall()[0][0]
+
+
+def test_registration_streams_the_prefix_sums(monkeypatch):
+    """Registering computes the prefix sums block by block (several batches), bit for bit those
+    of the summed-area array, without caching an array the size of the counts on the release."""
+    monkeypatch.setattr(sql_grid, "BATCH_CELLS", 1000)  # several blocks on a small grid
+    attrs = grid_attributes()
+    counts = np.random.default_rng(3).normal(10.0, 4.0, size=tuple(a.n_cells for a in attrs))
+    fresh = pdp.GridRelease(counts, attrs, mechanism="basic", epsilon=1.0, neighbours="replace",
+                            noise_scale=2.0, params={"sensitivity": 2})
+    con = duckdb.connect()
+    fresh.to_duckdb(con, "f")
+    assert "_prefix_cache" not in vars(fresh)
+    stored = con.sql("SELECT prefix FROM __pdp_f_cells ORDER BY cell").fetchnumpy()["prefix"]
+    inclusive = fresh.prefix[(slice(1, None),) * len(attrs)].reshape(-1)
+    assert np.array_equal(stored, inclusive)
+    assert con.sql("SELECT * FROM f").pl().equals(fresh.to_polars(), null_equal=True)
 
 
 def test_batch_macro_equals_python(con, release):

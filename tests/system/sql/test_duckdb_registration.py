@@ -62,9 +62,11 @@ def test_a_leftover_python_function_is_refused_unless_replace(case):
     for row in con.execute("SELECT function_name, function_type FROM duckdb_functions() "
                            "WHERE function_name LIKE 'r_%' AND function_type = 'table_macro'").fetchall():
         con.execute(f'DROP MACRO TABLE "{row[0]}"')
-    for view in ("r", "r_nodes", "r_labels_s"):
+    for view in ("r", "r_nodes", "r_labels_s", "__pdp_r_rows"):
         con.execute(f'DROP VIEW IF EXISTS "{view}"')
-    for table in ("__pdp_r_cells", "r_meta", "__pdp_r_nodes", "__pdp_r_up", "__pdp_r_labels_s"):
+    axes = [row[0] for row in con.execute(
+        "SELECT table_name FROM duckdb_tables() WHERE table_name LIKE '__pdp_r_axis_%'").fetchall()]
+    for table in ("__pdp_r_cells", "r_meta", "__pdp_r_nodes", "__pdp_r_up", "__pdp_r_labels_s", *axes):
         con.execute(f'DROP TABLE IF EXISTS "{table}"')
     if not names:  # this type registers no Python function: nothing is left over
         release.to_duckdb(con, "r")

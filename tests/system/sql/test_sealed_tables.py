@@ -133,9 +133,15 @@ def test_attach_upgrades_a_database_written_before_internal_tables(tmp_path):
     with duckdb.connect(path) as con:
         release.to_duckdb(con, "a")
         before = con.sql(query).fetchall()
-        for name, internal in (("a", "__pdp_a_cells"), ("a_labels_sex", "__pdp_a_labels_sex")):
-            con.execute(f"DROP VIEW {name}; CREATE TABLE {name} AS SELECT * FROM {internal} ORDER BY rowid; "
-                        f"DROP TABLE {internal}")
+        # the former layout: the labels stored per cell beside cell and prefix, no per-axis tables
+        con.execute("DROP VIEW a; CREATE TABLE a AS SELECT r.*, c.prefix FROM __pdp_a_rows AS r "
+                    "JOIN __pdp_a_cells AS c USING (cell) ORDER BY cell; DROP VIEW __pdp_a_rows; "
+                    "DROP TABLE __pdp_a_cells")
+        for (axis,) in con.execute("SELECT table_name FROM duckdb_tables() "
+                                   "WHERE table_name LIKE '__pdp_a_axis_%'").fetchall():
+            con.execute(f"DROP TABLE {axis}")
+        con.execute("DROP VIEW a_labels_sex; CREATE TABLE a_labels_sex AS SELECT * FROM __pdp_a_labels_sex "
+                    "ORDER BY rowid; DROP TABLE __pdp_a_labels_sex")
     with duckdb.connect(path) as con:
         assert pdp.duckdb.attach(con, "a") == release
         assert con.sql("SELECT * FROM a").pl().equals(release.to_polars())
