@@ -536,8 +536,12 @@ def choose_strategy(attributes: Sequence[Attribute], workload: Workload, epsilon
     start = time.process_time()
     options = [candidate_levels(a) for a in attrs]
     current = [opts[-1] if len(opts) > 1 and opts[-1].padded else opts[0] for opts in options]
-    memo: dict[tuple[int, ...], Budgets | None] = {}
-    scale = 2.0 * float(sensitivity) ** 2 / float(epsilon) ** 2  # Var(Lap(Δ/ε_t)) = 2Δ²/ε_t²
+    # The chains are compared at epsilon = Delta = 1: the optimal shares of a chain do not depend
+    # on the scale (the continuous error is (2 Delta^2 / epsilon^2) sum_t c_t / share_t^2), so the
+    # levels chosen do not either; only the chosen chain's budgets are made at the given epsilon.
+    memo: dict[tuple[int, ...], tuple[Budgets, np.ndarray, float, np.ndarray] | None] = {}
+    unit = Fraction(1)
+    scale = 2.0  # Var(Lap(1/ε_t)) = 2/ε_t² at ε = Δ = 1
     terms = workload.axis_terms(attrs)
     boxes = bool(workload.axis_boxes(attrs))
     traces: dict[tuple[int, int, int], np.ndarray] = {}
@@ -558,7 +562,8 @@ def choose_strategy(attributes: Sequence[Attribute], workload: Workload, epsilon
         return costs, workload.queries
 
 
-    def evaluate(pick: Sequence[AxisLevels], bound: float = math.inf) -> Budgets | None:
+    def evaluate(pick: Sequence[AxisLevels], bound: float = math.inf
+                 ) -> tuple[Budgets, np.ndarray, float, np.ndarray] | None:
         """The budgets of ``pick``, or None when its seed descents (stopped at
         :data:`SCREEN_TOLERANCE`) stay above ``bound`` by more than :data:`SCREEN_MARGIN` (it is
         then not expected to improve on the best so far)."""
@@ -574,11 +579,13 @@ def choose_strategy(attributes: Sequence[Attribute], workload: Workload, epsilon
             else:
                 if screened and SCREEN_TOLERANCE != DESCENT_TOLERANCE:
                     first = _refined(first)
-                memo[key] = _budgets(tuple(pick), costs, m, epsilon, sensitivity, _grow(first), t0)
+                shares = _grow(first)
+                memo[key] = (_budgets(tuple(pick), costs, m, unit, 1, shares, t0), costs, m, shares)
         return memo[key]
 
-    best = evaluate(current)
-    assert best is not None
+    found = evaluate(current)
+    assert found is not None
+    best = found[0]
     for _ in range(passes):
         changed = False
         for i, opts in enumerate(options):
@@ -589,11 +596,13 @@ def choose_strategy(attributes: Sequence[Attribute], workload: Workload, epsilon
                 if math.prod(c.count for c in trial) > MAX_TUPLES:
                     continue
                 result = evaluate(trial, best.error)
-                if result is not None and result.error < best.error:
-                    best, current, changed = result, trial, True
+                if result is not None and result[0].error < best.error:
+                    found, best, current, changed = result, result[0], trial, True
         if not changed:
             break
-    return Budgets(best.strategy, best.error, best.uniform_error, best.optimised, best.note,
+    _, costs, m, shares = found
+    final = _budgets(tuple(current), costs, m, epsilon, sensitivity, shares, start)
+    return Budgets(final.strategy, final.error, final.uniform_error, final.optimised, final.note,
                    time.process_time() - start)
 
 

@@ -126,3 +126,14 @@ def test_all_ranges_of_65536_cells_without_listing():
             assert mse == pytest.approx(2.0 * (65535 + 3) / 3, rel=1e-12)
         else:
             assert np.isfinite(mse) and mse > 0
+
+
+def test_the_levels_chosen_for_a_workload_do_not_depend_on_epsilon_or_the_relation():
+    """The chains are compared at unit scale (the optimal shares are scale-free), so only the
+    budgets scale with epsilon / Delta."""
+    workload = pdp.workload.ranges(ATTRS)
+    chains = set()
+    for epsilon, neighbours in ((1.0, "add_remove"), (1.0, "replace"), (0.5, "add_remove"), (4.0, "replace")):
+        plan = pdp.plan("hierarchical", ATTRS, epsilon=epsilon, workload=workload, neighbours=neighbours)
+        chains.add(str(plan.record()["levels"]))
+    assert len(chains) == 1, chains
