@@ -264,8 +264,6 @@ def spatial_ratio_section(results: pl.DataFrame) -> str:
     if table.is_empty():
         return ""
     verdict = spatial.ratio_verdict(table)
-    cells = table.with_columns(pl.Series("cell", [f"{r:.3f} ({z_text(z)})"
-                                                  for r, z in zip(table["ratio"], table["z"], strict=True)]))
     parts = ["\n## privtree_subgrid against min(PrivTree, AG)\n",
              "Mean relative error of privtree_subgrid divided by the smaller of PrivTree's and AG's, "
              "per (dataset, ε, query class); in brackets the z-score of the difference, "
@@ -277,12 +275,22 @@ def spatial_ratio_section(results: pl.DataFrame) -> str:
              f"(target: all below, at most 2 ties). The smaller baseline is PrivTree in "
              f"{int((table['best'] == 'PrivTree').sum())} cells and AG in "
              f"{int((table['best'] == 'AG').sum())}. |z| ≥ 2 in "
-             f"{int((table['z'].abs() >= 2).sum())} cells, z ≤ -2 in {int((table['z'] <= -2).sum())}.\n"]
+             f"{int((table['z'].abs() >= 2).sum())} cells, z ≤ -2 in {int((table['z'] <= -2).sum())}.\n",
+             *ratio_tables(table)]
+    return "\n".join(parts) + spatial_default_tree_section(results)
+
+
+def ratio_tables(table: pl.DataFrame) -> list[str]:
+    """One markdown table per dataset of a :func:`~benchmarks.evaluation.spatial_experiment.ratio_table`:
+    epsilon by query class, each cell ``ratio (z = ...)``."""
+    cells = table.with_columns(pl.Series("cell", [f"{r:.3f} ({z_text(z)})"
+                                                  for r, z in zip(table["ratio"], table["z"], strict=True)]))
+    out = []
     for name in dict.fromkeys(table["dataset"].to_list()):
         part = cells.filter(pl.col("dataset") == name)
         wide = part.pivot(on="query_class", index="epsilon", values="cell", maintain_order=True)
-        parts.append(f"{name}:\n\n" + report.markdown_table(wide) + "\n")
-    return "\n".join(parts) + spatial_default_tree_section(results)
+        out.append(f"{name}:\n\n" + report.markdown_table(wide) + "\n")
+    return out
 
 
 def spatial_default_tree_section(results: pl.DataFrame) -> str:
@@ -292,17 +300,12 @@ def spatial_default_tree_section(results: pl.DataFrame) -> str:
     if table.is_empty():
         return ""
     verdict = spatial.ratio_verdict(table)
-    cells = table.with_columns(pl.Series("cell", [f"{r:.3f} ({z_text(z)})"
-                                                  for r, z in zip(table["ratio"], table["z"], strict=True)]))
     parts = ["\n### Against PrivTree's default tree in 4-D (fanout 4)\n",
              "The same ratio and z-score with PrivTree fanout 4, the library's default from 4 "
              "dimensions, in place of the paper's fanout 2^d: "
              f"**{verdict['below']} of {verdict['cells']} cells below min(PrivTree fanout 4, AG)**, "
-             f"{verdict['ties']} within {spatial.TIE:.0%} above, {verdict['above']} above.\n"]
-    for name in dict.fromkeys(table["dataset"].to_list()):
-        part = cells.filter(pl.col("dataset") == name)
-        wide = part.pivot(on="query_class", index="epsilon", values="cell", maintain_order=True)
-        parts.append(f"{name}:\n\n" + report.markdown_table(wide) + "\n")
+             f"{verdict['ties']} within {spatial.TIE:.0%} above, {verdict['above']} above.\n",
+             *ratio_tables(table)]
     return "\n".join(parts)
 
 

@@ -318,6 +318,17 @@ STRATEGY = Option(
         "and parameters, so it reads back and verifies as a release of that mechanism.")
 
 
+def check_accuracy_target(accuracy: Any, over: str) -> None:
+    """The target of ``epsilon_for``: a finite half-width > 0, met by every query (``over="max"``)
+    or on average (``"mean"``)."""
+    if isinstance(accuracy, bool) or not isinstance(accuracy, (int, float)) or not accuracy > 0 \
+            or not math.isfinite(accuracy):
+        raise ParameterError(f"accuracy must be a finite number > 0 (a half-width in counts), got "
+                             f"{accuracy!r}", parameter="accuracy")
+    if over not in ("max", "mean"):
+        raise ParameterError(f"over must be 'max' or 'mean', got {over!r}", parameter="over")
+
+
 class GridPlan(Plan):
     """A Basic / Privelet / Privelet+ release before data: ``transformed`` axes, ``rho``,
     ``sensitivity``, ``scale`` (exact rational or float), ``noise_scale`` (float) and the
@@ -486,12 +497,7 @@ class GridPlan(Plan):
         every query (``over="max"``) or the queries on average (``over="mean"``) an
         ``accuracy`` at most the target; refuses when even :data:`EPSILON_CAP` does not."""
         alpha = check_alpha(alpha)
-        if isinstance(accuracy, bool) or not isinstance(accuracy, (int, float)) or not accuracy > 0 \
-                or not math.isfinite(accuracy):
-            raise ParameterError(f"accuracy must be a finite number > 0 (a half-width in counts), got "
-                                 f"{accuracy!r}", parameter="accuracy")
-        if over not in ("max", "mean"):
-            raise ParameterError(f"over must be 'max' or 'mean', got {over!r}", parameter="over")
+        check_accuracy_target(accuracy, over)
         _, starts, stops = _workload_ranges(self.attributes, queries, align)
         reduce = np.max if over == "max" else np.mean
 
@@ -712,7 +718,7 @@ def compare(plans: Sequence[GridPlan], queries: Any, *, align: str = "exact") ->
 
 
 __all__ = ["ALPHA_REFUSAL", "CHOOSERS", "EPSILON_CAP", "EXHAUSTIVE_MAX", "GRID_OPTIONS", "STRATEGY",
-           "WORKLOAD",
+           "WORKLOAD", "check_accuracy_target",
            "declared_workload", "declared_subset_errors", "register_chooser", "BasicPlan",
            "GridPlan",
            "PriveletPlan",

@@ -61,7 +61,14 @@ from polars_dp.kernels.level_inference import (
 )
 from polars_dp.noise import MAX_COUNT_SCALE, laplace_scale
 from polars_dp.plans.base import INPUTS, OMIT, Field, register_plan
-from polars_dp.plans.grid import EPSILON_CAP, GRID_OPTIONS, GridPlan, check_alpha, declared_workload
+from polars_dp.plans.grid import (
+    EPSILON_CAP,
+    GRID_OPTIONS,
+    GridPlan,
+    check_accuracy_target,
+    check_alpha,
+    declared_workload,
+)
 from polars_dp.plans.noise_model import LevelLaplace
 from polars_dp.plans.options import Option
 
@@ -396,12 +403,7 @@ class HierarchicalPlan(GridPlan):
         (its error is ``1 / epsilon^2`` times that at 1 for continuous noise, the same
         minimiser) gives the same shares up to the exact-noise rounding."""
         alpha = check_alpha(alpha)
-        if isinstance(accuracy, bool) or not isinstance(accuracy, (int, float)) or not accuracy > 0 \
-                or not math.isfinite(accuracy):
-            raise ParameterError(f"accuracy must be a finite number > 0 (a half-width in counts), got "
-                                 f"{accuracy!r}", parameter="accuracy")
-        if over not in ("max", "mean"):
-            raise ParameterError(f"over must be 'max' or 'mean', got {over!r}", parameter="over")
+        check_accuracy_target(accuracy, over)
         frame = as_query_frame(queries)
         if frame.height == 0:
             raise QueryError("the workload has no queries; give at least one query row")
