@@ -31,14 +31,27 @@ unbiased), which is what :func:`polars_dp.kernels.block_levels.fold` computes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
 from polars_dp.domains.attributes import Attribute
 from polars_dp.domains.workload import AxisWorkload, Workload
-from polars_dp.kernels.block_levels import AxisLevels, block_cells, collapse, fold, pyramid, tuple_shape
+from polars_dp.kernels.block_levels import (
+    AxisLevels,
+    BlockCounter,
+    _coarsen,
+    block_cells,
+    collapse,
+    fold,
+    fold_owned,
+    padded_blocks,
+    pyramid,
+    tuple_shape,
+)
 
+#: :func:`gls_from_sum` works on slabs of about this many values along the first axis.
+SLAB_CELLS = 1 << 22
 #: Explicit boxes are costed this many at a time.
 BOX_CHUNK = 1024
 #: Detail traces below this fraction of the axis's total trace are rounding, taken as zero.
@@ -97,6 +110,170 @@ def gls(measurements: Mapping[tuple[int, ...], np.ndarray], weights: np.ndarray,
     cells = block_cells(axes)
     scaled = {b: (c[b] / cells[b]) * sums for b, sums in pyramid(z, axes).items() if c[b] != 0.0}
     return fold(collapse(scaled, axes), axes)
+
+
+# ---------------------------------------------------------------------------- streamed
+# The same estimate as :func:`gls`, bit for bit, with a small working set: every array below
+# stands for the full (padded) cube by repetition, ``data.shape[i]`` blocks on axis ``i`` (its
+# level's blocks; repeating a value is exact), so :func:`collapse`'s upsampling is implicit and
+# an addition is made at the finer of its operands' resolutions, in place when one operand is
+# already there (addition commutes bit for bit).  The additions keep :func:`collapse`'s nesting.
+def _interleaved(shape: Sequence[int], blocks: Sequence[int]) -> list[int]:
+    return [x for n, m in zip(blocks, shape, strict=True) for x in (n, m // n)]
+
+
+def _add_into(out: np.ndarray, part: np.ndarray) -> None:
+    """``out += part`` with ``part`` repeated up to ``out``'s resolution (``out`` C-contiguous)."""
+    view = out.reshape(_interleaved(out.shape, part.shape))
+    np.add(view, part.reshape([x for n in part.shape for x in (n, 1)]), out=view)
+
+
+def _add(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a + b`` at the finer resolution per axis, in place in ``a`` or ``b`` when one is there."""
+    shape = tuple(max(x, y) for x, y in zip(a.shape, b.shape, strict=True))
+    if a.shape == shape:
+        _add_into(a, b)
+        return a
+    if b.shape == shape:
+        _add_into(b, a)
+        return b
+    out = np.empty(shape)
+    view = out.reshape(_interleaved(shape, a.shape))
+    view[...] = a.reshape([x for n in a.shape for x in (n, 1)])
+    _add_into(out, b)
+    return out
+
+
+def _expand(a: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    if a.shape == shape:
+        return a
+    out = np.empty(shape)
+    view = out.reshape(_interleaved(shape, a.shape))
+    view[...] = a.reshape([x for n in a.shape for x in (n, 1)])
+    return out
+
+
+def noisy_normal_sum(counts: np.ndarray, axes: Sequence[AxisLevels], measured: Sequence[tuple[int, ...]],
+                     weights: np.ndarray, add_noise: Callable[[tuple[int, ...], np.ndarray], None]
+                     ) -> np.ndarray:
+    """``z = Σ_t w_t A_tᵀ y_t`` on the padded cells, streamed: for each tuple of ``measured`` in
+    turn (C order), its exact block counts (:class:`~polars_dp.kernels.block_levels.BlockCounter`,
+    from the counts or a coarser level already computed) as float64 on the padded blocks,
+    ``add_noise(t, y)`` adding its noise in place, ``y *= w_t``, folded into the sum before the
+    next tuple (the additions nested as :func:`gls` nests them).  The same bits as the ``z`` of
+    :func:`gls` on the same noisy counts."""
+    d = len(axes)
+    weights = np.asarray(weights, dtype=np.float64)
+    counter = BlockCounter(np.asarray(counts), axes)
+    acc: list[np.ndarray | None] = [None] * d
+
+    def feed(depth: int, part: np.ndarray) -> None:
+        held = acc[depth]
+        acc[depth] = part if held is None else _add(held, part)
+
+    def close(down_to: int) -> None:
+        for j in range(d - 1, down_to, -1):
+            done, acc[j] = acc[j], None
+            if done is not None:
+                feed(j - 1, done)
+
+    prev: tuple[int, ...] | None = None
+    for t in measured:
+        t = tuple(int(x) for x in t)
+        if prev is not None:
+            close(next(i for i in range(d) if t[i] != prev[i]))
+        y = padded_blocks(counter.real(t), t, axes)
+        add_noise(t, y)
+        if weights[t] > 0:
+            np.multiply(y, weights[t], out=y)
+            feed(d - 1, y)
+        del y
+        prev = t
+    counter.cache.clear()
+    close(0)
+    shape = tuple(ax.length for ax in axes)
+    return np.zeros(shape) if acc[0] is None else _expand(acc[0], shape)
+
+
+def gls_from_sum(z: np.ndarray, weights: np.ndarray, axes: Sequence[AxisLevels],
+                 slab_cells: int = SLAB_CELLS) -> np.ndarray:
+    """:func:`gls`'s estimate from its ``z`` (which this consumes: its memory is reused), bit for
+    bit: the pyramid of block sums of ``z`` walked depth first (per axis, the chain of coarser
+    levels, then each level's sub-pyramid from the coarsest), only towards tuples with
+    ``c_b != 0``; each such ``P_b`` scaled by ``c_b / S_b`` in place and summed into the
+    collapse at once, so only one chain per axis is held; below the first axis, slabs of about
+    ``slab_cells`` values along it at a time (the operations act on each of its blocks alone)."""
+    weights = np.asarray(weights, dtype=np.float64)
+    if weights.shape != tuple_shape(axes):
+        raise ValueError(f"weights of shape {weights.shape} do not match the level tuples "
+                         f"{tuple_shape(axes)}")
+    d = len(axes)
+    c = projector_coefficients(inverse_eigenvalues(eigenvalues(weights, axes)))
+    cells = block_cells(axes)
+    nonzero = c != 0.0
+
+    def walk(a: np.ndarray, key: tuple[int, ...]) -> np.ndarray | None:
+        i = len(key)
+        if i == d:
+            if not nonzero[key]:
+                return None
+            np.multiply(a, c[key] / cells[key], out=a)
+            return a
+        ax = axes[i]
+        wanted = [level for level in range(ax.count) if nonzero[key + (level,)].any()]
+        if not wanted:
+            return None
+        top = ax.count - 1
+        chain: dict[int, np.ndarray | None] = {top: a}
+
+        def coarser(level: int) -> np.ndarray:
+            finer = chain[level + 1]
+            if finer is None:  # dropped: recomputed from the finest kept level (the same sums)
+                finer = coarser(level + 1)
+            return _coarsen(finer, i, ax.sizes[level] // ax.sizes[level + 1])
+
+        for level in range(top - 1, wanted[0] - 1, -1):
+            chain[level] = coarser(level)
+            held = chain[level + 1]
+            if i == 0 and level + 1 < top and held is not None and held.size * 4 > a.size:
+                chain[level + 1] = None  # more than a quarter of the cube: made again when its turn comes
+        del a
+        out: np.ndarray | None = None
+        for level in range(wanted[0], ax.count):
+            held = chain.pop(level)
+            if level not in wanted:
+                continue
+            part = coarser(level) if held is None else held
+            del held
+            result = walk(part, key + (level,)) if i or d == 1 else slabs(part, (level,))
+            del part
+            if result is not None:
+                out = result if out is None else _add(out, result)
+        return out
+
+    def slabs(a: np.ndarray, key: tuple[int, ...]) -> np.ndarray | None:
+        rows = a.shape[0]
+        step = max(1, slab_cells // max(1, a.size // rows))
+        out: np.ndarray | None = None
+        for start in range(0, rows, step):
+            slab = a[start:start + step]
+            result = walk(slab, key)
+            if result is None:
+                return None
+            if result.shape == slab.shape:  # the slab is spent: its memory takes the result
+                if not (result is slab or np.shares_memory(result, slab)):
+                    slab[...] = result
+                out = a
+                continue
+            if out is None:
+                out = np.empty((rows,) + result.shape[1:])
+            out[start:start + step] = result
+        return out
+
+    estimate = walk(z, ())
+    del z
+    shape = tuple(ax.length for ax in axes)
+    return fold_owned(np.zeros(shape) if estimate is None else _expand(estimate, shape), axes)
 
 
 # ---------------------------------------------------------------------------- error
@@ -189,6 +366,7 @@ def mean_squared_error(nu: np.ndarray, costs: np.ndarray, queries: float) -> flo
     return float((nu * costs).sum() / queries)
 
 
-__all__ = ["BOX_CHUNK", "TRACE_TOLERANCE", "axis_detail_traces", "contract", "eigenvalues", "gls",
-           "interval_detail_traces", "inverse_eigenvalues", "mean_squared_error", "prefix_sums",
+__all__ = ["BOX_CHUNK", "SLAB_CELLS", "TRACE_TOLERANCE", "axis_detail_traces", "contract", "eigenvalues", "gls",
+           "gls_from_sum", "interval_detail_traces", "inverse_eigenvalues", "mean_squared_error",
+           "noisy_normal_sum", "prefix_sums",
            "projector_coefficients", "range_variance", "suffix_sums", "workload_costs"]
