@@ -293,6 +293,11 @@ class BlockCounter:
                 self.cache[key] = arr
         return arr
 
+    def keep_for(self, rest: Sequence[tuple[int, ...]]) -> None:
+        """Forget the arrays none of the tuples ``rest`` can be made from."""
+        self.cache = {k: a for k, a in self.cache.items()
+                      if any(all(x >= y for x, y in zip(k, r, strict=True)) for r in rest)}
+
 
 def padded_blocks(real: np.ndarray, t: tuple[int, ...], axes: Sequence[AxisLevels]) -> np.ndarray:
     """float64 block counts of tuple ``t`` on the padded axes (``length_i / s_i`` blocks; the

@@ -31,6 +31,7 @@ unbiased), which is what :func:`polars_dp.kernels.block_levels.fold` computes.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
@@ -51,7 +52,7 @@ from polars_dp.kernels.block_levels import (
 )
 
 #: :func:`gls_from_sum` works on slabs of about this many values along the first axis.
-SLAB_CELLS = 1 << 22
+SLAB_CELLS = 1 << 20
 #: Explicit boxes are costed this many at a time.
 BOX_CHUNK = 1024
 #: Detail traces below this fraction of the axis's total trace are rounding, taken as zero.
@@ -153,46 +154,93 @@ def _expand(a: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     return out
 
 
+class _Sum(list):  # type: ignore[type-arg]
+    """``((x_0 + x_1) + x_2) + ...``: :func:`collapse`'s Horner sum along one axis, unevaluated."""
+
+
+def _rows(node: np.ndarray | _Sum, a: int, b: int, length: int) -> np.ndarray:
+    """Rows ``a:b`` of the first axis at full resolution (the others at the node's), evaluated
+    with :func:`collapse`'s nesting.  A leaf with every block of the first axis gives a view
+    (each leaf appears once and each row is evaluated once, so it may be overwritten)."""
+    if isinstance(node, np.ndarray):
+        k = length // node.shape[0]
+        return node[a:b] if k == 1 else node[np.arange(a, b) // k]
+    out = _rows(node[0], a, b, length)
+    for child in node[1:]:
+        out = _add(out, _rows(child, a, b, length))
+    return out
+
+
 def noisy_normal_sum(counts: np.ndarray, axes: Sequence[AxisLevels], measured: Sequence[tuple[int, ...]],
-                     weights: np.ndarray, add_noise: Callable[[tuple[int, ...], np.ndarray], None]
-                     ) -> np.ndarray:
+                     weights: np.ndarray, add_noise: Callable[[tuple[int, ...], np.ndarray], None],
+                     slab_cells: int = SLAB_CELLS) -> np.ndarray:
     """``z = Σ_t w_t A_tᵀ y_t`` on the padded cells, streamed: for each tuple of ``measured`` in
     turn (C order), its exact block counts (:class:`~polars_dp.kernels.block_levels.BlockCounter`,
     from the counts or a coarser level already computed) as float64 on the padded blocks,
-    ``add_noise(t, y)`` adding its noise in place, ``y *= w_t``, folded into the sum before the
-    next tuple (the additions nested as :func:`gls` nests them).  The same bits as the ``z`` of
-    :func:`gls` on the same noisy counts."""
+    ``add_noise(t, y)`` adding its noise in place, ``y *= w_t``.  The sum keeps :func:`gls`'s
+    nesting (Horner along each axis, the last axis innermost) unevaluated over the tuples' own
+    arrays, then is evaluated in slabs of about ``slab_cells`` values along the first axis into
+    the memory of a tuple at full resolution when there is one: no coarse partial sum is ever
+    spread over the cube.  The same bits as the ``z`` of :func:`gls` on the same noisy counts."""
     d = len(axes)
     weights = np.asarray(weights, dtype=np.float64)
     counter = BlockCounter(np.asarray(counts), axes)
-    acc: list[np.ndarray | None] = [None] * d
+    shape = tuple(ax.length for ax in axes)
+    acc: list[list[np.ndarray | _Sum] | None] = [None] * d
+    full: np.ndarray | None = None
 
-    def feed(depth: int, part: np.ndarray) -> None:
+    def feed(depth: int, part: np.ndarray | _Sum) -> None:
         held = acc[depth]
-        acc[depth] = part if held is None else _add(held, part)
+        if held is None:
+            acc[depth] = [part]
+        else:
+            held.append(part)
 
     def close(down_to: int) -> None:
-        for j in range(d - 1, down_to, -1):
+        for j in range(d - 1, down_to - 1, -1):
             done, acc[j] = acc[j], None
             if done is not None:
-                feed(j - 1, done)
+                node = done[0] if len(done) == 1 else _Sum(done)
+                if j:
+                    feed(j - 1, node)
+                else:
+                    acc[0] = [node]
 
+    todo = [tuple(int(x) for x in t) for t in measured]
+    big = max(1, math.prod(shape) // 4)
     prev: tuple[int, ...] | None = None
-    for t in measured:
-        t = tuple(int(x) for x in t)
+    for k, t in enumerate(todo):
         if prev is not None:
-            close(next(i for i in range(d) if t[i] != prev[i]))
-        y = padded_blocks(counter.real(t), t, axes)
+            close(next(i for i in range(d) if t[i] != prev[i]) + 1)
+        real = counter.real(t)
+        if math.prod(ax.length // ax.sizes[level] for ax, level in zip(axes, t, strict=True)) > big:
+            counter.keep_for(todo[k + 1:])  # before a large tuple: the arrays no later one needs go
+        y = padded_blocks(real, t, axes)
+        del real
         add_noise(t, y)
         if weights[t] > 0:
             np.multiply(y, weights[t], out=y)
             feed(d - 1, y)
+            if y.shape == shape:
+                full = y
         del y
         prev = t
     counter.cache.clear()
     close(0)
-    shape = tuple(ax.length for ax in axes)
-    return np.zeros(shape) if acc[0] is None else _expand(acc[0], shape)
+    if acc[0] is None:
+        return np.zeros(shape)
+    root = acc[0][0]
+    if isinstance(root, np.ndarray):
+        return _expand(root, shape)
+    out = np.empty(shape) if full is None else full
+    step = max(1, slab_cells // max(1, math.prod(shape[1:])))
+    for a in range(0, shape[0], step):
+        b = min(shape[0], a + step)
+        rows = _rows(root, a, b, shape[0])
+        target = out[a:b]
+        if not (rows.shape == target.shape and np.shares_memory(rows, target)):
+            target[...] = _expand(rows, target.shape)
+    return out
 
 
 def gls_from_sum(z: np.ndarray, weights: np.ndarray, axes: Sequence[AxisLevels],

@@ -343,6 +343,6 @@ def test_streamed_least_squares_equals_gls_bit_for_bit_on_any_slab(slab):
     def add_noise(t, y):
         y += noise[t]
 
-    z = noisy_normal_sum(counts, axes, measured, weights, add_noise)
+    z = noisy_normal_sum(counts, axes, measured, weights, add_noise, slab_cells=slab)
     got = gls_from_sum(z, weights, axes, slab_cells=slab)
     np.testing.assert_array_equal(_bits(got), _bits(want))
