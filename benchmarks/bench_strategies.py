@@ -278,7 +278,8 @@ def release_child(mechanism: str, rows: int, quick: bool = False) -> dict:
 
 
 def _release_run(mechanism: str, rows: int, quick: bool) -> dict:
-    args = [sys.executable, "-m", "benchmarks.bench_strategies", "--release-child", mechanism, "--rows", str(rows)]
+    args = [sys.executable, "-m", "benchmarks.bench_strategies", "--release-child", mechanism,
+            "--rows", str(rows)]
     proc = subprocess.run(args + (["--quick"] if quick else []), capture_output=True, text=True, check=False)
     if proc.returncode:
         return {"mechanism": mechanism, "error": (proc.stderr.strip().splitlines() or ["?"])[-1]}
@@ -310,7 +311,8 @@ def print_census_release(rows: int, repeats: int, quick: bool = False) -> bool:
                 print(f"{i:>4} {r['mechanism']:<13} failed: {r['error']}")
                 continue
             print(f"{i:>4} {r['mechanism']:<13} {r['wall']:>7.2f} {r['cpu']:>7.2f} {r['hwm'] / 2**30:>8.2f} "
-                  f"{r['rss_before'] / 2**30:>10.2f} {r['minflt']:>10,} {r['plan_wall']:>7.2f} {r['load']:>5.2f}")
+                  f"{r['rss_before'] / 2**30:>10.2f} {r['minflt']:>10,} {r['plan_wall']:>7.2f} "
+                  f"{r['load']:>5.2f}")
     good = [(h, p) for h, p in pairs if "error" not in h and "error" not in p]
     if not good:
         print("\nno pair completed")
@@ -324,25 +326,30 @@ def print_census_release(rows: int, repeats: int, quick: bool = False) -> bool:
     memory_ratio = statistics.median(h["hwm"] / p["hwm"] for h, p in good)
     growth_ratio = statistics.median((h["hwm"] - h["rss_before"]) / max(1, p["hwm"] - p["rss_before"])
                                      for h, p in good)
-    print(f"\nmedians over {len(good)} pairs: hierarchical {med('wall', 0):.2f} s wall, {med('cpu', 0):.2f} s CPU, "
-          f"peak {med('hwm', 0) / 2**30:.2f} GiB; Privelet+ {med('wall', 1):.2f} s wall, {med('cpu', 1):.2f} s CPU, "
-          f"peak {med('hwm', 1) / 2**30:.2f} GiB; hierarchical plan (before the clock) {med('plan_wall', 0):.2f} s")
+    print(f"\nmedians over {len(good)} pairs: hierarchical {med('wall', 0):.2f} s wall, "
+          f"{med('cpu', 0):.2f} s CPU, peak {med('hwm', 0) / 2**30:.2f} GiB; Privelet+ "
+          f"{med('wall', 1):.2f} s wall, {med('cpu', 1):.2f} s CPU, peak {med('hwm', 1) / 2**30:.2f} GiB; hierarchical plan "
+          f"(before the clock) {med('plan_wall', 0):.2f} s")
     ok_time = time_ratio <= RELEASE_TIME_RATIO
     ok_memory = memory_ratio <= RELEASE_MEMORY_RATIO
-    print(f"target: hierarchical wall <= {RELEASE_TIME_RATIO:g}x Privelet+: {'met' if ok_time else 'NOT met'} "
+    print(f"target: hierarchical wall <= {RELEASE_TIME_RATIO:g}x Privelet+: "
+          f"{'met' if ok_time else 'NOT met'} "
           f"({time_ratio:.2f}; CPU {cpu_ratio:.2f})")
     print(f"target: hierarchical peak memory <= {RELEASE_MEMORY_RATIO:g}x Privelet+: "
-          f"{'met' if ok_memory else 'NOT met'} ({memory_ratio:.2f}; growth over the frame {growth_ratio:.2f})")
+          f"{'met' if ok_memory else 'NOT met'} ({memory_ratio:.2f}; growth over the frame "
+          f"{growth_ratio:.2f})")
     return ok_time and ok_memory and len(good) == len(pairs)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="skip the census rows (census release: 8 x 8 occupations)")
+    parser.add_argument("--quick", action="store_true",
+                        help="skip the census rows (census release: 8 x 8 occupations)")
     parser.add_argument("--optimiser", action="store_true",
                         help="the optimiser's wall and CPU time per workload, fast and exhaustive")
     parser.add_argument("--census-release", action="store_true",
-                        help="census release time and peak memory: hierarchical vs Privelet+ (fresh processes)")
+                        help="census release time and peak memory: hierarchical vs Privelet+ "
+                        "(fresh processes)")
     parser.add_argument("--repeats", type=int, default=3, help="pairs of the census release (at least 3)")
     parser.add_argument("--rows", type=float, default=1e7, help="rows of the census release")
     parser.add_argument("--release-child", default=None, help=argparse.SUPPRESS)

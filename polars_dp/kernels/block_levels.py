@@ -282,8 +282,8 @@ class BlockCounter:
         """The counts of ``t``'s blocks over the real cells (int64 unless ``t`` is the cells)."""
         if t in self.cache:
             return self.cache[t]
-        key, arr = min(((k, a) for k, a in self.cache.items() if all(x >= y for x, y in zip(k, t, strict=True))),
-                       key=lambda item: item[1].size)
+        sources = ((k, a) for k, a in self.cache.items() if all(x >= y for x, y in zip(k, t, strict=True)))
+        key, arr = min(sources, key=lambda item: item[1].size)
         while key != t:
             steps = [i for i in range(len(t)) if key[i] != t[i]]
             i = max(steps, key=lambda j: arr.shape[j] / -(-self.axes[j].n // self.axes[j].sizes[t[j]]))

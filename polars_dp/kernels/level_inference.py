@@ -154,7 +154,7 @@ def _expand(a: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     return out
 
 
-class _Sum(list):  # type: ignore[type-arg]
+class _Sum(list):
     """``((x_0 + x_1) + x_2) + ...``: :func:`collapse`'s Horner sum along one axis, unevaluated."""
 
 
@@ -414,7 +414,7 @@ def mean_squared_error(nu: np.ndarray, costs: np.ndarray, queries: float) -> flo
     return float((nu * costs).sum() / queries)
 
 
-__all__ = ["BOX_CHUNK", "SLAB_CELLS", "TRACE_TOLERANCE", "axis_detail_traces", "contract", "eigenvalues", "gls",
-           "gls_from_sum", "interval_detail_traces", "inverse_eigenvalues", "mean_squared_error",
+__all__ = ["BOX_CHUNK", "SLAB_CELLS", "TRACE_TOLERANCE", "axis_detail_traces", "contract", "eigenvalues",
+           "gls", "gls_from_sum", "interval_detail_traces", "inverse_eigenvalues", "mean_squared_error",
            "noisy_normal_sum", "prefix_sums",
            "projector_coefficients", "range_variance", "suffix_sums", "workload_costs"]

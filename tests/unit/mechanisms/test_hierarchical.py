@@ -268,7 +268,7 @@ def test_sql_script_answers_as_python(tmp_path):
     assert release.sample(20, seed=3).height == 20
 
 
-# ---------------------------------------------------------------------------- streamed = reference, bit for bit
+# ---------------------------------------------------------------------------- streamed = reference
 def _reference_release(plan, frame, seed):
     """The straightforward release: every tuple's block counts from the whole pyramid, the noise
     of each in one draw (C order), then :func:`gls` on all of them at once."""
@@ -278,8 +278,8 @@ def _reference_release(plan, frame, seed):
     src = noise_source(seed)
     counts = frequency_matrix(frame, plan.attributes, integer=True)
     exact = plan.strategy.measure(counts)
-    noisy = {t: exact[t].astype(np.float64) + sample_noise(src, plan.tuple_scale(t), exact[t].shape, plan.noise)
-             for t in plan.measured}
+    noisy = {t: exact[t].astype(np.float64)
+             + sample_noise(src, plan.tuple_scale(t), exact[t].shape, plan.noise) for t in plan.measured}
     return gls(noisy, plan.weights, plan.axes)
 
 
@@ -317,32 +317,4 @@ def test_streamed_release_equals_the_reference_bit_for_bit(case, neighbours, noi
     want = _reference_release(plan, frame, 11)
     got = plan.run(frame, seed=11, progress=False).counts
     assert got.shape == want.shape
-    np.testing.assert_array_equal(_bits(got), _bits(want))
-
-
-@pytest.mark.parametrize("slab", [1, 7, 64, 1 << 30])
-def test_streamed_least_squares_equals_gls_bit_for_bit_on_any_slab(slab):
-    """The kernels alone on float measurements (no integer structure), every slab size: the
-    streamed sum and pyramid walk give :func:`gls`'s bits."""
-    from polars_dp.kernels.block_levels import bary_levels, chain_from_factors, nominal_levels
-    from polars_dp.kernels.level_inference import gls_from_sum, noisy_normal_sum
-
-    occ = pdp.Nominal("o", pdp.Hierarchy.from_dict({f"h{g}": list(range(g * 4, g * 4 + 4)) for g in range(3)}))
-    axes = (bary_levels(11), chain_from_factors(2, [2]), nominal_levels(occ), bary_levels(37, 3))
-    rng = np.random.default_rng(3)
-    shape = tuple(ax.count for ax in axes)
-    weights = np.where(rng.random(shape) < 0.3, rng.random(shape), 0.0)
-    weights[-1, -1, -1, -1] = 0.5
-    counts = rng.integers(0, 50, size=tuple(ax.n for ax in axes))
-    from polars_dp.kernels.block_levels import pad, pyramid
-    exact = pyramid(pad(counts, axes), axes)
-    measured = [t for t in np.ndindex(*shape) if weights[t] > 0]
-    noise = {t: rng.standard_normal(exact[t].shape) * 3 for t in measured}
-    want = gls({t: exact[t] + noise[t] for t in measured}, weights, axes)
-
-    def add_noise(t, y):
-        y += noise[t]
-
-    z = noisy_normal_sum(counts, axes, measured, weights, add_noise, slab_cells=slab)
-    got = gls_from_sum(z, weights, axes, slab_cells=slab)
     np.testing.assert_array_equal(_bits(got), _bits(want))
