@@ -53,6 +53,9 @@ from polars_dp.kernels.block_levels import (
 
 #: :func:`gls_from_sum` works on slabs of about this many values along the first axis.
 SLAB_CELLS = 1 << 20
+#: :func:`noisy_normal_sum` evaluates its sum on slabs of about this many values (larger: the
+#: coarse terms are evaluated once per slab at their own resolution).
+SUM_SLAB_CELLS = 1 << 23
 #: Explicit boxes are costed this many at a time.
 BOX_CHUNK = 1024
 #: Detail traces below this fraction of the axis's total trace are rounding, taken as zero.
@@ -158,22 +161,47 @@ class _Sum(list):
     """``((x_0 + x_1) + x_2) + ...``: :func:`collapse`'s Horner sum along one axis, unevaluated."""
 
 
-def _rows(node: np.ndarray | _Sum, a: int, b: int, length: int) -> np.ndarray:
-    """Rows ``a:b`` of the first axis at full resolution (the others at the node's), evaluated
-    with :func:`collapse`'s nesting.  A leaf with every block of the first axis gives a view
-    (each leaf appears once and each row is evaluated once, so it may be overwritten)."""
+def _refine(x: np.ndarray, k_from: int, k_to: int, a: int, b: int) -> np.ndarray:
+    """Blocks of size ``k_from`` covering rows ``a:b`` of the first axis, repeated to blocks of
+    size ``k_to`` (which divides it) covering the same rows."""
+    if k_from == k_to:
+        return x
+    first = np.arange(a // k_to, -(-b // k_to)) * k_to
+    return x[first // k_from - a // k_from]
+
+
+def _rows(node: np.ndarray | _Sum, a: int, b: int, length: int) -> tuple[np.ndarray, int]:
+    """``(values, k)``: the blocks of size ``k`` (the node's finest along the first axis)
+    covering rows ``a:b`` of the first axis (the other axes at the node's resolution), evaluated
+    with :func:`collapse`'s nesting.  A leaf with every row of the first axis gives a view (each
+    leaf appears once and each row is evaluated once, so it may be overwritten); other leaves a
+    copy (their blocks may straddle two slabs)."""
     if isinstance(node, np.ndarray):
         k = length // node.shape[0]
-        return node[a:b] if k == 1 else node[np.arange(a, b) // k]
-    out = _rows(node[0], a, b, length)
+        return (node[a:b], 1) if k == 1 else (node[a // k:-(-b // k)].copy(), k)
+    out, k = _rows(node[0], a, b, length)
     for child in node[1:]:
-        out = _add(out, _rows(child, a, b, length))
-    return out
+        value, kv = _rows(child, a, b, length)
+        fine = min(k, kv)
+        out = _add(_refine(out, k, fine, a, b), _refine(value, kv, fine, a, b))
+        k = fine
+    return out, k
+
+
+def _halve(a: np.ndarray, axis: int) -> np.ndarray:
+    """``_coarsen(a, axis, 2)`` as one strided add: numpy's sum of two values is their one
+    addition (0 + x = x for every x but -0.0, and no sum of the normal sum's values is -0.0:
+    they are weighted integers), so the bits are the same, without the reduction's per-block
+    inner loop along the last axis."""
+    lo: list[slice] = [slice(None)] * a.ndim
+    hi: list[slice] = [slice(None)] * a.ndim
+    lo[axis], hi[axis] = slice(0, None, 2), slice(1, None, 2)
+    return np.add(a[tuple(lo)], a[tuple(hi)], order="C")
 
 
 def noisy_normal_sum(counts: np.ndarray, axes: Sequence[AxisLevels], measured: Sequence[tuple[int, ...]],
                      weights: np.ndarray, add_noise: Callable[[tuple[int, ...], np.ndarray], None],
-                     slab_cells: int = SLAB_CELLS) -> np.ndarray:
+                     slab_cells: int = SUM_SLAB_CELLS) -> np.ndarray:
     """``z = Σ_t w_t A_tᵀ y_t`` on the padded cells, streamed: for each tuple of ``measured`` in
     turn (C order), its exact block counts (:class:`~polars_dp.kernels.block_levels.BlockCounter`,
     from the counts or a coarser level already computed) as float64 on the padded blocks,
@@ -236,7 +264,8 @@ def noisy_normal_sum(counts: np.ndarray, axes: Sequence[AxisLevels], measured: S
     step = max(1, slab_cells // max(1, math.prod(shape[1:])))
     for a in range(0, shape[0], step):
         b = min(shape[0], a + step)
-        rows = _rows(root, a, b, shape[0])
+        rows, k = _rows(root, a, b, shape[0])
+        rows = _refine(rows, k, 1, a, b)
         target = out[a:b]
         if not (rows.shape == target.shape and np.shares_memory(rows, target)):
             target[...] = _expand(rows, target.shape)
@@ -278,7 +307,8 @@ def gls_from_sum(z: np.ndarray, weights: np.ndarray, axes: Sequence[AxisLevels],
             finer = chain[level + 1]
             if finer is None:  # dropped: recomputed from the finest kept level (the same sums)
                 finer = coarser(level + 1)
-            return _coarsen(finer, i, ax.sizes[level] // ax.sizes[level + 1])
+            return _halve(finer, i) if ax.sizes[level] == 2 * ax.sizes[level + 1] else \
+                _coarsen(finer, i, ax.sizes[level] // ax.sizes[level + 1])
 
         for level in range(top - 1, wanted[0] - 1, -1):
             chain[level] = coarser(level)
@@ -414,7 +444,7 @@ def mean_squared_error(nu: np.ndarray, costs: np.ndarray, queries: float) -> flo
     return float((nu * costs).sum() / queries)
 
 
-__all__ = ["BOX_CHUNK", "SLAB_CELLS", "TRACE_TOLERANCE", "axis_detail_traces", "contract", "eigenvalues",
-           "gls", "gls_from_sum", "interval_detail_traces", "inverse_eigenvalues", "mean_squared_error",
-           "noisy_normal_sum", "prefix_sums",
+__all__ = ["BOX_CHUNK", "SLAB_CELLS", "SUM_SLAB_CELLS", "TRACE_TOLERANCE", "axis_detail_traces", "contract",
+           "eigenvalues", "gls", "gls_from_sum", "interval_detail_traces", "inverse_eigenvalues",
+           "mean_squared_error", "noisy_normal_sum", "prefix_sums",
            "projector_coefficients", "range_variance", "suffix_sums", "workload_costs"]

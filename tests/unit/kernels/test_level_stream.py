@@ -53,7 +53,8 @@ def test_fold_owned_is_fold_bit_for_bit():
     np.testing.assert_array_equal(got.view(np.int64), want.view(np.int64))
 
 
-@pytest.mark.parametrize("slab", [1, 7, 64, 1 << 30])
+# 1944 values per row of the first axis: slabs of 1, 3 and 5 rows, and one slab
+@pytest.mark.parametrize("slab", [1, 64, 3 * 1944, 5 * 1944, 1 << 30])
 def test_streamed_least_squares_equals_gls_bit_for_bit_on_any_slab(slab):
     """Float measurements (no integer structure), every slab size: the streamed normal sum and
     pyramid walk give :func:`gls`'s bits."""
