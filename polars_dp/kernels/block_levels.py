@@ -184,6 +184,11 @@ def pad(counts: np.ndarray, axes: Sequence[AxisLevels]) -> np.ndarray:
     return np.pad(counts, widths) if any(w for _, w in widths) else counts
 
 
+def coarsen(arr: np.ndarray, axis: int, factor: int) -> np.ndarray:
+    """Block sums of ``factor`` consecutive entries along ``axis`` (numpy's sum: the pyramid's bits)."""
+    return _coarsen(arr, axis, factor)
+
+
 def _coarsen(arr: np.ndarray, axis: int, factor: int) -> np.ndarray:
     shape = arr.shape[:axis] + (arr.shape[axis] // factor, factor) + arr.shape[axis + 1:]
     return arr.reshape(shape).sum(axis=axis + 1)
@@ -353,5 +358,5 @@ def fold_owned(estimate: np.ndarray, axes: Sequence[AxisLevels]) -> np.ndarray:
 
 
 __all__ = ["MAX_ORDERINGS", "AxisLevels", "BlockCounter", "bary_levels", "block_cells", "candidate_levels",
-           "chain_from_factors", "coarsen_real", "collapse", "divisor_levels", "fold", "fold_owned",
-           "nominal_levels", "pad", "padded_blocks", "pyramid", "tuple_shape"]
+           "chain_from_factors", "coarsen", "coarsen_real", "collapse", "divisor_levels", "fold",
+           "fold_owned", "nominal_levels", "pad", "padded_blocks", "pyramid", "tuple_shape"]

@@ -41,8 +41,8 @@ from polars_dp.domains.workload import AxisWorkload, Workload
 from polars_dp.kernels.block_levels import (
     AxisLevels,
     BlockCounter,
-    _coarsen,
     block_cells,
+    coarsen,
     collapse,
     fold,
     fold_owned,
@@ -189,7 +189,7 @@ def _rows(node: np.ndarray | _Sum, a: int, b: int, length: int) -> tuple[np.ndar
 
 
 def _halve(a: np.ndarray, axis: int) -> np.ndarray:
-    """``_coarsen(a, axis, 2)`` as one strided add: numpy's sum of two values is their one
+    """``coarsen(a, axis, 2)`` as one strided add: numpy's sum of two values is their one
     addition (0 + x = x for every x but -0.0, and no sum of the normal sum's values is -0.0:
     they are weighted integers), so the bits are the same, without the reduction's per-block
     inner loop along the last axis."""
@@ -308,7 +308,7 @@ def gls_from_sum(z: np.ndarray, weights: np.ndarray, axes: Sequence[AxisLevels],
             if finer is None:  # dropped: recomputed from the finest kept level (the same sums)
                 finer = coarser(level + 1)
             return _halve(finer, i) if ax.sizes[level] == 2 * ax.sizes[level + 1] else \
-                _coarsen(finer, i, ax.sizes[level] // ax.sizes[level + 1])
+                coarsen(finer, i, ax.sizes[level] // ax.sizes[level + 1])
 
         for level in range(top - 1, wanted[0] - 1, -1):
             chain[level] = coarser(level)
