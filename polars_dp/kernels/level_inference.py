@@ -199,7 +199,8 @@ def _halve(a: np.ndarray, axis: int) -> np.ndarray:
     return np.add(a[tuple(lo)], a[tuple(hi)], order="C")
 
 
-def noisy_normal_sum(counts: np.ndarray, axes: Sequence[AxisLevels], measured: Sequence[tuple[int, ...]],
+def noisy_normal_sum(counts: np.ndarray | list[np.ndarray], axes: Sequence[AxisLevels],
+                     measured: Sequence[tuple[int, ...]],
                      weights: np.ndarray, add_noise: Callable[[tuple[int, ...], np.ndarray], None],
                      slab_cells: int = SUM_SLAB_CELLS) -> np.ndarray:
     """``z = Σ_t w_t A_tᵀ y_t`` on the padded cells, streamed: for each tuple of ``measured`` in
@@ -209,10 +210,14 @@ def noisy_normal_sum(counts: np.ndarray, axes: Sequence[AxisLevels], measured: S
     nesting (Horner along each axis, the last axis innermost) unevaluated over the tuples' own
     arrays, then is evaluated in slabs of about ``slab_cells`` values along the first axis into
     the memory of a tuple at full resolution when there is one: no coarse partial sum is ever
-    spread over the cube.  The same bits as the ``z`` of :func:`gls` on the same noisy counts."""
+    spread over the cube.  The same bits as the ``z`` of :func:`gls` on the same noisy counts.
+
+    ``counts`` in a one-element list is consumed (the list emptied): the counts are then freed
+    as soon as no tuple left needs them, before the largest tuple is noised."""
     d = len(axes)
     weights = np.asarray(weights, dtype=np.float64)
-    counter = BlockCounter(np.asarray(counts), axes)
+    counter = BlockCounter(np.asarray(counts.pop() if isinstance(counts, list) else counts), axes)
+    del counts
     shape = tuple(ax.length for ax in axes)
     acc: list[list[np.ndarray | _Sum] | None] = [None] * d
     full: np.ndarray | None = None

@@ -88,8 +88,9 @@ def run_hierarchical(
             chunk += sample_noise(src, scale, chunk.size, plan.noise)
 
     weights = plan.weights
-    z = noisy_normal_sum(counts, plan.axes, plan.measured, weights, add_noise)
+    held = [counts]  # consumed: the counts go as soon as no tuple left needs them
     del counts
+    z = noisy_normal_sum(held, plan.axes, plan.measured, weights, add_noise)
     bar.step("least squares")
     estimate = gls_from_sum(z, weights, plan.axes)
     del z

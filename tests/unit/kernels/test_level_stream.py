@@ -112,3 +112,16 @@ def test_the_streamed_least_squares_holds_about_two_cubes_not_the_pyramid():
 
     assert _peak(streamed) <= 2.25 * cube
     assert _peak(whole) > 10 * cube  # what the bound above rules out
+
+
+def test_counts_in_a_list_are_consumed_with_the_same_sum():
+    rng = np.random.default_rng(4)
+    counts = rng.integers(0, 20, size=tuple(ax.n for ax in AXES))
+    weights = np.zeros(tuple(ax.count for ax in AXES))
+    weights[0, 1, 1, 2] = weights[-1, -1, -1, -1] = weights[2, 0, 2, 1] = 1.5
+    measured = [t for t in np.ndindex(*weights.shape) if weights[t] > 0]
+    want = noisy_normal_sum(counts, AXES, measured, weights, lambda t, y: None)
+    held = [counts.copy()]
+    got = noisy_normal_sum(held, AXES, measured, weights, lambda t, y: None)
+    assert held == []
+    np.testing.assert_array_equal(got.view(np.int64), want.view(np.int64))
