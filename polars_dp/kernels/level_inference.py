@@ -199,10 +199,36 @@ def _halve(a: np.ndarray, axis: int) -> np.ndarray:
     return np.add(a[tuple(lo)], a[tuple(hi)], order="C")
 
 
+def _measure(real: np.ndarray, t: tuple[int, ...], axes: Sequence[AxisLevels], weight: float,
+             add_noise: Callable[[tuple[int, ...], np.ndarray], None], noise_chunk: int | None) -> np.ndarray:
+    """Tuple ``t``'s padded float block counts from its real ones, noised, times ``weight``
+    when positive (:func:`noisy_normal_sum`)."""
+    shape = tuple(ax.length // ax.sizes[level] for ax, level in zip(axes, t, strict=True))
+    row = math.prod(shape[1:])
+    if noise_chunk is None or math.prod(shape) <= 4 * noise_chunk or row == 0:
+        y = padded_blocks(real, t, axes)
+        add_noise(t, y)
+        if weight > 0:
+            np.multiply(y, weight, out=y)
+        return y
+    step = noise_chunk // math.gcd(row, noise_chunk)  # rows per block: a multiple of the chunk
+    step *= max(1, noise_chunk // (step * row))
+    y = np.zeros(shape)
+    inner = tuple(slice(0, m) for m in real.shape[1:])
+    for a in range(0, shape[0], step):
+        block = y[a:a + step]
+        if a < real.shape[0]:
+            block[(slice(0, min(step, real.shape[0] - a)),) + inner] = real[a:a + step]
+        add_noise(t, block)
+        if weight > 0:
+            np.multiply(block, weight, out=block)
+    return y
+
+
 def noisy_normal_sum(counts: np.ndarray | list[np.ndarray], axes: Sequence[AxisLevels],
                      measured: Sequence[tuple[int, ...]],
                      weights: np.ndarray, add_noise: Callable[[tuple[int, ...], np.ndarray], None],
-                     slab_cells: int = SUM_SLAB_CELLS) -> np.ndarray:
+                     slab_cells: int = SUM_SLAB_CELLS, noise_chunk: int | None = None) -> np.ndarray:
     """``z = Σ_t w_t A_tᵀ y_t`` on the padded cells, streamed: for each tuple of ``measured`` in
     turn (C order), its exact block counts (:class:`~polars_dp.kernels.block_levels.BlockCounter`,
     from the counts or a coarser level already computed) as float64 on the padded blocks,
@@ -211,6 +237,12 @@ def noisy_normal_sum(counts: np.ndarray | list[np.ndarray], axes: Sequence[AxisL
     arrays, then is evaluated in slabs of about ``slab_cells`` values along the first axis into
     the memory of a tuple at full resolution when there is one: no coarse partial sum is ever
     spread over the cube.  The same bits as the ``z`` of :func:`gls` on the same noisy counts.
+
+    With ``noise_chunk``, a tuple of more than four chunks is filled, noised and weighted a
+    block of rows of the first axis at a time: ``add_noise(t, part)`` is then called on
+    consecutive parts (C order) whose sizes are multiples of ``noise_chunk`` but the last, and
+    must add the next ``part.size`` draws of ``t``'s noise (a sampler drawing ``noise_chunk``
+    values at a time reads the same words either way); without it, once per tuple.
 
     ``counts`` in a one-element list is consumed (the list emptied): the counts are then freed
     as soon as no tuple left needs them, before the largest tuple is noised."""
@@ -248,11 +280,9 @@ def noisy_normal_sum(counts: np.ndarray | list[np.ndarray], axes: Sequence[AxisL
         real = counter.real(t)
         if math.prod(ax.length // ax.sizes[level] for ax, level in zip(axes, t, strict=True)) > big:
             counter.keep_for(todo[k + 1:])  # before a large tuple: the arrays no later one needs go
-        y = padded_blocks(real, t, axes)
+        y = _measure(real, t, axes, weights[t], add_noise, noise_chunk)
         del real
-        add_noise(t, y)
         if weights[t] > 0:
-            np.multiply(y, weights[t], out=y)
             feed(d - 1, y)
             if y.shape == shape:
                 full = y

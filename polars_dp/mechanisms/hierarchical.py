@@ -90,7 +90,7 @@ def run_hierarchical(
     weights = plan.weights
     held = [counts]  # consumed: the counts go as soon as no tuple left needs them
     del counts
-    z = noisy_normal_sum(held, plan.axes, plan.measured, weights, add_noise)
+    z = noisy_normal_sum(held, plan.axes, plan.measured, weights, add_noise, noise_chunk=NOISE_CHUNK)
     bar.step("least squares")
     estimate = gls_from_sum(z, weights, plan.axes)
     del z

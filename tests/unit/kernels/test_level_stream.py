@@ -125,3 +125,33 @@ def test_counts_in_a_list_are_consumed_with_the_same_sum():
     got = noisy_normal_sum(held, AXES, measured, weights, lambda t, y: None)
     assert held == []
     np.testing.assert_array_equal(got.view(np.int64), want.view(np.int64))
+
+
+@pytest.mark.parametrize("chunk", [8, 24, 2 * 1944])  # rows of 1944 values: parts of 1 and 2 rows
+def test_large_tuples_noised_by_blocks_of_rows_take_the_same_draws(chunk):
+    """With ``noise_chunk`` a large tuple is filled, noised and weighted by blocks of rows; the
+    noise callback sees consecutive parts (multiples of the chunk but the last), so a stream
+    of draws gives the same sum as one call per tuple."""
+    rng = np.random.default_rng(6)
+    counts = rng.integers(0, 20, size=tuple(ax.n for ax in AXES))
+    weights = np.zeros(tuple(ax.count for ax in AXES))
+    weights[0, 1, 1, 2] = weights[-1, -1, -1, -1] = weights[2, 0, 2, 1] = weights[-1, 0, -1, -1] = 1.5
+    measured = [t for t in np.ndindex(*weights.shape) if weights[t] > 0]
+    sizes_of = {t: int(np.prod([ax.length // ax.sizes[i] for ax, i in zip(AXES, t, strict=True)]))
+                for t in measured}
+    noise = {t: rng.standard_normal(n) for t, n in sizes_of.items()}
+    sizes: dict = {}
+
+    def streamed(t, part):
+        start = sum(sizes.get(t, []))
+        assert all(s % chunk == 0 for s in sizes.get(t, []))  # every earlier part a multiple
+        sizes.setdefault(t, []).append(part.size)
+        part.reshape(-1)[:] += noise[t][start:start + part.size]
+
+    def whole(t, y):
+        y += noise[t].reshape(y.shape)
+
+    want = noisy_normal_sum(counts, AXES, measured, weights, whole)
+    got = noisy_normal_sum(counts, AXES, measured, weights, streamed, noise_chunk=chunk)
+    assert any(len(v) > 1 for v in sizes.values())
+    np.testing.assert_array_equal(got.view(np.int64), want.view(np.int64))

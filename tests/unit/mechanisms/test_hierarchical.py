@@ -318,3 +318,19 @@ def test_streamed_release_equals_the_reference_bit_for_bit(case, neighbours, noi
     got = plan.run(frame, seed=11, progress=False).counts
     assert got.shape == want.shape
     np.testing.assert_array_equal(_bits(got), _bits(want))
+
+
+def test_large_tuples_noised_by_blocks_take_the_reference_draws(monkeypatch):
+    """Tuples of more than four noise chunks are noised a block of rows at a time (the chunk
+    made small here so that a small domain has them): the same draws, the same bits."""
+    import importlib
+
+    module = importlib.import_module("polars_dp.mechanisms.hierarchical")
+    monkeypatch.setattr(module, "NOISE_CHUNK", 1 << 16)  # a multiple of the sampler's block
+    attrs = [pdp.Ordinal("a", 0, 299_999)]
+    frame = pl.DataFrame({"a": np.random.default_rng(3).integers(0, 300_000, 5000)})
+    plan = pdp.plan("hierarchical", attrs, epsilon=1.0, noise="exact")
+    assert max(int(np.prod(plan.strategy.measure(np.zeros(300_000, dtype=np.int64))[t].shape))
+               for t in plan.measured) > 4 << 16
+    want = _reference_release(plan, frame, 5)
+    np.testing.assert_array_equal(_bits(plan.run(frame, seed=5, progress=False).counts), _bits(want))
