@@ -20,6 +20,7 @@ blocks, a partition of the (padded) domain into ``prod_i length_i / sizes[t_i]``
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -28,6 +29,8 @@ import numpy as np
 from polars_dp.domains.attributes import Attribute, Nominal
 from polars_dp.errors import ParameterError
 
+#: :func:`fold_owned` packs the real cells this many values at a time.
+FOLD_SLAB = 1 << 23
 #: How many orderings of an axis's prime factors :func:`divisor_levels` offers at most.
 MAX_ORDERINGS = 6
 
@@ -343,7 +346,8 @@ def fold(estimate: np.ndarray, axes: Sequence[AxisLevels]) -> np.ndarray:
 def fold_owned(estimate: np.ndarray, axes: Sequence[AxisLevels]) -> np.ndarray:
     """:func:`fold` bit for bit, writing into ``estimate`` (which it consumes) instead of copying
     it per padded axis: each padding's sum is taken over a C-contiguous copy of the same
-    values :func:`fold` sums (the same reduction), the real cells copied out once at the end."""
+    values :func:`fold` sums (the same reduction), then the real cells are packed to the front
+    of ``estimate``'s own memory (C order), whose view is returned."""
     out = estimate
     for i, ax in enumerate(axes):
         if ax.padded:
@@ -354,7 +358,16 @@ def fold_owned(estimate: np.ndarray, axes: Sequence[AxisLevels]) -> np.ndarray:
             out[tuple(idx)] = tail
             idx[i] = slice(0, ax.n)
             out = out[tuple(idx)]
-    return np.ascontiguousarray(out)
+    if out.flags.c_contiguous or not estimate.flags.c_contiguous or out.ndim == 0:
+        return np.ascontiguousarray(out)
+    # the real cells packed to the front of the buffer, in C order, a slab of the first axis at a
+    # time: a cell never moves back past a value still to be read (numpy copies overlapping slabs)
+    real = out.shape
+    packed = estimate.reshape(-1)[:math.prod(real)].reshape(real)
+    step = max(1, FOLD_SLAB // max(1, math.prod(real[1:])))
+    for a in range(0, real[0], step):
+        packed[a:a + step] = out[a:a + step]
+    return packed
 
 
 __all__ = ["MAX_ORDERINGS", "AxisLevels", "BlockCounter", "bary_levels", "block_cells", "candidate_levels",

@@ -44,7 +44,12 @@ def test_block_counter_gives_every_tuples_counts_in_any_order(cap):
     assert counter.cache == {}
 
 
-def test_fold_owned_is_fold_bit_for_bit():
+@pytest.mark.parametrize("slab", [1, 3 * 2 * 12 * 37, 1 << 23])
+def test_fold_owned_is_fold_bit_for_bit(monkeypatch, slab):
+    """Packed into the estimate's own memory, one first-axis row or three or all at a time."""
+    import polars_dp.kernels.block_levels as BL
+
+    monkeypatch.setattr(BL, "FOLD_SLAB", slab)
     rng = np.random.default_rng(2)
     est = rng.standard_normal(tuple(ax.length for ax in AXES)) * 1e3
     want = fold(est.copy(), AXES)
