@@ -163,8 +163,10 @@ class _Sum(list):
 
 def _refine(x: np.ndarray, k_from: int, k_to: int, a: int, b: int) -> np.ndarray:
     """Blocks of size ``k_from`` covering rows ``a:b`` of the first axis, repeated to blocks of
-    size ``k_to`` (which divides it) covering the same rows."""
-    if k_from == k_to:
+    size ``k_to`` (which divides it) covering the same rows; unchanged when the blocks are
+    whole (``a`` and ``b`` multiples of ``k_from``), where :func:`_add` and :func:`_expand`
+    repeat them themselves."""
+    if k_from == k_to or (a % k_from == 0 and b % k_from == 0):
         return x
     first = np.arange(a // k_to, -(-b // k_to)) * k_to
     return x[first // k_from - a // k_from]
