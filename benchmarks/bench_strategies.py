@@ -24,6 +24,7 @@ best plan on every row.
     python -m benchmarks.bench_strategies              # every row
     python -m benchmarks.bench_strategies --quick      # the rows that take under a second
     python -m benchmarks.bench_strategies --optimiser  # the optimiser's wall and CPU time per row
+    python -m benchmarks.bench_strategies --census-release [--repeats 3] [--rows 1e7]
 
 ``--optimiser`` times, per workload, the level choice with its budgets
 (:func:`~polars_dp.kernels.level_budgets.choose_strategy`) and one budget optimisation on the
@@ -33,6 +34,17 @@ the number of level tuples and the RMSE; then the same with the optimiser's shor
 grown: ``exhaustive``), and a 3-D row of 2,028 level tuples.  Targets (issue 40): budget
 optimisation <= 5 s of CPU for <= 2,000 level tuples; the level choice with its budgets (what
 a plan with a declared workload runs) <= 1 s.
+
+``--census-release`` releases the census shape (Age 101 x Gender 2 x Occupation 512 (8 x 64) x
+Income 1001 = 1.04e8 cells; the same synthetic rows as ``bench_floor``'s census case, 1e7 by
+default) with exact noise: the hierarchical mechanism on its plan optimised for the random
+range workload (the plan built before the clock starts; its build time printed apart) against
+Privelet+ ``untransformed=["age", "gender"]``.  Each release runs in a fresh child process,
+the two kinds interleaved (the order alternating per pair); each child reports wall and CPU
+seconds, minor page faults, its peak resident set (``VmHWM``, read at its end: the frame and
+the interpreter included) and the resident set before the release.  Medians over ``--repeats``
+pairs (at least 3), the load average per child.  Target (issue 40): the hierarchical release
+<= 2x the wall time and <= 2x the peak memory of Privelet+ in the same run.
 """
 
 from __future__ import annotations
@@ -40,7 +52,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import itertools
+import json
 import math
+import os
+import resource
+import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Iterator, Sequence
 
@@ -217,12 +235,131 @@ def print_optimiser(quick: bool, reference: bool = True) -> bool:
     return ok
 
 
+# ---------------------------------------------------------------------------- census release
+#: issue 40: the hierarchical census release within these multiples of Privelet+ (uuTT).
+RELEASE_TIME_RATIO = 2.0
+RELEASE_MEMORY_RATIO = 2.0
+RELEASE_MECHANISMS = ("hierarchical", "privelet+")
+
+
+def _status_bytes(key: str) -> int:
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def release_child(mechanism: str, rows: int, quick: bool = False) -> dict:
+    """One census release in this (fresh) process: the plan built first (timed apart), then
+    the release timed; peak memory read at the end."""
+    from benchmarks.bench_floor import case_attributes, case_rows
+    attrs, plus = case_attributes("census", quick)
+    frame = case_rows("census", attrs, rows)
+    t0, c0 = time.perf_counter(), time.process_time()
+    if mechanism == "hierarchical":
+        plan = pdp.plan("hierarchical", attrs, epsilon=EPSILON, neighbours=NEIGHBOURS, noise="exact",
+                        workload=pdp.workload.random_ranges(attrs))
+    else:
+        plan = pdp.plan("privelet", attrs, epsilon=EPSILON, neighbours=NEIGHBOURS, noise="exact",
+                        untransformed=plus)
+    plan_wall, plan_cpu = time.perf_counter() - t0, time.process_time() - c0
+    before = _status_bytes("VmRSS")
+    load = os.getloadavg()[0]
+    f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    t0, c0 = time.perf_counter(), time.process_time()
+    release = plan.run(frame, seed=1, progress=False)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    minflt = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0
+    cells = int(release.counts.size)
+    del release
+    return {"mechanism": mechanism, "wall": wall, "cpu": cpu, "minflt": minflt, "plan_wall": plan_wall,
+            "plan_cpu": plan_cpu, "rss_before": before, "hwm": _status_bytes("VmHWM"), "load": load,
+            "cells": cells, "measured": len(plan.measured) if mechanism == "hierarchical" else None}
+
+
+def _release_run(mechanism: str, rows: int, quick: bool) -> dict:
+    args = [sys.executable, "-m", "benchmarks.bench_strategies", "--release-child", mechanism,
+            "--rows", str(rows)]
+    proc = subprocess.run(args + (["--quick"] if quick else []), capture_output=True, text=True, check=False)
+    if proc.returncode:
+        return {"mechanism": mechanism, "error": (proc.stderr.strip().splitlines() or ["?"])[-1]}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def census_release(rows: int, repeats: int, quick: bool = False) -> list[tuple[dict, dict]]:
+    """``repeats`` interleaved pairs (hierarchical, Privelet+), the order alternating."""
+    pairs = []
+    for i in range(repeats):
+        order = RELEASE_MECHANISMS if i % 2 == 0 else RELEASE_MECHANISMS[::-1]
+        runs = {m: _release_run(m, rows, quick) for m in order}
+        pairs.append((runs["hierarchical"], runs["privelet+"]))
+    return pairs
+
+
+def print_census_release(rows: int, repeats: int, quick: bool = False) -> bool:
+    print(f"census release, {rows:,} rows, exact noise, epsilon = {EPSILON:g}, {NEIGHBOURS}: hierarchical "
+          "(plan for the random range workload) vs Privelet+ untransformed=[age, gender]; one fresh "
+          "process per release, interleaved pairs")
+    header = (f"{'pair':>4} {'mechanism':<13} {'wall s':>7} {'CPU s':>7} {'peak GiB':>8} {'before GiB':>10} "
+              f"{'minflt':>10} {'plan s':>7} {'load':>5}")
+    print(header)
+    print("-" * len(header))
+    pairs = census_release(rows, repeats, quick)
+    for i, pair in enumerate(pairs):
+        for r in pair:
+            if "error" in r:
+                print(f"{i:>4} {r['mechanism']:<13} failed: {r['error']}")
+                continue
+            print(f"{i:>4} {r['mechanism']:<13} {r['wall']:>7.2f} {r['cpu']:>7.2f} {r['hwm'] / 2**30:>8.2f} "
+                  f"{r['rss_before'] / 2**30:>10.2f} {r['minflt']:>10,} {r['plan_wall']:>7.2f} "
+                  f"{r['load']:>5.2f}")
+    good = [(h, p) for h, p in pairs if "error" not in h and "error" not in p]
+    if not good:
+        print("\nno pair completed")
+        return False
+
+    def med(key: str, k: int) -> float:
+        return statistics.median(pair[k][key] for pair in good)
+
+    time_ratio = statistics.median(h["wall"] / p["wall"] for h, p in good)
+    cpu_ratio = statistics.median(h["cpu"] / p["cpu"] for h, p in good)
+    memory_ratio = statistics.median(h["hwm"] / p["hwm"] for h, p in good)
+    growth_ratio = statistics.median((h["hwm"] - h["rss_before"]) / max(1, p["hwm"] - p["rss_before"])
+                                     for h, p in good)
+    print(f"\nmedians over {len(good)} pairs: hierarchical {med('wall', 0):.2f} s wall, "
+          f"{med('cpu', 0):.2f} s CPU, peak {med('hwm', 0) / 2**30:.2f} GiB; Privelet+ "
+          f"{med('wall', 1):.2f} s wall, {med('cpu', 1):.2f} s CPU, peak {med('hwm', 1) / 2**30:.2f} GiB; "
+          f"hierarchical plan (before the clock) {med('plan_wall', 0):.2f} s")
+    ok_time = time_ratio <= RELEASE_TIME_RATIO
+    ok_memory = memory_ratio <= RELEASE_MEMORY_RATIO
+    print(f"target: hierarchical wall <= {RELEASE_TIME_RATIO:g}x Privelet+: "
+          f"{'met' if ok_time else 'NOT met'} "
+          f"({time_ratio:.2f}; CPU {cpu_ratio:.2f})")
+    print(f"target: hierarchical peak memory <= {RELEASE_MEMORY_RATIO:g}x Privelet+: "
+          f"{'met' if ok_memory else 'NOT met'} ({memory_ratio:.2f}; growth over the frame "
+          f"{growth_ratio:.2f})")
+    return ok_time and ok_memory and len(good) == len(pairs)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="skip the census rows")
+    parser.add_argument("--quick", action="store_true",
+                        help="skip the census rows (census release: 8 x 8 occupations)")
     parser.add_argument("--optimiser", action="store_true",
                         help="the optimiser's wall and CPU time per workload, fast and exhaustive")
+    parser.add_argument("--census-release", action="store_true",
+                        help="census release time and peak memory: hierarchical vs Privelet+ "
+                        "(fresh processes)")
+    parser.add_argument("--repeats", type=int, default=3, help="pairs of the census release (at least 3)")
+    parser.add_argument("--rows", type=float, default=1e7, help="rows of the census release")
+    parser.add_argument("--release-child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.release_child:
+        print(json.dumps(release_child(args.release_child, int(args.rows), args.quick)))
+        return 0
+    if args.census_release:
+        return 0 if print_census_release(int(args.rows), max(3, args.repeats), args.quick) else 1
     if args.optimiser:
         return 0 if print_optimiser(args.quick) else 1
     header = (f"{'workload':<30} {'today best plan':>26} {'levels':>8} {'best known':>11} "

@@ -20,6 +20,7 @@ blocks, a partition of the (padded) domain into ``prod_i length_i / sizes[t_i]``
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -28,6 +29,8 @@ import numpy as np
 from polars_dp.domains.attributes import Attribute, Nominal
 from polars_dp.errors import ParameterError
 
+#: :func:`fold_owned` packs the real cells this many values at a time.
+FOLD_SLAB = 1 << 23
 #: How many orderings of an axis's prime factors :func:`divisor_levels` offers at most.
 MAX_ORDERINGS = 6
 
@@ -184,6 +187,11 @@ def pad(counts: np.ndarray, axes: Sequence[AxisLevels]) -> np.ndarray:
     return np.pad(counts, widths) if any(w for _, w in widths) else counts
 
 
+def coarsen(arr: np.ndarray, axis: int, factor: int) -> np.ndarray:
+    """Block sums of ``factor`` consecutive entries along ``axis`` (numpy's sum: the pyramid's bits)."""
+    return _coarsen(arr, axis, factor)
+
+
 def _coarsen(arr: np.ndarray, axis: int, factor: int) -> np.ndarray:
     shape = arr.shape[:axis] + (arr.shape[axis] // factor, factor) + arr.shape[axis + 1:]
     return arr.reshape(shape).sum(axis=axis + 1)
@@ -240,6 +248,85 @@ def collapse(parts: Mapping[tuple[int, ...], np.ndarray], axes: Sequence[AxisLev
     return current.get((), np.zeros(tuple(lengths)))
 
 
+def coarsen_real(arr: np.ndarray, axis: int, factor: int) -> np.ndarray:
+    """Integer block sums by ``factor`` along ``axis`` of an array of real blocks only (the
+    padding omitted, so the last block may be partial): ``ceil(m / factor)`` blocks, int64."""
+    m = arr.shape[axis]
+    full, rest = divmod(m, factor)
+    shape = list(arr.shape)
+    shape[axis] = full + (1 if rest else 0)
+    out = np.empty(shape, dtype=np.int64)
+    head: list[slice] = [slice(None)] * arr.ndim
+    if full and factor <= 8:  # strided adds (exact on integers): no per-block reduction loop
+        head[axis] = slice(0, full)
+        target = out[tuple(head)]
+        for j in range(factor):
+            head[axis] = slice(j, full * factor, factor)
+            if j:
+                np.add(target, arr[tuple(head)], out=target, casting="unsafe")
+            else:
+                target[...] = arr[tuple(head)]
+    elif full:
+        head[axis] = slice(0, full * factor)
+        src = arr[tuple(head)]
+        split = src.reshape(src.shape[:axis] + (full, factor) + src.shape[axis + 1:])
+        head[axis] = slice(0, full)
+        np.sum(split, axis=axis + 1, dtype=np.int64, out=out[tuple(head)])
+    if rest:
+        head[axis] = slice(full * factor, m)
+        tail: list[slice] = [slice(None)] * arr.ndim
+        tail[axis] = slice(full, full + 1)
+        np.sum(arr[tuple(head)], axis=axis, keepdims=True, dtype=np.int64, out=out[tuple(tail)])
+    return out
+
+
+class BlockCounter:
+    """Exact integer block counts of level tuples from the real cells' counts, each from the
+    smallest array already computed at finer-or-equal levels on every axis (the counts, or a
+    cached coarsening no larger than ``cache_cells`` values), coarsening first along the axis
+    that shrinks most.  Blocks are those of the real cells (``ceil(n_i / s_i)`` per axis; the
+    padding, known zeros, is left out: :func:`padded_blocks` adds it)."""
+
+    def __init__(self, counts: np.ndarray, axes: Sequence[AxisLevels], cache_cells: int | None = None):
+        if counts.shape != tuple(ax.n for ax in axes):
+            raise ParameterError(f"counts of shape {counts.shape} do not match the axes' cells "
+                                 f"{tuple(ax.n for ax in axes)}", parameter="counts")
+        self.axes = tuple(axes)
+        self.cap = max(1, counts.size // 8) if cache_cells is None else cache_cells
+        self.cache: dict[tuple[int, ...], np.ndarray] = {tuple(ax.count - 1 for ax in axes): counts}
+
+    def real(self, t: tuple[int, ...]) -> np.ndarray:
+        """The counts of ``t``'s blocks over the real cells (int64 unless ``t`` is the cells)."""
+        if t in self.cache:
+            return self.cache[t]
+        sources = ((k, a) for k, a in self.cache.items() if all(x >= y for x, y in zip(k, t, strict=True)))
+        key, arr = min(sources, key=lambda item: item[1].size)
+        while key != t:
+            steps = [i for i in range(len(t)) if key[i] != t[i]]
+            i = max(steps, key=lambda j: arr.shape[j] / -(-self.axes[j].n // self.axes[j].sizes[t[j]]))
+            arr = coarsen_real(arr, i, self.axes[i].sizes[t[i]] // self.axes[i].sizes[key[i]])
+            key = key[:i] + (t[i],) + key[i + 1:]
+            if arr.size <= self.cap:
+                self.cache[key] = arr
+        return arr
+
+    def keep_for(self, rest: Sequence[tuple[int, ...]]) -> None:
+        """Forget the arrays none of the tuples ``rest`` can be made from."""
+        self.cache = {k: a for k, a in self.cache.items()
+                      if any(all(x >= y for x, y in zip(k, r, strict=True)) for r in rest)}
+
+
+def padded_blocks(real: np.ndarray, t: tuple[int, ...], axes: Sequence[AxisLevels]) -> np.ndarray:
+    """float64 block counts of tuple ``t`` on the padded axes (``length_i / s_i`` blocks; the
+    blocks past the real ones are zeros) from its real blocks' counts."""
+    shape = tuple(ax.length // ax.sizes[level] for ax, level in zip(axes, t, strict=True))
+    if shape == real.shape:
+        return real.astype(np.float64)
+    out = np.zeros(shape)
+    out[tuple(slice(0, m) for m in real.shape)] = real
+    return out
+
+
 def fold(estimate: np.ndarray, axes: Sequence[AxisLevels]) -> np.ndarray:
     """The padded estimate back on the real cells: on each padded axis, the padding's values
     are added to the last real cell (the padded cells are known zeros, so a query reaching the
@@ -256,6 +343,33 @@ def fold(estimate: np.ndarray, axes: Sequence[AxisLevels]) -> np.ndarray:
     return out
 
 
-__all__ = ["MAX_ORDERINGS", "AxisLevels", "bary_levels", "block_cells", "candidate_levels",
-           "chain_from_factors", "collapse", "divisor_levels", "fold", "nominal_levels", "pad",
-           "pyramid", "tuple_shape"]
+def fold_owned(estimate: np.ndarray, axes: Sequence[AxisLevels]) -> np.ndarray:
+    """:func:`fold` bit for bit, writing into ``estimate`` (which it consumes) instead of copying
+    it per padded axis: each padding's sum is taken over a C-contiguous copy of the same
+    values :func:`fold` sums (the same reduction), then the real cells are packed to the front
+    of ``estimate``'s own memory (C order), whose view is returned."""
+    out = estimate
+    for i, ax in enumerate(axes):
+        if ax.padded:
+            idx: list[slice | int] = [slice(None)] * out.ndim
+            idx[i] = slice(ax.n - 1, ax.length)
+            tail = np.ascontiguousarray(out[tuple(idx)]).sum(axis=i)
+            idx[i] = ax.n - 1
+            out[tuple(idx)] = tail
+            idx[i] = slice(0, ax.n)
+            out = out[tuple(idx)]
+    if out.flags.c_contiguous or not estimate.flags.c_contiguous or out.ndim == 0:
+        return np.ascontiguousarray(out)
+    # the real cells packed to the front of the buffer, in C order, a slab of the first axis at a
+    # time: a cell never moves back past a value still to be read (numpy copies overlapping slabs)
+    real = out.shape
+    packed = estimate.reshape(-1)[:math.prod(real)].reshape(real)
+    step = max(1, FOLD_SLAB // max(1, math.prod(real[1:])))
+    for a in range(0, real[0], step):
+        packed[a:a + step] = out[a:a + step]
+    return packed
+
+
+__all__ = ["MAX_ORDERINGS", "AxisLevels", "BlockCounter", "bary_levels", "block_cells", "candidate_levels",
+           "chain_from_factors", "coarsen", "coarsen_real", "collapse", "divisor_levels", "fold",
+           "fold_owned", "nominal_levels", "pad", "padded_blocks", "pyramid", "tuple_shape"]

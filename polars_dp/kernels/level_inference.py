@@ -31,14 +31,31 @@ unbiased), which is what :func:`polars_dp.kernels.block_levels.fold` computes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
 from polars_dp.domains.attributes import Attribute
 from polars_dp.domains.workload import AxisWorkload, Workload
-from polars_dp.kernels.block_levels import AxisLevels, block_cells, collapse, fold, pyramid, tuple_shape
+from polars_dp.kernels.block_levels import (
+    AxisLevels,
+    BlockCounter,
+    block_cells,
+    coarsen,
+    collapse,
+    fold,
+    fold_owned,
+    padded_blocks,
+    pyramid,
+    tuple_shape,
+)
 
+#: :func:`gls_from_sum` works on slabs of about this many values along the first axis.
+SLAB_CELLS = 1 << 20
+#: :func:`noisy_normal_sum` evaluates its sum on slabs of about this many values (larger: the
+#: coarse terms are evaluated once per slab at their own resolution).
+SUM_SLAB_CELLS = 1 << 23
 #: Explicit boxes are costed this many at a time.
 BOX_CHUNK = 1024
 #: Detail traces below this fraction of the axis's total trace are rounding, taken as zero.
@@ -97,6 +114,281 @@ def gls(measurements: Mapping[tuple[int, ...], np.ndarray], weights: np.ndarray,
     cells = block_cells(axes)
     scaled = {b: (c[b] / cells[b]) * sums for b, sums in pyramid(z, axes).items() if c[b] != 0.0}
     return fold(collapse(scaled, axes), axes)
+
+
+# ---------------------------------------------------------------------------- streamed
+# The same estimate as :func:`gls`, bit for bit, with a small working set: every array below
+# stands for the full (padded) cube by repetition, ``data.shape[i]`` blocks on axis ``i`` (its
+# level's blocks; repeating a value is exact), so :func:`collapse`'s upsampling is implicit and
+# an addition is made at the finer of its operands' resolutions, in place when one operand is
+# already there (addition commutes bit for bit).  The additions keep :func:`collapse`'s nesting.
+def _interleaved(shape: Sequence[int], blocks: Sequence[int]) -> list[int]:
+    return [x for n, m in zip(blocks, shape, strict=True) for x in (n, m // n)]
+
+
+def _add_into(out: np.ndarray, part: np.ndarray) -> None:
+    """``out += part`` with ``part`` repeated up to ``out``'s resolution (``out`` C-contiguous)."""
+    view = out.reshape(_interleaved(out.shape, part.shape))
+    np.add(view, part.reshape([x for n in part.shape for x in (n, 1)]), out=view)
+
+
+def _add(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a + b`` at the finer resolution per axis, in place in ``a`` or ``b`` when one is there."""
+    shape = tuple(max(x, y) for x, y in zip(a.shape, b.shape, strict=True))
+    if a.shape == shape:
+        _add_into(a, b)
+        return a
+    if b.shape == shape:
+        _add_into(b, a)
+        return b
+    out = np.empty(shape)
+    view = out.reshape(_interleaved(shape, a.shape))
+    view[...] = a.reshape([x for n in a.shape for x in (n, 1)])
+    _add_into(out, b)
+    return out
+
+
+def _expand(a: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    if a.shape == shape:
+        return a
+    out = np.empty(shape)
+    view = out.reshape(_interleaved(shape, a.shape))
+    view[...] = a.reshape([x for n in a.shape for x in (n, 1)])
+    return out
+
+
+class _Sum(list):
+    """``((x_0 + x_1) + x_2) + ...``: :func:`collapse`'s Horner sum along one axis, unevaluated."""
+
+
+def _refine(x: np.ndarray, k_from: int, k_to: int, a: int, b: int) -> np.ndarray:
+    """Blocks of size ``k_from`` covering rows ``a:b`` of the first axis, repeated to blocks of
+    size ``k_to`` (which divides it) covering the same rows; unchanged when the blocks are
+    whole (``a`` and ``b`` multiples of ``k_from``), where :func:`_add` and :func:`_expand`
+    repeat them themselves."""
+    if k_from == k_to or (a % k_from == 0 and b % k_from == 0):
+        return x
+    first = np.arange(a // k_to, -(-b // k_to)) * k_to
+    return x[first // k_from - a // k_from]
+
+
+def _rows(node: np.ndarray | _Sum, a: int, b: int, length: int) -> tuple[np.ndarray, int]:
+    """``(values, k)``: the blocks of size ``k`` (the node's finest along the first axis)
+    covering rows ``a:b`` of the first axis (the other axes at the node's resolution), evaluated
+    with :func:`collapse`'s nesting.  A leaf with every row of the first axis gives a view (each
+    leaf appears once and each row is evaluated once, so it may be overwritten); other leaves a
+    copy (their blocks may straddle two slabs)."""
+    if isinstance(node, np.ndarray):
+        k = length // node.shape[0]
+        return (node[a:b], 1) if k == 1 else (node[a // k:-(-b // k)].copy(), k)
+    out, k = _rows(node[0], a, b, length)
+    for child in node[1:]:
+        value, kv = _rows(child, a, b, length)
+        fine = min(k, kv)
+        out = _add(_refine(out, k, fine, a, b), _refine(value, kv, fine, a, b))
+        k = fine
+    return out, k
+
+
+def _halve(a: np.ndarray, axis: int) -> np.ndarray:
+    """``coarsen(a, axis, 2)`` as one strided add: numpy's sum of two values is their one
+    addition (0 + x = x for every x but -0.0, and no sum of the normal sum's values is -0.0:
+    they are weighted integers), so the bits are the same, without the reduction's per-block
+    inner loop along the last axis."""
+    lo: list[slice] = [slice(None)] * a.ndim
+    hi: list[slice] = [slice(None)] * a.ndim
+    lo[axis], hi[axis] = slice(0, None, 2), slice(1, None, 2)
+    return np.add(a[tuple(lo)], a[tuple(hi)], order="C")
+
+
+def _measure(real: np.ndarray, t: tuple[int, ...], axes: Sequence[AxisLevels], weight: float,
+             add_noise: Callable[[tuple[int, ...], np.ndarray], None], noise_chunk: int | None) -> np.ndarray:
+    """Tuple ``t``'s padded float block counts from its real ones, noised, times ``weight``
+    when positive (:func:`noisy_normal_sum`)."""
+    shape = tuple(ax.length // ax.sizes[level] for ax, level in zip(axes, t, strict=True))
+    row = math.prod(shape[1:])
+    if noise_chunk is None or math.prod(shape) <= 4 * noise_chunk or row == 0:
+        y = padded_blocks(real, t, axes)
+        add_noise(t, y)
+        if weight > 0:
+            np.multiply(y, weight, out=y)
+        return y
+    step = noise_chunk // math.gcd(row, noise_chunk)  # rows per block: a multiple of the chunk
+    step *= max(1, noise_chunk // (step * row))
+    y = np.zeros(shape)
+    inner = tuple(slice(0, m) for m in real.shape[1:])
+    for a in range(0, shape[0], step):
+        block = y[a:a + step]
+        if a < real.shape[0]:
+            block[(slice(0, min(step, real.shape[0] - a)),) + inner] = real[a:a + step]
+        add_noise(t, block)
+        if weight > 0:
+            np.multiply(block, weight, out=block)
+    return y
+
+
+def noisy_normal_sum(counts: np.ndarray | list[np.ndarray], axes: Sequence[AxisLevels],
+                     measured: Sequence[tuple[int, ...]],
+                     weights: np.ndarray, add_noise: Callable[[tuple[int, ...], np.ndarray], None],
+                     slab_cells: int = SUM_SLAB_CELLS, noise_chunk: int | None = None) -> np.ndarray:
+    """``z = Σ_t w_t A_tᵀ y_t`` on the padded cells, streamed: for each tuple of ``measured`` in
+    turn (C order), its exact block counts (:class:`~polars_dp.kernels.block_levels.BlockCounter`,
+    from the counts or a coarser level already computed) as float64 on the padded blocks,
+    ``add_noise(t, y)`` adding its noise in place, ``y *= w_t``.  The sum keeps :func:`gls`'s
+    nesting (Horner along each axis, the last axis innermost) unevaluated over the tuples' own
+    arrays, then is evaluated in slabs of about ``slab_cells`` values along the first axis into
+    the memory of a tuple at full resolution when there is one: no coarse partial sum is ever
+    spread over the cube.  The same bits as the ``z`` of :func:`gls` on the same noisy counts.
+
+    With ``noise_chunk``, a tuple of more than four chunks is filled, noised and weighted a
+    block of rows of the first axis at a time: ``add_noise(t, part)`` is then called on
+    consecutive parts (C order) whose sizes are multiples of ``noise_chunk`` but the last, and
+    must add the next ``part.size`` draws of ``t``'s noise (a sampler drawing ``noise_chunk``
+    values at a time reads the same words either way); without it, once per tuple.
+
+    ``counts`` in a one-element list is consumed (the list emptied): the counts are then freed
+    as soon as no tuple left needs them, before the largest tuple is noised."""
+    d = len(axes)
+    weights = np.asarray(weights, dtype=np.float64)
+    counter = BlockCounter(np.asarray(counts.pop() if isinstance(counts, list) else counts), axes)
+    del counts
+    shape = tuple(ax.length for ax in axes)
+    acc: list[list[np.ndarray | _Sum] | None] = [None] * d
+    full: np.ndarray | None = None
+
+    def feed(depth: int, part: np.ndarray | _Sum) -> None:
+        held = acc[depth]
+        if held is None:
+            acc[depth] = [part]
+        else:
+            held.append(part)
+
+    def close(down_to: int) -> None:
+        for j in range(d - 1, down_to - 1, -1):
+            done, acc[j] = acc[j], None
+            if done is not None:
+                node = done[0] if len(done) == 1 else _Sum(done)
+                if j:
+                    feed(j - 1, node)
+                else:
+                    acc[0] = [node]
+
+    todo = [tuple(int(x) for x in t) for t in measured]
+    big = max(1, math.prod(shape) // 4)
+    prev: tuple[int, ...] | None = None
+    for k, t in enumerate(todo):
+        if prev is not None:
+            close(next(i for i in range(d) if t[i] != prev[i]) + 1)
+        real = counter.real(t)
+        if math.prod(ax.length // ax.sizes[level] for ax, level in zip(axes, t, strict=True)) > big:
+            counter.keep_for(todo[k + 1:])  # before a large tuple: the arrays no later one needs go
+        y = _measure(real, t, axes, weights[t], add_noise, noise_chunk)
+        del real
+        if weights[t] > 0:
+            feed(d - 1, y)
+            if y.shape == shape:
+                full = y
+        del y
+        prev = t
+    counter.cache.clear()
+    close(0)
+    if acc[0] is None:
+        return np.zeros(shape)
+    root = acc[0][0]
+    if isinstance(root, np.ndarray):
+        return _expand(root, shape)
+    out = np.empty(shape) if full is None else full
+    step = max(1, slab_cells // max(1, math.prod(shape[1:])))
+    for a in range(0, shape[0], step):
+        b = min(shape[0], a + step)
+        rows, k = _rows(root, a, b, shape[0])
+        rows = _refine(rows, k, 1, a, b)
+        target = out[a:b]
+        if not (rows.shape == target.shape and np.shares_memory(rows, target)):
+            target[...] = _expand(rows, target.shape)
+    return out
+
+
+def gls_from_sum(z: np.ndarray, weights: np.ndarray, axes: Sequence[AxisLevels],
+                 slab_cells: int = SLAB_CELLS) -> np.ndarray:
+    """:func:`gls`'s estimate from its ``z`` (which this consumes: its memory is reused), bit for
+    bit: the pyramid of block sums of ``z`` walked depth first (per axis, the chain of coarser
+    levels, then each level's sub-pyramid from the coarsest), only towards tuples with
+    ``c_b != 0``; each such ``P_b`` scaled by ``c_b / S_b`` in place and summed into the
+    collapse at once, so only one chain per axis is held; below the first axis, slabs of about
+    ``slab_cells`` values along it at a time (the operations act on each of its blocks alone)."""
+    weights = np.asarray(weights, dtype=np.float64)
+    if weights.shape != tuple_shape(axes):
+        raise ValueError(f"weights of shape {weights.shape} do not match the level tuples "
+                         f"{tuple_shape(axes)}")
+    d = len(axes)
+    c = projector_coefficients(inverse_eigenvalues(eigenvalues(weights, axes)))
+    cells = block_cells(axes)
+    nonzero = c != 0.0
+
+    def walk(a: np.ndarray, key: tuple[int, ...]) -> np.ndarray | None:
+        i = len(key)
+        if i == d:
+            if not nonzero[key]:
+                return None
+            np.multiply(a, c[key] / cells[key], out=a)
+            return a
+        ax = axes[i]
+        wanted = [level for level in range(ax.count) if nonzero[key + (level,)].any()]
+        if not wanted:
+            return None
+        top = ax.count - 1
+        chain: dict[int, np.ndarray | None] = {top: a}
+
+        def coarser(level: int) -> np.ndarray:
+            finer = chain[level + 1]
+            if finer is None:  # dropped: recomputed from the finest kept level (the same sums)
+                finer = coarser(level + 1)
+            return _halve(finer, i) if ax.sizes[level] == 2 * ax.sizes[level + 1] else \
+                coarsen(finer, i, ax.sizes[level] // ax.sizes[level + 1])
+
+        for level in range(top - 1, wanted[0] - 1, -1):
+            chain[level] = coarser(level)
+            held = chain[level + 1]
+            if i == 0 and level + 1 < top and held is not None and held.size * 4 > a.size:
+                chain[level + 1] = None  # more than a quarter of the cube: made again when its turn comes
+        del a
+        out: np.ndarray | None = None
+        for level in range(wanted[0], ax.count):
+            held = chain.pop(level)
+            if level not in wanted:
+                continue
+            part = coarser(level) if held is None else held
+            del held
+            result = walk(part, key + (level,)) if i or d == 1 else slabs(part, (level,))
+            del part
+            if result is not None:
+                out = result if out is None else _add(out, result)
+        return out
+
+    def slabs(a: np.ndarray, key: tuple[int, ...]) -> np.ndarray | None:
+        rows = a.shape[0]
+        step = max(1, slab_cells // max(1, a.size // rows))
+        out: np.ndarray | None = None
+        for start in range(0, rows, step):
+            slab = a[start:start + step]
+            result = walk(slab, key)
+            if result is None:
+                return None
+            if result.shape == slab.shape:  # the slab is spent: its memory takes the result
+                if not (result is slab or np.shares_memory(result, slab)):
+                    slab[...] = result
+                out = a
+                continue
+            if out is None:
+                out = np.empty((rows,) + result.shape[1:])
+            out[start:start + step] = result
+        return out
+
+    estimate = walk(z, ())
+    del z
+    shape = tuple(ax.length for ax in axes)
+    return fold_owned(np.zeros(shape) if estimate is None else _expand(estimate, shape), axes)
 
 
 # ---------------------------------------------------------------------------- error
@@ -189,6 +481,7 @@ def mean_squared_error(nu: np.ndarray, costs: np.ndarray, queries: float) -> flo
     return float((nu * costs).sum() / queries)
 
 
-__all__ = ["BOX_CHUNK", "TRACE_TOLERANCE", "axis_detail_traces", "contract", "eigenvalues", "gls",
-           "interval_detail_traces", "inverse_eigenvalues", "mean_squared_error", "prefix_sums",
+__all__ = ["BOX_CHUNK", "SLAB_CELLS", "SUM_SLAB_CELLS", "TRACE_TOLERANCE", "axis_detail_traces", "contract",
+           "eigenvalues", "gls", "gls_from_sum", "interval_detail_traces", "inverse_eigenvalues",
+           "mean_squared_error", "noisy_normal_sum", "prefix_sums",
            "projector_coefficients", "range_variance", "suffix_sums", "workload_costs"]

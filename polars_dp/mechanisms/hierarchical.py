@@ -38,10 +38,11 @@ import numpy as np
 from polars_dp.counting.frequency import frequency_matrix
 from polars_dp.domains.attributes import Attribute
 from polars_dp.domains.privacy_unit import Rows
-from polars_dp.kernels.level_inference import gls
+from polars_dp.kernels.level_inference import gls_from_sum, noisy_normal_sum
 from polars_dp.mechanisms.options import mechanism
 from polars_dp.mechanisms.privacy_unit import bounded
 from polars_dp.noise import Neighbours, NoiseKind, SeedLike, noise_source, sample_noise
+from polars_dp.noise.discrete import CHUNK as NOISE_CHUNK
 from polars_dp.params import Nulls, OnOutOfDomain
 from polars_dp.plans import HierarchicalPlan
 from polars_dp.plans.hierarchical import LevelWorkload
@@ -53,7 +54,15 @@ def run_hierarchical(
     plan: HierarchicalPlan, frame: Any, *, seed: SeedLike, progress: bool | None
 ) -> GridRelease:
     """Count ``frame`` over the plan's attributes, measure every budgeted level tuple's block
-    counts with its noise (C order of the tuples), estimate the cells by least squares."""
+    counts with its noise (C order of the tuples), estimate the cells by least squares.
+
+    Streamed: one tuple's exact block counts at a time (from the counts or a coarser level
+    already computed), its noise added in place and folded into the normal equations' right
+    side before the next (:func:`~polars_dp.kernels.level_inference.noisy_normal_sum`); the
+    counts freed; then the least-squares pass over a single pyramid chain per axis
+    (:func:`~polars_dp.kernels.level_inference.gls_from_sum`).  The same draws in the same
+    order, and the same estimate bit for bit, as measuring every tuple first and calling
+    :func:`~polars_dp.kernels.level_inference.gls`."""
     src = noise_source(seed)
     attrs, opts = plan.attributes, plan.options
     bar = Progress("hierarchical", progress, plan.noisy_values)  # public work: the noisy block counts
@@ -69,14 +78,22 @@ def run_hierarchical(
         integer=True,
     )
     bar.step("block counts + noise")
-    exact = plan.strategy.measure(counts)
+
+    def add_noise(t: tuple[int, ...], y: np.ndarray) -> None:
+        # the draws of one sample_noise(scale_t, y.shape) call, chunk by chunk (the samplers'
+        # blocks divide NOISE_CHUNK, so the same words are read in the same order)
+        flat, scale = y.reshape(-1), plan.tuple_scale(t)
+        for a in range(0, flat.size, NOISE_CHUNK):
+            chunk = flat[a:a + NOISE_CHUNK]
+            chunk += sample_noise(src, scale, chunk.size, plan.noise)
+
+    weights = plan.weights
+    held = [counts]  # consumed: the counts go as soon as no tuple left needs them
     del counts
-    noisy: dict[tuple[int, ...], np.ndarray] = {}
-    for t in plan.measured:
-        y = exact.pop(t)
-        noisy[t] = y.astype(np.float64) + sample_noise(src, plan.tuple_scale(t), y.shape, plan.noise)
+    z = noisy_normal_sum(held, plan.axes, plan.measured, weights, add_noise, noise_chunk=NOISE_CHUNK)
     bar.step("least squares")
-    estimate = gls(noisy, plan.weights, plan.axes)
+    estimate = gls_from_sum(z, weights, plan.axes)
+    del z
     bar.close()
     return GridRelease(
         estimate,

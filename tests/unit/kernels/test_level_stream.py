@@ -1,0 +1,162 @@
+"""The streamed hierarchical release kernels: integer block counts of any level tuple from the
+counts or a coarser level, the in-place fold, and the working set of the streamed least squares
+against the cube's size (the whole pyramid is never held)."""
+
+from __future__ import annotations
+
+import itertools
+import tracemalloc
+
+import numpy as np
+import pytest
+
+import polars_dp as pdp
+from polars_dp.kernels.block_levels import (
+    BlockCounter,
+    bary_levels,
+    chain_from_factors,
+    fold,
+    fold_owned,
+    nominal_levels,
+    pad,
+    padded_blocks,
+    pyramid,
+)
+from polars_dp.kernels.level_inference import gls, gls_from_sum, noisy_normal_sum
+
+OCC = pdp.Nominal("o", pdp.Hierarchy.from_dict({f"h{g}": list(range(g * 4, g * 4 + 4)) for g in range(3)}))
+AXES = (bary_levels(11), chain_from_factors(2, [2]), nominal_levels(OCC), bary_levels(37, 3))
+
+
+@pytest.mark.parametrize("cap", [0, 10, None])
+def test_block_counter_gives_every_tuples_counts_in_any_order(cap):
+    rng = np.random.default_rng(5)
+    counts = rng.integers(0, 9, size=tuple(ax.n for ax in AXES))
+    want = pyramid(pad(counts, AXES), AXES)
+    tuples = list(itertools.product(*(range(ax.count) for ax in AXES)))
+    rng.shuffle(tuples)
+    counter = BlockCounter(counts, AXES, cache_cells=cap)
+    for t in map(tuple, tuples):
+        got = padded_blocks(counter.real(t), t, AXES)
+        assert got.dtype == np.float64
+        np.testing.assert_array_equal(got, want[t])
+    counter.keep_for([])
+    assert counter.cache == {}
+
+
+@pytest.mark.parametrize("slab", [1, 3 * 2 * 12 * 37, 1 << 23])
+def test_fold_owned_is_fold_bit_for_bit(monkeypatch, slab):
+    """Packed into the estimate's own memory, one first-axis row or three or all at a time."""
+    import polars_dp.kernels.block_levels as BL
+
+    monkeypatch.setattr(BL, "FOLD_SLAB", slab)
+    rng = np.random.default_rng(2)
+    est = rng.standard_normal(tuple(ax.length for ax in AXES)) * 1e3
+    want = fold(est.copy(), AXES)
+    got = fold_owned(est, AXES)
+    assert got.flags.c_contiguous and got.shape == tuple(ax.n for ax in AXES)
+    np.testing.assert_array_equal(got.view(np.int64), want.view(np.int64))
+
+
+# 1944 values per row of the first axis: slabs of 1, 3 and 5 rows, and one slab
+@pytest.mark.parametrize("slab", [1, 64, 3 * 1944, 5 * 1944, 1 << 30])
+def test_streamed_least_squares_equals_gls_bit_for_bit_on_any_slab(slab):
+    """Float measurements (no integer structure), every slab size: the streamed normal sum and
+    pyramid walk give :func:`gls`'s bits."""
+    rng = np.random.default_rng(3)
+    shape = tuple(ax.count for ax in AXES)
+    weights = np.where(rng.random(shape) < 0.3, rng.random(shape), 0.0)
+    weights[-1, -1, -1, -1] = 0.5
+    counts = rng.integers(0, 50, size=tuple(ax.n for ax in AXES))
+    exact = pyramid(pad(counts, AXES), AXES)
+    measured = [t for t in np.ndindex(*shape) if weights[t] > 0]
+    noise = {t: rng.standard_normal(exact[t].shape) * 3 for t in measured}
+    want = gls({t: exact[t] + noise[t] for t in measured}, weights, AXES)
+
+    def add_noise(t, y):
+        y += noise[t]
+
+    z = noisy_normal_sum(counts, AXES, measured, weights, add_noise, slab_cells=slab)
+    got = gls_from_sum(z, weights, AXES, slab_cells=slab)
+    np.testing.assert_array_equal(got.view(np.int64), want.view(np.int64))
+
+
+def _peak(fn) -> int:
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_the_streamed_least_squares_holds_about_two_cubes_not_the_pyramid():
+    """Census-like axes (a padded ordinal, a short nominal, a wide ordinal), the budgets of the
+    random range workload, slabs of 2^14 values: measuring and solving hold at most 2.25 padded
+    float cubes beyond the counts (the normal sum, one chain of the first axis, the folded
+    output), where measuring every tuple and then solving holds more than 10."""
+    attrs = [pdp.Ordinal("a", 0, 100), pdp.Nominal("g", categories=[0, 1]), pdp.Ordinal("c", 0, 1000)]
+    plan = pdp.plan("hierarchical", attrs, epsilon=1.0, workload=pdp.workload.random_ranges(attrs))
+    axes, weights, measured = plan.axes, plan.weights, plan.measured
+    cube = 8 * int(np.prod([ax.length for ax in axes]))
+    counts = np.random.default_rng(1).integers(0, 5, size=tuple(ax.n for ax in axes))
+    noise = np.random.default_rng(2)
+
+    def add_noise(t, y):  # in chunks, as the mechanism draws
+        flat = y.reshape(-1)
+        for a in range(0, flat.size, 4096):
+            flat[a:a + 4096] += noise.integers(-3, 4, size=flat[a:a + 4096].size)
+
+    def streamed():
+        z = noisy_normal_sum(counts, axes, measured, weights, add_noise, slab_cells=1 << 14)
+        gls_from_sum(z, weights, axes, slab_cells=1 << 14)
+
+    def whole():
+        exact = pyramid(pad(counts, axes), axes)
+        gls({t: exact[t] + 1.0 for t in measured}, weights, axes)
+
+    assert _peak(streamed) <= 2.25 * cube
+    assert _peak(whole) > 10 * cube  # what the bound above rules out
+
+
+def test_counts_in_a_list_are_consumed_with_the_same_sum():
+    rng = np.random.default_rng(4)
+    counts = rng.integers(0, 20, size=tuple(ax.n for ax in AXES))
+    weights = np.zeros(tuple(ax.count for ax in AXES))
+    weights[0, 1, 1, 2] = weights[-1, -1, -1, -1] = weights[2, 0, 2, 1] = 1.5
+    measured = [t for t in np.ndindex(*weights.shape) if weights[t] > 0]
+    want = noisy_normal_sum(counts, AXES, measured, weights, lambda t, y: None)
+    held = [counts.copy()]
+    got = noisy_normal_sum(held, AXES, measured, weights, lambda t, y: None)
+    assert held == []
+    np.testing.assert_array_equal(got.view(np.int64), want.view(np.int64))
+
+
+@pytest.mark.parametrize("chunk", [8, 24, 2 * 1944])  # rows of 1944 values: parts of 1 and 2 rows
+def test_large_tuples_noised_by_blocks_of_rows_take_the_same_draws(chunk):
+    """With ``noise_chunk`` a large tuple is filled, noised and weighted by blocks of rows; the
+    noise callback sees consecutive parts (multiples of the chunk but the last), so a stream
+    of draws gives the same sum as one call per tuple."""
+    rng = np.random.default_rng(6)
+    counts = rng.integers(0, 20, size=tuple(ax.n for ax in AXES))
+    weights = np.zeros(tuple(ax.count for ax in AXES))
+    weights[0, 1, 1, 2] = weights[-1, -1, -1, -1] = weights[2, 0, 2, 1] = weights[-1, 0, -1, -1] = 1.5
+    measured = [t for t in np.ndindex(*weights.shape) if weights[t] > 0]
+    sizes_of = {t: int(np.prod([ax.length // ax.sizes[i] for ax, i in zip(AXES, t, strict=True)]))
+                for t in measured}
+    noise = {t: rng.standard_normal(n) for t, n in sizes_of.items()}
+    sizes: dict = {}
+
+    def streamed(t, part):
+        start = sum(sizes.get(t, []))
+        assert all(s % chunk == 0 for s in sizes.get(t, []))  # every earlier part a multiple
+        sizes.setdefault(t, []).append(part.size)
+        part.reshape(-1)[:] += noise[t][start:start + part.size]
+
+    def whole(t, y):
+        y += noise[t].reshape(y.shape)
+
+    want = noisy_normal_sum(counts, AXES, measured, weights, whole)
+    got = noisy_normal_sum(counts, AXES, measured, weights, streamed, noise_chunk=chunk)
+    assert any(len(v) > 1 for v in sizes.values())
+    np.testing.assert_array_equal(got.view(np.int64), want.view(np.int64))
