@@ -43,6 +43,10 @@ Both macros take ``align := 'exact'`` (default; an ordinal bound inside a bin is
 naming the nearest aligned bounds), ``'outer'`` or ``'inner'``, as the Python methods do
 (:mod:`polars_dp.domains.queries`).  Batch answers come in ``id`` order.
 
+In an in-memory connection the internal cell table lives in an attached compressed in-memory
+database (``__pdp_name_store<k>``, built slab by slab; DuckDB keeps the tables of an in-memory
+database uncompressed) and ``__pdp_name_cells`` is a view of it; a database file holds it itself.
+
 Registration refuses to overwrite an existing table, view or macro (the error names them)
 unless ``replace=True``.
 
@@ -53,6 +57,9 @@ Plain SQL works on the table too::
 
 from __future__ import annotations
 
+import contextlib
+import itertools
+import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
@@ -80,6 +87,7 @@ from polars_dp.releases.sql import (
     BATCH_WHERE,
     Registered,
     Registration,
+    check_free,
     check_identifier,
     checked_alpha,
     comment,
@@ -431,13 +439,84 @@ def register_grid(con: Any, name: str, release: GridRelease, *, replace: bool = 
     exists already, unless ``replace=True``.
     """
     preserve = con.execute("SELECT current_setting('preserve_insertion_order')").fetchall()[0][0]
-    return register(con, name, grid_registration(name, release, preserve=preserve), replace=replace)
+    if not _in_memory(con):
+        return register(con, name, grid_registration(name, release, preserve=preserve), replace=replace)
+    parts = grid_registration(name, release, preserve=preserve)
+    if not replace:  # refuse before building the cell table
+        check_free(con, parts.tables, parts.macros, replace=False)
+    store = _compressed_store(con, name, release, preserve=preserve)
+    if store is None:  # the connection cannot attach a database: cells in its own
+        return register(con, name, parts, replace=replace)
+    try:
+        out = register(con, name, grid_registration(name, release, preserve=preserve, store=store),
+                       replace=replace)
+    except BaseException:
+        with contextlib.suppress(Exception):
+            con.execute(f"DETACH {ident(store)}")
+        raise
+    _detach_stale_stores(con, name, keep=store)
+    return out
 
 
-def grid_registration(name: str, release: GridRelease, *, preserve: bool = True) -> Registration:
+#: Name of the attached database holding the cell table of release ``name`` in an in-memory
+#: connection (:func:`_compressed_store`): ``__pdp_<name>_store<k>``.
+def _store_name(name: str, k: int) -> str:
+    return f"__pdp_{name}_store{k}"
+
+
+def _in_memory(con: Any) -> bool:
+    """Whether the connection's current database lives in memory (no file)."""
+    rows = con.execute("SELECT path FROM duckdb_databases() "
+                       "WHERE database_name = current_database()").fetchall()
+    return bool(rows) and rows[0][0] in (None, "", ":memory:")
+
+
+def _compressed_store(con: Any, name: str, release: GridRelease, *, preserve: bool) -> str | None:
+    """In an in-memory connection, the cell table in an attached compressed in-memory database
+    (``ATTACH ':memory:' (COMPRESS)``): DuckDB keeps the tables of an in-memory database
+    uncompressed (24 bytes per cell for ``cell``, ``count``, ``prefix``); there it compresses each
+    slab of cells once appended (``CHECKPOINT``), so no uncompressed copy of the whole table is
+    ever held.  Returns the name of that database (``None`` when the connection cannot attach
+    one: its cells then go into its own database)."""
+    taken = {row[0].lower() for row in con.execute("SELECT database_name FROM duckdb_databases()").fetchall()}
+    store = next(_store_name(name, k) for k in itertools.count() if _store_name(name, k).lower() not in taken)
+    try:
+        con.execute(f"ATTACH ':memory:' AS {ident(store)} (COMPRESS)")
+    except Exception:  # e.g. enable_external_access = false
+        return None
+    table, source = f"{ident(store)}.main.{ident(internal(name))}", f"__pdp_slab_{name}"
+    try:
+        _, batches = _cell_batches(release)
+        for i, batch in enumerate(batches):
+            con.register(source, batch)
+            try:
+                select = f"SELECT * FROM {ident(source)}" + ("" if preserve else " ORDER BY cell")
+                con.execute(f"INSERT INTO {table} {select}" if i else f"CREATE TABLE {table} AS {select}")
+            finally:
+                con.unregister(source)
+            con.execute(f"CHECKPOINT {ident(store)}")
+    except BaseException:
+        with contextlib.suppress(Exception):
+            con.execute(f"DETACH {ident(store)}")
+        raise
+    return store
+
+
+def _detach_stale_stores(con: Any, name: str, keep: str) -> None:
+    """Detach the cell stores of earlier registrations of ``name`` (replaced or dropped)."""
+    pattern = re.compile(re.escape(f"__pdp_{name}_store").lower() + r"\d+")
+    for (db,) in con.execute("SELECT database_name FROM duckdb_databases()").fetchall():
+        if db.lower() != keep.lower() and pattern.fullmatch(db.lower()):
+            con.execute(f"DETACH {ident(db)}")
+
+
+def grid_registration(name: str, release: GridRelease, *, preserve: bool = True,
+                      store: str | None = None) -> Registration:
     """What :func:`register_grid` creates (:class:`~polars_dp.releases.sql.Registration`); the
     cell source is made only when registered.  ``preserve``: whether the connection keeps
-    insertion order (otherwise the cell table is sorted by ``cell`` explicitly)."""
+    insertion order (otherwise the cell table is sorted by ``cell`` explicitly).  ``store``: the
+    attached database already holding the cell table (:func:`_compressed_store`); the internal
+    cell table is then a view of it."""
     _check_name(name, release)
     axes = [_Axis(release, name, k) for k in range(len(release.attributes))]
     source, meta_source = f"__pdp_source_{name}", f"__pdp_meta_{name}"
@@ -451,10 +530,16 @@ def grid_registration(name: str, release: GridRelease, *, preserve: bool = True)
                        "ORDER BY __i" for k, src in enumerate(axis_sources)]
     columns = _label_columns(release, name)
     rows = internal(name, "rows")
+    if store is None:
+        cells = render("grid_register.sql", cells=ident(internal(name)), view=ident(name),
+                       source=ident(source), order_by="" if preserve else " ORDER BY cell",
+                       meta_table=ident(f"{name}_meta"), meta_source=ident(meta_source))
+    else:
+        cells = (f"CREATE VIEW {ident(internal(name))} AS SELECT * FROM "
+                 f"{ident(store)}.main.{ident(internal(name))}; "
+                 f"CREATE TABLE {ident(f'{name}_meta')} AS SELECT key, value FROM {ident(meta_source)}")
     statements = [
-        render("grid_register.sql", cells=ident(internal(name)), view=ident(name), source=ident(source),
-               order_by="" if preserve else " ORDER BY cell",
-               meta_table=ident(f"{name}_meta"), meta_source=ident(meta_source)),
+        cells,
         *axis_statements,
         view(name, internal(name), comment(release, name, f", noise_scale={release.noise_scale}"),
              columns=f"{columns}, {ident('count')}"),
@@ -471,7 +556,8 @@ def grid_registration(name: str, release: GridRelease, *, preserve: bool = True)
         tables=[name, rows, internal(name), f"{name}_meta", *(t for ax in axes for t in ax.tables()),
                 *(_axis_source(release, name, k) for k in range(len(axes)))],
         macros=[f"{name}_range_count", f"{name}_range_counts"],
-        sources={source: lambda: pa.RecordBatchReader.from_batches(*_cell_batches(release)),
+        sources={**({} if store is not None else
+                    {source: lambda: pa.RecordBatchReader.from_batches(*_cell_batches(release))}),
                  meta_source: metadata_table(release), **labels, **axis_sources},
         statements=statements)
     return parts

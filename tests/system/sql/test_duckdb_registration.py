@@ -62,8 +62,11 @@ def test_a_leftover_python_function_is_refused_unless_replace(case):
     for row in con.execute("SELECT function_name, function_type FROM duckdb_functions() "
                            "WHERE function_name LIKE 'r_%' AND function_type = 'table_macro'").fetchall():
         con.execute(f'DROP MACRO TABLE "{row[0]}"')
-    for view in ("r", "r_nodes", "r_labels_s", "__pdp_r_rows"):
-        con.execute(f'DROP VIEW IF EXISTS "{view}"')
+    views = {row[0] for row in con.execute(
+        "SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
+    for view in ("r", "r_nodes", "r_labels_s", "__pdp_r_rows", "__pdp_r_cells"):
+        if view in views:  # an in-memory grid's cell table is a view of its compressed store
+            con.execute(f'DROP VIEW "{view}"')
     axes = [row[0] for row in con.execute(
         "SELECT table_name FROM duckdb_tables() WHERE table_name LIKE '__pdp_r_axis_%'").fetchall()]
     for table in ("__pdp_r_cells", "r_meta", "__pdp_r_nodes", "__pdp_r_up", "__pdp_r_labels_s", *axes):
@@ -128,3 +131,34 @@ def test_a_reversed_box_is_refused_in_sql_with_the_shared_text():
     con.register("b", pl.DataFrame({"id": [5], "y_lo": [0.9], "y_hi": [0.1]}).to_arrow())
     with pytest.raises(duckdb.Error, match=r"y: lo=0\.9 > hi=0\.1; the range is empty \(query id=5\)"):
         con.sql("SELECT * FROM t_range_counts('b')").fetchall()
+
+
+def _stores(con) -> list[str]:
+    return [row[0] for row in con.execute(
+        "SELECT database_name FROM duckdb_databases() WHERE database_name LIKE '__pdp_%_store%'").fetchall()]
+
+
+def test_an_in_memory_grid_keeps_its_cells_compressed():
+    """In an in-memory connection the cell table lives in an attached compressed in-memory
+    database (the user's names are unchanged): its columns are stored compressed, a replace
+    leaves one such database, a refused one none, and the release reads back equal."""
+    release = pdp.basic(pl.DataFrame({"a": np.arange(20_000) % 1000}), [pdp.Ordinal("a", 0, 999)],
+                        epsilon=1.0, seed=3)
+    con = duckdb.connect()
+    release.to_duckdb(con, "r")
+    [store] = _stores(con)
+    methods = {row[0]: row[1] for row in con.execute(
+        "SELECT column_name, compression FROM pragma_storage_info(?)",
+        [f'"{store}".main.__pdp_r_cells']).fetchall()}
+    assert set(methods) == {"cell", "count", "prefix"}
+    assert all(m.lower() != "uncompressed" for m in methods.values()), methods
+    assert pdp.duckdb.read_release(con, "r") == release
+    release.to_duckdb(con, "r", replace=True)
+    [new] = _stores(con)  # the replaced one is detached
+    assert new != store
+    store = new
+    assert con.sql("SELECT count(*) FROM r").fetchall() == [(1000,)]
+    with pytest.raises(pdp.ParameterError, match="replace=True"):  # refused before building a store
+        release.to_duckdb(con, "r")
+    assert _stores(con) == [store]
+
