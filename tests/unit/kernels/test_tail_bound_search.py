@@ -86,8 +86,8 @@ def _release(mechanism):
 def test_accuracy_sql_has_no_per_term_lambda_and_few_points(mechanism):
     release = _release(mechanism)
     axes = [_Axis(release, "t", k) for k in range(3)]
-    relation, expression = accuracy_sql(release, axes)
-    text = relation + expression
+    relation, variance, expression = accuracy_sql(release, axes)
+    text = relation + variance + expression
     assert isinstance(release.noise_model, (IndependentLaplace, WaveletLaplace))
     # the grid of theta is never walked point by point in a lambda
     assert "list_transform([CAST(CAST(" not in text
