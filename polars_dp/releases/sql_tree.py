@@ -125,9 +125,10 @@ def _noise_half_width(release: SpatialRelease, name: str) -> str:
         if postprocessed_noise_model(release.params) is not None:
             return "NULL::DOUBLE"
         sub = release.subgrid
-        units = Sql(_subgrid_sum(release, name, sub.leaf_scale**2, sub.sub_scale**2))
-        half = chernoff_half_width(SQL, units, sub.bound, SQL.ln(2.0 / checked_alpha()))
-        return f"CASE WHEN alpha IS NULL THEN NULL ELSE {half} END"
+        units = _subgrid_sum(release, name, sub.leaf_scale**2, sub.sub_scale**2)
+        half = chernoff_half_width(SQL, Sql("units"), sub.bound, SQL.ln(2.0 / checked_alpha()))
+        # the bound reads V many times: the correlated sum is computed once per box, then named
+        return f"CASE WHEN alpha IS NULL THEN NULL ELSE (SELECT {half} FROM (SELECT {units} AS units)) END"
     half = release.error_model.leaf_half_width(SQL, _SQUARES, checked_alpha())
     return f"CASE WHEN alpha IS NULL THEN NULL ELSE {half} END"
 
