@@ -233,7 +233,11 @@ def test_frames_lazyframes_and_session():
     a = df.dp.privtree_subgrid(["x", "y"], bounds=BOX, epsilon=1.0, seed=5)
     b = df.lazy().dp.privtree_subgrid(["x", "y"], bounds=BOX, epsilon=1.0, seed=5)
     c = pdp.privtree_subgrid(df, ["x", "y"], bounds=BOX, epsilon=1.0, seed=5)
-    assert a == b == c
+    for other in (b, c):  # the same release (made apart, they may differ in the second they were created)
+        assert other.leaves.equals(a.leaves) and other.params == a.params
+        assert other.subgrid.columns().keys() == a.subgrid.columns().keys()
+        assert all(np.array_equal(x, y) for x, y in zip(other.subgrid.columns().values(),
+                                                        a.subgrid.columns().values(), strict=True))
     session = pdp.Session(df, epsilon=2.0, neighbours="add_remove")
     got = session.privtree_subgrid(["x", "y"], bounds=BOX, epsilon=1.0)
     plan = pdp.plan("privtree_subgrid", ["x", "y"], bounds=BOX, epsilon=1.0)
