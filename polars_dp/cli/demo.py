@@ -6,7 +6,7 @@ import argparse
 import functools
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import polars as pl
@@ -15,6 +15,7 @@ import polars_dp as pdp
 from polars_dp.counting.frequency import frequency_matrix
 from polars_dp.datasets import load_military, military_attributes
 from polars_dp.evaluation.references import exact_range_count, exact_range_counts
+from polars_dp.plans.grid import PriveletPlan
 
 
 def _timed(make: Callable[[], Any]) -> tuple[Any, float]:
@@ -85,8 +86,9 @@ def _incomes(args: argparse.Namespace) -> None:
     releases = {"basic": frame.dp.basic(attrs, epsilon=args.epsilon, seed=args.seed)}  # type: ignore[attr-defined]  # df.dp: registered at import, unknown to Polars' types
     releases["privelet+"], secs = _timed(lambda: frame.dp.privelet(  # type: ignore[attr-defined]  # df.dp: registered at import, unknown to Polars' types
         attrs, epsilon=args.epsilon, untransformed="auto", seed=args.seed))
-    print(f"   privelet+ untransformed={releases['privelet+'].params['untransformed']} (the paper's "
-          f"rule), rho={releases['privelet+'].params['rho']}, {secs:.2f} s\n")
+    plan = cast(PriveletPlan, releases["privelet+"].plan)
+    print(f"   privelet+ untransformed={list(plan.untransformed)} (the paper's rule), rho={plan.rho}, "
+          f"{secs:.2f} s\n")
     truth = _truth(frame, attrs)
     _table([
         ("income $20k..$60k", {"income": (20_000, 59_999)}),

@@ -198,9 +198,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"wrote {path} ({human_size(os.path.getsize(path))})")
         print(f"  mechanism    {release.mechanism}")
         print(f"  epsilon      {release.epsilon:g} (neighbours: {release.neighbours})")
-        unit = release.params.get("privacy_unit")
-        if unit is not None:
-            print(f"  privacy unit {unit['id_column']!r}, at most {unit['max_per']} row(s) each")
+        unit = release.plan.privacy_unit
+        if unit.truncates:
+            print(f"  privacy unit {unit.id_column!r}, at most {unit.max_per} row(s) each")
         print(f"  size         {release.size_text()}")
         if noise is not None:
             print(f"  noise scale  {noise}")

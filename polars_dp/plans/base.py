@@ -47,6 +47,19 @@ def recorded_inputs(params: Mapping[str, Any]) -> dict[str, Any]:
             **{rule: params[rule] for rule in ROW_RULES if rule in params}}
 
 
+def recorded_rules(params: Mapping[str, Any]) -> dict[str, str]:
+    """Every row rule a record states (``"raise"``, the default, where it records none)."""
+    return {rule: params.get(rule, "raise") for rule in ROW_RULES}
+
+
+def recorded_epsilons(params: Mapping[str, Any]) -> tuple[float | None, dict[str, float]]:
+    """``(epsilon_effective, {part's epsilon_effective: value})`` of a record's exact scales
+    (:func:`exact_fields`): the whole release's when one scale is recorded without prefix
+    (``None`` when not), and each prefixed part's."""
+    key = "epsilon_effective"
+    return params.get(key), {k: v for k, v in params.items() if k.endswith(key) and k != key}
+
+
 #: A :class:`Field` value that leaves the entry out of the record.
 OMIT: Any = object()
 
@@ -59,12 +72,14 @@ class Field:
     ``None`` for an entry only the data decides, which the runner hands to :meth:`Plan.record`
     (and a reader takes from the file); ``scale``: the entry follows from epsilon (a reader
     compares it after the inputs); ``keys``: a group of entries (``value`` gives a mapping of
-    them, e.g. :func:`exact_fields`), not one."""
+    them, e.g. :func:`exact_fields`), not one; ``stated``: the entry is the one Laplace scale
+    the release states (:meth:`Plan.stated_scale`)."""
 
     key: str
     value: Callable[[Any, Mapping[str, Any]], Any] | None = None
     scale: bool = False
     keys: tuple[str, ...] = ()
+    stated: bool = False
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -223,6 +238,27 @@ class Plan:
     def options_from_record(cls, params: Mapping[str, Any]) -> dict[str, Any]:
         """The options (domain, epsilon, neighbours and noise aside) that made a record (subclasses)."""
         return {}
+
+    # What a release reads of its record, asked of the class that declares it (a release built
+    # by hand without a plan of a registered mechanism reads nothing: :class:`Plan` itself).
+    @classmethod
+    def stated_scale(cls, params: Mapping[str, Any]) -> float | None:
+        """The one Laplace scale a record of this class states (its :class:`Field` marked
+        ``stated``; per wavelet coefficient where :meth:`transformed_axes`), if any."""
+        for f in cls.record_fields:
+            if f.stated and f.key in params:
+                return float(params[f.key])
+        return None
+
+    @classmethod
+    def transformed_axes(cls, params: Mapping[str, Any]) -> tuple[str, ...]:
+        """The columns a record's wavelet transform ran along (subclasses; none by default)."""
+        return ()
+
+    @classmethod
+    def note(cls, params: Mapping[str, Any]) -> str | None:
+        """What a record says of itself for people (subclasses; none by default)."""
+        return None
 
     def restored(self, params: Mapping[str, Any]) -> Plan:
         """This plan with the free public choices its record states and its options cannot
@@ -416,4 +452,4 @@ def from_record(header: Mapping[str, Any], params: Mapping[str, Any], domain: Ma
 
 __all__ = ["ANNOTATIONS", "COMPILED_FROM", "INPUTS", "OMIT", "REGISTRY", "Entry", "Field", "Plan",
            "exact_fields", "from_record", "known_mechanisms", "paper_of", "plan_class", "record_class",
-           "register_plan", "register_runner"]
+           "recorded_epsilons", "recorded_inputs", "recorded_rules", "register_plan", "register_runner"]

@@ -636,6 +636,14 @@ class PriveletPlan(GridPlan):
             option = params["untransformed"]
         return {"untransformed": option}
 
+    @classmethod
+    def transformed_axes(cls, params: Mapping[str, Any]) -> tuple[str, ...]:
+        return tuple(params.get("transformed", ()))
+
+    @classmethod
+    def note(cls, params: Mapping[str, Any]) -> str | None:
+        return params.get("note")
+
     def restored(self, params: Any) -> PriveletPlan:
         """The plan of a record whose untransformed set was chosen for a workload (which the
         record does not hold): the recorded set, marked as that choice."""

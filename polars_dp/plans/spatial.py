@@ -181,7 +181,7 @@ class PrivTreePlan(PointsPlan):
         Field("tree_share", lambda p, d: p.options["tree_share"]),
         Field("epsilon_tree", lambda p, d: float(p.epsilon_tree), scale=True),
         Field("epsilon_leaf", lambda p, d: float(p.epsilon_leaf), scale=True),
-        Field("leaf_noise_scale", lambda p, d: float(p.leaf_scale), scale=True),
+        Field("leaf_noise_scale", lambda p, d: float(p.leaf_scale), scale=True, stated=True),
         Field("resolution_bits", lambda p, d: p.layout.bits),
         exact_fields("leaf_", lambda p: p.sensitivity, lambda p: p.leaf_scale),
         INPUTS,
@@ -310,7 +310,7 @@ class PrivTreeSubgridPlan(PointsPlan):
         Field("epsilon_tree", lambda p, d: float(p.epsilon_tree), scale=True),
         Field("epsilon_leaf", lambda p, d: float(p.epsilon_leaf), scale=True),
         Field("epsilon_sub", lambda p, d: float(p.epsilon_sub), scale=True),
-        Field("leaf_noise_scale", lambda p, d: float(p.leaf_scale), scale=True),
+        Field("leaf_noise_scale", lambda p, d: float(p.leaf_scale), scale=True, stated=True),
         Field("sub_noise_scale", lambda p, d: float(p.sub_scale), scale=True),
         Field("resolution_bits", lambda p, d: p.tree_layout.bits),
         exact_fields("leaf_", lambda p: p.sensitivity, lambda p: p.leaf_scale),
@@ -494,7 +494,7 @@ class UniformGridPlan(_CountedGridPlan):
         Field("n_used"),
         Field("n_source", lambda p, d: p.n_source),
         Field("epsilon_grid", lambda p, d: float(p.epsilon_grid), scale=True),
-        Field("noise_scale", lambda p, d: float(p.cell_scale), scale=True),
+        Field("noise_scale", lambda p, d: float(p.cell_scale), scale=True, stated=True),
         exact_fields("", lambda p: p.sensitivity, lambda p: p.cell_scale),
         INPUTS,
     )
@@ -623,7 +623,7 @@ class PriveletGridPlan(PointsPlan):
         Field("privelet", lambda p, d: p.privelet.record(), keys=PriveletPlan.record_keys()),
         Field("bits", lambda p, d: p.bits),
         Field("m", lambda p, d: p.m),
-        Field("noise_scale", lambda p, d: p.privelet.noise_scale, scale=True),
+        Field("noise_scale", lambda p, d: p.privelet.noise_scale, scale=True, stated=True),
         INPUTS,
     )
     correlation = "its leaf counts are not independent (wavelet noise)"
@@ -650,6 +650,10 @@ class PriveletGridPlan(PointsPlan):
     @classmethod
     def options_from_record(cls, params: Any) -> dict[str, Any]:
         return {"bits": params["bits"]}
+
+    @classmethod
+    def transformed_axes(cls, params: Mapping[str, Any]) -> tuple[str, ...]:
+        return PriveletPlan.transformed_axes(params)
 
     def layout_entries(self, data: Any) -> dict[str, Any]:
         return {"kind": "grid", "m": self.m}
@@ -707,6 +711,11 @@ class SequencesPlan(Plan):
         """Refuse what a release's tree (``n_nodes`` nodes, smallest leaf bin ``leaf_min``) and the
         values its data decided cannot both be (subclasses)."""
 
+    @classmethod
+    def length_counts(cls, params: Mapping[str, Any]) -> list[float] | None:
+        """The noisy counts of the truncated lengths a record holds (subclasses; none by default)."""
+        return None
+
     @property
     def group(self) -> int:
         """The (context, symbol) pairs one individual adds at most: ``k l_top``, ``l_top =
@@ -750,7 +759,7 @@ class PrivTreeSequencesPlan(SequencesPlan):
         Field("theta", lambda p, d: float(p.theta)),
         Field("epsilon_tree", lambda p, d: float(p.epsilon_tree), scale=True),
         Field("epsilon_leaf", lambda p, d: float(p.epsilon_leaf), scale=True),
-        Field("leaf_noise_scale", lambda p, d: float(p.leaf_scale), scale=True),
+        Field("leaf_noise_scale", lambda p, d: float(p.leaf_scale), scale=True, stated=True),
         Field("l_top", lambda p, d: p.l_top),
         Field("beta", lambda p, d: p.beta),
         Field("postprocess", lambda p, d: p.options["postprocess"]),
@@ -836,6 +845,10 @@ class PrivTreeSequencesPlan(SequencesPlan):
     def max_depth(self) -> int:
         return self.l_top
 
+    @classmethod
+    def length_counts(cls, params: Mapping[str, Any]) -> list[float] | None:
+        return params.get("length_counts")
+
     def check_data(self, params: Any) -> None:
         """``capped`` a flag; ``length_counts`` one finite count per length ``0..max_length``
         (integers for exact noise), recorded exactly when there is a length law."""
@@ -912,7 +925,7 @@ class NgramPlan(SequencesPlan):
     record_fields = (
         Field("height", lambda p, d: p.options["height"]),
         Field("l_top", lambda p, d: p.l_top),
-        Field("noise_scale", lambda p, d: float(p.scale), scale=True),
+        Field("noise_scale", lambda p, d: float(p.scale), scale=True, stated=True),
         Field("sensitivity_per_level", lambda p, d: p.group),
         exact_fields("", lambda p: p.options["height"] * p.group, lambda p: p.scale),
         INPUTS,

@@ -27,15 +27,15 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar, cast, overload
+from typing import Any, ClassVar, Generic, Self, TypeVar, cast, overload
 
 import numpy as np
 import polars as pl
 import pyarrow as pa
 
 from polars_dp._version import __version__
-from polars_dp.errors import ParameterError
-from polars_dp.plans.base import ANNOTATIONS, from_record
+from polars_dp.errors import ParameterError, ReleaseFormatError
+from polars_dp.plans.base import ANNOTATIONS, Plan, from_record, record_class
 from polars_dp.progress import Progress
 from polars_dp.releases import io
 from polars_dp.releases.card import ALPHA, release_card
@@ -51,9 +51,6 @@ from polars_dp.releases.metadata import (
 from polars_dp.releases.postprocess import PARAM
 from polars_dp.releases.report import write_report
 from polars_dp.releases.signing import SigningKey, with_signature
-
-if TYPE_CHECKING:
-    from polars_dp.plans.base import Plan
 
 #: Rows per record batch of the Arrow stream (a consumer may hold a few batches at once; Parquet
 #: files are written in larger row groups, :data:`~polars_dp.releases.io.ROW_GROUP_ROWS`).
@@ -216,6 +213,18 @@ class Release:
         if self._plan is None:
             self._plan = from_record(self._header(), self.params, self._domain())
         return self._plan
+
+    @property
+    def _record_class(self) -> type[Plan]:
+        """The plan class that declares this release's record, which answers what the release
+        reads of it: its plan's, else the registered class of its mechanism and entries
+        (:class:`Plan` itself for a release built by hand under no registered mechanism)."""
+        if self._plan is not None:
+            return type(self._plan)
+        try:
+            return record_class(self.mechanism, self.params)
+        except ReleaseFormatError:
+            return Plan
 
     def _header(self) -> dict[str, Any]:
         return {"mechanism": self.mechanism, "epsilon": self.epsilon, "neighbours": self.neighbours,
@@ -458,18 +467,15 @@ class Release:
 
     def stated_noise_scale(self) -> float | None:
         """The Laplace scale of the released values (per coefficient for wavelets) if a single one
-        is stated: by default the ``params`` entry ``leaf_noise_scale`` or ``noise_scale``."""
-        for key in ("leaf_noise_scale", "noise_scale"):
-            if key in self.params:
-                return float(self.params[key])
-        return None
+        is stated: by default the one its plan's record states (:meth:`Plan.stated_scale`)."""
+        return self._record_class.stated_scale(self.params)
 
     def noise_text(self) -> str | None:
         """:meth:`stated_noise_scale` for people (``None``: no single scale)."""
         scale = self.stated_noise_scale()
         if scale is None:
             return None
-        per = ", per wavelet coefficient" if self.params.get("transformed") else ""
+        per = ", per wavelet coefficient" if self._record_class.transformed_axes(self.params) else ""
         return f"{fmt_number(scale)} (Laplace{per})"
 
     def sql_names(self, name: str) -> list[str]:

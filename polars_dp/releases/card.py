@@ -41,7 +41,7 @@ import numpy as np
 from polars_dp.domains.expressions import NUMPY
 from polars_dp.errors import PolarsDPError
 from polars_dp.kernels.tail_bounds import chernoff_accuracy, single_term_accuracy
-from polars_dp.plans.base import paper_of
+from polars_dp.plans.base import paper_of, recorded_epsilons, recorded_inputs, recorded_rules
 from polars_dp.plans.grid import check_alpha
 from polars_dp.releases.grid_format import cell_label_values
 from polars_dp.releases.integrity import CHECKSUM_KEY
@@ -53,8 +53,6 @@ if TYPE_CHECKING:
     from polars_dp.releases.sequence import SequenceRelease
     from polars_dp.releases.spatial import SpatialRelease
 
-#: The pre-processing options a card reports when the release records them.
-PREPROCESSING = ("nulls", "on_out_of_domain")
 #: The default ``alpha`` of the accuracy statements.
 ALPHA = 0.05
 #: How many evenly spaced cell boundaries the worst single-attribute range is searched over.
@@ -158,11 +156,11 @@ def sequence_accuracy(release: SequenceRelease, alpha: float) -> dict[str, Any]:
     """The sequence default workload (module docstring)."""
     workload = "one bin of a leaf's next-symbol histogram (one draw); one bin of the root's histogram"
     out: dict[str, Any] = {"alpha": alpha, "workload": workload}
-    key = "leaf_noise_scale" if "leaf_noise_scale" in release.params else "noise_scale"
+    stated = release.stated_noise_scale()
     variance = release.bin_noise_variance()
-    if key not in release.params or not np.isfinite(variance[0]):
+    if stated is None or not np.isfinite(variance[0]):
         return {**out, "available": False, "reason": "the release records no noise scale"}
-    scale = float(release.params[key])
+    scale = stated
     draws = float(variance[0]) / (2.0 * scale**2)  # how many draws the root's bin sums
     leaf_acc = single_term_accuracy(np.array([1.0]), scale, alpha, release.noise)[0]
     root_acc = (leaf_acc if round(draws) == 1
@@ -204,10 +202,9 @@ def _spent(release: Release) -> Fraction | None:
 
 
 def _epsilon(release: Release) -> dict[str, Any]:
-    parts = {k: v for k, v in release.params.items()
-             if k.endswith("epsilon_effective") and k != "epsilon_effective"}
+    recorded, parts = recorded_epsilons(release.params)
     exact = _spent(release)
-    effective = release.params.get("epsilon_effective") if exact is None else float(exact)
+    effective = recorded if exact is None else float(exact)
     return {"stated": release.epsilon, "effective": effective,
             "effective_exact": None if exact is None else str(exact), "effective_parts": parts,
             "note": "effective: what the exact noise scales spend (at most the stated epsilon), from the "
@@ -217,7 +214,7 @@ def _epsilon(release: Release) -> dict[str, Any]:
 def _preprocessing(release: Release) -> dict[str, Any]:
     """The row rules the curator chose (recorded in ``params`` when not the default ``"raise"``:
     such rows refused)."""
-    return {k: release.params.get(k, "raise") for k in PREPROCESSING}
+    return recorded_rules(release.params)
 
 
 def _not_for_publication(release: Release) -> list[str]:
@@ -235,7 +232,7 @@ def release_card(release: Release, alpha: float = ALPHA) -> dict[str, Any]:
     """The card of ``release`` (module docstring): a JSON-ready dict."""
     alpha = check_alpha(alpha)
     metric, relation = NEIGHBOURS.get(release.neighbours, (release.neighbours, release.neighbours))
-    unit = release.params.get("privacy_unit", "one row")  # as recorded (JSON), one row by default
+    unit = recorded_inputs(release.params)["privacy_unit"] or "one row"  # as recorded (JSON)
     domain = _domain(release)
     reasons = _not_for_publication(release)
     params = {k: v for k, v in release.params.items() if k not in ("ledger", "preprocessing")}

@@ -281,7 +281,7 @@ class GridRelease(Release):
     @property
     def transformed(self) -> tuple[str, ...]:
         """Columns along which the mechanism applied a wavelet transform (none for Basic)."""
-        return tuple(self.params.get("transformed", ()))
+        return self._record_class.transformed_axes(self.params)
 
     def axis_variance(self, axis: int, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
         """Per-axis variance factor ``f_axis`` of the cell ranges ``[starts, stops)`` under the
@@ -445,9 +445,10 @@ class GridRelease(Release):
 
     def __repr__(self) -> str:
         dims = " x ".join(f"{a.column}:{a.n_cells}" for a in self.attributes)
+        note = self._record_class.note(self.params)
         return (f"GridRelease(mechanism={self.mechanism!r}, epsilon={self.epsilon}, "
                 f"neighbours={self.neighbours!r}, cells={self.n_cells:,} [{dims}]{self._repr_flags()})"
-                + (f"  # {self.params['note']}" if "note" in self.params else ""))
+                + (f"  # {note}" if note is not None else ""))
 
     # ------------------------------------------------------------------ self-description
     query_kinds = ("range",)

@@ -228,6 +228,13 @@ class SequenceRelease(Release):
     def _domain(self) -> dict[str, Any]:
         return {"column": "", "alphabet": list(self.alphabet), "max_length": self.max_length}
 
+    @property
+    def _sequences_class(self) -> type[SequencesPlan]:
+        """The sequences plan class that declares this release's record (:class:`SequencesPlan`
+        itself when none does)."""
+        cls = self._record_class
+        return cls if issubclass(cls, SequencesPlan) else SequencesPlan
+
     def _levels_from_parents(self) -> Iterable[np.ndarray]:
         """Non-root nodes grouped by depth (parents precede children in BFS order)."""
         known = np.zeros(self.parent.size, dtype=bool)
@@ -304,19 +311,20 @@ class SequenceRelease(Release):
     def bin_noise_variance(self) -> np.ndarray:
         """Variance of the noise in each bin of each node's histogram (public: tree + scales).
 
-        PrivTree PST (``leaf_noise_scale = b``): leaves carry ``Lap(b)`` per bin and a node's
-        histogram is the sum of the ``L(v)`` leaves below it, so ``2 b^2 L(v)``.  N-gram
-        (``noise_scale = s`` on every node): ``2 s^2``.  NaN when the release records neither.
+        PrivTree PST (leaf scale ``b``): leaves carry ``Lap(b)`` per bin and a node's histogram
+        is the sum of the ``L(v)`` leaves below it, so ``2 b^2 L(v)``.  N-gram (scale ``s`` on
+        every node): ``2 s^2``.  NaN when the release states no scale (:meth:`stated_noise_scale`).
         """
-        if "leaf_noise_scale" in self.params:
-            n_leaves = self.is_leaf.astype(np.float64)
-            for d in range(self.height, 0, -1):
-                nodes = np.flatnonzero(self.depth == d)
-                np.add.at(n_leaves, self.parent[nodes], n_leaves[nodes])
-            return 2.0 * float(self.params["leaf_noise_scale"]) ** 2 * n_leaves
-        if "noise_scale" in self.params:
-            return np.full(self.n_nodes, 2.0 * float(self.params["noise_scale"]) ** 2)
-        return np.full(self.n_nodes, np.nan)
+        scale = self.stated_noise_scale()
+        if scale is None:
+            return np.full(self.n_nodes, np.nan)
+        if not self._sequences_class.internal_sums:
+            return np.full(self.n_nodes, 2.0 * scale**2)
+        n_leaves = self.is_leaf.astype(np.float64)
+        for d in range(self.height, 0, -1):
+            nodes = np.flatnonzero(self.depth == d)
+            np.add.at(n_leaves, self.parent[nodes], n_leaves[nodes])
+        return 2.0 * scale**2 * n_leaves
 
     def usable(self, backoff: float | None = BACKOFF_Z) -> np.ndarray:
         """Nodes whose noisy total is significant: ``|h(v)|_1 >= backoff * sd(|h(v)|_1)``.
@@ -489,7 +497,7 @@ class SequenceRelease(Release):
     def length_law(self) -> np.ndarray | None:
         """The released noisy counts of the truncated lengths ``0 .. max_length`` (clipped at 0),
         or ``None`` when the model has none (``length_share=0``, the n-gram baseline)."""
-        counts = self.params.get("length_counts")
+        counts = self._sequences_class.length_counts(self.params)
         if counts is None:
             return None
         law = np.maximum(np.asarray(counts, dtype=np.float64), 0.0)

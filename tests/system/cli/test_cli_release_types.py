@@ -40,6 +40,9 @@ class TotalRelease(BareRelease):
     def size_text(self):
         return "1 value"
 
+    def stated_noise_scale(self):  # no registered plan declares a toy_total record
+        return 2.0
+
 
 @pytest.fixture
 def opened(monkeypatch, tmp_path):

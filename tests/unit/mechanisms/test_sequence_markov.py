@@ -221,7 +221,8 @@ def test_default_cap_bounds_a_huge_alphabet_at_huge_epsilon():
 
 # ---------------------------------------------------------------------- back-off
 def _hand_model(leaf_scale):
-    """Root split into children 0, 1, 2 and '#' (code 3); bins: symbols 0..2 and '&' (code 3)."""
+    """Root split into children 0, 1, 2 and '#' (code 3); bins: symbols 0..2 and '&' (code 3); a
+    PrivTree record stating only its leaf scale (the noise sums up the tree)."""
     from polars_dp.releases.sequence import SequenceRelease
     hist = np.array([[600.0, 300.0, 100.0, 1000.0],   # root
                      [200.0, 100.0, 0.0, 300.0],      # '0'
@@ -229,8 +230,8 @@ def _hand_model(leaf_scale):
                      [0.0, 100.0, 50.0, 650.0],       # '2'
                      [3.0, 0.0, 0.0, 1.0]])           # '#': a noise-sized total
     return SequenceRelease(alphabet=[0, 1, 2], max_length=4, parent=[-1, 0, 0, 0, 0],
-                         prepended=[-1, 0, 1, 2, 3], hist=hist, mechanism="test", epsilon=1.0,
-                         params={"leaf_noise_scale": leaf_scale})
+                         prepended=[-1, 0, 1, 2, 3], hist=hist, mechanism="privtree_sequences",
+                         epsilon=1.0, params={"leaf_noise_scale": leaf_scale})
 
 
 def test_back_off_skips_nodes_whose_total_is_noise():
