@@ -26,6 +26,7 @@ import itertools
 import os
 from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Self, TypeVar, cast, overload
 
@@ -34,7 +35,7 @@ import polars as pl
 import pyarrow as pa
 
 from polars_dp._version import __version__
-from polars_dp.errors import ParameterError, ReleaseFormatError
+from polars_dp.errors import ParameterError, PolarsDPError, ReleaseFormatError
 from polars_dp.plans.base import ANNOTATIONS, Plan, from_record, record_class
 from polars_dp.progress import Progress
 from polars_dp.releases import io
@@ -477,6 +478,27 @@ class Release:
             return None
         per = ", per wavelet coefficient" if self._record_class.transformed_axes(self.params) else ""
         return f"{fmt_number(scale)} (Laplace{per})"
+
+    def card_domain(self) -> dict[str, Any]:
+        """The public domain as the release card states it (:meth:`domain_summary` by default)."""
+        return self.domain_summary()
+
+    def card_accuracy(self, alpha: float) -> dict[str, Any]:
+        """The card's accuracy at ``alpha`` over the type's default workload
+        (:mod:`polars_dp.releases.card`)."""
+        raise self._undescribed("card_accuracy(alpha)")
+
+    def exact_spend(self) -> Fraction | None:
+        """The exact epsilon the card states as effective: the plan's (:attr:`Plan.epsilon_spent`),
+        ``None`` when no plan is rebuilt (the card then states the recorded one)."""
+        try:
+            return self.plan.epsilon_spent
+        except PolarsDPError:
+            return None
+
+    def report_figures(self, alpha: float) -> list[str]:
+        """The report's inline SVG figures, error bars at ``alpha`` (:mod:`polars_dp.releases.report`)."""
+        raise self._undescribed("report_figures(alpha)")
 
     def sql_names(self, name: str) -> list[str]:
         """What :meth:`to_duckdb` creates under ``name``, as a user calls it."""

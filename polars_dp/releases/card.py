@@ -33,13 +33,13 @@ Where the release states no exact error bar (post-processed, AG, Privelet*), the
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from polars_dp.domains.expressions import NUMPY
-from polars_dp.errors import PolarsDPError
 from polars_dp.kernels.tail_bounds import chernoff_accuracy, single_term_accuracy
 from polars_dp.plans.base import paper_of, recorded_epsilons, recorded_inputs, recorded_rules
 from polars_dp.plans.grid import check_alpha
@@ -48,10 +48,66 @@ from polars_dp.releases.integrity import CHECKSUM_KEY
 from polars_dp.releases.postprocess import postprocessing_steps
 
 if TYPE_CHECKING:
-    from polars_dp.releases.base import Release
-    from polars_dp.releases.grid import GridRelease
-    from polars_dp.releases.sequence import SequenceRelease
-    from polars_dp.releases.spatial import SpatialRelease
+    from polars_dp.domains.attributes import Attribute
+    from polars_dp.plans.noise_model import NoiseModel
+
+
+class Carded(Protocol):
+    """What the card reads of a release (:class:`polars_dp.Release`, which sits above this module
+    and hands itself to :func:`release_card`): its header and record, and what its type says of
+    itself (:meth:`~polars_dp.Release.card_domain`, ``card_accuracy``, ``exact_spend``)."""
+
+    mechanism: str
+    epsilon: float
+    neighbours: str
+    noise: str
+    seeded: bool
+    verified: bool
+    created: str
+    library_version: str
+
+    @property
+    def params(self) -> Mapping[str, Any]: ...
+    def card_domain(self) -> dict[str, Any]: ...
+    def card_accuracy(self, alpha: float) -> dict[str, Any]: ...
+    def exact_spend(self) -> Fraction | None: ...
+    def export_metadata(self) -> dict[str, str]: ...
+
+
+class GridLike(Protocol):
+    """What the grid workload reads of a :class:`polars_dp.GridRelease`."""
+
+    @property
+    def noise_model(self) -> NoiseModel: ...
+    @property
+    def shape(self) -> tuple[int, ...]: ...
+    @property
+    def columns(self) -> list[str]: ...
+    @property
+    def attributes(self) -> tuple[Attribute, ...]: ...
+    def axis_variance(self, axis: int, starts: np.ndarray, stops: np.ndarray) -> np.ndarray: ...
+    def range_variance(self, starts: np.ndarray, stops: np.ndarray) -> np.ndarray: ...
+    def range_accuracy(self, starts: np.ndarray, stops: np.ndarray, alpha: float) -> np.ndarray: ...
+
+
+class SpatialLike(Protocol):
+    """What the spatial workload reads of a :class:`polars_dp.SpatialRelease`."""
+
+    noise: str
+
+    @property
+    def error_model(self) -> Any: ...
+    def range_std(self) -> float | None: ...
+    def range_noise_interval(self, alpha: float) -> tuple[float | None, float | None]: ...
+
+
+class SequenceLike(Protocol):
+    """What the sequence workload reads of a :class:`polars_dp.SequenceRelease`."""
+
+    noise: str
+
+    def stated_noise_scale(self) -> float | None: ...
+    def bin_noise_variance(self) -> np.ndarray: ...
 
 #: The default ``alpha`` of the accuracy statements.
 ALPHA = 0.05
@@ -92,7 +148,7 @@ def _figure(std: Any, accuracy: Any, **extra: Any) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------- accuracy
-def _grid_box(release: GridRelease, starts: list[int], stops: list[int], alpha: float) -> tuple[float, float]:
+def _grid_box(release: GridLike, starts: list[int], stops: list[int], alpha: float) -> tuple[float, float]:
     lo, hi = np.array([starts]), np.array([stops])
     return (math.sqrt(float(release.range_variance(lo, hi)[0])),
             float(release.range_accuracy(lo, hi, alpha)[0]))
@@ -103,7 +159,7 @@ def _range_ends(n: int) -> np.ndarray:
     return np.unique(np.linspace(0, n, min(n + 1, RANGE_ENDS)).round().astype(np.int64))
 
 
-def grid_accuracy(release: GridRelease, alpha: float) -> dict[str, Any]:
+def grid_accuracy(release: GridLike, alpha: float) -> dict[str, Any]:
     """The grid's default workload (module docstring)."""
     workload = ("one cell; the whole domain; per attribute, its range of largest noise variance (every "
                 "value of the others)")
@@ -134,7 +190,7 @@ def grid_accuracy(release: GridRelease, alpha: float) -> dict[str, Any]:
     return out
 
 
-def spatial_accuracy(release: SpatialRelease, alpha: float) -> dict[str, Any]:
+def spatial_accuracy(release: SpatialLike, alpha: float) -> dict[str, Any]:
     """The spatial default workload (module docstring)."""
     workload = "one leaf's count; the whole domain (leaf noise only, not the uniformity error in leaves)"
     out: dict[str, Any] = {"alpha": alpha, "workload": workload}
@@ -152,7 +208,7 @@ def spatial_accuracy(release: SpatialRelease, alpha: float) -> dict[str, Any]:
     return out
 
 
-def sequence_accuracy(release: SequenceRelease, alpha: float) -> dict[str, Any]:
+def sequence_accuracy(release: SequenceLike, alpha: float) -> dict[str, Any]:
     """The sequence default workload (module docstring)."""
     workload = "one bin of a leaf's next-symbol histogram (one draw); one bin of the root's histogram"
     out: dict[str, Any] = {"alpha": alpha, "workload": workload}
@@ -170,40 +226,9 @@ def sequence_accuracy(release: SequenceRelease, alpha: float) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------- the card
-def _domain(release: Release) -> dict[str, Any]:
-    kind = release.release_type
-    if kind == "grid":
-        grid = cast("GridRelease", release)
-        return {"attributes": [a.to_json() for a in grid.attributes], "shape": list(grid.shape)}
-    if kind == "tree":
-        spatial = cast("SpatialRelease", release)
-        return {"columns": spatial.columns, "bounds": spatial.metadata()["bounds"]}
-    sequences = cast("SequenceRelease", release)
-    return {"alphabet": [_py(s) for s in sequences.alphabet], "max_length": sequences.max_length}
-
-
-def _accuracy(release: Release, alpha: float) -> dict[str, Any]:
-    kind = release.release_type
-    if kind == "grid":
-        return grid_accuracy(cast("GridRelease", release), alpha)
-    if kind == "tree":
-        return spatial_accuracy(cast("SpatialRelease", release), alpha)
-    return sequence_accuracy(cast("SequenceRelease", release), alpha)
-
-
-def _spent(release: Release) -> Fraction | None:
-    """The exact epsilon of the release's plan (spatial, sequences)."""
-    if release.release_type == "grid":
-        return None
-    try:
-        return release.plan.epsilon_spent
-    except PolarsDPError:
-        return None
-
-
-def _epsilon(release: Release) -> dict[str, Any]:
+def _epsilon(release: Carded) -> dict[str, Any]:
     recorded, parts = recorded_epsilons(release.params)
-    exact = _spent(release)
+    exact = release.exact_spend()
     effective = recorded if exact is None else float(exact)
     return {"stated": release.epsilon, "effective": effective,
             "effective_exact": None if exact is None else str(exact), "effective_parts": parts,
@@ -211,13 +236,13 @@ def _epsilon(release: Release) -> dict[str, Any]:
                     "release's plan rebuilt from its metadata or as recorded"}
 
 
-def _preprocessing(release: Release) -> dict[str, Any]:
+def _preprocessing(release: Carded) -> dict[str, Any]:
     """The row rules the curator chose (recorded in ``params`` when not the default ``"raise"``:
     such rows refused)."""
     return recorded_rules(release.params)
 
 
-def _not_for_publication(release: Release) -> list[str]:
+def _not_for_publication(release: Carded) -> list[str]:
     reasons = []
     if release.seeded:
         reasons.append("seeded: anyone who knows the seed can remove the noise")
@@ -228,12 +253,12 @@ def _not_for_publication(release: Release) -> list[str]:
     return reasons
 
 
-def release_card(release: Release, alpha: float = ALPHA) -> dict[str, Any]:
+def release_card(release: Carded, alpha: float = ALPHA) -> dict[str, Any]:
     """The card of ``release`` (module docstring): a JSON-ready dict."""
     alpha = check_alpha(alpha)
     metric, relation = NEIGHBOURS.get(release.neighbours, (release.neighbours, release.neighbours))
     unit = recorded_inputs(release.params)["privacy_unit"] or "one row"  # as recorded (JSON)
-    domain = _domain(release)
+    domain = release.card_domain()
     reasons = _not_for_publication(release)
     params = {k: v for k, v in release.params.items() if k not in ("ledger", "preprocessing")}
     mechanism = {"name": release.mechanism, "paper": paper_of(release.mechanism)}
@@ -248,7 +273,7 @@ def release_card(release: Release, alpha: float = ALPHA) -> dict[str, Any]:
         "mechanism": mechanism,
         "privacy_unit": unit, "neighbours": release.neighbours, "neighbour_relation": relation,
         "epsilon": epsilon, "noise": noise, "domain": domain, "parameters": params,
-        "preprocessing": preprocessing, "accuracy": _accuracy(release, alpha),
+        "preprocessing": preprocessing, "accuracy": release.card_accuracy(alpha),
         "library": {"name": "polars-dp", "version": release.library_version},
         "created": release.created, "seeded": bool(release.seeded), "verified": bool(release.verified),
         "checksum": release.export_metadata()[CHECKSUM_KEY],
@@ -279,5 +304,5 @@ def release_card(release: Release, alpha: float = ALPHA) -> dict[str, Any]:
     return card
 
 
-__all__ = ["ALPHA", "RANGE_ENDS", "grid_accuracy", "release_card", "sequence_accuracy",
+__all__ = ["ALPHA", "RANGE_ENDS", "Carded", "grid_accuracy", "release_card", "sequence_accuracy",
            "spatial_accuracy"]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator, Mapping
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -35,6 +36,7 @@ from polars_dp.plans.noise_model import LevelLaplace, NoiseModel, WaveletLaplace
 from polars_dp.progress import Progress
 from polars_dp.releases import sql_grid
 from polars_dp.releases.base import Release, Sealed, read_only
+from polars_dp.releases.card import grid_accuracy
 from polars_dp.releases.grid_format import (
     READ_BUFFER,
     cell_label_values,
@@ -49,6 +51,7 @@ from polars_dp.releases.io import open_parquet, read_table
 from polars_dp.releases.metadata import DecodedMetadata
 from polars_dp.releases.postprocess import GRID_POSTPROCESSING, postprocess_counts, postprocessed_noise_model
 from polars_dp.releases.reading import register_release_type
+from polars_dp.releases.report import grid_figures
 from polars_dp.releases.sampling import sample_grid
 
 
@@ -492,6 +495,19 @@ class GridRelease(Release):
         acc = float(self.range_accuracy(starts[None], stops[None], alpha)[0])
         count = float(self._box_sums(starts[None], stops[None])[0])
         return (None, None) if acc != acc else (count - acc, count + acc)
+
+    def card_domain(self) -> dict[str, Any]:
+        return {**self.domain_summary(), "shape": list(self.shape)}
+
+    def card_accuracy(self, alpha: float) -> dict[str, Any]:
+        return grid_accuracy(self, alpha)
+
+    def exact_spend(self) -> Fraction | None:
+        """None: a grid's card states the ``epsilon_effective`` its record holds."""
+        return None
+
+    def report_figures(self, alpha: float) -> list[str]:
+        return grid_figures(self, alpha)
 
     def sql_names(self, name: str) -> list[str]:
         return [name, f"{name}_meta", f"{name}_range_count(...)", f"{name}_range_counts('queries')"]

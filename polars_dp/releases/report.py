@@ -19,20 +19,64 @@ import html
 import itertools
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import numpy as np
 
-from polars_dp.releases.card import ALPHA, release_card
+from polars_dp.releases.card import ALPHA, Carded, release_card
 from polars_dp.releases.io import write_atomic
 
 if TYPE_CHECKING:
     import os
 
-    from polars_dp.releases.base import Release
-    from polars_dp.releases.grid import GridRelease
-    from polars_dp.releases.sequence import SequenceRelease
-    from polars_dp.releases.spatial import SpatialRelease
+    import polars as pl
+
+    from polars_dp.domains.attributes import Attribute
+    from polars_dp.plans.noise_model import NoiseModel
+
+
+class Reported(Carded, Protocol):
+    """What the report reads of a release beside its card: the figures its type draws
+    (:meth:`~polars_dp.Release.report_figures`)."""
+
+    def report_figures(self, alpha: float) -> list[str]: ...
+
+
+class GridLike(Protocol):
+    """What the grid figures read of a :class:`polars_dp.GridRelease`."""
+
+    @property
+    def noise_model(self) -> NoiseModel: ...
+    @property
+    def shape(self) -> tuple[int, ...]: ...
+    @property
+    def attributes(self) -> tuple[Attribute, ...]: ...
+    @property
+    def counts(self) -> np.ndarray: ...
+    def range_accuracy(self, starts: np.ndarray, stops: np.ndarray, alpha: float) -> np.ndarray: ...
+
+
+class SpatialLike(Protocol):
+    """What the leaf map reads of a :class:`polars_dp.SpatialRelease`."""
+
+    @property
+    def columns(self) -> list[str]: ...
+    @property
+    def n_leaves(self) -> int: ...
+    @property
+    def lo(self) -> np.ndarray: ...
+    @property
+    def hi(self) -> np.ndarray: ...
+    @property
+    def count(self) -> np.ndarray: ...
+    def metadata(self) -> dict[str, Any]: ...
+
+
+class SequenceLike(Protocol):
+    """What the top strings read of a :class:`polars_dp.SequenceRelease`."""
+
+    def top_k(self, k: int) -> pl.DataFrame: ...
+    def frequencies(self, strings: Any, *, std: bool = False) -> Any: ...
 
 #: At most this many bars per marginal (contiguous cells are grouped beyond it).
 BARS = 60
@@ -83,7 +127,7 @@ def bar_chart(title: str, labels: list[str], values: np.ndarray, errors: np.ndar
     return "".join(parts)
 
 
-def grid_figures(release: GridRelease, alpha: float) -> list[str]:
+def grid_figures(release: GridLike, alpha: float) -> list[str]:
     """Per attribute: its marginal in at most ``BARS`` bars, error bars at ``alpha``."""
     out = []
     shape = list(release.shape)
@@ -108,7 +152,7 @@ def grid_figures(release: GridRelease, alpha: float) -> list[str]:
     return out
 
 
-def leaf_map(release: SpatialRelease) -> list[str]:
+def leaf_map(release: SpatialLike) -> list[str]:
     """The leaves of a 2-D spatial release shaded by noisy density."""
     if len(release.columns) != 2:
         return [f"<p>No leaf map: the release has {len(release.columns)} column(s), a map needs two.</p>"]
@@ -131,7 +175,7 @@ def leaf_map(release: SpatialRelease) -> list[str]:
             f'stroke="#999" stroke-width="0.3"><title>{_esc(title)}</title>{rects}</svg><p>{_esc(title)}</p>']
 
 
-def top_strings(release: SequenceRelease) -> list[str]:
+def top_strings(release: SequenceLike) -> list[str]:
     """The most frequent strings with one-std error bars."""
     top = release.top_k(TOP)
     if top.height == 0:
@@ -143,16 +187,7 @@ def top_strings(release: SequenceRelease) -> list[str]:
                       np.asarray(freq, dtype=np.float64), np.asarray(std, dtype=np.float64))]
 
 
-def figures(release: Release, alpha: float) -> list[str]:
-    kind = release.release_type
-    if kind == "grid":
-        return grid_figures(cast("GridRelease", release), alpha)
-    if kind == "tree":
-        return leaf_map(cast("SpatialRelease", release))
-    return top_strings(cast("SequenceRelease", release))
-
-
-def report_html(release: Release, alpha: float = ALPHA) -> str:
+def report_html(release: Reported, alpha: float = ALPHA) -> str:
     """The report page (module docstring) as text."""
     card = release_card(release, alpha)
     eps = card["epsilon"]
@@ -168,7 +203,7 @@ def report_html(release: Release, alpha: float = ALPHA) -> str:
         warn = (f'<p class="warn">Not for publication: '
                 f'{_esc("; ".join(card["not_for_publication_reasons"]))}</p>')
     table = "".join(f"<tr><td>{_esc(k)}</td><td>{_esc(v)}</td></tr>" for k, v in rows)
-    body = "".join(f"<figure>{f}</figure>" for f in figures(release, alpha))
+    body = "".join(f"<figure>{f}</figure>" for f in release.report_figures(alpha))
     title = f"{card['release_type']} by {card['mechanism']['name']}, epsilon {eps['stated']:g}"
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{_esc(title)}</title>'
             f"<style>{STYLE}</style></head><body><h1>{_esc(title)}</h1>{warn}<h2>Release card</h2>"
@@ -176,10 +211,10 @@ def report_html(release: Release, alpha: float = ALPHA) -> str:
             f"<pre>{_esc(json.dumps(card, indent=1, default=str))}</pre></body></html>\n")
 
 
-def write_report(release: Release, path: str | os.PathLike[str], alpha: float = ALPHA) -> Path:
+def write_report(release: Reported, path: str | os.PathLike[str], alpha: float = ALPHA) -> Path:
     """Write :func:`report_html` to ``path`` atomically (nothing half-written); returns the path."""
     text = report_html(release, alpha)
     return write_atomic(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"), suffix=".html.tmp")
 
 
-__all__ = ["BARS", "MAX_LEAVES", "TOP", "bar_chart", "report_html", "write_report"]
+__all__ = ["BARS", "MAX_LEAVES", "TOP", "Reported", "bar_chart", "report_html", "write_report"]

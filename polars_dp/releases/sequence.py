@@ -88,8 +88,10 @@ from polars_dp.plans.base import Plan
 from polars_dp.plans.spatial import SequencesPlan
 from polars_dp.releases import sql_sequence
 from polars_dp.releases.base import Release, Sealed
+from polars_dp.releases.card import sequence_accuracy
 from polars_dp.releases.integrity import predates_checksums, verify_checksum
 from polars_dp.releases.reading import register_release_type
+from polars_dp.releases.report import top_strings
 from polars_dp.releases.sampling import check_rows_fit
 from polars_dp.releases.sequence_format import check_sequence_structure
 
@@ -666,6 +668,12 @@ class SequenceRelease(Release):
 
     def size_text(self) -> str:
         return f"{self.n_nodes:,} nodes (height {self.height})"
+
+    def card_accuracy(self, alpha: float) -> dict[str, Any]:
+        return sequence_accuracy(self, alpha)
+
+    def report_figures(self, alpha: float) -> list[str]:
+        return top_strings(self)
 
     def sql_names(self, name: str) -> list[str]:
         return [name, f"{name}_nodes", f"{name}_meta", f"{name}_frequency([...])",

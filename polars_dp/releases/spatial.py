@@ -55,6 +55,7 @@ from polars_dp.plans.spatial import PointsPlan, PrivTreePlan, PrivTreeSubgridPla
 from polars_dp.progress import Progress
 from polars_dp.releases import geoparquet, sql_tree
 from polars_dp.releases.base import Release, Sealed, fmt_number, read_only
+from polars_dp.releases.card import spatial_accuracy
 from polars_dp.releases.integrity import check_equal, verify_checksum
 from polars_dp.releases.postprocess import (
     TREE_POSTPROCESSING,
@@ -63,6 +64,7 @@ from polars_dp.releases.postprocess import (
     postprocessing_steps,
 )
 from polars_dp.releases.reading import register_release_type
+from polars_dp.releases.report import leaf_map
 from polars_dp.releases.sampling import sample_boxes
 from polars_dp.releases.spatial_format import (
     LAYOUTS,
@@ -676,6 +678,12 @@ class SpatialRelease(Release):
         return dict(zip(self.columns, self.metadata()["bounds"], strict=True))
 
     range_interval = range_noise_interval
+
+    def card_accuracy(self, alpha: float) -> dict[str, Any]:
+        return spatial_accuracy(self, alpha)
+
+    def report_figures(self, alpha: float) -> list[str]:
+        return leaf_map(self)
 
     def sql_names(self, name: str) -> list[str]:
         return [name, f"{name}_meta", f"{name}_range_count(...)", f"{name}_range_counts('queries')"]

@@ -1,6 +1,7 @@
-"""The command line and :mod:`polars_dp.duckdb` ask a release what it is (its self-description,
-:class:`polars_dp.Release`), never test its type: no ``isinstance`` / ``issubclass`` / ``cast`` /
-``type(x) is`` on a release type, no comparison of ``release_type``, no ``case GridRelease()``."""
+"""The command line, :mod:`polars_dp.duckdb` and the release card and report ask a release what it
+is (its self-description, :class:`polars_dp.Release`), never test its type: no ``isinstance`` /
+``issubclass`` / ``cast`` / ``type(x) is`` on a release type, no comparison of ``release_type``, no
+``case GridRelease()``."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import polars_dp as pdp
 from tests.helpers import REPO
 
 PACKAGE = REPO / "polars_dp"
-SCANNED = sorted((PACKAGE / "cli").rglob("*.py")) + [PACKAGE / "duckdb.py"]
+SCANNED = sorted((PACKAGE / "cli").rglob("*.py")) + [PACKAGE / "duckdb.py"] + [
+    PACKAGE / "releases" / f"{name}.py" for name in ("card", "report")]
 
 #: Every release type (and alias of one) the package exports; the base class ``Release`` (what
 #: any release is) is not a type to dispatch on.
@@ -66,7 +68,7 @@ def test_the_release_types_are_known():
     assert "Release" not in RELEASE_TYPES
 
 
-def test_cli_and_duckdb_hold_no_dispatch_on_release_types():
+def test_cli_duckdb_card_and_report_hold_no_dispatch_on_release_types():
     """A fourth release type is then served by what it says of itself (``query_kinds``,
     ``plot_kind``, ``domain_summary``, ``to_duckdb``, ...) instead of falling into the branch of
     another type."""
