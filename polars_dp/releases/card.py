@@ -75,7 +75,7 @@ class Carded(Protocol):
 
 
 class GridLike(Protocol):
-    """What the grid workload reads of a :class:`polars_dp.GridRelease`."""
+    """What the grid workload reads of a :class:`polars_dp.GridRelease` (and the report's figures)."""
 
     @property
     def noise_model(self) -> NoiseModel: ...
@@ -304,5 +304,5 @@ def release_card(release: Carded, alpha: float = ALPHA) -> dict[str, Any]:
     return card
 
 
-__all__ = ["ALPHA", "RANGE_ENDS", "Carded", "grid_accuracy", "release_card", "sequence_accuracy",
+__all__ = ["ALPHA", "RANGE_ENDS", "Carded", "GridLike", "grid_accuracy", "release_card", "sequence_accuracy",
            "spatial_accuracy"]

@@ -23,16 +23,13 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import numpy as np
 
-from polars_dp.releases.card import ALPHA, Carded, release_card
+from polars_dp.releases.card import ALPHA, Carded, GridLike, release_card
 from polars_dp.releases.io import write_atomic
 
 if TYPE_CHECKING:
     import os
 
     import polars as pl
-
-    from polars_dp.domains.attributes import Attribute
-    from polars_dp.plans.noise_model import NoiseModel
 
 
 class Reported(Carded, Protocol):
@@ -42,18 +39,11 @@ class Reported(Carded, Protocol):
     def report_figures(self, alpha: float) -> list[str]: ...
 
 
-class GridLike(Protocol):
-    """What the grid figures read of a :class:`polars_dp.GridRelease`."""
+class GridFigured(GridLike, Protocol):
+    """What the grid figures read of a :class:`polars_dp.GridRelease`: the card's and its counts."""
 
     @property
-    def noise_model(self) -> NoiseModel: ...
-    @property
-    def shape(self) -> tuple[int, ...]: ...
-    @property
-    def attributes(self) -> tuple[Attribute, ...]: ...
-    @property
     def counts(self) -> np.ndarray: ...
-    def range_accuracy(self, starts: np.ndarray, stops: np.ndarray, alpha: float) -> np.ndarray: ...
 
 
 class SpatialLike(Protocol):
@@ -127,7 +117,7 @@ def bar_chart(title: str, labels: list[str], values: np.ndarray, errors: np.ndar
     return "".join(parts)
 
 
-def grid_figures(release: GridLike, alpha: float) -> list[str]:
+def grid_figures(release: GridFigured, alpha: float) -> list[str]:
     """Per attribute: its marginal in at most ``BARS`` bars, error bars at ``alpha``."""
     out = []
     shape = list(release.shape)
