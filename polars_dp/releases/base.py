@@ -22,6 +22,7 @@ replacement scan and ``con.register`` take the object itself and get the table o
 from __future__ import annotations
 
 import copy
+import functools
 import itertools
 import os
 from collections.abc import Callable, Iterator, Mapping
@@ -215,11 +216,12 @@ class Release:
             self._plan = from_record(self._header(), self.params, self._domain())
         return self._plan
 
-    @property
+    @functools.cached_property
     def _record_class(self) -> type[Plan]:
         """The plan class that declares this release's record, which answers what the release
         reads of it: its plan's, else the registered class of its mechanism and entries
-        (:class:`Plan` itself for a release built by hand under no registered mechanism)."""
+        (:class:`Plan` itself for a release built by hand under no registered mechanism).  Once:
+        a record changes only by a new release (``annotate`` adds no entry of the plan's)."""
         if self._plan is not None:
             return type(self._plan)
         try:
