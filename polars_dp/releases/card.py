@@ -212,11 +212,10 @@ def sequence_accuracy(release: SequenceLike, alpha: float) -> dict[str, Any]:
     """The sequence default workload (module docstring)."""
     workload = "one bin of a leaf's next-symbol histogram (one draw); one bin of the root's histogram"
     out: dict[str, Any] = {"alpha": alpha, "workload": workload}
-    stated = release.stated_noise_scale()
+    scale = release.stated_noise_scale()
     variance = release.bin_noise_variance()
-    if stated is None or not np.isfinite(variance[0]):
+    if scale is None or not np.isfinite(variance[0]):
         return {**out, "available": False, "reason": "the release records no noise scale"}
-    scale = stated
     draws = float(variance[0]) / (2.0 * scale**2)  # how many draws the root's bin sums
     leaf_acc = single_term_accuracy(np.array([1.0]), scale, alpha, release.noise)[0]
     root_acc = (leaf_acc if round(draws) == 1
