@@ -5,11 +5,12 @@ the first piece (its int64 output), or, for an unweighted first piece with the c
 and several threads into at least :data:`PARALLEL_CELLS` cells, by the parallel scatter of
 :mod:`polars_dp.counting.scatter` (the same integers).  A smaller result stays in the cache,
 where one ``np.bincount`` is the fastest: the scatter's threads would each read every key and
-cost a thread start per release (which path runs depends on the public cell count only).  Later pieces are added in place by ``np.add.at`` (unbuffered, as fast as
-``bincount`` since numpy 2 and without a result-sized temporary per piece, so an engine may add
-many small pieces, e.g. the row slices of :mod:`polars_dp.counting.slices`).  Row counts stay
-int64 (exact) until the float64 result is asked for, then are converted in their own buffer
-(nothing allocated twice); a weighted piece converts them to float64 sums first (exact, the
+cost a thread start per release (which path runs depends on the public cell count only).
+Later pieces are added in place by ``np.add.at`` (unbuffered, as fast as ``bincount`` since
+numpy 2 and without a result-sized temporary per piece, so an engine may add many small
+pieces, e.g. the row slices of :mod:`polars_dp.counting.slices`).  Row counts stay int64
+(exact) until the float64 result is asked for, then are converted in their own buffer (nothing
+allocated twice); a weighted piece converts them to float64 sums first (exact, the
 counts being integers below ``2^53``).
 
 Sparse (PrivTree's finest cells): pieces are reduced to sorted unique keys with summed counts

@@ -96,7 +96,8 @@ def test_privmap_is_a_checkout_found_by_its_variable_or_a_path(monkeypatch, tmp_
     assert peers.checkout(peer, tmp_path / "privmap") == (tmp_path / "privmap").resolve()
     assert peers.checkout(peer, tmp_path) is None  # no privtree.py there
     monkeypatch.setenv("POLARS_DP_PRIVMAP", str(tmp_path / "privmap"))
-    assert peers.missing("bench_cold_start") == [] and peers.checkout(peer) == (tmp_path / "privmap").resolve()
+    assert peers.missing("bench_cold_start") == []
+    assert peers.checkout(peer) == (tmp_path / "privmap").resolve()
 
 
 def test_cold_start_without_privmap_prints_one_line(monkeypatch, capsys):
