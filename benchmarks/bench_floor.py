@@ -20,9 +20,11 @@ Cases (``--cases``):
            <= 0.5 s and <= 1.5x)
   rows     in-memory counting: Basic from a two-column DataFrame (age 0..99 x hours 0..99,
            1e4 cells, int64 columns) at 1e6, 1e7, 3e7 and 1e8 rows against its numpy floor
-           (``a * 100 + b``, ``np.bincount``, the same exact sampler).  Warm: interleaved pairs
-           in one process; cold: each call the first of a fresh process (which builds the
-           frame first), the two kinds of process interleaved, one at a time.  Targets at 1e8
+           (``a * 100 + b``, ``np.bincount``, the same exact sampler).  Warm: one process holds
+           every size's frame (the same generator), each repetition times one interleaved pair
+           per size, the sizes in a rotating order (medians of ``--repeats``); cold: each call
+           the first of a fresh process (which builds the frame first), the two kinds of
+           process interleaved, one at a time.  Targets at 1e8
            rows: warm <= 1.2x, cold <= 1.5x, minor page faults <= 2x the floor's; CPU ns/row
            within +-20 % of their median over the sizes (wall ns/row printed beside it)
 
@@ -557,37 +559,75 @@ def rows_calls(frame):
     return release, floor
 
 
-def rows_child(n: int, mode: str, repeats: int) -> dict:
-    """``warm``: a first call of each, then interleaved pairs; ``cold-release`` / ``cold-floor``:
-    the first call of this fresh process (its frame built first)."""
+#: Rows of the release whose CPU time is the fixed cost per release (plan, noise on the 1e4
+#: cells, release object), measured beside the sizes.
+FIXED_ROWS = 1000
+
+
+def size_order(sizes: tuple[int, ...], repeat: int) -> list[int]:
+    """The sizes in the order of one repetition: rotated by one every two repetitions and the
+    second of each two reversed, so that no size is always measured first, last or after the
+    same one."""
+    k = repeat // 2 % len(sizes)
+    order = list(sizes[k:] + sizes[:k])
+    return order[::-1] if repeat % 2 else order
+
+
+def rows_linear(sizes: tuple[int, ...], repeats: int) -> dict:
+    """Every size's release and floor (each built by :func:`rows_frame`, one process), after a
+    first call of each: ``repeats`` repetitions, each timing one pair per size (the sizes in
+    :func:`size_order`, the pair's order alternating) and the :data:`FIXED_ROWS`-row release,
+    so that every size sees the same machine.  Medians per size (wall, CPU, faults)."""
+    calls = {n: rows_calls(rows_frame(n)) for n in sizes}
+    small, _ = rows_calls(rows_frame(FIXED_ROWS))
+    for release, floor in calls.values():
+        release()
+        floor()
+    small()
+    pairs: dict[int, list[tuple[dict, dict]]] = {n: [] for n in sizes}
+    fixed = []
+    load_before = load()
+    for r in range(repeats):
+        for i, n in enumerate(size_order(sizes, r)):
+            release, floor = calls[n]
+            if (r + i) % 2:
+                b, a = timed(floor), timed(release)
+            else:
+                a, b = timed(release), timed(floor)
+            pairs[n].append((a, b))
+        fixed.append(timed(small)["cpu"])
+    return {"sizes": {n: pair_ratios(p) for n, p in pairs.items()}, "fixed_cpu": statistics.median(fixed),
+            "load_before": load_before, "load_after": load()}
+
+
+def rows_child(n: int, mode: str) -> dict:
+    """``cold-release`` / ``cold-floor``: the first call of this fresh process (its frame built
+    first)."""
     frame = rows_frame(n)
     release, floor = rows_calls(frame)
-    if mode == "cold-release":
-        return {"mode": mode, **timed(release)}
-    if mode == "cold-floor":
-        return {"mode": mode, **timed(floor)}
-    release()
-    floor()
-    runs = pair_ratios(interleaved(release, floor, repeats))
-    small, _ = rows_calls(frame.head(1000))
-    fixed = statistics.median(timed(small)["cpu"] for _ in range(max(repeats, 5)))
-    return {"mode": mode, "rows": n, **runs, "fixed_cpu": fixed, "load": load()}
+    return {"mode": mode, **timed(release if mode == "cold-release" else floor)}
 
 
 def rows_case(sizes: tuple[int, ...], repeats: int) -> dict:
-    """Every size: one process of warm pairs, then ``repeats`` pairs of fresh processes (one at
-    a time, the order alternating) for the cold ratio."""
+    """One process of interleaved warm pairs over every size (:func:`rows_linear`), then, per
+    size, ``repeats`` pairs of fresh processes (one at a time, the order alternating) for the
+    cold ratio."""
     out: dict = {"case": "rows", "sizes": [], "load_before": load()}
+    print(f"  rows case: warm pairs at {', '.join(f'{n:,}' for n in sizes)} rows (load {load()})",
+          file=sys.stderr, flush=True)
+    warm = _child(["--rows-child", ",".join(str(n) for n in sizes), "--rows-mode", "linear",
+                   "--repeats", str(repeats)])
+    out["warm_load"] = [warm["load_before"], warm["load_after"]]
+    out["fixed_cpu"] = warm["fixed_cpu"]
     for n in sizes:
-        print(f"  rows case: {n:,} rows (load {load()})", file=sys.stderr, flush=True)
-        warm = _child(["--rows-child", str(n), "--rows-mode", "warm", "--repeats", str(repeats)])
+        print(f"  rows case: cold pairs at {n:,} rows (load {load()})", file=sys.stderr, flush=True)
         cold = []
         for i in range(repeats):
             order = ("cold-release", "cold-floor") if i % 2 == 0 else ("cold-floor", "cold-release")
             got = {mode: _child(["--rows-child", str(n), "--rows-mode", mode]) for mode in order}
             cold.append((got["cold-release"], got["cold-floor"]))
         c = pair_ratios(cold)
-        out["sizes"].append({"rows": n, "warm": warm,
+        out["sizes"].append({"rows": n, "warm": warm["sizes"][str(n)],
                              "cold": {"ratio": c["ratio"], "cpu_ratio": c["cpu_ratio"],
                                       "seconds": c["seconds"], "floor": c["floor"], "minflt": c["minflt"],
                                       "floor_minflt": c["floor_minflt"], "pairs": c["pairs"]}})
@@ -595,33 +635,36 @@ def rows_case(sizes: tuple[int, ...], repeats: int) -> dict:
     return out
 
 
+def spread_of(values: list[float]) -> float:
+    """The largest relative distance of ``values`` from their median."""
+    mid = statistics.median(values)
+    return max(abs(x / mid - 1) for x in values)
+
+
 def report_rows(res: dict) -> None:
     print(f"\nrows: Basic from a two-column DataFrame (1e4 cells, exact noise) vs its numpy floor "
           f"(load before {res['load_before']})")
-    print("  ns/row: wall (cpu) of the warm release and of the floor; cold: the first call of a fresh "
-          "process")
+    print(f"  warm: medians of interleaved pairs, every size in each repetition, one process (load "
+          f"{res['warm_load'][0]} -> {res['warm_load'][1]}); cold: the first call of a fresh process")
+    print("  ns/row: cpu (wall) of the release and of the floor")
     print(f"  {'rows':>12}{'basic s':>9}{'floor s':>9}{'ratio':>7}{'cpu':>6}{'ns/row':>15}{'floor':>15}"
-          f"{'minflt':>8}{'floor':>7}{'cold':>6}{'cpu':>6}{'cold minflt':>12}{'floor':>7}  load")
-    per_row, per_row_cpu = [], []
+          f"{'minflt':>8}{'floor':>7}{'cold':>6}{'cpu':>6}{'cold minflt':>12}{'floor':>7}")
+    per_row, per_row_cpu, floor_cpu = [], [], []
     for s in res["sizes"]:
         w, c, n = s["warm"], s["cold"], s["rows"]
         per_row.append(w["seconds"] / n * 1e9)
         per_row_cpu.append(w["cpu_seconds"] / n * 1e9)
-        mine = f"{per_row[-1]:.2f} ({per_row_cpu[-1]:.2f})"
-        floor = f"{w['floor'] / n * 1e9:.2f} ({w['floor_cpu'] / n * 1e9:.2f})"
+        floor_cpu.append(w["floor_cpu"] / n * 1e9)
+        mine = f"{per_row_cpu[-1]:.2f} ({per_row[-1]:.2f})"
+        floor = f"{floor_cpu[-1]:.2f} ({w['floor'] / n * 1e9:.2f})"
         print(f"  {n:>12,}{w['seconds']:>9.3f}{w['floor']:>9.3f}{w['ratio']:>7.2f}{w['cpu_ratio']:>6.2f}"
               f"{mine:>15}{floor:>15}{w['minflt']:>8.0f}{w['floor_minflt']:>7.0f}"
-              f"{c['ratio']:>6.2f}{c['cpu_ratio']:>6.2f}{c['minflt']:>12.0f}{c['floor_minflt']:>7.0f}"
-              f"  {w['load'].split()[0]}")
+              f"{c['ratio']:>6.2f}{c['cpu_ratio']:>6.2f}{c['minflt']:>12.0f}{c['floor_minflt']:>7.0f}")
     big = res["sizes"][-1]
     w, c = big["warm"], big["cold"]
     faults = w["minflt"] / max(w["floor_minflt"], 1.0)
-
-    def spread_of(values: list[float]) -> float:
-        mid = statistics.median(values)
-        return max(abs(x / mid - 1) for x in values)
     spread, spread_cpu = spread_of(per_row), spread_of(per_row_cpu)
-    fixed = statistics.median(s["warm"]["fixed_cpu"] for s in res["sizes"])
+    fixed = res["fixed_cpu"]
     marginal = [(s["warm"]["cpu_seconds"] - fixed) / s["rows"] * 1e9 for s in res["sizes"]]
 
     def verdict(ok: bool) -> str:
@@ -635,13 +678,13 @@ def report_rows(res: dict) -> None:
           f" ({faults:.2f}x)")
     print(f"  linear in rows: CPU ns/row {', '.join(f'{x:.2f}' for x in per_row_cpu)} within "
           f"+-{spread_cpu * 100:.0f} % of their median, target +-{TARGET_ROWS_LINEAR * 100:.0f} %: "
-          f"{verdict(spread_cpu <= TARGET_ROWS_LINEAR)}; wall ns/row within +-{spread * 100:.0f} % "
-          f"({verdict(spread <= TARGET_ROWS_LINEAR)}; other users' load moves short runs most); "
-          f"load after {res['load_after']}")
-    print(f"  a release of 1,000 rows costs {fixed * 1e3:.2f} ms of CPU (plan, noise on 1e4 cells, release "
-          f"object; counting's share is about 0.2 ms): without it, CPU ns/row "
-          f"{', '.join(f'{x:.2f}' for x in marginal)}, within +-{spread_of(marginal) * 100:.0f} % "
-          "(for information; the verdict above counts it)")
+          f"{verdict(spread_cpu <= TARGET_ROWS_LINEAR)} (the floor's CPU ns/row "
+          f"{', '.join(f'{x:.2f}' for x in floor_cpu)}: within +-{spread_of(floor_cpu) * 100:.0f} %); "
+          f"wall ns/row within +-{spread * 100:.0f} % ({verdict(spread <= TARGET_ROWS_LINEAR)}; other users' "
+          f"load moves short runs most); load after {res['load_after']}")
+    print(f"  a release of {FIXED_ROWS:,} rows costs {fixed * 1e3:.2f} ms of CPU (plan, noise on 1e4 cells, "
+          f"release object): without it, CPU ns/row {', '.join(f'{x:.2f}' for x in marginal)}, within "
+          f"+-{spread_of(marginal) * 100:.0f} % (for information; the verdict above counts it)")
 
 
 # ---------------------------------------------------------------------------- driver
@@ -743,14 +786,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--case-child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--memory-child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--read-child", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--rows-child", type=int, default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--rows-mode", default="warm", help=argparse.SUPPRESS)
+    parser.add_argument("--rows-child", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--rows-mode", default="linear", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.read_child:
         print(json.dumps(read_child()))
         return 0
     if args.rows_child is not None:
-        print(json.dumps(rows_child(args.rows_child, args.rows_mode, args.repeats)))
+        sizes = tuple(int(x) for x in args.rows_child.split(","))
+        got = (rows_linear(sizes, args.repeats) if args.rows_mode == "linear"
+               else rows_child(sizes[0], args.rows_mode))
+        print(json.dumps(got))
         return 0
     rows = args.rows or (1_000_000 if args.quick else 10_000_000)
     if args.memory_child:

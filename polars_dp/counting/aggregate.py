@@ -2,12 +2,15 @@
 
 Dense (a frequency matrix or a grid): the result is allocated once, by ``np.bincount`` of
 the first piece (its int64 output), or, for an unweighted first piece with the compiled kernels
-and several threads, by the parallel scatter of :mod:`polars_dp.counting.scatter` (the same
-integers).  Later pieces are added in place by ``np.add.at`` (unbuffered, as fast as
-``bincount`` since numpy 2 and without a result-sized temporary per piece, so an engine may add
-many small pieces, e.g. the row slices of :mod:`polars_dp.counting.slices`).  Row counts stay
-int64 (exact) until the float64 result is asked for, then are converted in their own buffer
-(nothing allocated twice); a weighted piece converts them to float64 sums first (exact, the
+and several threads into at least :data:`PARALLEL_CELLS` cells, by the parallel scatter of
+:mod:`polars_dp.counting.scatter` (the same integers).  A smaller result stays in the cache,
+where one ``np.bincount`` is the fastest: the scatter's threads would each read every key and
+cost a thread start per release (which path runs depends on the public cell count only).
+Later pieces are added in place by ``np.add.at`` (unbuffered, as fast as ``bincount`` since
+numpy 2 and without a result-sized temporary per piece, so an engine may add many small
+pieces, e.g. the row slices of :mod:`polars_dp.counting.slices`).  Row counts stay int64
+(exact) until the float64 result is asked for, then are converted in their own buffer (nothing
+allocated twice); a weighted piece converts them to float64 sums first (exact, the
 counts being integers below ``2^53``).
 
 Sparse (PrivTree's finest cells): pieces are reduced to sorted unique keys with summed counts
@@ -44,6 +47,9 @@ from polars_dp.counting.scatter import add_counts
 MERGE_KEYS = 1 << 23
 #: Every cell's count saturates here (module docstring): ``2^53``.
 COUNT_BOUND = 1 << 53
+#: The first unweighted piece is scattered on every core only into at least this many cells
+#: (8 MB of int64 counts, beyond the cache: zero-filling and scattered writes dominate there).
+PARALLEL_CELLS = 1 << 20
 
 
 def saturate(sums: np.ndarray) -> np.ndarray:
@@ -161,7 +167,10 @@ class Accumulator:
         (:func:`~polars_dp.counting.scatter.add_counts`: the threads zero-fill and count their own
         cell ranges of the result); False when it does not run.  Later pieces go to ``np.add.at``:
         a streamed piece is small beside the result, and the engine producing the next piece
-        needs the other cores."""
+        needs the other cores.  Fewer than :data:`PARALLEL_CELLS` cells: False (one
+        ``np.bincount`` is faster than a thread start and every thread reading every key)."""
+        if self.n_cells < PARALLEL_CELLS:
+            return False
         dense = np.empty(self.n_cells, dtype=np.int64)
         if not add_counts(dense, keys, zero=True):
             return False
@@ -202,4 +211,4 @@ class Accumulator:
 #: What an engine returns: dense float64 counts, or :meth:`Accumulator.sparse`'s pair.
 Counts: TypeAlias = np.ndarray | tuple[np.ndarray, np.ndarray | None]
 
-__all__ = ["COUNT_BOUND", "Accumulator", "Counts", "cell_sums", "row_weights", "saturate"]
+__all__ = ["COUNT_BOUND", "PARALLEL_CELLS", "Accumulator", "Counts", "cell_sums", "row_weights", "saturate"]

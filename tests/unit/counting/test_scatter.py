@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from polars_dp.counting import scatter
-from polars_dp.counting.aggregate import Accumulator
+from polars_dp.counting import aggregate, scatter
+from polars_dp.counting.aggregate import PARALLEL_CELLS, Accumulator
 from tests.helpers.compiled import needs_compiled
 
 
@@ -43,19 +43,38 @@ def test_scatter_leaves_it_to_numpy_without_compiled_kernels_or_threads(monkeypa
     assert np.all(out == 7)
 
 
+@pytest.mark.parametrize("cells", [1000, PARALLEL_CELLS])
 @pytest.mark.parametrize("compiled", ["0", "1"])
 @pytest.mark.parametrize("integer", [False, True])
-def test_accumulator_gives_the_same_counts_either_way(monkeypatch, compiled, integer):
+def test_accumulator_gives_the_same_counts_either_way(monkeypatch, compiled, integer, cells):
     """Unweighted pieces through the scatter (or numpy), a weighted one through numpy."""
     monkeypatch.setenv("POLARS_DP_COMPILED", compiled)
     monkeypatch.setenv("POLARS_DP_THREADS", "2")
     rng = np.random.default_rng(3)
-    pieces = [rng.integers(0, 1000, 5000) for _ in range(3)]
-    acc = Accumulator(1000, dense=True, integer=integer)
+    pieces = [rng.integers(0, cells, 5000) for _ in range(3)]
+    acc = Accumulator(cells, dense=True, integer=integer)
     for p in pieces:
         acc.add(p)
     acc.add(pieces[0][:10], np.full(10, 4))
-    want = sum(np.bincount(p, minlength=1000) for p in pieces)
+    want = sum(np.bincount(p, minlength=cells) for p in pieces)
     np.add.at(want, pieces[0][:10], 4)
     got = acc.dense()
     assert got.dtype == (np.int64 if integer else np.float64) and np.array_equal(got, want)
+
+
+@pytest.mark.parametrize(("cells", "scattered"), [(10_000, False), (PARALLEL_CELLS - 1, False),
+                                                  (PARALLEL_CELLS, True)])
+def test_only_a_result_beyond_the_cache_is_scattered_on_every_core(monkeypatch, cells, scattered):
+    """A small result is one ``np.bincount`` (no thread started); the counts are the same."""
+    calls = []
+
+    def recording(out, keys, zero=False):
+        calls.append(out.size)
+        out[:] = np.bincount(keys, minlength=out.size)
+        return True
+    monkeypatch.setattr(aggregate, "add_counts", recording)
+    keys = np.random.default_rng(5).integers(0, cells, 4000)
+    acc = Accumulator(cells, dense=True, integer=True)
+    acc.add(keys)
+    assert calls == ([cells] if scattered else [])
+    assert np.array_equal(acc.dense(), np.bincount(keys, minlength=cells))
