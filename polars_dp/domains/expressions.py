@@ -181,6 +181,14 @@ class NumpyOps:
             out = np.minimum(out, x)
         return out
 
+    @staticmethod
+    def largest(*xs: Any) -> Any:
+        """The elementwise maximum of all ``xs`` (SQL ``greatest``)."""
+        out = xs[0]
+        for x in xs[1:]:
+            out = np.maximum(out, x)
+        return out
+
     inf = np.inf
 
     @staticmethod
@@ -322,6 +330,7 @@ class SqlOps:
     abs = staticmethod(_function("abs"))
     ln = staticmethod(_function("ln"))
     smallest = staticmethod(_function("least"))
+    largest = staticmethod(_function("greatest"))
     ceil = staticmethod(_function("ceil"))
     power = staticmethod(_function("pow"))
     lsum = staticmethod(_function("list_sum"))
@@ -336,11 +345,19 @@ class SqlOps:
 
     def let(self, x: Any) -> Sql:
         """A value computed once per row: a column ``__let<i>`` of a projection of its own
-        (:meth:`staged`), or the expression itself outside :meth:`staged`."""
+        (:meth:`staged`), or the expression itself outside :meth:`staged`.  The same expression
+        let twice (e.g. a variance factor the variance and the half-width both read) is one
+        column."""
+        text = sql_text(x)
         if self.stages is None:
-            return Sql(sql_text(x))
+            return Sql(text)
+        if _PLAIN.fullmatch(text):  # a column or a number already
+            return Sql(text)
+        for name, seen in self.stages:
+            if seen == text:
+                return Sql(name)
         name = f"__let{len(self.stages)}"
-        self.stages.append((name, sql_text(x)))
+        self.stages.append((name, text))
         return Sql(name)
 
     def staged(self, build: Callable[[], Any], source: str) -> tuple[str, Sql]:
@@ -462,6 +479,24 @@ class SqlOps:
 
 
 _LET = re.compile(r"__let\d+")
+_PLAIN = re.compile(r"(?:[A-Za-z_]\w*\.)?[A-Za-z_]\w*|\d+")
+
+
+def top_two(ops: Any, values: Any) -> tuple[Any, Any]:
+    """``(largest, second largest)`` per query of the values ``values`` (a Python sequence of
+    per-query operands, each ``>= 0``), the second counting repeats (the largest where it occurs
+    twice; 0 for a single value): the :meth:`~NumpyOps.lmax` and :meth:`~NumpyOps.lsecond` of
+    their list, without building the list (plain arithmetic on numpy and in SQL).  Both are
+    values of ``values``, so every way of finding them gives the same doubles."""
+    values = [ops.let(v) for v in values]
+    top = ops.let(ops.largest(*values))
+    if len(values) == 1:
+        return top, 0.0 * top
+    ties: Any = 0.0
+    for v in values:
+        ties = ties + ops.where(v == top, 1.0, 0.0)
+    below = ops.largest(*(ops.where(v < top, v, 0.0) for v in values))
+    return top, ops.where(ties > 1.5, top, below)
 
 
 def grid_min(ops: Any, grid: Any, fn: Callable[[Any], Any]) -> Any:
@@ -506,4 +541,4 @@ SQL = SqlOps()
 #: Either namespace (the type of an ``ops`` argument).
 Ops = NumpyOps | SqlOps
 
-__all__ = ["NUMPY", "SQL", "NumpyOps", "Ops", "Sql", "SqlOps", "grid_min", "sql_text"]
+__all__ = ["NUMPY", "SQL", "NumpyOps", "Ops", "Sql", "SqlOps", "grid_min", "sql_text", "top_two"]

@@ -13,10 +13,11 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from polars_dp.domains.attributes import Attribute, Nominal
-from polars_dp.domains.expressions import NUMPY, Ops
+from polars_dp.domains.expressions import NUMPY, Ops, top_two
 from polars_dp.domains.hierarchy import Hierarchy
 from polars_dp.domains.workload import AxisWorkload
 from polars_dp.errors import QueryError
+from polars_dp.kernels.tail_bounds import AxisWeights
 from polars_dp.kernels.wavelets import haar_levels, haar_padded_length, nominal_tree
 
 
@@ -68,6 +69,17 @@ def haar_weight_terms(ops: Ops, m: int, starts: Any, stops: Any) -> list[Any]:
     for lv in haar_levels_of(ops, m, starts, stops):
         cols += [ops.where(lv.same, lv.d, lv.d_first) / lv.w, ops.where(lv.same, 0, lv.d_last) / lv.w]
     return cols
+
+
+def haar_axis_weights(ops: Ops, m: int, starts: Any, stops: Any, factor: Any, listed: bool) -> AxisWeights:
+    """:class:`~polars_dp.kernels.tail_bounds.AxisWeights` of the ranges ``[start, stop)`` of ``m``
+    Haar cells from the scalar :func:`haar_weight_terms` (``ops``: numpy or SQL): their largest
+    and second largest (:func:`~polars_dp.domains.expressions.top_two`, no list), ``factor``
+    (:func:`haar_range_factor`, the same squares summed level by level) and their list only
+    where the terms are ``listed``."""
+    terms = haar_weight_terms(ops, m, starts, stops)
+    top, second = top_two(ops, terms)
+    return AxisWeights(top, second, factor, ops.lst(*terms) if listed else None)
 
 
 def haar_range_weights(m: int, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
@@ -242,6 +254,20 @@ class AxisRanges:
         """Number of terms per range of :meth:`terms` (public: the same for every range)."""
         return axis_width(self.attribute, transformed)
 
+    def weights(self, ops: Ops, factor: Any, listed: bool) -> AxisWeights:
+        """The transformed axis's :class:`~polars_dp.kernels.tail_bounds.AxisWeights` (``ops``:
+        numpy): largest and second largest of :meth:`terms`, ``factor`` (its :meth:`factor`)
+        the sum of squares, and the list where ``listed``."""
+        if isinstance(self.attribute, Nominal):
+            w = nominal_range_weights(self.attribute.hierarchy, self.starts, self.stops)
+            top = ops.lmax(w)
+            return AxisWeights(top, ops.lsecond(w, top), factor, w if listed else None)
+        return haar_axis_weights(ops, self.attribute.n_cells, self.starts, self.stops, factor, listed)
+
+    def sliced(self, part: slice) -> AxisRanges:
+        """The ranges of the queries ``part``."""
+        return AxisRanges(self.attribute, self.starts[part], self.stops[part])
+
 
 def axis_ranges(attributes: Sequence[Attribute], starts: Any, stops: Any) -> list[AxisRanges]:
     """:class:`AxisRanges` per axis of the cell boxes ``[starts, stops)`` (shape (queries, d))."""
@@ -256,7 +282,7 @@ def axis_width(attribute: Attribute, transformed: bool) -> int:
     return int(w.shape[1])
 
 
-__all__ = ["AxisRanges", "HaarLevel", "axis_ranges", "axis_workload_factor", "axis_width", "haar_levels_of",
-           "haar_range_factor",
+__all__ = ["AxisRanges", "HaarLevel", "axis_ranges", "axis_workload_factor", "axis_width",
+           "haar_axis_weights", "haar_levels_of", "haar_range_factor",
            "haar_range_variance_factor", "haar_range_weights", "haar_weight_terms",
            "nominal_range_variance_factor", "nominal_range_weights", "range_variance_factor", "range_weights"]
