@@ -351,7 +351,7 @@ class SqlOps:
         text = sql_text(x)
         if self.stages is None:
             return Sql(text)
-        if _PLAIN.fullmatch(text):  # a column or a number already
+        if _PLAIN.fullmatch(text):  # a column or a literal already
             return Sql(text)
         for name, seen in self.stages:
             if seen == text:
@@ -362,25 +362,23 @@ class SqlOps:
 
     def staged(self, build: Callable[[], Any], source: str) -> tuple[str, Sql]:
         """``(relation, expression)``: ``build()`` rendered with every :meth:`let` a column of a
-        projection over ``source``, in order: one subquery per run of values that do not read
-        each other (each projection costs a pass over the rows)."""
+        projection over ``source``: each value in the first projection after those of the values
+        it reads, so there are as many projections as the longest chain of values reading each
+        other (each projection costs a pass over the rows)."""
         self.stages = []
         try:
             expression = Sql(sql_text(build()))
-            relation = source
-            run: list[tuple[str, str]] = []
-            names: set[str] = set()
-
-            def project(relation: str) -> str:
-                columns = ", ".join(f"{text} AS {name}" for name, text in run)
-                return f"(SELECT *, {columns} FROM {relation} AS {source})" if run else relation
-
+            depth: dict[str, int] = {}
+            runs: list[list[tuple[str, str]]] = []
             for name, text in self.stages:
-                if names & set(_LET.findall(text)):
-                    relation, run, names = project(relation), [], set()
-                run.append((name, text))
-                names.add(name)
-            relation = project(relation)
+                depth[name] = 1 + max((depth[n] for n in _LET.findall(text)), default=-1)
+                if depth[name] == len(runs):
+                    runs.append([])
+                runs[depth[name]].append((name, text))
+            relation = source
+            for run in runs:
+                columns = ", ".join(f"{text} AS {name}" for name, text in run)
+                relation = f"(SELECT *, {columns} FROM {relation} AS {source})"
         finally:
             self.stages = None
         return relation, expression
@@ -479,24 +477,34 @@ class SqlOps:
 
 
 _LET = re.compile(r"__let\d+")
-_PLAIN = re.compile(r"(?:[A-Za-z_]\w*\.)?[A-Za-z_]\w*|\d+")
+_PLAIN = re.compile(r"(?:[A-Za-z_]\w*\.)?[A-Za-z_]\w*|\d+|CAST\('[^']*' AS DOUBLE\)")
 
 
 def top_two(ops: Any, values: Any) -> tuple[Any, Any]:
     """``(largest, second largest)`` per query of the values ``values`` (a Python sequence of
     per-query operands, each ``>= 0``), the second counting repeats (the largest where it occurs
     twice; 0 for a single value): the :meth:`~NumpyOps.lmax` and :meth:`~NumpyOps.lsecond` of
-    their list, without building the list (plain arithmetic on numpy and in SQL).  Both are
-    values of ``values``, so every way of finding them gives the same doubles."""
+    their list, without building the list, with ``greatest`` / ``least`` only (no ``CASE``).
+
+    The second is a knockout tournament's: halve the values recursively; at each split, the
+    smaller of the two halves' largest values.  Each such value is the smaller of two values at
+    different positions (so at most the second largest), and at the split that separates the
+    positions of the two largest it is the second largest.  Both are values of ``values``, so
+    every way of finding them gives the same doubles."""
     values = [ops.let(v) for v in values]
-    top = ops.let(ops.largest(*values))
     if len(values) == 1:
-        return top, 0.0 * top
-    ties: Any = 0.0
-    for v in values:
-        ties = ties + ops.where(v == top, 1.0, 0.0)
-    below = ops.largest(*(ops.where(v < top, v, 0.0) for v in values))
-    return top, ops.where(ties > 1.5, top, below)
+        return values[0], 0.0 * values[0]
+
+    def largest(part: list[Any]) -> Any:
+        return part[0] if len(part) == 1 else ops.largest(*part)
+
+    def splits(part: list[Any]) -> list[Any]:
+        if len(part) == 1:
+            return []
+        left, right = part[:(len(part) + 1) // 2], part[(len(part) + 1) // 2:]
+        return [ops.least(largest(left), largest(right)), *splits(left), *splits(right)]
+
+    return largest(values), ops.largest(*splits(values))
 
 
 def grid_min(ops: Any, grid: Any, fn: Callable[[Any], Any]) -> Any:

@@ -98,14 +98,17 @@ def haar_range_weights(m: int, starts: np.ndarray, stops: np.ndarray) -> np.ndar
 
 def haar_range_factor(ops: Ops, m: int, starts: Any, stops: Any) -> Any:
     """``sum_c a_c^2`` of the ranges ``[start, stop)`` of ``m`` Haar cells (the squares of
-    :func:`haar_range_weights`): ``((stop - start) / P)^2 + sum_levels D / w^2`` with the
-    integer ``D = d^2`` within one node, else ``d_first^2 + d_last^2`` (:func:`haar_levels_of`),
-    summed left to right, so numpy and SQL agree bit for bit."""
-    base = (stops - starts) / haar_padded_length(m)
-    total = base * base
-    for lv in haar_levels_of(ops, m, starts, stops):
-        squares = ops.where(lv.same, lv.d * lv.d, lv.d_first * lv.d_first + lv.d_last * lv.d_last)
-        total = total + squares / (lv.w * lv.w)
+    :func:`haar_range_weights`): ``base^2 + sum_levels (a^2 + b^2)`` over the level pairs of
+    :func:`haar_weight_terms` (each an ``ops.let``: SQL computes the terms once for the variance
+    and the interval's largest weights), summed left to right, so numpy and SQL agree bit for bit.
+    The weights are ``d / w`` with integers ``d <= w / 2`` and ``w`` a power of two, so every
+    square and every level's sum is exact: this is ``((stop - start) / P)^2 + sum_levels D / w^2``
+    with the integer ``D = d^2`` within one node, else ``d_first^2 + d_last^2``
+    (:func:`haar_levels_of`) to the bit."""
+    terms = [ops.let(x) for x in haar_weight_terms(ops, m, starts, stops)]
+    total = terms[0] * terms[0]
+    for a, b in zip(terms[1::2], terms[2::2], strict=True):
+        total = total + (a * a + b * b)
     return total
 
 
