@@ -437,9 +437,10 @@ _WEIGHT_COLUMNS = {"weights": "w", "top": "t", "second": "u"}
 
 
 def _top_second(weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Largest and second largest weight per row (the list functions Python's half-width runs)."""
+    """Largest and second largest weight per row (the list functions Python's half-width runs;
+    0 for a single weight, an axis the half-width reads as one term)."""
     top = NUMPY.lmax(weights)
-    return top, NUMPY.lsecond(weights, top)
+    return top, NUMPY.lsecond(weights, top) if weights.shape[1] > 1 else 0.0 * top
 
 
 def lookup_tables(release: GridRelease, axes: list[_Axis]) -> tuple[dict[str, pa.Table], list[str]]:
