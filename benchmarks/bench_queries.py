@@ -1,13 +1,15 @@
 """Range-count queries on a census-shaped release: Python batch, DuckDB registration and SQL batch.
 
-The release is Basic on synthetic rows over the Privelet paper's census shape (Age 0..100,
-Gender 2, Occupation 512 leaves under 3 levels, Income 0..1000: 103,521,024 cells); the
+The release is Basic (or Privelet: ``--mechanism privelet``) on synthetic rows over the Privelet
+paper's census shape (Age 0..100, Gender 2, Occupation 512 leaves under 3 levels, Income
+0..1000: 103,521,024 cells); the
 queries are the paper's workload (40,000 queries, 1-4 predicates).  Baselines measured in
 the same run: summing the cells of each query's slice in numpy (Python), and the Python
 batch path (SQL).
 
     python -m benchmarks.bench_queries            # full size (about 10 GiB peak)
     python -m benchmarks.bench_queries --quick    # 1.3e6 cells, seconds
+    python -m benchmarks.bench_queries --quick --mechanism privelet
 
 Besides the timings it prints the ratios the SQL targets are stated in, measured in the same run
 (the machine may be shared: wall time, CPU time of this process and the load average are shown
@@ -144,6 +146,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="small cube (1.3e6 cells)")
     parser.add_argument("--queries", type=int, default=40_000)
     parser.add_argument("--repeats", type=int, default=3, help="interleaved repeats of each ratio")
+    parser.add_argument("--mechanism", choices=["basic", "privelet"], default="basic",
+                        help="the release's mechanism (privelet: Haar / nominal wavelet noise on every axis)")
     parser.add_argument("--child", nargs=2, metavar=("STEP", "PATH"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -152,10 +156,10 @@ def main(argv: list[str] | None = None) -> None:
     attrs = census_attributes(args.quick)
     rows = 1_000_000 if args.quick else 10_000_000
     frame = synthetic_rows(attrs, rows, seed=1)
-    release, t_release = timed(frame.dp.basic, attrs, epsilon=1.0, seed=2)
+    release, t_release = timed(getattr(frame.dp, args.mechanism), attrs, epsilon=1.0, seed=2)
     del frame
     workload = random_workload(attrs, args.queries, seed=3)
-    print(f"release: {release.n_cells:,} cells from {rows:,} rows in {t_release:.1f} s; "
+    print(f"{args.mechanism} release: {release.n_cells:,} cells from {rows:,} rows in {t_release:.1f} s; "
           f"{args.queries:,} workload queries")
 
     _, t_prefix = timed(lambda: release.prefix)

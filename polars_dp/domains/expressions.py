@@ -181,6 +181,14 @@ class NumpyOps:
             out = np.minimum(out, x)
         return out
 
+    @staticmethod
+    def largest(*xs: Any) -> Any:
+        """The elementwise maximum of all ``xs`` (SQL ``greatest``)."""
+        out = xs[0]
+        for x in xs[1:]:
+            out = np.maximum(out, x)
+        return out
+
     inf = np.inf
 
     @staticmethod
@@ -322,6 +330,7 @@ class SqlOps:
     abs = staticmethod(_function("abs"))
     ln = staticmethod(_function("ln"))
     smallest = staticmethod(_function("least"))
+    largest = staticmethod(_function("greatest"))
     ceil = staticmethod(_function("ceil"))
     power = staticmethod(_function("pow"))
     lsum = staticmethod(_function("list_sum"))
@@ -336,34 +345,40 @@ class SqlOps:
 
     def let(self, x: Any) -> Sql:
         """A value computed once per row: a column ``__let<i>`` of a projection of its own
-        (:meth:`staged`), or the expression itself outside :meth:`staged`."""
+        (:meth:`staged`), or the expression itself outside :meth:`staged`.  The same expression
+        let twice (e.g. a variance factor the variance and the half-width both read) is one
+        column."""
+        text = sql_text(x)
         if self.stages is None:
-            return Sql(sql_text(x))
+            return Sql(text)
+        if _PLAIN.fullmatch(text):  # a column or a literal already
+            return Sql(text)
+        for name, seen in self.stages:
+            if seen == text:
+                return Sql(name)
         name = f"__let{len(self.stages)}"
-        self.stages.append((name, sql_text(x)))
+        self.stages.append((name, text))
         return Sql(name)
 
     def staged(self, build: Callable[[], Any], source: str) -> tuple[str, Sql]:
         """``(relation, expression)``: ``build()`` rendered with every :meth:`let` a column of a
-        projection over ``source``, in order: one subquery per run of values that do not read
-        each other (each projection costs a pass over the rows)."""
+        projection over ``source``: each value in the first projection after those of the values
+        it reads, so there are as many projections as the longest chain of values reading each
+        other (each projection costs a pass over the rows)."""
         self.stages = []
         try:
             expression = Sql(sql_text(build()))
-            relation = source
-            run: list[tuple[str, str]] = []
-            names: set[str] = set()
-
-            def project(relation: str) -> str:
-                columns = ", ".join(f"{text} AS {name}" for name, text in run)
-                return f"(SELECT *, {columns} FROM {relation} AS {source})" if run else relation
-
+            depth: dict[str, int] = {}
+            runs: list[list[tuple[str, str]]] = []
             for name, text in self.stages:
-                if names & set(_LET.findall(text)):
-                    relation, run, names = project(relation), [], set()
-                run.append((name, text))
-                names.add(name)
-            relation = project(relation)
+                depth[name] = 1 + max((depth[n] for n in _LET.findall(text)), default=-1)
+                if depth[name] == len(runs):
+                    runs.append([])
+                runs[depth[name]].append((name, text))
+            relation = source
+            for run in runs:
+                columns = ", ".join(f"{text} AS {name}" for name, text in run)
+                relation = f"(SELECT *, {columns} FROM {relation} AS {source})"
         finally:
             self.stages = None
         return relation, expression
@@ -462,6 +477,34 @@ class SqlOps:
 
 
 _LET = re.compile(r"__let\d+")
+_PLAIN = re.compile(r"(?:[A-Za-z_]\w*\.)?[A-Za-z_]\w*|\d+|CAST\('[^']*' AS DOUBLE\)")
+
+
+def top_two(ops: Any, values: Any) -> tuple[Any, Any]:
+    """``(largest, second largest)`` per query of the values ``values`` (a Python sequence of
+    per-query operands, each ``>= 0``), the second counting repeats (the largest where it occurs
+    twice; 0 for a single value): the :meth:`~NumpyOps.lmax` and :meth:`~NumpyOps.lsecond` of
+    their list, without building the list, with ``greatest`` / ``least`` only (no ``CASE``).
+
+    The second is a knockout tournament's: halve the values recursively; at each split, the
+    smaller of the two halves' largest values.  Each such value is the smaller of two values at
+    different positions (so at most the second largest), and at the split that separates the
+    positions of the two largest it is the second largest.  Both are values of ``values``, so
+    every way of finding them gives the same doubles."""
+    values = [ops.let(v) for v in values]
+    if len(values) == 1:
+        return values[0], 0.0 * values[0]
+
+    def largest(part: list[Any]) -> Any:
+        return part[0] if len(part) == 1 else ops.largest(*part)
+
+    def splits(part: list[Any]) -> list[Any]:
+        if len(part) == 1:
+            return []
+        left, right = part[:(len(part) + 1) // 2], part[(len(part) + 1) // 2:]
+        return [ops.least(largest(left), largest(right)), *splits(left), *splits(right)]
+
+    return largest(values), ops.largest(*splits(values))
 
 
 def grid_min(ops: Any, grid: Any, fn: Callable[[Any], Any]) -> Any:
@@ -506,4 +549,4 @@ SQL = SqlOps()
 #: Either namespace (the type of an ``ops`` argument).
 Ops = NumpyOps | SqlOps
 
-__all__ = ["NUMPY", "SQL", "NumpyOps", "Ops", "Sql", "SqlOps", "grid_min", "sql_text"]
+__all__ = ["NUMPY", "SQL", "NumpyOps", "Ops", "Sql", "SqlOps", "grid_min", "sql_text", "top_two"]

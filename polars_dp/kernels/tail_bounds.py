@@ -62,7 +62,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -104,6 +104,27 @@ def single_term_accuracy(weight: np.ndarray, scale: float, alpha: float, noise: 
     return np.asarray(weight, dtype=np.float64) * float(width)
 
 
+class AxisWeights(NamedTuple):
+    """The weights of one axis's terms, each carried by one coefficient (weights ``>= 0``), as
+    :func:`laplace_sum_half_width` reads them: per query the largest (``top``), the second largest
+    counting repeats (``second``), the sum of squares (``squares``) and, where the product set of
+    terms is listed, the list itself (``terms``; ``None`` otherwise).  A transformed axis states
+    them without its list where it can (a Haar axis from its scalar terms, its variance factor the
+    sum of squares; a nominal one from its label's row)."""
+
+    top: Any
+    second: Any
+    squares: Any
+    terms: Any = None
+
+    @classmethod
+    def of(cls, ops: Ops, weights: Any) -> AxisWeights:
+        """From a list of weights per query (``ops`` list functions)."""
+        w = ops.let(weights)
+        top = ops.let(ops.lmax(w))
+        return cls(top, ops.lsecond(w, top), ops.ldot(w, w), w)
+
+
 def laplace_sum_half_width(ops: Ops, axes: Sequence[tuple[Any, Any]], scale: float, alpha: Any,
                            noise: str, listed: bool) -> Any:
     """The half-width of :func:`laplace_sum_accuracy` written once over an ops namespace
@@ -112,15 +133,17 @@ def laplace_sum_half_width(ops: Ops, axes: Sequence[tuple[Any, Any]], scale: flo
     functions only, so both compute the same doubles step by step.
 
     ``axes``: per axis of one query (numpy: of a batch) either ``(weights, None)``, a list of
-    weights each carried by one coefficient (a transformed axis; numpy: ``(queries, terms)``),
-    or ``(weight, cells)``, one weight carried by ``cells`` values (an axis the noise does not
-    transform: weight 1 on each of its cells; numpy: ``(queries,)``).  ``listed``: whether the
+    weights each carried by one coefficient (a transformed axis; numpy: ``(queries, terms)``) or
+    its :class:`AxisWeights` (the list needed only where ``listed``), or ``(weight, cells)``,
+    one weight carried by ``cells`` values (an axis the noise does not transform: weight 1 on
+    each of its cells; numpy: ``(queries,)``).  ``listed``: whether the
     product set of terms is listed (step 4 with the terms; a public decision from the number of
     terms per axis), besides the chord bound through ``V``, ``M`` and the second largest
     magnitude (steps 3-4).  Step 5 where there is one term; 0 where there is none.
 
     Per axis only its largest weight, ``sum w^2`` and its second largest weight are needed
-    (list functions, no per-term function); the minimum over the public grid of ``theta``
+    (:class:`AxisWeights`: list functions, no per-term function, or stated by the axis without
+    its list); the minimum over the public grid of ``theta``
     is found by :func:`~polars_dp.domains.expressions.grid_min` (``(log(2/alpha) + Psi(theta))
     / theta`` is quasi-convex in ``theta`` for a convex ``Psi`` with ``Psi(0) = 0``: its slope
     has the sign of ``theta Psi' - Psi - log(2/alpha)``, non-decreasing), the grid's minimum
@@ -132,12 +155,11 @@ def laplace_sum_half_width(ops: Ops, axes: Sequence[tuple[Any, Any]], scale: flo
     n_terms: Any = 1.0  # the number of terms with a non-zero weight, or 2 where at least 2
     second: Any = 0.0  # second largest beta / M over the product set (1 on ties)
     tops = []
+    axes = [(AxisWeights.of(ops, w) if cells is None and not isinstance(w, AxisWeights) else w, cells)
+            for w, cells in axes]
     for w, cells in axes:
-        if cells is None:  # a list, one coefficient per weight (weights >= 0)
-            w = ops.let(w)
-            top = ops.let(ops.lmax(w))
-            below = ops.let(ops.lsecond(w, top))
-            squares = ops.ldot(w, w)
+        if cells is None:  # weights >= 0, one coefficient each
+            top, below, squares = ops.let(w.top), ops.let(w.second), ops.let(w.squares)
             count = ops.where(top > 0.0, ops.where(below > 0.0, 2.0, 1.0), 0.0)
         else:  # one weight on `cells` values: ties unless one cell
             top, cells = ops.let(w), ops.let(cells)
@@ -181,7 +203,7 @@ def _listed_width(ops: Ops, axes: Sequence[tuple[Any, Any]], tops: Sequence[Any]
     for (w, c), top in zip(axes, tops, strict=True):
         safe = ops.where(top > 0.0, top, 1.0)
         if c is None:
-            wn = ops.lmap(lambda w_, safe=safe: w_ / ops.each(safe), w)
+            wn = ops.lmap(lambda w_, safe=safe: w_ / ops.each(safe), w.terms)
             if rel is None:
                 rel = ops.let(wn)
             elif is_list:
@@ -284,5 +306,5 @@ def chernoff_accuracy(variance_units: np.ndarray, bound: float, alpha: float) ->
     return np.asarray(chernoff_half_width(NUMPY, v, bound, math.log(2.0 / alpha)), dtype=np.float64)
 
 
-__all__ = ["chernoff_accuracy", "chernoff_half_width", "laplace_sum_half_width", "lists_terms",
+__all__ = ["AxisWeights", "chernoff_accuracy", "chernoff_half_width", "laplace_sum_half_width", "lists_terms",
            "single_term_width", "laplace_sum_accuracy", "single_term_accuracy"]

@@ -13,10 +13,11 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from polars_dp.domains.attributes import Attribute, Nominal
-from polars_dp.domains.expressions import NUMPY, Ops
+from polars_dp.domains.expressions import NUMPY, Ops, top_two
 from polars_dp.domains.hierarchy import Hierarchy
 from polars_dp.domains.workload import AxisWorkload
 from polars_dp.errors import QueryError
+from polars_dp.kernels.tail_bounds import AxisWeights
 from polars_dp.kernels.wavelets import haar_levels, haar_padded_length, nominal_tree
 
 
@@ -70,6 +71,17 @@ def haar_weight_terms(ops: Ops, m: int, starts: Any, stops: Any) -> list[Any]:
     return cols
 
 
+def haar_axis_weights(ops: Ops, m: int, starts: Any, stops: Any, factor: Any, listed: bool) -> AxisWeights:
+    """:class:`~polars_dp.kernels.tail_bounds.AxisWeights` of the ranges ``[start, stop)`` of ``m``
+    Haar cells from the scalar :func:`haar_weight_terms` (``ops``: numpy or SQL): their largest
+    and second largest (:func:`~polars_dp.domains.expressions.top_two`, no list), ``factor``
+    (:func:`haar_range_factor`, the same squares summed level by level) and their list only
+    where the terms are ``listed``."""
+    terms = haar_weight_terms(ops, m, starts, stops)
+    top, second = top_two(ops, terms)
+    return AxisWeights(top, second, factor, ops.lst(*terms) if listed else None)
+
+
 def haar_range_weights(m: int, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
     """``|a_c|`` of the (at most ``1 + 2 l``) unnormalised Haar coefficients with a non-zero
     weight in the range sums ``[start, stop)``, shape ``(queries, 1 + 2 l)`` (zeros pad).
@@ -86,14 +98,17 @@ def haar_range_weights(m: int, starts: np.ndarray, stops: np.ndarray) -> np.ndar
 
 def haar_range_factor(ops: Ops, m: int, starts: Any, stops: Any) -> Any:
     """``sum_c a_c^2`` of the ranges ``[start, stop)`` of ``m`` Haar cells (the squares of
-    :func:`haar_range_weights`): ``((stop - start) / P)^2 + sum_levels D / w^2`` with the
-    integer ``D = d^2`` within one node, else ``d_first^2 + d_last^2`` (:func:`haar_levels_of`),
-    summed left to right, so numpy and SQL agree bit for bit."""
-    base = (stops - starts) / haar_padded_length(m)
-    total = base * base
-    for lv in haar_levels_of(ops, m, starts, stops):
-        squares = ops.where(lv.same, lv.d * lv.d, lv.d_first * lv.d_first + lv.d_last * lv.d_last)
-        total = total + squares / (lv.w * lv.w)
+    :func:`haar_range_weights`): ``base^2 + sum_levels (a^2 + b^2)`` over the level pairs of
+    :func:`haar_weight_terms` (each an ``ops.let``: SQL computes the terms once for the variance
+    and the interval's largest weights), summed left to right, so numpy and SQL agree bit for bit.
+    The weights are ``d / w`` with integers ``d <= w / 2`` and ``w`` a power of two, so every
+    square and every level's sum is exact: this is ``((stop - start) / P)^2 + sum_levels D / w^2``
+    with the integer ``D = d^2`` within one node, else ``d_first^2 + d_last^2``
+    (:func:`haar_levels_of`) to the bit."""
+    terms = [ops.let(x) for x in haar_weight_terms(ops, m, starts, stops)]
+    total = terms[0] * terms[0]
+    for a, b in zip(terms[1::2], terms[2::2], strict=True):
+        total = total + (a * a + b * b)
     return total
 
 
@@ -242,6 +257,20 @@ class AxisRanges:
         """Number of terms per range of :meth:`terms` (public: the same for every range)."""
         return axis_width(self.attribute, transformed)
 
+    def weights(self, ops: Ops, factor: Any, listed: bool) -> AxisWeights:
+        """The transformed axis's :class:`~polars_dp.kernels.tail_bounds.AxisWeights` (``ops``:
+        numpy): largest and second largest of :meth:`terms`, ``factor`` (its :meth:`factor`)
+        the sum of squares, and the list where ``listed``."""
+        if isinstance(self.attribute, Nominal):
+            w = nominal_range_weights(self.attribute.hierarchy, self.starts, self.stops)
+            top = ops.lmax(w)
+            return AxisWeights(top, ops.lsecond(w, top), factor, w if listed else None)
+        return haar_axis_weights(ops, self.attribute.n_cells, self.starts, self.stops, factor, listed)
+
+    def sliced(self, part: slice) -> AxisRanges:
+        """The ranges of the queries ``part``."""
+        return AxisRanges(self.attribute, self.starts[part], self.stops[part])
+
 
 def axis_ranges(attributes: Sequence[Attribute], starts: Any, stops: Any) -> list[AxisRanges]:
     """:class:`AxisRanges` per axis of the cell boxes ``[starts, stops)`` (shape (queries, d))."""
@@ -256,7 +285,7 @@ def axis_width(attribute: Attribute, transformed: bool) -> int:
     return int(w.shape[1])
 
 
-__all__ = ["AxisRanges", "HaarLevel", "axis_ranges", "axis_workload_factor", "axis_width", "haar_levels_of",
-           "haar_range_factor",
+__all__ = ["AxisRanges", "HaarLevel", "axis_ranges", "axis_workload_factor", "axis_width",
+           "haar_axis_weights", "haar_levels_of", "haar_range_factor",
            "haar_range_variance_factor", "haar_range_weights", "haar_weight_terms",
            "nominal_range_variance_factor", "nominal_range_weights", "range_variance_factor", "range_weights"]

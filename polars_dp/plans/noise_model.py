@@ -41,7 +41,6 @@ from polars_dp.domains.expressions import NUMPY, Ops
 from polars_dp.errors import ReleaseFormatError
 from polars_dp.kernels.tail_bounds import (
     chernoff_half_width,
-    laplace_sum_accuracy,
     laplace_sum_half_width,
     lists_terms,
 )
@@ -124,20 +123,28 @@ class LaplaceModel(NoiseModel):
         """``2 scale^2``: multiply by the per-axis variance factors of a range."""
         return 2.0 * self.scale**2
 
+    def _factor(self, ops: Ops, ax: Any) -> Any:
+        """The axis's variance factor, computed once (:meth:`variance` and :meth:`half_width`
+        read the same column in SQL)."""
+        return ops.let(ax.factor(self.transforms(ax.column)))
+
     def variance(self, ops: Ops, axes: Sequence[Any]) -> Any:
         """``2 scale^2 prod_axes f_axis``, ``f`` from :meth:`RangeAxis.factor`."""
         var: Any = self.unit_variance()
         for ax in axes:
-            var = var * ax.factor(self.transforms(ax.column))
+            var = var * self._factor(ops, ax)
         return var
 
     def _terms(self, ops: Ops, axes: Sequence[Any]) -> tuple[list[tuple[Any, Any]], bool]:
         """The axes' terms in the form of
         :func:`~polars_dp.kernels.tail_bounds.laplace_sum_half_width`: along an axis the model
         does not transform, weight 1 on each of the range's cells (``factor(False)`` of them);
-        along a transformed one its list of weights, one coefficient each (one weight when the
-        axis has a single term); and whether the product set is listed."""
+        along a transformed one its :class:`~polars_dp.kernels.tail_bounds.AxisWeights`, one
+        coefficient each (the axis's ``weights``: its variance factor the sum of squares, its
+        list only where listed; one weight when the axis has a single term); and whether the
+        product set is listed."""
         widths = [ax.width(self.transforms(ax.column)) for ax in axes]
+        listed = lists_terms(widths)
         terms: list[tuple[Any, Any]] = []
         for ax, width in zip(axes, widths, strict=True):
             if not self.transforms(ax.column):
@@ -145,18 +152,27 @@ class LaplaceModel(NoiseModel):
             elif width == 1:
                 terms.append((ops.item(ax.terms(True)[0], 0), 1.0))
             else:
-                terms.append((ax.terms(True)[0], None))
-        return terms, lists_terms(widths)
+                terms.append((ax.weights(ops, self._factor(ops, ax), listed), None))
+        return terms, listed
 
     def half_width(self, ops: Ops, axes: Sequence[Any], alpha: Any, noise: str) -> Any:
         """:func:`~polars_dp.kernels.tail_bounds.laplace_sum_half_width` over the axes' terms."""
         terms, listed = self._terms(ops, axes)
         return laplace_sum_half_width(ops, terms, self.scale, alpha, noise, listed)
 
-    def range_accuracy(self, axes: Sequence[AxisRanges], alpha: float, noise: str) -> np.ndarray:
-        """:meth:`half_width` on numpy (:func:`~polars_dp.kernels.tail_bounds.laplace_sum_accuracy`:
-        the same function, in chunks of queries)."""
-        return laplace_sum_accuracy(self._terms(NUMPY, axes)[0], self.scale, alpha, noise)
+    def range_accuracy(self, axes: Sequence[AxisRanges], alpha: float, noise: str,
+                       chunk: int = 1 << 20) -> np.ndarray:
+        """:meth:`half_width` on numpy, in chunks of queries (at most about ``chunk`` terms)."""
+        n = axes[0].starts.shape[0]
+        widths = [ax.width(self.transforms(ax.column)) for ax in axes]
+        step = max(1, chunk // (int(np.prod(widths)) if lists_terms(widths) else sum(widths)))
+        out = np.empty(n)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            for i in range(0, n, step):
+                part = slice(i, i + step)
+                width = self.half_width(NUMPY, [ax.sliced(part) for ax in axes], np.float64(alpha), noise)
+                out[part] = np.broadcast_to(np.asarray(width, dtype=np.float64), (len(range(n)[part]),))
+        return out
 
 
 @dataclass(frozen=True)
@@ -164,6 +180,8 @@ class WaveletLaplace(LaplaceModel):
     """Laplace noise of magnitude ``scale / W(c)`` on the wavelet coefficients."""
 
     kind = "wavelet_laplace"
+    #: The variance factors of transformed axes are long expressions the half-width reads too.
+    staged_variance = True
     transformed: tuple[str, ...] = ()
 
     def transforms(self, column: str) -> bool:

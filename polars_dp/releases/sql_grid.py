@@ -67,7 +67,7 @@ import numpy as np
 import pyarrow as pa
 
 from polars_dp.domains.attributes import Nominal, Ordinal
-from polars_dp.domains.expressions import SQL, Sql, sql_text
+from polars_dp.domains.expressions import NUMPY, SQL, Sql, sql_text
 from polars_dp.domains.queries import ALIGN, label_ranges
 from polars_dp.domains.ranges import (
     BinPositions,
@@ -82,7 +82,14 @@ from polars_dp.domains.ranges import (
 )
 from polars_dp.errors import ParameterError
 from polars_dp.kernels.prefix import prefix_row_blocks
-from polars_dp.kernels.wavelet_variance import axis_width, haar_range_factor, haar_weight_terms, range_weights
+from polars_dp.kernels.tail_bounds import AxisWeights
+from polars_dp.kernels.wavelet_variance import (
+    axis_width,
+    haar_axis_weights,
+    haar_range_factor,
+    haar_weight_terms,
+    range_weights,
+)
 from polars_dp.releases.sql import (
     BATCH_WHERE,
     Registered,
@@ -218,7 +225,9 @@ class _Axis:
                     f"ELSE {lab}.start END AS s{k}, "
                     f"CASE WHEN {ref} IS NULL THEN {a.n_cells} ELSE {lab}.stop END AS e{k}, "
                     f"CASE WHEN {ref} IS NULL THEN {root!r} ELSE {lab}.factor END AS f{k}"
-                    + (f", CASE WHEN {ref} IS NULL THEN {self.root_weights()} ELSE {lab}.weights END AS w{k}"
+                    + ("".join(f", CASE WHEN {ref} IS NULL THEN {root} ELSE {lab}.{c} END AS {short}{k}"
+                               for (c, short), root in zip(_WEIGHT_COLUMNS.items(), self.root_weights(),
+                                                           strict=True))
                        if self.transformed else ""))
         lo, hi = self._bounds("q")
         ranges = cell_ranges(SQL, BinPositions(*(Sql(f"q.__p{f}{k}") for f in BinPositions._fields)))
@@ -247,15 +256,17 @@ class _Axis:
         whole bin is an error (DuckDB cannot raise it where ``s<k>`` is defined)."""
         k, a = self.axis, self.attribute
         if isinstance(a, Nominal):
-            return f"q.s{k}, q.e{k}, q.f{k}" + (f", q.w{k}" if self.transformed else "")
+            return f"q.s{k}, q.e{k}, q.f{k}" + (f", q.w{k}, q.t{k}, q.u{k}" if self.transformed else "")
         no_bin = no_bin_text(SQL, a, Sql(f"q.__rl{k}"), Sql(f"q.__rh{k}"), Sql("align"))
         return (f"q.s{k}, CASE WHEN q.__e{k} <= q.s{k} THEN error({no_bin} || {where}) "
                 f"ELSE q.__e{k} END AS e{k}")
 
-    def root_weights(self) -> str:
-        """SQL list of the nominal weights of the whole domain (a predicate left NULL)."""
+    def root_weights(self) -> tuple[str, str, str]:
+        """SQL of the nominal weights of the whole domain (a predicate left NULL): their list,
+        largest and second largest (the label table's ``weights``, ``top``, ``second``)."""
         w, _ = range_weights(self.attribute, np.array([0]), np.array([self.attribute.n_cells]), True)
-        return str(SQL.lst(*(float(x) for x in w[0])))
+        top, second = _top_second(w)
+        return str(SQL.lst(*(float(x) for x in w[0]))), sql_text(float(top[0])), sql_text(float(second[0]))
 
     def width(self, transformed: bool) -> int:
         """Number of terms of this axis in :func:`~polars_dp.kernels.wavelet_variance.range_weights`."""
@@ -273,6 +284,19 @@ class _Axis:
             return Sql(f"box.w{k}"), Sql(f"list_transform(box.w{k}, lambda __w: 1.0::DOUBLE)")
         weights = haar_weight_terms(SQL, self.attribute.n_cells, s, e)
         return SQL.lst(*weights), SQL.lst(*(1.0 for _ in weights))
+
+    def weights(self, ops: Any, factor: Any, listed: bool) -> AxisWeights:
+        """:class:`~polars_dp.kernels.tail_bounds.AxisWeights` of the query's range on this
+        (transformed) axis: a nominal one's largest and second largest weight from its label's
+        row, a Haar one's from its scalar terms (:func:`~polars_dp.kernels.wavelet_variance.
+        haar_axis_weights`, the function Python runs); ``factor`` the sum of squares; the list
+        (:meth:`terms`) only where ``listed``."""
+        k = self.axis
+        if isinstance(self.attribute, Nominal):
+            return AxisWeights(Sql(f"box.t{k}"), Sql(f"box.u{k}"), factor,
+                               self.terms(True)[0] if listed else None)
+        s, e = self.bounds()
+        return haar_axis_weights(ops, self.attribute.n_cells, s, e, factor, listed)
 
     def label_join(self) -> str:
         if not isinstance(self.attribute, Nominal):
@@ -406,9 +430,23 @@ def _axis_source(release: GridRelease, name: str, axis: int) -> str:
     return internal(name, f"axis_{release.attributes[axis].column}")
 
 
+#: Columns of a transformed nominal axis's internal labels table (not in its view) and their
+#: names in the ``ranged`` CTE (``<name><axis>``): the label's nominal weights, their largest and
+#: their second largest (counting repeats; the interval half-width reads these two, not the list).
+_WEIGHT_COLUMNS = {"weights": "w", "top": "t", "second": "u"}
+
+
+def _top_second(weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Largest and second largest weight per row (the list functions Python's half-width runs;
+    0 for a single weight, an axis the half-width reads as one term)."""
+    top = NUMPY.lmax(weights)
+    return top, NUMPY.lsecond(weights, top) if weights.shape[1] > 1 else 0.0 * top
+
+
 def lookup_tables(release: GridRelease, axes: list[_Axis]) -> tuple[dict[str, pa.Table], list[str]]:
     """The ``name_labels_<column>`` table of each nominal axis: its transient source (label,
-    leaf range, per-axis variance factor) and the statement creating it."""
+    leaf range, per-axis variance factor; a transformed axis's weights, their largest and second
+    largest) and the statement creating it."""
     sources, statements = {}, []
     for ax in axes:
         a, k = ax.attribute, ax.axis
@@ -421,12 +459,14 @@ def lookup_tables(release: GridRelease, axes: list[_Axis]) -> tuple[dict[str, pa
                                       "stop": stops, "factor": release.axis_variance(k, starts, stops)})
             if ax.transformed:
                 weights, _ = range_weights(a, starts, stops, True)
-                sources[source] = sources[source].append_column(
-                    "weights", pa.array(list(weights), pa.list_(pa.float64())))
+                top, second = _top_second(weights)
+                for column, values in zip(_WEIGHT_COLUMNS, (pa.array(list(weights), pa.list_(pa.float64())),
+                                                            pa.array(top), pa.array(second)), strict=True):
+                    sources[source] = sources[source].append_column(column, values)
             statements += [f"CREATE TABLE {ident(ax.labels_source())} AS SELECT * FROM {ident(source)}",
                            view(ax.labels_table(), ax.labels_source(),
                                 literal(f"labels of {a.column} in release {ax.name}: leaf ranges"),
-                                ["weights"] if ax.transformed else [])]
+                                list(_WEIGHT_COLUMNS) if ax.transformed else [])]
     return sources, statements
 
 

@@ -11,6 +11,7 @@ import polars as pl
 import pytest
 
 import polars_dp as pdp
+from polars_dp.domains import expressions
 from polars_dp.domains.expressions import NUMPY, SQL, Sql, grid_min
 from polars_dp.kernels import tail_bounds
 from polars_dp.kernels.wavelet_variance import range_weights
@@ -107,3 +108,52 @@ def test_staged_lets_share_projections():
     relation, expression = SQL.staged(build, "box")
     assert relation.count("SELECT") == 2
     assert str(expression) == "__let2"
+
+
+def test_staged_lets_take_the_first_projection_they_can():
+    def build():
+        a = SQL.let(Sql("x") + 1)
+        b = SQL.let(a * 2)
+        c = SQL.let(Sql("y") + 3)  # reads nothing: beside a, not after b
+        return SQL.let(c * 2) + b
+
+    relation, _ = SQL.staged(build, "box")
+    assert relation.count("SELECT") == 2
+
+
+def test_a_value_let_twice_is_one_column():
+    def build():
+        a = SQL.let(Sql("x") * Sql("x") + 1)
+        return a + SQL.let(Sql("x") * Sql("x") + 1)
+
+    relation, expression = SQL.staged(build, "box")
+    assert relation.count(" AS __let") == 1
+    assert str(expression) == "(__let0 + __let0)"
+
+
+@pytest.mark.parametrize("n", [2, 3, 5, 15, 16])
+def test_top_two_without_a_list_is_the_list_functions(n):
+    x = np.random.default_rng(n).integers(0, 4, (2000, n)) / 4.0  # many ties
+    top, second = expressions.top_two(NUMPY, [x[:, i] for i in range(n)])
+    assert np.array_equal(top, NUMPY.lmax(x))
+    assert np.array_equal(second, NUMPY.lsecond(x, NUMPY.lmax(x)))
+    text = " ".join(map(str, expressions.top_two(SQL, [Sql(f"w{i}") for i in range(n)])))
+    assert "CASE" not in text and "list_" not in text
+
+
+def test_privelet_chord_sql_reads_no_list_and_each_factor_once():
+    attrs = [pdp.Ordinal("a", 0, 60), pdp.Nominal("g", categories=list("xyz")), pdp.Ordinal("b", 0, 60),
+             pdp.Ordinal("c", 0, 60)]
+    rng = np.random.default_rng(1)
+    frame = pl.DataFrame({"a": rng.integers(0, 61, 300), "g": rng.choice(list("xyz"), 300),
+                          "b": rng.integers(0, 61, 300), "c": rng.integers(0, 61, 300)})
+    release = frame.dp.privelet(attrs, epsilon=1.0, seed=3)
+    axes = [_Axis(release, "t", k) for k in range(4)]
+    assert not tail_bounds.lists_terms([ax.width(True) for ax in axes])  # the chord bound
+    relation, variance, expression = accuracy_sql(release, axes)
+    text = relation + variance + expression
+    # the largest / second largest weights come from scalars and the label's row, not from lists
+    assert "list_" not in text and "box.w1" not in text and "[CAST(" not in text
+    # each Haar axis's level terms are computed once, for the variance and the half-width alike
+    one_term = "(CASE WHEN ((box.s0 // 64) = ((box.e0 - 1) // 64)) THEN 0 ELSE"
+    assert text.count(one_term) == 1
