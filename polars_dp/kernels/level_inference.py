@@ -38,6 +38,7 @@ import numpy as np
 
 from polars_dp.domains.attributes import Attribute
 from polars_dp.domains.workload import AxisWorkload, Workload
+from polars_dp.kernels import compiled
 from polars_dp.kernels.block_levels import (
     AxisLevels,
     BlockCounter,
@@ -309,6 +310,18 @@ def noisy_normal_sum(counts: np.ndarray | list[np.ndarray], axes: Sequence[AxisL
     return out
 
 
+def _binary_last_axis(a: np.ndarray, ax: AxisLevels, wanted: Sequence[int], scales: Sequence[float]
+                      ) -> np.ndarray | None:
+    """:func:`gls_from_sum`'s walk along the last axis in one compiled pass per row
+    (:func:`~polars_dp.kernels.compiled.binary_level_rows`: the same operations, in cache),
+    when every level it reaches halves the one above; None: the numpy walk runs."""
+    top = ax.count - 1
+    if not a.flags.c_contiguous or any(ax.sizes[level] != 2 * ax.sizes[level + 1]
+                                       for level in range(wanted[0], top)):
+        return None
+    return compiled.binary_level_rows(a, [top - level for level in wanted], scales)
+
+
 def gls_from_sum(z: np.ndarray, weights: np.ndarray, axes: Sequence[AxisLevels],
                  slab_cells: int = SLAB_CELLS) -> np.ndarray:
     """:func:`gls`'s estimate from its ``z`` (which this consumes: its memory is reused), bit for
@@ -338,6 +351,11 @@ def gls_from_sum(z: np.ndarray, weights: np.ndarray, axes: Sequence[AxisLevels],
         if not wanted:
             return None
         top = ax.count - 1
+        if i == d - 1 and i:
+            scales = [c[key + (level,)] / cells[key + (level,)] for level in wanted]
+            done = _binary_last_axis(a, ax, wanted, scales)
+            if done is not None:
+                return done
         chain: dict[int, np.ndarray | None] = {top: a}
 
         def coarser(level: int) -> np.ndarray:

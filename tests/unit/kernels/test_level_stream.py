@@ -23,6 +23,7 @@ from polars_dp.kernels.block_levels import (
     pyramid,
 )
 from polars_dp.kernels.level_inference import gls, gls_from_sum, noisy_normal_sum
+from tests.helpers.compiled import needs_compiled
 
 OCC = pdp.Nominal("o", pdp.Hierarchy.from_dict({f"h{g}": list(range(g * 4, g * 4 + 4)) for g in range(3)}))
 AXES = (bary_levels(11), chain_from_factors(2, [2]), nominal_levels(OCC), bary_levels(37, 3))
@@ -160,3 +161,36 @@ def test_large_tuples_noised_by_blocks_of_rows_take_the_same_draws(chunk):
     got = noisy_normal_sum(counts, AXES, measured, weights, streamed, noise_chunk=chunk)
     assert any(len(v) > 1 for v in sizes.values())
     np.testing.assert_array_equal(got.view(np.int64), want.view(np.int64))
+
+
+@needs_compiled
+@pytest.mark.parametrize("seed", range(6))
+def test_compiled_binary_last_axis_gives_the_numpy_bits(monkeypatch, seed):
+    """A binary last axis (padded, and a power of two): its least-squares pass runs compiled, a
+    row at a time, with :func:`gls`'s bits, whichever of its levels the weights reach (the
+    cells or not, one level or many)."""
+    import polars_dp.kernels.compiled as K
+
+    axes = (bary_levels(11), nominal_levels(OCC), bary_levels(37) if seed % 2 else bary_levels(64))
+    rng = np.random.default_rng(seed)
+    shape = tuple(ax.count for ax in axes)
+    weights = np.where(rng.random(shape) < 0.25, rng.random(shape), 0.0)
+    weights[-1, -1, -1] = 0.0 if seed == 2 else 0.5
+    weights[0, 0, 0] = 0.3
+    counts = rng.integers(0, 50, size=tuple(ax.n for ax in axes))
+    exact = pyramid(pad(counts, axes), axes)
+    measured = [t for t in np.ndindex(*shape) if weights[t] > 0]
+    noise = {t: rng.standard_normal(exact[t].shape) * 3 for t in measured}
+    want = gls({t: exact[t] + noise[t] for t in measured}, weights, axes)
+    calls = []
+    real = K.binary_level_rows
+
+    def spy(*args):
+        calls.append(args[1])
+        return real(*args)
+    monkeypatch.setattr(K, "binary_level_rows", spy)
+    for slab in (1, 1 << 20):
+        z = noisy_normal_sum(counts, axes, measured, weights, lambda t, y: y.__iadd__(noise[t]))
+        got = gls_from_sum(z, weights, axes, slab_cells=slab)
+        np.testing.assert_array_equal(got.view(np.int64), want.view(np.int64))
+    assert calls and any(len(drops) > 1 for drops in calls)
