@@ -241,10 +241,28 @@ def _build(numba: Any) -> dict[str, Any]:
                 for j in range(dst.size):
                     dst[j] = prev[j]
 
+    @numba.njit(cache=True, nogil=True)
+    def int_block_sums_rows(x: np.ndarray, factor: int, out: np.ndarray) -> None:  # pragma: no cover
+        rows, m = x.shape
+        full = m // factor
+        for r in range(rows):
+            src, dst = x[r], out[r]
+            for b in range(full):
+                acc = np.int64(0)
+                base = b * factor
+                for k in range(factor):
+                    acc += src[base + k]
+                dst[b] = acc
+            if full < dst.size:
+                acc = np.int64(0)
+                for j in range(full * factor, m):
+                    acc += src[j]
+                dst[full] = acc
+
     return {"min_max": min_max, "noise_first_rows": noise_first_rows, "nominal_rows": nominal_rows,
             "nominal_numerator_rows": nominal_numerator_rows,
             "haar_columns_forward": haar_columns_forward, "haar_columns_inverse": haar_columns_inverse,
-            "binary_level_rows": binary_level_rows}
+            "binary_level_rows": binary_level_rows, "int_block_sums_rows": int_block_sums_rows}
 
 
 _active = kernel_set(_build)
@@ -366,5 +384,21 @@ def binary_level_rows(x: np.ndarray, drops: Sequence[int], scales: Sequence[floa
     return x if last == 0 else out.reshape(x.shape[:-1] + (n >> last,))
 
 
-__all__ = ["binary_level_rows", "enabled", "haar_columns_forward", "haar_columns_inverse", "noise_first_rows",
-           "nominal_inverse", "nominal_numerators"]
+def int_block_sums_last(x: np.ndarray, factor: int) -> np.ndarray | None:
+    """Sums of ``factor`` consecutive int64 values along the last axis of C-contiguous ``x`` (the
+    last block partial when ``factor`` does not divide it): ``ceil(m / factor)`` per row, int64,
+    one pass (integers modulo ``2^64``: numpy's values in any order).  None when compiled kernels
+    are off."""
+    ks = _active()
+    if ks is None:
+        return None
+    m = x.shape[-1]
+    blocks = -(-m // factor)
+    out = np.empty(x.shape[:-1] + (blocks,), dtype=np.int64)
+    if out.size:
+        ks["int_block_sums_rows"](x.reshape(-1, m), factor, out.reshape(-1, blocks))
+    return out
+
+
+__all__ = ["binary_level_rows", "enabled", "haar_columns_forward", "haar_columns_inverse",
+           "int_block_sums_last", "noise_first_rows", "nominal_inverse", "nominal_numerators"]

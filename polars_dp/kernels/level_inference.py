@@ -280,7 +280,7 @@ def noisy_normal_sum(counts: np.ndarray | list[np.ndarray], axes: Sequence[AxisL
     for k, t in enumerate(todo):
         if prev is not None:
             close(next(i for i in range(d) if t[i] != prev[i]) + 1)
-        real = counter.real(t)
+        real = counter.real(t, todo[k + 1:])
         if math.prod(ax.length // ax.sizes[level] for ax, level in zip(axes, t, strict=True)) > big:
             counter.keep_for(todo[k + 1:])  # before a large tuple: the arrays no later one needs go
         y = _measure(real, t, axes, weights[t], add_noise, noise_chunk)

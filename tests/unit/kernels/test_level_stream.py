@@ -45,6 +45,59 @@ def test_block_counter_gives_every_tuples_counts_in_any_order(cap):
     assert counter.cache == {}
 
 
+def test_block_counter_told_the_tuples_to_come_reads_the_counts_less_often(monkeypatch):
+    """Told the tuples still to come, the counter takes the step towards blocks they can be
+    made from and keeps those blocks: the same counts, fewer passes over the counts."""
+    import polars_dp.kernels.block_levels as BL
+
+    rng = np.random.default_rng(8)
+    counts = rng.integers(0, 9, size=tuple(ax.n for ax in AXES))
+    want = pyramid(pad(counts, AXES), AXES)
+    tuples = [(0, 0, 0, 1), (0, 1, 2, 2), (1, 1, 2, 1), (2, 1, 2, 2), (3, 0, 2, 1), (4, 1, 2, 1)]
+    reads = {False: 0, True: 0}
+    real_coarsen = BL.coarsen_real
+    for told in (False, True):
+        def spy(arr, axis, factor, told=told):
+            reads[told] += arr.size == counts.size
+            return real_coarsen(arr, axis, factor)
+        monkeypatch.setattr(BL, "coarsen_real", spy)
+        counter = BlockCounter(counts, AXES, cache_cells=counts.size // 8)
+        counter.reuse_cap = counts.size // 3
+        for k, t in enumerate(tuples):
+            got = counter.real(t, tuples[k + 1:] if told else ())
+            np.testing.assert_array_equal(padded_blocks(got, t, AXES), want[t])
+    assert reads[True] < reads[False]
+
+
+@pytest.mark.parametrize("factor", [1, 2, 3, 4, 7, 8, 64, 2000])
+@pytest.mark.parametrize("compiled", ["0", "1"])
+def test_integer_block_sums_along_the_last_axis(monkeypatch, factor, compiled):
+    """Compiled (the last axis in one pass) or numpy, the block sums of every axis (the last
+    block partial) are exact."""
+    import polars_dp.kernels.compiled as K
+    from polars_dp.compiled import enabled
+    from polars_dp.kernels.block_levels import coarsen_real
+
+    monkeypatch.setenv("POLARS_DP_COMPILED", compiled)
+    ran = []
+    real_kernel = K.int_block_sums_last
+
+    def spy(*args):
+        out = real_kernel(*args)
+        if out is not None:
+            ran.append(args[1])
+        return out
+    monkeypatch.setattr(K, "int_block_sums_last", spy)
+    x = np.random.default_rng(factor).integers(-2**40, 2**40, size=(3, 4, 1001))
+    for axis in range(3):
+        got = coarsen_real(x, axis, factor)
+        m = x.shape[axis]
+        starts = np.arange(0, m, factor)
+        assert got.dtype == np.int64
+        np.testing.assert_array_equal(got, np.add.reduceat(x, starts, axis=axis))
+    assert ran == ([factor] if enabled() else [])
+
+
 @pytest.mark.parametrize("slab", [1, 3 * 2 * 12 * 37, 1 << 23])
 def test_fold_owned_is_fold_bit_for_bit(monkeypatch, slab):
     """Packed into the estimate's own memory, one first-axis row or three or all at a time."""
