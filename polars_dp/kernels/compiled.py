@@ -259,10 +259,31 @@ def _build(numba: Any) -> dict[str, Any]:
                     acc += src[j]
                 dst[full] = acc
 
+    @numba.njit(cache=True, nogil=True)
+    def add_counts_rows(y: np.ndarray, real: np.ndarray, row_map: np.ndarray, weight: float,
+                        scale: bool) -> None:  # pragma: no cover - compiled
+        rows, p = y.shape
+        m = real.shape[1]
+        for r in range(rows):
+            dst = y[r]
+            q = row_map[r]
+            if q >= 0:
+                src = real[q]
+                for j in range(m):
+                    v = dst[j] + np.float64(src[j])
+                    dst[j] = v * weight if scale else v
+                start = m
+            else:
+                start = 0
+            if scale:
+                for j in range(start, p):
+                    dst[j] = dst[j] * weight
+
     return {"min_max": min_max, "noise_first_rows": noise_first_rows, "nominal_rows": nominal_rows,
             "nominal_numerator_rows": nominal_numerator_rows,
             "haar_columns_forward": haar_columns_forward, "haar_columns_inverse": haar_columns_inverse,
-            "binary_level_rows": binary_level_rows, "int_block_sums_rows": int_block_sums_rows}
+            "binary_level_rows": binary_level_rows, "int_block_sums_rows": int_block_sums_rows,
+            "add_counts_rows": add_counts_rows}
 
 
 _active = kernel_set(_build)
@@ -400,5 +421,24 @@ def int_block_sums_last(x: np.ndarray, factor: int) -> np.ndarray | None:
     return out
 
 
-__all__ = ["binary_level_rows", "enabled", "haar_columns_forward", "haar_columns_inverse",
+def add_counts(y: np.ndarray, real: np.ndarray, weight: float) -> bool:
+    """``y[:real's shape] += real`` (int64 counts, as float64), then ``y *= weight`` when
+    ``weight > 0``, in one pass over float64 ``y`` (C-contiguous; ``real`` no larger on any axis):
+    ``fl(fl(y + r) w)`` per value as numpy's two steps.  False (nothing written) when compiled
+    kernels are off or ``real`` is not int64."""
+    ks = _active()
+    if ks is None or real.dtype != np.int64 or not y.flags.c_contiguous:
+        return False
+    if y.ndim == 1:
+        y2, r2, row_map = y.reshape(1, -1), real.reshape(1, -1), np.zeros(1, dtype=np.int64)
+    else:
+        row_map = np.full(y.shape[:-1], -1, dtype=np.int64)
+        row_map[tuple(slice(0, n) for n in real.shape[:-1])] = np.arange(
+            int(np.prod(real.shape[:-1], dtype=np.int64))).reshape(real.shape[:-1])
+        y2, r2 = y.reshape(-1, y.shape[-1]), np.ascontiguousarray(real).reshape(-1, real.shape[-1])
+    ks["add_counts_rows"](y2, r2, row_map.reshape(-1), float(weight), bool(weight > 0))
+    return True
+
+
+__all__ = ["add_counts", "binary_level_rows", "enabled", "haar_columns_forward", "haar_columns_inverse",
            "int_block_sums_last", "noise_first_rows", "nominal_inverse", "nominal_numerators"]

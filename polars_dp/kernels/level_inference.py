@@ -220,8 +220,15 @@ def _measure(real: np.ndarray, t: tuple[int, ...], axes: Sequence[AxisLevels], w
     inner = tuple(slice(0, m) for m in real.shape[1:])
     for a in range(0, shape[0], step):
         block = y[a:a + step]
+        rows = real[a:a + step]
+        if rows.size and compiled.enabled() and rows.dtype == np.int64:
+            # the noise first (0 + n = n but for n = -0.0, whose sum with a count is the count's
+            # either way), then the counts and the weight in one compiled pass: the same bits
+            add_noise(t, block)
+            compiled.add_counts(block, rows, weight)
+            continue
         if a < real.shape[0]:
-            block[(slice(0, min(step, real.shape[0] - a)),) + inner] = real[a:a + step]
+            block[(slice(0, min(step, real.shape[0] - a)),) + inner] = rows
         add_noise(t, block)
         if weight > 0:
             np.multiply(block, weight, out=block)

@@ -247,3 +247,46 @@ def test_compiled_binary_last_axis_gives_the_numpy_bits(monkeypatch, seed):
         got = gls_from_sum(z, weights, axes, slab_cells=slab)
         np.testing.assert_array_equal(got.view(np.int64), want.view(np.int64))
     assert calls and any(len(drops) > 1 for drops in calls)
+
+
+@needs_compiled
+def test_compiled_counts_and_weight_pass_gives_the_numpy_bits(monkeypatch):
+    """A large tuple's blocks of rows: noise first, then counts and weight in one compiled pass,
+    the bits of filling, noising and weighting in numpy (noise with zeros and -0.0 too)."""
+    import polars_dp.kernels.compiled as K
+
+    rng = np.random.default_rng(9)
+    counts = rng.integers(0, 20, size=tuple(ax.n for ax in AXES))
+    weights = np.zeros(tuple(ax.count for ax in AXES))
+    weights[0, 1, 1, 2] = weights[2, 0, 2, 1] = 1.5
+    weights[-1, -1, -1, -1] = 0.37
+    measured = [t for t in np.ndindex(*weights.shape) if weights[t] > 0] + [(3, 0, 2, 3)]  # one of weight 0
+    measured.sort()
+    sizes = {t: int(np.prod([ax.length // ax.sizes[i] for ax, i in zip(AXES, t, strict=True)]))
+             for t in measured}
+    noise = {t: rng.standard_normal(n) for t, n in sizes.items()}
+    for v in noise.values():
+        v[::7] = 0.0
+        v[::11] = -0.0
+    drawn: dict = {}
+
+    def add(t, part):
+        start = drawn.get(t, 0)
+        drawn[t] = start + part.size
+        part.reshape(-1)[:] += noise[t][start:start + part.size]
+
+    calls: list[bool] = []
+    real_kernel = K.add_counts
+
+    def spy(*args):
+        calls.append(real_kernel(*args))
+        return calls[-1]
+    monkeypatch.setattr(K, "add_counts", spy)
+    sums = []
+    for flag in ("0", "1"):
+        monkeypatch.setenv("POLARS_DP_COMPILED", flag)
+        drawn.clear()
+        sums.append(noisy_normal_sum(counts, AXES, measured, weights, add, noise_chunk=24))
+    assert calls and all(calls)
+    numpy_sum, compiled_sum = sums
+    np.testing.assert_array_equal(compiled_sum.view(np.int64), numpy_sum.view(np.int64))
