@@ -28,6 +28,7 @@ import numpy as np
 
 from polars_dp.domains.attributes import Attribute, Nominal
 from polars_dp.errors import ParameterError
+from polars_dp.kernels import compiled
 
 #: :func:`fold_owned` packs the real cells this many values at a time.
 FOLD_SLAB = 1 << 23
@@ -252,6 +253,10 @@ def coarsen_real(arr: np.ndarray, axis: int, factor: int) -> np.ndarray:
     """Integer block sums by ``factor`` along ``axis`` of an array of real blocks only (the
     padding omitted, so the last block may be partial): ``ceil(m / factor)`` blocks, int64."""
     m = arr.shape[axis]
+    if axis == arr.ndim - 1 and m and arr.dtype == np.int64 and arr.flags.c_contiguous:
+        done = compiled.int_block_sums_last(arr, factor)  # one pass (None: compiled kernels off)
+        if done is not None:
+            return done
     full, rest = divmod(m, factor)
     shape = list(arr.shape)
     shape[axis] = full + (1 if rest else 0)
@@ -280,6 +285,12 @@ def coarsen_real(arr: np.ndarray, axis: int, factor: int) -> np.ndarray:
     return out
 
 
+def finer(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
+    """Whether level tuple ``a`` is at least as fine as ``b`` on every axis (``b``'s blocks are
+    unions of ``a``'s)."""
+    return all(x >= y for x, y in zip(a, b, strict=True))
+
+
 class BlockCounter:
     """Exact integer block counts of level tuples from the real cells' counts, each from the
     smallest array already computed at finer-or-equal levels on every axis (the counts, or a
@@ -293,22 +304,42 @@ class BlockCounter:
                                  f"{tuple(ax.n for ax in axes)}", parameter="counts")
         self.axes = tuple(axes)
         self.cap = max(1, counts.size // 8) if cache_cells is None else cache_cells
+        self.reuse_cap = max(self.cap, counts.size // 3) if cache_cells is None else cache_cells
         self.cache: dict[tuple[int, ...], np.ndarray] = {tuple(ax.count - 1 for ax in axes): counts}
 
-    def real(self, t: tuple[int, ...]) -> np.ndarray:
-        """The counts of ``t``'s blocks over the real cells (int64 unless ``t`` is the cells)."""
+    def real(self, t: tuple[int, ...], rest: Sequence[tuple[int, ...]] = ()) -> np.ndarray:
+        """The counts of ``t``'s blocks over the real cells (int64 unless ``t`` is the cells).
+        ``rest``: the tuples still to come; among the steps whose blocks may be kept, one that
+        leads to blocks more of them can be made from goes first, else the one that shrinks
+        most; blocks some of them can be made from are kept up to a third of the counts' size
+        (other blocks up to the cap)."""
         if t in self.cache:
             return self.cache[t]
         sources = ((k, a) for k, a in self.cache.items() if all(x >= y for x, y in zip(k, t, strict=True)))
         key, arr = min(sources, key=lambda item: item[1].size)
         while key != t:
             steps = [i for i in range(len(t)) if key[i] != t[i]]
-            i = max(steps, key=lambda j: arr.shape[j] / -(-self.axes[j].n // self.axes[j].sizes[t[j]]))
+            i = max(steps, key=lambda j: self._score(arr.shape, key, t, j, rest))
             arr = coarsen_real(arr, i, self.axes[i].sizes[t[i]] // self.axes[i].sizes[key[i]])
             key = key[:i] + (t[i],) + key[i + 1:]
-            if arr.size <= self.cap:
+            if arr.size <= self.cap or (arr.size <= self.reuse_cap and self._serves(key, arr.size, rest)):
                 self.cache[key] = arr
         return arr
+
+    def _serves(self, k: tuple[int, ...], size: int, rest: Sequence[tuple[int, ...]]) -> int:
+        """How many of ``rest`` blocks ``k`` (of ``size`` values) can make, where no array kept
+        that can make them is as small."""
+        return sum(finer(k, r) and not any(finer(c, r) and a.size <= size for c, a in self.cache.items())
+                   for r in rest)
+
+    def _score(self, shape: tuple[int, ...], key: tuple[int, ...], t: tuple[int, ...], j: int,
+               rest: Sequence[tuple[int, ...]]) -> tuple[int, float]:
+        """Step ``j`` from blocks ``key`` (``shape``) towards ``t``: the tuples to come it serves
+        (0 when its blocks would not be kept), then how much it shrinks."""
+        blocks = -(-self.axes[j].n // self.axes[j].sizes[t[j]])
+        size = math.prod(shape) // shape[j] * blocks
+        kept = size <= self.reuse_cap
+        return self._serves(key[:j] + (t[j],) + key[j + 1:], size, rest) if kept else 0, shape[j] / blocks
 
     def keep_for(self, rest: Sequence[tuple[int, ...]]) -> None:
         """Forget the arrays none of the tuples ``rest`` can be made from."""

@@ -9,6 +9,7 @@ of the data.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -199,9 +200,90 @@ def _build(numba: Any) -> dict[str, Any]:
                 else:
                     dst[:] = src
 
+    @numba.njit(cache=True, nogil=True)
+    def binary_level_rows(x: np.ndarray, out: np.ndarray, drops: np.ndarray, scales: np.ndarray,
+                          scratch: np.ndarray) -> None:  # pragma: no cover - compiled
+        rows, n = x.shape
+        deepest = drops[0]
+        for r in range(rows):
+            row = x[r]
+            # the halving chain: level top - k (k = 1..deepest) at scratch[n - 2 n_{k-1} : n - n_k]
+            src, start, m = row, 0, n
+            for _ in range(deepest):
+                h = m // 2
+                dst = scratch[start:start + h]
+                for j in range(h):
+                    dst[j] = src[2 * j] + src[2 * j + 1]
+                src, start, m = dst, start + h, h
+            # the wanted levels, coarsest first: scaled, plus the previous one repeated
+            prev = scratch[0:0]
+            shift = 0
+            for k in range(drops.size):
+                drop = drops[k]
+                m = n >> drop
+                if drop == 0:
+                    level = row
+                else:
+                    first = n - (n >> (drop - 1))
+                    level = scratch[first:first + m]
+                s = scales[k]
+                if k == 0:
+                    for j in range(m):
+                        level[j] = level[j] * s
+                else:
+                    shift = drops[k - 1] - drop
+                    for j in range(m):
+                        v = level[j] * s
+                        level[j] = v + prev[j >> shift]
+                prev = level
+            if drops[drops.size - 1] != 0:
+                dst = out[r]
+                for j in range(dst.size):
+                    dst[j] = prev[j]
+
+    @numba.njit(cache=True, nogil=True)
+    def int_block_sums_rows(x: np.ndarray, factor: int, out: np.ndarray) -> None:  # pragma: no cover
+        rows, m = x.shape
+        full = m // factor
+        for r in range(rows):
+            src, dst = x[r], out[r]
+            for b in range(full):
+                acc = np.int64(0)
+                base = b * factor
+                for k in range(factor):
+                    acc += src[base + k]
+                dst[b] = acc
+            if full < dst.size:
+                acc = np.int64(0)
+                for j in range(full * factor, m):
+                    acc += src[j]
+                dst[full] = acc
+
+    @numba.njit(cache=True, nogil=True)
+    def add_counts_rows(y: np.ndarray, real: np.ndarray, row_map: np.ndarray, weight: float,
+                        scale: bool) -> None:  # pragma: no cover - compiled
+        rows, p = y.shape
+        m = real.shape[1]
+        for r in range(rows):
+            dst = y[r]
+            q = row_map[r]
+            if q >= 0:
+                src = real[q]
+                for j in range(m):
+                    v = dst[j] + np.float64(src[j])
+                    dst[j] = v * weight if scale else v
+                start = m
+            else:
+                start = 0
+            if scale:
+                for j in range(start, p):
+                    dst[j] = dst[j] * weight
+
     return {"min_max": min_max, "noise_first_rows": noise_first_rows, "nominal_rows": nominal_rows,
             "nominal_numerator_rows": nominal_numerator_rows,
-            "haar_columns_forward": haar_columns_forward, "haar_columns_inverse": haar_columns_inverse}
+            "haar_columns_forward": haar_columns_forward, "haar_columns_inverse": haar_columns_inverse,
+            "binary_level_rows": binary_level_rows, "int_block_sums_rows": int_block_sums_rows,
+            "add_counts_rows": add_counts_rows}
 
 
 _active = kernel_set(_build)
@@ -300,5 +382,63 @@ def haar_columns_inverse(head: np.ndarray, tail: np.ndarray, levels: np.ndarray,
     return True
 
 
-__all__ = ["enabled", "haar_columns_forward", "haar_columns_inverse", "noise_first_rows", "nominal_inverse",
-           "nominal_numerators"]
+def binary_level_rows(x: np.ndarray, drops: Sequence[int], scales: Sequence[float]) -> np.ndarray | None:
+    """The least-squares pass of :func:`~polars_dp.kernels.level_inference.gls_from_sum` along the
+    last axis of float64 ``x`` (C-contiguous, ``n`` a multiple of ``2^drops[0]`` values per
+    row), where every level it reaches halves the one above: the block sums by pairs
+    (``a + b``), level by level down to ``drops[0]`` halvings below the row; then the wanted
+    levels (``drops``, strictly decreasing halvings below the row, ``0``: the row itself)
+    coarsest first, each times its ``scales[k]`` plus the previous one repeated
+    (``fl(fl(b s) + p)``): the numpy walk's operations value by value, one row at a time in
+    cache.  Returns the finest wanted level (``x`` itself, overwritten, when ``drops[-1] = 0``),
+    or None (nothing written) when compiled kernels are off."""
+    ks = _active()
+    if ks is None:
+        return None
+    rows = x.reshape(-1, x.shape[-1]) if x.size else x.reshape(0, max(1, x.shape[-1]))
+    n = rows.shape[1]
+    last = int(drops[-1])
+    out = rows if last == 0 else np.empty((rows.shape[0], n >> last))
+    if rows.shape[0]:
+        ks["binary_level_rows"](rows, out, np.asarray(drops, dtype=np.int64),
+                                np.asarray(scales, dtype=np.float64), np.empty(max(1, n)))
+    return x if last == 0 else out.reshape(x.shape[:-1] + (n >> last,))
+
+
+def int_block_sums_last(x: np.ndarray, factor: int) -> np.ndarray | None:
+    """Sums of ``factor`` consecutive int64 values along the last axis of C-contiguous ``x`` (the
+    last block partial when ``factor`` does not divide it): ``ceil(m / factor)`` per row, int64,
+    one pass (integers modulo ``2^64``: numpy's values in any order).  None when compiled kernels
+    are off."""
+    ks = _active()
+    if ks is None:
+        return None
+    m = x.shape[-1]
+    blocks = -(-m // factor)
+    out = np.empty(x.shape[:-1] + (blocks,), dtype=np.int64)
+    if out.size:
+        ks["int_block_sums_rows"](x.reshape(-1, m), factor, out.reshape(-1, blocks))
+    return out
+
+
+def add_counts(y: np.ndarray, real: np.ndarray, weight: float) -> bool:
+    """``y[:real's shape] += real`` (int64 counts, as float64), then ``y *= weight`` when
+    ``weight > 0``, in one pass over float64 ``y`` (C-contiguous; ``real`` no larger on any axis):
+    ``fl(fl(y + r) w)`` per value as numpy's two steps.  False (nothing written) when compiled
+    kernels are off or ``real`` is not int64."""
+    ks = _active()
+    if ks is None or real.dtype != np.int64 or not y.flags.c_contiguous:
+        return False
+    if y.ndim == 1:
+        y2, r2, row_map = y.reshape(1, -1), real.reshape(1, -1), np.zeros(1, dtype=np.int64)
+    else:
+        row_map = np.full(y.shape[:-1], -1, dtype=np.int64)
+        row_map[tuple(slice(0, n) for n in real.shape[:-1])] = np.arange(
+            int(np.prod(real.shape[:-1], dtype=np.int64))).reshape(real.shape[:-1])
+        y2, r2 = y.reshape(-1, y.shape[-1]), np.ascontiguousarray(real).reshape(-1, real.shape[-1])
+    ks["add_counts_rows"](y2, r2, row_map.reshape(-1), float(weight), bool(weight > 0))
+    return True
+
+
+__all__ = ["add_counts", "binary_level_rows", "enabled", "haar_columns_forward", "haar_columns_inverse",
+           "int_block_sums_last", "noise_first_rows", "nominal_inverse", "nominal_numerators"]

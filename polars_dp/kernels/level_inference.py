@@ -38,6 +38,7 @@ import numpy as np
 
 from polars_dp.domains.attributes import Attribute
 from polars_dp.domains.workload import AxisWorkload, Workload
+from polars_dp.kernels import compiled
 from polars_dp.kernels.block_levels import (
     AxisLevels,
     BlockCounter,
@@ -219,8 +220,15 @@ def _measure(real: np.ndarray, t: tuple[int, ...], axes: Sequence[AxisLevels], w
     inner = tuple(slice(0, m) for m in real.shape[1:])
     for a in range(0, shape[0], step):
         block = y[a:a + step]
+        rows = real[a:a + step]
+        if rows.size and compiled.enabled() and rows.dtype == np.int64:
+            # the noise first (0 + n = n but for n = -0.0, whose sum with a count is the count's
+            # either way), then the counts and the weight in one compiled pass: the same bits
+            add_noise(t, block)
+            compiled.add_counts(block, rows, weight)
+            continue
         if a < real.shape[0]:
-            block[(slice(0, min(step, real.shape[0] - a)),) + inner] = real[a:a + step]
+            block[(slice(0, min(step, real.shape[0] - a)),) + inner] = rows
         add_noise(t, block)
         if weight > 0:
             np.multiply(block, weight, out=block)
@@ -279,7 +287,7 @@ def noisy_normal_sum(counts: np.ndarray | list[np.ndarray], axes: Sequence[AxisL
     for k, t in enumerate(todo):
         if prev is not None:
             close(next(i for i in range(d) if t[i] != prev[i]) + 1)
-        real = counter.real(t)
+        real = counter.real(t, todo[k + 1:])
         if math.prod(ax.length // ax.sizes[level] for ax, level in zip(axes, t, strict=True)) > big:
             counter.keep_for(todo[k + 1:])  # before a large tuple: the arrays no later one needs go
         y = _measure(real, t, axes, weights[t], add_noise, noise_chunk)
@@ -307,6 +315,18 @@ def noisy_normal_sum(counts: np.ndarray | list[np.ndarray], axes: Sequence[AxisL
         if not (rows.shape == target.shape and np.shares_memory(rows, target)):
             target[...] = _expand(rows, target.shape)
     return out
+
+
+def _binary_last_axis(a: np.ndarray, ax: AxisLevels, wanted: Sequence[int], scales: Sequence[float]
+                      ) -> np.ndarray | None:
+    """:func:`gls_from_sum`'s walk along the last axis in one compiled pass per row
+    (:func:`~polars_dp.kernels.compiled.binary_level_rows`: the same operations, in cache),
+    when every level it reaches halves the one above; None: the numpy walk runs."""
+    top = ax.count - 1
+    if not a.flags.c_contiguous or any(ax.sizes[level] != 2 * ax.sizes[level + 1]
+                                       for level in range(wanted[0], top)):
+        return None
+    return compiled.binary_level_rows(a, [top - level for level in wanted], scales)
 
 
 def gls_from_sum(z: np.ndarray, weights: np.ndarray, axes: Sequence[AxisLevels],
@@ -338,6 +358,11 @@ def gls_from_sum(z: np.ndarray, weights: np.ndarray, axes: Sequence[AxisLevels],
         if not wanted:
             return None
         top = ax.count - 1
+        if i == d - 1 and i:
+            scales = [c[key + (level,)] / cells[key + (level,)] for level in wanted]
+            done = _binary_last_axis(a, ax, wanted, scales)
+            if done is not None:
+                return done
         chain: dict[int, np.ndarray | None] = {top: a}
 
         def coarser(level: int) -> np.ndarray:

@@ -23,6 +23,7 @@ from polars_dp.kernels.block_levels import (
     pyramid,
 )
 from polars_dp.kernels.level_inference import gls, gls_from_sum, noisy_normal_sum
+from tests.helpers.compiled import needs_compiled
 
 OCC = pdp.Nominal("o", pdp.Hierarchy.from_dict({f"h{g}": list(range(g * 4, g * 4 + 4)) for g in range(3)}))
 AXES = (bary_levels(11), chain_from_factors(2, [2]), nominal_levels(OCC), bary_levels(37, 3))
@@ -42,6 +43,59 @@ def test_block_counter_gives_every_tuples_counts_in_any_order(cap):
         np.testing.assert_array_equal(got, want[t])
     counter.keep_for([])
     assert counter.cache == {}
+
+
+def test_block_counter_told_the_tuples_to_come_reads_the_counts_less_often(monkeypatch):
+    """Told the tuples still to come, the counter takes the step towards blocks they can be
+    made from and keeps those blocks: the same counts, fewer passes over the counts."""
+    import polars_dp.kernels.block_levels as BL
+
+    rng = np.random.default_rng(8)
+    counts = rng.integers(0, 9, size=tuple(ax.n for ax in AXES))
+    want = pyramid(pad(counts, AXES), AXES)
+    tuples = [(0, 0, 0, 1), (0, 1, 2, 2), (1, 1, 2, 1), (2, 1, 2, 2), (3, 0, 2, 1), (4, 1, 2, 1)]
+    reads = {False: 0, True: 0}
+    real_coarsen = BL.coarsen_real
+    for told in (False, True):
+        def spy(arr, axis, factor, told=told):
+            reads[told] += arr.size == counts.size
+            return real_coarsen(arr, axis, factor)
+        monkeypatch.setattr(BL, "coarsen_real", spy)
+        counter = BlockCounter(counts, AXES, cache_cells=counts.size // 8)
+        counter.reuse_cap = counts.size // 3
+        for k, t in enumerate(tuples):
+            got = counter.real(t, tuples[k + 1:] if told else ())
+            np.testing.assert_array_equal(padded_blocks(got, t, AXES), want[t])
+    assert reads[True] < reads[False]
+
+
+@pytest.mark.parametrize("factor", [1, 2, 3, 4, 7, 8, 64, 2000])
+@pytest.mark.parametrize("compiled", ["0", "1"])
+def test_integer_block_sums_along_the_last_axis(monkeypatch, factor, compiled):
+    """Compiled (the last axis in one pass) or numpy, the block sums of every axis (the last
+    block partial) are exact."""
+    import polars_dp.kernels.compiled as K
+    from polars_dp.compiled import enabled
+    from polars_dp.kernels.block_levels import coarsen_real
+
+    monkeypatch.setenv("POLARS_DP_COMPILED", compiled)
+    ran = []
+    real_kernel = K.int_block_sums_last
+
+    def spy(*args):
+        out = real_kernel(*args)
+        if out is not None:
+            ran.append(args[1])
+        return out
+    monkeypatch.setattr(K, "int_block_sums_last", spy)
+    x = np.random.default_rng(factor).integers(-2**40, 2**40, size=(3, 4, 1001))
+    for axis in range(3):
+        got = coarsen_real(x, axis, factor)
+        m = x.shape[axis]
+        starts = np.arange(0, m, factor)
+        assert got.dtype == np.int64
+        np.testing.assert_array_equal(got, np.add.reduceat(x, starts, axis=axis))
+    assert ran == ([factor] if enabled() else [])
 
 
 @pytest.mark.parametrize("slab", [1, 3 * 2 * 12 * 37, 1 << 23])
@@ -160,3 +214,79 @@ def test_large_tuples_noised_by_blocks_of_rows_take_the_same_draws(chunk):
     got = noisy_normal_sum(counts, AXES, measured, weights, streamed, noise_chunk=chunk)
     assert any(len(v) > 1 for v in sizes.values())
     np.testing.assert_array_equal(got.view(np.int64), want.view(np.int64))
+
+
+@needs_compiled
+@pytest.mark.parametrize("seed", range(6))
+def test_compiled_binary_last_axis_gives_the_numpy_bits(monkeypatch, seed):
+    """A binary last axis (padded, and a power of two): its least-squares pass runs compiled, a
+    row at a time, with :func:`gls`'s bits, whichever of its levels the weights reach (the
+    cells or not, one level or many)."""
+    import polars_dp.kernels.compiled as K
+
+    axes = (bary_levels(11), nominal_levels(OCC), bary_levels(37) if seed % 2 else bary_levels(64))
+    rng = np.random.default_rng(seed)
+    shape = tuple(ax.count for ax in axes)
+    weights = np.where(rng.random(shape) < 0.25, rng.random(shape), 0.0)
+    weights[-1, -1, -1] = 0.0 if seed == 2 else 0.5
+    weights[0, 0, 0] = 0.3
+    counts = rng.integers(0, 50, size=tuple(ax.n for ax in axes))
+    exact = pyramid(pad(counts, axes), axes)
+    measured = [t for t in np.ndindex(*shape) if weights[t] > 0]
+    noise = {t: rng.standard_normal(exact[t].shape) * 3 for t in measured}
+    want = gls({t: exact[t] + noise[t] for t in measured}, weights, axes)
+    calls = []
+    real = K.binary_level_rows
+
+    def spy(*args):
+        calls.append(args[1])
+        return real(*args)
+    monkeypatch.setattr(K, "binary_level_rows", spy)
+    for slab in (1, 1 << 20):
+        z = noisy_normal_sum(counts, axes, measured, weights, lambda t, y: y.__iadd__(noise[t]))
+        got = gls_from_sum(z, weights, axes, slab_cells=slab)
+        np.testing.assert_array_equal(got.view(np.int64), want.view(np.int64))
+    assert calls and any(len(drops) > 1 for drops in calls)
+
+
+@needs_compiled
+def test_compiled_counts_and_weight_pass_gives_the_numpy_bits(monkeypatch):
+    """A large tuple's blocks of rows: noise first, then counts and weight in one compiled pass,
+    the bits of filling, noising and weighting in numpy (noise with zeros and -0.0 too)."""
+    import polars_dp.kernels.compiled as K
+
+    rng = np.random.default_rng(9)
+    counts = rng.integers(0, 20, size=tuple(ax.n for ax in AXES))
+    weights = np.zeros(tuple(ax.count for ax in AXES))
+    weights[0, 1, 1, 2] = weights[2, 0, 2, 1] = 1.5
+    weights[-1, -1, -1, -1] = 0.37
+    measured = [t for t in np.ndindex(*weights.shape) if weights[t] > 0] + [(3, 0, 2, 3)]  # one of weight 0
+    measured.sort()
+    sizes = {t: int(np.prod([ax.length // ax.sizes[i] for ax, i in zip(AXES, t, strict=True)]))
+             for t in measured}
+    noise = {t: rng.standard_normal(n) for t, n in sizes.items()}
+    for v in noise.values():
+        v[::7] = 0.0
+        v[::11] = -0.0
+    drawn: dict = {}
+
+    def add(t, part):
+        start = drawn.get(t, 0)
+        drawn[t] = start + part.size
+        part.reshape(-1)[:] += noise[t][start:start + part.size]
+
+    calls: list[bool] = []
+    real_kernel = K.add_counts
+
+    def spy(*args):
+        calls.append(real_kernel(*args))
+        return calls[-1]
+    monkeypatch.setattr(K, "add_counts", spy)
+    sums = []
+    for flag in ("0", "1"):
+        monkeypatch.setenv("POLARS_DP_COMPILED", flag)
+        drawn.clear()
+        sums.append(noisy_normal_sum(counts, AXES, measured, weights, add, noise_chunk=24))
+    assert calls and all(calls)
+    numpy_sum, compiled_sum = sums
+    np.testing.assert_array_equal(compiled_sum.view(np.int64), numpy_sum.view(np.int64))
