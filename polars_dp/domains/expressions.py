@@ -23,6 +23,7 @@ from one template: a Python string, or a SQL string expression.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -176,18 +177,12 @@ class NumpyOps:
     @staticmethod
     def smallest(*xs: Any) -> Any:
         """The elementwise minimum of all ``xs`` (SQL ``least``)."""
-        out = xs[0]
-        for x in xs[1:]:
-            out = np.minimum(out, x)
-        return out
+        return functools.reduce(np.minimum, xs)
 
     @staticmethod
     def largest(*xs: Any) -> Any:
         """The elementwise maximum of all ``xs`` (SQL ``greatest``)."""
-        out = xs[0]
-        for x in xs[1:]:
-            out = np.maximum(out, x)
-        return out
+        return functools.reduce(np.maximum, xs)
 
     inf = np.inf
 
