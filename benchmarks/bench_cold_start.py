@@ -44,6 +44,16 @@ from benchmarks.peers import PEERS, checkout, skip_line
 
 HERE = Path(__file__).resolve().parent.parent
 
+#: The end of every child: time ``call()`` cold then warm, count the cold call's page faults, print JSON.
+TIMED = r"""flt0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+a = clocks(); call(); b = clocks()
+flt1 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+call(); c = clocks()
+print(json.dumps({"import": w1 - w0, "import_cpu": c1 - c0, "cold": b[0] - a[0], "cold_cpu": b[1] - a[1],
+                  "warm": c[0] - b[0], "warm_cpu": c[1] - b[1], "cold_minflt": flt1 - flt0,
+                  "numba": "numba" in sys.modules}))
+"""
+
 #: The child: imports polars_dp, builds the input, times the call cold then warm.
 CHILD = r"""
 import json, resource, sys, time
@@ -69,13 +79,7 @@ else:
     from polars_dp import noise as N
     def call():
         return N.discrete_laplace(N.noise_source(None), 2, 1, 1 << 20)
-flt0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-a = clocks(); call(); b = clocks()
-flt1 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-call(); c = clocks()
-print(json.dumps({"import": w1 - w0, "import_cpu": c1 - c0, "cold": b[0] - a[0], "cold_cpu": b[1] - a[1],
-                  "warm": c[0] - b[0], "warm_cpu": c[1] - b[1], "cold_minflt": flt1 - flt0,
-                  "numba": "numba" in sys.modules}))
+TIMED
 """
 
 #: The points of the privmap case (both children): 1e5 in the unit square, half of them in a
@@ -85,7 +89,7 @@ POINTS = """rng = np.random.default_rng(0)
     points = np.column_stack([np.concatenate([np.clip(rng.normal(0.3 + 0.1 * j, 0.02, n // 2), 0, 1),
                                               rng.uniform(0, 1, n - n // 2)]) for j in range(2)])"""
 EPSILON = 1.0
-CHILD = CHILD.replace("POINTS", POINTS).replace("EPSILON", repr(EPSILON))
+CHILD = CHILD.replace("TIMED", TIMED).replace("POINTS", POINTS).replace("EPSILON", repr(EPSILON))
 
 #: privmap's child: imports its PrivTree (numpy included, timed), then builds the tree of the
 #: same points cold then warm (``argv[1]``: the checkout).
@@ -101,14 +105,10 @@ w1, c1 = clocks()
 POINTS
 def call():
     return PrivTree(EPSILON, BoundingBox(0.0, 1.0, 0.0, 1.0), fanout=4).build(points)
-flt0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-a = clocks(); call(); b = clocks()
-flt1 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-call(); c = clocks()
-print(json.dumps({"import": w1 - w0, "import_cpu": c1 - c0, "cold": b[0] - a[0], "cold_cpu": b[1] - a[1],
-                  "warm": c[0] - b[0], "warm_cpu": c[1] - b[1], "cold_minflt": flt1 - flt0,
-                  "numba": "numba" in sys.modules}))
-""".replace("POINTS", POINTS.replace("\n    ", "\n")).replace("EPSILON", repr(EPSILON))
+TIMED
+"""
+PRIVMAP = PRIVMAP.replace("TIMED", TIMED).replace("POINTS", POINTS.replace("\n    ", "\n"))
+PRIVMAP = PRIVMAP.replace("EPSILON", repr(EPSILON))
 
 #: OpenDP's cold start: import, build the measurement, apply it once to 2^20 counts.
 OPENDP = r"""
