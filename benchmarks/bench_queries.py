@@ -236,7 +236,7 @@ def main(argv: list[str] | None = None) -> None:
     row("A to_duckdb, B write_parquet (fresh process)", steps["to_duckdb"], steps["write_parquet"], 1.5)
     row("A to_duckdb (database file), B write_parquet", steps["to_duckdb_file"], steps["write_parquet"], 1.5)
     row("A sql_script (in-memory), B write_parquet", steps["script"], steps["write_parquet"], 1.5)
-    row("A sql_script (database file), B write_parquet", steps["script_file"], steps["write_parquet"], 1.5)
+    row("A sql_script (db file), B write_parquet", steps["script_file"], steps["write_parquet"], 1.5)
     counts = steps["to_duckdb"]["counts"]
     for step, cost in steps.items():
         print(f"peak memory of {step:<15} {cost['peak'] / counts:5.2f} x the count array "
