@@ -12,8 +12,10 @@ replaced by SQL (:func:`source_sql`); every other statement is the one ``to_duck
 * the rows (``__pdp_source_<name>``): ``read_parquet(path, file_row_number = true)``, the file's
   rows in release order (the writer's canonical order), plus the internal columns: a grid's
   linear ``cell`` (the row number) and ``prefix`` (the inclusive d-dimensional prefix sum of
-  ``count``: one running ``sum`` window per axis, in the axis order of
-  :func:`polars_dp.kernels.prefix.prefix_sums`; the same sums added in another order, equal to
+  ``count``, one axis after the other in the axis order of
+  :func:`polars_dp.kernels.prefix.prefix_sums`: an axis whose lags fit DuckDB's streaming window
+  (``lag`` up to 2047 rows) as a scan by doubling in file order, any other as a running ``sum``
+  window partitioned by the other axes' indices; the same sums added in another order, equal to
   rounding), a spatial leaf's ``leaf`` (the row number), a sequence row's
   ``cell = node * beta + next_code``;
 * the metadata table: the file's ``polars_dp.*`` entries (``parquet_kv_metadata``);
@@ -32,11 +34,14 @@ check is an ``error()`` naming the file and the release's checksum, and nothing 
    library's ``checksum`` value); a ``polars_dp.signature`` entry is neither required nor
    checked;
 2. the file's rows: their number, and a SHA-256 fingerprint of every value of the release's
-   columns in file order as DuckDB reads them (:func:`fingerprint_sql`: doubles printed to 17
-   significant digits, which identify a double exactly; other values as DuckDB's text, NULL as
-   ``\\N``; per chunk of 2^18 rows, then over the chunks' digests), equal to the fingerprint of
-   the release the script was written from (computed by DuckDB over the release's own rows, in
-   the same SQL, when the script is written).
+   columns in file order as DuckDB reads them (:func:`fingerprint_sql`: a double as the text of
+   :func:`double_text`, integer digits for an integral one, else 17 significant digits, which
+   identify a double exactly; other values as DuckDB's text, NULL as ``\\N``; per chunk of 2^18
+   rows, then over the chunks' digests), equal to the fingerprint of the release the script was
+   written from (computed by DuckDB over the release's own rows, in the same SQL, when the
+   script is written).  A grid's labels are public (a function of the cell number): each row's
+   labels are compared with those of its cell (the script's axis tables, as the view derives
+   them), and only its ``count`` column is fingerprinted (:func:`grid_fingerprint_sql`).
 
 What it does not check: the library's own ``checksum`` is ``sha256`` over the metadata text and
 the payload's little-endian bytes (:func:`polars_dp.releases.integrity.payload_checksum`), and
@@ -50,7 +55,8 @@ verified release whose checksum equals the one the file records, so a file it ac
 release's values (as DuckDB reads them) under this release's metadata.
 
 The client needs what the macros need (tested: the DuckDB 1.5 command-line client and the 2.0
-Python module); the checks use ``SET VARIABLE``.  ``.read`` stops at the first error; ``duckdb
+Python module); the checks use ``SET VARIABLE``.  The prefix scans read the file's rows in order:
+the script sets ``preserve_insertion_order`` while it runs and restores the client's value.  ``.read`` stops at the first error; ``duckdb
 < script`` goes on, and the statements after a refusal fail on the aborted transaction (the
 first error is the refusal; the exit code is 1 either way, and nothing is created).
 
@@ -88,24 +94,69 @@ if TYPE_CHECKING:
 FINGERPRINT_ROWS = 1 << 18
 #: The session variable the script's checks set (reset at its end).
 _CHECK = "__pdp_script_check"
+#: The session variable keeping the client's ``preserve_insertion_order`` while the script runs.
+_ORDER = "__pdp_script_order"
+
+
+#: Below this magnitude every integer is a double: an integral double is identified by its digits.
+_EXACT_INTEGERS = 1 << 53
+
+
+def double_text(value: str) -> str:
+    """SQL text of the DOUBLE ``value`` that identifies it exactly: an integral value other than
+    zero below 2^53 as its integer digits, any other (a fraction, a zero, so that -0 stays apart,
+    a larger value, an infinity, NaN) printed to 17 significant digits.  No two doubles share a
+    text: digits name one integer, which is a double; a 17-digit text reads back to its double
+    only (a pure-digits one to the same integer, thus the same double); NULL has no text."""
+    return (f"CASE WHEN {value} <> 0 AND {value} = trunc({value}) AND abs({value}) < {_EXACT_INTEGERS} "
+            f"THEN CAST(CAST({value} AS BIGINT) AS VARCHAR) ELSE printf('%.17g', {value}) END")
+
+
+def _value_text(column: str, kind: str) -> str:
+    value = ident(column)
+    return double_text(value) if kind in ("DOUBLE", "FLOAT") else f"CAST({value} AS VARCHAR)"
 
 
 def fingerprint_sql(relation: str, row: str, columns: Mapping[str, str]) -> str:
     """SQL of one row ``(fingerprint, n)`` over ``relation``: ``n`` its rows and ``fingerprint``
     the SHA-256 of the chunk digests of its ``columns`` (name -> DuckDB type) in the order of
-    the column ``row``; each value as text (doubles to 17 significant digits, NULL as ``\\N``),
-    values separated by ``chr(31)``, rows by ``chr(30)``.  The script and its writer run it alike."""
-    def text(column: str, kind: str) -> str:
-        value = (f"printf('%.17g', {ident(column)})" if kind in ("DOUBLE", "FLOAT")
-                 else f"CAST({ident(column)} AS VARCHAR)")
-        return f"coalesce({value}, '\\N')"
-
-    line = " || chr(31) || ".join(text(c, k) for c, k in columns.items())
+    the column ``row``; each value as text (doubles by :func:`double_text`, NULL as ``\\N``),
+    values separated by ``chr(31)``, rows by ``chr(30)``.  The script and its writer run it alike
+    (a tree's or a sequence model's rows; a grid's: :func:`grid_fingerprint_sql`)."""
+    line = " || chr(31) || ".join(f"coalesce({_value_text(c, k)}, '\\N')" for c, k in columns.items())
     return (f"SELECT sha256(string_agg(digest, '' ORDER BY chunk)) AS fingerprint, "
             f"CAST(coalesce(sum(n), 0) AS BIGINT) AS n FROM (\n"
             f"  SELECT {ident(row)} // {FINGERPRINT_ROWS} AS chunk, count(*) AS n, "
             f"sha256(string_agg({line}, chr(30) ORDER BY {ident(row)})) AS digest\n"
             f"  FROM {relation} GROUP BY chunk)")
+
+
+def grid_fingerprint_sql(relation: str, row: str, kind: str, in_place: str = "true") -> str:
+    """SQL of one row ``(fingerprint, n, misplaced)`` over a grid's rows ``relation``: ``n`` its
+    rows, ``misplaced`` the rows where ``in_place`` (the script's test of the row's labels) is
+    not true, and ``fingerprint`` the SHA-256 of the chunk digests of its ``count`` column (of
+    DuckDB type ``kind``) in the order of the column ``row``: per chunk of
+    :data:`FINGERPRINT_ROWS` rows, the SHA-256 of its values' texts (:func:`double_text`; NULL
+    as ``\\N``) joined by commas.  A chunk whose values all have integer digits (the common case
+    of integral noise) is joined as a list of BIGINT, the same text without a text per value."""
+    value = ident("count")
+    if kind in ("DOUBLE", "FLOAT"):
+        digits = (f"{value} <> 0 AND {value} = trunc({value}) AND abs({value}) < {_EXACT_INTEGERS}")
+        each = f"coalesce({double_text('x')}, '\\N')"
+        text = (f"CASE WHEN others = 0 THEN array_to_string(CAST(__v AS BIGINT[]), ',') ELSE "
+                f"array_to_string(list_transform(__v, lambda x: {each}), ',') END")
+    else:
+        digits = "false"
+        text = "array_to_string(list_transform(__v, lambda x: coalesce(CAST(x AS VARCHAR), '\\N')), ',')"
+    return (f"SELECT sha256(string_agg(digest, '' ORDER BY chunk)) AS fingerprint, "
+            f"CAST(coalesce(sum(n), 0) AS BIGINT) AS n, "
+            f"CAST(coalesce(sum(misplaced), 0) AS BIGINT) AS misplaced "
+            f"FROM (\n  SELECT chunk, n, misplaced, sha256({text}) AS digest FROM (\n"
+            f"  SELECT {ident(row)} // {FINGERPRINT_ROWS} AS chunk, count(*) AS n, "
+            f"count(*) FILTER (WHERE NOT coalesce({digits}, false)) AS others, "
+            f"count(*) FILTER (WHERE NOT coalesce({in_place}, false)) AS misplaced, "
+            f"list({value} ORDER BY {ident(row)}) AS __v\n"
+            f"  FROM {relation} GROUP BY chunk))")
 
 
 def _duckdb_types(con: Any, schema: pa.Schema) -> dict[str, str]:
@@ -134,12 +185,22 @@ def _numbered(reader: pa.RecordBatchReader) -> pa.RecordBatchReader:
 
 def release_fingerprint(release: Release) -> tuple[dict[str, str], str, int]:
     """``(columns, fingerprint, rows)`` of the release's own rows: its columns with their DuckDB
-    types and :func:`fingerprint_sql` over them, run by DuckDB on the release's record batches."""
+    types and :func:`fingerprint_sql` over them (a grid's: :func:`grid_fingerprint_sql` over its
+    ``count`` column), run by DuckDB on the release's record batches (a grid's counts in cell
+    order, as its file holds them)."""
     with duckdb.connect() as con:
         reader = release.to_batches()
         columns = _duckdb_types(con, reader.schema)
-        con.register("__pdp_rows", _numbered(reader))
-        fingerprint, rows = con.execute(fingerprint_sql("__pdp_rows", "__pdp_row", columns)).fetchall()[0]
+        if release.release_type == "grid":
+            reader.close()
+            flat = cast("GridRelease", release).counts.reshape(-1)
+            rows_of = np.arange(flat.size, dtype=np.int64)
+            con.register("__pdp_rows", pa.table({"count": flat, "__pdp_row": rows_of}))
+            fingerprint, rows, _ = con.execute(
+                grid_fingerprint_sql("__pdp_rows", "__pdp_row", columns["count"])).fetchall()[0]
+        else:
+            con.register("__pdp_rows", _numbered(reader))
+            fingerprint, rows = con.execute(fingerprint_sql("__pdp_rows", "__pdp_row", columns)).fetchall()[0]
     return columns, str(fingerprint), int(rows)
 
 
@@ -173,20 +234,50 @@ def _read(path: str) -> str:
     return f"read_parquet({literal(path)}, file_row_number = true)"
 
 
+#: The longest lag a streaming window keeps (DuckDB runs ``lag(x, k) OVER ()`` as it reads for k
+#: up to 2047; a longer one holds the whole relation).
+_STREAMING_LAG = 2047
+
+
+def _strides(release: GridRelease) -> list[int]:
+    shape = release.shape
+    return [int(np.prod(shape[k + 1:], dtype=np.int64)) for k in range(len(shape))]
+
+
 def _grid_cells(release: GridRelease, path: str, columns: Mapping[str, str]) -> str:
     """The cell source of a grid: the file's rows, ``cell`` their number, ``prefix`` one running
-    sum per axis (partitioned by the other axes' indices)."""
-    shape = release.shape
-    strides = [int(np.prod(shape[k + 1:], dtype=np.int64)) for k in range(len(shape))]
+    sum per axis: an axis whose lags fit a streaming window as a scan by doubling (log2 n steps
+    ``p + lag(p, 2^j stride)``, in file order), any other by a running ``sum`` window
+    partitioned by the other axes' indices."""
     user = ident("count")  # the labels are derived from the cell number (sql_grid)
     steps = [f"__s0 AS (SELECT {user}, file_row_number AS cell, CAST({ident('count')} AS DOUBLE) AS __p "
              f"FROM {_read(path)})"]
-    for k, (n, s) in enumerate(zip(shape, strides, strict=True)):
-        steps.append(f"__s{k + 1} AS (SELECT * EXCLUDE (__p), sum(__p) OVER (PARTITION BY cell - "
-                     f"((cell // {s}) % {n}) * {s} ORDER BY cell ROWS UNBOUNDED PRECEDING) AS __p "
-                     f"FROM __s{k})")
+    for n, s in zip(release.shape, _strides(release), strict=True):
+        at = f"((cell // {s}) % {n})"
+        lags = [1 << j for j in range((n - 1).bit_length())]  # 1, 2, 4, ... < n
+        if lags and lags[-1] * s <= _STREAMING_LAG:
+            for j in lags:
+                steps.append(f"__s{len(steps)} AS (SELECT * EXCLUDE (__p), __p + CASE WHEN {at} >= {j} THEN "
+                             f"lag(__p, {j * s}, 0) OVER () ELSE 0 END AS __p FROM __s{len(steps) - 1})")
+        elif lags:
+            window = f"PARTITION BY cell - {at} * {s} ORDER BY cell ROWS UNBOUNDED PRECEDING"
+            steps.append(f"__s{len(steps)} AS (SELECT * EXCLUDE (__p), sum(__p) OVER ({window}) AS __p "
+                         f"FROM __s{len(steps) - 1})")
     # no ORDER BY: the statement creating the cell table sorts by cell (rendered with preserve=False)
-    return f"WITH {', '.join(steps)}\nSELECT cell, {user}, __p AS prefix FROM __s{len(shape)}"
+    return f"WITH {', '.join(steps)}\nSELECT cell, {user}, __p AS prefix FROM __s{len(steps) - 1}"
+
+
+def _grid_in_place(release: GridRelease) -> str:
+    """SQL true when a file row's labels are those of its cell (``file_row_number``): per axis
+    the labels listed once (the axis source of the script, one row per position) indexed by
+    ``(row // stride) % n``, as the view derives them."""
+    tests = []
+    for k, (n, s) in enumerate(zip(release.shape, _strides(release), strict=True)):
+        source = ident(f"__pdp_axis_{k}")
+        for c in release._axis_table(k).column_names[1:]:
+            listed = f"(SELECT list({ident(c)} ORDER BY __i) FROM {source})"
+            tests.append(f"{ident(c)} IS NOT DISTINCT FROM {listed}[((file_row_number // {s}) % {n}) + 1]")
+    return " AND ".join(tests) or "true"
 
 
 def _tree_cells(path: str, columns: Mapping[str, str]) -> str:
@@ -274,8 +365,9 @@ def file_metadata(path: str) -> dict[str, str]:
 
 
 def _check_sql(path: str, expected: Mapping[str, str], columns: Mapping[str, str], fingerprint: str,
-               rows: int) -> list[str]:
-    """The script's checks (module doc), each a ``SET VARIABLE`` that raises on a mismatch."""
+               rows: int, in_place: str | None = None) -> list[str]:
+    """The script's checks (module doc), each a ``SET VARIABLE`` that raises on a mismatch; a
+    grid's (``in_place``: its label test, :func:`_grid_in_place`) by :func:`grid_fingerprint_sql`."""
     checksum = expected[CHECKSUM_KEY]
     refuse = f"{path} is not the release this script was written for (checksum {checksum}): "
     again = "; write the script again from the file (release.sql_script or polars-dp sql --script)"
@@ -287,12 +379,19 @@ def _check_sql(path: str, expected: Mapping[str, str], columns: Mapping[str, str
             "  SELECT CASE WHEN (SELECT count(*) FROM (FROM expected EXCEPT FROM found)) + "
             "(SELECT count(*) FROM (FROM found EXCEPT FROM expected)) > 0 "
             f"THEN error({literal(refuse + 'its polars_dp metadata differs' + again)}) END);")
+    if in_place is None:
+        values, misplaced = fingerprint_sql(_read(path), "file_row_number", columns), ""
+        what = literal("SHA-256 fingerprint ")
+    else:
+        values = grid_fingerprint_sql(_read(path), "file_row_number", columns["count"], in_place)
+        misplaced = "misplaced > 0 OR "
+        what = "misplaced || " + literal(" rows without their cell's labels; SHA-256 fingerprint of count ")
+    differ = (f"error({literal(refuse + 'its values differ (')} || {what} || fingerprint || "
+              f"{literal(f', expected {fingerprint})' + again)})")
     content = (f"SET VARIABLE {_CHECK} = (SELECT CASE WHEN n <> {rows} THEN error({literal(refuse)} || n || "
                f"{literal(f' rows where the release has {rows}' + again)}) "
-               f"WHEN fingerprint <> {literal(fingerprint)} "
-               f"THEN error({literal(refuse + 'its values differ (SHA-256 fingerprint ')} || fingerprint || "
-               f"{literal(f', expected {fingerprint})' + again)}) END FROM (\n"
-               f"{fingerprint_sql(_read(path), 'file_row_number', columns)}));")
+               f"WHEN {misplaced}fingerprint <> {literal(fingerprint)} THEN {differ} END FROM (\n"
+               f"{values}));")
     return [meta, content]
 
 
@@ -333,13 +432,18 @@ def sql_script(release: Release, parquet_path: str | os.PathLike, name: str) -> 
     views = [f"CREATE TEMP VIEW {ident(source)} AS\n{text};" for source, text in sources.items()]
     drops = [f"DROP VIEW {ident(source)};" for source in sources]
     statements = [s.strip().rstrip(";") + ";" for s in parts.statements]
-    checks = _check_sql(path, expected, columns, fingerprint, rows)
-    body = ["BEGIN TRANSACTION;", *checks, f"RESET VARIABLE {_CHECK};", *views, *statements, *drops,
+    in_place = _grid_in_place(cast("GridRelease", release)) if release.release_type == "grid" else None
+    checks = _check_sql(path, expected, columns, fingerprint, rows, in_place)
+    # the order of the file's rows is the release's: the prefix scans read them in that order
+    order = [f"SET VARIABLE {_ORDER} = current_setting('preserve_insertion_order');",
+             "SET preserve_insertion_order = true;"]
+    body = ["BEGIN TRANSACTION;", *views, *checks, f"RESET VARIABLE {_CHECK};", *order, *statements, *drops,
+            f"SET preserve_insertion_order = getvariable({literal(_ORDER)});", f"RESET VARIABLE {_ORDER};",
             "COMMIT;"]
     return "\n".join(header) + "\n\n" + "\n\n".join(body) + "\n"
 
 
 Release.script_writer = sql_script
 
-__all__ = ["FINGERPRINT_ROWS", "file_metadata", "fingerprint_sql", "registration", "release_fingerprint",
-           "source_sql", "sql_script", "values_sql"]
+__all__ = ["FINGERPRINT_ROWS", "double_text", "file_metadata", "fingerprint_sql", "grid_fingerprint_sql",
+           "registration", "release_fingerprint", "source_sql", "sql_script", "values_sql"]

@@ -6,6 +6,7 @@ answers as Python does, and a different or edited file is refused."""
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 
 import duckdb
@@ -16,6 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import polars_dp as pdp
+from polars_dp.releases.sql_script import double_text
 from tests.helpers.cli import run_cli
 from tests.helpers.ranges import DOMAINS, query_frame, random_queries
 from tests.helpers.sql import (
@@ -265,3 +267,61 @@ def test_a_file_with_geometry_columns_reads_the_release_columns_only(tmp_path):
         for table in ("t", "__pdp_t_cells", "t_meta"):
             query = f"SELECT * FROM {table}"
             assert mine.sql(query).fetchall() == theirs.sql(query).fetchall()
+
+
+def test_the_text_of_a_double_names_it_alone():
+    """The fingerprint's text of a double (integer digits for an integral value, else 17
+    significant digits) reads back to that double, sign of zero included, and no two share one."""
+    values = [0.0, -0.0, 1.0, -1.0, 3.0, 0.5, 0.1, 0.30000000000000004, 2.0**53 - 1, 2.0**53,
+              2.0**53 + 2, -2.0**53, 1e300, 5e-324, -5e-324, float("inf"), float("-inf"), 12345678.5]
+    with duckdb.connect() as con:
+        rows = con.execute(f"SELECT v, {double_text('v')} FROM (SELECT unnest(?::DOUBLE[]) AS v)",
+                           [values]).fetchall()
+    assert len({text for _, text in rows}) == len(values)
+    for value, text in rows:
+        back = float(text)
+        assert back == value and math.copysign(1.0, back) == math.copysign(1.0, value), (value, text)
+
+
+def _grid_edit(path, folder, how: str):
+    """A copy of the grid file ``path`` with its metadata kept: one ``count`` moved to the next
+    double (``"ulp"``), a zero count made -0 (``"zero"``) or one label of a cell replaced by
+    another label of its column (``"label"``)."""
+    table = pq.read_table(path)
+    counts = table.column("count").to_numpy().copy()
+    if how == "label":
+        column = "occupation" if "occupation" in table.column_names else table.column_names[0]
+        labels = table.column(column).to_pylist()
+        labels[len(labels) // 2] = next(v for v in labels if v != labels[len(labels) // 2])
+        table = table.set_column(table.schema.get_field_index(column), column,
+                                 pa.array(labels, table.schema.field(column).type))
+    else:
+        k = len(counts) // 2 if how == "ulp" else int(np.flatnonzero(counts == 0)[0])
+        counts[k] = np.nextafter(counts[k], np.inf) if how == "ulp" else -0.0
+        table = table.set_column(table.schema.get_field_index("count"), "count", pa.array(counts))
+    edited = folder / f"{how}.parquet"
+    pq.write_table(table, edited)
+    return edited
+
+
+@pytest.mark.parametrize("how", ["ulp", "zero", "label"])
+@pytest.mark.parametrize("name", ["e", "g"])
+def test_a_grid_file_edited_by_one_ulp_a_zero_s_sign_or_a_label_is_refused(scripts, tmp_path, name, how):
+    """A basic grid's counts are integers (their chunks are fingerprinted as integer digits),
+    a Privelet grid's are not; either way an edit by the smallest step, a -0 for a 0 and a label
+    moved out of its cell are refused, and nothing is created."""
+    _, out, _, _ = scripts
+    release, path, text = out[name]
+    counts = pq.read_table(path).column("count").to_numpy()
+    if how == "zero" and not (counts == 0).any():
+        pytest.skip("no zero count in this release")
+    edited = _grid_edit(path, tmp_path, how)
+    assert pq.read_schema(edited).metadata == pq.read_schema(path).metadata
+    with duckdb.connect() as con:
+        with pytest.raises(duckdb.Error, match="its values differ") as refused:
+            con.execute(text.replace(str(path), str(edited)))
+        assert release.export_metadata()["checksum"] in str(refused.value)
+        if how == "label":
+            assert "1 rows without their cell's labels" in str(refused.value)
+        con.execute("ROLLBACK")
+        assert not _objects(con)
