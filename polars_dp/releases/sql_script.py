@@ -56,9 +56,10 @@ release's values (as DuckDB reads them) under this release's metadata.
 
 The client needs what the macros need (tested: the DuckDB 1.5 command-line client and the 2.0
 Python module); the checks use ``SET VARIABLE``.  The prefix scans read the file's rows in order:
-the script sets ``preserve_insertion_order`` while it runs and restores the client's value.  ``.read`` stops at the first error; ``duckdb
-< script`` goes on, and the statements after a refusal fail on the aborted transaction (the
-first error is the refusal; the exit code is 1 either way, and nothing is created).
+the script sets ``preserve_insertion_order`` while it runs and restores the client's value.
+``.read`` stops at the first error; ``duckdb < script`` goes on, and the statements after a
+refusal fail on the aborted transaction (the first error is the refusal; the exit code is 1
+either way, and nothing is created).
 
 A PrivTree with counted top levels (``levels=``) carries the public tables of its inference
 (``__pdp_<name>_nodes``, ``__pdp_<name>_up``, computed from the verified release) as literal
