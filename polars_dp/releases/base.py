@@ -166,6 +166,9 @@ class Release:
     #: The type's own top-level metadata entries beside the header and ``params`` (its public
     #: domain, payload size and noise description; :mod:`polars_dp.releases.metadata`).
     metadata_entries: ClassVar[tuple[str, ...]] = ()
+    #: The columns of its internal DuckDB table that the user's view does not show, the first
+    #: one the release order (:mod:`polars_dp.releases.sql`).
+    internal_columns: ClassVar[tuple[str, ...]] = ()
     #: Columns written PLAIN and uncompressed (:func:`~polars_dp.releases.io.column_options`).
     _plain_columns: ClassVar[tuple[str, ...]] = ()
     #: What :meth:`sql_script` runs: :func:`polars_dp.releases.sql_script.sql_script`, set by

@@ -93,6 +93,7 @@ class GridRelease(Release):
     counts: Sealed[np.ndarray] = Sealed()
 
     release_type = "grid"
+    internal_columns = ("cell", "prefix")  # linear cell index, inclusive prefix sum
     metadata_entries = ("attributes", "shape", "noise_scale")
     _plain_columns = ("count",)  # noisy values: stored as they are, read at copy speed
 

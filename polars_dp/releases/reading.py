@@ -28,7 +28,8 @@ def register_release_type(cls: type[Release]) -> type[Release]:
     return cls
 
 
-def _release_class(meta: dict[str, str]) -> type[Release]:
+def release_class(meta: dict[str, str]) -> type[Release]:
+    """The registered release type that ``meta`` (a table's ``polars_dp.*`` entries) names."""
     format_of(meta)  # a newer layout is refused as such, before its type is looked up
     kind = meta.get("release_type")
     if kind is None:
@@ -72,7 +73,7 @@ def read_release(source: str | os.PathLike | pa.Table, *, unverified: bool = Fal
     else:
         file = open_parquet(source)
         meta = read_metadata(file.schema_arrow)
-    cls = _release_class(meta)
+    cls = release_class(meta)
     if verify_key is not None:
         check_signature(meta, verify_key)  # of the stored checksum; the class checks the content
     if not isinstance(source, pa.Table) and hasattr(cls, "from_parquet"):

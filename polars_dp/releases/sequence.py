@@ -179,6 +179,7 @@ class SequenceRelease(Release):
     """
 
     release_type: ClassVar[str] = "sequence_model"
+    internal_columns: ClassVar[tuple[str, ...]] = ("cell",)  # node * beta + next_code
     metadata_entries = ("alphabet", "max_length", "n_nodes")
 
     #: The public symbols (a tuple of ints or of strings).

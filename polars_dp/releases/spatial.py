@@ -107,6 +107,7 @@ class SpatialRelease(Release):
     subgrid: Sealed[Subgrid | None] = Sealed()
 
     release_type = "tree"  # the identifier stored in files (docs/release-format.md)
+    internal_columns = ("leaf",)  # the leaf's position
     metadata_entries = ("columns", "bounds", "layout", "n_leaves", "noise_model", "levels")
 
     def __init__(self, box: Box, lo: np.ndarray, hi: np.ndarray, depth: np.ndarray, count: np.ndarray,

@@ -34,6 +34,7 @@ from polars_dp.plans.grid import ALPHA_REFUSAL
 from polars_dp.releases.base import Release
 from polars_dp.releases.metadata import attach_metadata
 from polars_dp.releases.reading import read_release as read_arrow_release
+from polars_dp.releases.reading import release_class
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
@@ -41,12 +42,6 @@ _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
 #: Appended to error messages of the batch macros: which query failed.
 BATCH_WHERE = "' (query id=' || coalesce(CAST(q.id AS VARCHAR), 'NULL') || ')'"
 
-
-#: Per ``release_type``: the columns of the internal table a user does not see (the first one is
-#: the release order): the grid's linear cell index and inclusive prefix sum, a spatial leaf's
-#: position, a sequence row's ``node * beta + next_code``.
-INTERNAL_COLUMNS: dict[str, tuple[str, ...]] = {
-    "grid": ("cell", "prefix"), "tree": ("leaf",), "sequence_model": ("cell",)}
 
 #: Where a registration's objects live: the connection's current schema (or a temporary view).
 _CURRENT = "database_name IN (current_database(), 'temp') AND schema_name IN (current_schema(), 'main')"
@@ -210,6 +205,8 @@ class Registered(Protocol):
     def epsilon(self) -> float: ...
     @property
     def neighbours(self) -> str: ...
+    @property
+    def internal_columns(self) -> tuple[str, ...]: ...
     def export_metadata(self) -> dict[str, str]: ...
 
 
@@ -260,12 +257,12 @@ def _has_view(con: Any, name: str) -> bool:
 
 def to_arrow(con: Any, name: str) -> pa.Table:
     """The release table ``name`` as Arrow (in release order, without the internal columns of
-    :data:`INTERNAL_COLUMNS`), read from its stored table (:func:`stored_table`), with its
+    :attr:`Release.internal_columns` of its type), read from its stored table (:func:`stored_table`), with its
     ``polars_dp.*`` schema metadata re-attached from ``name_meta``."""
     check_identifier(name)
     try:
         rows = con.execute(f"SELECT key, value FROM {ident(name + '_meta')}").fetchall()
-        hidden = INTERNAL_COLUMNS.get(str(dict(rows).get("release_type")), INTERNAL_COLUMNS["grid"])
+        hidden = release_class(dict(rows)).internal_columns
         if _has_view(con, internal(name, "rows")):  # a grid's labels derived from the cell number
             query = f"SELECT * EXCLUDE (cell) FROM {ident(internal(name, 'rows'))} ORDER BY cell"
         else:
@@ -286,7 +283,7 @@ def read_release(con: Any, name: str, *, unverified: bool = False) -> Release:
     return read_arrow_release(to_arrow(con, name), unverified=unverified)
 
 
-__all__ = ["BATCH_WHERE", "INTERNAL_COLUMNS", "NO_CHECKS", "Registered", "Registration",
+__all__ = ["BATCH_WHERE", "NO_CHECKS", "Registered", "Registration",
            "check_free",
            "checked_alpha",
            "check_identifier", "comment", "ident", "in_transaction", "internal", "literal", "metadata_table",

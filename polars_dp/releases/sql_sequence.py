@@ -36,7 +36,6 @@ import pyarrow as pa
 from polars_dp.counting.sequences import alphabet_text
 from polars_dp.releases.sql import (
     BATCH_WHERE,
-    INTERNAL_COLUMNS,
     Registration,
     check_identifier,
     comment,
@@ -114,7 +113,7 @@ def sequence_registration(name: str, model: Any) -> Registration:
                nodes_table=ident(internal(name, "nodes")), nodes_view=ident(f"{name}_nodes"),
                nodes_source=ident(nodes_source), meta_table=ident(f"{name}_meta"),
                meta_source=ident(meta_source)),
-        view(name, internal(name), comment(model, name), INTERNAL_COLUMNS["sequence_model"]),
+        view(name, internal(name), comment(model, name), model.internal_columns),
         view(f"{name}_nodes", internal(name, "nodes"), literal(f"nodes of the sequence model {name}")),
         render("sequence_macros.sql", name=name,
                single_macro=ident(f"{name}_frequency"), batch_macro=ident(f"{name}_frequencies"),

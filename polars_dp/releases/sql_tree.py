@@ -14,7 +14,6 @@ from polars_dp.kernels.tail_bounds import chernoff_half_width
 from polars_dp.releases.postprocess import postprocessed_noise_model
 from polars_dp.releases.sql import (
     BATCH_WHERE,
-    INTERNAL_COLUMNS,
     Registered,
     Registration,
     check_identifier,
@@ -210,7 +209,7 @@ def tree_registration(name: str, release: SpatialRelease) -> Registration:
     statements = [
         render("tree_register.sql", cells=ident(internal(name)), view=ident(name), source=ident(source),
                meta_table=ident(f"{name}_meta"), meta_source=ident(meta_source)),
-        view(name, internal(name), comment(release, name), INTERNAL_COLUMNS["tree"]),
+        view(name, internal(name), comment(release, name), release.internal_columns),
         *(f"CREATE TABLE {ident(table)} AS SELECT * FROM {ident(source)}" for table, source in
           zip(levels, sources, strict=True)),
         render("tree_macros.sql", name=name, single_macro=ident(f"{name}_range_count"),
