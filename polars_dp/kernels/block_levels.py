@@ -315,7 +315,7 @@ class BlockCounter:
         (other blocks up to the cap)."""
         if t in self.cache:
             return self.cache[t]
-        sources = ((k, a) for k, a in self.cache.items() if all(x >= y for x, y in zip(k, t, strict=True)))
+        sources = ((k, a) for k, a in self.cache.items() if finer(k, t))
         key, arr = min(sources, key=lambda item: item[1].size)
         while key != t:
             steps = [i for i in range(len(t)) if key[i] != t[i]]
@@ -344,7 +344,7 @@ class BlockCounter:
     def keep_for(self, rest: Sequence[tuple[int, ...]]) -> None:
         """Forget the arrays none of the tuples ``rest`` can be made from."""
         self.cache = {k: a for k, a in self.cache.items()
-                      if any(all(x >= y for x, y in zip(k, r, strict=True)) for r in rest)}
+                      if any(finer(k, r) for r in rest)}
 
 
 def padded_blocks(real: np.ndarray, t: tuple[int, ...], axes: Sequence[AxisLevels]) -> np.ndarray:

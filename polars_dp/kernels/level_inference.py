@@ -225,7 +225,10 @@ def _measure(real: np.ndarray, t: tuple[int, ...], axes: Sequence[AxisLevels], w
             # the noise first (0 + n = n but for n = -0.0, whose sum with a count is the count's
             # either way), then the counts and the weight in one compiled pass: the same bits
             add_noise(t, block)
-            compiled.add_counts(block, rows, weight)
+            if not compiled.add_counts(block, rows, weight):  # refused: numpy's two steps
+                block[(slice(0, rows.shape[0]),) + inner] += rows
+                if weight > 0:
+                    np.multiply(block, weight, out=block)
             continue
         if a < real.shape[0]:
             block[(slice(0, min(step, real.shape[0] - a)),) + inner] = rows

@@ -250,9 +250,11 @@ def test_compiled_binary_last_axis_gives_the_numpy_bits(monkeypatch, seed):
 
 
 @needs_compiled
-def test_compiled_counts_and_weight_pass_gives_the_numpy_bits(monkeypatch):
+@pytest.mark.parametrize("refused", [False, True])
+def test_compiled_counts_and_weight_pass_gives_the_numpy_bits(monkeypatch, refused):
     """A large tuple's blocks of rows: noise first, then counts and weight in one compiled pass,
-    the bits of filling, noising and weighting in numpy (noise with zeros and -0.0 too)."""
+    the bits of filling, noising and weighting in numpy (noise with zeros and -0.0 too); a pass
+    the kernel refuses adds the counts in numpy after the noise, with the same bits."""
     import polars_dp.kernels.compiled as K
 
     rng = np.random.default_rng(9)
@@ -279,7 +281,7 @@ def test_compiled_counts_and_weight_pass_gives_the_numpy_bits(monkeypatch):
     real_kernel = K.add_counts
 
     def spy(*args):
-        calls.append(real_kernel(*args))
+        calls.append(False if refused else real_kernel(*args))
         return calls[-1]
     monkeypatch.setattr(K, "add_counts", spy)
     sums = []
@@ -287,6 +289,6 @@ def test_compiled_counts_and_weight_pass_gives_the_numpy_bits(monkeypatch):
         monkeypatch.setenv("POLARS_DP_COMPILED", flag)
         drawn.clear()
         sums.append(noisy_normal_sum(counts, AXES, measured, weights, add, noise_chunk=24))
-    assert calls and all(calls)
+    assert calls and all(c != refused for c in calls)
     numpy_sum, compiled_sum = sums
     np.testing.assert_array_equal(compiled_sum.view(np.int64), numpy_sum.view(np.int64))
