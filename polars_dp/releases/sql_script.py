@@ -103,13 +103,19 @@ _ORDER = "__pdp_script_order"
 _EXACT_INTEGERS = 1 << 53
 
 
+def _integer_digits(value: str) -> str:
+    """SQL true when the DOUBLE ``value`` is written as its integer digits by :func:`double_text`:
+    integral, not zero, below 2^53 in magnitude."""
+    return f"{value} <> 0 AND {value} = trunc({value}) AND abs({value}) < {_EXACT_INTEGERS}"
+
+
 def double_text(value: str) -> str:
     """SQL text of the DOUBLE ``value`` that identifies it exactly: an integral value other than
     zero below 2^53 as its integer digits, any other (a fraction, a zero, so that -0 stays apart,
     a larger value, an infinity, NaN) printed to 17 significant digits.  No two doubles share a
     text: digits name one integer, which is a double; a 17-digit text reads back to its double
     only (a pure-digits one to the same integer, thus the same double); NULL has no text."""
-    return (f"CASE WHEN {value} <> 0 AND {value} = trunc({value}) AND abs({value}) < {_EXACT_INTEGERS} "
+    return (f"CASE WHEN {_integer_digits(value)} "
             f"THEN CAST(CAST({value} AS BIGINT) AS VARCHAR) ELSE printf('%.17g', {value}) END")
 
 
@@ -142,7 +148,7 @@ def grid_fingerprint_sql(relation: str, row: str, kind: str, in_place: str = "tr
     of integral noise) is joined as a list of BIGINT, the same text without a text per value."""
     value = ident("count")
     if kind in ("DOUBLE", "FLOAT"):
-        digits = (f"{value} <> 0 AND {value} = trunc({value}) AND abs({value}) < {_EXACT_INTEGERS}")
+        digits = _integer_digits(value)
         each = f"coalesce({double_text('x')}, '\\N')"
         text = (f"CASE WHEN others = 0 THEN array_to_string(CAST(__v AS BIGINT[]), ',') ELSE "
                 f"array_to_string(list_transform(__v, lambda x: {each}), ',') END")
