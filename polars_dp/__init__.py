@@ -11,7 +11,7 @@
 import warnings
 from typing import Any
 
-from polars_dp import duckdb, releases  # noqa: F401  (pdp.duckdb, pdp.releases)
+from polars_dp import duckdb, mechanisms, releases  # noqa: F401  (pdp.duckdb, pdp.releases)
 from polars_dp import namespace as _namespace  # noqa: F401  (registers df.dp / lf.dp)
 from polars_dp._version import __version__
 from polars_dp.budget import Accountant
@@ -109,6 +109,11 @@ __all__ = [
     "uniform_grid",
     "workload",
 ]
+
+#: Every registered mechanism function is ``pdp.<name>``: those imported above by name (for type
+#: checkers) and any other the registry holds (:data:`polars_dp.mechanisms.__all__`).
+globals().update({name: getattr(mechanisms, name) for name in mechanisms.__all__})
+__all__ = sorted({*__all__, *mechanisms.__all__})
 
 #: Former names, kept as deprecated aliases (outside ``__all__``): a spatial release also holds
 #: plain grids (UG, AG), and every output type is named ``*Release``.

@@ -2,7 +2,9 @@
 
 Every mechanism is wired one way (:mod:`polars_dp.mechanisms.options`): a runner
 ``run_<name>(plan, frame, *, seed, progress)`` and the public function generated from its plan's
-option table, ``name(frame, ...) = pdp.plan(name, ...).run(frame, seed=..., progress=...)``.
+option table, ``name(frame, ...) = pdp.plan(name, ...).run(frame, seed=..., progress=...)``.  Importing this
+package imports every module of it, so each runner in it is registered; ``__all__`` is every
+registered mechanism function (those imported below by name, for type checkers, and the rest).
 """
 
 from typing import TYPE_CHECKING
@@ -15,6 +17,9 @@ from polars_dp.mechanisms.spatial_grids import adaptive_grid, privelet_grid, uni
 from polars_dp.mechanisms.spatial_subgrid import privtree_subgrid
 from polars_dp.mechanisms.spatial_tree import privtree
 from polars_dp.mechanisms.wavelet import privelet
+from polars_dp.plans.base import REGISTRY, import_package
+
+import_package(__name__, __path__)
 
 
 class BoundMechanisms:  # not in __all__: __all__ lists the mechanisms
@@ -35,5 +40,5 @@ class BoundMechanisms:  # not in __all__: __all__ lists the mechanisms
         hierarchical = hierarchical
 
 
-__all__ = ["adaptive_grid", "basic", "hierarchical", "ngram_sequences", "privelet", "privelet_grid",
-           "privtree", "privtree_sequences", "privtree_subgrid", "uniform_grid"]
+globals().update({name: e.function for name, e in REGISTRY.items() if e.function is not None})
+__all__ = sorted(name for name, e in REGISTRY.items() if e.function is not None)

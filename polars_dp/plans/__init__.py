@@ -9,7 +9,8 @@ True
 
 ``plan.run(frame)`` then releases exactly what ``pdp.privelet(frame, ...)`` would.  See
 :mod:`polars_dp.plans.base` (the registry), :mod:`polars_dp.plans.grid` (calibration and
-error before data) and :mod:`polars_dp.plans.spatial`.
+error before data) and :mod:`polars_dp.plans.spatial`.  Importing this package imports every
+module of it, so each plan class in it is registered.
 """
 
 from __future__ import annotations
@@ -17,7 +18,15 @@ from __future__ import annotations
 from typing import Any
 
 from polars_dp.plans.auto import auto_plan, compare
-from polars_dp.plans.base import REGISTRY, Entry, Plan, from_record, known_mechanisms, plan_class
+from polars_dp.plans.base import (
+    REGISTRY,
+    Entry,
+    Plan,
+    from_record,
+    import_package,
+    known_mechanisms,
+    plan_class,
+)
 from polars_dp.plans.grid import BasicPlan, GridPlan, PriveletPlan
 from polars_dp.plans.hierarchical import HierarchicalPlan
 from polars_dp.plans.spatial import (
@@ -28,6 +37,8 @@ from polars_dp.plans.spatial import (
     PrivTreeSequencesPlan,
     UniformGridPlan,
 )
+
+import_package(__name__, __path__)
 
 
 def plan(mechanism: str, *args: Any, **options: Any) -> Plan:

@@ -17,7 +17,9 @@ files are generated from it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import importlib
+import pkgutil
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, ClassVar
@@ -382,6 +384,14 @@ def register_runner(name: str, runner: Callable[..., Any], function: Callable[..
     entry.runner, entry.function = runner, function
 
 
+def import_package(name: str, path: Iterable[str]) -> None:
+    """Import every module of the package ``name`` (its ``__path__``): the registries discover
+    the plans, runners and release types that register themselves, so adding one edits no
+    package ``__init__``."""
+    for module in pkgutil.iter_modules(path):
+        importlib.import_module(f"{name}.{module.name}")
+
+
 def plan_class(mechanism: str) -> type[Plan]:
     if mechanism not in REGISTRY:
         raise ParameterError(f"unknown mechanism {mechanism!r}; use one of {', '.join(REGISTRY)}",
@@ -451,5 +461,6 @@ def from_record(header: Mapping[str, Any], params: Mapping[str, Any], domain: Ma
 
 
 __all__ = ["ANNOTATIONS", "COMPILED_FROM", "INPUTS", "OMIT", "REGISTRY", "Entry", "Field", "Plan",
-           "exact_fields", "from_record", "known_mechanisms", "paper_of", "plan_class", "record_class",
-           "recorded_epsilons", "recorded_inputs", "recorded_rules", "register_plan", "register_runner"]
+           "exact_fields", "from_record", "import_package", "known_mechanisms", "paper_of", "plan_class",
+           "record_class", "recorded_epsilons", "recorded_inputs", "recorded_rules", "register_plan",
+           "register_runner"]
