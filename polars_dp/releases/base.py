@@ -175,40 +175,79 @@ class Release:
     #: that module (it sits on the DuckDB glue, which imports this one).
     script_writer: ClassVar[Callable[[Release, str | os.PathLike, str], str] | None] = None
 
-    mechanism: str
-    epsilon: float
-    neighbours: str
-    params: ReleaseParams
     created: str
     library_version: str
-    noise: str
     seeded: bool
     #: Whether the values were checked against a checksum (module docstring); set by the readers.
     verified: bool = True
     _plan: Plan | None = None
+    #: The header of a release built by hand without a plan (``None`` when it has one).
+    _stated: dict[str, Any] | None = None
+    _params: ReleaseParams
 
     def _init_common(self, *, mechanism: str | None, epsilon: float | None, neighbours: str | None,
                      params: Mapping[str, Any] | None, created: str | None,
                      library_version: str | None, noise: str | None = "float", seeded: bool = False,
                      plan: Plan | None = None) -> None:
-        """The header and ``params``; with a ``plan``, those not given are the plan's (its
-        mechanism, epsilon, neighbours, noise and record)."""
+        """The header and ``params``.  With a ``plan`` (a release made or read under it) they are
+        views of the plan (:attr:`mechanism`, :attr:`epsilon`, :attr:`neighbours`, :attr:`noise`,
+        :attr:`params`): of ``params`` only the entries the data decides and the library's
+        annotations are taken, and a header field given must be the plan's.  Without one (a
+        release built by hand) they are stored as given."""
         self._plan = plan
+        stated = {"mechanism": mechanism, "epsilon": epsilon, "neighbours": neighbours, "noise": noise}
+        given = dict(params or {})
         if plan is not None:
-            mechanism = mechanism or plan.release_mechanism
-            epsilon = plan.epsilon if epsilon is None else epsilon
-            neighbours = neighbours or plan.neighbours
-            noise = noise or plan.noise
-        if mechanism is None or epsilon is None or neighbours is None or noise is None:
+            ours = self._from_plan(plan)
+            wrong = [k for k, v in stated.items() if v is not None and v != ours[k]]
+            if wrong:
+                raise ParameterError(f"a release's {wrong[0]} is its plan's ({ours[wrong[0]]!r}), "
+                                     f"not {stated[wrong[0]]!r}")
+            data = {k: given[k] for k in plan.data_keys() if k in given}
+            given = {**plan.record(**data), **{k: v for k, v in given.items() if k in ANNOTATIONS}}
+        elif None in stated.values():
             raise ParameterError("a release needs its plan, or its mechanism, epsilon, neighbours and noise")
-        self.mechanism = mechanism
-        self.epsilon = float(epsilon)
-        self.neighbours = neighbours
-        self.params = ReleaseParams(params)
+        else:
+            self._stated = {**stated, "epsilon": float(cast(float, epsilon))}
+        self._params = ReleaseParams(given)
         self.created = created or datetime.now(UTC).isoformat(timespec="seconds")
         self.library_version = library_version or __version__
-        self.noise = noise
         self.seeded = bool(seeded)
+
+    @staticmethod
+    def _from_plan(plan: Plan) -> dict[str, Any]:
+        return {"mechanism": plan.release_mechanism, "epsilon": float(plan.epsilon),
+                "neighbours": plan.neighbours, "noise": plan.noise}
+
+    def _stated_field(self, key: str) -> Any:
+        """A header field: the plan's when the release has one, else as stated."""
+        return self._from_plan(cast(Plan, self._plan))[key] if self._stated is None else self._stated[key]
+
+    @property
+    def mechanism(self) -> str:
+        """The mechanism the release records (its plan's ``release_mechanism``)."""
+        return cast(str, self._stated_field("mechanism"))
+
+    @property
+    def epsilon(self) -> float:
+        """The stated privacy budget (its plan's ``epsilon``)."""
+        return cast(float, self._stated_field("epsilon"))
+
+    @property
+    def neighbours(self) -> str:
+        """The neighbour relation (its plan's)."""
+        return cast(str, self._stated_field("neighbours"))
+
+    @property
+    def noise(self) -> str:
+        """``"exact"`` or ``"float"`` (its plan's)."""
+        return cast(str, self._stated_field("noise"))
+
+    @property
+    def params(self) -> ReleaseParams:
+        """The record: its plan's (:meth:`Plan.record`, with what the data decided), then the
+        library's annotations (post-processing steps, ``seeded``, ``ledger``)."""
+        return self._params
 
     # ------------------------------------------------------------------ plan
     @property
@@ -268,7 +307,7 @@ class Release:
         if key not in ANNOTATION_KEYS:
             raise ParameterError(f"annotate takes one of {list(ANNOTATION_KEYS)}, got {key!r}: the "
                                  "other params are the mechanism's and read-only")
-        self.params = self.params.with_entries({key: value})
+        self._params = self._params.with_entries({key: value})
 
     def sql_script(self, parquet_path: str | os.PathLike, name: str) -> str:
         """A self-contained DuckDB SQL script creating what ``to_duckdb(con, name)`` creates,

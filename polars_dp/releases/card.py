@@ -57,15 +57,19 @@ class Carded(Protocol):
     and hands itself to :func:`release_card`): its header and record, and what its type says of
     itself (:meth:`~polars_dp.Release.card_domain`, ``card_accuracy``, ``exact_spend``)."""
 
-    mechanism: str
-    epsilon: float
-    neighbours: str
-    noise: str
     seeded: bool
     verified: bool
     created: str
     library_version: str
 
+    @property
+    def mechanism(self) -> str: ...
+    @property
+    def epsilon(self) -> float: ...
+    @property
+    def neighbours(self) -> str: ...
+    @property
+    def noise(self) -> str: ...
     @property
     def params(self) -> Mapping[str, Any]: ...
     def card_domain(self) -> dict[str, Any]: ...
@@ -93,8 +97,8 @@ class GridLike(Protocol):
 class SpatialLike(Protocol):
     """What the spatial workload reads of a :class:`polars_dp.SpatialRelease`."""
 
-    noise: str
-
+    @property
+    def noise(self) -> str: ...
     @property
     def error_model(self) -> Any: ...
     def range_std(self) -> float | None: ...
@@ -104,8 +108,8 @@ class SpatialLike(Protocol):
 class SequenceLike(Protocol):
     """What the sequence workload reads of a :class:`polars_dp.SequenceRelease`."""
 
-    noise: str
-
+    @property
+    def noise(self) -> str: ...
     def stated_noise_scale(self) -> float | None: ...
     def bin_noise_variance(self) -> np.ndarray: ...
 

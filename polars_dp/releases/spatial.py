@@ -130,16 +130,20 @@ class SpatialRelease(Release):
         self._init_common(mechanism=mechanism, epsilon=epsilon, neighbours=neighbours, params=params,
                           created=created, library_version=library_version, noise=noise, seeded=seeded,
                           plan=plan)
-        self.noise_model = noise_model or self._plan_noise_model()
+        self._noise_model = None if self._stated is None else noise_model
         self._grid_cache: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._slopes_cache: np.ndarray | None = None
         self._subgrid_cache: dict[bool, Any] = {}
         self.levels = levels
         self.subgrid = subgrid
 
-    def _plan_noise_model(self) -> NoiseModel:
-        """The noise of a release whose model was not given (files of 0.1.0 record none): the
-        plan's, or after post-processing the one that says so."""
+    @property
+    def noise_model(self) -> NoiseModel:
+        """The noise of the leaf counts: its plan's (``release_noise_model``), or after
+        post-processing the one that says so; a release built by hand without a plan states
+        its own (or, when it states none, the plan rebuilt from its record gives it)."""
+        if self._noise_model is not None:
+            return self._noise_model
         try:
             return postprocessed_noise_model(self.params) or cast(PointsPlan, self.plan).release_noise_model
         except PolarsDPError:

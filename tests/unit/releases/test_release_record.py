@@ -106,3 +106,36 @@ def test_a_flag_is_not_a_number(recorded, expected):
     with pytest.raises(pdp.ReleaseFormatError, match="'params.levels' is"):
         check_equal("params.levels", recorded, expected)
     check_equal("params.levels", expected, expected)
+
+
+HEADER = ("mechanism", "epsilon", "neighbours", "noise")
+
+
+@pytest.mark.parametrize("name", list(REGISTRY))
+def test_the_header_and_record_are_views_of_the_plan(name, tmp_path):
+    release = _release(name)
+    for key in (*HEADER, "params"):
+        assert isinstance(getattr(type(release), key), property), key  # read, never stored
+    plan = release.plan
+    assert (release.mechanism, release.epsilon, release.neighbours, release.noise) == (
+        plan.release_mechanism, float(plan.epsilon), plan.neighbours, plan.noise)
+    data = {k: release.params[k] for k in plan.data_keys() if k in release.params}
+    assert dict(release.params) == plan.record(**data)
+    back = pdp.read_release(release.write_parquet(tmp_path / "r.parquet"))
+    assert back.plan is not plan and dict(back.params) == back.plan.record(**data)
+
+
+def test_a_header_field_given_beside_a_plan_must_be_the_plans():
+    release = _release("basic")
+    with pytest.raises(pdp.ParameterError, match="epsilon"):
+        pdp.GridRelease(release.counts, release.attributes, mechanism="basic", epsilon=2.0,
+                        neighbours=release.neighbours, noise_scale=release.noise_scale, noise="exact",
+                        plan=release.plan)
+
+
+def test_a_release_built_by_hand_keeps_its_stated_header():
+    release = pdp.GridRelease(np.zeros(3), (pdp.Ordinal("a", 0, 2),), mechanism="handmade", epsilon=0.5,
+                              neighbours="replace", noise_scale=1.0, noise="exact", params={"note": 1})
+    assert (release.mechanism, release.epsilon, release.neighbours, release.noise) == (
+        "handmade", 0.5, "replace", "exact")
+    assert dict(release.params) == {"note": 1}
