@@ -193,11 +193,6 @@ class _Objective:
         return self.batch(w[None])[1][0]
 
 
-def eigenvalues_from(weighted: np.ndarray) -> np.ndarray:
-    """Suffix sums over the tuple lattice (``μ`` from ``w S``)."""
-    return _lattice_sums(weighted[None], suffix=True)[0]
-
-
 def _relaxation(obj: _Objective, start: np.ndarray, tolerance: float | None = None) -> np.ndarray:
     """Minimise ``F(w)`` over ``Σ w = 1`` (convex): multiplicative updates ``w (g / F)^p``,
     ``p = 1`` when that lowers ``F``, else the monotone ``p = 1/2`` (both trial points
@@ -280,12 +275,6 @@ def _descend_batch(obj: _Objective, seeds: np.ndarray, limits: np.ndarray | int 
             keep = ~stop
             ids, eps, f, g, rho = ids[keep], eps[keep], f[keep], g[keep], rho[keep]
     return out.reshape(seeds.shape), out_f
-
-
-def _descend(obj: _Objective, eps: np.ndarray, iterations: int = ITERATIONS) -> tuple[np.ndarray, float]:
-    """One descent (:func:`_descend_batch` of one seed)."""
-    out, f = _descend_batch(obj, eps[None].astype(np.float64), iterations)
-    return out[0], float(f[0])
 
 
 def _insert(obj: _Objective, chains: list[tuple[np.ndarray, float]]) -> list[tuple[np.ndarray, float]]:

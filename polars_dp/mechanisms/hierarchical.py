@@ -95,18 +95,7 @@ def run_hierarchical(
     estimate = gls_from_sum(z, weights, plan.axes)
     del z
     bar.close()
-    return GridRelease(
-        estimate,
-        attrs,
-        mechanism="hierarchical",
-        epsilon=plan.epsilon,
-        neighbours=plan.neighbours,
-        noise_scale=plan.noise_scale,
-        params=plan.record(),
-        noise=plan.noise,
-        seeded=src.seeded,
-        plan=plan,
-    )
+    return GridRelease(estimate, attrs, seeded=src.seeded, plan=plan)
 
 
 @mechanism(HierarchicalPlan, run_hierarchical)

@@ -67,11 +67,8 @@ def run_ngram(plan: NgramPlan, frame: Any, *, seed: SeedLike, progress: bool | N
     bar.step("noise")
     hist = tree.hist + sample_noise(src, scale, tree.hist.shape, plan.noise)  # unclipped: queries clip at 0
     bar.close()
-    params = plan.record()
     return SequenceRelease(alphabet=alphabet, max_length=enc.max_length, parent=tree.parent,
-                         prepended=tree.prepended, hist=hist, mechanism="ngram", epsilon=plan.epsilon,
-                         neighbours="add_remove", params=params, noise=plan.noise, seeded=src.seeded,
-                         plan=plan)
+                           prepended=tree.prepended, hist=hist, seeded=src.seeded, plan=plan)
 
 
 @mechanism(NgramPlan, run_ngram)

@@ -148,11 +148,8 @@ def release_encoded(plan: PrivTreeSequencesPlan, enc: EncodedSequences, src: Noi
         exact = np.bincount(ends, minlength=enc.max_length + 1).astype(np.float64)
         length_counts = exact + sample_noise(src, plan.length_scale, exact.shape, noise)
         data["length_counts"] = [float(x) for x in length_counts]
-    params = plan.record(**data)
     return SequenceRelease(alphabet=plan.options["alphabet"], max_length=enc.max_length, parent=tree.parent,
-                           prepended=tree.prepended, hist=hist, mechanism="privtree_sequences",
-                           epsilon=plan.epsilon, neighbours="add_remove", params=params, noise=noise,
-                           seeded=src.seeded, plan=plan)
+                           prepended=tree.prepended, hist=hist, params=data, seeded=src.seeded, plan=plan)
 
 
 __all__ = ["check_length_share", "privtree_from_encoded", "privtree_sequences", "release_encoded",

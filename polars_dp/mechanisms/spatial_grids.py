@@ -100,7 +100,7 @@ def run_uniform_grid(plan: UniformGridPlan, frame: Any, *, seed: SeedLike,
                      progress: bool | None) -> SpatialRelease:
     """Count ``frame`` on the plan's grid (and the points, when N is not public) and add its noise."""
     opts = _row_rules(plan)
-    box, noise, epsilon = plan.box, plan.noise, plan.epsilon
+    box, noise = plan.box, plan.noise
     src = noise_source(seed)
     bar = Progress("uniform_grid", progress, None)  # no public work: the same on every input
     bar.step("counting")
@@ -117,10 +117,8 @@ def run_uniform_grid(plan: UniformGridPlan, frame: Any, *, seed: SeedLike,
     count += sample_noise(src, scale, count.shape, noise)
     bar.close()
     lo, hi = grid_boxes(box, m)
-    params = plan.record(n_used=n_used)
     return SpatialRelease(box, lo, hi, np.ones(cells, dtype=np.int32), count, layout={"kind": "grid", "m": m},
-                       mechanism="uniform_grid", epsilon=epsilon, neighbours=plan.neighbours, params=params,
-                       noise=noise, seeded=src.seeded, plan=plan, noise_model=plan.release_noise_model)
+                          params={"n_used": n_used}, seeded=src.seeded, plan=plan)
 
 
 def run_adaptive_grid(plan: AdaptiveGridPlan, frame: Any, *, seed: SeedLike,
@@ -128,7 +126,7 @@ def run_adaptive_grid(plan: AdaptiveGridPlan, frame: Any, *, seed: SeedLike,
     """Read ``frame``'s points, count and noise both grid levels, then constrained inference."""
     box = plan.box
     d = box.d
-    epsilon, alpha = plan.epsilon, plan.options["alpha"]
+    alpha = plan.options["alpha"]
     noise = plan.noise
     src = noise_source(seed)
     bar = Progress("adaptive_grid", progress, None)
@@ -164,11 +162,9 @@ def run_adaptive_grid(plan: AdaptiveGridPlan, frame: Any, *, seed: SeedLike,
 
     lo, hi = _two_level_boxes(box, m1, m2, owner, leaf_start)
     depth = np.where(sub_cells[owner] > 1, 2, 1).astype(np.int32)
-    params = plan.record(n_used=n_used)
     return SpatialRelease(box, lo, hi, depth, u.astype(np.float64),
-                       layout={"kind": "two_level_grid", "m1": m1, "m2": m2.tolist()},
-                       mechanism="adaptive_grid", epsilon=epsilon, neighbours=plan.neighbours, params=params,
-                       noise=noise, seeded=src.seeded, plan=plan, noise_model=plan.release_noise_model)
+                          layout={"kind": "two_level_grid", "m1": m1, "m2": m2.tolist()},
+                          params={"n_used": n_used}, seeded=src.seeded, plan=plan)
 
 
 def run_privelet_grid(plan: PriveletGridPlan, frame: Any, *, seed: SeedLike,
@@ -185,11 +181,8 @@ def run_privelet_grid(plan: PriveletGridPlan, frame: Any, *, seed: SeedLike,
                            advance=bar.step("noise + inverse transform", grid_plan.coefficients, "coef"))
     bar.close()
     lo, hi = grid_boxes(box, m)
-    params = plan.record()
     return SpatialRelease(box, lo, hi, np.ones(m**box.d, dtype=np.int32), grid.counts.reshape(-1),
-                          layout={"kind": "grid", "m": m}, mechanism="privelet_grid", epsilon=plan.epsilon,
-                          neighbours=plan.neighbours, params=params, noise=plan.noise, seeded=src.seeded,
-                          plan=plan, noise_model=plan.release_noise_model)
+                          layout={"kind": "grid", "m": m}, seeded=src.seeded, plan=plan)
 
 
 def constrained_inference(v: np.ndarray, u: np.ndarray, owner: np.ndarray, alpha: float) -> np.ndarray:

@@ -158,7 +158,7 @@ def run_privtree(plan: PrivTreePlan, frame: Any, *, seed: SeedLike, progress: bo
     opts = plan.options
     on_out_of_domain, nulls, count_column = opts["on_out_of_domain"], opts["nulls"], opts["count_column"]
     box, layout, k, noise = plan.box, plan.layout, plan.levels, plan.noise
-    epsilon, split_bits, bits, theta = plan.epsilon, layout.split_bits, layout.bits, plan.theta
+    split_bits, bits, theta = layout.split_bits, layout.bits, plan.theta
     lam = plan.lam  # the plan's lambda: one calibration
     delta = plan.delta  # checked by the plan: delta >= lambda ln(beta)
     leaf_scale = plan.leaf_scale
@@ -177,7 +177,6 @@ def run_privtree(plan: PrivTreePlan, frame: Any, *, seed: SeedLike, progress: bo
         del codes, weights
         bar.step("noise")
         add_noise(count, leaf_scale, src, noise)
-        params = plan.record()
         top_levels = None
         if k:
             scales = plan.level_scales
@@ -189,10 +188,9 @@ def run_privtree(plan: PrivTreePlan, frame: Any, *, seed: SeedLike, progress: bo
             count = top_levels.leaf_counts()
         bar.close()
         lo, hi = layout.node_boxes(start, depth, box)
-        return SpatialRelease(box, lo, hi, depth, count, codes=start, mechanism="privtree", epsilon=epsilon,
-                           neighbours=plan.neighbours, params=params, noise=noise, seeded=src.seeded,
-                           plan=plan, noise_model=plan.release_noise_model, levels=top_levels,
-                           layout={"kind": "morton", "bits": layout.bits, "split_bits": split_bits})
+        return SpatialRelease(box, lo, hi, depth, count, codes=start, seeded=src.seeded, plan=plan,
+                              levels=top_levels,
+                              layout={"kind": "morton", "bits": layout.bits, "split_bits": split_bits})
 
 
 @mechanism(PrivTreePlan, run_privtree)

@@ -151,9 +151,7 @@ def privelet_counts(plan: PriveletPlan, counts: np.ndarray, src: NoiseSource,
                                              advance=advance)
         else:
             add_wavelet_noise(counts, attrs, transformed, plan.noise_scale, src, advance=advance)
-    return GridRelease(counts, attrs, mechanism=plan.release_mechanism, epsilon=plan.epsilon,
-                       neighbours=plan.neighbours, noise_scale=plan.noise_scale, params=plan.record(),
-                       noise=plan.noise, seeded=src.seeded, plan=plan)
+    return GridRelease(counts, attrs, seeded=src.seeded, plan=plan)
 
 
 @mechanism(PriveletPlan, run_privelet)

@@ -575,12 +575,6 @@ _COEFFICIENTS = {"float": "unnormalised (W*c) with i.i.d. Lap(noise_scale)",
                  "exact": "lattice D*W*c (D = prod 2(f-1) over nominal axes) with DLap(D*noise_scale)"}
 
 
-def _check_untransformed(value: Any) -> Any:
-    if isinstance(value, str) and value not in ("auto", "workload"):
-        return value  # one column name, checked against the attributes
-    return value
-
-
 @register_plan
 class PriveletPlan(GridPlan):
     """Privelet / Privelet+: ``Lap(Delta rho / epsilon)`` per HN coefficient."""

@@ -187,13 +187,13 @@ class Release:
 
     def _init_common(self, *, mechanism: str | None, epsilon: float | None, neighbours: str | None,
                      params: Mapping[str, Any] | None, created: str | None,
-                     library_version: str | None, noise: str | None = "float", seeded: bool = False,
+                     library_version: str | None, noise: str | None = None, seeded: bool = False,
                      plan: Plan | None = None) -> None:
         """The header and ``params``.  With a ``plan`` (a release made or read under it) they are
         views of the plan (:attr:`mechanism`, :attr:`epsilon`, :attr:`neighbours`, :attr:`noise`,
         :attr:`params`): of ``params`` only the entries the data decides and the library's
         annotations are taken, and a header field given must be the plan's.  Without one (a
-        release built by hand) they are stored as given."""
+        release built by hand) they are stored as given (``noise`` ``"float"`` unless given)."""
         self._plan = plan
         stated = {"mechanism": mechanism, "epsilon": epsilon, "neighbours": neighbours, "noise": noise}
         given = dict(params or {})
@@ -205,14 +205,20 @@ class Release:
                                      f"not {stated[wrong[0]]!r}")
             data = {k: given[k] for k in plan.data_keys() if k in given}
             given = {**plan.record(**data), **{k: v for k, v in given.items() if k in ANNOTATIONS}}
-        elif None in stated.values():
-            raise ParameterError("a release needs its plan, or its mechanism, epsilon, neighbours and noise")
+        elif mechanism is None or epsilon is None or neighbours is None:
+            raise ParameterError("a release needs its plan, or its mechanism, epsilon and neighbours")
         else:
-            self._stated = {**stated, "epsilon": float(cast(float, epsilon))}
+            self._stated = {**stated, "epsilon": float(epsilon), "noise": noise or "float"}
         self._params = ReleaseParams(given)
         self.created = created or datetime.now(UTC).isoformat(timespec="seconds")
         self.library_version = library_version or __version__
         self.seeded = bool(seeded)
+
+    def _shared(self, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The constructor arguments a release derived from this one keeps: its plan (or stated
+        header), its record (or ``params``), when it was made and whether a seed made it."""
+        return {**(self._stated or {}), "params": self.params if params is None else params,
+                "created": self.created, "seeded": self.seeded, "plan": self._plan}
 
     @staticmethod
     def _from_plan(plan: Plan) -> dict[str, Any]:

@@ -102,10 +102,11 @@ class GridRelease(Release):
     #: (same answers, bit for bit; one pass over the counts per batch of queries).
     prefix_cache_bytes: int | None = None
 
-    def __init__(self, counts: np.ndarray, attributes: tuple[Attribute, ...], *, mechanism: str,
-                 epsilon: float, neighbours: str, noise_scale: float,
+    def __init__(self, counts: np.ndarray, attributes: tuple[Attribute, ...], *,
+                 mechanism: str | None = None, epsilon: float | None = None, neighbours: str | None = None,
+                 noise_scale: float | None = None,
                  params: Mapping[str, Any] | None = None, created: str | None = None,
-                 library_version: str | None = None, noise: str = "float", seeded: bool = False,
+                 library_version: str | None = None, noise: str | None = None, seeded: bool = False,
                  plan: Plan | None = None):
         counts = np.asarray(counts, dtype=np.float64)
         attributes = tuple(attributes)
@@ -116,6 +117,10 @@ class GridRelease(Release):
             )
         self.counts = counts
         self.attributes = attributes
+        if noise_scale is None:  # the plan's (a grid plan states one)
+            noise_scale = getattr(plan, "noise_scale", None)
+            if noise_scale is None:
+                raise ParameterError("a grid release needs its noise_scale, or its plan")
         self.noise_scale = float(noise_scale)
         self._init_common(mechanism=mechanism, epsilon=epsilon, neighbours=neighbours,
                           params=params, created=created, library_version=library_version,
@@ -434,10 +439,8 @@ class GridRelease(Release):
         ``"integer"`` (integers keeping the rounded total); recorded in
         ``params["postprocessed"]``.  Its ``std`` is NULL: see :mod:`polars_dp.releases.postprocess`."""
         counts, params = postprocess_counts(self.counts, self.params, methods, GRID_POSTPROCESSING)
-        return GridRelease(counts, self.attributes, mechanism=self.mechanism, epsilon=self.epsilon,
-                           neighbours=self.neighbours, noise_scale=self.noise_scale, params=params,
-                           created=self.created, noise=self.noise, seeded=self.seeded,
-                           plan=self._plan).derived_from(self)
+        return GridRelease(counts, self.attributes, noise_scale=self.noise_scale,
+                           **self._shared(params)).derived_from(self)
 
     def to_duckdb(self, con: Any, name: str, *, replace: bool = False) -> Any:
         """Register this release in a DuckDB connection: a native table ``name``, its metadata

@@ -111,10 +111,11 @@ class SpatialRelease(Release):
     metadata_entries = ("columns", "bounds", "layout", "n_leaves", "noise_model", "levels")
 
     def __init__(self, box: Box, lo: np.ndarray, hi: np.ndarray, depth: np.ndarray, count: np.ndarray,
-                 *, layout: Mapping[str, Any], mechanism: str, epsilon: float, neighbours: str,
+                 *, layout: Mapping[str, Any], mechanism: str | None = None, epsilon: float | None = None,
+                 neighbours: str | None = None,
                  params: Mapping[str, Any] | None = None, codes: np.ndarray | None = None,
                  noise_model: NoiseModel | None = None, created: str | None = None,
-                 library_version: str | None = None, noise: str = "float", seeded: bool = False,
+                 library_version: str | None = None, noise: str | None = None, seeded: bool = False,
                  levels: TopLevels | None = None, plan: Plan | None = None, subgrid: Subgrid | None = None):
         if layout.get("kind") not in LAYOUTS:
             raise ReleaseFormatError(f"unknown tree layout {layout.get('kind')!r}; known: {LAYOUTS}")
@@ -251,11 +252,8 @@ class SpatialRelease(Release):
     def _with_levels(self, levels: TopLevels) -> SpatialRelease:
         """This release with its counted top levels (the same arrays)."""
         return SpatialRelease(self.box, self.lo, self.hi, self.depth, self.count, layout=self.layout,
-                              mechanism=self.mechanism, epsilon=self.epsilon, neighbours=self.neighbours,
-                              params=self.params, codes=self.codes, noise_model=self.noise_model,
-                              created=self.created, library_version=self.library_version,
-                              noise=self.noise, seeded=self.seeded, levels=levels, plan=self._plan,
-                              subgrid=self.subgrid)
+                              codes=self.codes, noise_model=self.noise_model, levels=levels,
+                              library_version=self.library_version, subgrid=self.subgrid, **self._shared())
 
     def _payload_arrays(self) -> list[np.ndarray]:
         arrays: list[np.ndarray] = [self.lo, self.hi, self.depth, self.count]
@@ -630,10 +628,8 @@ class SpatialRelease(Release):
             levels = levels.with_finest_counts(finest)
             count = levels.leaf_counts()
         return SpatialRelease(self.box, self.lo, self.hi, self.depth, count, layout=self.layout,
-                           mechanism=self.mechanism, epsilon=self.epsilon, neighbours=self.neighbours,
-                           params=params, codes=self.codes, noise_model=postprocessed_noise_model(params),
-                           created=self.created, noise=self.noise, seeded=self.seeded,
-                           levels=levels, plan=self._plan, subgrid=self.subgrid).derived_from(self)
+                              codes=self.codes, noise_model=postprocessed_noise_model(params), levels=levels,
+                              subgrid=self.subgrid, **self._shared(params)).derived_from(self)
 
     def _payload_equal(self, other: Release) -> bool:
         return isinstance(other, SpatialRelease) and self._table().equals(other._table())
