@@ -75,13 +75,15 @@ class Field:
     (and a reader takes from the file); ``scale``: the entry follows from epsilon (a reader
     compares it after the inputs); ``keys``: a group of entries (``value`` gives a mapping of
     them, e.g. :func:`exact_fields`), not one; ``stated``: the entry is the one Laplace scale
-    the release states (:meth:`Plan.stated_scale`)."""
+    the release states (:meth:`Plan.stated_scale`); ``option``: the plan option a reader rebuilds
+    from the entry (:meth:`Plan.options_from_record`)."""
 
     key: str
     value: Callable[[Any, Mapping[str, Any]], Any] | None = None
     scale: bool = False
     keys: tuple[str, ...] = ()
     stated: bool = False
+    option: str = ""
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -129,7 +131,7 @@ class Plan:
     is_plan: ClassVar[bool] = True
     #: The entries of the record (:meth:`record`), in the order a release writes them.
     record_fields: ClassVar[tuple[Field, ...]] = ()
-    #: The value an option had in a record written before its entry was recorded.
+    #: The value an entry giving an option had in a record written before it was recorded.
     record_defaults: ClassVar[Mapping[str, Any]] = {}
 
     def __init__(self, *args: Any, **options: Any):
@@ -238,8 +240,11 @@ class Plan:
 
     @classmethod
     def options_from_record(cls, params: Mapping[str, Any]) -> dict[str, Any]:
-        """The options (domain, epsilon, neighbours and noise aside) that made a record (subclasses)."""
-        return {}
+        """The options (domain, epsilon, neighbours and noise aside) that made a record: the entry of
+        each :class:`Field` naming an ``option`` (:attr:`record_defaults` where the record has
+        none; subclasses add what needs more)."""
+        return {f.option: params[f.key] if f.key in params or f.key not in cls.record_defaults
+                else cls.record_defaults[f.key] for f in cls.record_fields if f.option}
 
     # What a release reads of its record, asked of the class that declares it (a release built
     # by hand without a plan of a registered mechanism reads nothing: :class:`Plan` itself).

@@ -176,19 +176,21 @@ class PrivTreePlan(PointsPlan):
     record_fields = (
         Field("lambda", lambda p, d: p.lam, scale=True),
         Field("delta", lambda p, d: p.delta, scale=True),
-        Field("theta", lambda p, d: p.theta),
-        Field("fanout", lambda p, d: p.layout.fanout),
-        Field("tree_share", lambda p, d: p.options["tree_share"]),
+        Field("theta", lambda p, d: p.theta, option="theta"),
+        Field("fanout", lambda p, d: p.layout.fanout, option="fanout"),
+        Field("tree_share", lambda p, d: p.options["tree_share"], option="tree_share"),
         Field("epsilon_tree", lambda p, d: float(p.epsilon_tree), scale=True),
         Field("epsilon_leaf", lambda p, d: float(p.epsilon_leaf), scale=True),
         Field("leaf_noise_scale", lambda p, d: float(p.leaf_scale), scale=True, stated=True),
-        Field("resolution_bits", lambda p, d: p.layout.bits),
+        Field("resolution_bits", lambda p, d: p.layout.bits, option="resolution"),
         exact_fields("leaf_", lambda p: p.sensitivity, lambda p: p.leaf_scale),
         INPUTS,
-        Field("levels", lambda p, d: p.levels or OMIT),
+        Field("levels", lambda p, d: p.levels or OMIT, option="levels"),
         Field("epsilon_levels", lambda p, d: [float(e) for e in p.epsilon_levels] or OMIT, scale=True),
         Field("level_noise_scales", lambda p, d: [float(b) for b in p.level_scales] or OMIT, scale=True),
     )
+    #: No counted top levels where the record states none.
+    record_defaults: ClassVar[Mapping[str, Any]] = {"levels": 0}
     unknown_before_data = ("the leaves (which boxes the tree splits, decided by the noisy counts): "
                            "a range's noise is the leaf noise of the leaves it overlaps plus the "
                            "uniformity error inside partly covered leaves")
@@ -247,11 +249,6 @@ class PrivTreePlan(PointsPlan):
         A constant: the point and node counts, private, never decide."""
         return False
 
-    @classmethod
-    def options_from_record(cls, params: Any) -> dict[str, Any]:
-        return {"fanout": params["fanout"], "theta": params["theta"], "tree_share": params["tree_share"],
-                "resolution": params["resolution_bits"], "levels": params.get("levels", 0)}
-
     def layout_entries(self, data: Any) -> dict[str, Any]:
         return {"kind": "morton", "bits": self.layout.bits, "split_bits": self.layout.split_bits}
 
@@ -301,18 +298,18 @@ class PrivTreeSubgridPlan(PointsPlan):
     record_fields = (
         Field("lambda", lambda p, d: p.lam, scale=True),
         Field("delta", lambda p, d: p.delta, scale=True),
-        Field("theta", lambda p, d: p.theta),
-        Field("fanout", lambda p, d: p.tree_layout.fanout),
-        Field("tree_share", lambda p, d: p.options["tree_share"]),
-        Field("leaf_share", lambda p, d: p.options["leaf_share"]),
-        Field("c2", lambda p, d: p.c2),
-        Field("max_subcell_bits", lambda p, d: p.max_subcell_bits),
+        Field("theta", lambda p, d: p.theta, option="theta"),
+        Field("fanout", lambda p, d: p.tree_layout.fanout, option="fanout"),
+        Field("tree_share", lambda p, d: p.options["tree_share"], option="tree_share"),
+        Field("leaf_share", lambda p, d: p.options["leaf_share"], option="leaf_share"),
+        Field("c2", lambda p, d: p.c2, option="c2"),
+        Field("max_subcell_bits", lambda p, d: p.max_subcell_bits, option="max_subcell_bits"),
         Field("epsilon_tree", lambda p, d: float(p.epsilon_tree), scale=True),
         Field("epsilon_leaf", lambda p, d: float(p.epsilon_leaf), scale=True),
         Field("epsilon_sub", lambda p, d: float(p.epsilon_sub), scale=True),
         Field("leaf_noise_scale", lambda p, d: float(p.leaf_scale), scale=True, stated=True),
         Field("sub_noise_scale", lambda p, d: float(p.sub_scale), scale=True),
-        Field("resolution_bits", lambda p, d: p.tree_layout.bits),
+        Field("resolution_bits", lambda p, d: p.tree_layout.bits, option="resolution"),
         exact_fields("leaf_", lambda p: p.sensitivity, lambda p: p.leaf_scale),
         exact_fields("sub_", lambda p: p.sensitivity, lambda p: p.sub_scale),
         INPUTS,
@@ -384,11 +381,6 @@ class PrivTreeSubgridPlan(PointsPlan):
         :func:`polars_dp.kernels.subgrid.subcell_bits` with this plan's ``eps_sub``, ``c2`` and cap)."""
         return subgrid.subcell_bits(noisy_leaf, depth, self.tree_layout, epsilon_sub=float(self.epsilon_sub),
                                     c2=self.c2, max_subcell_bits=self.max_subcell_bits)
-
-    @classmethod
-    def options_from_record(cls, params: Any) -> dict[str, Any]:
-        return {k: params[k] for k in ("fanout", "theta", "tree_share", "leaf_share", "c2",
-                                       "max_subcell_bits")} | {"resolution": params["resolution_bits"]}
 
     def layout_entries(self, data: Any) -> dict[str, Any]:
         return {"kind": "morton", "bits": self.layout.bits, "split_bits": self.layout.split_bits}
@@ -462,10 +454,7 @@ class _CountedGridPlan(PointsPlan):
             except ValueError:
                 raise ParameterError(f"n_source {source!r} is malformed", parameter="n_source") from None
         n = int(params["n_used"]) if source == "public" else None
-        return {"n": n, "n_share": share, **{o: params[o] for o in cls.recorded_options}}
-
-    #: Options recorded under their own name.
-    recorded_options: tuple[str, ...] = ("c",)
+        return {"n": n, "n_share": share, **super().options_from_record(params)}
 
     def check_data(self, params: Any) -> None:
         """``n_used``: the public ``n``, or a count of points (an integer for exact noise)."""
@@ -489,7 +478,7 @@ class UniformGridPlan(_CountedGridPlan):
                         "(UG)",
     }
     record_fields = (
-        Field("c", lambda p, d: p.options["c"]),
+        Field("c", lambda p, d: p.options["c"], option="c"),
         Field("m", lambda p, d: p.side(d["n_used"])),
         Field("n_used"),
         Field("n_source", lambda p, d: p.n_source),
@@ -544,11 +533,10 @@ class AdaptiveGridPlan(_CountedGridPlan):
         "adaptive_grid": "Qardaji, Yang, Li, Differentially Private Grids for Geospatial Data, ICDE 2013 "
                          "(AG)",
     }
-    recorded_options = ("alpha", "c", "c2")
     record_fields = (
-        Field("alpha", lambda p, d: p.options["alpha"]),
-        Field("c", lambda p, d: p.options["c"]),
-        Field("c2", lambda p, d: p.options["c2"]),
+        Field("alpha", lambda p, d: p.options["alpha"], option="alpha"),
+        Field("c", lambda p, d: p.options["c"], option="c"),
+        Field("c2", lambda p, d: p.options["c2"], option="c2"),
         Field("m1", lambda p, d: p.first_side(d["n_used"])),
         Field("n_used"),
         Field("n_source", lambda p, d: p.n_source),
@@ -621,7 +609,7 @@ class PriveletGridPlan(PointsPlan):
     }
     record_fields = (
         Field("privelet", lambda p, d: p.privelet.record(), keys=PriveletPlan.record_keys()),
-        Field("bits", lambda p, d: p.bits),
+        Field("bits", lambda p, d: p.bits, option="bits"),
         Field("m", lambda p, d: p.m),
         Field("noise_scale", lambda p, d: p.privelet.noise_scale, scale=True, stated=True),
         INPUTS,
@@ -646,10 +634,6 @@ class PriveletGridPlan(PointsPlan):
 
     def _exact_spent(self) -> Fraction:
         return self.privelet.epsilon_spent
-
-    @classmethod
-    def options_from_record(cls, params: Any) -> dict[str, Any]:
-        return {"bits": params["bits"]}
 
     @classmethod
     def transformed_axes(cls, params: Mapping[str, Any]) -> tuple[str, ...]:
@@ -755,17 +739,17 @@ class PrivTreeSequencesPlan(SequencesPlan):
     record_fields = (
         Field("lambda", lambda p, d: p.lam, scale=True),
         Field("delta", lambda p, d: p.delta, scale=True),
-        Field("tree_share", lambda p, d: p.tree_share),
-        Field("theta", lambda p, d: float(p.theta)),
+        Field("tree_share", lambda p, d: p.tree_share, option="tree_share"),
+        Field("theta", lambda p, d: float(p.theta), option="theta"),
         Field("epsilon_tree", lambda p, d: float(p.epsilon_tree), scale=True),
         Field("epsilon_leaf", lambda p, d: float(p.epsilon_leaf), scale=True),
         Field("leaf_noise_scale", lambda p, d: float(p.leaf_scale), scale=True, stated=True),
         Field("l_top", lambda p, d: p.l_top),
         Field("beta", lambda p, d: p.beta),
-        Field("postprocess", lambda p, d: p.options["postprocess"]),
-        Field("max_nodes", lambda p, d: p.max_nodes),
+        Field("postprocess", lambda p, d: p.options["postprocess"], option="postprocess"),
+        Field("max_nodes", lambda p, d: p.max_nodes, option="max_nodes"),
         Field("capped"),
-        Field("length_share", lambda p, d: p.length_share),
+        Field("length_share", lambda p, d: p.length_share, option="length_share"),
         INPUTS,
         exact_fields("leaf_", lambda p: p.group, lambda p: p.leaf_scale),
         Field("epsilon_length", lambda p, d: OMIT if p.length_scale is None else float(p.epsilon_length),
@@ -777,8 +761,9 @@ class PrivTreeSequencesPlan(SequencesPlan):
               noise_params(p.length_sensitivity, p.length_scale, p.noise, "length_"), scale=True,
               keys=("length_noise_scale_exact", "length_epsilon_effective")),
     )
-    #: Records written before the length law: no length law.
-    record_defaults: ClassVar[Mapping[str, Any]] = {"length_share": 0.0}
+    #: Records written before the entry: no length law, unclipped sums, no cap.
+    record_defaults: ClassVar[Mapping[str, Any]] = {"length_share": 0.0, "postprocess": "sum_then_clip",
+                                                    "max_nodes": None}
     unknown_before_data = "the tree (which contexts split, decided by noisy counts) and the clipping"
 
     def _calibrate(self) -> None:
@@ -878,13 +863,6 @@ class PrivTreeSequencesPlan(SequencesPlan):
             raise ReleaseFormatError("release metadata field 'params.postprocess' is 'clip_then_sum' but a "
                                      "leaf bin is negative: the file was edited")
 
-    @classmethod
-    def options_from_record(cls, params: Any) -> dict[str, Any]:
-        return {"tree_share": params["tree_share"], "theta": params["theta"],
-                "postprocess": params.get("postprocess", "sum_then_clip"),
-                "max_nodes": params.get("max_nodes"),
-                "length_share": params.get("length_share", cls.record_defaults["length_share"])}
-
 
 def alphabet_size(alphabet: Any) -> int:
     """Number of public symbols (a string is its characters); the symbols themselves are
@@ -923,7 +901,7 @@ class NgramPlan(SequencesPlan):
                  "Variable-Length N-Grams, CCS 2012 (fixed height, without pruning)",
     }
     record_fields = (
-        Field("height", lambda p, d: p.options["height"]),
+        Field("height", lambda p, d: p.options["height"], option="height"),
         Field("l_top", lambda p, d: p.l_top),
         Field("noise_scale", lambda p, d: float(p.scale), scale=True, stated=True),
         Field("sensitivity_per_level", lambda p, d: p.group),
@@ -951,10 +929,6 @@ class NgramPlan(SequencesPlan):
     @property
     def max_depth(self) -> int:
         return int(self.options["height"]) - 1
-
-    @classmethod
-    def options_from_record(cls, params: Any) -> dict[str, Any]:
-        return {"height": params["height"]}
 
 
 __all__ = ["AdaptiveGridPlan", "Bounds", "NgramPlan", "PointsPlan", "Postprocess", "PrivTreePlan",

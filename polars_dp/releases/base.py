@@ -215,10 +215,11 @@ class Release:
         self.seeded = bool(seeded)
 
     def _shared(self, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """The constructor arguments a release derived from this one keeps: its plan (or stated
-        header), its record (or ``params``), when it was made and whether a seed made it."""
-        return {**(self._stated or {}), "params": self.params if params is None else params,
-                "created": self.created, "seeded": self.seeded, "plan": self._plan}
+        """The constructor arguments a release derived from this one keeps: its plan, or the header
+        it states (a plan rebuilt for it stays its own), its record (or ``params``), when it was
+        made and whether a seed made it."""
+        return {**(self._stated or {"plan": self._plan}), "params": self.params if params is None else params,
+                "created": self.created, "seeded": self.seeded}
 
     @staticmethod
     def _from_plan(plan: Plan) -> dict[str, Any]:
@@ -261,7 +262,7 @@ class Release:
         """The plan this release was made under: the one it was made or read with, else rebuilt
         once from its header and record (:func:`polars_dp.plans.from_record`)."""
         if self._plan is None:
-            self._plan = from_record(self._header(), self.params, self._domain())
+            self._plan = from_record(cast(dict, self._stated), self.params, self._domain())
         return self._plan
 
     @functools.cached_property
@@ -276,10 +277,6 @@ class Release:
             return record_class(self.mechanism, self.params)
         except ReleaseFormatError:
             return Plan
-
-    def _header(self) -> dict[str, Any]:
-        return {"mechanism": self.mechanism, "epsilon": self.epsilon, "neighbours": self.neighbours,
-                "noise": self.noise}
 
     def _domain(self) -> dict[str, Any]:
         """The plan options this release stores as its public domain (subclasses)."""
