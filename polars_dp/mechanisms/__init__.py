@@ -17,9 +17,9 @@ from polars_dp.mechanisms.spatial_grids import adaptive_grid, privelet_grid, uni
 from polars_dp.mechanisms.spatial_subgrid import privtree_subgrid
 from polars_dp.mechanisms.spatial_tree import privtree
 from polars_dp.mechanisms.wavelet import privelet
-from polars_dp.plans.base import REGISTRY, import_package
+from polars_dp.plans.base import REGISTRY, discover
 
-import_package(__name__, __path__)
+discover(__name__, __path__)
 
 
 class BoundMechanisms:  # not in __all__: __all__ lists the mechanisms

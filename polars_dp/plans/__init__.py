@@ -18,15 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from polars_dp.plans.auto import auto_plan, compare
-from polars_dp.plans.base import (
-    REGISTRY,
-    Entry,
-    Plan,
-    from_record,
-    import_package,
-    known_mechanisms,
-    plan_class,
-)
+from polars_dp.plans.base import REGISTRY, Entry, Plan, discover, from_record, known_mechanisms, plan_class
 from polars_dp.plans.grid import BasicPlan, GridPlan, PriveletPlan
 from polars_dp.plans.hierarchical import HierarchicalPlan
 from polars_dp.plans.spatial import (
@@ -38,7 +30,7 @@ from polars_dp.plans.spatial import (
     UniformGridPlan,
 )
 
-import_package(__name__, __path__)
+discover(__name__, __path__)
 
 
 def plan(mechanism: str, *args: Any, **options: Any) -> Plan:

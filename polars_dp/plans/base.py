@@ -389,10 +389,10 @@ def register_runner(name: str, runner: Callable[..., Any], function: Callable[..
     entry.runner, entry.function = runner, function
 
 
-def import_package(name: str, path: Iterable[str]) -> None:
-    """Import every module of the package ``name`` (its ``__path__``): the registries discover
-    the plans, runners and release types that register themselves, so adding one edits no
-    package ``__init__``."""
+def discover(name: str, path: Iterable[str]) -> None:
+    """Import every module of the package ``name`` (its ``__path__``): the registries find the
+    plans, runners and release types that register themselves, and adding one edits no package
+    ``__init__``."""
     for module in pkgutil.iter_modules(path):
         importlib.import_module(f"{name}.{module.name}")
 
@@ -466,6 +466,6 @@ def from_record(header: Mapping[str, Any], params: Mapping[str, Any], domain: Ma
 
 
 __all__ = ["ANNOTATIONS", "COMPILED_FROM", "INPUTS", "OMIT", "REGISTRY", "Entry", "Field", "Plan",
-           "exact_fields", "from_record", "import_package", "known_mechanisms", "paper_of", "plan_class",
+           "discover", "exact_fields", "from_record", "known_mechanisms", "paper_of", "plan_class",
            "record_class", "recorded_epsilons", "recorded_inputs", "recorded_rules", "register_plan",
            "register_runner"]

@@ -41,7 +41,7 @@ from polars_dp.plans.base import ANNOTATIONS, Plan, from_record, record_class
 from polars_dp.progress import Progress
 from polars_dp.releases import io
 from polars_dp.releases.card import ALPHA, release_card
-from polars_dp.releases.integrity import CHECKSUM_KEY, check_record, payload_checksum
+from polars_dp.releases.integrity import CHECKSUM_KEY, check_record, payload_checksum, verify_checksum
 from polars_dp.releases.io import write_batches_atomic
 from polars_dp.releases.metadata import (
     DecodedMetadata,
@@ -292,6 +292,13 @@ class Release:
         plan = from_record(meta.common, meta.common["params"], domain)
         check_record(plan, meta.common, own)
         return plan
+
+    def _checked(self, meta: DecodedMetadata, unverified: bool, *extra: np.ndarray) -> Self:
+        """This release, read from the table of ``meta``, ``verified`` by the stored checksum of its
+        payload and ``extra`` arrays (:func:`~polars_dp.releases.integrity.verify_checksum`)."""
+        self.verified = verify_checksum(meta.text, [*self._payload_arrays(), *extra], required=True,
+                                        unverified=unverified)
+        return self
 
     def metadata(self) -> dict[str, Any]:
         """What the Arrow schema metadata records (keys without the ``polars_dp.`` prefix), in

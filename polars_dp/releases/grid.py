@@ -46,7 +46,7 @@ from polars_dp.releases.grid_format import (
     write_order_batches,
     write_order_columns,
 )
-from polars_dp.releases.integrity import check_noise_scale, positive_number, verify_checksum
+from polars_dp.releases.integrity import check_noise_scale, positive_number
 from polars_dp.releases.io import open_parquet, read_table
 from polars_dp.releases.metadata import DecodedMetadata
 from polars_dp.releases.postprocess import GRID_POSTPROCESSING, postprocess_counts, postprocessed_noise_model
@@ -235,11 +235,8 @@ class GridRelease(Release):
         checksum (required unless ``unverified=True``)."""
         meta = cls._read_metadata(table)
         common, attrs, shape, scale = cls._read_header(meta)
-        counts = counts_by_label(table, attrs, shape)
-        release = cls(counts, attrs, noise_scale=scale, **common)
-        release.verified = verify_checksum(meta.text, release._payload_arrays(), required=True,
-                                           unverified=unverified)
-        return release
+        return cls(counts_by_label(table, attrs, shape), attrs, noise_scale=scale, **common)._checked(
+            meta, unverified)
 
     @classmethod
     def from_parquet(cls, path: str | os.PathLike, *, unverified: bool = False) -> GridRelease:
@@ -257,10 +254,7 @@ class GridRelease(Release):
             counts = counts_in_write_order(write_order_batches(file, columns), attrs, shape, names)
         if counts is None:
             return cls.from_arrow(read_table(path), unverified=unverified)
-        release = cls(counts, attrs, noise_scale=scale, **common)
-        release.verified = verify_checksum(meta.text, release._payload_arrays(), required=True,
-                                           unverified=unverified)
-        return release
+        return cls(counts, attrs, noise_scale=scale, **common)._checked(meta, unverified)
 
     def _payload_arrays(self) -> list[np.ndarray]:
         return [self.counts]

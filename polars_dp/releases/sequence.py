@@ -89,7 +89,7 @@ from polars_dp.plans.spatial import SequencesPlan
 from polars_dp.releases import sql_sequence
 from polars_dp.releases.base import Release, Sealed
 from polars_dp.releases.card import sequence_accuracy
-from polars_dp.releases.integrity import predates_checksums, verify_checksum
+from polars_dp.releases.integrity import predates_checksums
 from polars_dp.releases.reading import register_release_type
 from polars_dp.releases.report import top_strings
 from polars_dp.releases.sampling import check_rows_fit
@@ -643,9 +643,7 @@ class SequenceRelease(Release):
         check_sequence_structure(release.parent, release.prepended, release.hist, release.first_child,
                                  release.height, release.params, cast(SequencesPlan, plan),
                                  sums=not predates_checksums(meta.text))
-        release.verified = verify_checksum(meta.text, release._payload_arrays(), required=True,
-                                           unverified=unverified)
-        return release
+        return release._checked(meta, unverified)
 
     def _payload_equal(self, other: Release) -> bool:
         return (isinstance(other, SequenceRelease) and np.array_equal(self.parent, other.parent)

@@ -56,7 +56,7 @@ from polars_dp.progress import Progress
 from polars_dp.releases import geoparquet, sql_tree
 from polars_dp.releases.base import Release, Sealed, fmt_number, read_only
 from polars_dp.releases.card import spatial_accuracy
-from polars_dp.releases.integrity import check_equal, verify_checksum
+from polars_dp.releases.integrity import check_equal
 from polars_dp.releases.postprocess import (
     TREE_POSTPROCESSING,
     postprocess_counts,
@@ -236,18 +236,14 @@ class SpatialRelease(Release):
         release = cls(box, lo[order], hi[order], depth[order], count[order], layout=layout, codes=codes,
                       noise_model=model, plan=plan, subgrid=subgrid, **common)
         if noisy_leaves is None:
-            release.verified = verify_checksum(meta.text, release._payload_arrays(), required=True,
-                                               unverified=unverified)
-            return release
+            return release._checked(meta, unverified)
         if layout["kind"] != "morton" or codes is None:
             raise ReleaseFormatError("counted top levels need a Morton-layout tree release")
         lay = MortonLayout(box.d, int(layout["bits"]), int(layout["split_bits"]))
         parsed = parse_levels(meta.entry("levels"), lay)
-        payload = [*release._payload_arrays(), noisy_leaves[order], parsed[2]]
-        verified = verify_checksum(meta.text, payload, required=True, unverified=unverified)
-        release = release._with_levels(_read_levels(release, lay, parsed, noisy_leaves[order]))
-        release.verified = verified
-        return release
+        release._checked(meta, unverified, noisy_leaves[order], parsed[2])
+        levels = _read_levels(release, lay, parsed, noisy_leaves[order])
+        return release._with_levels(levels).derived_from(release)
 
     def _with_levels(self, levels: TopLevels) -> SpatialRelease:
         """This release with its counted top levels (the same arrays)."""

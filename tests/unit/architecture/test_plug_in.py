@@ -15,7 +15,7 @@ import pytest
 import polars_dp as pdp
 from polars_dp import mechanisms
 from polars_dp.plans import REGISTRY
-from polars_dp.plans.base import import_package
+from polars_dp.plans.base import discover
 from tests.helpers import REPO
 
 PACKAGE = REPO / "polars_dp"
@@ -27,7 +27,7 @@ def plug_in_section() -> str:
     return text.split("## Where things plug in", 1)[1].split("\n## ", 1)[0]
 
 
-def test_import_package_imports_every_module(tmp_path, monkeypatch):
+def test_discover_imports_every_module(tmp_path, monkeypatch):
     package = tmp_path / "toy_registry"
     package.mkdir()
     (package / "__init__.py").write_text("SEEN = []\n")
@@ -36,7 +36,7 @@ def test_import_package_imports_every_module(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     toy = importlib.import_module("toy_registry")
     try:
-        import_package(toy.__name__, toy.__path__)
+        discover(toy.__name__, toy.__path__)
         assert sorted(toy.SEEN) == ["alpha", "beta"]
     finally:
         for name in [m for m in sys.modules if m.split(".")[0] == "toy_registry"]:
@@ -47,8 +47,8 @@ def test_import_package_imports_every_module(tmp_path, monkeypatch):
 def test_the_registry_packages_import_every_module(package):
     tree = ast.parse((PACKAGE / package / "__init__.py").read_text())
     calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
-             and n.func.id == "import_package"]
-    assert calls, f"polars_dp/{package}/__init__.py does not import its modules (import_package)"
+             and n.func.id == "discover"]
+    assert calls, f"polars_dp/{package}/__init__.py does not import its modules (discover)"
     for path in (PACKAGE / package).glob("*.py"):
         assert f"polars_dp.{package}.{path.stem}" in sys.modules or path.stem == "__init__"
 
