@@ -95,7 +95,7 @@ def run_hierarchical(
     estimate = gls_from_sum(z, weights, plan.axes)
     del z
     bar.close()
-    return GridRelease(estimate, attrs, seeded=src.seeded, plan=plan)
+    return GridRelease(estimate, attrs, noise_scale=plan.noise_scale, seeded=src.seeded, plan=plan)
 
 
 @mechanism(HierarchicalPlan, run_hierarchical)

@@ -75,7 +75,7 @@ def run_basic(plan: BasicPlan, frame: Any, *, seed: SeedLike, progress: bool | N
                               bytes_per_cell=16, count_column=opts["count_column"])
     add_cell_noise(counts, plan.scale, src, plan.noise, bar.step("noise", counts.size, "cells"))
     bar.close()
-    return GridRelease(counts, attrs, seeded=src.seeded, plan=plan)
+    return GridRelease(counts, attrs, noise_scale=plan.noise_scale, seeded=src.seeded, plan=plan)
 
 
 @mechanism(BasicPlan, run_basic)

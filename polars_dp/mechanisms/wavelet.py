@@ -151,7 +151,7 @@ def privelet_counts(plan: PriveletPlan, counts: np.ndarray, src: NoiseSource,
                                              advance=advance)
         else:
             add_wavelet_noise(counts, attrs, transformed, plan.noise_scale, src, advance=advance)
-    return GridRelease(counts, attrs, seeded=src.seeded, plan=plan)
+    return GridRelease(counts, attrs, noise_scale=plan.noise_scale, seeded=src.seeded, plan=plan)
 
 
 @mechanism(PriveletPlan, run_privelet)

@@ -52,7 +52,21 @@ if TYPE_CHECKING:
     from polars_dp.plans.noise_model import NoiseModel
 
 
-class Carded(Protocol):
+class Header(Protocol):
+    """A release's header, views of its plan (:class:`polars_dp.Release`), and its metadata."""
+
+    @property
+    def mechanism(self) -> str: ...
+    @property
+    def epsilon(self) -> float: ...
+    @property
+    def neighbours(self) -> str: ...
+    @property
+    def noise(self) -> str: ...
+    def export_metadata(self) -> dict[str, str]: ...
+
+
+class Carded(Header, Protocol):
     """What the card reads of a release (:class:`polars_dp.Release`, which sits above this module
     and hands itself to :func:`release_card`): its header and record, and what its type says of
     itself (:meth:`~polars_dp.Release.card_domain`, ``card_accuracy``, ``exact_spend``)."""
@@ -63,19 +77,10 @@ class Carded(Protocol):
     library_version: str
 
     @property
-    def mechanism(self) -> str: ...
-    @property
-    def epsilon(self) -> float: ...
-    @property
-    def neighbours(self) -> str: ...
-    @property
-    def noise(self) -> str: ...
-    @property
     def params(self) -> Mapping[str, Any]: ...
     def card_domain(self) -> dict[str, Any]: ...
     def card_accuracy(self, alpha: float) -> dict[str, Any]: ...
     def exact_spend(self) -> Fraction | None: ...
-    def export_metadata(self) -> dict[str, str]: ...
 
 
 class GridLike(Protocol):
@@ -307,5 +312,5 @@ def release_card(release: Carded, alpha: float = ALPHA) -> dict[str, Any]:
     return card
 
 
-__all__ = ["ALPHA", "RANGE_ENDS", "Carded", "GridLike", "grid_accuracy", "release_card", "sequence_accuracy",
-           "spatial_accuracy"]
+__all__ = ["ALPHA", "RANGE_ENDS", "Carded", "GridLike", "Header", "grid_accuracy", "release_card",
+           "sequence_accuracy", "spatial_accuracy"]

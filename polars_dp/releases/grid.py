@@ -104,8 +104,7 @@ class GridRelease(Release):
 
     def __init__(self, counts: np.ndarray, attributes: tuple[Attribute, ...], *,
                  mechanism: str | None = None, epsilon: float | None = None, neighbours: str | None = None,
-                 noise_scale: float | None = None,
-                 params: Mapping[str, Any] | None = None, created: str | None = None,
+                 noise_scale: float, params: Mapping[str, Any] | None = None, created: str | None = None,
                  library_version: str | None = None, noise: str | None = None, seeded: bool = False,
                  plan: Plan | None = None):
         counts = np.asarray(counts, dtype=np.float64)
@@ -117,10 +116,6 @@ class GridRelease(Release):
             )
         self.counts = counts
         self.attributes = attributes
-        if noise_scale is None:  # the plan's (a grid plan states one)
-            noise_scale = getattr(plan, "noise_scale", None)
-            if noise_scale is None:
-                raise ParameterError("a grid release needs its noise_scale, or its plan")
         self.noise_scale = float(noise_scale)
         self._init_common(mechanism=mechanism, epsilon=epsilon, neighbours=neighbours,
                           params=params, created=created, library_version=library_version,

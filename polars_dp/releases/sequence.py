@@ -201,7 +201,7 @@ class SequenceRelease(Release):
 
     def __init__(self, *, alphabet: Sequence[Any], max_length: int, parent: np.ndarray,
                  prepended: np.ndarray, hist: np.ndarray, mechanism: str | None = None,
-                 epsilon: float | None = None, neighbours: str | None = None,
+                 epsilon: float | None = None, neighbours: str = "add_remove",
                  params: dict[str, Any] | None = None, created: str | None = None,
                  library_version: str | None = None, noise: str | None = None,
                  seeded: bool = False, plan: Plan | None = None):
@@ -225,8 +225,6 @@ class SequenceRelease(Release):
             depth[v_range] = depth[self.parent[v_range]] + 1
         self.first_child, self.depth = first_child, depth
         self.is_leaf = first_child < 0
-        if plan is None:  # sequences are added or removed whole
-            neighbours = neighbours or "add_remove"
         self._init_common(mechanism=mechanism, epsilon=epsilon, neighbours=neighbours, params=params,
                           created=created, library_version=library_version, noise=noise, seeded=seeded,
                           plan=plan)

@@ -32,6 +32,7 @@ from polars_dp.domains.queries import ID_RULE
 from polars_dp.errors import ParameterError, ReleaseFormatError
 from polars_dp.plans.grid import ALPHA_REFUSAL
 from polars_dp.releases.base import Release
+from polars_dp.releases.card import Header
 from polars_dp.releases.metadata import attach_metadata
 from polars_dp.releases.reading import read_release as read_arrow_release
 from polars_dp.releases.reading import release_class
@@ -194,20 +195,13 @@ def register(con: Any, name: str, parts: Registration, *, replace: bool = False)
     return con.table(name)
 
 
-class Registered(Protocol):
-    """What the registration of any release reads of it: its header and its metadata."""
+class Registered(Header, Protocol):
+    """What the registration of any release reads of it: its header, type and metadata."""
 
     @property
     def release_type(self) -> str: ...
     @property
-    def mechanism(self) -> str: ...
-    @property
-    def epsilon(self) -> float: ...
-    @property
-    def neighbours(self) -> str: ...
-    @property
     def internal_columns(self) -> tuple[str, ...]: ...
-    def export_metadata(self) -> dict[str, str]: ...
 
 
 def metadata_table(release: Registered) -> pa.Table:
