@@ -2,9 +2,9 @@
 
 Every mechanism is wired one way (:mod:`polars_dp.mechanisms.options`): a runner
 ``run_<name>(plan, frame, *, seed, progress)`` and the public function generated from its plan's
-option table, ``name(frame, ...) = pdp.plan(name, ...).run(frame, seed=..., progress=...)``.  Importing this
-package imports every module of it, so each runner in it is registered; ``__all__`` is every
-registered mechanism function (those imported below by name, for type checkers, and the rest).
+option table, ``name(frame, ...) = pdp.plan(name, ...).run(frame, seed=..., progress=...)``.
+Importing this package imports every module of it, so each runner registers; ``__all__`` is every
+registered mechanism function (those imported below by name are there for type checkers).
 """
 
 from typing import TYPE_CHECKING
