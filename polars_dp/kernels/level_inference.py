@@ -38,7 +38,7 @@ import numpy as np
 
 from polars_dp.domains.attributes import Attribute
 from polars_dp.domains.workload import AxisWorkload, Workload
-from polars_dp.kernels import compiled
+from polars_dp.kernels import compiled, parallel
 from polars_dp.kernels.block_levels import (
     AxisLevels,
     BlockCounter,
@@ -241,7 +241,8 @@ def _measure(real: np.ndarray, t: tuple[int, ...], axes: Sequence[AxisLevels], w
 def noisy_normal_sum(counts: np.ndarray | list[np.ndarray], axes: Sequence[AxisLevels],
                      measured: Sequence[tuple[int, ...]],
                      weights: np.ndarray, add_noise: Callable[[tuple[int, ...], np.ndarray], None],
-                     slab_cells: int = SUM_SLAB_CELLS, noise_chunk: int | None = None) -> np.ndarray:
+                     slab_cells: int = SUM_SLAB_CELLS, noise_chunk: int | None = None,
+                     threads: int | None = None) -> np.ndarray:
     """``z = Σ_t w_t A_tᵀ y_t`` on the padded cells, streamed: for each tuple of ``measured`` in
     turn (C order), its exact block counts (:class:`~polars_dp.kernels.block_levels.BlockCounter`,
     from the counts or a coarser level already computed) as float64 on the padded blocks,
@@ -249,7 +250,9 @@ def noisy_normal_sum(counts: np.ndarray | list[np.ndarray], axes: Sequence[AxisL
     nesting (Horner along each axis, the last axis innermost) unevaluated over the tuples' own
     arrays, then is evaluated in slabs of about ``slab_cells`` values along the first axis into
     the memory of a tuple at full resolution when there is one: no coarse partial sum is ever
-    spread over the cube.  The same bits as the ``z`` of :func:`gls` on the same noisy counts.
+    spread over the cube; the slabs on ``threads`` threads (default
+    :func:`~polars_dp.threads.thread_count`: the environment's, never the data's), each writing
+    its own rows only.  The same bits as the ``z`` of :func:`gls` on the same noisy counts.
 
     With ``noise_chunk``, a tuple of more than four chunks is filled, noised and weighted a
     block of rows of the first axis at a time: ``add_noise(t, part)`` is then called on
@@ -310,13 +313,18 @@ def noisy_normal_sum(counts: np.ndarray | list[np.ndarray], axes: Sequence[AxisL
         return _expand(root, shape)
     out = np.empty(shape) if full is None else full
     step = max(1, slab_cells // max(1, math.prod(shape[1:])))
-    for a in range(0, shape[0], step):
+
+    def evaluate(a: int) -> None:
+        # rows a:b of every leaf at full first-axis resolution, copies of the coarser ones: the
+        # slabs touch disjoint memory, so they run on several threads with the same bits
         b = min(shape[0], a + step)
         rows, k = _rows(root, a, b, shape[0])
         rows = _refine(rows, k, 1, a, b)
         target = out[a:b]
         if not (rows.shape == target.shape and np.shares_memory(rows, target)):
             target[...] = _expand(rows, target.shape)
+
+    parallel.each(evaluate, range(0, shape[0], step), parallel.thread_count() if threads is None else threads)
     return out
 
 
@@ -333,18 +341,21 @@ def _binary_last_axis(a: np.ndarray, ax: AxisLevels, wanted: Sequence[int], scal
 
 
 def gls_from_sum(z: np.ndarray, weights: np.ndarray, axes: Sequence[AxisLevels],
-                 slab_cells: int = SLAB_CELLS) -> np.ndarray:
+                 slab_cells: int = SLAB_CELLS, threads: int | None = None) -> np.ndarray:
     """:func:`gls`'s estimate from its ``z`` (which this consumes: its memory is reused), bit for
     bit: the pyramid of block sums of ``z`` walked depth first (per axis, the chain of coarser
     levels, then each level's sub-pyramid from the coarsest), only towards tuples with
     ``c_b != 0``; each such ``P_b`` scaled by ``c_b / S_b`` in place and summed into the
     collapse at once, so only one chain per axis is held; below the first axis, slabs of about
-    ``slab_cells`` values along it at a time (the operations act on each of its blocks alone)."""
+    ``slab_cells`` values along it at a time (the operations act on each of its blocks alone),
+    the slabs after the first on ``threads`` threads (default
+    :func:`~polars_dp.threads.thread_count`), which change no bit."""
     weights = np.asarray(weights, dtype=np.float64)
     if weights.shape != tuple_shape(axes):
         raise ValueError(f"weights of shape {weights.shape} do not match the level tuples "
                          f"{tuple_shape(axes)}")
     d = len(axes)
+    n_threads = parallel.thread_count() if threads is None else threads
     c = projector_coefficients(inverse_eigenvalues(eigenvalues(weights, axes)))
     cells = block_cells(axes)
     nonzero = c != 0.0
@@ -398,19 +409,29 @@ def gls_from_sum(z: np.ndarray, weights: np.ndarray, axes: Sequence[AxisLevels],
         rows = a.shape[0]
         step = max(1, slab_cells // max(1, a.size // rows))
         out: np.ndarray | None = None
-        for start in range(0, rows, step):
+
+        def one(start: int) -> bool:
+            nonlocal out
             slab = a[start:start + step]
             result = walk(slab, key)
             if result is None:
-                return None
+                return False
             if result.shape == slab.shape:  # the slab is spent: its memory takes the result
                 if not (result is slab or np.shares_memory(result, slab)):
                     slab[...] = result
                 out = a
-                continue
-            if out is None:
-                out = np.empty((rows,) + result.shape[1:])
-            out[start:start + step] = result
+            else:
+                if out is None:
+                    out = np.empty((rows,) + result.shape[1:])
+                out[start:start + step] = result
+            return True
+
+        # the first slab alone (which tuples it reaches, the result's shape: the same for every
+        # slab, from the plan only), then the others on several threads: each slab's operations
+        # act on its own rows, so the bits do not depend on the threads
+        if not one(0):
+            return None
+        parallel.each(one, range(step, rows, step), n_threads)
         return out
 
     estimate = walk(z, ())

@@ -113,10 +113,11 @@ def test_fold_owned_is_fold_bit_for_bit(monkeypatch, slab):
 
 
 # 1944 values per row of the first axis: slabs of 1, 3 and 5 rows, and one slab
+@pytest.mark.parametrize("threads", [1, 3])
 @pytest.mark.parametrize("slab", [1, 64, 3 * 1944, 5 * 1944, 1 << 30])
-def test_streamed_least_squares_equals_gls_bit_for_bit_on_any_slab(slab):
-    """Float measurements (no integer structure), every slab size: the streamed normal sum and
-    pyramid walk give :func:`gls`'s bits."""
+def test_streamed_least_squares_equals_gls_bit_for_bit_on_any_slab(slab, threads):
+    """Float measurements (no integer structure), every slab size, the slabs on one thread or
+    several: the streamed normal sum and pyramid walk give :func:`gls`'s bits."""
     rng = np.random.default_rng(3)
     shape = tuple(ax.count for ax in AXES)
     weights = np.where(rng.random(shape) < 0.3, rng.random(shape), 0.0)
@@ -130,8 +131,8 @@ def test_streamed_least_squares_equals_gls_bit_for_bit_on_any_slab(slab):
     def add_noise(t, y):
         y += noise[t]
 
-    z = noisy_normal_sum(counts, AXES, measured, weights, add_noise, slab_cells=slab)
-    got = gls_from_sum(z, weights, AXES, slab_cells=slab)
+    z = noisy_normal_sum(counts, AXES, measured, weights, add_noise, slab_cells=slab, threads=threads)
+    got = gls_from_sum(z, weights, AXES, slab_cells=slab, threads=threads)
     np.testing.assert_array_equal(got.view(np.int64), want.view(np.int64))
 
 
