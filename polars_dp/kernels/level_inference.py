@@ -149,6 +149,42 @@ def _add(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out
 
 
+def _add_rows(a: np.ndarray, b: np.ndarray, threads: int) -> np.ndarray:
+    """:func:`_add`, the in-place addition shared among ``threads`` threads by blocks of rows of
+    the first axis (each value is the same one addition)."""
+    shape = tuple(max(x, y) for x, y in zip(a.shape, b.shape, strict=True))
+    if threads <= 1 or not a.ndim or shape[0] < 2:
+        return _add(a, b)
+    if a.shape == shape:
+        out, part = a, b
+    elif b.shape == shape:
+        out, part = b, a
+    else:
+        return _add(a, b)
+    k = out.shape[0] // part.shape[0]
+
+    def add(rows: tuple[int, int]) -> None:
+        _add_into(out[rows[0] * k:rows[1] * k], part[rows[0]:rows[1]])
+
+    parallel.each(add, parallel.column_ranges(part.shape[0], 4 * threads), threads)
+    return out
+
+
+def _halve_rows(a: np.ndarray, threads: int) -> np.ndarray:
+    """``_halve(a, 0)`` shared among ``threads`` threads by blocks of output rows (the same
+    additions)."""
+    if threads <= 1 or a.shape[0] < 4:
+        return _halve(a, 0)
+    out = np.empty((a.shape[0] // 2,) + a.shape[1:])
+
+    def halve(rows: tuple[int, int]) -> None:
+        lo, hi = rows
+        np.add(a[2 * lo:2 * hi:2], a[2 * lo + 1:2 * hi:2], out=out[lo:hi])
+
+    parallel.each(halve, parallel.column_ranges(out.shape[0], 4 * threads), threads)
+    return out
+
+
 def _expand(a: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     if a.shape == shape:
         return a
@@ -383,8 +419,9 @@ def gls_from_sum(z: np.ndarray, weights: np.ndarray, axes: Sequence[AxisLevels],
             finer = chain[level + 1]
             if finer is None:  # dropped: recomputed from the finest kept level (the same sums)
                 finer = coarser(level + 1)
-            return _halve(finer, i) if ax.sizes[level] == 2 * ax.sizes[level + 1] else \
-                coarsen(finer, i, ax.sizes[level] // ax.sizes[level + 1])
+            if ax.sizes[level] != 2 * ax.sizes[level + 1]:
+                return coarsen(finer, i, ax.sizes[level] // ax.sizes[level + 1])
+            return _halve(finer, i) if i else _halve_rows(finer, n_threads)
 
         for level in range(top - 1, wanted[0] - 1, -1):
             chain[level] = coarser(level)
@@ -402,7 +439,7 @@ def gls_from_sum(z: np.ndarray, weights: np.ndarray, axes: Sequence[AxisLevels],
             result = walk(part, key + (level,)) if i or d == 1 else slabs(part, (level,))
             del part
             if result is not None:
-                out = result if out is None else _add(out, result)
+                out = result if out is None else _add(out, result) if i else _add_rows(out, result, n_threads)
         return out
 
     def slabs(a: np.ndarray, key: tuple[int, ...]) -> np.ndarray | None:
