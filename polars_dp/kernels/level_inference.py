@@ -238,15 +238,26 @@ def _halve(a: np.ndarray, axis: int) -> np.ndarray:
     return np.add(a[tuple(lo)], a[tuple(hi)], order="C")
 
 
+#: ``add_block(part, start)``: adds to ``part`` (a block of rows of one tuple's padded counts, C
+#: order, whose first value is the tuple's flat value ``start``) draws that depend on ``start``
+#: and ``part.size`` alone, whichever thread calls it and when.
+BlockNoise = Callable[[np.ndarray, int], None]
+
+
 def _measure(real: np.ndarray, t: tuple[int, ...], axes: Sequence[AxisLevels], weight: float,
-             add_noise: Callable[[tuple[int, ...], np.ndarray], None], noise_chunk: int | None) -> np.ndarray:
+             add_noise: Callable[[tuple[int, ...], np.ndarray], None], noise_chunk: int | None,
+             add_block: BlockNoise | None = None, threads: int = 1) -> np.ndarray:
     """Tuple ``t``'s padded float block counts from its real ones, noised, times ``weight``
-    when positive (:func:`noisy_normal_sum`)."""
+    when positive (:func:`noisy_normal_sum`); with ``add_block``, the blocks of rows noised by it
+    instead of ``add_noise`` and shared among ``threads`` threads (each writes its own rows)."""
     shape = tuple(ax.length // ax.sizes[level] for ax, level in zip(axes, t, strict=True))
     row = math.prod(shape[1:])
     if noise_chunk is None or math.prod(shape) <= 4 * noise_chunk or row == 0:
         y = padded_blocks(real, t, axes)
-        add_noise(t, y)
+        if add_block is None:
+            add_noise(t, y)
+        else:
+            add_block(y, 0)
         if weight > 0:
             np.multiply(y, weight, out=y)
         return y
@@ -254,23 +265,33 @@ def _measure(real: np.ndarray, t: tuple[int, ...], axes: Sequence[AxisLevels], w
     step *= max(1, noise_chunk // (step * row))
     y = np.zeros(shape)
     inner = tuple(slice(0, m) for m in real.shape[1:])
-    for a in range(0, shape[0], step):
+
+    def noise(block: np.ndarray, a: int) -> None:
+        if add_block is None:
+            add_noise(t, block)
+        else:
+            add_block(block, a * row)
+
+    def measure(a: int) -> None:
         block = y[a:a + step]
         rows = real[a:a + step]
         if rows.size and compiled.enabled() and rows.dtype == np.int64:
             # the noise first (0 + n = n but for n = -0.0, whose sum with a count is the count's
             # either way), then the counts and the weight in one compiled pass: the same bits
-            add_noise(t, block)
+            noise(block, a)
             if not compiled.add_counts(block, rows, weight):  # refused: numpy's two steps
                 block[(slice(0, rows.shape[0]),) + inner] += rows
                 if weight > 0:
                     np.multiply(block, weight, out=block)
-            continue
+            return
         if a < real.shape[0]:
             block[(slice(0, min(step, real.shape[0] - a)),) + inner] = rows
-        add_noise(t, block)
+        noise(block, a)
         if weight > 0:
             np.multiply(block, weight, out=block)
+
+    # add_noise's draws follow the calls' order: one thread, in order; add_block's do not
+    parallel.each(measure, range(0, shape[0], step), 1 if add_block is None else threads)
     return y
 
 
@@ -278,7 +299,8 @@ def noisy_normal_sum(counts: np.ndarray | list[np.ndarray], axes: Sequence[AxisL
                      measured: Sequence[tuple[int, ...]],
                      weights: np.ndarray, add_noise: Callable[[tuple[int, ...], np.ndarray], None],
                      slab_cells: int = SUM_SLAB_CELLS, noise_chunk: int | None = None,
-                     threads: int | None = None) -> np.ndarray:
+                     threads: int | None = None,
+                     block_noise: Callable[[tuple[int, ...]], BlockNoise | None] | None = None) -> np.ndarray:
     """``z = Σ_t w_t A_tᵀ y_t`` on the padded cells, streamed: for each tuple of ``measured`` in
     turn (C order), its exact block counts (:class:`~polars_dp.kernels.block_levels.BlockCounter`,
     from the counts or a coarser level already computed) as float64 on the padded blocks,
@@ -296,9 +318,16 @@ def noisy_normal_sum(counts: np.ndarray | list[np.ndarray], axes: Sequence[AxisL
     must add the next ``part.size`` draws of ``t``'s noise (a sampler drawing ``noise_chunk``
     values at a time reads the same words either way); without it, once per tuple.
 
+    ``block_noise(t)``, called once per tuple at its turn (C order), may instead give ``t`` an
+    ``add_block(part, start)`` (:data:`BlockNoise`) whose draws depend on the block's first flat
+    value ``start`` and size alone (a stream of its own per block): ``add_noise`` is then not
+    called for ``t``, and its blocks of rows (which depend on ``t``'s shape and ``noise_chunk``
+    only) are filled, noised and weighted on ``threads`` threads at once.
+
     ``counts`` in a one-element list is consumed (the list emptied): the counts are then freed
     as soon as no tuple left needs them, before the largest tuple is noised."""
     d = len(axes)
+    n_threads = parallel.thread_count() if threads is None else threads
     weights = np.asarray(weights, dtype=np.float64)
     counter = BlockCounter(np.asarray(counts.pop() if isinstance(counts, list) else counts), axes)
     del counts
@@ -332,7 +361,8 @@ def noisy_normal_sum(counts: np.ndarray | list[np.ndarray], axes: Sequence[AxisL
         real = counter.real(t, todo[k + 1:])
         if math.prod(ax.length // ax.sizes[level] for ax, level in zip(axes, t, strict=True)) > big:
             counter.keep_for(todo[k + 1:])  # before a large tuple: the arrays no later one needs go
-        y = _measure(real, t, axes, weights[t], add_noise, noise_chunk)
+        y = _measure(real, t, axes, weights[t], add_noise, noise_chunk,
+                     None if block_noise is None else block_noise(t), n_threads)
         del real
         if weights[t] > 0:
             feed(d - 1, y)
@@ -360,7 +390,7 @@ def noisy_normal_sum(counts: np.ndarray | list[np.ndarray], axes: Sequence[AxisL
         if not (rows.shape == target.shape and np.shares_memory(rows, target)):
             target[...] = _expand(rows, target.shape)
 
-    parallel.each(evaluate, range(0, shape[0], step), parallel.thread_count() if threads is None else threads)
+    parallel.each(evaluate, range(0, shape[0], step), n_threads)
     return out
 
 
@@ -567,7 +597,7 @@ def mean_squared_error(nu: np.ndarray, costs: np.ndarray, queries: float) -> flo
     return float((nu * costs).sum() / queries)
 
 
-__all__ = ["BOX_CHUNK", "SLAB_CELLS", "SUM_SLAB_CELLS", "TRACE_TOLERANCE", "axis_detail_traces", "contract",
-           "eigenvalues", "gls", "gls_from_sum", "interval_detail_traces", "inverse_eigenvalues",
+__all__ = ["BOX_CHUNK", "SLAB_CELLS", "SUM_SLAB_CELLS", "TRACE_TOLERANCE", "BlockNoise", "axis_detail_traces",
+           "contract", "eigenvalues", "gls", "gls_from_sum", "interval_detail_traces", "inverse_eigenvalues",
            "mean_squared_error", "noisy_normal_sum", "prefix_sums",
            "projector_coefficients", "range_variance", "suffix_sums", "workload_costs"]

@@ -26,10 +26,19 @@ generalised least-squares estimate of the cells from all measured tuples
 (:func:`polars_dp.kernels.level_inference.gls`), whose noise law is known before the data (the
 plan's :class:`~polars_dp.plans.noise_model.LevelLaplace` error bars).  ``noise="float"`` draws
 float Laplace of scale ``Delta / epsilon_t`` instead (experiments).
+
+Every padded block count of every tuple gets one draw, independent of all others.  A tuple of
+more than :data:`STREAM_VALUES` padded blocks (a public size) draws by blocks of rows, each
+from a source of its own (:meth:`~polars_dp.noise.NoiseSource.block_streams`: freshly keyed
+ChaCha20, or with a seed PCG64 children of a root drawn from the release's stream at the
+tuple's turn), so its blocks run on every core; the others draw from the release's stream in
+order.  Which source feeds which value changes, the law does not: each value still gets one
+exact discrete Laplace draw of its tuple's scale, independent of every other.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -38,7 +47,7 @@ import numpy as np
 from polars_dp.counting.frequency import frequency_matrix
 from polars_dp.domains.attributes import Attribute
 from polars_dp.domains.privacy_unit import Rows
-from polars_dp.kernels.level_inference import gls_from_sum, noisy_normal_sum
+from polars_dp.kernels.level_inference import BlockNoise, gls_from_sum, noisy_normal_sum
 from polars_dp.mechanisms.options import mechanism
 from polars_dp.mechanisms.privacy_unit import bounded
 from polars_dp.noise import Neighbours, NoiseKind, SeedLike, noise_source, sample_noise
@@ -48,6 +57,12 @@ from polars_dp.plans import HierarchicalPlan
 from polars_dp.plans.hierarchical import LevelWorkload
 from polars_dp.progress import Progress
 from polars_dp.releases.grid import GridRelease
+
+#: A level tuple of more padded block counts than this draws its noise by blocks of rows, each
+#: block from a stream of its own (:meth:`~polars_dp.noise.NoiseSource.block_streams`, keyed by
+#: the block's first value), the blocks on every core; smaller tuples draw from the release's
+#: stream in order.  A public size: the plan's shapes decide, never the data.
+STREAM_VALUES = 1 << 24
 
 
 def run_hierarchical(
@@ -60,9 +75,11 @@ def run_hierarchical(
     already computed), its noise added in place and folded into the normal equations' right
     side before the next (:func:`~polars_dp.kernels.level_inference.noisy_normal_sum`); the
     counts freed; then the least-squares pass over a single pyramid chain per axis
-    (:func:`~polars_dp.kernels.level_inference.gls_from_sum`).  The same draws in the same
-    order, and the same estimate bit for bit, as measuring every tuple first and calling
-    :func:`~polars_dp.kernels.level_inference.gls`."""
+    (:func:`~polars_dp.kernels.level_inference.gls_from_sum`).  The same draws, and the same
+    estimate bit for bit, as measuring every tuple first (a tuple of more than
+    :data:`STREAM_VALUES` blocks from its blocks' own streams, the others from the release's in
+    C order) and calling :func:`~polars_dp.kernels.level_inference.gls`; the same for any
+    number of threads."""
     src = noise_source(seed)
     attrs, opts = plan.attributes, plan.options
     bar = Progress("hierarchical", progress, plan.noisy_values)  # public work: the noisy block counts
@@ -87,10 +104,26 @@ def run_hierarchical(
             chunk = flat[a:a + NOISE_CHUNK]
             chunk += sample_noise(src, scale, chunk.size, plan.noise)
 
+    def block_noise(t: tuple[int, ...]) -> BlockNoise | None:
+        # a public decision: the tuple's number of padded blocks (the plan's shape)
+        if math.prod(ax.length // ax.sizes[level] for ax, level in zip(plan.axes, t, strict=True)) \
+                <= STREAM_VALUES:
+            return None
+        streams, scale = src.block_streams(), plan.tuple_scale(t)
+
+        def add_block(part: np.ndarray, start: int) -> None:
+            own, flat = streams(start), part.reshape(-1)
+            for a in range(0, flat.size, NOISE_CHUNK):
+                chunk = flat[a:a + NOISE_CHUNK]
+                chunk += sample_noise(own, scale, chunk.size, plan.noise)
+
+        return add_block
+
     weights = plan.weights
     held = [counts]  # consumed: the counts go as soon as no tuple left needs them
     del counts
-    z = noisy_normal_sum(held, plan.axes, plan.measured, weights, add_noise, noise_chunk=NOISE_CHUNK)
+    z = noisy_normal_sum(held, plan.axes, plan.measured, weights, add_noise, noise_chunk=NOISE_CHUNK,
+                         block_noise=block_noise)
     bar.step("least squares")
     estimate = gls_from_sum(z, weights, plan.axes)
     del z
@@ -143,4 +176,4 @@ def hierarchical(
     """
 
 
-__all__ = ["hierarchical", "run_hierarchical"]
+__all__ = ["STREAM_VALUES", "hierarchical", "run_hierarchical"]

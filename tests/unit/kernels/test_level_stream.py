@@ -15,6 +15,7 @@ from polars_dp.kernels.block_levels import (
     BlockCounter,
     bary_levels,
     chain_from_factors,
+    collapse,
     fold,
     fold_owned,
     nominal_levels,
@@ -215,6 +216,48 @@ def test_large_tuples_noised_by_blocks_of_rows_take_the_same_draws(chunk):
     got = noisy_normal_sum(counts, AXES, measured, weights, streamed, noise_chunk=chunk)
     assert any(len(v) > 1 for v in sizes.values())
     np.testing.assert_array_equal(got.view(np.int64), want.view(np.int64))
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("chunk", [8, 24])
+def test_blocks_with_streams_of_their_own_give_the_same_bits_on_any_threads(chunk, threads):
+    """A tuple given a block noise (``block_noise``) is filled, noised and weighted by blocks of
+    rows on several threads; each block's draws depend on its first value alone, so the sum is
+    the same bits as one thread's, and as :func:`gls`'s ``z`` of the counts plus those draws
+    (each block's draws in place, the other tuples' from ``add_noise`` in order)."""
+    rng = np.random.default_rng(7)
+    counts = rng.integers(0, 20, size=tuple(ax.n for ax in AXES))
+    weights = np.zeros(tuple(ax.count for ax in AXES))
+    weights[0, 1, 1, 2] = weights[-1, -1, -1, -1] = weights[2, 0, 2, 1] = weights[-1, 0, -1, -1] = 1.5
+    measured = [t for t in np.ndindex(*weights.shape) if weights[t] > 0]
+    shape_of = {t: tuple(ax.length // ax.sizes[i] for ax, i in zip(AXES, t, strict=True)) for t in measured}
+    big = {t for t in measured if np.prod(shape_of[t]) > 4 * chunk}
+    noise = {t: rng.standard_normal(shape_of[t]) for t in measured}
+    starts: dict = {}
+
+    def add_noise(t, y):
+        assert t not in big
+        y += noise[t]
+
+    def block_noise(t):
+        if t not in big:
+            return None
+
+        def add_block(part, start):
+            starts.setdefault(t, []).append(start)
+            part.reshape(-1)[:] += noise[t].reshape(-1)[start:start + part.size]
+
+        return add_block
+
+    exact = pyramid(pad(counts, AXES), AXES)
+    z = collapse({t: weights[t] * (exact[t] + noise[t]) for t in measured}, AXES)
+    got = noisy_normal_sum(counts, AXES, measured, weights, add_noise, noise_chunk=chunk,
+                           threads=threads, block_noise=block_noise)
+    one = noisy_normal_sum(counts, AXES, measured, weights, add_noise, noise_chunk=chunk,
+                           threads=1, block_noise=block_noise)
+    assert big and set(starts) == big and max(len(v) for v in starts.values()) > 4  # blocks of rows
+    np.testing.assert_array_equal(got.view(np.int64), one.view(np.int64))
+    np.testing.assert_array_equal(got, z)
 
 
 @needs_compiled
