@@ -329,7 +329,8 @@ def noisy_normal_sum(counts: np.ndarray | list[np.ndarray], axes: Sequence[AxisL
     d = len(axes)
     n_threads = parallel.thread_count() if threads is None else threads
     weights = np.asarray(weights, dtype=np.float64)
-    counter = BlockCounter(np.asarray(counts.pop() if isinstance(counts, list) else counts), axes)
+    counter = BlockCounter(np.asarray(counts.pop() if isinstance(counts, list) else counts), axes,
+                           threads=n_threads)
     del counts
     shape = tuple(ax.length for ax in axes)
     acc: list[list[np.ndarray | _Sum] | None] = [None] * d

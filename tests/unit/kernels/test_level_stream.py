@@ -58,9 +58,9 @@ def test_block_counter_told_the_tuples_to_come_reads_the_counts_less_often(monke
     reads = {False: 0, True: 0}
     real_coarsen = BL.coarsen_real
     for told in (False, True):
-        def spy(arr, axis, factor, told=told):
+        def spy(arr, axis, factor, threads=1, told=told):
             reads[told] += arr.size == counts.size
-            return real_coarsen(arr, axis, factor)
+            return real_coarsen(arr, axis, factor, threads)
         monkeypatch.setattr(BL, "coarsen_real", spy)
         counter = BlockCounter(counts, AXES, cache_cells=counts.size // 8)
         counter.reuse_cap = counts.size // 3
@@ -68,6 +68,20 @@ def test_block_counter_told_the_tuples_to_come_reads_the_counts_less_often(monke
             got = counter.real(t, tuples[k + 1:] if told else ())
             np.testing.assert_array_equal(padded_blocks(got, t, AXES), want[t])
     assert reads[True] < reads[False]
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+@pytest.mark.parametrize("shape", [(5, 4, 1001), (1, 3, 50), (1, 1, 9)])
+def test_integer_block_sums_shared_among_threads_are_the_same(monkeypatch, shape, threads):
+    """Above ``PARALLEL_CELLS`` (made 0 here) the block sums are cut along the first other axis
+    of two or more entries and summed on several threads: the same integers on every axis."""
+    import polars_dp.kernels.block_levels as BL
+
+    monkeypatch.setattr(BL, "PARALLEL_CELLS", 0)
+    x = np.random.default_rng(threads).integers(-2**40, 2**40, size=shape)
+    for axis, factor in itertools.product(range(3), (2, 3, 64)):
+        want = np.add.reduceat(x, np.arange(0, shape[axis], factor), axis=axis)
+        np.testing.assert_array_equal(BL.coarsen_real(x, axis, factor, threads), want)
 
 
 @pytest.mark.parametrize("factor", [1, 2, 3, 4, 7, 8, 64, 2000])
