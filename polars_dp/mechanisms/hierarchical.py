@@ -44,13 +44,17 @@ from typing import Any
 
 import numpy as np
 
+from polars_dp.compiled import in_background
 from polars_dp.counting.frequency import frequency_matrix
+from polars_dp.counting.scatter import add_counts
 from polars_dp.domains.attributes import Attribute
 from polars_dp.domains.privacy_unit import Rows
+from polars_dp.kernels import compiled
+from polars_dp.kernels.block_levels import bary_levels, chain_from_factors, tuple_shape
 from polars_dp.kernels.level_inference import BlockNoise, gls_from_sum, noisy_normal_sum
 from polars_dp.mechanisms.options import mechanism
 from polars_dp.mechanisms.privacy_unit import bounded
-from polars_dp.noise import Neighbours, NoiseKind, SeedLike, noise_source, sample_noise
+from polars_dp.noise import Neighbours, NoiseKind, SeedLike, lookups, noise_source, sample_noise
 from polars_dp.noise.discrete import CHUNK as NOISE_CHUNK
 from polars_dp.params import Nulls, OnOutOfDomain
 from polars_dp.plans import HierarchicalPlan
@@ -85,15 +89,20 @@ def run_hierarchical(
     bar = Progress("hierarchical", progress, plan.noisy_values)  # public work: the noisy block counts
     bar.step("counting")
     frame = bounded(frame, plan, src, [a.column for a in attrs])
-    counts = frequency_matrix(
-        frame,
-        attrs,
-        on_out_of_domain=opts["on_out_of_domain"],
-        nulls=opts["nulls"],
-        bytes_per_cell=16,
-        count_column=opts["count_column"],
-        integer=True,
-    )
+    warming = in_background(warm_up)  # the kernels load while the engine counts
+    try:
+        counts = frequency_matrix(
+            frame,
+            attrs,
+            on_out_of_domain=opts["on_out_of_domain"],
+            nulls=opts["nulls"],
+            bytes_per_cell=16,
+            count_column=opts["count_column"],
+            integer=True,
+        )
+    finally:
+        if warming is not None:
+            warming.join()
     bar.step("block counts + noise")
 
     def add_noise(t: tuple[int, ...], y: np.ndarray) -> None:
@@ -142,6 +151,28 @@ def run_hierarchical(
     )
 
 
+def warm_up() -> None:
+    """Load the release's compiled kernels (numba's import and its disk cache, about a second
+    in a fresh process) by calling them on tiny arrays of zeros with a release's argument
+    types: the count scatter, both sampler look-ups (on fixed words: nothing is drawn), the
+    block sums, the counts' addition and the least squares' binary rows (a tiny normal sum and
+    solve without noise).  Public constants only; nothing of it reaches a release."""
+    if not compiled.enabled():
+        return
+    add_counts(np.empty(4, dtype=np.int64), np.zeros(1, dtype=np.int64), zero=True)
+    words, out = np.zeros(4, dtype=np.uint64), np.empty(4, dtype=np.int64)
+    lookups.guide(words, np.zeros(2, dtype=np.int64), np.uint64(62), -1, out)
+    table = np.zeros(4, dtype=np.int32)
+    lookups.two_tables(words, table, table, np.uint64(62), np.uint64(61), np.uint64(3), 1, out)
+    axes = (bary_levels(5), chain_from_factors(2, [2]), bary_levels(9))
+    weights = np.zeros(tuple_shape(axes))
+    weights[0, 0, 0] = weights[1, 1, 2] = weights[-1, -1, -1] = 1.0
+    measured = [t for t in np.ndindex(*weights.shape) if weights[t] > 0]
+    z = noisy_normal_sum(np.zeros((5, 2, 9), dtype=np.int64), axes, measured, weights, lambda t, y: None,
+                         noise_chunk=4, threads=1)
+    gls_from_sum(z, weights, axes, threads=1)
+
+
 @mechanism(HierarchicalPlan, run_hierarchical)
 def hierarchical(
     frame: Any,
@@ -176,4 +207,4 @@ def hierarchical(
     """
 
 
-__all__ = ["STREAM_VALUES", "hierarchical", "run_hierarchical"]
+__all__ = ["STREAM_VALUES", "hierarchical", "run_hierarchical", "warm_up"]
