@@ -244,12 +244,50 @@ def _halve(a: np.ndarray, axis: int) -> np.ndarray:
 BlockNoise = Callable[[np.ndarray, int], None]
 
 
+def _room_of(counts: np.ndarray, shape: tuple[int, ...]) -> np.ndarray | None:
+    """The buffer whose last bytes ``counts`` are (int64, C order), as a float64 array of the
+    padded ``shape``, when it has that size exactly and may be written; else None."""
+    owner = counts
+    while isinstance(owner.base, np.ndarray):
+        owner = owner.base
+    nbytes = 8 * math.prod(shape)
+    if (counts.dtype != np.int64 or not counts.flags.c_contiguous or not owner.flags.c_contiguous
+            or not owner.flags.writeable or owner.nbytes != nbytes
+            or counts.ctypes.data + counts.nbytes != owner.ctypes.data + nbytes):
+        return None
+    return owner.reshape(-1).view(np.uint8).view(np.float64).reshape(shape)
+
+
+def _waves(room: np.ndarray | None, real: np.ndarray, shape: tuple[int, ...], step: int, threads: int
+           ) -> list[range] | None:
+    """Blocks of rows (first rows ``a``, ``step`` apart) in waves of ``threads`` that can be
+    written over ``room``, whose last bytes are ``real`` (:func:`_room_of`): every row a wave
+    writes lies before the first counts row it or a later wave reads (``e`` rows of the result
+    end at or before counts row ``w``, the wave's first), so no count is overwritten before it
+    is read, whichever thread of the wave runs first.  None when some wave would (the shapes
+    decide: enough padding on the axes after the first)."""
+    if (room is None or room.shape != shape or real.ndim != len(shape) or not real.flags.c_contiguous
+            or real.ctypes.data + real.nbytes != room.ctypes.data + room.nbytes):
+        return None
+    y_row, c_row = 8 * math.prod(shape[1:]), 8 * math.prod(real.shape[1:])
+    head = room.nbytes - real.nbytes  # the bytes before the counts
+    width = step * max(1, threads)
+    waves = [range(w, min(shape[0], w + width), step) for w in range(0, shape[0], width)]
+    if any(min(shape[0], w.start + width) * y_row > head + min(w.start, real.shape[0]) * c_row
+           for w in waves):
+        return None
+    return waves
+
+
 def _measure(real: np.ndarray, t: tuple[int, ...], axes: Sequence[AxisLevels], weight: float,
              add_noise: Callable[[tuple[int, ...], np.ndarray], None], noise_chunk: int | None,
-             add_block: BlockNoise | None = None, threads: int = 1) -> np.ndarray:
+             add_block: BlockNoise | None = None, threads: int = 1, room: np.ndarray | None = None
+             ) -> np.ndarray:
     """Tuple ``t``'s padded float block counts from its real ones, noised, times ``weight``
     when positive (:func:`noisy_normal_sum`); with ``add_block``, the blocks of rows noised by it
-    instead of ``add_noise`` and shared among ``threads`` threads (each writes its own rows)."""
+    instead of ``add_noise`` and shared among ``threads`` threads (each writes its own rows).
+    ``room``: a buffer of the result's size whose last bytes are ``real``, written over in
+    waves of blocks (:func:`_waves`) when it can be; else a new array."""
     shape = tuple(ax.length // ax.sizes[level] for ax, level in zip(axes, t, strict=True))
     row = math.prod(shape[1:])
     if noise_chunk is None or math.prod(shape) <= 4 * noise_chunk or row == 0:
@@ -263,7 +301,9 @@ def _measure(real: np.ndarray, t: tuple[int, ...], axes: Sequence[AxisLevels], w
         return y
     step = noise_chunk // math.gcd(row, noise_chunk)  # rows per block: a multiple of the chunk
     step *= max(1, noise_chunk // (step * row))
-    y = np.zeros(shape)
+    n_threads = 1 if add_block is None else threads
+    waves = _waves(room, real, shape, step, n_threads)
+    y = np.zeros(shape) if waves is None or room is None else room
     inner = tuple(slice(0, m) for m in real.shape[1:])
 
     def noise(block: np.ndarray, a: int) -> None:
@@ -275,6 +315,8 @@ def _measure(real: np.ndarray, t: tuple[int, ...], axes: Sequence[AxisLevels], w
     def measure(a: int) -> None:
         block = y[a:a + step]
         rows = real[a:a + step]
+        if waves is not None:  # over the room: zeros first, as np.zeros gives
+            block.fill(0.0)
         if rows.size and compiled.enabled() and rows.dtype == np.int64:
             # the noise first (0 + n = n but for n = -0.0, whose sum with a count is the count's
             # either way), then the counts and the weight in one compiled pass: the same bits
@@ -291,7 +333,8 @@ def _measure(real: np.ndarray, t: tuple[int, ...], axes: Sequence[AxisLevels], w
             np.multiply(block, weight, out=block)
 
     # add_noise's draws follow the calls' order: one thread, in order; add_block's do not
-    parallel.each(measure, range(0, shape[0], step), 1 if add_block is None else threads)
+    for wave in [range(0, shape[0], step)] if waves is None else waves:
+        parallel.each(measure, wave, n_threads)
     return y
 
 
@@ -325,14 +368,23 @@ def noisy_normal_sum(counts: np.ndarray | list[np.ndarray], axes: Sequence[AxisL
     only) are filled, noised and weighted on ``threads`` threads at once.
 
     ``counts`` in a one-element list is consumed (the list emptied): the counts are then freed
-    as soon as no tuple left needs them, before the largest tuple is noised."""
+    as soon as no tuple left needs them, before the largest tuple is noised; and when they are
+    the last cells of a buffer of the padded cube's size (``frequency_matrix(room=...)``), the
+    cells' tuple, measured last, is built over them in that buffer instead of a new cube, a
+    wave of blocks of rows at a time, each wave's rows before the counts it and later waves
+    read (:func:`_waves`; the same values)."""
     d = len(axes)
     n_threads = parallel.thread_count() if threads is None else threads
     weights = np.asarray(weights, dtype=np.float64)
-    counter = BlockCounter(np.asarray(counts.pop() if isinstance(counts, list) else counts), axes,
-                           threads=n_threads)
+    consumed = isinstance(counts, list)
+    source = np.asarray(counts.pop() if isinstance(counts, list) else counts)
     del counts
     shape = tuple(ax.length for ax in axes)
+    # consumed counts at the end of a buffer of the padded cube's size: the cells' tuple, when
+    # measured last, is written over them (:func:`_waves`)
+    room = _room_of(source, shape) if consumed else None
+    counter = BlockCounter(source, axes, threads=n_threads)
+    del source
     acc: list[list[np.ndarray | _Sum] | None] = [None] * d
     full: np.ndarray | None = None
 
@@ -363,7 +415,8 @@ def noisy_normal_sum(counts: np.ndarray | list[np.ndarray], axes: Sequence[AxisL
         if math.prod(ax.length // ax.sizes[level] for ax, level in zip(axes, t, strict=True)) > big:
             counter.keep_for(todo[k + 1:])  # before a large tuple: the arrays no later one needs go
         y = _measure(real, t, axes, weights[t], add_noise, noise_chunk,
-                     None if block_noise is None else block_noise(t), n_threads)
+                     None if block_noise is None else block_noise(t), n_threads,
+                     room if k == len(todo) - 1 else None)
         del real
         if weights[t] > 0:
             feed(d - 1, y)

@@ -89,6 +89,10 @@ def run_hierarchical(
     bar = Progress("hierarchical", progress, plan.noisy_values)  # public work: the noisy block counts
     bar.step("counting")
     frame = bounded(frame, plan, src, [a.column for a in attrs])
+    # the cells' tuple, measured last, is built over the counts when they leave it the room
+    # (noisy_normal_sum): the padded cube's cells beyond the counts' (public sizes)
+    cells = plan.measured[-1] == tuple(ax.count - 1 for ax in plan.axes)
+    room = math.prod(ax.length for ax in plan.axes) - math.prod(ax.n for ax in plan.axes) if cells else 0
     warming = in_background(warm_up)  # the kernels load while the engine counts
     try:
         counts = frequency_matrix(
@@ -99,6 +103,7 @@ def run_hierarchical(
             bytes_per_cell=16,
             count_column=opts["count_column"],
             integer=True,
+            room=room,
         )
     finally:
         if warming is not None:

@@ -274,6 +274,40 @@ def test_blocks_with_streams_of_their_own_give_the_same_bits_on_any_threads(chun
     np.testing.assert_array_equal(got, z)
 
 
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("padded", [True, False])
+def test_counts_leaving_room_take_the_cells_tuple_in_their_buffer(threads, padded):
+    """Consumed counts at the end of a buffer of the padded cube's size: the cells' tuple (the
+    last measured) is built over them, in waves of blocks, with the same bits as a new cube;
+    when the padding is too thin for the waves (no padding at all) a new cube is made."""
+    axes = AXES if padded else (chain_from_factors(12, [3, 4]), chain_from_factors(2, [2]),
+                                nominal_levels(OCC), chain_from_factors(36, [6, 6]))
+    rng = np.random.default_rng(9)
+    counts = rng.integers(0, 20, size=tuple(ax.n for ax in axes))
+    weights = np.zeros(tuple(ax.count for ax in axes))
+    weights[0, 1, 1, 1] = weights[2, 0, 2, 1] = weights[-1, -1, -1, -1] = 1.5
+    measured = [t for t in np.ndindex(*weights.shape) if weights[t] > 0]
+    cube = int(np.prod([ax.length for ax in axes]))
+    noise = {t: rng.standard_normal(tuple(ax.length // ax.sizes[i] for ax, i in zip(axes, t, strict=True)))
+             for t in measured}
+
+    def block_noise(t):
+        def add_block(part, start):
+            part.reshape(-1)[:] += noise[t].reshape(-1)[start:start + part.size]
+        return add_block
+
+    def run(held):
+        return noisy_normal_sum(held, axes, measured, weights, lambda t, y: None, noise_chunk=16,
+                                threads=threads, block_noise=block_noise)
+
+    want = run([counts.copy()])
+    buffer = np.full(cube, -7, dtype=np.int64)  # whatever is in the room
+    buffer[cube - counts.size:] = counts.reshape(-1)
+    got = run([buffer[cube - counts.size:].reshape(counts.shape)])
+    np.testing.assert_array_equal(got.view(np.int64), want.view(np.int64))
+    assert np.shares_memory(got, buffer) == padded
+
+
 @needs_compiled
 @pytest.mark.parametrize("seed", range(6))
 def test_compiled_binary_last_axis_gives_the_numpy_bits(monkeypatch, seed):

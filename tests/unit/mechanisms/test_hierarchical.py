@@ -15,6 +15,7 @@ import pytest
 
 import polars_dp as pdp
 import polars_dp.counting.frequency as frequency
+from polars_dp import compiled
 from polars_dp.errors import ParameterError, ReleaseFormatError
 from polars_dp.kernels.level_budgets import BUDGET_GRID, MAX_TUPLES
 from polars_dp.kernels.level_inference import gls
@@ -368,10 +369,21 @@ def test_the_largest_tuples_draw_by_blocks_of_their_own_on_any_threads(monkeypat
     """A tuple of more than ``STREAM_VALUES`` padded blocks (made small here) draws its noise by
     blocks of rows, each from its own stream keyed by its first value, on the environment's
     threads: the same bits as the reference drawing those blocks one after the other, whatever
-    the threads; the smaller tuples keep the release's stream."""
+    the threads; the smaller tuples keep the release's stream.  On several threads the counts
+    are scattered with room in front (the compiled kernels made to run here), and the cells'
+    tuple is built over them."""
     import importlib
 
+    import polars_dp.counting.aggregate as aggregate
+    import polars_dp.kernels.level_inference as inference
+    import polars_dp.plans.base as plans_base
+
     module = importlib.import_module("polars_dp.mechanisms.hierarchical")
+    monkeypatch.setattr(aggregate, "PARALLEL_CELLS", 0)
+    monkeypatch.setattr(plans_base, "COMPILED_FROM", 0)
+    rooms = []
+    real_room = inference._room_of
+    monkeypatch.setattr(inference, "_room_of", lambda *a: rooms.append(real_room(*a)) or rooms[-1])
     monkeypatch.setattr(module, "NOISE_CHUNK", 1 << 16)
     monkeypatch.setattr(module, "STREAM_VALUES", 1 << 18)
     monkeypatch.setenv("POLARS_DP_THREADS", threads)
@@ -381,4 +393,5 @@ def test_the_largest_tuples_draw_by_blocks_of_their_own_on_any_threads(monkeypat
     got = plan.run(frame, seed=5, progress=False).counts
     want = _reference_with_streams(plan, frame, 5, 1 << 16, 1 << 18)
     np.testing.assert_array_equal(_bits(got), _bits(want))
+    assert [r is not None for r in rooms] == [compiled.enabled() and threads != "1"]
     assert not np.array_equal(_bits(want), _bits(_reference_release(plan, frame, 5)))  # the path is taken
