@@ -469,7 +469,10 @@ def gls_from_sum(z: np.ndarray, weights: np.ndarray, axes: Sequence[AxisLevels],
     collapse at once, so only one chain per axis is held; below the first axis, slabs of about
     ``slab_cells`` values along it at a time (the operations act on each of its blocks alone),
     the slabs after the first on ``threads`` threads (default
-    :func:`~polars_dp.threads.thread_count`), which change no bit."""
+    :func:`~polars_dp.threads.thread_count`), which change no bit.  On the first axis the level
+    above the cells, when a halving, is never made whole: the level above it is the cells halved
+    twice a slab at a time, and when that level is wanted it is walked with the cells a slab at
+    a time (the same additions, value by value)."""
     weights = np.asarray(weights, dtype=np.float64)
     if weights.shape != tuple_shape(axes):
         raise ValueError(f"weights of shape {weights.shape} do not match the level tuples "
@@ -498,9 +501,18 @@ def gls_from_sum(z: np.ndarray, weights: np.ndarray, axes: Sequence[AxisLevels],
             if done is not None:
                 return done
         chain: dict[int, np.ndarray | None] = {top: a}
+        # On the first axis the half cube (the level above the finest, a halving) is never made
+        # whole: walked with the finest level a slab at a time when both are wanted (:func:`fused`),
+        # and the level above it made from the finest by halving twice a slab at a time.
+        halves = [top >= j and ax.sizes[top - j] == 2 * ax.sizes[top - j + 1] for j in (1, 2)]
+        fuse = i == 0 and d > 1 and halves[0] and top - 1 in wanted and top in wanted
+        twice = i == 0 and all(halves) and wanted[0] <= top - 2
+        skip_half = fuse or (twice and top - 1 not in wanted)
 
         def coarser(level: int) -> np.ndarray:
             finer = chain[level + 1]
+            if twice and level == top - 2 and finer is None:  # halved twice, a slab at a time
+                return twice_halved(chain[top])
             if finer is None:  # dropped: recomputed from the finest kept level (the same sums)
                 finer = coarser(level + 1)
             if ax.sizes[level] != 2 * ax.sizes[level + 1]:
@@ -508,6 +520,9 @@ def gls_from_sum(z: np.ndarray, weights: np.ndarray, axes: Sequence[AxisLevels],
             return _halve(finer, i) if i else _halve_rows(finer, n_threads)
 
         for level in range(top - 1, wanted[0] - 1, -1):
+            if skip_half and level == top - 1:
+                chain[level] = None  # never made whole
+                continue
             chain[level] = coarser(level)
             held = chain[level + 1]
             if i == 0 and level + 1 < top and held is not None and held.size * 4 > a.size:
@@ -515,6 +530,8 @@ def gls_from_sum(z: np.ndarray, weights: np.ndarray, axes: Sequence[AxisLevels],
         del a
         out: np.ndarray | None = None
         for level in range(wanted[0], ax.count):
+            if fuse and level == top - 1:
+                return fused(chain[top], out)
             held = chain.pop(level)
             if level not in wanted:
                 continue
@@ -525,6 +542,59 @@ def gls_from_sum(z: np.ndarray, weights: np.ndarray, axes: Sequence[AxisLevels],
             if result is not None:
                 out = result if out is None else _add(out, result) if i else _add_rows(out, result, n_threads)
         return out
+
+    def twice_halved(a: np.ndarray | None) -> np.ndarray:
+        """``_halve(_halve(a, 0), 0)``, four rows of ``a`` at a time per output row, by slabs."""
+        assert a is not None
+        rows = a.shape[0]
+        out = np.empty((rows // 4,) + a.shape[1:])
+        step = max(4, slab_cells // max(1, a.size // rows) // 4 * 4)
+
+        def one(start: int) -> None:
+            out[start // 4:(start + step) // 4] = _halve(_halve(a[start:start + step], 0), 0)
+
+        parallel.each(one, range(0, rows, step), n_threads)
+        return out
+
+    def fused(a: np.ndarray | None, prev: np.ndarray | None) -> np.ndarray:
+        """The walk's last two levels along the first axis and their sums with ``prev`` (the
+        coarser levels' sum): per slab of rows of ``a`` (the finest level), the level above from
+        its halving, walked, added to ``prev``'s blocks over those rows, then the finest level
+        walked (in place) and added, as the level loop does on whole arrays: the same additions
+        value by value (each acts on its rows alone), without the half cube."""
+        assert a is not None
+        rows = a.shape[0]
+        step = max(2, slab_cells // max(1, a.size // rows) // 2 * 2)
+        k_prev = 0 if prev is None else rows // prev.shape[0]
+        keys = ((top_0 - 1,), (top_0,))
+        out: np.ndarray | None = None
+
+        def one(start: int) -> None:
+            nonlocal out
+            stop = min(rows, start + step)
+            slab = a[start:stop]
+            upper = walk(_halve(slab, 0), keys[0])
+            assert upper is not None
+            if prev is not None:
+                upper = _add(_refine(prev[start // k_prev:-(-stop // k_prev)], k_prev, 2, start, stop), upper)
+            finest = walk(slab, keys[1])
+            assert finest is not None
+            result = _add(upper, finest)
+            if result.shape == slab.shape:
+                if not (result is slab or np.shares_memory(result, slab)):
+                    slab[...] = result
+                out = a
+                return
+            if out is None:
+                out = np.empty((rows,) + result.shape[1:])
+            out[start:stop] = result
+
+        one(0)  # alone: the result's shape, the same for every slab (from the plan only)
+        parallel.each(one, range(step, rows, step), n_threads)
+        assert out is not None
+        return out
+
+    top_0 = axes[0].count - 1
 
     def slabs(a: np.ndarray, key: tuple[int, ...]) -> np.ndarray | None:
         rows = a.shape[0]
