@@ -260,23 +260,25 @@ def _room_of(counts: np.ndarray, shape: tuple[int, ...]) -> np.ndarray | None:
 
 def _waves(room: np.ndarray | None, real: np.ndarray, shape: tuple[int, ...], step: int, threads: int
            ) -> list[range] | None:
-    """Blocks of rows (first rows ``a``, ``step`` apart) in waves of ``threads`` that can be
-    written over ``room``, whose last bytes are ``real`` (:func:`_room_of`): every row a wave
-    writes lies before the first counts row it or a later wave reads (``e`` rows of the result
-    end at or before counts row ``w``, the wave's first), so no count is overwritten before it
-    is read, whichever thread of the wave runs first.  None when some wave would (the shapes
-    decide: enough padding on the axes after the first)."""
+    """Blocks of rows (first rows ``a``, ``step`` apart) in waves of at least ``threads`` blocks
+    (the most that fit) that can be written over ``room``, whose last bytes are ``real``
+    (:func:`_room_of`): every row a wave writes lies before the first counts row it or a later
+    wave reads (the wave's rows end at or before counts row ``w``, the wave's first), so no
+    count is overwritten before it is read, whichever thread takes which block of the wave
+    first.  None when waves of ``threads`` blocks would not fit (the shapes decide: enough
+    padding on the axes after the first)."""
     if (room is None or room.shape != shape or real.ndim != len(shape) or not real.flags.c_contiguous
             or real.ctypes.data + real.nbytes != room.ctypes.data + room.nbytes):
         return None
     y_row, c_row = 8 * math.prod(shape[1:]), 8 * math.prod(real.shape[1:])
     head = room.nbytes - real.nbytes  # the bytes before the counts
-    width = step * max(1, threads)
-    waves = [range(w, min(shape[0], w + width), step) for w in range(0, shape[0], width)]
-    if any(min(shape[0], w.start + width) * y_row > head + min(w.start, real.shape[0]) * c_row
-           for w in waves):
-        return None
-    return waves
+    for k in range(-(-shape[0] // step), max(1, threads) - 1, -1):  # the widest waves first
+        width = k * step
+        waves = [range(w, min(shape[0], w + width), step) for w in range(0, shape[0], width)]
+        if all(min(shape[0], w.start + width) * y_row <= head + min(w.start, real.shape[0]) * c_row
+               for w in waves):
+            return waves
+    return None
 
 
 def _measure(real: np.ndarray, t: tuple[int, ...], axes: Sequence[AxisLevels], weight: float,

@@ -329,6 +329,27 @@ def test_counts_leaving_room_take_the_cells_tuple_in_their_buffer(threads, padde
     assert np.shares_memory(got, buffer) == padded
 
 
+@pytest.mark.parametrize("threads", [1, 2, 4])
+def test_waves_over_the_room_are_the_widest_that_never_overwrite_an_unread_count(threads):
+    """Each wave's rows end before the first counts row it reads; one more block per wave would
+    break that somewhere (few waves: few barriers); none when ``threads`` blocks do not fit."""
+    from polars_dp.kernels.level_inference import _waves
+
+    shape, real_shape = (40, 6, 8), (31, 5, 7)
+    room = np.zeros(shape)
+    real = room.reshape(-1)[room.size - int(np.prod(real_shape)):].view(np.int64).reshape(real_shape)
+    y_row, c_row, head = 8 * 48, 8 * 35, room.nbytes - real.nbytes
+
+    def fits(width):
+        return all(min(40, w + width) * y_row <= head + min(w, 31) * c_row for w in range(0, 40, width))
+
+    waves = _waves(room, real, shape, 2, threads)
+    width = waves[0].stop - waves[0].start
+    assert [a for w in waves for a in w] == list(range(0, 40, 2)) and fits(width)
+    assert width >= 2 * threads and not any(fits(k) for k in range(width + 2, 41, 2))
+    assert _waves(room, real, shape, 2, 40) is None
+
+
 @needs_compiled
 @pytest.mark.parametrize("seed", range(6))
 def test_compiled_binary_last_axis_gives_the_numpy_bits(monkeypatch, seed):
