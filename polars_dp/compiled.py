@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -91,6 +92,26 @@ def sized(values: int) -> Iterator[None]:
         yield
 
 
+def in_background(warm: Callable[[], None]) -> threading.Thread | None:
+    """``warm()`` (a pipeline's kernels called on tiny public arrays: numba's import and disk
+    cache, about a second in a fresh process) in a daemon thread, started before the counts so
+    that it runs while an engine counts with the GIL released; join it before the kernels run.
+    None when the compiled kernels are switched off, or not wanted here (:func:`numpy_only`).
+    A failure in it is dropped: the same kernels run again, and raise, in the release itself."""
+    if not requested():
+        return None
+
+    def run() -> None:
+        try:
+            warm()
+        except Exception:  # the release's own calls raise the same error
+            return
+
+    thread = threading.Thread(target=run, name="polars-dp-warm-up", daemon=True)
+    thread.start()
+    return thread
+
+
 def kernel_set(build: Callable[[Any], dict[str, Any]]) -> Callable[[], dict[str, Any] | None]:
     """A getter of the kernels that ``build(numba)`` compiles (built once, on first use): None
     when numba is missing or the compiled kernels are off."""
@@ -98,5 +119,5 @@ def kernel_set(build: Callable[[Any], dict[str, Any]]) -> Callable[[], dict[str,
     return lambda: built() if enabled() else None
 
 
-__all__ = ["SIZED_FROM", "enabled", "kernel_set", "numba_imported", "numba_module", "numpy_only", "requested",
-           "sized", "switched_on"]
+__all__ = ["SIZED_FROM", "enabled", "in_background", "kernel_set", "numba_imported", "numba_module",
+           "numpy_only", "requested", "sized", "switched_on"]

@@ -120,8 +120,9 @@ def _reduce(keys: np.ndarray, counts: np.ndarray | None) -> tuple[np.ndarray, np
 class Accumulator:
     """Sum of counts per key over pieces (one piece per batch or per engine result)."""
 
-    def __init__(self, n_cells: int, dense: bool, integer: bool = False):
+    def __init__(self, n_cells: int, dense: bool, integer: bool = False, room: int = 0):
         self.n_cells = n_cells
+        self.room = room  # unused int64 slots in front of the dense counts (the parallel scatter)
         self.dense_mode = dense
         self.integer = integer  # dense counts as int64
         self._dense: np.ndarray | None = None
@@ -171,7 +172,7 @@ class Accumulator:
         ``np.bincount`` is faster than a thread start and every thread reading every key)."""
         if self.n_cells < PARALLEL_CELLS:
             return False
-        dense = np.empty(self.n_cells, dtype=np.int64)
+        dense = np.empty(self.room + self.n_cells, dtype=np.int64)[self.room:]  # the room is never touched
         if not add_counts(dense, keys, zero=True):
             return False
         self._dense = dense

@@ -9,6 +9,7 @@ return only (cell, count).  The private rows are read once, here.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from typing import Any
 
@@ -73,7 +74,7 @@ def check_domain_size(shape: tuple[int, ...], *, bytes_per_cell: int = 24,
 def frequency_matrix(frame: Any, attributes: Iterable[Attribute], *,
                      on_out_of_domain: str = "raise", nulls: str = "raise",
                      bytes_per_cell: int = 24, count_column: str | None = None,
-                     integer: bool = False) -> np.ndarray:
+                     integer: bool = False, room: int = 0) -> np.ndarray:
     """Dense d-dimensional count matrix (float64, or exact int64 with ``integer``; shape = cells
     per attribute, in order).
 
@@ -83,12 +84,19 @@ def frequency_matrix(frame: Any, attributes: Iterable[Attribute], *,
     the column and an offending value when a row is null, NaN or outside its declared domain
     (unless a row rule handles it: :mod:`polars_dp.domains.attributes`), and DomainTooLargeError
     before allocating a matrix that cannot fit in memory.
+
+    ``room``: where the count allows (the parallel scatter of
+    :class:`~polars_dp.counting.aggregate.Accumulator`), the counts are the last cells of a
+    buffer (their ``base`` chain) with ``room`` int64 slots in front of them, never written, so
+    that a consumer may build a larger result over the counts in place.
     """
     attrs = as_attributes(attributes)
     spec = CountSpec.make(attrs, on_out_of_domain=on_out_of_domain, nulls=nulls, count_column=count_column,
                           integer=integer)
     shape = spec.shape
     check_domain_size(shape, bytes_per_cell=bytes_per_cell, attributes=attrs)
+    if room:
+        spec = dataclasses.replace(spec, room=int(room))
     return engines.count(frame, spec, dense=True).reshape(shape)
 
 

@@ -64,6 +64,9 @@ class CountSpec:
     key: Callable[[list[np.ndarray]], np.ndarray] | None = None
     integer: bool = False  # dense counts as int64 (exact) instead of float64
     drop_outside: bool = False  # on_out_of_domain="drop"
+    #: int64 slots left unused in front of dense counts in their buffer where the count allows
+    #: (:class:`~polars_dp.counting.aggregate.Accumulator`): room for a consumer's larger result
+    room: int = 0
 
     def drops_outside(self, axis: Any) -> bool:
         """Whether rows with a value outside ``axis``'s domain are dropped: under ``"drop"``,

@@ -28,10 +28,12 @@ import numpy as np
 
 from polars_dp.domains.attributes import Attribute, Nominal
 from polars_dp.errors import ParameterError
-from polars_dp.kernels import compiled
+from polars_dp.kernels import compiled, parallel
 
 #: :func:`fold_owned` packs the real cells this many values at a time.
 FOLD_SLAB = 1 << 23
+#: :func:`coarsen_real` shares an array of at least this many values among its threads.
+PARALLEL_CELLS = 1 << 22
 #: How many orderings of an axis's prime factors :func:`divisor_levels` offers at most.
 MAX_ORDERINGS = 6
 
@@ -249,9 +251,23 @@ def collapse(parts: Mapping[tuple[int, ...], np.ndarray], axes: Sequence[AxisLev
     return current.get((), np.zeros(tuple(lengths)))
 
 
-def coarsen_real(arr: np.ndarray, axis: int, factor: int) -> np.ndarray:
+def coarsen_real(arr: np.ndarray, axis: int, factor: int, threads: int = 1) -> np.ndarray:
     """Integer block sums by ``factor`` along ``axis`` of an array of real blocks only (the
-    padding omitted, so the last block may be partial): ``ceil(m / factor)`` blocks, int64."""
+    padding omitted, so the last block may be partial): ``ceil(m / factor)`` blocks, int64.
+    An array of at least :data:`PARALLEL_CELLS` values is cut along its first other axis of
+    two or more entries into ``threads`` parts summed at once (exact integers: the same values)."""
+    cut_axis = next((j for j in range(arr.ndim) if j != axis and arr.shape[j] > 1), None)
+    if threads > 1 and arr.size >= PARALLEL_CELLS and cut_axis is not None:
+        shape = list(arr.shape)
+        shape[axis] = -(-shape[axis] // factor)
+        out = np.empty(shape, dtype=np.int64)
+
+        def part(rows: tuple[int, int]) -> None:
+            where = tuple(slice(*rows) if j == cut_axis else slice(None) for j in range(arr.ndim))
+            out[where] = coarsen_real(arr[where], axis, factor)
+
+        parallel.each(part, parallel.column_ranges(arr.shape[cut_axis], threads), threads)
+        return out
     m = arr.shape[axis]
     if axis == arr.ndim - 1 and m and arr.dtype == np.int64 and arr.flags.c_contiguous:
         done = compiled.int_block_sums_last(arr, factor)  # one pass (None: compiled kernels off)
@@ -296,13 +312,16 @@ class BlockCounter:
     smallest array already computed at finer-or-equal levels on every axis (the counts, or a
     cached coarsening no larger than ``cache_cells`` values), coarsening first along the axis
     that shrinks most.  Blocks are those of the real cells (``ceil(n_i / s_i)`` per axis; the
-    padding, known zeros, is left out: :func:`padded_blocks` adds it)."""
+    padding, known zeros, is left out: :func:`padded_blocks` adds it).  Large coarsenings are
+    shared among ``threads`` threads (:func:`coarsen_real`: the same integers)."""
 
-    def __init__(self, counts: np.ndarray, axes: Sequence[AxisLevels], cache_cells: int | None = None):
+    def __init__(self, counts: np.ndarray, axes: Sequence[AxisLevels], cache_cells: int | None = None,
+                 threads: int = 1):
         if counts.shape != tuple(ax.n for ax in axes):
             raise ParameterError(f"counts of shape {counts.shape} do not match the axes' cells "
                                  f"{tuple(ax.n for ax in axes)}", parameter="counts")
         self.axes = tuple(axes)
+        self.threads = threads
         self.cap = max(1, counts.size // 8) if cache_cells is None else cache_cells
         self.reuse_cap = max(self.cap, counts.size // 3) if cache_cells is None else cache_cells
         self.cache: dict[tuple[int, ...], np.ndarray] = {tuple(ax.count - 1 for ax in axes): counts}
@@ -320,7 +339,7 @@ class BlockCounter:
         while key != t:
             steps = [i for i in range(len(t)) if key[i] != t[i]]
             i = max(steps, key=lambda j: self._score(arr.shape, key, t, j, rest))
-            arr = coarsen_real(arr, i, self.axes[i].sizes[t[i]] // self.axes[i].sizes[key[i]])
+            arr = coarsen_real(arr, i, self.axes[i].sizes[t[i]] // self.axes[i].sizes[key[i]], self.threads)
             key = key[:i] + (t[i],) + key[i + 1:]
             if arr.size <= self.cap or (arr.size <= self.reuse_cap and self._serves(key, arr.size, rest)):
                 self.cache[key] = arr
@@ -401,6 +420,6 @@ def fold_owned(estimate: np.ndarray, axes: Sequence[AxisLevels]) -> np.ndarray:
     return packed
 
 
-__all__ = ["MAX_ORDERINGS", "AxisLevels", "BlockCounter", "bary_levels", "block_cells", "candidate_levels",
-           "chain_from_factors", "coarsen", "coarsen_real", "collapse", "divisor_levels", "fold",
-           "fold_owned", "nominal_levels", "pad", "padded_blocks", "pyramid", "tuple_shape"]
+__all__ = ["MAX_ORDERINGS", "PARALLEL_CELLS", "AxisLevels", "BlockCounter", "bary_levels", "block_cells",
+           "candidate_levels", "chain_from_factors", "coarsen", "coarsen_real", "collapse", "divisor_levels",
+           "fold", "fold_owned", "nominal_levels", "pad", "padded_blocks", "pyramid", "tuple_shape"]

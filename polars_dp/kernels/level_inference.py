@@ -38,7 +38,7 @@ import numpy as np
 
 from polars_dp.domains.attributes import Attribute
 from polars_dp.domains.workload import AxisWorkload, Workload
-from polars_dp.kernels import compiled
+from polars_dp.kernels import compiled, parallel
 from polars_dp.kernels.block_levels import (
     AxisLevels,
     BlockCounter,
@@ -149,6 +149,42 @@ def _add(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out
 
 
+def _add_rows(a: np.ndarray, b: np.ndarray, threads: int) -> np.ndarray:
+    """:func:`_add`, the in-place addition shared among ``threads`` threads by blocks of rows of
+    the first axis (each value is the same one addition)."""
+    shape = tuple(max(x, y) for x, y in zip(a.shape, b.shape, strict=True))
+    if threads <= 1 or not a.ndim or shape[0] < 2:
+        return _add(a, b)
+    if a.shape == shape:
+        out, part = a, b
+    elif b.shape == shape:
+        out, part = b, a
+    else:
+        return _add(a, b)
+    k = out.shape[0] // part.shape[0]
+
+    def add(rows: tuple[int, int]) -> None:
+        _add_into(out[rows[0] * k:rows[1] * k], part[rows[0]:rows[1]])
+
+    parallel.each(add, parallel.column_ranges(part.shape[0], 4 * threads), threads)
+    return out
+
+
+def _halve_rows(a: np.ndarray, threads: int) -> np.ndarray:
+    """``_halve(a, 0)`` shared among ``threads`` threads by blocks of output rows (the same
+    additions)."""
+    if threads <= 1 or a.shape[0] < 4:
+        return _halve(a, 0)
+    out = np.empty((a.shape[0] // 2,) + a.shape[1:])
+
+    def halve(rows: tuple[int, int]) -> None:
+        lo, hi = rows
+        np.add(a[2 * lo:2 * hi:2], a[2 * lo + 1:2 * hi:2], out=out[lo:hi])
+
+    parallel.each(halve, parallel.column_ranges(out.shape[0], 4 * threads), threads)
+    return out
+
+
 def _expand(a: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     if a.shape == shape:
         return a
@@ -202,46 +238,114 @@ def _halve(a: np.ndarray, axis: int) -> np.ndarray:
     return np.add(a[tuple(lo)], a[tuple(hi)], order="C")
 
 
+#: ``add_block(part, start)``: adds to ``part`` (a block of rows of one tuple's padded counts, C
+#: order, whose first value is the tuple's flat value ``start``) draws that depend on ``start``
+#: and ``part.size`` alone, whichever thread calls it and when.
+BlockNoise = Callable[[np.ndarray, int], None]
+
+
+def _room_of(counts: np.ndarray, shape: tuple[int, ...]) -> np.ndarray | None:
+    """The buffer whose last bytes ``counts`` are (int64, C order), as a float64 array of the
+    padded ``shape``, when it has that size exactly and may be written; else None."""
+    owner = counts
+    while isinstance(owner.base, np.ndarray):
+        owner = owner.base
+    nbytes = 8 * math.prod(shape)
+    if (counts.dtype != np.int64 or not counts.flags.c_contiguous or not owner.flags.c_contiguous
+            or not owner.flags.writeable or owner.nbytes != nbytes
+            or counts.ctypes.data + counts.nbytes != owner.ctypes.data + nbytes):
+        return None
+    return owner.reshape(-1).view(np.uint8).view(np.float64).reshape(shape)
+
+
+def _waves(room: np.ndarray | None, real: np.ndarray, shape: tuple[int, ...], step: int, threads: int
+           ) -> list[range] | None:
+    """Blocks of rows (first rows ``a``, ``step`` apart) in waves of at least ``threads`` blocks
+    (the most that fit) that can be written over ``room``, whose last bytes are ``real``
+    (:func:`_room_of`): every row a wave writes lies before the first counts row it or a later
+    wave reads (the wave's rows end at or before counts row ``w``, the wave's first), so no
+    count is overwritten before it is read, whichever thread takes which block of the wave
+    first.  None when waves of ``threads`` blocks would not fit (the shapes decide: enough
+    padding on the axes after the first)."""
+    if (room is None or room.shape != shape or real.ndim != len(shape) or not real.flags.c_contiguous
+            or real.ctypes.data + real.nbytes != room.ctypes.data + room.nbytes):
+        return None
+    y_row, c_row = 8 * math.prod(shape[1:]), 8 * math.prod(real.shape[1:])
+    head = room.nbytes - real.nbytes  # the bytes before the counts
+    for k in range(-(-shape[0] // step), max(1, threads) - 1, -1):  # the widest waves first
+        width = k * step
+        waves = [range(w, min(shape[0], w + width), step) for w in range(0, shape[0], width)]
+        if all(min(shape[0], w.start + width) * y_row <= head + min(w.start, real.shape[0]) * c_row
+               for w in waves):
+            return waves
+    return None
+
+
 def _measure(real: np.ndarray, t: tuple[int, ...], axes: Sequence[AxisLevels], weight: float,
-             add_noise: Callable[[tuple[int, ...], np.ndarray], None], noise_chunk: int | None) -> np.ndarray:
+             add_noise: Callable[[tuple[int, ...], np.ndarray], None], noise_chunk: int | None,
+             add_block: BlockNoise | None = None, threads: int = 1, room: np.ndarray | None = None
+             ) -> np.ndarray:
     """Tuple ``t``'s padded float block counts from its real ones, noised, times ``weight``
-    when positive (:func:`noisy_normal_sum`)."""
+    when positive (:func:`noisy_normal_sum`); with ``add_block``, the blocks of rows noised by it
+    instead of ``add_noise`` and shared among ``threads`` threads (each writes its own rows).
+    ``room``: a buffer of the result's size whose last bytes are ``real``, written over in
+    waves of blocks (:func:`_waves`) when it can be; else a new array."""
     shape = tuple(ax.length // ax.sizes[level] for ax, level in zip(axes, t, strict=True))
     row = math.prod(shape[1:])
     if noise_chunk is None or math.prod(shape) <= 4 * noise_chunk or row == 0:
         y = padded_blocks(real, t, axes)
-        add_noise(t, y)
+        if add_block is None:
+            add_noise(t, y)
+        else:
+            add_block(y, 0)
         if weight > 0:
             np.multiply(y, weight, out=y)
         return y
     step = noise_chunk // math.gcd(row, noise_chunk)  # rows per block: a multiple of the chunk
     step *= max(1, noise_chunk // (step * row))
-    y = np.zeros(shape)
+    n_threads = 1 if add_block is None else threads
+    waves = _waves(room, real, shape, step, n_threads)
+    y = np.zeros(shape) if waves is None or room is None else room
     inner = tuple(slice(0, m) for m in real.shape[1:])
-    for a in range(0, shape[0], step):
+
+    def noise(block: np.ndarray, a: int) -> None:
+        if add_block is None:
+            add_noise(t, block)
+        else:
+            add_block(block, a * row)
+
+    def measure(a: int) -> None:
         block = y[a:a + step]
         rows = real[a:a + step]
+        if waves is not None:  # over the room: zeros first, as np.zeros gives
+            block.fill(0.0)
         if rows.size and compiled.enabled() and rows.dtype == np.int64:
             # the noise first (0 + n = n but for n = -0.0, whose sum with a count is the count's
             # either way), then the counts and the weight in one compiled pass: the same bits
-            add_noise(t, block)
+            noise(block, a)
             if not compiled.add_counts(block, rows, weight):  # refused: numpy's two steps
                 block[(slice(0, rows.shape[0]),) + inner] += rows
                 if weight > 0:
                     np.multiply(block, weight, out=block)
-            continue
+            return
         if a < real.shape[0]:
             block[(slice(0, min(step, real.shape[0] - a)),) + inner] = rows
-        add_noise(t, block)
+        noise(block, a)
         if weight > 0:
             np.multiply(block, weight, out=block)
+
+    # add_noise's draws follow the calls' order: one thread, in order; add_block's do not
+    for wave in [range(0, shape[0], step)] if waves is None else waves:
+        parallel.each(measure, wave, n_threads)
     return y
 
 
 def noisy_normal_sum(counts: np.ndarray | list[np.ndarray], axes: Sequence[AxisLevels],
                      measured: Sequence[tuple[int, ...]],
                      weights: np.ndarray, add_noise: Callable[[tuple[int, ...], np.ndarray], None],
-                     slab_cells: int = SUM_SLAB_CELLS, noise_chunk: int | None = None) -> np.ndarray:
+                     slab_cells: int = SUM_SLAB_CELLS, noise_chunk: int | None = None,
+                     threads: int | None = None,
+                     block_noise: Callable[[tuple[int, ...]], BlockNoise | None] | None = None) -> np.ndarray:
     """``z = Σ_t w_t A_tᵀ y_t`` on the padded cells, streamed: for each tuple of ``measured`` in
     turn (C order), its exact block counts (:class:`~polars_dp.kernels.block_levels.BlockCounter`,
     from the counts or a coarser level already computed) as float64 on the padded blocks,
@@ -249,7 +353,9 @@ def noisy_normal_sum(counts: np.ndarray | list[np.ndarray], axes: Sequence[AxisL
     nesting (Horner along each axis, the last axis innermost) unevaluated over the tuples' own
     arrays, then is evaluated in slabs of about ``slab_cells`` values along the first axis into
     the memory of a tuple at full resolution when there is one: no coarse partial sum is ever
-    spread over the cube.  The same bits as the ``z`` of :func:`gls` on the same noisy counts.
+    spread over the cube; the slabs on ``threads`` threads (default
+    :func:`~polars_dp.threads.thread_count`: the environment's, never the data's), each writing
+    its own rows only.  The same bits as the ``z`` of :func:`gls` on the same noisy counts.
 
     With ``noise_chunk``, a tuple of more than four chunks is filled, noised and weighted a
     block of rows of the first axis at a time: ``add_noise(t, part)`` is then called on
@@ -257,13 +363,30 @@ def noisy_normal_sum(counts: np.ndarray | list[np.ndarray], axes: Sequence[AxisL
     must add the next ``part.size`` draws of ``t``'s noise (a sampler drawing ``noise_chunk``
     values at a time reads the same words either way); without it, once per tuple.
 
+    ``block_noise(t)``, called once per tuple at its turn (C order), may instead give ``t`` an
+    ``add_block(part, start)`` (:data:`BlockNoise`) whose draws depend on the block's first flat
+    value ``start`` and size alone (a stream of its own per block): ``add_noise`` is then not
+    called for ``t``, and its blocks of rows (which depend on ``t``'s shape and ``noise_chunk``
+    only) are filled, noised and weighted on ``threads`` threads at once.
+
     ``counts`` in a one-element list is consumed (the list emptied): the counts are then freed
-    as soon as no tuple left needs them, before the largest tuple is noised."""
+    as soon as no tuple left needs them, before the largest tuple is noised; and when they are
+    the last cells of a buffer of the padded cube's size (``frequency_matrix(room=...)``), the
+    cells' tuple, measured last, is built over them in that buffer instead of a new cube, a
+    wave of blocks of rows at a time, each wave's rows before the counts it and later waves
+    read (:func:`_waves`; the same values)."""
     d = len(axes)
+    n_threads = parallel.thread_count() if threads is None else threads
     weights = np.asarray(weights, dtype=np.float64)
-    counter = BlockCounter(np.asarray(counts.pop() if isinstance(counts, list) else counts), axes)
+    consumed = isinstance(counts, list)
+    source = np.asarray(counts.pop() if isinstance(counts, list) else counts)
     del counts
     shape = tuple(ax.length for ax in axes)
+    # consumed counts at the end of a buffer of the padded cube's size: the cells' tuple, when
+    # measured last, is written over them (:func:`_waves`)
+    room = _room_of(source, shape) if consumed else None
+    counter = BlockCounter(source, axes, threads=n_threads)
+    del source
     acc: list[list[np.ndarray | _Sum] | None] = [None] * d
     full: np.ndarray | None = None
 
@@ -293,7 +416,9 @@ def noisy_normal_sum(counts: np.ndarray | list[np.ndarray], axes: Sequence[AxisL
         real = counter.real(t, todo[k + 1:])
         if math.prod(ax.length // ax.sizes[level] for ax, level in zip(axes, t, strict=True)) > big:
             counter.keep_for(todo[k + 1:])  # before a large tuple: the arrays no later one needs go
-        y = _measure(real, t, axes, weights[t], add_noise, noise_chunk)
+        y = _measure(real, t, axes, weights[t], add_noise, noise_chunk,
+                     None if block_noise is None else block_noise(t), n_threads,
+                     room if k == len(todo) - 1 else None)
         del real
         if weights[t] > 0:
             feed(d - 1, y)
@@ -310,13 +435,18 @@ def noisy_normal_sum(counts: np.ndarray | list[np.ndarray], axes: Sequence[AxisL
         return _expand(root, shape)
     out = np.empty(shape) if full is None else full
     step = max(1, slab_cells // max(1, math.prod(shape[1:])))
-    for a in range(0, shape[0], step):
+
+    def evaluate(a: int) -> None:
+        # rows a:b of every leaf at full first-axis resolution, copies of the coarser ones: the
+        # slabs touch disjoint memory, so they run on several threads with the same bits
         b = min(shape[0], a + step)
         rows, k = _rows(root, a, b, shape[0])
         rows = _refine(rows, k, 1, a, b)
         target = out[a:b]
         if not (rows.shape == target.shape and np.shares_memory(rows, target)):
             target[...] = _expand(rows, target.shape)
+
+    parallel.each(evaluate, range(0, shape[0], step), n_threads)
     return out
 
 
@@ -333,18 +463,24 @@ def _binary_last_axis(a: np.ndarray, ax: AxisLevels, wanted: Sequence[int], scal
 
 
 def gls_from_sum(z: np.ndarray, weights: np.ndarray, axes: Sequence[AxisLevels],
-                 slab_cells: int = SLAB_CELLS) -> np.ndarray:
+                 slab_cells: int = SLAB_CELLS, threads: int | None = None) -> np.ndarray:
     """:func:`gls`'s estimate from its ``z`` (which this consumes: its memory is reused), bit for
     bit: the pyramid of block sums of ``z`` walked depth first (per axis, the chain of coarser
     levels, then each level's sub-pyramid from the coarsest), only towards tuples with
     ``c_b != 0``; each such ``P_b`` scaled by ``c_b / S_b`` in place and summed into the
     collapse at once, so only one chain per axis is held; below the first axis, slabs of about
-    ``slab_cells`` values along it at a time (the operations act on each of its blocks alone)."""
+    ``slab_cells`` values along it at a time (the operations act on each of its blocks alone),
+    the slabs after the first on ``threads`` threads (default
+    :func:`~polars_dp.threads.thread_count`), which change no bit.  On the first axis the level
+    above the cells, when a halving, is never made whole: the level above it is the cells halved
+    twice a slab at a time, and when that level is wanted it is walked with the cells a slab at
+    a time (the same additions, value by value)."""
     weights = np.asarray(weights, dtype=np.float64)
     if weights.shape != tuple_shape(axes):
         raise ValueError(f"weights of shape {weights.shape} do not match the level tuples "
                          f"{tuple_shape(axes)}")
     d = len(axes)
+    n_threads = parallel.thread_count() if threads is None else threads
     c = projector_coefficients(inverse_eigenvalues(eigenvalues(weights, axes)))
     cells = block_cells(axes)
     nonzero = c != 0.0
@@ -367,15 +503,28 @@ def gls_from_sum(z: np.ndarray, weights: np.ndarray, axes: Sequence[AxisLevels],
             if done is not None:
                 return done
         chain: dict[int, np.ndarray | None] = {top: a}
+        # On the first axis the half cube (the level above the finest, a halving) is never made
+        # whole: walked with the finest level a slab at a time when both are wanted (:func:`fused`),
+        # and the level above it made from the finest by halving twice a slab at a time.
+        halves = [top >= j and ax.sizes[top - j] == 2 * ax.sizes[top - j + 1] for j in (1, 2)]
+        fuse = i == 0 and d > 1 and halves[0] and top - 1 in wanted and top in wanted
+        twice = i == 0 and all(halves) and wanted[0] <= top - 2
+        skip_half = fuse or (twice and top - 1 not in wanted)
 
         def coarser(level: int) -> np.ndarray:
             finer = chain[level + 1]
+            if twice and level == top - 2 and finer is None:  # halved twice, a slab at a time
+                return twice_halved(chain[top])
             if finer is None:  # dropped: recomputed from the finest kept level (the same sums)
                 finer = coarser(level + 1)
-            return _halve(finer, i) if ax.sizes[level] == 2 * ax.sizes[level + 1] else \
-                coarsen(finer, i, ax.sizes[level] // ax.sizes[level + 1])
+            if ax.sizes[level] != 2 * ax.sizes[level + 1]:
+                return coarsen(finer, i, ax.sizes[level] // ax.sizes[level + 1])
+            return _halve(finer, i) if i else _halve_rows(finer, n_threads)
 
         for level in range(top - 1, wanted[0] - 1, -1):
+            if skip_half and level == top - 1:
+                chain[level] = None  # never made whole
+                continue
             chain[level] = coarser(level)
             held = chain[level + 1]
             if i == 0 and level + 1 < top and held is not None and held.size * 4 > a.size:
@@ -383,6 +532,8 @@ def gls_from_sum(z: np.ndarray, weights: np.ndarray, axes: Sequence[AxisLevels],
         del a
         out: np.ndarray | None = None
         for level in range(wanted[0], ax.count):
+            if fuse and level == top - 1:
+                return fused(chain[top], out)
             held = chain.pop(level)
             if level not in wanted:
                 continue
@@ -391,26 +542,89 @@ def gls_from_sum(z: np.ndarray, weights: np.ndarray, axes: Sequence[AxisLevels],
             result = walk(part, key + (level,)) if i or d == 1 else slabs(part, (level,))
             del part
             if result is not None:
-                out = result if out is None else _add(out, result)
+                out = result if out is None else _add(out, result) if i else _add_rows(out, result, n_threads)
         return out
+
+    def twice_halved(a: np.ndarray | None) -> np.ndarray:
+        """``_halve(_halve(a, 0), 0)``, four rows of ``a`` at a time per output row, by slabs."""
+        assert a is not None
+        rows = a.shape[0]
+        out = np.empty((rows // 4,) + a.shape[1:])
+        step = max(4, slab_cells // max(1, a.size // rows) // 4 * 4)
+
+        def one(start: int) -> None:
+            out[start // 4:(start + step) // 4] = _halve(_halve(a[start:start + step], 0), 0)
+
+        parallel.each(one, range(0, rows, step), n_threads)
+        return out
+
+    def fused(a: np.ndarray | None, prev: np.ndarray | None) -> np.ndarray:
+        """The walk's last two levels along the first axis and their sums with ``prev`` (the
+        coarser levels' sum): per slab of rows of ``a`` (the finest level), the level above from
+        its halving, walked, added to ``prev``'s blocks over those rows, then the finest level
+        walked (in place) and added, as the level loop does on whole arrays: the same additions
+        value by value (each acts on its rows alone), without the half cube."""
+        assert a is not None
+        rows = a.shape[0]
+        step = max(2, slab_cells // max(1, a.size // rows) // 2 * 2)
+        k_prev = 0 if prev is None else rows // prev.shape[0]
+        keys = ((top_0 - 1,), (top_0,))
+        out: np.ndarray | None = None
+
+        def one(start: int) -> None:
+            nonlocal out
+            stop = min(rows, start + step)
+            slab = a[start:stop]
+            upper = walk(_halve(slab, 0), keys[0])
+            assert upper is not None
+            if prev is not None:
+                upper = _add(_refine(prev[start // k_prev:-(-stop // k_prev)], k_prev, 2, start, stop), upper)
+            finest = walk(slab, keys[1])
+            assert finest is not None
+            result = _add(upper, finest)
+            if result.shape == slab.shape:
+                if not (result is slab or np.shares_memory(result, slab)):
+                    slab[...] = result
+                out = a
+                return
+            if out is None:
+                out = np.empty((rows,) + result.shape[1:])
+            out[start:stop] = result
+
+        one(0)  # alone: the result's shape, the same for every slab (from the plan only)
+        parallel.each(one, range(step, rows, step), n_threads)
+        assert out is not None
+        return out
+
+    top_0 = axes[0].count - 1
 
     def slabs(a: np.ndarray, key: tuple[int, ...]) -> np.ndarray | None:
         rows = a.shape[0]
         step = max(1, slab_cells // max(1, a.size // rows))
         out: np.ndarray | None = None
-        for start in range(0, rows, step):
+
+        def one(start: int) -> bool:
+            nonlocal out
             slab = a[start:start + step]
             result = walk(slab, key)
             if result is None:
-                return None
+                return False
             if result.shape == slab.shape:  # the slab is spent: its memory takes the result
                 if not (result is slab or np.shares_memory(result, slab)):
                     slab[...] = result
                 out = a
-                continue
-            if out is None:
-                out = np.empty((rows,) + result.shape[1:])
-            out[start:start + step] = result
+            else:
+                if out is None:
+                    out = np.empty((rows,) + result.shape[1:])
+                out[start:start + step] = result
+            return True
+
+        # the first slab alone (which tuples it reaches, the result's shape: the same for every
+        # slab, from the plan only), then the others on several threads: each slab's operations
+        # act on its own rows, so the bits do not depend on the threads
+        if not one(0):
+            return None
+        parallel.each(one, range(step, rows, step), n_threads)
         return out
 
     estimate = walk(z, ())
@@ -509,7 +723,7 @@ def mean_squared_error(nu: np.ndarray, costs: np.ndarray, queries: float) -> flo
     return float((nu * costs).sum() / queries)
 
 
-__all__ = ["BOX_CHUNK", "SLAB_CELLS", "SUM_SLAB_CELLS", "TRACE_TOLERANCE", "axis_detail_traces", "contract",
-           "eigenvalues", "gls", "gls_from_sum", "interval_detail_traces", "inverse_eigenvalues",
+__all__ = ["BOX_CHUNK", "SLAB_CELLS", "SUM_SLAB_CELLS", "TRACE_TOLERANCE", "BlockNoise", "axis_detail_traces",
+           "contract", "eigenvalues", "gls", "gls_from_sum", "interval_detail_traces", "inverse_eigenvalues",
            "mean_squared_error", "noisy_normal_sum", "prefix_sums",
            "projector_coefficients", "range_variance", "suffix_sums", "workload_costs"]

@@ -26,28 +26,47 @@ generalised least-squares estimate of the cells from all measured tuples
 (:func:`polars_dp.kernels.level_inference.gls`), whose noise law is known before the data (the
 plan's :class:`~polars_dp.plans.noise_model.LevelLaplace` error bars).  ``noise="float"`` draws
 float Laplace of scale ``Delta / epsilon_t`` instead (experiments).
+
+Every padded block count of every tuple gets one draw, independent of all others.  A tuple of
+more than :data:`STREAM_VALUES` padded blocks (a public size) draws by blocks of rows, each
+from a source of its own (:meth:`~polars_dp.noise.NoiseSource.block_streams`: freshly keyed
+ChaCha20, or with a seed PCG64 children of a root drawn from the release's stream at the
+tuple's turn), so its blocks run on every core; the others draw from the release's stream in
+order.  Which source feeds which value changes, the law does not: each value still gets one
+exact discrete Laplace draw of its tuple's scale, independent of every other.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from polars_dp.compiled import in_background
 from polars_dp.counting.frequency import frequency_matrix
+from polars_dp.counting.scatter import add_counts
 from polars_dp.domains.attributes import Attribute
 from polars_dp.domains.privacy_unit import Rows
-from polars_dp.kernels.level_inference import gls_from_sum, noisy_normal_sum
+from polars_dp.kernels import compiled
+from polars_dp.kernels.block_levels import bary_levels, chain_from_factors, tuple_shape
+from polars_dp.kernels.level_inference import BlockNoise, gls_from_sum, noisy_normal_sum
 from polars_dp.mechanisms.options import mechanism
 from polars_dp.mechanisms.privacy_unit import bounded
-from polars_dp.noise import Neighbours, NoiseKind, SeedLike, noise_source, sample_noise
+from polars_dp.noise import Neighbours, NoiseKind, SeedLike, lookups, noise_source, sample_noise
 from polars_dp.noise.discrete import CHUNK as NOISE_CHUNK
 from polars_dp.params import Nulls, OnOutOfDomain
 from polars_dp.plans import HierarchicalPlan
 from polars_dp.plans.hierarchical import LevelWorkload
 from polars_dp.progress import Progress
 from polars_dp.releases.grid import GridRelease
+
+#: A level tuple of more padded block counts than this draws its noise by blocks of rows, each
+#: block from a stream of its own (:meth:`~polars_dp.noise.NoiseSource.block_streams`, keyed by
+#: the block's first value), the blocks on every core; smaller tuples draw from the release's
+#: stream in order.  A public size: the plan's shapes decide, never the data.
+STREAM_VALUES = 1 << 24
 
 
 def run_hierarchical(
@@ -60,23 +79,35 @@ def run_hierarchical(
     already computed), its noise added in place and folded into the normal equations' right
     side before the next (:func:`~polars_dp.kernels.level_inference.noisy_normal_sum`); the
     counts freed; then the least-squares pass over a single pyramid chain per axis
-    (:func:`~polars_dp.kernels.level_inference.gls_from_sum`).  The same draws in the same
-    order, and the same estimate bit for bit, as measuring every tuple first and calling
-    :func:`~polars_dp.kernels.level_inference.gls`."""
+    (:func:`~polars_dp.kernels.level_inference.gls_from_sum`).  The same draws, and the same
+    estimate bit for bit, as measuring every tuple first (a tuple of more than
+    :data:`STREAM_VALUES` blocks from its blocks' own streams, the others from the release's in
+    C order) and calling :func:`~polars_dp.kernels.level_inference.gls`; the same for any
+    number of threads."""
     src = noise_source(seed)
     attrs, opts = plan.attributes, plan.options
     bar = Progress("hierarchical", progress, plan.noisy_values)  # public work: the noisy block counts
     bar.step("counting")
     frame = bounded(frame, plan, src, [a.column for a in attrs])
-    counts = frequency_matrix(
-        frame,
-        attrs,
-        on_out_of_domain=opts["on_out_of_domain"],
-        nulls=opts["nulls"],
-        bytes_per_cell=16,
-        count_column=opts["count_column"],
-        integer=True,
-    )
+    # the cells' tuple, measured last, is built over the counts when they leave it the room
+    # (noisy_normal_sum): the padded cube's cells beyond the counts' (public sizes)
+    cells = plan.measured[-1] == tuple(ax.count - 1 for ax in plan.axes)
+    room = math.prod(ax.length for ax in plan.axes) - math.prod(ax.n for ax in plan.axes) if cells else 0
+    warming = in_background(warm_up)  # the kernels load while the engine counts
+    try:
+        counts = frequency_matrix(
+            frame,
+            attrs,
+            on_out_of_domain=opts["on_out_of_domain"],
+            nulls=opts["nulls"],
+            bytes_per_cell=16,
+            count_column=opts["count_column"],
+            integer=True,
+            room=room,
+        )
+    finally:
+        if warming is not None:
+            warming.join()
     bar.step("block counts + noise")
 
     def add_noise(t: tuple[int, ...], y: np.ndarray) -> None:
@@ -87,15 +118,53 @@ def run_hierarchical(
             chunk = flat[a:a + NOISE_CHUNK]
             chunk += sample_noise(src, scale, chunk.size, plan.noise)
 
+    def block_noise(t: tuple[int, ...]) -> BlockNoise | None:
+        # a public decision: the tuple's number of padded blocks (the plan's shape)
+        if math.prod(ax.length // ax.sizes[level] for ax, level in zip(plan.axes, t, strict=True)) \
+                <= STREAM_VALUES:
+            return None
+        streams, scale = src.block_streams(), plan.tuple_scale(t)
+
+        def add_block(part: np.ndarray, start: int) -> None:
+            own, flat = streams(start), part.reshape(-1)
+            for a in range(0, flat.size, NOISE_CHUNK):
+                chunk = flat[a:a + NOISE_CHUNK]
+                chunk += sample_noise(own, scale, chunk.size, plan.noise)
+
+        return add_block
+
     weights = plan.weights
     held = [counts]  # consumed: the counts go as soon as no tuple left needs them
     del counts
-    z = noisy_normal_sum(held, plan.axes, plan.measured, weights, add_noise, noise_chunk=NOISE_CHUNK)
+    z = noisy_normal_sum(held, plan.axes, plan.measured, weights, add_noise, noise_chunk=NOISE_CHUNK,
+                         block_noise=block_noise)
     bar.step("least squares")
     estimate = gls_from_sum(z, weights, plan.axes)
     del z
     bar.close()
     return GridRelease(estimate, attrs, noise_scale=plan.noise_scale, seeded=src.seeded, plan=plan)
+
+
+def warm_up() -> None:
+    """Load the release's compiled kernels (numba's import and its disk cache, about a second
+    in a fresh process) by calling them on tiny arrays of zeros with a release's argument
+    types: the count scatter, both sampler look-ups (on fixed words: nothing is drawn), the
+    block sums, the counts' addition and the least squares' binary rows (a tiny normal sum and
+    solve without noise).  Public constants only; nothing of it reaches a release."""
+    if not compiled.enabled():
+        return
+    add_counts(np.empty(4, dtype=np.int64), np.zeros(1, dtype=np.int64), zero=True)
+    words, out = np.zeros(4, dtype=np.uint64), np.empty(4, dtype=np.int64)
+    lookups.guide(words, np.zeros(2, dtype=np.int64), np.uint64(62), -1, out)
+    table = np.zeros(4, dtype=np.int32)
+    lookups.two_tables(words, table, table, np.uint64(62), np.uint64(61), np.uint64(3), 1, out)
+    axes = (bary_levels(5), chain_from_factors(2, [2]), bary_levels(9))
+    weights = np.zeros(tuple_shape(axes))
+    weights[0, 0, 0] = weights[1, 1, 2] = weights[-1, -1, -1] = 1.0
+    measured = [t for t in np.ndindex(*weights.shape) if weights[t] > 0]
+    z = noisy_normal_sum(np.zeros((5, 2, 9), dtype=np.int64), axes, measured, weights, lambda t, y: None,
+                         noise_chunk=4, threads=1)
+    gls_from_sum(z, weights, axes, threads=1)
 
 
 @mechanism(HierarchicalPlan, run_hierarchical)
@@ -132,4 +201,4 @@ def hierarchical(
     """
 
 
-__all__ = ["hierarchical", "run_hierarchical"]
+__all__ = ["STREAM_VALUES", "hierarchical", "run_hierarchical", "warm_up"]

@@ -40,7 +40,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from polars_dp.compiled import requested
+from polars_dp.compiled import in_background
 from polars_dp.counting.scatter import add_counts
 from polars_dp.domains.attributes import Attribute, Nominal, Ordinal
 from polars_dp.domains.hierarchy import Hierarchy
@@ -284,23 +284,10 @@ def warm_up() -> None:
 
 
 def warm_up_in_background() -> threading.Thread | None:
-    """:func:`warm_up` in a daemon thread, started before the counts so that it runs while an
-    engine (Polars, DuckDB, Spark) counts with the GIL released; join it before the transform.
-    None when the compiled kernels are switched off, or not wanted here
-    (:func:`polars_dp.compiled.numpy_only`).  A failure in it is dropped: the same kernels run
-    again, and raise, in the release itself."""
-    if not requested():
-        return None
-
-    def run() -> None:
-        try:
-            warm_up()
-        except Exception:  # the release's own calls raise the same error
-            return
-
-    thread = threading.Thread(target=run, name="polars-dp-warm-up", daemon=True)
-    thread.start()
-    return thread
+    """:func:`warm_up` in a daemon thread, started before the counts; join it before the
+    transform (:func:`polars_dp.compiled.in_background`: None when the compiled kernels are
+    off or not wanted here; a failure in it is dropped)."""
+    return in_background(warm_up)
 
 
 __all__ = ["MAX_TOTAL", "add_wavelet_noise_exact", "check_wide", "lattice_bound", "lattice_factors",

@@ -29,7 +29,7 @@ def count_stream(data: Any, spec: CountSpec, *, dense: bool) -> Counts:
     reader = as_reader(data)
     schema = pl.DataFrame(pl.from_arrow(reader.schema.empty_table())).schema
     keys, drop, dtypes, affine = plan_cells(schema, spec, dense)
-    acc = Accumulator(spec.n_cells, dense, spec.integer)
+    acc = Accumulator(spec.n_cells, dense, spec.integer, spec.room)
     stats: Stats | None = None
     for record_batch in reader:
         frame = pl.DataFrame(pl.from_arrow(record_batch))

@@ -131,7 +131,7 @@ def count_polars(frame: pl.DataFrame | pl.LazyFrame, spec: CountSpec, *, dense: 
     keys, drop, dtypes, affine = plan_cells(schema, spec, dense)
     if drop is not None:
         lf = lf.filter(drop)
-    acc = Accumulator(spec.n_cells, dense, spec.integer)
+    acc = Accumulator(spec.n_cells, dense, spec.integer, spec.room)
     batches: Iterable[pl.DataFrame]
     if isinstance(frame, pl.DataFrame) and dense:  # eager: no query-plan overhead, in slices
         batches = [frame]

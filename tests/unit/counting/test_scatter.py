@@ -78,3 +78,45 @@ def test_only_a_result_beyond_the_cache_is_scattered_on_every_core(monkeypatch, 
     acc.add(keys)
     assert calls == ([cells] if scattered else [])
     assert np.array_equal(acc.dense(), np.bincount(keys, minlength=cells))
+
+
+@pytest.mark.parametrize("room", [0, 1, 12_345])
+def test_scattered_counts_leave_the_room_asked_for_in_front_of_them(monkeypatch, room):
+    """With ``room`` the scattered counts are the last cells of a buffer with ``room`` int64
+    slots in front, never written (a consumer builds its larger result there); the same counts."""
+    writes = []
+
+    def recording(out, keys, zero=False):
+        writes.append(out.size)
+        out[:] = np.bincount(keys, minlength=out.size)
+        return True
+    monkeypatch.setattr(aggregate, "add_counts", recording)
+    keys = np.random.default_rng(6).integers(0, PARALLEL_CELLS, 4000)
+    acc = Accumulator(PARALLEL_CELLS, dense=True, integer=True, room=room)
+    acc.add(keys)
+    got = acc.dense()
+    assert writes == [PARALLEL_CELLS] and np.array_equal(got, np.bincount(keys, minlength=PARALLEL_CELLS))
+    owner = got if got.base is None else got.base
+    assert owner.size == room + PARALLEL_CELLS and got.ctypes.data == owner.ctypes.data + 8 * room
+
+
+@needs_compiled
+def test_frequency_matrix_leaves_the_room_through_the_engines(monkeypatch):
+    import polars as pl
+
+    import polars_dp as pdp
+    from polars_dp.counting.frequency import frequency_matrix
+
+    monkeypatch.setenv("POLARS_DP_THREADS", "2")
+    monkeypatch.setattr(aggregate, "PARALLEL_CELLS", 0)
+    attrs = [pdp.Ordinal("a", 0, 9), pdp.Ordinal("b", 0, 6)]
+    rng = np.random.default_rng(2)
+    frame = pl.DataFrame({"a": rng.integers(0, 10, 500), "b": rng.integers(0, 7, 500)})
+    want = frequency_matrix(frame, attrs, integer=True)
+    for data in (frame, frame.to_arrow()):
+        got = frequency_matrix(data, attrs, integer=True, room=9)
+        owner = got
+        while owner.base is not None:
+            owner = owner.base
+        assert np.array_equal(got, want) and owner.nbytes == 8 * (9 + 70)
+        assert got.ctypes.data == owner.ctypes.data + 8 * 9

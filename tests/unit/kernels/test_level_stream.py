@@ -15,6 +15,7 @@ from polars_dp.kernels.block_levels import (
     BlockCounter,
     bary_levels,
     chain_from_factors,
+    collapse,
     fold,
     fold_owned,
     nominal_levels,
@@ -57,9 +58,9 @@ def test_block_counter_told_the_tuples_to_come_reads_the_counts_less_often(monke
     reads = {False: 0, True: 0}
     real_coarsen = BL.coarsen_real
     for told in (False, True):
-        def spy(arr, axis, factor, told=told):
+        def spy(arr, axis, factor, threads=1, told=told):
             reads[told] += arr.size == counts.size
-            return real_coarsen(arr, axis, factor)
+            return real_coarsen(arr, axis, factor, threads)
         monkeypatch.setattr(BL, "coarsen_real", spy)
         counter = BlockCounter(counts, AXES, cache_cells=counts.size // 8)
         counter.reuse_cap = counts.size // 3
@@ -67,6 +68,20 @@ def test_block_counter_told_the_tuples_to_come_reads_the_counts_less_often(monke
             got = counter.real(t, tuples[k + 1:] if told else ())
             np.testing.assert_array_equal(padded_blocks(got, t, AXES), want[t])
     assert reads[True] < reads[False]
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+@pytest.mark.parametrize("shape", [(5, 4, 1001), (1, 3, 50), (1, 1, 9)])
+def test_integer_block_sums_shared_among_threads_are_the_same(monkeypatch, shape, threads):
+    """Above ``PARALLEL_CELLS`` (made 0 here) the block sums are cut along the first other axis
+    of two or more entries and summed on several threads: the same integers on every axis."""
+    import polars_dp.kernels.block_levels as BL
+
+    monkeypatch.setattr(BL, "PARALLEL_CELLS", 0)
+    x = np.random.default_rng(threads).integers(-2**40, 2**40, size=shape)
+    for axis, factor in itertools.product(range(3), (2, 3, 64)):
+        want = np.add.reduceat(x, np.arange(0, shape[axis], factor), axis=axis)
+        np.testing.assert_array_equal(BL.coarsen_real(x, axis, factor, threads), want)
 
 
 @pytest.mark.parametrize("factor", [1, 2, 3, 4, 7, 8, 64, 2000])
@@ -113,10 +128,11 @@ def test_fold_owned_is_fold_bit_for_bit(monkeypatch, slab):
 
 
 # 1944 values per row of the first axis: slabs of 1, 3 and 5 rows, and one slab
+@pytest.mark.parametrize("threads", [1, 3])
 @pytest.mark.parametrize("slab", [1, 64, 3 * 1944, 5 * 1944, 1 << 30])
-def test_streamed_least_squares_equals_gls_bit_for_bit_on_any_slab(slab):
-    """Float measurements (no integer structure), every slab size: the streamed normal sum and
-    pyramid walk give :func:`gls`'s bits."""
+def test_streamed_least_squares_equals_gls_bit_for_bit_on_any_slab(slab, threads):
+    """Float measurements (no integer structure), every slab size, the slabs on one thread or
+    several: the streamed normal sum and pyramid walk give :func:`gls`'s bits."""
     rng = np.random.default_rng(3)
     shape = tuple(ax.count for ax in AXES)
     weights = np.where(rng.random(shape) < 0.3, rng.random(shape), 0.0)
@@ -130,8 +146,8 @@ def test_streamed_least_squares_equals_gls_bit_for_bit_on_any_slab(slab):
     def add_noise(t, y):
         y += noise[t]
 
-    z = noisy_normal_sum(counts, AXES, measured, weights, add_noise, slab_cells=slab)
-    got = gls_from_sum(z, weights, AXES, slab_cells=slab)
+    z = noisy_normal_sum(counts, AXES, measured, weights, add_noise, slab_cells=slab, threads=threads)
+    got = gls_from_sum(z, weights, AXES, slab_cells=slab, threads=threads)
     np.testing.assert_array_equal(got.view(np.int64), want.view(np.int64))
 
 
@@ -171,6 +187,27 @@ def test_the_streamed_least_squares_holds_about_two_cubes_not_the_pyramid():
 
     assert _peak(streamed) <= 2.25 * cube
     assert _peak(whole) > 10 * cube  # what the bound above rules out
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_the_least_squares_never_holds_the_half_cube(threads):
+    """The census-like budgets of the random range workload reach the first axis's cells and
+    levels above the half cube's: the pyramid walk makes that level from the cells by halving
+    twice a slab at a time, so it holds well under 0.6 cubes beside ``z`` (0.94 when the half
+    cube is made whole), with :func:`gls`'s bits."""
+    attrs = [pdp.Ordinal("a", 0, 100), pdp.Nominal("g", categories=[0, 1]), pdp.Ordinal("c", 0, 1000)]
+    plan = pdp.plan("hierarchical", attrs, epsilon=1.0, workload=pdp.workload.random_ranges(attrs))
+    axes, weights = plan.axes, plan.weights
+    cube = 8 * int(np.prod([ax.length for ax in axes]))
+    counts = np.random.default_rng(1).integers(0, 5, size=tuple(ax.n for ax in axes))
+    exact = pyramid(pad(counts, axes), axes)
+    measured = [t for t in np.ndindex(*weights.shape) if weights[t] > 0]
+    want = gls({t: exact[t] + 0.5 for t in measured}, weights, axes)
+    z = collapse({t: weights[t] * (exact[t] + 0.5) for t in measured}, axes)
+    got = []
+    assert _peak(lambda: got.append(gls_from_sum(z, weights, axes, slab_cells=1 << 14, threads=threads))) \
+        < 0.6 * cube
+    np.testing.assert_array_equal(got[0].view(np.int64), want.view(np.int64))
 
 
 def test_counts_in_a_list_are_consumed_with_the_same_sum():
@@ -214,6 +251,103 @@ def test_large_tuples_noised_by_blocks_of_rows_take_the_same_draws(chunk):
     got = noisy_normal_sum(counts, AXES, measured, weights, streamed, noise_chunk=chunk)
     assert any(len(v) > 1 for v in sizes.values())
     np.testing.assert_array_equal(got.view(np.int64), want.view(np.int64))
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("chunk", [8, 24])
+def test_blocks_with_streams_of_their_own_give_the_same_bits_on_any_threads(chunk, threads):
+    """A tuple given a block noise (``block_noise``) is filled, noised and weighted by blocks of
+    rows on several threads; each block's draws depend on its first value alone, so the sum is
+    the same bits as one thread's, and as :func:`gls`'s ``z`` of the counts plus those draws
+    (each block's draws in place, the other tuples' from ``add_noise`` in order)."""
+    rng = np.random.default_rng(7)
+    counts = rng.integers(0, 20, size=tuple(ax.n for ax in AXES))
+    weights = np.zeros(tuple(ax.count for ax in AXES))
+    weights[0, 1, 1, 2] = weights[-1, -1, -1, -1] = weights[2, 0, 2, 1] = weights[-1, 0, -1, -1] = 1.5
+    measured = [t for t in np.ndindex(*weights.shape) if weights[t] > 0]
+    shape_of = {t: tuple(ax.length // ax.sizes[i] for ax, i in zip(AXES, t, strict=True)) for t in measured}
+    big = {t for t in measured if np.prod(shape_of[t]) > 4 * chunk}
+    noise = {t: rng.standard_normal(shape_of[t]) for t in measured}
+    starts: dict = {}
+
+    def add_noise(t, y):
+        assert t not in big
+        y += noise[t]
+
+    def block_noise(t):
+        if t not in big:
+            return None
+
+        def add_block(part, start):
+            starts.setdefault(t, []).append(start)
+            part.reshape(-1)[:] += noise[t].reshape(-1)[start:start + part.size]
+
+        return add_block
+
+    exact = pyramid(pad(counts, AXES), AXES)
+    z = collapse({t: weights[t] * (exact[t] + noise[t]) for t in measured}, AXES)
+    got = noisy_normal_sum(counts, AXES, measured, weights, add_noise, noise_chunk=chunk,
+                           threads=threads, block_noise=block_noise)
+    one = noisy_normal_sum(counts, AXES, measured, weights, add_noise, noise_chunk=chunk,
+                           threads=1, block_noise=block_noise)
+    assert big and set(starts) == big and max(len(v) for v in starts.values()) > 4  # blocks of rows
+    np.testing.assert_array_equal(got.view(np.int64), one.view(np.int64))
+    np.testing.assert_array_equal(got, z)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("padded", [True, False])
+def test_counts_leaving_room_take_the_cells_tuple_in_their_buffer(threads, padded):
+    """Consumed counts at the end of a buffer of the padded cube's size: the cells' tuple (the
+    last measured) is built over them, in waves of blocks, with the same bits as a new cube;
+    when the padding is too thin for the waves (no padding at all) a new cube is made."""
+    axes = AXES if padded else (chain_from_factors(12, [3, 4]), chain_from_factors(2, [2]),
+                                nominal_levels(OCC), chain_from_factors(36, [6, 6]))
+    rng = np.random.default_rng(9)
+    counts = rng.integers(0, 20, size=tuple(ax.n for ax in axes))
+    weights = np.zeros(tuple(ax.count for ax in axes))
+    weights[0, 1, 1, 1] = weights[2, 0, 2, 1] = weights[-1, -1, -1, -1] = 1.5
+    measured = [t for t in np.ndindex(*weights.shape) if weights[t] > 0]
+    cube = int(np.prod([ax.length for ax in axes]))
+    noise = {t: rng.standard_normal(tuple(ax.length // ax.sizes[i] for ax, i in zip(axes, t, strict=True)))
+             for t in measured}
+
+    def block_noise(t):
+        def add_block(part, start):
+            part.reshape(-1)[:] += noise[t].reshape(-1)[start:start + part.size]
+        return add_block
+
+    def run(held):
+        return noisy_normal_sum(held, axes, measured, weights, lambda t, y: None, noise_chunk=16,
+                                threads=threads, block_noise=block_noise)
+
+    want = run([counts.copy()])
+    buffer = np.full(cube, -7, dtype=np.int64)  # whatever is in the room
+    buffer[cube - counts.size:] = counts.reshape(-1)
+    got = run([buffer[cube - counts.size:].reshape(counts.shape)])
+    np.testing.assert_array_equal(got.view(np.int64), want.view(np.int64))
+    assert np.shares_memory(got, buffer) == padded
+
+
+@pytest.mark.parametrize("threads", [1, 2, 4])
+def test_waves_over_the_room_are_the_widest_that_never_overwrite_an_unread_count(threads):
+    """Each wave's rows end before the first counts row it reads; one more block per wave would
+    break that somewhere (few waves: few barriers); none when ``threads`` blocks do not fit."""
+    from polars_dp.kernels.level_inference import _waves
+
+    shape, real_shape = (40, 6, 8), (31, 5, 7)
+    room = np.zeros(shape)
+    real = room.reshape(-1)[room.size - int(np.prod(real_shape)):].view(np.int64).reshape(real_shape)
+    y_row, c_row, head = 8 * 48, 8 * 35, room.nbytes - real.nbytes
+
+    def fits(width):
+        return all(min(40, w + width) * y_row <= head + min(w, 31) * c_row for w in range(0, 40, width))
+
+    waves = _waves(room, real, shape, 2, threads)
+    width = waves[0].stop - waves[0].start
+    assert [a for w in waves for a in w] == list(range(0, 40, 2)) and fits(width)
+    assert width >= 2 * threads and not any(fits(k) for k in range(width + 2, 41, 2))
+    assert _waves(room, real, shape, 2, 40) is None
 
 
 @needs_compiled

@@ -15,6 +15,7 @@ import pytest
 
 import polars_dp as pdp
 import polars_dp.counting.frequency as frequency
+from polars_dp import compiled
 from polars_dp.errors import ParameterError, ReleaseFormatError
 from polars_dp.kernels.level_budgets import BUDGET_GRID, MAX_TUPLES
 from polars_dp.kernels.level_inference import gls
@@ -334,3 +335,63 @@ def test_large_tuples_noised_by_blocks_take_the_reference_draws(monkeypatch):
                for t in plan.measured) > 4 << 16
     want = _reference_release(plan, frame, 5)
     np.testing.assert_array_equal(_bits(plan.run(frame, seed=5, progress=False).counts), _bits(want))
+
+
+def _reference_with_streams(plan, frame, seed, chunk, above):
+    """:func:`_reference_release` with every tuple of more than ``above`` padded blocks noised by
+    blocks of rows (``chunk``'s multiples, as the streamed release cuts them), each block from
+    its own stream ``src.block_streams()(first value)``, the root drawn at the tuple's turn."""
+    from polars_dp.counting.frequency import frequency_matrix
+    from polars_dp.noise import noise_source, sample_noise
+
+    src = noise_source(seed)
+    counts = frequency_matrix(frame, plan.attributes, integer=True)
+    exact = plan.strategy.measure(counts)
+    noisy = {}
+    for t in plan.measured:
+        y, scale = exact[t].astype(np.float64), plan.tuple_scale(t)
+        if y.size <= above:
+            noisy[t] = y + sample_noise(src, scale, y.shape, plan.noise)
+            continue
+        streams, row = src.block_streams(), y.size // y.shape[0]
+        step = chunk // np.gcd(row, chunk)
+        step *= max(1, chunk // (step * row))
+        for a in range(0, y.shape[0], step):
+            part = y[a:a + step]
+            part += sample_noise(streams(a * row), scale, part.shape, plan.noise)
+        noisy[t] = y
+    return gls(noisy, plan.weights, plan.axes)
+
+
+@pytest.mark.parametrize("noise", ["exact", "float"])
+@pytest.mark.parametrize("threads", ["1", "2", "3"])
+def test_the_largest_tuples_draw_by_blocks_of_their_own_on_any_threads(monkeypatch, threads, noise):
+    """A tuple of more than ``STREAM_VALUES`` padded blocks (made small here) draws its noise by
+    blocks of rows, each from its own stream keyed by its first value, on the environment's
+    threads: the same bits as the reference drawing those blocks one after the other, whatever
+    the threads; the smaller tuples keep the release's stream.  On several threads the counts
+    are scattered with room in front (the compiled kernels made to run here), and the cells'
+    tuple is built over them."""
+    import importlib
+
+    import polars_dp.counting.aggregate as aggregate
+    import polars_dp.kernels.level_inference as inference
+    import polars_dp.plans.base as plans_base
+
+    module = importlib.import_module("polars_dp.mechanisms.hierarchical")
+    monkeypatch.setattr(aggregate, "PARALLEL_CELLS", 0)
+    monkeypatch.setattr(plans_base, "COMPILED_FROM", 0)
+    rooms = []
+    real_room = inference._room_of
+    monkeypatch.setattr(inference, "_room_of", lambda *a: rooms.append(real_room(*a)) or rooms[-1])
+    monkeypatch.setattr(module, "NOISE_CHUNK", 1 << 16)
+    monkeypatch.setattr(module, "STREAM_VALUES", 1 << 18)
+    monkeypatch.setenv("POLARS_DP_THREADS", threads)
+    attrs = [pdp.Ordinal("a", 0, 299_999)]
+    frame = pl.DataFrame({"a": np.random.default_rng(3).integers(0, 300_000, 5000)})
+    plan = pdp.plan("hierarchical", attrs, epsilon=1.0, noise=noise)
+    got = plan.run(frame, seed=5, progress=False).counts
+    want = _reference_with_streams(plan, frame, 5, 1 << 16, 1 << 18)
+    np.testing.assert_array_equal(_bits(got), _bits(want))
+    assert [r is not None for r in rooms] == [compiled.enabled() and threads != "1"]
+    assert not np.array_equal(_bits(want), _bits(_reference_release(plan, frame, 5)))  # the path is taken
