@@ -182,14 +182,30 @@ def plan_options(table: Iterable[Option]) -> tuple[Option, ...]:
     return tuple(o for o in table if not o.run)
 
 
+#: ``id(table) -> (table, its plan options, their names, the run keywords)`` of the tables
+#: :func:`bind_options` has seen (each held, so that its id is not reused while it is here).
+_SPLIT: dict[int, tuple[Sequence[Option], tuple[Option, ...], dict[str, None], tuple[str, ...]]] = {}
+
+
+def _split(table: Sequence[Option]) -> tuple[tuple[Option, ...], dict[str, None], tuple[str, ...]]:
+    """``table``'s plan options, their names (in order) and its run keywords, worked out once per
+    table (a plan class's table is fixed when the class is defined)."""
+    held = _SPLIT.get(id(table))
+    if held is None or held[0] is not table:
+        options = plan_options(table)
+        held = (table, options, dict.fromkeys(o.name for o in options), tuple(o.name for o in table if o.run))
+        if len(_SPLIT) < 1024 and isinstance(table, tuple):  # tables are class constants
+            _SPLIT[id(table)] = held
+    return held[1], held[2], held[3]
+
+
 def bind_options(mechanism: str, table: Sequence[Option], given: Mapping[str, Any]) -> dict[str, Any]:
     """Every option of ``table`` validated, defaults filled in (and checked like a given value);
     an unknown or missing keyword is a ParameterError naming it and listing the accepted options."""
-    for hidden in (o.name for o in table if o.run and o.name in given):
+    table, names, run = _split(table)
+    for hidden in (k for k in run if k in given):
         raise ParameterError(f"{hidden}= belongs to plan.run(frame, {hidden}=...), not to the plan: a plan "
                              "is decided from public inputs only", parameter=hidden)
-    table = plan_options(table)
-    names = [o.name for o in table]
     unknown = [k for k in given if k not in names]
     if unknown:
         raise ParameterError(
