@@ -586,7 +586,7 @@ def add_discrete_laplace(values: np.ndarray, scale: Fraction, src: NoiseSource) 
     check_scale(scale.numerator, scale.denominator,
                 MAX_COUNT_SCALE if values.dtype.kind == "f" else MAX_SCALE)
     flat = values.reshape(-1)
-    if not np.shares_memory(flat, values):
+    if not np.may_share_memory(flat, values):  # a reshape is a view of values or a new array
         raise ParameterError("add_discrete_laplace needs a contiguous array")
     for a in range(0, flat.size, CHUNK):
         b = min(flat.size, a + CHUNK)

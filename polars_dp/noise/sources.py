@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import os
 import secrets
+import threading
 from collections.abc import Callable
 from functools import lru_cache
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
 
@@ -196,7 +197,46 @@ def make_rng(seed: SeedLike = None) -> np.random.Generator:
         raise ParameterError(f"seed must be an int, a numpy Generator or None, got {seed!r}")
     if seed < 0:
         raise ParameterError(f"seed must be >= 0, got {seed}")
-    return np.random.Generator(np.random.PCG64(int(seed)))
+    return np.random.Generator(np.random.PCG64(seed_sequence(int(seed))))
+
+
+#: Seeds whose :class:`numpy.random.SeedSequence` :func:`seed_sequence` keeps (the last ones used).
+SEED_CACHE = 64
+_seed_sequences: dict[int, np.random.SeedSequence] = {}
+_seed_lock = threading.Lock()
+
+
+class KeptSeedSequence(np.random.SeedSequence):
+    """A :class:`numpy.random.SeedSequence` that keeps the words it generates: they are a
+    function of its entropy, spawn key and pool size alone (fixed at construction), so every
+    request for the same number and type of words returns a copy of the first answer."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self._words: dict[tuple[int, str], np.ndarray] = {}
+
+    def generate_state(self, n_words: int, dtype: Any = np.uint32) -> np.ndarray:
+        key = (int(n_words), np.dtype(dtype).str)
+        words = self._words.get(key)
+        if words is None:
+            words = self._words[key] = super().generate_state(n_words, dtype)
+        return words.copy()
+
+
+def seed_sequence(seed: int) -> np.random.SeedSequence:
+    """``SeedSequence(seed)``, what ``PCG64(seed)`` builds first: its words are a function of the
+    seed alone, so one (a :class:`KeptSeedSequence`) is kept per seed and seeds every generator of
+    that seed: the same stream as ``PCG64(seed)``, without hashing the seed and mixing its pool
+    again (a seeded release's fixed cost).  A kept one from which a child was spawned is
+    replaced, so that a new generator spawns child 0 first, as one seeded by the int does."""
+    with _seed_lock:
+        held = _seed_sequences.get(seed)
+        if held is None or held.n_children_spawned:
+            held = KeptSeedSequence(seed)
+            if len(_seed_sequences) >= SEED_CACHE:
+                _seed_sequences.pop(next(iter(_seed_sequences)))
+            _seed_sequences[seed] = held
+        return held
 
 
 def noise_source(seed: SeedLike | NoiseSource = None) -> NoiseSource:
@@ -220,4 +260,5 @@ def as_source(rng: np.random.Generator | NoiseSource | None) -> NoiseSource:
     raise ParameterError(f"expected a NoiseSource or a numpy Generator, got {rng!r}")
 
 
-__all__ = ["MASK63", "NoiseSource", "SeedLike", "U64", "as_source", "make_rng", "noise_source"]
+__all__ = ["MASK63", "KeptSeedSequence", "NoiseSource", "SeedLike", "U64", "as_source", "make_rng",
+           "noise_source", "seed_sequence"]

@@ -14,6 +14,7 @@ accepted ones, a value of the wrong type or out of range one naming the option
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import textwrap
@@ -65,6 +66,18 @@ def _is_instance(value: Any, annotation: Any) -> bool:
     return False
 
 
+def immutable(value: Any) -> bool:
+    """Whether ``value`` cannot change: None, a string, a number, a bool, or a tuple or frozen
+    dataclass of such values."""
+    if value is None or type(value) in (str, int, float, bool):
+        return True
+    if type(value) is tuple:
+        return all(immutable(v) for v in value)
+    params = getattr(type(value), "__dataclass_params__", None)
+    return bool(params is not None and params.frozen
+                and all(immutable(getattr(value, f.name)) for f in dataclasses.fields(value)))
+
+
 def type_text(annotation: Any) -> str:
     """An annotation as written (``int | None``)."""
     return inspect.formatannotation(annotation).replace("collections.abc.", "").replace("typing.", "")
@@ -103,6 +116,14 @@ class Option:
     def optional(self) -> bool:
         """Whether ``None`` is accepted (the type is ``X | None``)."""
         return NoneType in _members(self.type)
+
+    @functools.cached_property
+    def checked_default(self) -> tuple[bool, Any]:
+        """``(kept, value)``: the default as :meth:`validate` returns it, and whether that value
+        is immutable (:func:`immutable`), so that every plan may share it instead of checking the
+        default again (the default and its check are constants of the table)."""
+        value = self.validate(self.default)
+        return immutable(value), value
 
     def validate(self, value: Any) -> Any:
         """``value`` checked (and normalised, e.g. an int epsilon as a float)."""
@@ -219,7 +240,8 @@ def bind_options(mechanism: str, table: Sequence[Option], given: Mapping[str, An
             raise ParameterError(f"{mechanism} needs {option.name}= ({option.describe()})",
                                  parameter=option.name)
         else:
-            out[option.name] = option.validate(option.default)
+            kept, value = option.checked_default
+            out[option.name] = value if kept else option.validate(option.default)
     return out
 
 
@@ -257,6 +279,5 @@ def _entry(name: str, doc: str) -> list[str]:
 
 
 __all__ = ["COUNT_COLUMN", "FRAME", "NOISE", "NULLS", "ON_OUT_OF_DOMAIN", "PRIVACY_UNIT", "PROGRESS",
-           "REQUIRED",
-           "ROW_OPTIONS", "SEED", "Option", "bind_options", "parameters_doc", "plan_options", "signature",
-           "type_text"]
+           "REQUIRED", "ROW_OPTIONS", "SEED", "Option", "bind_options", "immutable", "parameters_doc",
+           "plan_options", "signature", "type_text"]
