@@ -327,6 +327,9 @@ def draw_discrete_laplace(src: NoiseSource, t: int, s: int, size: int | tuple[in
         return out.reshape(shape)
     tab = inversion_table("two_sided", t, s, 0, length)
     signed, shift = _signed_guide(tab)
+    # an open bucket of GUIDE_BITS bits holds a threshold (resolve's shortcut answers most such
+    # draws); a coarser one mostly holds none at GUIDE_BITS, which resolve would search anyway
+    finish = tab.resolve if shift == 63 - GUIDE_BITS else tab.search
     narrow = np.empty(min(n, BLOCK), dtype=SIGNED_GUIDE)  # the look-ups before widening
     for a in range(0, n, BLOCK):
         m = min(BLOCK, n - a)
@@ -338,10 +341,10 @@ def draw_discrete_laplace(src: NoiseSource, t: int, s: int, size: int | tuple[in
             found = narrow[:m]
             np.take(signed, idx.view(np.int64), out=found, mode="clip")  # idx < signed.size: in range
             np.copyto(y, found)
-            open_ = np.flatnonzero(found == _OPEN)
+            open_ = (found == _OPEN).nonzero()[0]
         if open_.size:
             wo = w[open_]
-            mag = tab.resolve(wo & MASK63, src)
+            mag = finish(wo & MASK63, src)  # the same magnitudes either way, ties refined alike
             tail = np.flatnonzero(mag == length)
             if tail.size:
                 mag[tail] += geometric(src, t, s, tail.size)
@@ -571,7 +574,8 @@ def _signed_guide(tab: InversionTable) -> tuple[np.ndarray, np.uint64]:
     (:func:`signed_guide_bits`; a bucket decided when it holds no threshold and lies above
     ``F_L``, its value ``#{F_j > end of bucket} < L <= TABLE_CAP``), as :data:`SIGNED_GUIDE`,
     open buckets marked ``_OPEN``, indexed by the sign bit and those bits, ``w >> shift``.  Small
-    (8-32 KiB up to scale 10), so that a release finds it in cache however cold it starts."""
+    (at most ``2^11 L`` bytes: 32 KiB at scale 2, 256 KiB from scale 11), so that a small release
+    finds it in cache however cold it starts."""
     bits = signed_guide_bits(tab.length)
     fixed, above = _bucket_counts(tab, bits, tail=True)
     signed = np.concatenate([np.where(fixed, above, _OPEN), np.where(fixed, -above, _OPEN)])
