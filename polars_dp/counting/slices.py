@@ -176,7 +176,7 @@ def affine_counter(frame: pl.DataFrame, axes: Sequence[AffineAxis], clamp: bool,
     with key_buffers(min(rows, n)) as (keys, scratch):
         for start in range(0, n, rows):
             m = min(rows, n - start)
-            columns = [s.slice(start, m).to_numpy() for s in series]
+            columns = [(s if m == n else s.slice(start, m)).to_numpy() for s in series]
             if not affine_keys(columns, axes, clamp, keys[:m], scratch[:m]):
                 yield None
                 return
