@@ -27,6 +27,10 @@ Cases (``--cases``):
            process interleaved, one at a time.  Targets at 1e8
            rows: warm <= 1.2x, cold <= 1.5x, minor page faults <= 2x the floor's; CPU ns/row
            within +-20 % of their median over the sizes (wall ns/row printed beside it)
+  fixed    the fixed cost of a release: CPU of a 1,000-row Basic release (the rows case's
+           columns, 1e4 cells), seeded and unseeded, warm (back to back) and cold (each after a
+           32 MB pass that evicts the caches, as a release finds them after counting a large
+           input); medians of ``max(200, 40 x --repeats)`` calls in one process
 
 With ``--noise exact`` each Privelet release is also set against its model floor
 (:func:`model_floor`: every draw at the sampler's one-core rate, plus six passes over the cube
@@ -81,7 +85,8 @@ TARGET_ROWS_LINEAR = 0.2
 MIN_PAIRS = 5
 ROW_SIZES = (1_000_000, 10_000_000, 30_000_000, 100_000_000)
 QUICK_ROW_SIZES = (100_000, 1_000_000, 3_000_000)
-CASES = ("census", "1d", "nominal", "privtree", "memory", "read", "rows")
+TARGET_FIXED_MS = 0.5
+CASES = ("census", "1d", "nominal", "privtree", "memory", "read", "rows", "fixed")
 
 
 # ---------------------------------------------------------------------------- clocks
@@ -635,6 +640,43 @@ def rows_case(sizes: tuple[int, ...], repeats: int) -> dict:
     return out
 
 
+def fixed_child(repeats: int) -> dict:
+    """Median CPU seconds of a :data:`FIXED_ROWS`-row release (:func:`rows_calls`), seeded (its
+    ``seed=1``) and unseeded (the cryptographic source), warm and cold (:func:`fixed_case`)."""
+    import polars_dp as pdp
+    frame = rows_frame(FIXED_ROWS)
+    attrs = [pdp.Ordinal("age", 0, 99), pdp.Ordinal("hours", 0, 99)]
+    evict = np.ones(4 << 20)  # 32 MB, beyond the last-level cache
+    out: dict = {"case": "fixed", "load_before": load(), "calls": repeats}
+    for name, seed in (("seeded", 1), ("unseeded", None)):
+        def release(seed=seed):
+            return pdp.basic(frame, attrs, epsilon=1.0, seed=seed)
+        for _ in range(20):
+            release()
+        warm, cold = [], []
+        for _ in range(repeats):
+            warm.append(timed(release)["cpu"])
+            evict.sum()
+            cold.append(timed(release)["cpu"])
+        out[name] = {"warm": statistics.median(warm), "cold": statistics.median(cold)}
+    out["load_after"] = load()
+    return out
+
+
+def fixed_case(repeats: int) -> dict:
+    """:func:`fixed_child` in a fresh process."""
+    return _child(["--fixed-child", str(max(200, 40 * repeats))])
+
+
+def report_fixed(res: dict) -> None:
+    print(f"\nfixed cost: CPU of one {FIXED_ROWS:,}-row Basic release (1e4 cells, exact noise), medians of "
+          f"{res['calls']} calls (load {res['load_before']} -> {res['load_after']})")
+    for name in ("seeded", "unseeded"):
+        w, c = res[name]["warm"] * 1e3, res[name]["cold"] * 1e3
+        print(f"  {name:<9} warm {w:.3f} ms, cold (after a 32 MB pass) {c:.3f} ms; target warm <= "
+              f"{TARGET_FIXED_MS} ms: {'met' if w <= TARGET_FIXED_MS else 'MISSED'}")
+
+
 def spread_of(values: list[float]) -> float:
     """The largest relative distance of ``values`` from their median."""
     mid = statistics.median(values)
@@ -701,6 +743,9 @@ def report(res: dict) -> None:
     case = res["case"]
     if case == "rows":
         report_rows(res)
+        return
+    if case == "fixed":
+        report_fixed(res)
         return
     if case == "privtree":
         print(f"\nPrivTree vs the uniform grid (2-D clustered points, medians of interleaved pairs; "
@@ -788,9 +833,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--read-child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--rows-child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--rows-mode", default="linear", help=argparse.SUPPRESS)
+    parser.add_argument("--fixed-child", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.read_child:
         print(json.dumps(read_child()))
+        return 0
+    if args.fixed_child is not None:
+        print(json.dumps(fixed_child(args.fixed_child)))
         return 0
     if args.rows_child is not None:
         sizes = tuple(int(x) for x in args.rows_child.split(","))
@@ -829,6 +878,8 @@ def main(argv: list[str] | None = None) -> int:
                 report(read_case())
             elif case == "rows":
                 report(rows_case(sizes, repeats))
+            elif case == "fixed":
+                report(fixed_case(repeats))
             else:
                 report(_child(["--case-child", case, *common]))
             sys.stdout.flush()

@@ -8,11 +8,14 @@ streamed computation of the same public output.
 
 from __future__ import annotations
 
+import functools
 import os
 
 
+@functools.cache
 def total_memory_bytes() -> int:
-    """Physical memory of this machine (falls back to 8 GiB where it cannot be read)."""
+    """Physical memory of this machine (falls back to 8 GiB where it cannot be read), read once:
+    it does not change while the process runs."""
     try:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX

@@ -29,7 +29,7 @@ def show_progress(progress: bool | None, work: int | None = 0) -> bool:
     """Resolve a ``progress`` option: ``None`` means stderr is a terminal and the public
     ``work`` is large (or not public: ``work=None``)."""
     if progress is None:
-        return _is_terminal() and (work is None or work >= LARGE_WORK)
+        return (work is None or work >= LARGE_WORK) and _is_terminal()
     if not isinstance(progress, bool):
         raise ParameterError(f"progress must be True, False or None (automatic), got {progress!r}")
     return progress

@@ -48,6 +48,10 @@ from polars_dp.domains.attributes import Nominal, Ordinal
 SLICE_BYTES = 1 << 22
 #: Integer column types whose every value is an int64 (wider types take the Polars expressions).
 NARROW_INTEGERS = (pl.Int8, pl.Int16, pl.Int32, pl.Int64, pl.UInt8, pl.UInt16, pl.UInt32)
+#: The classes of :data:`NARROW_INTEGERS` (a schema holds instances: a set look-up, not seven
+#: comparisons) and the unsigned type of each integer width.
+_NARROW_CLASSES = frozenset(NARROW_INTEGERS)
+_UNSIGNED = {size: np.dtype(f"u{size}") for size in (1, 2, 4, 8)}
 #: An affine axis keeps ``hi - lo`` below this, so ``v - lo`` never wraps in int64.
 SPAN_LIMIT = 1 << 62
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
@@ -73,7 +77,7 @@ class AffineAxis:
 
 def _affine_bounds(axis: object, dtype: pl.DataType) -> tuple[int, int, int] | None:
     """``(lo, hi, width)`` of an axis whose cell is an integer affine rule on ``dtype``, else None."""
-    if dtype not in NARROW_INTEGERS:
+    if type(dtype) not in _NARROW_CLASSES and dtype not in NARROW_INTEGERS:
         return None
     if isinstance(axis, Ordinal):
         if not axis.integer:
@@ -135,7 +139,7 @@ def affine_keys(columns: Sequence[np.ndarray], axes: Sequence[AffineAxis], clamp
             if a.lo == 0 and (x.dtype.kind == "u" or span < 1 << (8 * x.itemsize - 1)):
                 # v itself read as unsigned of its width: a negative v reads as at least 2^(bits-1)
                 term = x
-                unsigned = x.view(np.dtype(f"u{x.itemsize}"))
+                unsigned = x.view(_UNSIGNED[x.itemsize])
             else:
                 np.subtract(x, np.int64(a.lo), out=target, dtype=np.int64)
                 term = target
@@ -164,7 +168,7 @@ def affine_counter(frame: pl.DataFrame, axes: Sequence[AffineAxis], clamp: bool,
     """The cells of ``frame``'s rows, ``rows`` at a time, each slice written into the same key
     buffer (consume each before the next); one None (and nothing after) when a row has no
     cell: a null, or a value outside its axis's domain without ``clamp``."""
-    series = [frame[a.column] for a in axes]
+    series = [frame.get_column(a.column) for a in axes]
     if any(s.null_count() for s in series):
         yield None
         return
@@ -172,7 +176,7 @@ def affine_counter(frame: pl.DataFrame, axes: Sequence[AffineAxis], clamp: bool,
     with key_buffers(min(rows, n)) as (keys, scratch):
         for start in range(0, n, rows):
             m = min(rows, n - start)
-            columns = [s.slice(start, m).to_numpy() for s in series]
+            columns = [(s if m == n else s.slice(start, m)).to_numpy() for s in series]
             if not affine_keys(columns, axes, clamp, keys[:m], scratch[:m]):
                 yield None
                 return

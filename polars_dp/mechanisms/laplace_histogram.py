@@ -19,6 +19,7 @@ float64, exact below 2^53).  Its variance is ``2 q / (1 - q)^2 < 2 lambda'^2``,
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 from typing import Any, Literal
 
@@ -48,7 +49,7 @@ NOISE_BLOCK = 1 << 21
 
 
 def _cells(attributes: Iterable[Attribute]) -> int:
-    return int(np.prod([a.n_cells for a in attributes], dtype=np.float64))
+    return int(math.prod(float(a.n_cells) for a in attributes))
 
 
 def add_cell_noise(counts: np.ndarray, scale: Any, src: NoiseSource, noise: str,

@@ -56,6 +56,32 @@ def docstring(head: str | None, plan_class: type[Plan]) -> str:
             + (f"\n>>>{examples}" if marker else ""))
 
 
+def binder(generated: inspect.Signature) -> Callable[[tuple[Any, ...], dict[str, Any]], dict[str, Any]]:
+    """``bind(args, kwargs)``: the arguments a call gives, by name (defaults not filled in), as
+    ``generated.bind(*args, **kwargs).arguments`` holds them.  The signature's parameters are
+    positional-or-keyword then keyword-only, none variadic, so a call whose positional arguments
+    fit, name none of them again and give every required parameter binds by zipping; any other
+    call goes through :meth:`inspect.Signature.bind`, which raises its usual ``TypeError``.
+    Decided once per function from the signature (public), not per call."""
+    params = list(generated.parameters.values())
+    kinds = {p.kind for p in params}
+    if not kinds <= {inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY}:
+        return lambda args, kwargs: dict(generated.bind(*args, **kwargs).arguments)
+    positional = tuple(p.name for p in params if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    required = tuple(p.name for p in params if p.default is inspect.Parameter.empty)
+
+    def bind(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        if len(args) <= len(positional):
+            given = dict(zip(positional, args, strict=False))
+            if not any(k in given for k in kwargs):
+                given.update(kwargs)
+                if all(r in given for r in required):
+                    return given
+        return dict(generated.bind(*args, **kwargs).arguments)
+
+    return bind
+
+
 def mechanism(plan_class: type[Plan], runner: Callable[..., Any]) -> Callable[[F], F]:
     """Decorator: the public function of ``plan_class`` (its signature and docs from the
     plan's table, its body ``plan_class.make(...).run(frame, seed=..., progress=...)``), with
@@ -69,13 +95,14 @@ def mechanism(plan_class: type[Plan], runner: Callable[..., Any]) -> Callable[[F
         name = plan_class.name
         run_keywords = [o.name for o in table if o.run]
         accepted = list(generated.parameters)[1:]
+        bind = binder(generated)
 
         def function(*args: Any, **kwargs: Any) -> Any:
             unknown = [k for k in kwargs if k not in generated.parameters]
             if unknown:
                 raise ParameterError(f"{name} has no option {unknown[0]!r}; its options are "
                                      f"{', '.join(accepted)}", parameter=unknown[0])
-            given = generated.bind(*args, **kwargs).arguments
+            given = bind(args, kwargs)
             frame = given.pop("frame")
             run = {k: given.pop(k) for k in run_keywords if k in given}
             return plan_class.make(**given).run(frame, **run)
@@ -105,4 +132,4 @@ def as_method(function: Callable[..., Any], method: F, *, hidden: tuple[str, ...
     return method
 
 
-__all__ = ["as_method", "check_stub", "docstring", "mechanism"]
+__all__ = ["as_method", "binder", "check_stub", "docstring", "mechanism"]

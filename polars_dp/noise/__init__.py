@@ -47,9 +47,10 @@ leaks).
   equal ``floor(2^63 S_m)``; then further random words are compared with further bits of
   ``S_m`` (probability about ``2^-50`` per draw, but handled exactly).  The tail
   ``M >= L`` (probability ``<= e^-12``) adds a geometric drawn the same way (memorylessness).
-  The 64th bit is the sign.  A guide table (Chen and Asau 1974) indexed by the top 17 bits
-  answers most draws with one look-up; buckets that hold a threshold fall back to
-  ``searchsorted``.  Scales above ``TABLE_CAP / 12`` (about 341) split the magnitude into a
+  The 64th bit is the sign.  A guide table (Chen and Asau 1974) indexed by the sign and the
+  top bits of ``U`` (about ``2^8`` buckets per threshold, at most 16 bits; int16 entries, so
+  that it stays in cache) answers most draws with one look-up; buckets that hold a threshold
+  fall back to ``searchsorted``.  Scales above ``TABLE_CAP / 12`` (about 341) split the magnitude into a
   digit ``W = 1 + (|Y| - 1) mod c`` (or 0) and a geometric quotient ``Q`` (the base-c digits
   of a geometric are independent), ``c`` about ``sqrt(12 scale)``: one word's top 16 bits
   decide ``W``, the next bit is the sign, and the bits below, independent of the bucket that

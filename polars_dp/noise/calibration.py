@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import numbers
 from fractions import Fraction
+from functools import lru_cache
 from typing import Literal, TypeAlias
 
 import numpy as np
@@ -85,7 +86,21 @@ def grid_ceil(x: Fraction, bits: int = GRID_BITS) -> Fraction:
 def exact_scale(sensitivity: int | Fraction, epsilon: float | Fraction) -> Fraction:
     """``sensitivity / epsilon`` rounded up to the ``2^-GRID_BITS`` grid, from the exact
     binary value of a float ``epsilon``; the mechanism then spends ``sensitivity / scale <=
-    epsilon``."""
+    epsilon``.  A function of the two numbers' values alone (public inputs), remembered for the
+    last :data:`SCALE_CACHE` pairs: equal numbers (``1``, ``1.0``, ``Fraction(1)``) are one
+    entry, as they give one scale."""
+    try:
+        return _exact_scale(sensitivity, epsilon)
+    except TypeError:  # an unhashable number type: computed as it is
+        return _exact_scale.__wrapped__(sensitivity, epsilon)
+
+
+#: Pairs ``(sensitivity, epsilon)`` whose exact scale :func:`exact_scale` keeps.
+SCALE_CACHE = 1024
+
+
+@lru_cache(maxsize=SCALE_CACHE)
+def _exact_scale(sensitivity: int | Fraction, epsilon: float | Fraction) -> Fraction:
     eps = Fraction(epsilon)
     if eps <= 0:
         raise ParameterError(f"epsilon must be > 0, got {epsilon!r}")
@@ -103,12 +118,21 @@ def laplace_scale(sensitivity: int | Fraction, epsilon: float | Fraction, noise:
 def noise_params(sensitivity: int | Fraction, scale: float | Fraction, noise: str,
                  prefix: str = "") -> dict[str, object]:
     """What a release records about one noise scale: for exact noise the rational scale and
-    the epsilon actually spent, ``sensitivity / scale``."""
+    the epsilon actually spent, ``sensitivity / scale`` (a new dict each call, its entries
+    remembered as :func:`exact_scale`'s are: public numbers only)."""
     if check_noise(noise) != "exact":
         return {}
-    scale = Fraction(scale)
-    return {f"{prefix}noise_scale_exact": f"{scale.numerator}/{scale.denominator}",
-            f"{prefix}epsilon_effective": float(Fraction(sensitivity) / scale)}
+    try:
+        entries = _exact_entries(sensitivity, scale)
+    except TypeError:  # an unhashable number type: computed as it is
+        entries = _exact_entries.__wrapped__(sensitivity, scale)
+    return {f"{prefix}noise_scale_exact": entries[0], f"{prefix}epsilon_effective": entries[1]}
+
+
+@lru_cache(maxsize=SCALE_CACHE)
+def _exact_entries(sensitivity: int | Fraction, scale: float | Fraction) -> tuple[str, float]:
+    exact = Fraction(scale)
+    return f"{exact.numerator}/{exact.denominator}", float(Fraction(sensitivity) / exact)
 
 
 

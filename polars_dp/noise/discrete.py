@@ -313,7 +313,7 @@ def draw_discrete_laplace(src: NoiseSource, t: int, s: int, size: int | tuple[in
     t, s = _check_ratio(t, s)
     check_scale(t, s)
     shape = (size,) if isinstance(size, (int, np.integer)) else tuple(size)
-    n = int(np.prod(shape, dtype=np.int64))
+    n = int(math.prod(shape))
     if out is None:
         out = np.empty(n, dtype=np.int64)
     elif out.dtype != np.int64 or out.size != n or not out.flags.c_contiguous:
@@ -326,8 +326,11 @@ def draw_discrete_laplace(src: NoiseSource, t: int, s: int, size: int | tuple[in
         _split_laplace(src, t, s, out)
         return out.reshape(shape)
     tab = inversion_table("two_sided", t, s, 0, length)
-    signed = _signed_guide(tab)
-    shift = np.uint64(63 - GUIDE_BITS)
+    signed, shift = _signed_guide(tab)
+    # an open bucket of GUIDE_BITS bits holds a threshold (resolve's shortcut answers most such
+    # draws); a coarser one mostly holds none at GUIDE_BITS, which resolve would search anyway
+    finish = tab.resolve if shift == 63 - GUIDE_BITS else tab.search
+    narrow = np.empty(min(n, BLOCK), dtype=SIGNED_GUIDE)  # the look-ups before widening
     for a in range(0, n, BLOCK):
         m = min(BLOCK, n - a)
         w = src.words(m)
@@ -335,11 +338,13 @@ def draw_discrete_laplace(src: NoiseSource, t: int, s: int, size: int | tuple[in
         open_ = lookups.guide(w, signed, shift, _OPEN, y)  # compiled, or None
         if open_ is None:
             idx = w >> shift
-            np.take(signed, idx.view(np.int64), out=y, mode="clip")  # idx < 2^(1 + GUIDE_BITS): in range
-            open_ = np.flatnonzero(y == _OPEN)
+            found = narrow[:m]
+            np.take(signed, idx.view(np.int64), out=found, mode="clip")  # idx < signed.size: in range
+            np.copyto(y, found)
+            open_ = (found == _OPEN).nonzero()[0]
         if open_.size:
             wo = w[open_]
-            mag = tab.resolve(wo & MASK63, src)
+            mag = finish(wo & MASK63, src)  # the same magnitudes either way, ties refined alike
             tail = np.flatnonzero(mag == length)
             if tail.size:
                 mag[tail] += geometric(src, t, s, tail.size)
@@ -347,7 +352,11 @@ def draw_discrete_laplace(src: NoiseSource, t: int, s: int, size: int | tuple[in
     return out.reshape(shape)
 
 
-_OPEN = np.iinfo(np.int64).min
+#: The signed guide's type: it holds ``+-M`` for ``M < L <= TABLE_CAP`` and the marker
+#: :data:`_OPEN`, in a quarter of int64's bytes.
+SIGNED_GUIDE = np.int16
+#: Marks an open bucket of the signed guide (no magnitude reaches it: ``TABLE_CAP < 2^15``).
+_OPEN = int(np.iinfo(SIGNED_GUIDE).min)
 
 # ---------------------------------------------------------------------------- split sampler
 #: Markers in the split tables (int32): a digit bucket that decides ``W = 0`` (so ``Y = 0``),
@@ -552,11 +561,25 @@ def _quotients(src: NoiseSource, tab: InversionTable, u: np.ndarray, t2: int, s2
     return quo
 
 
+def signed_guide_bits(length: int) -> int:
+    """Bits ``B`` of ``U`` that index the signed guide of a table of ``length`` thresholds: about
+    ``2^8`` buckets per threshold (at most ``length / 2^(B-1)`` of the draws, about 0.4 %, find
+    their bucket open), between 10 and :data:`GUIDE_BITS`.  Public: the scale decides it."""
+    return max(10, min(GUIDE_BITS, (length - 1).bit_length() + 8))
+
+
 @lru_cache(maxsize=256)
-def _signed_guide(tab: InversionTable) -> np.ndarray:
-    """``[+guide, -guide]``, open buckets marked ``_OPEN``: indexed by ``w >> (63 - GUIDE_BITS)``."""
-    g = np.where(tab.guide < 0, _OPEN, tab.guide)
-    return np.concatenate([g, np.where(g == _OPEN, _OPEN, -g)])
+def _signed_guide(tab: InversionTable) -> tuple[np.ndarray, np.uint64]:
+    """``([+guide, -guide], shift)``: the guide of the top ``B`` bits of ``U``
+    (:func:`signed_guide_bits`; a bucket decided when it holds no threshold and lies above
+    ``F_L``, its value ``#{F_j > end of bucket} < L <= TABLE_CAP``), as :data:`SIGNED_GUIDE`,
+    open buckets marked ``_OPEN``, indexed by the sign bit and those bits, ``w >> shift``.  Small
+    (at most ``2^11 L`` bytes: 32 KiB at scale 2, 256 KiB from scale 11), so that a small release
+    finds it in cache however cold it starts."""
+    bits = signed_guide_bits(tab.length)
+    fixed, above = _bucket_counts(tab, bits, tail=True)
+    signed = np.concatenate([np.where(fixed, above, _OPEN), np.where(fixed, -above, _OPEN)])
+    return signed.astype(SIGNED_GUIDE), np.uint64(63 - bits)
 
 
 def add_discrete_laplace(values: np.ndarray, scale: Fraction, src: NoiseSource) -> None:
@@ -567,7 +590,7 @@ def add_discrete_laplace(values: np.ndarray, scale: Fraction, src: NoiseSource) 
     check_scale(scale.numerator, scale.denominator,
                 MAX_COUNT_SCALE if values.dtype.kind == "f" else MAX_SCALE)
     flat = values.reshape(-1)
-    if not np.shares_memory(flat, values):
+    if not np.may_share_memory(flat, values):  # a reshape is a view of values or a new array
         raise ParameterError("add_discrete_laplace needs a contiguous array")
     for a in range(0, flat.size, CHUNK):
         b = min(flat.size, a + CHUNK)
@@ -645,6 +668,7 @@ def privtree_decision(src: NoiseSource, x: np.ndarray, lam: int) -> np.ndarray:
     return np.where((x >= 0).astype(bool), he, ~he)
 
 
-__all__ = ["BLOCK", "CHUNK", "InversionTable", "MAX_COUNT_SCALE", "MAX_SCALE", "add_discrete_laplace",
-           "bernoulli_exp", "check_scale", "discrete_laplace", "draw_discrete_laplace", "geometric",
-           "inversion_table", "inversion_table_length", "privtree_decision", "split_bits", "split_digit"]
+__all__ = ["BLOCK", "CHUNK", "SIGNED_GUIDE", "InversionTable", "MAX_COUNT_SCALE", "MAX_SCALE",
+           "add_discrete_laplace", "bernoulli_exp", "check_scale", "discrete_laplace",
+           "draw_discrete_laplace", "geometric", "inversion_table", "inversion_table_length",
+           "privtree_decision", "signed_guide_bits", "split_bits", "split_digit"]

@@ -219,7 +219,7 @@ class Plan:
 
     def record_entries(self, data: Mapping[str, Any]) -> dict[str, tuple[Any, bool]]:
         """``key -> (value, scale)`` of :meth:`record`."""
-        unknown = set(data) - set(self.data_keys())
+        unknown = set(data) - set(self.data_keys()) if data else ()
         if unknown:
             raise ValueError(f"{self.name}: {sorted(unknown)} are not data entries of its record")
         out: dict[str, tuple[Any, bool]] = {}

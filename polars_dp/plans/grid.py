@@ -428,9 +428,8 @@ class GridPlan(Plan):
 
     @property
     def coefficients(self) -> int:
-        return int(np.prod([transforms.coefficient_count(a) if t else a.n_cells
-                            for a, t in zip(self.attributes, self.transformed_mask, strict=True)],
-                           dtype=np.float64))
+        return int(math.prod(float(transforms.coefficient_count(a) if t else a.n_cells)
+                             for a, t in zip(self.attributes, self.transformed_mask, strict=True)))
 
     @property
     def noisy_values(self) -> int:

@@ -14,6 +14,7 @@ accepted ones, a value of the wrong type or out of range one naming the option
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import textwrap
@@ -65,6 +66,18 @@ def _is_instance(value: Any, annotation: Any) -> bool:
     return False
 
 
+def immutable(value: Any) -> bool:
+    """Whether ``value`` cannot change: None, a string, a number, a bool, or a tuple or frozen
+    dataclass of such values."""
+    if value is None or type(value) in (str, int, float, bool):
+        return True
+    if type(value) is tuple:
+        return all(immutable(v) for v in value)
+    params = getattr(type(value), "__dataclass_params__", None)
+    return bool(params is not None and params.frozen
+                and all(immutable(getattr(value, f.name)) for f in dataclasses.fields(value)))
+
+
 def type_text(annotation: Any) -> str:
     """An annotation as written (``int | None``)."""
     return inspect.formatannotation(annotation).replace("collections.abc.", "").replace("typing.", "")
@@ -103,6 +116,14 @@ class Option:
     def optional(self) -> bool:
         """Whether ``None`` is accepted (the type is ``X | None``)."""
         return NoneType in _members(self.type)
+
+    @functools.cached_property
+    def checked_default(self) -> tuple[bool, Any]:
+        """``(kept, value)``: the default as :meth:`validate` returns it, and whether that value
+        is immutable (:func:`immutable`), so that every plan may share it instead of checking the
+        default again (the default and its check are constants of the table)."""
+        value = self.validate(self.default)
+        return immutable(value), value
 
     def validate(self, value: Any) -> Any:
         """``value`` checked (and normalised, e.g. an int epsilon as a float)."""
@@ -182,14 +203,30 @@ def plan_options(table: Iterable[Option]) -> tuple[Option, ...]:
     return tuple(o for o in table if not o.run)
 
 
+#: ``id(table) -> (table, its plan options, their names, the run keywords)`` of the tables
+#: :func:`bind_options` has seen (each held, so that its id is not reused while it is here).
+_SPLIT: dict[int, tuple[Sequence[Option], tuple[Option, ...], dict[str, None], tuple[str, ...]]] = {}
+
+
+def _split(table: Sequence[Option]) -> tuple[tuple[Option, ...], dict[str, None], tuple[str, ...]]:
+    """``table``'s plan options, their names (in order) and its run keywords, worked out once per
+    table (a plan class's table is fixed when the class is defined)."""
+    held = _SPLIT.get(id(table))
+    if held is None or held[0] is not table:
+        options = plan_options(table)
+        held = (table, options, dict.fromkeys(o.name for o in options), tuple(o.name for o in table if o.run))
+        if len(_SPLIT) < 1024 and isinstance(table, tuple):  # tables are class constants
+            _SPLIT[id(table)] = held
+    return held[1], held[2], held[3]
+
+
 def bind_options(mechanism: str, table: Sequence[Option], given: Mapping[str, Any]) -> dict[str, Any]:
     """Every option of ``table`` validated, defaults filled in (and checked like a given value);
     an unknown or missing keyword is a ParameterError naming it and listing the accepted options."""
-    for hidden in (o.name for o in table if o.run and o.name in given):
+    table, names, run = _split(table)
+    for hidden in (k for k in run if k in given):
         raise ParameterError(f"{hidden}= belongs to plan.run(frame, {hidden}=...), not to the plan: a plan "
                              "is decided from public inputs only", parameter=hidden)
-    table = plan_options(table)
-    names = [o.name for o in table]
     unknown = [k for k in given if k not in names]
     if unknown:
         raise ParameterError(
@@ -203,7 +240,8 @@ def bind_options(mechanism: str, table: Sequence[Option], given: Mapping[str, An
             raise ParameterError(f"{mechanism} needs {option.name}= ({option.describe()})",
                                  parameter=option.name)
         else:
-            out[option.name] = option.validate(option.default)
+            kept, value = option.checked_default
+            out[option.name] = value if kept else option.validate(option.default)
     return out
 
 
@@ -241,6 +279,5 @@ def _entry(name: str, doc: str) -> list[str]:
 
 
 __all__ = ["COUNT_COLUMN", "FRAME", "NOISE", "NULLS", "ON_OUT_OF_DOMAIN", "PRIVACY_UNIT", "PROGRESS",
-           "REQUIRED",
-           "ROW_OPTIONS", "SEED", "Option", "bind_options", "parameters_doc", "plan_options", "signature",
-           "type_text"]
+           "REQUIRED", "ROW_OPTIONS", "SEED", "Option", "bind_options", "immutable", "parameters_doc",
+           "plan_options", "signature", "type_text"]

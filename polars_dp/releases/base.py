@@ -112,6 +112,11 @@ class Sealed(Generic[T]):
         obj.__dict__[self.name] = read_only(value) if isinstance(value, np.ndarray) else value
 
 
+#: Types whose values :class:`ReleaseParams` keeps as they are (immutable: a deep copy would be
+#: the same object); any other value is deep-copied.
+_ATOMIC = frozenset({str, int, float, bool, type(None)})
+
+
 class ReleaseParams(Mapping[str, Any]):
     """A release's ``params``, read-only: ``release.params["leaf_noise_scale"] = 0`` raises
     :class:`TypeError`, and a list or dict entry is handed out as a copy, so editing it changes
@@ -121,7 +126,9 @@ class ReleaseParams(Mapping[str, Any]):
     __slots__ = ("_entries",)
 
     def __init__(self, entries: Mapping[str, Any] | None = None):
-        self._entries = copy.deepcopy(dict(entries or {}))
+        memo: dict[int, Any] = {}  # one memo: entries sharing an object share its copy
+        self._entries = {k: v if type(v) in _ATOMIC else copy.deepcopy(v, memo)
+                         for k, v in (entries or {}).items()}
 
     def __getitem__(self, key: str) -> Any:
         value = self._entries[key]

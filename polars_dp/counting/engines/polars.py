@@ -126,11 +126,14 @@ def add_frame(acc: Accumulator, frame: pl.DataFrame, spec: CountSpec, keys: list
 
 def count_polars(frame: pl.DataFrame | pl.LazyFrame, spec: CountSpec, *, dense: bool
                  ) -> Counts:
-    lf = frame.lazy()
-    schema = lf.collect_schema()
+    schema = frame.schema if isinstance(frame, pl.DataFrame) else frame.lazy().collect_schema()
     keys, drop, dtypes, affine = plan_cells(schema, spec, dense)
-    if drop is not None:
-        lf = lf.filter(drop)
+
+    def rows() -> pl.LazyFrame:
+        """The input as a query, less the rows the row rules drop (built only when read)."""
+        lf = frame.lazy()
+        return lf if drop is None else lf.filter(drop)
+
     acc = Accumulator(spec.n_cells, dense, spec.integer, spec.room)
     batches: Iterable[pl.DataFrame]
     if isinstance(frame, pl.DataFrame) and dense:  # eager: no query-plan overhead, in slices
@@ -140,16 +143,16 @@ def count_polars(frame: pl.DataFrame | pl.LazyFrame, spec: CountSpec, *, dense: 
         batches = [(frame if drop is None else frame.filter(drop)).select(keys)]
         complete = add_batch(acc, batches[0], spec)
     elif affine is not None:  # the raw columns streamed, each batch counted in slices
-        batches = lf.select([a.column for a in affine]).collect_batches(
+        batches = rows().select([a.column for a in affine]).collect_batches(
             chunk_size=BATCH_ROWS, maintain_order=False, engine="streaming")
         complete = all(add_frame(acc, batch, spec, keys, None, affine) for batch in batches)
     else:
-        batches = lf.select(keys).collect_batches(chunk_size=BATCH_ROWS, maintain_order=False,
-                                                  engine="streaming")
+        batches = rows().select(keys).collect_batches(chunk_size=BATCH_ROWS, maintain_order=False,
+                                                      engine="streaming")
         complete = all(add_batch(acc, batch, spec) for batch in batches)
     if not complete:
         del batches  # stops the stream before the second (error-path) pass
-        raise invalid_error(spec, dtypes, polars_stats(lf, spec, schema))
+        raise invalid_error(spec, dtypes, polars_stats(rows(), spec, schema))
     return acc.dense() if dense else acc.sparse()
 
 
