@@ -84,7 +84,7 @@ from polars_dp.releases import sql_grid, sql_sequence, sql_tree
 from polars_dp.releases.base import Release
 from polars_dp.releases.integrity import CHECKSUM_KEY, SIGNATURE_KEY
 from polars_dp.releases.metadata import META_PREFIX
-from polars_dp.releases.sql import Registration, check_identifier, ident, literal
+from polars_dp.releases.sql import Registration, check_identifier, ident, internal, literal
 
 if TYPE_CHECKING:
     from polars_dp.releases.grid import GridRelease
@@ -138,14 +138,14 @@ def fingerprint_sql(relation: str, row: str, columns: Mapping[str, str]) -> str:
             f"  FROM {relation} GROUP BY chunk)")
 
 
-def grid_fingerprint_sql(relation: str, row: str, kind: str, in_place: str = "true") -> str:
-    """SQL of one row ``(fingerprint, n, misplaced)`` over a grid's rows ``relation``: ``n`` its
-    rows, ``misplaced`` the rows where ``in_place`` (the script's test of the row's labels) is
-    not true, and ``fingerprint`` the SHA-256 of the chunk digests of its ``count`` column (of
-    DuckDB type ``kind``) in the order of the column ``row``: per chunk of
-    :data:`FINGERPRINT_ROWS` rows, the SHA-256 of its values' texts (:func:`double_text`; NULL
-    as ``\\N``) joined by commas.  A chunk whose values all have integer digits (the common case
-    of integral noise) is joined as a list of BIGINT, the same text without a text per value."""
+def grid_fingerprint_sql(relation: str, row: str, kind: str) -> str:
+    """SQL of one row ``(fingerprint, n)`` over a grid's rows ``relation``: ``n`` its rows and
+    ``fingerprint`` the SHA-256 of the chunk digests of its ``count`` column (of DuckDB type
+    ``kind``) in the order of the column ``row``: per chunk of :data:`FINGERPRINT_ROWS` rows,
+    the SHA-256 of its values' texts (:func:`double_text`; NULL as ``\\N``) joined by commas.  A
+    chunk whose values all have integer digits (the common case of integral noise) is joined as
+    a list of BIGINT, the same text without a text per value.  (The labels of a grid's rows are
+    checked apart: :func:`_grid_in_place`.)"""
     value = ident("count")
     if kind in ("DOUBLE", "FLOAT"):
         digits = _integer_digits(value)
@@ -156,12 +156,10 @@ def grid_fingerprint_sql(relation: str, row: str, kind: str, in_place: str = "tr
         digits = "false"
         text = "array_to_string(list_transform(__v, lambda x: coalesce(CAST(x AS VARCHAR), '\\N')), ',')"
     return (f"SELECT sha256(string_agg(digest, '' ORDER BY chunk)) AS fingerprint, "
-            f"CAST(coalesce(sum(n), 0) AS BIGINT) AS n, "
-            f"CAST(coalesce(sum(misplaced), 0) AS BIGINT) AS misplaced "
-            f"FROM (\n  SELECT chunk, n, misplaced, sha256({text}) AS digest FROM (\n"
+            f"CAST(coalesce(sum(n), 0) AS BIGINT) AS n "
+            f"FROM (\n  SELECT chunk, n, sha256({text}) AS digest FROM (\n"
             f"  SELECT {ident(row)} // {FINGERPRINT_ROWS} AS chunk, count(*) AS n, "
             f"count(*) FILTER (WHERE NOT coalesce({digits}, false)) AS others, "
-            f"count(*) FILTER (WHERE NOT coalesce({in_place}, false)) AS misplaced, "
             f"list({value} ORDER BY {ident(row)}) AS __v\n"
             f"  FROM {relation} GROUP BY chunk))")
 
@@ -203,7 +201,7 @@ def release_fingerprint(release: Release) -> tuple[dict[str, str], str, int]:
             flat = cast("GridRelease", release).counts.reshape(-1)
             rows_of = np.arange(flat.size, dtype=np.int64)
             con.register("__pdp_rows", pa.table({"count": flat, "__pdp_row": rows_of}))
-            fingerprint, rows, _ = con.execute(
+            fingerprint, rows = con.execute(
                 grid_fingerprint_sql("__pdp_rows", "__pdp_row", columns["count"])).fetchall()[0]
         else:
             con.register("__pdp_rows", _numbered(reader))
@@ -241,9 +239,8 @@ def _read(path: str) -> str:
     return f"read_parquet({literal(path)}, file_row_number = true)"
 
 
-#: The longest lag a streaming window keeps (DuckDB runs ``lag(x, k) OVER ()`` as it reads for k
-#: up to 2047; a longer one holds the whole relation).
-_STREAMING_LAG = 2047
+#: Cells per statement of a grid's cell table (about; whole planes of the first axis).
+SLAB_CELLS = 1 << 20
 
 
 def _strides(release: GridRelease) -> list[int]:
@@ -251,27 +248,52 @@ def _strides(release: GridRelease) -> list[int]:
     return [int(np.prod(shape[k + 1:], dtype=np.int64)) for k in range(len(shape))]
 
 
-def _grid_cells(release: GridRelease, path: str, columns: Mapping[str, str]) -> str:
-    """The cell source of a grid: the file's rows, ``cell`` their number, ``prefix`` one running
-    sum per axis: an axis whose lags fit a streaming window as a scan by doubling (log2 n steps
-    ``p + lag(p, 2^j stride)``, in file order), any other by a running ``sum`` window
-    partitioned by the other axes' indices."""
-    user = ident("count")  # the labels are derived from the cell number (sql_grid)
-    steps = [f"__s0 AS (SELECT {user}, file_row_number AS cell, CAST({ident('count')} AS DOUBLE) AS __p "
-             f"FROM {_read(path)})"]
-    for n, s in zip(release.shape, _strides(release), strict=True):
-        at = f"((cell // {s}) % {n})"
-        lags = [1 << j for j in range((n - 1).bit_length())]  # 1, 2, 4, ... < n
-        if lags and lags[-1] * s <= _STREAMING_LAG:
-            for j in lags:
-                steps.append(f"__s{len(steps)} AS (SELECT * EXCLUDE (__p), __p + CASE WHEN {at} >= {j} THEN "
-                             f"lag(__p, {j * s}, 0) OVER () ELSE 0 END AS __p FROM __s{len(steps) - 1})")
-        elif lags:
-            window = f"PARTITION BY cell - {at} * {s} ORDER BY cell ROWS UNBOUNDED PRECEDING"
-            steps.append(f"__s{len(steps)} AS (SELECT * EXCLUDE (__p), sum(__p) OVER ({window}) AS __p "
-                         f"FROM __s{len(steps) - 1})")
-    # no ORDER BY: the statement creating the cell table sorts by cell (rendered with preserve=False)
-    return f"WITH {', '.join(steps)}\nSELECT cell, {user}, __p AS prefix FROM __s{len(steps) - 1}"
+def _doubling(steps: list[str], at: str, n: int, stride: int, where: str = "true") -> None:
+    """Append to ``steps`` (CTE bodies, each reading the one before) the prefix sum of ``__p``
+    along an axis of ``n`` positions ``at`` and stride ``stride``, by doubling: for j = 1, 2,
+    4, ... < n, ``__p + lag(__p, j * stride)`` where the position is at least j (and ``where``):
+    after the step for j, ``__p`` holds the sum of the last min(2j, position + 1) values."""
+    for j in (1 << i for i in range((n - 1).bit_length())):
+        steps.append(f"SELECT * EXCLUDE (__p), __p + CASE WHEN {where} AND {at} >= {j} THEN "
+                     f"lag(__p, {j * stride}, 0) OVER () ELSE 0 END AS __p FROM __s{len(steps) - 1}")
+
+
+def _grid_slab(release: GridRelease, cells: str, path: str, kind: str, first: int, stop: int) -> str:
+    """The statement appending the cells of the planes ``first`` .. ``stop - 1`` of the first axis
+    to the cell table ``cells``: the file's rows of those planes in order (``file_row_number``
+    in range), ``prefix`` their inclusive d-dimensional prefix sum: along every other axis by
+    :func:`_doubling` inside each plane, then the previous plane's prefix (read back from
+    ``cells``, placed before the slab) as position 0 of the first axis and doubling along it."""
+    strides, shape = _strides(release), release.shape
+    s0 = strides[0]
+    user = ident("count")
+    steps = [f"SELECT file_row_number AS cell, {user}, CAST({user} AS DOUBLE) AS __p FROM {_read(path)} "
+             f"WHERE file_row_number BETWEEN {first * s0} AND {stop * s0 - 1}"]
+    for n, s in reversed(list(zip(shape[1:], strides[1:], strict=True))):
+        _doubling(steps, f"((cell // {s}) % {n})", n, s)
+    base = first
+    if first > 0:  # the previous plane's prefix first, then the slab's rows (UNION ALL keeps the order)
+        base = first - 1
+        steps.append(f"SELECT cell, CAST(NULL AS {kind}) AS {user}, prefix AS __p FROM {cells} "
+                     f"WHERE cell BETWEEN {base * s0} AND {first * s0 - 1} UNION ALL "
+                     f"SELECT cell, {user}, __p FROM __s{len(steps) - 1}")
+    _doubling(steps, f"(cell // {s0} - {base})", stop - base, s0)
+    body = ",\n  ".join(f"__s{k} AS ({text})" for k, text in enumerate(steps))
+    return (f"INSERT INTO {cells}\nWITH {body}\n"
+            f"SELECT cell, {user}, __p AS prefix FROM __s{len(steps) - 1} WHERE cell >= {first * s0}")
+
+
+def _grid_build(release: GridRelease, name: str, path: str, kind: str) -> str:
+    """The statements creating a grid's cell table (``cell``, ``count`` of DuckDB type ``kind``,
+    ``prefix``) from the file, slab by slab of whole planes of the first axis (about
+    :data:`SLAB_CELLS` cells each, in cell order; :func:`_grid_slab`): every window reads one
+    slab, so none holds more than a slab."""
+    cells = ident(internal(name))
+    planes = max(1, min(release.shape[0], SLAB_CELLS // max(_strides(release)[0], 1)))
+    slabs = [_grid_slab(release, cells, path, kind, a, min(a + planes, release.shape[0]))
+             for a in range(0, release.shape[0], planes)]
+    create = f"CREATE TABLE {cells} (cell BIGINT, {ident('count')} {kind}, prefix DOUBLE)"
+    return ";\n\n".join([create, *slabs])
 
 
 def _grid_in_place(release: GridRelease) -> str:
@@ -315,11 +337,14 @@ def _meta(path: str, keys: list[str]) -> str:
             f"ORDER BY list_position({listed}, decode(key))")
 
 
-def registration(release: Release, name: str) -> Registration:
-    """What ``release.to_duckdb(con, name)`` creates (its statements and Arrow sources)."""
+def registration(release: Release, name: str, path: str, columns: Mapping[str, str]) -> Registration:
+    """What ``release.to_duckdb(con, name)`` creates (its statements and Arrow sources; a grid's
+    cell table built from the file ``path`` by :func:`_grid_build`)."""
     kind = release.release_type
     if kind == "grid":
-        return sql_grid.grid_registration(name, cast("GridRelease", release), preserve=False)
+        grid = cast("GridRelease", release)
+        return sql_grid.grid_registration(name, grid, preserve=False,
+                                          build=_grid_build(grid, name, path, columns["count"]))
     if kind == "tree":
         return sql_tree.tree_registration(name, cast("SpatialRelease", release))
     if kind == "sequence_model":
@@ -329,9 +354,8 @@ def registration(release: Release, name: str) -> Registration:
 
 
 def _cells(release: Release, path: str, columns: Mapping[str, str]) -> str:
-    """The SQL of the rows source of ``release`` (the file's rows plus the internal columns)."""
-    if release.release_type == "grid":
-        return _grid_cells(cast("GridRelease", release), path, columns)
+    """The SQL of the rows source of ``release`` (the file's rows plus the internal columns; a
+    grid has none: :func:`_grid_build`)."""
     if release.release_type == "tree":
         return _tree_cells(path, columns)
     return _sequence_cells(cast("SequenceRelease", release), path, columns)
@@ -386,20 +410,24 @@ def _check_sql(path: str, expected: Mapping[str, str], columns: Mapping[str, str
             "  SELECT CASE WHEN (SELECT count(*) FROM (FROM expected EXCEPT FROM found)) + "
             "(SELECT count(*) FROM (FROM found EXCEPT FROM expected)) > 0 "
             f"THEN error({literal(refuse + 'its polars_dp metadata differs' + again)}) END);")
+    labels = []
     if in_place is None:
-        values, misplaced = fingerprint_sql(_read(path), "file_row_number", columns), ""
-        what = literal("SHA-256 fingerprint ")
-    else:
-        values = grid_fingerprint_sql(_read(path), "file_row_number", columns["count"], in_place)
-        misplaced = "misplaced > 0 OR "
-        what = "misplaced || " + literal(" rows without their cell's labels; SHA-256 fingerprint of count ")
-    differ = (f"error({literal(refuse + 'its values differ (')} || {what} || fingerprint || "
+        values, what = fingerprint_sql(_read(path), "file_row_number", columns), "SHA-256 fingerprint "
+    else:  # the labels first, then the counts (two scans cost less than one carrying both)
+        values, what = grid_fingerprint_sql(_read(path), "file_row_number", columns["count"]), \
+            "SHA-256 fingerprint of count "
+        tail = literal(" rows without their cell's labels)" + again)
+        misplaced = f"error({literal(refuse + 'its values differ (')} || misplaced || {tail})"
+        labels = [f"SET VARIABLE {_CHECK} = (SELECT CASE WHEN misplaced > 0 THEN {misplaced} END FROM (\n"
+                  f"SELECT count(*) FILTER (WHERE NOT coalesce({in_place}, false)) AS misplaced "
+                  f"FROM {_read(path)}));"]
+    differ = (f"error({literal(refuse + 'its values differ (' + what)} || fingerprint || "
               f"{literal(f', expected {fingerprint})' + again)})")
     content = (f"SET VARIABLE {_CHECK} = (SELECT CASE WHEN n <> {rows} THEN error({literal(refuse)} || n || "
                f"{literal(f' rows where the release has {rows}' + again)}) "
-               f"WHEN {misplaced}fingerprint <> {literal(fingerprint)} THEN {differ} END FROM (\n"
+               f"WHEN fingerprint <> {literal(fingerprint)} THEN {differ} END FROM (\n"
                f"{values}));")
-    return [meta, content]
+    return [meta, *labels, content]
 
 
 def sql_script(release: Release, parquet_path: str | os.PathLike, name: str) -> str:
@@ -424,8 +452,8 @@ def sql_script(release: Release, parquet_path: str | os.PathLike, name: str) -> 
         raise ReleaseFormatError(
             f"{path!r} holds another release (checksum {found.get(CHECKSUM_KEY)}) than this one "
             f"({expected[CHECKSUM_KEY]}); give the file this release was written to or read from")
-    parts = registration(release, name)
     columns, fingerprint, rows = release_fingerprint(release)
+    parts = registration(release, name, path, columns)
     sources = source_sql(release, name, path, parts, columns, list(expected))
     header = [
         f"-- polars-dp {__version__}: the {release.release_type} release {name} "
