@@ -551,12 +551,14 @@ def _detach_stale_stores(con: Any, name: str, keep: str) -> None:
 
 
 def grid_registration(name: str, release: GridRelease, *, preserve: bool = True,
-                      store: str | None = None) -> Registration:
+                      store: str | None = None, build: str | None = None) -> Registration:
     """What :func:`register_grid` creates (:class:`~polars_dp.releases.sql.Registration`); the
     cell source is made only when registered.  ``preserve``: whether the connection keeps
     insertion order (otherwise the cell table is sorted by ``cell`` explicitly).  ``store``: the
     attached database already holding the cell table (:func:`_compressed_store`); the internal
-    cell table is then a view of it."""
+    cell table is then a view of it.  ``build``: the statements creating and filling the cell
+    table instead of reading a cell source (a SQL script builds it slab by slab); no cell source
+    is then listed."""
     _check_name(name, release)
     axes = [_Axis(release, name, k) for k in range(len(release.attributes))]
     source, meta_source = f"__pdp_source_{name}", f"__pdp_meta_{name}"
@@ -570,14 +572,16 @@ def grid_registration(name: str, release: GridRelease, *, preserve: bool = True,
                        "ORDER BY __i" for k, src in enumerate(axis_sources)]
     columns = _label_columns(release, name)
     rows = internal(name, "rows")
-    if store is None:
+    meta = f"CREATE TABLE {ident(f'{name}_meta')} AS SELECT key, value FROM {ident(meta_source)}"
+    if build is not None:
+        cells = f"{build};\n\n{meta}"
+    elif store is None:
         cells = render("grid_register.sql", cells=ident(internal(name)), view=ident(name),
                        source=ident(source), order_by="" if preserve else " ORDER BY cell",
                        meta_table=ident(f"{name}_meta"), meta_source=ident(meta_source))
     else:
         cells = (f"CREATE VIEW {ident(internal(name))} AS SELECT * FROM "
-                 f"{ident(store)}.main.{ident(internal(name))}; "
-                 f"CREATE TABLE {ident(f'{name}_meta')} AS SELECT key, value FROM {ident(meta_source)}")
+                 f"{ident(store)}.main.{ident(internal(name))}; {meta}")
     statements = [
         cells,
         *axis_statements,
@@ -596,7 +600,7 @@ def grid_registration(name: str, release: GridRelease, *, preserve: bool = True,
         tables=[name, rows, internal(name), f"{name}_meta", *(t for ax in axes for t in ax.tables()),
                 *(_axis_source(release, name, k) for k in range(len(axes)))],
         macros=[f"{name}_range_count", f"{name}_range_counts"],
-        sources={**({} if store is not None else
+        sources={**({} if store is not None or build is not None else
                     {source: lambda: pa.RecordBatchReader.from_batches(*_cell_batches(release))}),
                  meta_source: metadata_table(release), **labels, **axis_sources},
         statements=statements)

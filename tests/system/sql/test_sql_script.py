@@ -5,6 +5,7 @@ answers as Python does, and a different or edited file is refused."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import subprocess
@@ -28,6 +29,9 @@ from tests.helpers.sql import (
     small_tree_release,
     tree_and_sequence_cases,
 )
+
+#: The module (``polars_dp.releases.sql_script`` names the function the package exports).
+script_module = importlib.import_module("polars_dp.releases.sql_script")
 
 needs_cli = pytest.mark.skipif(CLI is None,
                                reason="the DuckDB command-line client (duckdb-cli) is not installed")
@@ -323,5 +327,39 @@ def test_a_grid_file_edited_by_one_ulp_a_zero_s_sign_or_a_label_is_refused(scrip
         assert release.export_metadata()["checksum"] in str(refused.value)
         if how == "label":
             assert "1 rows without their cell's labels" in str(refused.value)
+        con.execute("ROLLBACK")
+        assert not _objects(con)
+
+
+@pytest.mark.parametrize("slab_cells", [1, 250])
+@pytest.mark.parametrize("name", ["e", "g"])
+def test_a_grid_built_slab_by_slab_equals_python(scripts, tmp_path, monkeypatch, name, slab_cells):
+    """Slabs of one or five first-axis planes and fingerprint chunks of 16 rows (the census scale
+    in small: many statements each): the cell table holds every cell in order with Python's
+    prefix sums, and an edit of the file's last count (fingerprinted by the last statement) is
+    refused with nothing created."""
+    monkeypatch.setattr(script_module, "SLAB_CELLS", slab_cells)
+    monkeypatch.setattr(script_module, "FINGERPRINT_ROWS", 16)
+    _, out, _, _ = scripts
+    release, path, _ = out[name]
+    text = release.sql_script(path, name)
+    planes = max(1, slab_cells // (release.n_cells // release.shape[0]))
+    assert text.count("INSERT INTO") == -(-release.shape[0] // planes)
+    assert text.count("= getvariable('__pdp_script_digests') ||") == -(-release.n_cells // 64)
+    with duckdb.connect() as con:
+        con.execute(text)
+        cells = con.sql(f"SELECT cell, count, prefix FROM __pdp_{name}_cells").fetchnumpy()
+    want = release.prefix[(slice(1, None),) * release.counts.ndim].reshape(-1)
+    assert np.array_equal(cells["cell"], np.arange(release.n_cells))
+    assert np.array_equal(cells["count"], release.counts.reshape(-1))
+    assert np.allclose(cells["prefix"], want, rtol=1e-12, atol=1e-9)
+    table = pq.read_table(path)
+    counts = table.column("count").to_numpy().copy()
+    counts[-1] += 1.0
+    edited = tmp_path / f"{name}_last.parquet"
+    pq.write_table(table.set_column(table.schema.get_field_index("count"), "count", pa.array(counts)), edited)
+    with duckdb.connect() as con:
+        with pytest.raises(duckdb.Error, match="its values differ"):
+            con.execute(text.replace(str(path), str(edited)))
         con.execute("ROLLBACK")
         assert not _objects(con)
