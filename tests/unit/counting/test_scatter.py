@@ -62,17 +62,23 @@ def test_accumulator_gives_the_same_counts_either_way(monkeypatch, compiled, int
     assert got.dtype == (np.int64 if integer else np.float64) and np.array_equal(got, want)
 
 
+def recorded_scatters(monkeypatch) -> list[int]:
+    """Replace the parallel scatter by ``np.bincount``; the list gets each scattered result's size."""
+    sizes: list[int] = []
+
+    def recording(out, keys, zero=False):
+        sizes.append(out.size)
+        out[:] = np.bincount(keys, minlength=out.size)
+        return True
+    monkeypatch.setattr(aggregate, "add_counts", recording)
+    return sizes
+
+
 @pytest.mark.parametrize(("cells", "scattered"), [(10_000, False), (PARALLEL_CELLS - 1, False),
                                                   (PARALLEL_CELLS, True)])
 def test_only_a_result_beyond_the_cache_is_scattered_on_every_core(monkeypatch, cells, scattered):
     """A small result is one ``np.bincount`` (no thread started); the counts are the same."""
-    calls = []
-
-    def recording(out, keys, zero=False):
-        calls.append(out.size)
-        out[:] = np.bincount(keys, minlength=out.size)
-        return True
-    monkeypatch.setattr(aggregate, "add_counts", recording)
+    calls = recorded_scatters(monkeypatch)
     keys = np.random.default_rng(5).integers(0, cells, 4000)
     acc = Accumulator(cells, dense=True, integer=True)
     acc.add(keys)
@@ -84,13 +90,7 @@ def test_only_a_result_beyond_the_cache_is_scattered_on_every_core(monkeypatch, 
 def test_scattered_counts_leave_the_room_asked_for_in_front_of_them(monkeypatch, room):
     """With ``room`` the scattered counts are the last cells of a buffer with ``room`` int64
     slots in front, never written (a consumer builds its larger result there); the same counts."""
-    writes = []
-
-    def recording(out, keys, zero=False):
-        writes.append(out.size)
-        out[:] = np.bincount(keys, minlength=out.size)
-        return True
-    monkeypatch.setattr(aggregate, "add_counts", recording)
+    writes = recorded_scatters(monkeypatch)
     keys = np.random.default_rng(6).integers(0, PARALLEL_CELLS, 4000)
     acc = Accumulator(PARALLEL_CELLS, dense=True, integer=True, room=room)
     acc.add(keys)
