@@ -209,22 +209,120 @@ def _refine(x: np.ndarray, k_from: int, k_to: int, a: int, b: int) -> np.ndarray
     return x[first // k_from - a // k_from]
 
 
-def _rows(node: np.ndarray | _Sum, a: int, b: int, length: int) -> tuple[np.ndarray, int]:
+class _Chain:
+    """``((base + parts[0]) + parts[1]) + ...`` with ``base`` at the slab's full resolution and
+    every part coarser or equal on each axis, unevaluated: :func:`_settle` makes every addition
+    a cache-sized tile at a time (the same additions, value by value, in the same order), so the
+    slab is read and written once instead of once per part."""
+
+    def __init__(self, base: np.ndarray, parts: list[np.ndarray]) -> None:
+        self.base, self.parts = base, parts
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.base.shape
+
+
+def _divides(part: np.ndarray, out_shape: tuple[int, ...]) -> bool:
+    return all(m % n == 0 for n, m in zip(part.shape, out_shape, strict=True))
+
+
+def _chain_add(a: np.ndarray | _Chain, b: np.ndarray | _Chain, full: tuple[int, ...]
+               ) -> np.ndarray | _Chain:
+    """:func:`_add` within :func:`_rows`: an addition into an operand at the slab's ``full``
+    shape is kept pending (:class:`_Chain`; ``a + b`` is ``b + a`` bit for bit); others are made."""
+    if isinstance(b, _Chain) and not isinstance(a, _Chain):
+        a, b = b, a
+    if isinstance(a, _Chain):
+        if isinstance(b, _Chain):
+            b = _settle(b)
+        if _divides(b, a.shape):
+            a.parts.append(b)
+            return a
+        return _add(_settle(a), b)
+    assert not isinstance(b, _Chain)
+    for x, y in ((a, b), (b, a)):
+        if x.shape == full and x.flags.c_contiguous and _divides(y, full):
+            return _Chain(x, [y])
+    return _add(a, b)
+
+
+#: :func:`_settle` adds its parts on tiles of at most this many values (in cache).
+TILE_CELLS = 1 << 16
+
+
+def _tiles(shape: tuple[int, ...], parts: Sequence[np.ndarray]) -> tuple[int, int]:
+    """``(j, t)``: tiles fix every axis before ``j``, take ``t`` values of axis ``j`` (a divisor of
+    its length that every part's blocks on it divide or are divided by) and all of the later
+    axes: the largest such tiles of at most :data:`TILE_CELLS` values (at least one value of
+    axis ``j``)."""
+    j = 0
+    while j < len(shape) - 1 and math.prod(shape[j + 1:]) > TILE_CELLS:
+        j += 1
+    inner = math.prod(shape[j + 1:])
+    blocks = [shape[j] // p.shape[j] for p in parts]
+    for t in range(max(1, min(shape[j], TILE_CELLS // max(1, inner))), 0, -1):
+        if shape[j] % t == 0 and all(t % k == 0 or k % t == 0 for k in blocks):
+            return j, t
+    return j, 1
+
+
+def _settle(value: np.ndarray | _Chain, out: np.ndarray | None = None) -> np.ndarray:
+    """The chain's value in ``out`` (default: its base, in place), its additions made a tile at
+    a time (:func:`_tiles`), each tile's in the chain's order: the same bits as one whole-slab
+    addition after another."""
+    if not isinstance(value, _Chain):
+        return value if out is None else _assign(out, value)
+    base, parts = value.base, value.parts
+    if out is None:
+        out = base
+    elif not np.shares_memory(out, base):
+        out[...] = base
+    shape = out.shape
+    j, t = _tiles(shape, parts)
+    ks = [[m // n for n, m in zip(p.shape, shape, strict=True)] for p in parts]
+    for lead in np.ndindex(*shape[:j]):
+        for s in range(0, shape[j], t):
+            tile = out[lead + (slice(s, s + t),)]
+            for p, k in zip(parts, ks, strict=True):
+                where = tuple(x // kx for x, kx in zip(lead, k, strict=False))
+                kj = k[j]
+                piece = p[where + (slice(s // kj, -(-(s + t) // kj)),)]
+                _add_into(tile, piece)
+    return out
+
+
+def _assign(out: np.ndarray, value: np.ndarray) -> np.ndarray:
+    if not (value.shape == out.shape and np.shares_memory(value, out)):
+        out[...] = _expand(value, out.shape)
+    return out
+
+
+def _rows(node: np.ndarray | _Sum, a: int, b: int, length: int,
+          full: tuple[int, ...] | None = None) -> tuple[np.ndarray | _Chain, int]:
     """``(values, k)``: the blocks of size ``k`` (the node's finest along the first axis)
     covering rows ``a:b`` of the first axis (the other axes at the node's resolution), evaluated
     with :func:`collapse`'s nesting.  A leaf with every row of the first axis gives a view (each
     leaf appears once and each row is evaluated once, so it may be overwritten); other leaves a
-    copy (their blocks may straddle two slabs)."""
+    copy (their blocks may straddle two slabs).  With ``full`` (the slab's full shape), the
+    additions into an operand of that shape are left pending (:class:`_Chain`, :func:`_settle`)."""
     if isinstance(node, np.ndarray):
         k = length // node.shape[0]
         return (node[a:b], 1) if k == 1 else (node[a // k:-(-b // k)].copy(), k)
-    out, k = _rows(node[0], a, b, length)
+    out, k = _rows(node[0], a, b, length, full)
     for child in node[1:]:
-        value, kv = _rows(child, a, b, length)
+        value, kv = _rows(child, a, b, length, full)
         fine = min(k, kv)
-        out = _add(_refine(out, k, fine, a, b), _refine(value, kv, fine, a, b))
+        x, y = _refine_any(out, k, fine, a, b), _refine_any(value, kv, fine, a, b)
+        # pending only at the full resolution (blocks of one row: a slab of a few rows may
+        # hold as many blocks of a coarser level)
+        out = _add(_settle(x), _settle(y)) if full is None or fine > 1 else _chain_add(x, y, full)
         k = fine
     return out, k
+
+
+def _refine_any(x: np.ndarray | _Chain, k_from: int, k_to: int, a: int, b: int) -> np.ndarray | _Chain:
+    return x if isinstance(x, _Chain) else _refine(x, k_from, k_to, a, b)
 
 
 def _halve(a: np.ndarray, axis: int) -> np.ndarray:
@@ -236,6 +334,24 @@ def _halve(a: np.ndarray, axis: int) -> np.ndarray:
     hi: list[slice] = [slice(None)] * a.ndim
     lo[axis], hi[axis] = slice(0, None, 2), slice(1, None, 2)
     return np.add(a[tuple(lo)], a[tuple(hi)], order="C")
+
+
+def _quarter_into(out: np.ndarray, a: np.ndarray) -> None:
+    """``out[...] = _halve(_halve(a, 0), 0)``: ``out[r] = (a[4r] + a[4r+1]) + (a[4r+2] + a[4r+3])``,
+    the same three additions per value, a tile of :data:`TILE_CELLS` values at a time with one
+    buffer for the second pair (no half-size array made and faulted in)."""
+    rows = out.reshape(out.shape[0], -1)
+    src = a.reshape(a.shape[0], -1)
+    width = rows.shape[1]
+    tile = max(1, min(width, TILE_CELLS))
+    pair = np.empty(tile)
+    for r in range(rows.shape[0]):
+        for c in range(0, width, tile):
+            e = min(width, c + tile)
+            buf = pair[:e - c]
+            np.add(src[4 * r, c:e], src[4 * r + 1, c:e], out=rows[r, c:e])
+            np.add(src[4 * r + 2, c:e], src[4 * r + 3, c:e], out=buf)
+            np.add(rows[r, c:e], buf, out=rows[r, c:e])
 
 
 #: ``add_block(part, start)``: adds to ``part`` (a block of rows of one tuple's padded counts, C
@@ -440,11 +556,8 @@ def noisy_normal_sum(counts: np.ndarray | list[np.ndarray], axes: Sequence[AxisL
         # rows a:b of every leaf at full first-axis resolution, copies of the coarser ones: the
         # slabs touch disjoint memory, so they run on several threads with the same bits
         b = min(shape[0], a + step)
-        rows, k = _rows(root, a, b, shape[0])
-        rows = _refine(rows, k, 1, a, b)
-        target = out[a:b]
-        if not (rows.shape == target.shape and np.shares_memory(rows, target)):
-            target[...] = _expand(rows, target.shape)
+        rows, k = _rows(root, a, b, shape[0], (b - a,) + shape[1:])
+        _settle(_refine_any(rows, k, 1, a, b), out[a:b])
 
     parallel.each(evaluate, range(0, shape[0], step), n_threads)
     return out
@@ -553,7 +666,7 @@ def gls_from_sum(z: np.ndarray, weights: np.ndarray, axes: Sequence[AxisLevels],
         step = max(4, slab_cells // max(1, a.size // rows) // 4 * 4)
 
         def one(start: int) -> None:
-            out[start // 4:(start + step) // 4] = _halve(_halve(a[start:start + step], 0), 0)
+            _quarter_into(out[start // 4:(start + step) // 4], a[start:start + step])
 
         parallel.each(one, range(0, rows, step), n_threads)
         return out

@@ -426,3 +426,69 @@ def test_compiled_counts_and_weight_pass_gives_the_numpy_bits(monkeypatch, refus
     assert calls and all(c != refused for c in calls)
     numpy_sum, compiled_sum = sums
     np.testing.assert_array_equal(compiled_sum.view(np.int64), numpy_sum.view(np.int64))
+
+
+@pytest.mark.parametrize("slab", [1, 2 * 1944, 5 * 1944])
+@pytest.mark.parametrize("threads", [1, 3])
+@pytest.mark.parametrize("tile", [1, 7, 96, 1 << 30])
+def test_pending_additions_made_by_tiles_give_the_whole_slab_bits(monkeypatch, tile, threads, slab):
+    """The normal sum's additions into a slab at full resolution are left pending and made a
+    tile at a time (tiles of any size, the slabs on any threads): :func:`gls`'s ``z`` bit for
+    bit, and the pending path is taken."""
+    import polars_dp.kernels.level_inference as LI
+
+    monkeypatch.setattr(LI, "TILE_CELLS", tile)
+    settled = []
+    real_settle = LI._settle
+
+    def settle(value, out=None):
+        settled.append(isinstance(value, LI._Chain) and len(value.parts))
+        return real_settle(value, out)
+
+    monkeypatch.setattr(LI, "_settle", settle)
+    rng = np.random.default_rng(11)
+    shape = tuple(ax.count for ax in AXES)
+    weights = np.where(rng.random(shape) < 0.4, rng.random(shape) * 7, 0.0)
+    weights[-1, -1, -1, -1] = 0.3
+    counts = rng.integers(0, 50, size=tuple(ax.n for ax in AXES))
+    exact = pyramid(pad(counts, AXES), AXES)
+    measured = [t for t in np.ndindex(*shape) if weights[t] > 0]
+    noise = {t: rng.standard_normal(exact[t].shape) * 1e3 for t in measured}
+    want = collapse({t: weights[t] * (exact[t] + noise[t]) for t in measured}, AXES)
+
+    def add_noise(t, y):
+        y += noise[t]
+
+    z = noisy_normal_sum(counts, AXES, measured, weights, add_noise, slab_cells=slab, threads=threads)
+    np.testing.assert_array_equal(z.view(np.int64), want.view(np.int64))
+    assert max(settled) >= 2  # several additions were pending on one slab
+
+
+@pytest.mark.parametrize("tile", [1, 5, 64, 1 << 30])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_the_quarter_level_made_in_tiles_is_twice_halving_bit_for_bit(monkeypatch, tile, threads):
+    """The first axis's level two halvings above the cells, made four rows at a time in tiles
+    with one buffer: the bits of two whole halvings (floats of mixed magnitudes, where the
+    order of the additions shows)."""
+    import polars_dp.kernels.level_inference as LI
+
+    monkeypatch.setattr(LI, "TILE_CELLS", tile)
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((16, 3, 10)) * 10.0 ** rng.integers(-8, 9, size=(16, 3, 10))
+    out = np.empty((4, 3, 10))
+    LI._quarter_into(out, a)
+    want = LI._halve(LI._halve(a, 0), 0)
+    np.testing.assert_array_equal(out.view(np.int64), want.view(np.int64))
+    # and in the least squares, which makes that level when the plan asks for it
+    axes = (bary_levels(16, 2), chain_from_factors(2, [2]), bary_levels(9))
+    shape = tuple(ax.count for ax in axes)
+    weights = np.where(rng.random(shape) < 0.5, rng.random(shape), 0.0)
+    weights[-1, -1, -1] = 1.0
+    measured = [t for t in np.ndindex(*shape) if weights[t] > 0]
+    counts = rng.integers(0, 9, size=tuple(ax.n for ax in axes))
+    exact = pyramid(pad(counts, axes), axes)
+    noise = {t: rng.standard_normal(exact[t].shape) * 3 for t in measured}
+    ref = gls({t: exact[t] + noise[t] for t in measured}, weights, axes)
+    z = collapse({t: weights[t] * (exact[t] + noise[t]) for t in measured}, axes)
+    got = gls_from_sum(z, weights, axes, slab_cells=18, threads=threads)
+    np.testing.assert_array_equal(got.view(np.int64), ref.view(np.int64))
