@@ -131,16 +131,11 @@ def check_tuples(axes: Sequence[AxisLevels]) -> None:
 
 
 # ---------------------------------------------------------------------------- objective
-def _lattice_sums(values: np.ndarray, suffix: bool) -> np.ndarray:
-    """Suffix (``t >= a``) or prefix (``a <= t``) sums over the tuple lattice, for a batch of
-    tuple arrays (axis 0 the batch)."""
-    return _flat_sums(values.reshape(values.shape[0], -1), values.shape[1:], suffix).reshape(values.shape)
-
-
 def _flat_sums(values: np.ndarray, shape: tuple[int, ...], suffix: bool) -> np.ndarray:
-    """:func:`_lattice_sums` of flat rows (``values`` of shape ``(batch, prod(shape))``), axis
-    by axis with the summed axis leading (each level one vectorised add over every other index),
-    then rotated to the end: after every axis the layout is back.  Sequential adds in a fixed
+    """Suffix (``t >= a``) or prefix (``a <= t``) sums over the tuple lattice ``shape`` of flat
+    rows (``values`` of shape ``(batch, prod(shape))``, axis 0 the batch), axis by axis with
+    the summed axis leading (each level one vectorised add over every other index), then
+    rotated to the end: after every axis the layout is back.  Sequential adds in a fixed
     order: the same bits on every machine (no BLAS)."""
     out = np.array(values.T, order="C")  # (*shape, batch), a copy: the adds are in place
     for n in shape:

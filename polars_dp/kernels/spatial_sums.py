@@ -22,7 +22,7 @@ from typing import Literal, NamedTuple, overload
 import numpy as np
 
 from polars_dp.domains.box import Box
-from polars_dp.kernels.morton import MortonLayout, overlap_fraction
+from polars_dp.kernels.morton import MortonLayout, fraction_squares, overlap_fraction
 
 
 @overload
@@ -144,13 +144,7 @@ def grid_weight_squares(m: int, box: Box, q_lo: np.ndarray, q_hi: np.ndarray) ->
     width = box.width / m
     a = (np.clip(q_lo, box.lo, box.hi) - box.lo) / width  # positions in cell units
     b = (np.clip(q_hi, box.lo, box.hi) - box.lo) / width
-    i0 = np.minimum(np.floor(a), m - 1)
-    i1 = np.minimum(np.floor(b), m - 1)
-    same = i0 == i1
-    f0 = np.where(same, b - a, i0 + 1 - a)
-    f1 = np.where(same, 0.0, b - i1)
-    full = np.where(same, 0.0, i1 - i0 - 1)
-    return np.prod(full + f0**2 + f1**2, axis=-1)
+    return fraction_squares(a, b, m)
 
 
 def grid_sums(prefix: np.ndarray, offset: np.ndarray, m: np.ndarray, cell_lo: np.ndarray,
