@@ -152,12 +152,16 @@ class NumpyOps:
         return np.where(cond, a, b)
 
     @staticmethod
-    def least(a: Any, b: Any) -> Any:
-        return np.minimum(a, b)
+    def least(*xs: Any) -> Any:
+        """The elementwise minimum of all ``xs`` (SQL ``least``)."""
+        return functools.reduce(np.minimum, xs)
 
     @staticmethod
-    def greatest(a: Any, b: Any) -> Any:
-        return np.maximum(a, b)
+    def greatest(*xs: Any) -> Any:
+        """The elementwise maximum of all ``xs`` (SQL ``greatest``)."""
+        return functools.reduce(np.maximum, xs)
+
+    smallest, largest = least, greatest
 
     @staticmethod
     def floor(x: Any) -> Any:
@@ -173,16 +177,6 @@ class NumpyOps:
 
     #: No value (SQL ``NULL``): the answer states none.
     null = np.nan
-
-    @staticmethod
-    def smallest(*xs: Any) -> Any:
-        """The elementwise minimum of all ``xs`` (SQL ``least``)."""
-        return functools.reduce(np.minimum, xs)
-
-    @staticmethod
-    def largest(*xs: Any) -> Any:
-        """The elementwise maximum of all ``xs`` (SQL ``greatest``)."""
-        return functools.reduce(np.maximum, xs)
 
     inf = np.inf
 
@@ -324,8 +318,7 @@ class SqlOps:
     floor = staticmethod(_function("floor"))
     abs = staticmethod(_function("abs"))
     ln = staticmethod(_function("ln"))
-    smallest = staticmethod(_function("least"))
-    largest = staticmethod(_function("greatest"))
+    smallest, largest = least, greatest
     ceil = staticmethod(_function("ceil"))
     power = staticmethod(_function("pow"))
     lsum = staticmethod(_function("list_sum"))

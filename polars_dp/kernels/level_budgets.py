@@ -50,7 +50,6 @@ the times per workload.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -131,16 +130,11 @@ def check_tuples(axes: Sequence[AxisLevels]) -> None:
 
 
 # ---------------------------------------------------------------------------- objective
-def _lattice_sums(values: np.ndarray, suffix: bool) -> np.ndarray:
-    """Suffix (``t >= a``) or prefix (``a <= t``) sums over the tuple lattice, for a batch of
-    tuple arrays (axis 0 the batch)."""
-    return _flat_sums(values.reshape(values.shape[0], -1), values.shape[1:], suffix).reshape(values.shape)
-
-
 def _flat_sums(values: np.ndarray, shape: tuple[int, ...], suffix: bool) -> np.ndarray:
-    """:func:`_lattice_sums` of flat rows (``values`` of shape ``(batch, prod(shape))``), axis
-    by axis with the summed axis leading (each level one vectorised add over every other index),
-    then rotated to the end: after every axis the layout is back.  Sequential adds in a fixed
+    """Suffix (``t >= a``) or prefix (``a <= t``) sums over the tuple lattice ``shape`` of flat
+    rows (``values`` of shape ``(batch, prod(shape))``, axis 0 the batch), axis by axis with
+    the summed axis leading (each level one vectorised add over every other index), then
+    rotated to the end: after every axis the layout is back.  Sequential adds in a fixed
     order: the same bits on every machine (no BLAS)."""
     out = np.array(values.T, order="C")  # (*shape, batch), a copy: the adds are in place
     for n in shape:
@@ -470,14 +464,13 @@ class LevelStrategy:
 @dataclass(frozen=True)
 class Budgets:
     """The optimiser's outcome: the strategy, its exact mean squared error over the workload,
-    that of the uniform split, whether the optimised split was kept, a note and the time."""
+    that of the uniform split, whether the optimised split was kept and a note."""
 
     strategy: LevelStrategy
     error: float
     uniform_error: float
     optimised: bool
     note: str
-    seconds: float
 
 
 def choose_budgets(axes: Sequence[AxisLevels], costs: np.ndarray, queries: float, epsilon: float | Fraction,
@@ -485,28 +478,24 @@ def choose_budgets(axes: Sequence[AxisLevels], costs: np.ndarray, queries: float
     """Optimised budgets for a workload with costs ``C``
     (:func:`polars_dp.kernels.level_inference.workload_costs`),
     or the uniform split over every tuple when the optimiser cannot improve on it."""
-    start = time.process_time()
     axes = tuple(axes)
     check_tuples(axes)
-    return _budgets(axes, costs, queries, epsilon, sensitivity, optimise_shares(costs, axes), start)
+    return _budgets(axes, costs, queries, epsilon, sensitivity, optimise_shares(costs, axes))
 
 
 def _budgets(axes: tuple[AxisLevels, ...], costs: np.ndarray, queries: float, epsilon: float | Fraction,
-             sensitivity: int, shares: np.ndarray, start: float) -> Budgets:
+             sensitivity: int, shares: np.ndarray) -> Budgets:
     uniform = LevelStrategy(axes, split_budget(np.ones(tuple_shape(axes)), epsilon), sensitivity)
     uniform_error = uniform.mean_squared_error(costs, queries)
     chosen = LevelStrategy(axes, split_budget(shares, epsilon), sensitivity)
     error = chosen.mean_squared_error(costs, queries)
-    seconds = time.process_time() - start
     if not error < uniform_error:
         return Budgets(uniform, uniform_error, uniform_error, False,
-                       "the budget optimisation could not improve on the uniform split; uniform kept",
-                       seconds)
+                       "the budget optimisation could not improve on the uniform split; uniform kept")
     share = len(chosen.measured)
     return Budgets(chosen, error, uniform_error, True,
                    f"budgets optimised for the workload: {share} of {chosen.epsilons.size} level tuples "
-                   "measured",
-                   seconds)
+                   "measured")
 
 
 def choose_strategy(attributes: Sequence[Attribute], workload: Workload, epsilon: float | Fraction,
@@ -522,7 +511,6 @@ def choose_strategy(attributes: Sequence[Attribute], workload: Workload, epsilon
                                  parameter="levels")
         costs, m = workload_costs(workload, attrs, axes)
         return choose_budgets(axes, costs, m, epsilon, sensitivity)
-    start = time.process_time()
     options = [candidate_levels(a) for a in attrs]
     current = [opts[-1] if len(opts) > 1 and opts[-1].padded else opts[0] for opts in options]
     # The chains are compared at epsilon = Delta = 1: the optimal shares of a chain do not depend
@@ -558,7 +546,6 @@ def choose_strategy(attributes: Sequence[Attribute], workload: Workload, epsilon
         then not expected to improve on the best so far)."""
         key = tuple(options[i].index(ax) for i, ax in enumerate(pick))
         if key not in memo:
-            t0 = time.process_time()
             costs, m = costs_of(pick, key)
             margin = SCREEN_MARGIN
             screened = margin is not None and math.isfinite(bound)  # the first chain is never screened
@@ -569,7 +556,7 @@ def choose_strategy(attributes: Sequence[Attribute], workload: Workload, epsilon
                 if screened and SCREEN_TOLERANCE != DESCENT_TOLERANCE:
                     first = _refined(first)
                 shares = _grow(first)
-                memo[key] = (_budgets(tuple(pick), costs, m, unit, 1, shares, t0), costs, m, shares)
+                memo[key] = (_budgets(tuple(pick), costs, m, unit, 1, shares), costs, m, shares)
         return memo[key]
 
     found = evaluate(current)
@@ -590,9 +577,7 @@ def choose_strategy(attributes: Sequence[Attribute], workload: Workload, epsilon
         if not changed:
             break
     _, costs, m, shares = found
-    final = _budgets(tuple(current), costs, m, epsilon, sensitivity, shares, start)
-    return Budgets(final.strategy, final.error, final.uniform_error, final.optimised, final.note,
-                   time.process_time() - start)
+    return _budgets(tuple(current), costs, m, epsilon, sensitivity, shares)
 
 
 __all__ = ["BUDGET_GRID", "ITERATIONS", "MAX_TUPLES", "Budgets", "LevelStrategy", "check_tuples",

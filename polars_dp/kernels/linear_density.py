@@ -41,7 +41,7 @@ import numpy as np
 
 from polars_dp.domains.box import Box
 from polars_dp.kernels.morton import MortonLayout, deinterleave, morton_codes
-from polars_dp.kernels.spatial_sums import visit_tree
+from polars_dp.kernels.spatial_sums import edge_tree_sums
 
 
 def morton_face_neighbours(starts: np.ndarray, depth: np.ndarray, layout: MortonLayout
@@ -173,21 +173,11 @@ def linear_morton_sums(starts: np.ndarray, counts: np.ndarray, lo: np.ndarray, h
                        beta: np.ndarray, layout: MortonLayout, box: Box, q_lo: np.ndarray,
                        q_hi: np.ndarray) -> np.ndarray:
     """Range counts over Morton cells (sorted first codes ``starts``, boxes ``[lo, hi]``) under
-    their linear densities: the traversal of
-    :func:`polars_dp.kernels.spatial_sums.morton_tree_sums` (nodes inside a query from prefix sums),
-    each cell crossing the query's boundary contributing ``count * linear_fraction``."""
-    n_q = q_lo.shape[0]
+    their linear densities (:func:`polars_dp.kernels.spatial_sums.edge_tree_sums`): each cell
+    crossing the query's boundary contributes ``count * linear_fraction``."""
     counts = np.asarray(counts, dtype=np.float64)
-    cum = np.concatenate([[0.0], np.cumsum(counts)])
-    answers = np.zeros(n_q)
-    for v in visit_tree(starts, layout, box, q_lo, q_hi, layout.max_depth + 1):
-        part = np.where(v.inside, cum[v.stop] - cum[v.first], 0.0)
-        edge = np.nonzero(v.is_leaf & ~v.inside & (v.frac > 0))[0]
-        cell = v.first[edge]
-        part[edge] = counts[cell] * linear_fraction(q_lo[v.qi[edge]], q_hi[v.qi[edge]], lo[cell], hi[cell],
-                                                    beta[cell])
-        answers += np.bincount(v.qi, weights=part, minlength=n_q)
-    return answers
+    return edge_tree_sums(starts, counts, layout, box, q_lo, q_hi, lambda cell, qi: counts[cell]
+                          * linear_fraction(q_lo[qi], q_hi[qi], lo[cell], hi[cell], beta[cell]))
 
 
 __all__ = ["grid_face_neighbours", "linear_fraction", "linear_morton_sums", "linear_slopes",

@@ -67,16 +67,6 @@ def _spread_steps(d: int, bits: int) -> list[tuple[int, int]]:
     return steps
 
 
-def _spread(g: np.ndarray, d: int, bits: int) -> np.ndarray:
-    x = np.asarray(g, dtype=np.int64) & ((1 << bits) - 1)
-    tmp = np.empty_like(x)
-    for shift, mask in _spread_steps(d, bits):
-        np.left_shift(x, shift, out=tmp)
-        np.bitwise_or(x, tmp, out=x)
-        np.bitwise_and(x, mask, out=x)
-    return x
-
-
 #: Points per block of :func:`morton_codes` (its scratch buffers stay in cache).
 MORTON_BLOCK = 1 << 15
 
@@ -119,7 +109,8 @@ def morton_codes(coords: Sequence[np.ndarray], bits: int) -> np.ndarray:
 
 
 def _compact(x: np.ndarray, d: int, bits: int) -> np.ndarray:
-    """Inverse of :func:`_spread` on the bits at positions ``b * d`` of ``x`` (in place)."""
+    """Inverse of the spreading :func:`_spread_steps` on the bits at positions ``b * d`` of
+    ``x`` (in place)."""
     steps = _spread_steps(d, bits)  # block sizes 16, 8, ..., 1 (those below ``bits``)
     masks = [mask for _, mask in steps][::-1] + [(1 << bits) - 1]
     x &= masks[0]
@@ -192,5 +183,19 @@ def overlap_fraction(q_lo: np.ndarray, q_hi: np.ndarray, lo: np.ndarray, hi: np.
     return np.prod(inter / (hi - lo), axis=-1)
 
 
-__all__ = ["MortonLayout", "check_fanout", "deinterleave",
+def fraction_squares(a: np.ndarray, b: np.ndarray, m: np.ndarray | int) -> np.ndarray:
+    """``sum_i f_i^2`` over the cells of ``m``-cell grids, ``f_i`` the fraction of cell ``i``
+    inside ``[a, b]`` (positions in cell units, ``0 <= a <= b <= m``, last axis = dimension):
+    per dimension the full cells plus the squares of the two partial ends (``f^2`` when one
+    cell holds the whole range), multiplied over dimensions."""
+    i0 = np.minimum(np.floor(a), m - 1)
+    i1 = np.minimum(np.floor(b), m - 1)
+    same = i0 == i1
+    f0 = np.where(same, b - a, i0 + 1 - a)
+    f1 = np.where(same, 0.0, b - i1)
+    full = np.where(same, 0.0, i1 - i0 - 1)
+    return np.prod(full + f0**2 + f1**2, axis=-1)
+
+
+__all__ = ["MortonLayout", "check_fanout", "deinterleave", "fraction_squares",
            "grid_coordinates", "morton_codes", "overlap_fraction", "resolution_bits"]

@@ -16,13 +16,13 @@ Three kernels, all vectorised over queries (loops only over tree levels or box c
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Literal, NamedTuple, overload
 
 import numpy as np
 
 from polars_dp.domains.box import Box
-from polars_dp.kernels.morton import MortonLayout, overlap_fraction
+from polars_dp.kernels.morton import MortonLayout, fraction_squares, overlap_fraction
 
 
 @overload
@@ -79,6 +79,23 @@ class Visit(NamedTuple):
         partial = self.is_leaf & ~self.inside
         out[partial] = counts[self.first[partial]] * self.frac[partial]
         return out
+
+
+def edge_tree_sums(starts: np.ndarray, totals: np.ndarray, layout: MortonLayout, box: Box, q_lo: np.ndarray,
+                   q_hi: np.ndarray, edge: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> np.ndarray:
+    """Range sums over leaves sorted by first code ``starts``: the nodes inside a query from prefix
+    sums of the float ``totals``, each leaf crossing its boundary (overlapped fraction > 0) from
+    ``edge(leaf, qi)`` (its part of query ``qi``'s answer)."""
+    n_q = q_lo.shape[0]
+    cum = np.concatenate([[0.0], np.cumsum(totals)])
+    answers = np.zeros(n_q)
+    for v in visit_tree(starts, layout, box, q_lo, q_hi, layout.max_depth + 1):
+        part = np.where(v.inside, cum[v.stop] - cum[v.first], 0.0)
+        crossing = np.nonzero(v.is_leaf & ~v.inside & (v.frac > 0))[0]
+        if crossing.size:
+            part[crossing] = edge(v.first[crossing], v.qi[crossing])
+        answers += np.bincount(v.qi, weights=part, minlength=n_q)
+    return answers
 
 
 def visit_tree(starts: np.ndarray, layout: MortonLayout, box: Box, q_lo: np.ndarray, q_hi: np.ndarray,
@@ -144,13 +161,7 @@ def grid_weight_squares(m: int, box: Box, q_lo: np.ndarray, q_hi: np.ndarray) ->
     width = box.width / m
     a = (np.clip(q_lo, box.lo, box.hi) - box.lo) / width  # positions in cell units
     b = (np.clip(q_hi, box.lo, box.hi) - box.lo) / width
-    i0 = np.minimum(np.floor(a), m - 1)
-    i1 = np.minimum(np.floor(b), m - 1)
-    same = i0 == i1
-    f0 = np.where(same, b - a, i0 + 1 - a)
-    f1 = np.where(same, 0.0, b - i1)
-    full = np.where(same, 0.0, i1 - i0 - 1)
-    return np.prod(full + f0**2 + f1**2, axis=-1)
+    return fraction_squares(a, b, m)
 
 
 def grid_sums(prefix: np.ndarray, offset: np.ndarray, m: np.ndarray, cell_lo: np.ndarray,
@@ -227,5 +238,5 @@ def touched_cells(m1: int, box: Box, q_lo: np.ndarray, q_hi: np.ndarray
     return qi, cell, c_lo, c_hi
 
 
-__all__ = ["Visit", "child_boxes", "grid_sums", "morton_tree_sums", "touched_cells", "two_level_grid_sums",
-           "visit_tree"]
+__all__ = ["Visit", "child_boxes", "edge_tree_sums", "grid_sums", "morton_tree_sums", "touched_cells",
+           "two_level_grid_sums", "visit_tree"]

@@ -47,7 +47,7 @@ from typing import NamedTuple
 import numpy as np
 
 from polars_dp.errors import ParameterError
-from polars_dp.kernels.morton import MortonLayout
+from polars_dp.kernels.morton import MortonLayout, fraction_squares
 from polars_dp.noise import check_epsilon, check_fraction, check_neighbours, histogram_sensitivity
 from polars_dp.params import check_int, check_positive
 
@@ -260,13 +260,7 @@ def subgrid_fraction_sums(q_lo: np.ndarray, q_hi: np.ndarray, lo: np.ndarray, hi
     width = hi - lo
     a = np.clip((q_lo - lo) / width * mf, 0.0, mf)
     b = np.maximum(a, np.clip((q_hi - lo) / width * mf, 0.0, mf))
-    i0 = np.minimum(np.floor(a), mf - 1)
-    i1 = np.minimum(np.floor(b), mf - 1)
-    same = i0 == i1
-    f0 = np.where(same, b - a, i0 + 1 - a)
-    f1 = np.where(same, 0.0, b - i1)
-    full = np.where(same, 0.0, i1 - i0 - 1)
-    return np.prod(b - a, axis=-1), np.prod(full + f0**2 + f1**2, axis=-1)
+    return np.prod(b - a, axis=-1), fraction_squares(a, b, mf)
 
 
 __all__ = ["C2", "FANOUT", "LEAF_SHARE", "MAX_SUBCELL_BITS", "TREE_SHARE", "SubgridBudget", "Subcells",

@@ -30,7 +30,7 @@ import numpy as np
 from polars_dp.domains.box import Box
 from polars_dp.kernels.morton import MortonLayout
 from polars_dp.kernels.prefix import prefix_sums
-from polars_dp.kernels.spatial_sums import visit_tree
+from polars_dp.kernels.spatial_sums import edge_tree_sums
 from polars_dp.kernels.subgrid import subcell_halvings
 
 
@@ -172,18 +172,9 @@ def subgrid_tree_sums(leaf_starts: np.ndarray, leaf_totals: np.ndarray, lo: np.n
     consistent leaf counts, the sums of their sub-cells), leaves crossing its boundary from their
     sub-grids (:func:`subgrid_pair_sums`; ``linear``: under the sub-cells' linear densities, the
     prefix built with the ``count * beta_j`` rows)."""
-    n_q = q_lo.shape[0]
     totals = np.asarray(leaf_totals, dtype=np.float64)
-    cum = np.concatenate([[0.0], np.cumsum(totals)])
-    answers = np.zeros(n_q)
-    for v in visit_tree(leaf_starts, layout, box, q_lo, q_hi, layout.max_depth + 1):
-        part = np.where(v.inside, cum[v.stop] - cum[v.first], 0.0)
-        edge = np.nonzero(v.is_leaf & ~v.inside & (v.frac > 0))[0]
-        if edge.size:
-            leaf, qi = v.first[edge], v.qi[edge]
-            part[edge] = subgrid_pair_sums(sub, leaf, lo[leaf], hi[leaf], q_lo[qi], q_hi[qi], linear=linear)
-        answers += np.bincount(v.qi, weights=part, minlength=n_q)
-    return answers
+    return edge_tree_sums(leaf_starts, totals, layout, box, q_lo, q_hi, lambda leaf, qi: subgrid_pair_sums(
+        sub, leaf, lo[leaf], hi[leaf], q_lo[qi], q_hi[qi], linear=linear))
 
 
 __all__ = ["SubgridPrefix", "morton_to_c_order", "subgrid_pair_sums", "subgrid_prefix", "subgrid_tree_sums"]

@@ -127,8 +127,6 @@ class Plan:
     papers: ClassVar[Mapping[str, str]] = {}
     data_independent: ClassVar[bool] = False
     unknown_before_data: ClassVar[str] = ""
-    #: Marks plans for code that does not import this module.
-    is_plan: ClassVar[bool] = True
     #: The entries of the record (:meth:`record`), in the order a release writes them.
     record_fields: ClassVar[tuple[Field, ...]] = ()
     #: The value an entry giving an option had in a record written before it was recorded.

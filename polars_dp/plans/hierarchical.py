@@ -247,7 +247,6 @@ class HierarchicalPlan(GridPlan):
             check_tuples(given)
         chosen = choose_strategy(attrs, declared, eps, self.sensitivity, levels=given)
         self.axes = chosen.strategy.axes
-        self.optimiser_seconds = chosen.seconds
         self._set_strategy(
             _units(chosen.strategy.epsilons, eps), "workload" if chosen.optimised else "uniform_kept"
         )

@@ -211,9 +211,7 @@ class PrivTreePlan(PointsPlan):
             self.epsilon_levels, self.epsilon_leaf = split_count_budget(self.epsilon_leaf, self.levels,
                                                                         self.box.d, self.noise)
         self.level_scales = [laplace_scale(self.sensitivity, e, self.noise) for e in self.epsilon_levels]
-        self.nominal_level_scales = [self.sensitivity / float(e) for e in self.epsilon_levels]
         self.leaf_scale = laplace_scale(self.sensitivity, self.epsilon_leaf, self.noise)
-        self.nominal_leaf_scale = self.sensitivity / float(self.epsilon_leaf)
         self.lam = privtree_lambda(self.epsilon_tree, self.layout.fanout, group=self.sensitivity,
                                    noise=self.noise)
         self.delta = privtree_delta(self.lam, self.layout.fanout, noise=self.noise)
@@ -351,8 +349,6 @@ class PrivTreeSubgridPlan(PointsPlan):
             self.epsilon_sub = self.epsilon - self.epsilon_tree - self.epsilon_leaf
         self.leaf_scale = laplace_scale(self.sensitivity, self.epsilon_leaf, self.noise)
         self.sub_scale = laplace_scale(self.sensitivity, self.epsilon_sub, self.noise)
-        self.nominal_leaf_scale = self.sensitivity / float(self.epsilon_leaf)
-        self.nominal_sub_scale = self.sensitivity / float(self.epsilon_sub)
         self.lam = privtree_lambda(self.epsilon_tree, self.tree_layout.fanout, group=self.sensitivity,
                                    noise=self.noise)
         self.delta = privtree_delta(self.lam, self.tree_layout.fanout, noise=self.noise)
@@ -493,7 +489,6 @@ class UniformGridPlan(_CountedGridPlan):
     def _calibrate(self) -> None:
         super()._calibrate()
         self.cell_scale = laplace_scale(self.sensitivity, self.epsilon_grid, self.noise)
-        self.nominal_cell_scale = self.sensitivity / float(self.epsilon_grid)
 
     def exact_draws(self) -> list[tuple[str, Fraction, int]]:
         return [*self._n_draws(), ("cell noise", Fraction(self.cell_scale), MAX_COUNT_SCALE)]
@@ -557,8 +552,6 @@ class AdaptiveGridPlan(_CountedGridPlan):
                                                                 self.noise)
         self.level1_scale = laplace_scale(self.sensitivity, self.epsilon_level1, self.noise)
         self.level2_scale = laplace_scale(self.sensitivity, self.epsilon_level2, self.noise)
-        self.nominal_level1_scale = self.sensitivity / float(self.epsilon_level1)
-        self.nominal_level2_scale = self.sensitivity / float(self.epsilon_level2)
 
     def exact_draws(self) -> list[tuple[str, Fraction, int]]:
         return [*self._n_draws(), ("first-level noise", Fraction(self.level1_scale), MAX_COUNT_SCALE),
@@ -802,13 +795,6 @@ class PrivTreeSequencesPlan(SequencesPlan):
         self.leaf_scale = laplace_scale(self.group, self.epsilon_leaf, self.noise)
         self.length_scale = (laplace_scale(k, self.epsilon_length, self.noise)
                              if self.epsilon_length > 0 else None)
-        # the real-valued scales, before any rounding to the lattice (what a file is checked against)
-        self.nominal_lambda = ((2 * self.beta - 1) * self.group
-                               / ((self.beta - 1) * float(self.epsilon_tree)))
-        self.nominal_leaf_scale = self.group / float(self.epsilon_leaf)
-        self.nominal_delta = self.nominal_lambda * math.log(self.beta)
-        self.nominal_length_scale = (k / float(self.epsilon_length) if self.epsilon_length > 0
-                                     else None)
 
     def exact_draws(self) -> list[tuple[str, Fraction, int]]:
         """Leaf bins and length bins (the decisions draw exact Bernoulli events at any scale)."""
