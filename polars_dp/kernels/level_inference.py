@@ -354,10 +354,12 @@ def _quarter_into(out: np.ndarray, a: np.ndarray) -> None:
             np.add(rows[r, c:e], buf, out=rows[r, c:e])
 
 
-#: ``add_block(part, start)``: adds to ``part`` (a block of rows of one tuple's padded counts, C
-#: order, whose first value is the tuple's flat value ``start``) draws that depend on ``start``
-#: and ``part.size`` alone, whichever thread calls it and when.
-BlockNoise = Callable[[np.ndarray, int], None]
+#: ``add_block(part, start, fresh)``: adds to ``part`` (a block of rows of one tuple's padded
+#: counts, C order, whose first value is the tuple's flat value ``start``) draws that depend on
+#: ``start`` and ``part.size`` alone, whichever thread calls it and when; with ``fresh``, ``part``
+#: holds no values yet (whatever bytes) and takes ``0.0 + draw`` per value, as if zeros were
+#: there, without reading it.
+BlockNoise = Callable[[np.ndarray, int, bool], None]
 
 
 def _room_of(counts: np.ndarray, shape: tuple[int, ...]) -> np.ndarray | None:
@@ -413,7 +415,7 @@ def _measure(real: np.ndarray, t: tuple[int, ...], axes: Sequence[AxisLevels], w
         if add_block is None:
             add_noise(t, y)
         else:
-            add_block(y, 0)
+            add_block(y, 0, False)
         if weight > 0:
             np.multiply(y, weight, out=y)
         return y
@@ -424,26 +426,30 @@ def _measure(real: np.ndarray, t: tuple[int, ...], axes: Sequence[AxisLevels], w
     y = np.zeros(shape) if waves is None or room is None else room
     inner = tuple(slice(0, m) for m in real.shape[1:])
 
-    def noise(block: np.ndarray, a: int) -> None:
+    def noise(block: np.ndarray, a: int, fresh: bool = False) -> None:
         if add_block is None:
+            if fresh and waves is not None:  # over the room: zeros first, as np.zeros gives
+                block.fill(0.0)
             add_noise(t, block)
         else:
-            add_block(block, a * row)
+            add_block(block, a * row, fresh)
 
     def measure(a: int) -> None:
         block = y[a:a + step]
         rows = real[a:a + step]
-        if waves is not None:  # over the room: zeros first, as np.zeros gives
-            block.fill(0.0)
         if rows.size and compiled.enabled() and rows.dtype == np.int64:
             # the noise first (0 + n = n but for n = -0.0, whose sum with a count is the count's
-            # either way), then the counts and the weight in one compiled pass: the same bits
-            noise(block, a)
+            # either way), written as ``0.0 + n`` over the block (no zeros filled first: the
+            # same values as adding to np.zeros'), then the counts and the weight in one
+            # compiled pass: the same bits
+            noise(block, a, fresh=True)
             if not compiled.add_counts(block, rows, weight):  # refused: numpy's two steps
                 block[(slice(0, rows.shape[0]),) + inner] += rows
                 if weight > 0:
                     np.multiply(block, weight, out=block)
             return
+        if waves is not None:  # over the room: zeros first, as np.zeros gives
+            block.fill(0.0)
         if a < real.shape[0]:
             block[(slice(0, min(step, real.shape[0] - a)),) + inner] = rows
         noise(block, a)

@@ -125,11 +125,15 @@ def run_hierarchical(
             return None
         streams, scale = src.block_streams(), plan.tuple_scale(t)
 
-        def add_block(part: np.ndarray, start: int) -> None:
+        def add_block(part: np.ndarray, start: int, fresh: bool) -> None:
             own, flat = streams(start), part.reshape(-1)
             for a in range(0, flat.size, NOISE_CHUNK):
                 chunk = flat[a:a + NOISE_CHUNK]
-                chunk += sample_noise(own, scale, chunk.size, plan.noise)
+                draws = sample_noise(own, scale, chunk.size, plan.noise)
+                if fresh:  # 0.0 + draw, as added to zeros, without reading the chunk
+                    np.add(0.0, draws, out=chunk)
+                else:
+                    chunk += draws
 
         return add_block
 

@@ -278,9 +278,13 @@ def test_blocks_with_streams_of_their_own_give_the_same_bits_on_any_threads(chun
         if t not in big:
             return None
 
-        def add_block(part, start):
+        def add_block(part, start, fresh):
             starts.setdefault(t, []).append(start)
-            part.reshape(-1)[:] += noise[t].reshape(-1)[start:start + part.size]
+            if fresh:
+                part.fill(np.nan)  # whatever bytes: written over, never read
+                part.reshape(-1)[:] = 0.0 + noise[t].reshape(-1)[start:start + part.size]
+            else:
+                part.reshape(-1)[:] += noise[t].reshape(-1)[start:start + part.size]
 
         return add_block
 
@@ -312,9 +316,15 @@ def test_counts_leaving_room_take_the_cells_tuple_in_their_buffer(threads, padde
     noise = {t: rng.standard_normal(tuple(ax.length // ax.sizes[i] for ax, i in zip(axes, t, strict=True)))
              for t in measured}
 
+    fresh_flags: list[bool] = []
+
     def block_noise(t):
-        def add_block(part, start):
-            part.reshape(-1)[:] += noise[t].reshape(-1)[start:start + part.size]
+        def add_block(part, start, fresh):
+            fresh_flags.append(fresh)
+            if fresh:
+                part.reshape(-1)[:] = 0.0 + noise[t].reshape(-1)[start:start + part.size]
+            else:
+                part.reshape(-1)[:] += noise[t].reshape(-1)[start:start + part.size]
         return add_block
 
     def run(held):
@@ -327,6 +337,9 @@ def test_counts_leaving_room_take_the_cells_tuple_in_their_buffer(threads, padde
     got = run([buffer[cube - counts.size:].reshape(counts.shape)])
     np.testing.assert_array_equal(got.view(np.int64), want.view(np.int64))
     assert np.shares_memory(got, buffer) == padded
+    # compiled, every block with counts is written fresh (no zeros filled first over the room)
+    from polars_dp.compiled import enabled
+    assert any(fresh_flags) == enabled()
 
 
 @pytest.mark.parametrize("threads", [1, 2, 4])
