@@ -140,11 +140,12 @@ def run_hierarchical(
     weights = plan.weights
     held = [counts]  # consumed: the counts go as soon as no tuple left needs them
     del counts
+    quarter: list[np.ndarray] = []  # the normal sum halved twice along the first axis
     z = noisy_normal_sum(held, plan.axes, plan.measured, weights, add_noise, noise_chunk=NOISE_CHUNK,
-                         block_noise=block_noise)
+                         block_noise=block_noise, quarter=quarter)
     bar.step("least squares")
-    estimate = gls_from_sum(z, weights, plan.axes)
-    del z
+    estimate = gls_from_sum(z, weights, plan.axes, quarter=quarter)
+    del z, quarter
     bar.close()
     return GridRelease(
         estimate,
