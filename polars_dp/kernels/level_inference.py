@@ -354,10 +354,12 @@ def _quarter_into(out: np.ndarray, a: np.ndarray) -> None:
             np.add(rows[r, c:e], buf, out=rows[r, c:e])
 
 
-#: ``add_block(part, start)``: adds to ``part`` (a block of rows of one tuple's padded counts, C
-#: order, whose first value is the tuple's flat value ``start``) draws that depend on ``start``
-#: and ``part.size`` alone, whichever thread calls it and when.
-BlockNoise = Callable[[np.ndarray, int], None]
+#: ``add_block(part, start, fresh)``: adds to ``part`` (a block of rows of one tuple's padded
+#: counts, C order, whose first value is the tuple's flat value ``start``) draws that depend on
+#: ``start`` and ``part.size`` alone, whichever thread calls it and when; with ``fresh``, ``part``
+#: holds no values yet (whatever bytes) and takes ``0.0 + draw`` per value, as if zeros were
+#: there, without reading it.
+BlockNoise = Callable[[np.ndarray, int, bool], None]
 
 
 def _room_of(counts: np.ndarray, shape: tuple[int, ...]) -> np.ndarray | None:
@@ -413,7 +415,7 @@ def _measure(real: np.ndarray, t: tuple[int, ...], axes: Sequence[AxisLevels], w
         if add_block is None:
             add_noise(t, y)
         else:
-            add_block(y, 0)
+            add_block(y, 0, False)
         if weight > 0:
             np.multiply(y, weight, out=y)
         return y
@@ -424,26 +426,30 @@ def _measure(real: np.ndarray, t: tuple[int, ...], axes: Sequence[AxisLevels], w
     y = np.zeros(shape) if waves is None or room is None else room
     inner = tuple(slice(0, m) for m in real.shape[1:])
 
-    def noise(block: np.ndarray, a: int) -> None:
+    def noise(block: np.ndarray, a: int, fresh: bool = False) -> None:
         if add_block is None:
+            if fresh and waves is not None:  # over the room: zeros first, as np.zeros gives
+                block.fill(0.0)
             add_noise(t, block)
         else:
-            add_block(block, a * row)
+            add_block(block, a * row, fresh)
 
     def measure(a: int) -> None:
         block = y[a:a + step]
         rows = real[a:a + step]
-        if waves is not None:  # over the room: zeros first, as np.zeros gives
-            block.fill(0.0)
         if rows.size and compiled.enabled() and rows.dtype == np.int64:
             # the noise first (0 + n = n but for n = -0.0, whose sum with a count is the count's
-            # either way), then the counts and the weight in one compiled pass: the same bits
-            noise(block, a)
+            # either way), written as ``0.0 + n`` over the block (no zeros filled first: the
+            # same values as adding to np.zeros'), then the counts and the weight in one
+            # compiled pass: the same bits
+            noise(block, a, fresh=True)
             if not compiled.add_counts(block, rows, weight):  # refused: numpy's two steps
                 block[(slice(0, rows.shape[0]),) + inner] += rows
                 if weight > 0:
                     np.multiply(block, weight, out=block)
             return
+        if waves is not None:  # over the room: zeros first, as np.zeros gives
+            block.fill(0.0)
         if a < real.shape[0]:
             block[(slice(0, min(step, real.shape[0] - a)),) + inner] = rows
         noise(block, a)
@@ -461,7 +467,8 @@ def noisy_normal_sum(counts: np.ndarray | list[np.ndarray], axes: Sequence[AxisL
                      weights: np.ndarray, add_noise: Callable[[tuple[int, ...], np.ndarray], None],
                      slab_cells: int = SUM_SLAB_CELLS, noise_chunk: int | None = None,
                      threads: int | None = None,
-                     block_noise: Callable[[tuple[int, ...]], BlockNoise | None] | None = None) -> np.ndarray:
+                     block_noise: Callable[[tuple[int, ...]], BlockNoise | None] | None = None,
+                     quarter: list[np.ndarray] | None = None) -> np.ndarray:
     """``z = Σ_t w_t A_tᵀ y_t`` on the padded cells, streamed: for each tuple of ``measured`` in
     turn (C order), its exact block counts (:class:`~polars_dp.kernels.block_levels.BlockCounter`,
     from the counts or a coarser level already computed) as float64 on the padded blocks,
@@ -490,7 +497,12 @@ def noisy_normal_sum(counts: np.ndarray | list[np.ndarray], axes: Sequence[AxisL
     the last cells of a buffer of the padded cube's size (``frequency_matrix(room=...)``), the
     cells' tuple, measured last, is built over them in that buffer instead of a new cube, a
     wave of blocks of rows at a time, each wave's rows before the counts it and later waves
-    read (:func:`_waves`; the same values)."""
+    read (:func:`_waves`; the same values).
+
+    ``quarter``, a list, is given ``z`` halved twice along the first axis
+    (``(z[4r] + z[4r+1]) + (z[4r+2] + z[4r+3])``, :func:`_quarter_into`) when the first axis's
+    two levels above the cells are halvings: each slab's rows summed as soon as they are made,
+    from cache (:func:`gls_from_sum` takes it instead of reading the cube again)."""
     d = len(axes)
     n_threads = parallel.thread_count() if threads is None else threads
     weights = np.asarray(weights, dtype=np.float64)
@@ -551,6 +563,13 @@ def noisy_normal_sum(counts: np.ndarray | list[np.ndarray], axes: Sequence[AxisL
         return _expand(root, shape)
     out = np.empty(shape) if full is None else full
     step = max(1, slab_cells // max(1, math.prod(shape[1:])))
+    ax0 = axes[0]
+    quartered = None
+    if quarter is not None and ax0.count >= 3 and all(
+            ax0.sizes[ax0.count - 1 - j] == 2 * ax0.sizes[ax0.count - j] for j in (1, 2)) \
+            and shape[0] % 4 == 0:
+        quartered = np.empty((shape[0] // 4,) + shape[1:])
+        step = max(4, step // 4 * 4)  # whole groups of four rows per slab
 
     def evaluate(a: int) -> None:
         # rows a:b of every leaf at full first-axis resolution, copies of the coarser ones: the
@@ -558,8 +577,12 @@ def noisy_normal_sum(counts: np.ndarray | list[np.ndarray], axes: Sequence[AxisL
         b = min(shape[0], a + step)
         rows, k = _rows(root, a, b, shape[0], (b - a,) + shape[1:])
         _settle(_refine_any(rows, k, 1, a, b), out[a:b])
+        if quartered is not None:  # the slab's rows still in cache
+            _quarter_into(quartered[a // 4:b // 4], out[a:b])
 
     parallel.each(evaluate, range(0, shape[0], step), n_threads)
+    if quarter is not None and quartered is not None:
+        quarter.append(quartered)
     return out
 
 
@@ -576,7 +599,8 @@ def _binary_last_axis(a: np.ndarray, ax: AxisLevels, wanted: Sequence[int], scal
 
 
 def gls_from_sum(z: np.ndarray, weights: np.ndarray, axes: Sequence[AxisLevels],
-                 slab_cells: int = SLAB_CELLS, threads: int | None = None) -> np.ndarray:
+                 slab_cells: int = SLAB_CELLS, threads: int | None = None,
+                 quarter: list[np.ndarray] | None = None) -> np.ndarray:
     """:func:`gls`'s estimate from its ``z`` (which this consumes: its memory is reused), bit for
     bit: the pyramid of block sums of ``z`` walked depth first (per axis, the chain of coarser
     levels, then each level's sub-pyramid from the coarsest), only towards tuples with
@@ -587,7 +611,8 @@ def gls_from_sum(z: np.ndarray, weights: np.ndarray, axes: Sequence[AxisLevels],
     :func:`~polars_dp.threads.thread_count`), which change no bit.  On the first axis the level
     above the cells, when a halving, is never made whole: the level above it is the cells halved
     twice a slab at a time, and when that level is wanted it is walked with the cells a slab at
-    a time (the same additions, value by value)."""
+    a time (the same additions, value by value).  ``quarter``: :func:`noisy_normal_sum`'s list
+    holding ``z`` halved twice along the first axis (taken, once, instead of halving again)."""
     weights = np.asarray(weights, dtype=np.float64)
     if weights.shape != tuple_shape(axes):
         raise ValueError(f"weights of shape {weights.shape} do not match the level tuples "
@@ -662,6 +687,8 @@ def gls_from_sum(z: np.ndarray, weights: np.ndarray, axes: Sequence[AxisLevels],
         """``_halve(_halve(a, 0), 0)``, four rows of ``a`` at a time per output row, by slabs."""
         assert a is not None
         rows = a.shape[0]
+        if quarter and quarter[0].shape == (rows // 4,) + a.shape[1:]:
+            return quarter.pop()  # made with the normal sum, the same additions
         out = np.empty((rows // 4,) + a.shape[1:])
         step = max(4, slab_cells // max(1, a.size // rows) // 4 * 4)
 

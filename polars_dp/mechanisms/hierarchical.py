@@ -125,22 +125,27 @@ def run_hierarchical(
             return None
         streams, scale = src.block_streams(), plan.tuple_scale(t)
 
-        def add_block(part: np.ndarray, start: int) -> None:
+        def add_block(part: np.ndarray, start: int, fresh: bool) -> None:
             own, flat = streams(start), part.reshape(-1)
             for a in range(0, flat.size, NOISE_CHUNK):
                 chunk = flat[a:a + NOISE_CHUNK]
-                chunk += sample_noise(own, scale, chunk.size, plan.noise)
+                draws = sample_noise(own, scale, chunk.size, plan.noise)
+                if fresh:  # 0.0 + draw, as added to zeros, without reading the chunk
+                    np.add(0.0, draws, out=chunk)
+                else:
+                    chunk += draws
 
         return add_block
 
     weights = plan.weights
     held = [counts]  # consumed: the counts go as soon as no tuple left needs them
     del counts
+    quarter: list[np.ndarray] = []  # the normal sum halved twice along the first axis
     z = noisy_normal_sum(held, plan.axes, plan.measured, weights, add_noise, noise_chunk=NOISE_CHUNK,
-                         block_noise=block_noise)
+                         block_noise=block_noise, quarter=quarter)
     bar.step("least squares")
-    estimate = gls_from_sum(z, weights, plan.axes)
-    del z
+    estimate = gls_from_sum(z, weights, plan.axes, quarter=quarter)
+    del z, quarter
     bar.close()
     return GridRelease(estimate, attrs, noise_scale=plan.noise_scale, seeded=src.seeded, plan=plan)
 

@@ -278,9 +278,13 @@ def test_blocks_with_streams_of_their_own_give_the_same_bits_on_any_threads(chun
         if t not in big:
             return None
 
-        def add_block(part, start):
+        def add_block(part, start, fresh):
             starts.setdefault(t, []).append(start)
-            part.reshape(-1)[:] += noise[t].reshape(-1)[start:start + part.size]
+            if fresh:
+                part.fill(np.nan)  # whatever bytes: written over, never read
+                part.reshape(-1)[:] = 0.0 + noise[t].reshape(-1)[start:start + part.size]
+            else:
+                part.reshape(-1)[:] += noise[t].reshape(-1)[start:start + part.size]
 
         return add_block
 
@@ -312,9 +316,15 @@ def test_counts_leaving_room_take_the_cells_tuple_in_their_buffer(threads, padde
     noise = {t: rng.standard_normal(tuple(ax.length // ax.sizes[i] for ax, i in zip(axes, t, strict=True)))
              for t in measured}
 
+    fresh_flags: list[bool] = []
+
     def block_noise(t):
-        def add_block(part, start):
-            part.reshape(-1)[:] += noise[t].reshape(-1)[start:start + part.size]
+        def add_block(part, start, fresh):
+            fresh_flags.append(fresh)
+            if fresh:
+                part.reshape(-1)[:] = 0.0 + noise[t].reshape(-1)[start:start + part.size]
+            else:
+                part.reshape(-1)[:] += noise[t].reshape(-1)[start:start + part.size]
         return add_block
 
     def run(held):
@@ -327,6 +337,9 @@ def test_counts_leaving_room_take_the_cells_tuple_in_their_buffer(threads, padde
     got = run([buffer[cube - counts.size:].reshape(counts.shape)])
     np.testing.assert_array_equal(got.view(np.int64), want.view(np.int64))
     assert np.shares_memory(got, buffer) == padded
+    # compiled, every block with counts is written fresh (no zeros filled first over the room)
+    from polars_dp.compiled import enabled
+    assert any(fresh_flags) == enabled()
 
 
 @pytest.mark.parametrize("threads", [1, 2, 4])
@@ -492,3 +505,34 @@ def test_the_quarter_level_made_in_tiles_is_twice_halving_bit_for_bit(monkeypatc
     z = collapse({t: weights[t] * (exact[t] + noise[t]) for t in measured}, axes)
     got = gls_from_sum(z, weights, axes, slab_cells=18, threads=threads)
     np.testing.assert_array_equal(got.view(np.int64), ref.view(np.int64))
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+@pytest.mark.parametrize("slab", [40, 10_000])
+def test_quarter_made_with_the_normal_sum_gives_the_same_bits(threads, slab):
+    """Asked for it, the normal sum also gives itself halved twice along the first axis, made
+    per slab as the slabs are summed: the same bits as halving ``z`` twice, and the least
+    squares that takes it (once) gives the same bits as the one that halves ``z`` itself."""
+    from polars_dp.kernels.level_inference import _halve
+    rng = np.random.default_rng(5)
+    counts = rng.integers(0, 20, size=tuple(ax.n for ax in AXES))
+    weights = np.zeros(tuple(ax.count for ax in AXES))
+    weights[0, 1, 1, 2] = weights[1, 0, 2, 1] = weights[-1, -1, -1, -1] = weights[-2, 1, -1, 0] = 1.5
+    measured = [t for t in np.ndindex(*weights.shape) if weights[t] > 0]
+    noise = {t: rng.standard_normal(tuple(ax.length // ax.sizes[i] for ax, i in zip(AXES, t, strict=True)))
+             for t in measured}
+
+    def add_noise(t, y):
+        y += noise[t]
+
+    quarter: list = []
+    z = noisy_normal_sum(counts, AXES, measured, weights, add_noise, slab_cells=slab, threads=threads,
+                         quarter=quarter)
+    plain = noisy_normal_sum(counts, AXES, measured, weights, add_noise, slab_cells=slab, threads=threads)
+    np.testing.assert_array_equal(z.view(np.int64), plain.view(np.int64))
+    assert len(quarter) == 1
+    np.testing.assert_array_equal(quarter[0].view(np.int64), _halve(_halve(z, 0), 0).view(np.int64))
+    got = gls_from_sum(z.copy(), weights, AXES, slab_cells=slab, threads=threads, quarter=quarter)
+    assert not quarter  # taken
+    want = gls_from_sum(z, weights, AXES, slab_cells=slab, threads=threads)
+    np.testing.assert_array_equal(got.view(np.int64), want.view(np.int64))
