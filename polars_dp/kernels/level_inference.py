@@ -274,10 +274,18 @@ def _settle(value: np.ndarray | _Chain, out: np.ndarray | None = None) -> np.nda
     if not isinstance(value, _Chain):
         return value if out is None else _assign(out, value)
     base, parts = value.base, value.parts
+    if out is not None and not _same_view(out, base):
+        if parts and _same_view(out, parts[0]):
+            # ``base + parts[0]`` is ``parts[0] + base`` bit for bit: the part already in ``out``
+            # (the cells tuple's rows) becomes the base, so it is read before it is written
+            base, parts = parts[0], [base, *parts[1:]]
+        elif np.shares_memory(out, base) or any(np.shares_memory(out, p) for p in parts):
+            # an operand is read from ``out``'s memory: the sum in a buffer of its own first
+            return _assign(out, _settle(_Chain(base.copy(), list(parts))))
+        else:
+            out[...] = base
     if out is None:
         out = base
-    elif not np.shares_memory(out, base):
-        out[...] = base
     shape = out.shape
     j, t = _tiles(shape, parts)
     ks = [[m // n for n, m in zip(p.shape, shape, strict=True)] for p in parts]
@@ -293,9 +301,14 @@ def _settle(value: np.ndarray | _Chain, out: np.ndarray | None = None) -> np.nda
 
 
 def _assign(out: np.ndarray, value: np.ndarray) -> np.ndarray:
-    if not (value.shape == out.shape and np.shares_memory(value, out)):
+    if not _same_view(out, value):
         out[...] = _expand(value, out.shape)
     return out
+
+
+def _same_view(x: np.ndarray, y: np.ndarray) -> bool:
+    """Whether ``x`` and ``y`` are the same values in memory (first byte, shape and strides)."""
+    return x.shape == y.shape and x.strides == y.strides and x.ctypes.data == y.ctypes.data
 
 
 def _rows(node: np.ndarray | _Sum, a: int, b: int, length: int,

@@ -60,7 +60,8 @@ def binder(generated: inspect.Signature) -> Callable[[tuple[Any, ...], dict[str,
     """``bind(args, kwargs)``: the arguments a call gives, by name (defaults not filled in), as
     ``generated.bind(*args, **kwargs).arguments`` holds them.  The signature's parameters are
     positional-or-keyword then keyword-only, none variadic, so a call whose positional arguments
-    fit, name none of them again and give every required parameter binds by zipping; any other
+    fit, whose keywords are parameters that name none of them again and that gives every
+    required parameter binds by zipping (the names in call order); any other
     call goes through :meth:`inspect.Signature.bind`, which raises its usual ``TypeError``.
     Decided once per function from the signature (public), not per call."""
     params = list(generated.parameters.values())
@@ -69,9 +70,10 @@ def binder(generated: inspect.Signature) -> Callable[[tuple[Any, ...], dict[str,
         return lambda args, kwargs: dict(generated.bind(*args, **kwargs).arguments)
     positional = tuple(p.name for p in params if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD)
     required = tuple(p.name for p in params if p.default is inspect.Parameter.empty)
+    names = frozenset(generated.parameters)
 
     def bind(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
-        if len(args) <= len(positional):
+        if len(args) <= len(positional) and names.issuperset(kwargs):
             given = dict(zip(positional, args, strict=False))
             if not any(k in given for k in kwargs):
                 given.update(kwargs)

@@ -477,6 +477,41 @@ def test_pending_additions_made_by_tiles_give_the_whole_slab_bits(monkeypatch, t
     assert max(settled) >= 2  # several additions were pending on one slab
 
 
+def _sum_with_the_cells_alone_in_their_group(axes, measured, slab, threads, seed=5):
+    """``(noisy_normal_sum, collapse)`` of ``measured`` (unit weights, Gaussian noise) on random
+    counts over ``axes``."""
+    rng = np.random.default_rng(seed)
+    shape = tuple(ax.count for ax in axes)
+    weights = np.zeros(shape)
+    for t in measured:
+        weights[t] = 1.0
+    counts = rng.integers(0, 30, size=tuple(ax.n for ax in axes))
+    exact = pyramid(pad(counts, axes), axes)
+    noise = {t: rng.standard_normal(exact[t].shape) * 3 for t in measured}
+
+    def add_noise(t, y):
+        y += noise[t]
+
+    z = noisy_normal_sum(counts, axes, measured, weights, add_noise, slab_cells=slab, threads=threads)
+    return z, collapse({t: exact[t] + noise[t] for t in measured}, axes)
+
+
+@pytest.mark.parametrize("slab", [1, 2, 3, 5, 8])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_slab_cutting_a_coarser_block_keeps_the_cells_tuples_values(slab, threads):
+    """The cells tuple, alone in its group at the finest first-axis level, is added to a
+    coarser tuple's blocks that a slab boundary cuts (a copy at the slab's full shape): the
+    sum keeps the cells' values (it once wrote the copy over them first, giving twice the
+    coarser sum), on any slab and threads, bit for bit with :func:`collapse`."""
+    axes = (chain_from_factors(8, [2, 2, 2], 8),)
+    z, want = _sum_with_the_cells_alone_in_their_group(axes, [(0,), (1,), (2,), (3,)], slab, threads)
+    np.testing.assert_array_equal(z.view(np.int64), want.view(np.int64))
+    axes = (chain_from_factors(32, [2, 2, 2, 2, 2], 32), bary_levels(16))
+    last = axes[1].count - 1
+    z, want = _sum_with_the_cells_alone_in_their_group(axes, [(1, last), (5, last)], slab * 16, threads)
+    np.testing.assert_array_equal(z.view(np.int64), want.view(np.int64))
+
+
 @pytest.mark.parametrize("tile", [1, 5, 64, 1 << 30])
 @pytest.mark.parametrize("threads", [1, 2])
 def test_the_quarter_level_made_in_tiles_is_twice_halving_bit_for_bit(monkeypatch, tile, threads):

@@ -321,6 +321,29 @@ def test_streamed_release_equals_the_reference_bit_for_bit(case, neighbours, noi
     np.testing.assert_array_equal(_bits(got), _bits(want))
 
 
+def test_an_optimised_plan_on_slabs_cutting_coarser_blocks_equals_the_reference(monkeypatch):
+    """A workload-optimised plan whose cells tuple is alone at the finest first-axis level
+    (identity and prefixes of ``a`` by ``b``), summed in slabs of 5 rows that cut the coarser
+    tuple's blocks of 32 (the slab size made small here; at full size it is ``2^23`` cells):
+    the reference's bits (the sum once doubled the coarser tuple's values instead)."""
+    import functools
+    import importlib
+
+    from polars_dp.kernels.level_inference import noisy_normal_sum
+
+    module = importlib.import_module("polars_dp.mechanisms.hierarchical")
+    monkeypatch.setattr(module, "noisy_normal_sum", functools.partial(noisy_normal_sum, slab_cells=240))
+    a, b = pdp.Ordinal("a", 0, 26), pdp.Ordinal("b", 0, 47)
+    w = pdp.workload
+    rng = np.random.default_rng(2)
+    frame = pl.DataFrame({"a": rng.integers(0, 27, 3000), "b": rng.integers(0, 48, 3000)})
+    plan = pdp.plan("hierarchical", [a, b], epsilon=1.0,
+                    workload=w.union(w.identity([a, b]), w.kron(w.prefixes(a), w.identity(b))))
+    assert len(plan.measured) == 2 and plan.measured[0][1] == plan.measured[1][1]  # the cells tuple alone
+    np.testing.assert_array_equal(_bits(plan.run(frame, seed=5, progress=False).counts),
+                                  _bits(_reference_release(plan, frame, 5)))
+
+
 def test_large_tuples_noised_by_blocks_take_the_reference_draws(monkeypatch):
     """Tuples of more than four noise chunks are noised a block of rows at a time (the chunk
     made small here so that a small domain has them): the same draws, the same bits."""

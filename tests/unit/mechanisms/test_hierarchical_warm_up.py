@@ -33,7 +33,8 @@ def ready():
     return sorted(n for m, ks in names.items() for n in ks if m._active()[n].signatures)
 before = ready()
 hierarchical.warm_up()
-print(json.dumps([before, ready()]))
+guide = [str(sig) for sig in lookups._active()["guide"].signatures]
+print(json.dumps([before, ready(), guide]))
 """
 
 
@@ -45,11 +46,16 @@ def _frame() -> pl.DataFrame:
 
 @needs_compiled
 def test_warm_up_compiles_the_kernels_of_the_release():
-    """In a fresh process: nothing compiled before, every kernel of the release after."""
+    """In a fresh process: nothing compiled before, every kernel of the release after, the
+    sampler's guide look-up for the table type the sampler uses (so the release compiles no
+    second version of it)."""
+    from polars_dp.noise.discrete import SIGNED_GUIDE
+
     out = subprocess.run([sys.executable, "-c", CHECK], capture_output=True, text=True, check=True,
                          cwd=REPO).stdout.strip().splitlines()[-1]
-    before, after = json.loads(out)
+    before, after, guide = json.loads(out)
     assert before == []
+    assert any(f"Array({np.dtype(SIGNED_GUIDE).name}, 1, 'C'" in sig for sig in guide), guide
     assert after == sorted(["int_block_sums_rows", "add_counts_rows", "binary_level_rows", "guide",
                             "two_tables", "count_range"])
 

@@ -24,7 +24,8 @@ BAD = [((FRAME, ATTRS, 1.0), {}),  # epsilon is keyword-only
        ((FRAME, ATTRS), {"attributes": ATTRS, "epsilon": 1.0}),  # twice
        ((FRAME, ATTRS), {}),  # epsilon missing
        ((), {"attributes": ATTRS, "epsilon": 1.0}),  # frame missing
-       ((FRAME, ATTRS, 1.0, 2.0), {"epsilon": 1.0})]
+       ((FRAME, ATTRS, 1.0, 2.0), {"epsilon": 1.0}),
+       ((FRAME, ATTRS), {"epsilon": 1.0, "bogus": 1})]  # no such parameter
 
 
 @pytest.mark.parametrize("mechanism", list(REGISTRY))
