@@ -151,6 +151,51 @@ def test_streamed_least_squares_equals_gls_bit_for_bit_on_any_slab(slab, threads
     np.testing.assert_array_equal(got.view(np.int64), want.view(np.int64))
 
 
+def _random_axis(rng):
+    """A small axis of one of the library's level kinds: b-ary levels (b = 2 or 3, padded), a
+    chain of factors 2, 3 or 4 over a padded length, or a plain binary chain."""
+    kind = int(rng.integers(0, 3))
+    if kind == 0:
+        return bary_levels(int(rng.integers(1, 40)), int(rng.integers(2, 4)))
+    factors = [int(f) for f in rng.choice([2, 2, 3, 4], size=int(rng.integers(1, 4)))] if kind == 1 \
+        else [2] * int(rng.integers(2, 5))
+    length = int(np.prod(factors))
+    return chain_from_factors(int(rng.integers(length // 2 + 1, length + 1)), factors, length)
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_random_plans_on_random_slabs_give_gls_bits(monkeypatch, seed):
+    """Random 1-3 axis plans, random measured tuples and weights (the cells tuple sometimes
+    unmeasured or alone in its group), each summed and solved on random slab sizes, threads and
+    tile sizes: :func:`collapse`'s normal sum and :func:`gls`'s estimate bit for bit."""
+    import polars_dp.kernels.level_inference as LI
+
+    rng = np.random.default_rng(seed)
+    axes = tuple(_random_axis(rng) for _ in range(int(rng.integers(1, 4))))
+    shape = tuple(ax.count for ax in axes)
+    weights = np.where(rng.random(shape) < rng.choice([0.2, 0.5, 1.0]), rng.random(shape) + 0.01, 0.0)
+    weights[(-1,) * len(axes)] = 0.0 if rng.random() < 0.3 else 1.0
+    weights[(0,) * len(axes)] = 1.0  # the total: the system has a solution
+    counts = rng.integers(0, 30, size=tuple(ax.n for ax in axes))
+    exact = pyramid(pad(counts, axes), axes)
+    measured = [t for t in np.ndindex(*shape) if weights[t] > 0]
+    noise = {t: rng.standard_normal(exact[t].shape) * 3 for t in measured}
+    want_z = collapse({t: weights[t] * (exact[t] + noise[t]) for t in measured}, axes)
+    want = gls({t: exact[t] + noise[t] for t in measured}, weights, axes)
+
+    def add_noise(t, y):
+        y += noise[t]
+
+    for _ in range(4):
+        slab, threads = int(rng.choice([1, 3, 16, 64, 1000, 1 << 30])), int(rng.integers(1, 4))
+        monkeypatch.setattr(LI, "TILE_CELLS", int(rng.choice([1, 5, 64, 1 << 16])))
+        z = noisy_normal_sum(counts.copy(), axes, measured, weights, add_noise, slab_cells=slab,
+                             threads=threads)
+        np.testing.assert_array_equal(z.view(np.int64), want_z.view(np.int64))
+        got = gls_from_sum(z, weights, axes, slab_cells=slab, threads=threads)
+        np.testing.assert_array_equal(got.view(np.int64), want.view(np.int64))
+
+
 def _peak(fn) -> int:
     tracemalloc.start()
     try:
