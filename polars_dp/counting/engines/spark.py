@@ -18,12 +18,6 @@ from polars_dp.counting.invalid import invalid_error, stats_from_row
 from polars_dp.counting.spec import CountSpec
 
 
-def _to_polars(df: Any) -> pl.DataFrame:
-    if hasattr(df, "toArrow"):
-        return pl.DataFrame(pl.from_arrow(df.toArrow()))
-    return pl.DataFrame([r.asDict() for r in df.collect()])  # pragma: no cover - Spark < 4
-
-
 def count_spark(df: Any, spec: CountSpec, *, dense: bool) -> Counts:
     fields = {f.name: f.dataType.typeName() for f in df.schema.fields}
     dtypes = sqlgen.column_dtypes(spec, list(fields), list(fields.values()))
@@ -31,7 +25,8 @@ def count_spark(df: Any, spec: CountSpec, *, dense: bool) -> Counts:
     df.createOrReplaceTempView(view)
     session = df.sparkSession
     try:
-        agg = _to_polars(session.sql(sqlgen.aggregate_sql(spec, dtypes, "spark", view)))
+        agg = pl.DataFrame(pl.from_arrow(
+            session.sql(sqlgen.aggregate_sql(spec, dtypes, "spark", view)).toArrow()))
         if agg["cell"].null_count():
             row = session.sql(sqlgen.stats_sql(spec, dtypes, "spark", view)).collect()[0]
             raise invalid_error(spec, dtypes, stats_from_row(list(row), len(spec.axes)))
