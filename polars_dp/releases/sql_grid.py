@@ -594,7 +594,7 @@ def grid_registration(name: str, release: GridRelease, *, preserve: bool = True,
                single_answers=_answers(release, name, axes, single_source, "''"),
                batch_answers=_answers(release, name, axes, "query_table(queries)", BATCH_WHERE)),
     ]
-    parts = Registration(
+    return Registration(
         tables=[name, rows, internal(name), f"{name}_meta", *(t for ax in axes for t in ax.tables()),
                 *(_axis_source(release, name, k) for k in range(len(axes)))],
         macros=[f"{name}_range_count", f"{name}_range_counts"],
@@ -602,7 +602,6 @@ def grid_registration(name: str, release: GridRelease, *, preserve: bool = True,
                     {source: lambda: pa.RecordBatchReader.from_batches(*_cell_batches(release))}),
                  meta_source: metadata_table(release), **labels, **axis_sources},
         statements=statements)
-    return parts
 
 
 __all__ = ["BATCH_CELLS", "accuracy_sql", "grid_registration", "register_grid"]
