@@ -477,9 +477,9 @@ def register_grid(con: Any, name: str, release: GridRelease, *, replace: bool = 
     exists already, unless ``replace=True``.
     """
     preserve = con.execute("SELECT current_setting('preserve_insertion_order')").fetchall()[0][0]
-    if not _in_memory(con):
-        return register(con, name, grid_registration(name, release, preserve=preserve), replace=replace)
     parts = grid_registration(name, release, preserve=preserve)
+    if not _in_memory(con):
+        return register(con, name, parts, replace=replace)
     if not replace:  # refuse before building the cell table
         check_free(con, parts.tables, parts.macros, replace=False)
     store = _compressed_store(con, name, release, preserve=preserve)
