@@ -8,6 +8,7 @@ independent once ``n`` is public; Privelet* (a fixed ``2^bits`` grid) always is.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
@@ -635,10 +636,6 @@ class PriveletGridPlan(PointsPlan):
         return WaveletLaplace(float(self.scale), tuple(self.box.columns))
 
 
-def _max_length(value: Any) -> int:
-    return check_int(value, "max_length (a public bound)", lo=1)
-
-
 #: How a PrivTree sequence release sums its noisy leaves (:mod:`polars_dp.mechanisms.sequences`).
 Postprocess: TypeAlias = Literal["sum_then_clip", "clip_then_sum"]
 _SEQUENCES = (
@@ -646,7 +643,7 @@ _SEQUENCES = (
                               "per character)."),
     Option("alphabet", Sequence[int] | Sequence[str],
            doc="the public symbols, e.g. ``range(1, 18)``; anything else raises DomainError."),
-    Option("max_length", int, check=_max_length,
+    Option("max_length", int, check=functools.partial(check_int, name="max_length (a public bound)", lo=1),
            doc="public truncation length: only the first ``max_length`` symbols of each sequence are "
                "used; ``l_top = max_length + 1``."),
     Option("epsilon", float, kind="positive",
