@@ -49,11 +49,9 @@ def _military(args: argparse.Namespace) -> None:
     print("   public domain: " + " x ".join(f"{a.column}({a.n_cells})" for a in attrs)
           + f" = {int(np.prod([a.n_cells for a in attrs])):,} cells\n")
     releases: dict[str, Any] = {}
-    kwargs: dict[str, Any]
-    for name, kwargs in (("basic", {}), ("privelet", {})):
+    for name in ("basic", "privelet"):
         run = getattr(frame.dp, name)  # type: ignore[attr-defined]  # df.dp: registered at import, unknown to Polars' types
-        releases[name], secs = _timed(functools.partial(run, attrs, epsilon=args.epsilon, seed=args.seed,
-                                                        **kwargs))
+        releases[name], secs = _timed(functools.partial(run, attrs, epsilon=args.epsilon, seed=args.seed))
         r = releases[name]
         print(f"   {name:<9} epsilon={r.epsilon}, neighbours={r.neighbours!r}, "
               f"noise scale {r.noise_scale:.3g}, {r.n_cells:,} cells, {secs:.2f} s")

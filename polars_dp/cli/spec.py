@@ -298,12 +298,10 @@ class _Reader:
             raise self.fail(path, f"expected {what or _type_name(kind)}, got {value!r}")
         return value
 
-    def check_keys(self, table: Mapping[str, Any], path: Path_, allowed: tuple[str, ...] | set[str],
-                   hint: str = "") -> None:
+    def check_keys(self, table: Mapping[str, Any], path: Path_, allowed: tuple[str, ...] | set[str]) -> None:
         for key in table:
             if key not in allowed:
-                raise self.fail((*path, key), f"unknown key; allowed here: {', '.join(sorted(allowed))}"
-                                + (f" ({hint})" if hint else ""))
+                raise self.fail((*path, key), f"unknown key; allowed here: {', '.join(sorted(allowed))}")
 
     # ------------------------------------------------------------------ top level
     def read(self) -> Spec:

@@ -103,11 +103,9 @@ def _runs(ordered: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return ordered[starts], runs
 
 
-def _reduce(keys: np.ndarray, counts: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+def _reduce(keys: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Sorted unique keys and their summed counts (int64): a sort and run lengths; weighted
     counts summed in float64 and saturated (module docstring), then int64 (exact)."""
-    if counts is None:
-        return _runs(_sorted(keys))
     order = pl.Series(keys).arg_sort().to_numpy()
     ordered = keys[order]
     if ordered.size == 0:

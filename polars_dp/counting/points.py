@@ -1,8 +1,8 @@
 """Points of the spatial mechanisms: counts per grid cell (any engine) or the points themselves.
 
 :func:`grid_counts` and :func:`finest_cells` count the points per cell of a public grid of the
-box in the engine holding them (:mod:`polars_dp.counting.engines`); :func:`collect_points` reads
-the point columns of a Polars input into numpy (exact references for experiments).
+box in the engine holding them (:mod:`polars_dp.counting.engines`); :func:`collect_weighted_points`
+reads the point columns of a Polars input into numpy (exact references for experiments).
 
 Only the declared columns are collected (streaming engine on a LazyFrame).  A null, NaN or a
 value outside the declared box raises :class:`DomainError` by default.  Opt-ins, each a rule
@@ -31,17 +31,11 @@ from polars_dp.domains.box import Box, grid_axes
 from polars_dp.errors import ColumnNotFoundError, ParameterError
 
 
-def collect_points(frame: Any, box: Box, *, on_out_of_domain: str = "raise",
-                   nulls: str = "raise") -> list[np.ndarray]:
-    """One float64 numpy array per column of ``box`` (the private points, read once; any input
-    of :mod:`polars_dp.counting.engines`)."""
-    return collect_weighted_points(frame, box, on_out_of_domain=on_out_of_domain, nulls=nulls)[0]
-
-
 def collect_weighted_points(frame: Any, box: Box, *, on_out_of_domain: str = "raise", nulls: str = "raise",
                             count_column: str | None = None) -> tuple[list[np.ndarray], np.ndarray | None]:
-    """:func:`collect_points` plus the counts of ``count_column`` (None without one), each capped
-    at :data:`~polars_dp.counting.aggregate.COUNT_BOUND` and held as float64 (exact), so that
+    """One float64 numpy array per column of ``box`` (the private points, read once; any input
+    of :mod:`polars_dp.counting.engines`) and the counts of ``count_column`` (None without one), each
+    capped at :data:`~polars_dp.counting.aggregate.COUNT_BOUND` and held as float64 (exact), so that
     sums of them never wrap."""
     check_row_options(on_out_of_domain, nulls)
     wanted = [*box.columns, *([count_column] if count_column else [])]
@@ -114,4 +108,4 @@ def finest_cells(data: Any, box: Box, bits: int, key: Callable[[list[np.ndarray]
     return engines.count(data, spec, dense=False)
 
 
-__all__ = ["collect_points", "collect_weighted_points", "finest_cells", "grid_counts"]
+__all__ = ["collect_weighted_points", "finest_cells", "grid_counts"]

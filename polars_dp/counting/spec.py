@@ -142,10 +142,7 @@ class CountSpec:
 
     def axes_from_flat(self, flat: np.ndarray) -> list[np.ndarray]:
         """Per-axis cells of C-order flat keys."""
-        out = []
-        for s, n in zip(strides(self.shape), self.shape, strict=True):
-            out.append((flat // s) % n)
-        return out
+        return [(flat // s) % n for s, n in zip(strides(self.shape), self.shape, strict=True)]
 
 
 def check_count_dtype(column: str, dtype: pl.DataType) -> None:

@@ -49,6 +49,16 @@ def sql_text(value: Any) -> str:
     raise TypeError(f"no SQL literal for {value!r}")
 
 
+def _infix(op: str, *, reflected: bool = False) -> Callable[[Sql, Any], Sql]:
+    """The :class:`Sql` operator method rendering ``(self op other)``, or ``(other op self)`` when
+    ``reflected`` (the right-hand operand's method)."""
+    def method(self: Sql, other: Any) -> Sql:
+        left, right = (sql_text(other), self.text) if reflected else (self.text, sql_text(other))
+        return Sql(f"({left} {op} {right})")
+
+    return method
+
+
 class Sql:
     """A SQL expression; its operators return the SQL of the operation (``Sql("a") + 1`` is
     ``(a + 1)``).  ``==`` renders ``=``, so a ``Sql`` is not hashable."""
@@ -64,77 +74,28 @@ class Sql:
     def __repr__(self) -> str:
         return f"Sql({self.text!r})"
 
-    def _op(self, op: str, other: Any) -> Sql:
-        return Sql(f"({self.text} {op} {sql_text(other)})")
-
-    def _rop(self, op: str, other: Any) -> Sql:
-        return Sql(f"({sql_text(other)} {op} {self.text})")
-
-    def __add__(self, other: Any) -> Sql:
-        return self._op("+", other)
-
-    def __radd__(self, other: Any) -> Sql:
-        return self._rop("+", other)
-
-    def __sub__(self, other: Any) -> Sql:
-        return self._op("-", other)
-
-    def __rsub__(self, other: Any) -> Sql:
-        return self._rop("-", other)
-
-    def __mul__(self, other: Any) -> Sql:
-        return self._op("*", other)
-
-    def __rmul__(self, other: Any) -> Sql:
-        return self._rop("*", other)
-
-    def __truediv__(self, other: Any) -> Sql:
-        return self._op("/", other)
-
-    def __rtruediv__(self, other: Any) -> Sql:
-        return self._rop("/", other)
-
-    def __floordiv__(self, other: Any) -> Sql:
-        return self._op("//", other)
-
-    def __rfloordiv__(self, other: Any) -> Sql:
-        return self._rop("//", other)
-
-    def __mod__(self, other: Any) -> Sql:
-        return self._op("%", other)
-
-    def __rmod__(self, other: Any) -> Sql:
-        return self._rop("%", other)
-
-    def __lt__(self, other: Any) -> Sql:
-        return self._op("<", other)
-
-    def __le__(self, other: Any) -> Sql:
-        return self._op("<=", other)
-
-    def __gt__(self, other: Any) -> Sql:
-        return self._op(">", other)
-
-    def __ge__(self, other: Any) -> Sql:
-        return self._op(">=", other)
-
-    def __eq__(self, other: Any) -> Sql:  # type: ignore[override]  # renders SQL, as numpy's does
-        return self._op("=", other)
-
-    def __ne__(self, other: Any) -> Sql:  # type: ignore[override]
-        return self._op("<>", other)
-
-    def __and__(self, other: Any) -> Sql:
-        return self._op("AND", other)
-
-    def __rand__(self, other: Any) -> Sql:
-        return self._rop("AND", other)
-
-    def __or__(self, other: Any) -> Sql:
-        return self._op("OR", other)
-
-    def __ror__(self, other: Any) -> Sql:
-        return self._rop("OR", other)
+    __add__ = _infix("+")
+    __radd__ = _infix("+", reflected=True)
+    __sub__ = _infix("-")
+    __rsub__ = _infix("-", reflected=True)
+    __mul__ = _infix("*")
+    __rmul__ = _infix("*", reflected=True)
+    __truediv__ = _infix("/")
+    __rtruediv__ = _infix("/", reflected=True)
+    __floordiv__ = _infix("//")
+    __rfloordiv__ = _infix("//", reflected=True)
+    __mod__ = _infix("%")
+    __rmod__ = _infix("%", reflected=True)
+    __lt__ = _infix("<")
+    __le__ = _infix("<=")
+    __gt__ = _infix(">")
+    __ge__ = _infix(">=")
+    __eq__ = _infix("=")  # type: ignore[assignment]  # renders SQL, as numpy's does
+    __ne__ = _infix("<>")  # type: ignore[assignment]
+    __and__ = _infix("AND")
+    __rand__ = _infix("AND", reflected=True)
+    __or__ = _infix("OR")
+    __ror__ = _infix("OR", reflected=True)
 
     def __invert__(self) -> Sql:
         return Sql(f"(NOT {self.text})")

@@ -327,10 +327,8 @@ class Hierarchy:
         A leaf shallower than a level repeats its deepest label, so filtering a level column
         by a label always selects exactly that label's leaves.
         """
-        out = {}
-        for k, name in enumerate(self.level_names):
-            out[name] = [a[min(k, len(a) - 1)] for a in self._ancestors]
-        return out
+        return {name: [a[min(k, len(a) - 1)] for a in self._ancestors]
+                for k, name in enumerate(self.level_names)}
 
     def to_dict(self) -> Any:
         """The nested form accepted by :meth:`from_dict` (before collapsing)."""

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from polars_dp.counting.points import collect_points
+from polars_dp.counting.points import collect_weighted_points
 from polars_dp.domains.attributes import Attribute, as_attributes
 from polars_dp.domains.box import as_box
 from polars_dp.domains.queries import predicate_ranges, query_ranges
@@ -28,7 +28,7 @@ def exact_range_counts(frame: Any, columns: str | Sequence[str], bounds: Any, bo
     checks the other columns there, in chunks of about ``max_work`` point checks.
     """
     box = as_box(columns, bounds)
-    pts = collect_points(frame, box)
+    pts = collect_weighted_points(frame, box)[0]
     order = np.argsort(pts[0], kind="stable")
     pts = [p[order] for p in pts]
     q_lo = np.column_stack([boxes[f"{c}_lo"].to_numpy() for c in box.columns])

@@ -192,10 +192,6 @@ def pad(counts: np.ndarray, axes: Sequence[AxisLevels]) -> np.ndarray:
 
 def coarsen(arr: np.ndarray, axis: int, factor: int) -> np.ndarray:
     """Block sums of ``factor`` consecutive entries along ``axis`` (numpy's sum: the pyramid's bits)."""
-    return _coarsen(arr, axis, factor)
-
-
-def _coarsen(arr: np.ndarray, axis: int, factor: int) -> np.ndarray:
     shape = arr.shape[:axis] + (arr.shape[axis] // factor, factor) + arr.shape[axis + 1:]
     return arr.reshape(shape).sum(axis=axis + 1)
 
@@ -211,7 +207,7 @@ def pyramid(cells: np.ndarray, axes: Sequence[AxisLevels]) -> dict[tuple[int, ..
             for level in range(ax.count - 1, -1, -1):
                 nxt[(*key, level)] = a
                 if level:
-                    a = _coarsen(a, i, ax.sizes[level - 1] // ax.sizes[level])
+                    a = coarsen(a, i, ax.sizes[level - 1] // ax.sizes[level])
         current = nxt
     return current
 

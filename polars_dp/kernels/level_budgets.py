@@ -160,13 +160,11 @@ class _Objective:
         self.shape = costs.shape
         self._flat = (cells.reshape(1, -1), costs.reshape(1, -1))
         self.positive_flat = self.positive.reshape(1, -1)
-        self.evaluations = 0  # points evaluated (for the benchmark's report)
 
     def batch(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(F, g)`` at every point ``w`` (shape ``(batch, *tuples)``, or ``(batch, tuples)``
         flat): ``F = inf`` where the workload reaches a detail space with ``μ = 0``;
         ``g_t = S_t Σ_{a ≤ t} C_a / μ_a²`` (``-∂F/∂w_t``, capped at ``1e300``), shaped as ``w``."""
-        self.evaluations += w.shape[0]
         flat = w.reshape(w.shape[0], -1)
         cells, costs = self._flat
         with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
@@ -187,7 +185,7 @@ class _Objective:
         return self.batch(w[None])[1][0]
 
 
-def _relaxation(obj: _Objective, start: np.ndarray, tolerance: float | None = None) -> np.ndarray:
+def _relaxation(obj: _Objective, start: np.ndarray) -> np.ndarray:
     """Minimise ``F(w)`` over ``Σ w = 1`` (convex): multiplicative updates ``w (g / F)^p``,
     ``p = 1`` when that lowers ``F``, else the monotone ``p = 1/2`` (both trial points
     evaluated in one batch)."""
@@ -195,7 +193,6 @@ def _relaxation(obj: _Objective, start: np.ndarray, tolerance: float | None = No
     f_all, g_all = obj.batch(w[None])
     f, g = float(f_all[0]), g_all[0]
     powers = np.array([1.0, 0.5]).reshape((2,) + (1,) * w.ndim)
-    tolerance = RELAXATION_TOLERANCE if tolerance is None else tolerance
     for _ in range(RELAXATION_ITERATIONS):
         trial = w * (g / f) ** powers
         trial /= trial.sum(axis=tuple(range(1, trial.ndim)), keepdims=True)
@@ -203,7 +200,7 @@ def _relaxation(obj: _Objective, start: np.ndarray, tolerance: float | None = No
         k = 0 if f_trial[0] < f else 1
         if not f_trial[k] < f:
             break
-        done = f - f_trial[k] <= tolerance * f
+        done = f - f_trial[k] <= RELAXATION_TOLERANCE * f
         w, f, g = trial[k], float(f_trial[k]), g_trial[k]
         if done:
             break

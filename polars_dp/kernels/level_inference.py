@@ -142,9 +142,7 @@ def _add(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     if b.shape == shape:
         _add_into(b, a)
         return b
-    out = np.empty(shape)
-    view = out.reshape(_interleaved(shape, a.shape))
-    view[...] = a.reshape([x for n in a.shape for x in (n, 1)])
+    out = _expand(a, shape)
     _add_into(out, b)
     return out
 

@@ -72,10 +72,6 @@ from polars_dp.domains.expressions import NUMPY, Ops
 _U_GRID = 1.0 / (1.0 + np.exp(-np.linspace(-14.0, 12.0, 105)))
 
 
-def _phi(y: np.ndarray) -> np.ndarray:
-    return -np.log1p(-y)
-
-
 def _phi_of(ops: Ops, y: Any) -> Any:
     """``phi(y) = -log(1 - y)`` for ``0 <= y <= 1`` (``inf`` at 1), written with ops."""
     return ops.where(y < 1.0, 0.0 - ops.ln(ops.where(y < 1.0, 1.0 - y, 1.0)), ops.inf)
@@ -292,7 +288,7 @@ def chernoff_half_width(ops: Ops, variance_units: Any, bound: float, log_term: A
     function beyond ``least``), the same doubles step by step.  Every grid point gives a valid
     half-width (step 2), so the minimum over the grid is valid."""
     k = variance_units / (bound * bound)
-    widths = [(k * float(_phi(np.asarray(u * u))) + log_term) / float(u) for u in _U_GRID]
+    widths = [(k * float(-np.log1p(-(u * u))) + log_term) / float(u) for u in _U_GRID]
     return ops.where(k > 0, bound * ops.smallest(*widths), 0.0)
 
 

@@ -260,12 +260,8 @@ def hn_inverse_blocked(source: Source, attributes: Sequence[Attribute], transfor
         last_inverse = _as_is
     with blas_single_thread(), scratch.arena():
         return _run_blocks(source, attrs, tr, plan, out, add, slab_cells, buffer, _locked(advance),
-                           last_inverse, block_last, begin_item or _nothing, max(1, int(threads)),
+                           last_inverse, block_last, begin_item or (lambda b: None), max(1, int(threads)),
                            skip_unused)
-
-
-def _nothing(b: int) -> None:
-    return None
 
 
 def _locked(advance: Callable[[int], None] | None) -> Callable[[int], None]:

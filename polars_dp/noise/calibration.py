@@ -15,13 +15,6 @@ import numpy as np
 
 from polars_dp.errors import ParameterError
 
-try:  # the default cryptographic bit source (falls back to os.urandom without it)
-    from cryptography.hazmat.primitives.ciphers import Cipher as _Cipher
-    from cryptography.hazmat.primitives.ciphers.algorithms import ChaCha20 as _ChaCha20
-except ImportError:  # pragma: no cover - exercised only without the package
-    _Cipher = _ChaCha20 = None  # type: ignore[misc,assignment]  # fallback: package absent
-
-
 Neighbours: TypeAlias = Literal["replace", "add_remove"]
 NEIGHBOURS: tuple[str, ...] = ("replace", "add_remove")
 NoiseKind: TypeAlias = Literal["exact", "float"]

@@ -15,14 +15,6 @@ import numpy as np
 
 from polars_dp.compiled import sized
 from polars_dp.errors import ParameterError
-
-try:  # the default cryptographic bit source (falls back to os.urandom without it)
-    from cryptography.hazmat.primitives.ciphers import Cipher as _Cipher
-    from cryptography.hazmat.primitives.ciphers.algorithms import ChaCha20 as _ChaCha20
-except ImportError:  # pragma: no cover - exercised only without the package
-    _Cipher = _ChaCha20 = None  # type: ignore[misc,assignment]  # fallback: package absent
-
-
 from polars_dp.noise import lookups
 from polars_dp.noise.sources import MASK63, U64, NoiseSource
 

@@ -41,10 +41,6 @@ def _zero_block() -> memoryview:
     return memoryview(bytes(_ZERO_CHUNK))
 
 
-def _zero_bytes(n: int) -> memoryview:
-    return _zero_block()[:n]
-
-
 #: Incremented in every child right after ``fork`` (:func:`os.register_at_fork`): a source keyed
 #: under another generation re-keys before its next word, so no process replays a stream,
 #: whatever its PID (a PID can be reused by a grandchild once its parent is gone).
@@ -89,7 +85,7 @@ class NoiseSource:
             self._left = 8 << 32
         self._left -= nbytes
         out = np.empty(nbytes + 64, dtype=np.uint8)  # update_into wants room for a block
-        zeros = _zero_bytes(min(nbytes, _ZERO_CHUNK))
+        zeros = _zero_block()
         for a in range(0, nbytes, _ZERO_CHUNK):
             m = min(_ZERO_CHUNK, nbytes - a)
             self._cipher.update_into(zeros[:m], out[a:a + m + 64].data)

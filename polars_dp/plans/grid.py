@@ -414,9 +414,7 @@ class GridPlan(Plan):
 
     @property
     def epsilon_effective(self) -> float:
-        if self.noise == "exact":
-            return float(self._exact_spent())
-        return self.epsilon
+        return float(self.epsilon_spent)
 
     def _exact_spent(self) -> Fraction:
         """``Delta rho / lambda'``: one (discrete) Laplace mechanism on the coefficients."""

@@ -358,10 +358,6 @@ class HierarchicalPlan(GridPlan):
             )
         )
 
-    @property
-    def noisy_values(self) -> int:
-        return self.coefficients
-
     def workload_error(self, workload: Any) -> float:
         """Exact expected mean squared error of this plan over ``workload`` (before data)."""
         declared = declared_workload(self.attributes, workload)

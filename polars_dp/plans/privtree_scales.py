@@ -38,8 +38,7 @@ def _float_up(value: Fraction) -> float:
 
 def _ln_upper(fanout: int) -> Fraction:
     """A rational ``>= ln(fanout)``: the correctly rounded 40-digit ``ln`` plus one unit of its last digit."""
-    value = Context(prec=40).ln(Decimal(fanout))
-    return Fraction(value) + Fraction(1, 10**38)
+    return Fraction(Context(prec=40).ln(Decimal(fanout))) + Fraction(1, 10**38)
 
 
 def privtree_delta(lam: float, fanout: int, *, noise: str = "float") -> float:

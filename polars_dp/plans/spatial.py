@@ -8,6 +8,7 @@ independent once ``n`` is public; Privelet* (a fixed ``2^bits`` grid) always is.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
@@ -138,8 +139,44 @@ def privtree_fanout(d: int) -> int:
     return 4 if d >= FANOUT_4_FROM else 2**d
 
 
+class _PrivTreeBase(PointsPlan):
+    """PrivTree's tree over a Morton layout of the box: what PrivTree and its sub-grid variant share."""
+
+    epsilon_tree: float | Fraction
+    layout: MortonLayout
+
+    def _tree_layout(self, default_fanout: int) -> MortonLayout:
+        """The tree's layout from the ``fanout`` (``default_fanout`` when None) and ``resolution`` options."""
+        fanout = self.options["fanout"]
+        split_bits = check_fanout(default_fanout if fanout is None else fanout, self.box.d)
+        top = resolution_bits(self.box.d)
+        bits = top if self.options["resolution"] is None else check_int(self.options["resolution"],
+                                                                         "resolution", lo=1, hi=top)
+        return MortonLayout(self.box.d, bits, split_bits)
+
+    def _calibrate_decisions(self, layout: MortonLayout) -> None:
+        """``lam``, ``delta`` (checked) and ``theta`` of the split decisions over ``layout``."""
+        self.lam = privtree_lambda(self.epsilon_tree, layout.fanout, group=self.sensitivity,
+                                   noise=self.noise)
+        self.delta = privtree_delta(self.lam, layout.fanout, noise=self.noise)
+        check_decisions(self.lam, self.delta, layout.fanout, self.noise)
+        theta = check_theta(self.options["theta"])
+        self.theta = grid_theta(theta) if self.noise == "exact" else theta
+
+    @property
+    def compiled_kernels(self) -> bool:
+        """Never: the only compiled kernels a PrivTree release could run are the leaf noise's
+        look-ups (one draw per leaf), and its numpy kernels were measured as fast from 1e5 to
+        1e7 points (0.9-1.1x), so numba's import (0.5-1.4 s in a fresh process) buys nothing.
+        A constant: the point and node counts, private, never decide."""
+        return False
+
+    def layout_entries(self, data: Any) -> dict[str, Any]:
+        return {"kind": "morton", "bits": self.layout.bits, "split_bits": self.layout.split_bits}
+
+
 @register_plan
-class PrivTreePlan(PointsPlan):
+class PrivTreePlan(_PrivTreeBase):
     """PrivTree: ``tree_share`` of epsilon grows the tree, the rest adds ``Lap(Delta / eps_leaf)``
     to each leaf count."""
 
@@ -199,12 +236,7 @@ class PrivTreePlan(PointsPlan):
         super()._calibrate()
         self.epsilon_tree, self.epsilon_leaf = split_budget(self.epsilon, self.options["tree_share"],
                                                             self.noise)
-        fanout = self.options["fanout"]
-        split_bits = check_fanout(privtree_fanout(self.box.d) if fanout is None else fanout, self.box.d)
-        top = resolution_bits(self.box.d)
-        bits = top if self.options["resolution"] is None else check_int(self.options["resolution"],
-                                                                         "resolution", lo=1, hi=top)
-        self.layout = MortonLayout(self.box.d, bits, split_bits)
+        self.layout = self._tree_layout(privtree_fanout(self.box.d))
         self.levels = check_levels(self.options["levels"], self.layout)
         self.epsilon_levels: list[Any] = []
         if self.levels:  # counted top levels take their share of the count budget
@@ -212,12 +244,7 @@ class PrivTreePlan(PointsPlan):
                                                                         self.box.d, self.noise)
         self.level_scales = [laplace_scale(self.sensitivity, e, self.noise) for e in self.epsilon_levels]
         self.leaf_scale = laplace_scale(self.sensitivity, self.epsilon_leaf, self.noise)
-        self.lam = privtree_lambda(self.epsilon_tree, self.layout.fanout, group=self.sensitivity,
-                                   noise=self.noise)
-        self.delta = privtree_delta(self.lam, self.layout.fanout, noise=self.noise)
-        check_decisions(self.lam, self.delta, self.layout.fanout, self.noise)
-        theta = check_theta(self.options["theta"])
-        self.theta = grid_theta(theta) if self.noise == "exact" else theta
+        self._calibrate_decisions(self.layout)
         if self.levels:
             self.correlation = ("counts inferred by least squares from the leaves and the counted top "
                                 "levels (their exact noise_std comes from the inference weights)")
@@ -239,20 +266,9 @@ class PrivTreePlan(PointsPlan):
     def noise_model(self) -> NoiseModel:
         return IndependentLaplace(float(self.leaf_scale))
 
-    @property
-    def compiled_kernels(self) -> bool:
-        """Never: the only compiled kernels a PrivTree release could run are the leaf noise's
-        look-ups (one draw per leaf), and its numpy kernels were measured as fast from 1e5 to
-        1e7 points (0.9-1.1x), so numba's import (0.5-1.4 s in a fresh process) buys nothing.
-        A constant: the point and node counts, private, never decide."""
-        return False
-
-    def layout_entries(self, data: Any) -> dict[str, Any]:
-        return {"kind": "morton", "bits": self.layout.bits, "split_bits": self.layout.split_bits}
-
 
 @register_plan
-class PrivTreeSubgridPlan(PointsPlan):
+class PrivTreeSubgridPlan(_PrivTreeBase):
     """PrivTree leaves with noisy sub-grids and consistent counts (issue 41;
     :mod:`polars_dp.kernels.subgrid` states the budget split and
     :mod:`polars_dp.mechanisms.spatial_subgrid` the privacy argument).
@@ -320,13 +336,7 @@ class PrivTreeSubgridPlan(PointsPlan):
 
     def _calibrate(self) -> None:
         super()._calibrate()
-        d = self.box.d
-        fanout = self.options["fanout"]
-        split_bits = check_fanout(min(4, 2**d) if fanout is None else fanout, d)
-        top = resolution_bits(d)
-        bits = top if self.options["resolution"] is None else check_int(self.options["resolution"],
-                                                                         "resolution", lo=1, hi=top)
-        self.tree_layout = MortonLayout(d, bits, split_bits)
+        self.tree_layout = self._tree_layout(min(4, 2**self.box.d))
         #: the release's cells are the sub-cells: nodes of the bit layout (one halving per depth)
         self.layout = subgrid.subcell_layout(self.tree_layout)
         cap = self.options["max_subcell_bits"]
@@ -337,7 +347,6 @@ class PrivTreeSubgridPlan(PointsPlan):
                                         tree_share=self.options["tree_share"],
                                         leaf_share=self.options["leaf_share"],
                                         unit_factor=self.privacy_unit.factor)
-        self.epsilon_tree: float | Fraction
         self.epsilon_leaf: float | Fraction
         self.epsilon_sub: float | Fraction
         if self.noise == "exact":
@@ -349,12 +358,7 @@ class PrivTreeSubgridPlan(PointsPlan):
             self.epsilon_sub = self.epsilon - self.epsilon_tree - self.epsilon_leaf
         self.leaf_scale = laplace_scale(self.sensitivity, self.epsilon_leaf, self.noise)
         self.sub_scale = laplace_scale(self.sensitivity, self.epsilon_sub, self.noise)
-        self.lam = privtree_lambda(self.epsilon_tree, self.tree_layout.fanout, group=self.sensitivity,
-                                   noise=self.noise)
-        self.delta = privtree_delta(self.lam, self.tree_layout.fanout, noise=self.noise)
-        check_decisions(self.lam, self.delta, self.tree_layout.fanout, self.noise)
-        theta = check_theta(self.options["theta"])
-        self.theta = grid_theta(theta) if self.noise == "exact" else theta
+        self._calibrate_decisions(self.tree_layout)
 
     def exact_draws(self) -> list[tuple[str, Fraction, int]]:
         """Leaf and sub-cell counts, float64 (the decisions draw exact Bernoulli events)."""
@@ -367,19 +371,11 @@ class PrivTreeSubgridPlan(PointsPlan):
         return (decisions_epsilon(self.lam, self.tree_layout.fanout, self.sensitivity)
                 + _spent(self.sensitivity, self.leaf_scale) + _spent(self.sensitivity, self.sub_scale))
 
-    @property
-    def compiled_kernels(self) -> bool:
-        """Never, as PrivTree (:attr:`PrivTreePlan.compiled_kernels`): public, a constant."""
-        return False
-
     def subcell_bits(self, noisy_leaf: np.ndarray, depth: np.ndarray) -> np.ndarray:
         """Sub-cell bits of leaves of tree ``depth`` from their released counts (post-processing,
         :func:`polars_dp.kernels.subgrid.subcell_bits` with this plan's ``eps_sub``, ``c2`` and cap)."""
         return subgrid.subcell_bits(noisy_leaf, depth, self.tree_layout, epsilon_sub=float(self.epsilon_sub),
                                     c2=self.c2, max_subcell_bits=self.max_subcell_bits)
-
-    def layout_entries(self, data: Any) -> dict[str, Any]:
-        return {"kind": "morton", "bits": self.layout.bits, "split_bits": self.layout.split_bits}
 
 
 _N = Option("n", int | None, None, lo=0,
@@ -640,10 +636,6 @@ class PriveletGridPlan(PointsPlan):
         return WaveletLaplace(float(self.scale), tuple(self.box.columns))
 
 
-def _max_length(value: Any) -> int:
-    return check_int(value, "max_length (a public bound)", lo=1)
-
-
 #: How a PrivTree sequence release sums its noisy leaves (:mod:`polars_dp.mechanisms.sequences`).
 Postprocess: TypeAlias = Literal["sum_then_clip", "clip_then_sum"]
 _SEQUENCES = (
@@ -651,7 +643,7 @@ _SEQUENCES = (
                               "per character)."),
     Option("alphabet", Sequence[int] | Sequence[str],
            doc="the public symbols, e.g. ``range(1, 18)``; anything else raises DomainError."),
-    Option("max_length", int, check=_max_length,
+    Option("max_length", int, check=functools.partial(check_int, name="max_length (a public bound)", lo=1),
            doc="public truncation length: only the first ``max_length`` symbols of each sequence are "
                "used; ``l_top = max_length + 1``."),
     Option("epsilon", float, kind="positive",

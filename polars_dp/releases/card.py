@@ -244,12 +244,6 @@ def _epsilon(release: Carded) -> dict[str, Any]:
                     "release's plan rebuilt from its metadata or as recorded"}
 
 
-def _preprocessing(release: Carded) -> dict[str, Any]:
-    """The row rules the curator chose (recorded in ``params`` when not the default ``"raise"``:
-    such rows refused)."""
-    return recorded_rules(release.params)
-
-
 def _not_for_publication(release: Carded) -> list[str]:
     reasons = []
     if release.seeded:
@@ -273,7 +267,7 @@ def release_card(release: Carded, alpha: float = ALPHA) -> dict[str, Any]:
     noise = {"family": NOISE_FAMILY.get(release.noise, release.noise), "kind": release.noise,
              "random_source": RANDOM_SOURCE[bool(release.seeded)]}
     epsilon = _epsilon(release)
-    preprocessing = _preprocessing(release)
+    preprocessing = recorded_rules(release.params)  # the row rules chosen (default "raise" unrecorded)
     card: dict[str, Any] = {
         "card_version": 1,
         "release_type": type(release).__name__,

@@ -96,13 +96,9 @@ def sample_grid(counts: np.ndarray, attributes: Sequence[Attribute], n: int,
     rng = make_rng(seed)
     cells = draw_cells(counts, n, rng)
     axes = np.unravel_index(cells, counts.shape)
-    columns = []
-    for attribute, index in zip(attributes, axes, strict=True):
-        if isinstance(attribute, Nominal):
-            columns.append(_nominal_values(attribute, index))
-        else:
-            columns.append(_ordinal_values(attribute, index.astype(np.int64), rng))
-    return pl.DataFrame(columns)
+    return pl.DataFrame([_nominal_values(attribute, index) if isinstance(attribute, Nominal)
+                         else _ordinal_values(attribute, index.astype(np.int64), rng)
+                         for attribute, index in zip(attributes, axes, strict=True)])
 
 
 def sample_boxes(lo: np.ndarray, hi: np.ndarray, count: np.ndarray, columns: Sequence[str], n: int,

@@ -119,8 +119,6 @@ if TYPE_CHECKING:
         @property
         def counts(self) -> np.ndarray: ...
         @property
-        def noise(self) -> str: ...
-        @property
         def noise_scale(self) -> float: ...
         @property
         def noise_model(self) -> Any: ...
@@ -479,9 +477,9 @@ def register_grid(con: Any, name: str, release: GridRelease, *, replace: bool = 
     exists already, unless ``replace=True``.
     """
     preserve = con.execute("SELECT current_setting('preserve_insertion_order')").fetchall()[0][0]
-    if not _in_memory(con):
-        return register(con, name, grid_registration(name, release, preserve=preserve), replace=replace)
     parts = grid_registration(name, release, preserve=preserve)
+    if not _in_memory(con):
+        return register(con, name, parts, replace=replace)
     if not replace:  # refuse before building the cell table
         check_free(con, parts.tables, parts.macros, replace=False)
     store = _compressed_store(con, name, release, preserve=preserve)
@@ -596,7 +594,7 @@ def grid_registration(name: str, release: GridRelease, *, preserve: bool = True,
                single_answers=_answers(release, name, axes, single_source, "''"),
                batch_answers=_answers(release, name, axes, "query_table(queries)", BATCH_WHERE)),
     ]
-    parts = Registration(
+    return Registration(
         tables=[name, rows, internal(name), f"{name}_meta", *(t for ax in axes for t in ax.tables()),
                 *(_axis_source(release, name, k) for k in range(len(axes)))],
         macros=[f"{name}_range_count", f"{name}_range_counts"],
@@ -604,7 +602,6 @@ def grid_registration(name: str, release: GridRelease, *, preserve: bool = True,
                     {source: lambda: pa.RecordBatchReader.from_batches(*_cell_batches(release))}),
                  meta_source: metadata_table(release), **labels, **axis_sources},
         statements=statements)
-    return parts
 
 
 __all__ = ["BATCH_CELLS", "accuracy_sql", "grid_registration", "register_grid"]

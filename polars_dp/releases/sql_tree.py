@@ -217,11 +217,10 @@ def tree_registration(name: str, release: SpatialRelease) -> Registration:
                single_answers=_tree_answers(release, name, single_source, "''"),
                batch_answers=_tree_answers(release, name, "query_table(queries)", BATCH_WHERE)),
     ]
-    parts = Registration(tables=[name, internal(name), f"{name}_meta", *levels],
-                         macros=[f"{name}_range_count", f"{name}_range_counts"],
-                         sources={source: leaves, meta_source: metadata_table(release), **sources},
-                         statements=statements)
-    return parts
+    return Registration(tables=[name, internal(name), f"{name}_meta", *levels],
+                        macros=[f"{name}_range_count", f"{name}_range_counts"],
+                        sources={source: leaves, meta_source: metadata_table(release), **sources},
+                        statements=statements)
 
 
 __all__ = ["level_tables", "register_tree", "tree_registration"]

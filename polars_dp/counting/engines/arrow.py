@@ -33,13 +33,11 @@ def count_stream(data: Any, spec: CountSpec, *, dense: bool) -> Counts:
     stats: Stats | None = None
     for record_batch in reader:
         frame = pl.DataFrame(pl.from_arrow(record_batch))
-        if stats is None:
-            if dense and add_frame(acc, frame, spec, keys, drop, affine):
-                continue
-            kept = frame if drop is None else frame.filter(drop)
-            if not dense and add_batch(acc, kept.select(keys), spec):
-                continue
+        if stats is None and dense and add_frame(acc, frame, spec, keys, drop, affine):
+            continue
         kept = frame if drop is None else frame.filter(drop)
+        if stats is None and not dense and add_batch(acc, kept.select(keys), spec):
+            continue
         stats = merge_stats(stats, polars_stats(kept, spec, schema))
     if stats is not None:
         raise invalid_error(spec, dtypes, stats)

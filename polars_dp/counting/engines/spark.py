@@ -10,18 +10,10 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-import polars as pl
-
 from polars_dp.counting.aggregate import Counts
 from polars_dp.counting.engines import sql as sqlgen
 from polars_dp.counting.invalid import invalid_error, stats_from_row
 from polars_dp.counting.spec import CountSpec
-
-
-def _to_polars(df: Any) -> pl.DataFrame:
-    if hasattr(df, "toArrow"):
-        return pl.DataFrame(pl.from_arrow(df.toArrow()))
-    return pl.DataFrame([r.asDict() for r in df.collect()])  # pragma: no cover - Spark < 4
 
 
 def count_spark(df: Any, spec: CountSpec, *, dense: bool) -> Counts:
@@ -31,13 +23,14 @@ def count_spark(df: Any, spec: CountSpec, *, dense: bool) -> Counts:
     df.createOrReplaceTempView(view)
     session = df.sparkSession
     try:
-        agg = _to_polars(session.sql(sqlgen.aggregate_sql(spec, dtypes, "spark", view)))
-        if agg["cell"].null_count():
+        agg = session.sql(sqlgen.aggregate_sql(spec, dtypes, "spark", view)).toArrow()
+        result = sqlgen.finish_batches(agg.to_batches(), spec, dense=dense)
+        if result is None:
             row = session.sql(sqlgen.stats_sql(spec, dtypes, "spark", view)).collect()[0]
             raise invalid_error(spec, dtypes, stats_from_row(list(row), len(spec.axes)))
     finally:
         session.catalog.dropTempView(view)
-    return sqlgen.finish(agg, spec, dense=dense)
+    return result
 
 
 __all__ = ["count_spark"]

@@ -85,9 +85,10 @@ def stats_sql(spec: CountSpec, dtypes: Sequence[pl.DataType], dialect: str, tabl
 
 def finish_batches(batches: Iterable[pa.RecordBatch], spec: CountSpec, *, dense: bool
                    ) -> Counts | None:
-    """:func:`finish` of the aggregate as a stream of Arrow record batches, each scattered
-    straight into the result (dense: one array of ``spec.dense_dtype``, the cells being unique);
-    None when a batch holds a NULL cell (the caller explains the invalid rows)."""
+    """The engine's (cell, n) rows, a stream of Arrow record batches, turned into the aggregate the
+    caller wants, each batch scattered straight into the result (dense: one array of
+    ``spec.dense_dtype``, the cells being unique); None when a batch holds a NULL cell (the
+    caller explains the invalid rows)."""
     out = np.zeros(spec.n_cells, dtype=spec.dense_dtype) if dense else None
     acc = None if dense else Accumulator(spec.n_cells, dense=False)
     nulls, low = 0, None
@@ -116,22 +117,4 @@ def finish_batches(batches: Iterable[pa.RecordBatch], spec: CountSpec, *, dense:
     return acc.sparse()
 
 
-def finish(agg: pl.DataFrame, spec: CountSpec, *, dense: bool) -> Counts:
-    """Turn the engine's (cell, n) rows (no NULL cell) into the aggregate the caller wants."""
-    if spec.count_column:
-        mins = agg["n_min"].drop_nulls()
-        check_counts(spec.count_column, int(agg["n_null"].sum()), mins.min() if mins.len() else None)
-    cells = agg["cell"].cast(pl.Int64).to_numpy()
-    counts = agg["n"].cast(pl.Int64).fill_null(0).to_numpy()
-    if dense:
-        out = np.zeros(spec.n_cells, dtype=spec.dense_dtype)
-        out[cells] = counts
-        return out
-    acc = Accumulator(spec.n_cells, dense=False)
-    if spec.key is not None:
-        cells = spec.keys_from_axes(spec.axes_from_flat(cells))
-    acc.add(cells, counts.astype(np.float64))
-    return acc.sparse()
-
-
-__all__ = ["aggregate_sql", "cell_sql", "column_dtypes", "finish", "finish_batches", "stats_sql", "where_sql"]
+__all__ = ["aggregate_sql", "cell_sql", "column_dtypes", "finish_batches", "stats_sql", "where_sql"]
