@@ -14,9 +14,13 @@ from polars_dp.counting.aggregate import Counts
 from polars_dp.counting.engines import sql as sqlgen
 from polars_dp.counting.invalid import invalid_error, stats_from_row
 from polars_dp.counting.spec import CountSpec
+from polars_dp.errors import ParameterError
 
 
 def count_spark(df: Any, spec: CountSpec, *, dense: bool) -> Counts:
+    if not hasattr(df, "toArrow"):  # DataFrame.toArrow came with pyspark 4.0
+        raise ParameterError("counting a Spark DataFrame needs pyspark >= 4.0 (DataFrame.toArrow); "
+                             "upgrade it: pip install 'polars-dp[spark]'")
     fields = {f.name: f.dataType.typeName() for f in df.schema.fields}
     dtypes = sqlgen.column_dtypes(spec, list(fields), list(fields.values()))
     view = f"_polars_dp_rows_{uuid.uuid4().hex}"

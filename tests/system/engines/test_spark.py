@@ -88,3 +88,16 @@ def test_spark_bounds_each_persons_rows(spark):
         pdp.basic(nulls, ATTRS[:2], epsilon=1.0, privacy_unit=unit)
     kept = pdp.basic(nulls, ATTRS[:2], epsilon=1e9, seed=2, privacy_unit=unit, nulls="drop")
     assert kept.counts.sum() == pytest.approx(18, abs=1e-3)
+
+
+def test_a_spark_dataframe_without_to_arrow_is_refused_with_what_to_do():
+    """pyspark before 4.0 has no ``DataFrame.toArrow``: a ParameterError naming the version."""
+    from polars_dp.counting.engines.spark import count_spark
+    from polars_dp.counting.spec import CountSpec
+
+    class OldSparkFrame:  # what a pyspark 3 DataFrame lacks
+        pass
+
+    spec = CountSpec.make(ATTRS, on_out_of_domain="raise", nulls="raise", count_column=None, integer=False)
+    with pytest.raises(pdp.ParameterError, match="pyspark >= 4.0"):
+        count_spark(OldSparkFrame(), spec, dense=True)
