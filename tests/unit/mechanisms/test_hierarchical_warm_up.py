@@ -7,7 +7,6 @@ import importlib
 import json
 import subprocess
 import sys
-import threading
 
 import numpy as np
 import polars as pl
@@ -16,7 +15,7 @@ import polars_dp as pdp
 import polars_dp.plans.base as plans_base
 from polars_dp import compiled
 from tests.helpers import REPO
-from tests.helpers.compiled import needs_compiled
+from tests.helpers.compiled import assert_warm_up_changes_nothing, needs_compiled
 
 module = importlib.import_module("polars_dp.mechanisms.hierarchical")
 ATTRS = [pdp.Ordinal("a", 0, 40), pdp.Nominal("g", categories=["x", "y", "z"]), pdp.Ordinal("b", 0, 300)]
@@ -62,15 +61,9 @@ def test_warm_up_compiles_the_kernels_of_the_release():
 
 def test_release_is_the_same_with_and_without_the_warm_up(monkeypatch):
     monkeypatch.setattr(plans_base, "COMPILED_FROM", 0)  # as a large release: the compiled kernels
-    started = []
-    real = module.warm_up
-    monkeypatch.setattr(module, "warm_up", lambda: started.append(1) or real())
-    with_warm_up = pdp.hierarchical(_frame(), ATTRS, epsilon=1.0, seed=5).counts
-    assert started == [1]
-    assert not [t for t in threading.enumerate() if t.name == "polars-dp-warm-up"]  # joined
-    monkeypatch.setattr(module, "in_background", lambda warm: None)
-    without = pdp.hierarchical(_frame(), ATTRS, epsilon=1.0, seed=5).counts
-    assert np.array_equal(with_warm_up.view(np.int64), without.view(np.int64))
+    assert_warm_up_changes_nothing(monkeypatch, module, "warm_up",
+                                   lambda: pdp.hierarchical(_frame(), ATTRS, epsilon=1.0, seed=5).counts,
+                                   ("in_background", lambda warm: None))
 
 
 def test_no_warm_up_where_the_numpy_kernels_run(monkeypatch):

@@ -19,7 +19,7 @@ import polars_dp.plans.base as plans_base
 from polars_dp import compiled
 from polars_dp.errors import DomainError
 from tests.helpers import REPO
-from tests.helpers.compiled import needs_compiled
+from tests.helpers.compiled import assert_warm_up_changes_nothing, needs_compiled
 
 ATTRS = [pdp.Ordinal("a", 0, 40), pdp.Nominal("g", categories=["x", "y", "z"]), pdp.Ordinal("b", 0, 300)]
 
@@ -76,15 +76,9 @@ def test_no_warm_up_where_the_numpy_kernels_run():
 
 
 def test_release_is_the_same_with_and_without_the_warm_up(monkeypatch):
-    started = []
-    real = wavelet.warm_up_in_background
-    monkeypatch.setattr(wavelet, "warm_up_in_background", lambda: started.append(1) or real())
-    with_warm_up = pdp.privelet(_frame(), ATTRS, epsilon=1.0, seed=5).counts
-    assert started == [1]
-    assert not [t for t in threading.enumerate() if t.name == "polars-dp-warm-up"]  # joined
-    monkeypatch.setattr(wavelet, "warm_up_in_background", lambda: None)
-    without = pdp.privelet(_frame(), ATTRS, epsilon=1.0, seed=5).counts
-    assert np.array_equal(with_warm_up.view(np.int64), without.view(np.int64))
+    assert_warm_up_changes_nothing(monkeypatch, wavelet, "warm_up_in_background",
+                                   lambda: pdp.privelet(_frame(), ATTRS, epsilon=1.0, seed=5).counts,
+                                   ("warm_up_in_background", lambda: None))
 
 
 @pytest.mark.parametrize("where", ["warm-up", "counting"])
