@@ -54,9 +54,9 @@ from polars_dp.kernels.block_levels import bary_levels, chain_from_factors, tupl
 from polars_dp.kernels.level_inference import BlockNoise, gls_from_sum, noisy_normal_sum
 from polars_dp.mechanisms.options import mechanism
 from polars_dp.mechanisms.privacy_unit import bounded
-from polars_dp.noise import Neighbours, NoiseKind, SeedLike, lookups, noise_source, sample_noise
+from polars_dp.noise import Neighbours, NoiseKind, SeedLike, noise_source, sample_noise
 from polars_dp.noise.discrete import CHUNK as NOISE_CHUNK
-from polars_dp.noise.discrete import SIGNED_GUIDE
+from polars_dp.noise.discrete import warm_up_lookups
 from polars_dp.params import Nulls, OnOutOfDomain
 from polars_dp.plans import HierarchicalPlan
 from polars_dp.plans.hierarchical import LevelWorkload
@@ -160,10 +160,7 @@ def warm_up() -> None:
     if not compiled.enabled():
         return
     add_counts(np.empty(4, dtype=np.int64), np.zeros(1, dtype=np.int64), zero=True)
-    words, out = np.zeros(4, dtype=np.uint64), np.empty(4, dtype=np.int64)
-    lookups.guide(words, np.zeros(2, dtype=SIGNED_GUIDE), np.uint64(62), -1, out)
-    table = np.zeros(4, dtype=np.int32)
-    lookups.two_tables(words, table, table, np.uint64(62), np.uint64(61), np.uint64(3), 1, out)
+    warm_up_lookups()
     axes = (bary_levels(5), chain_from_factors(2, [2]), bary_levels(9))
     weights = np.zeros(tuple_shape(axes))
     weights[0, 0, 0] = weights[1, 1, 2] = weights[-1, -1, -1] = 1.0

@@ -52,8 +52,8 @@ from polars_dp.kernels.wavelet_exact import (
     scaled_to_float,
 )
 from polars_dp.kernels.wavelets import coefficient_count, haar_padded_length
-from polars_dp.noise import NoiseSource, discrete_laplace, lookups
-from polars_dp.noise.discrete import SIGNED_GUIDE
+from polars_dp.noise import NoiseSource, discrete_laplace
+from polars_dp.noise.discrete import warm_up_lookups
 from polars_dp.plans.lattice import MAX_TOTAL, check_wide, lattice_bound, needs_wide
 
 #: Cells per block of the exact pipeline (and of the in-place conversion to int64).
@@ -269,10 +269,7 @@ def warm_up() -> None:
         return
     for dtype in (np.int64, np.float64):
         add_counts(np.empty(4, dtype=dtype), np.zeros(1, dtype=np.int64), zero=True)
-    words, out = np.zeros(4, dtype=np.uint64), np.empty(4, dtype=np.int64)
-    lookups.guide(words, np.zeros(2, dtype=SIGNED_GUIDE), np.uint64(62), -1, out)
-    table = np.zeros(4, dtype=np.int32)
-    lookups.two_tables(words, table, table, np.uint64(62), np.uint64(61), np.uint64(3), 1, out)
+    warm_up_lookups()
     rows = np.zeros((2, 4), dtype=np.int64)
     compiled.noise_first_rows(rows, np.zeros(2, dtype=np.int64), rows[:, :3].copy(), np.ones(2),
                               np.empty((2, 3)), SCALED_LIMIT)

@@ -574,6 +574,16 @@ def _signed_guide(tab: InversionTable) -> tuple[np.ndarray, np.uint64]:
     return signed.astype(SIGNED_GUIDE), np.uint64(63 - bits)
 
 
+def warm_up_lookups() -> None:
+    """Compile the samplers' two look-ups (:mod:`polars_dp.noise.lookups`) for the table types
+    the samplers pass (:data:`SIGNED_GUIDE`, the split tables' int32), on fixed words of zeros:
+    nothing is drawn.  For a mechanism's warm-up, so that its first release compiles nothing."""
+    words, out = np.zeros(4, dtype=np.uint64), np.empty(4, dtype=np.int64)
+    lookups.guide(words, np.zeros(2, dtype=SIGNED_GUIDE), np.uint64(62), _OPEN, out)
+    table = np.zeros(4, dtype=np.int32)
+    lookups.two_tables(words, table, table, np.uint64(62), np.uint64(61), np.uint64(3), _BAD, out)
+
+
 def add_discrete_laplace(values: np.ndarray, scale: Fraction, src: NoiseSource) -> None:
     """``values += DLap(scale)`` in place, chunk by chunk (``values`` float64 or int64,
     C-contiguous; float64 values hold integers exactly below 2^53, so their scale is capped at
@@ -663,4 +673,4 @@ def privtree_decision(src: NoiseSource, x: np.ndarray, lam: int) -> np.ndarray:
 __all__ = ["BLOCK", "CHUNK", "SIGNED_GUIDE", "InversionTable", "MAX_COUNT_SCALE", "MAX_SCALE",
            "add_discrete_laplace", "bernoulli_exp", "check_scale", "discrete_laplace",
            "draw_discrete_laplace", "geometric", "inversion_table", "inversion_table_length",
-           "privtree_decision", "signed_guide_bits", "split_bits", "split_digit"]
+           "privtree_decision", "signed_guide_bits", "split_bits", "split_digit", "warm_up_lookups"]
