@@ -9,7 +9,7 @@ import math
 import numbers
 from fractions import Fraction
 from functools import lru_cache
-from typing import Literal, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 import numpy as np
 
@@ -82,14 +82,20 @@ def exact_scale(sensitivity: int | Fraction, epsilon: float | Fraction) -> Fract
     epsilon``.  A function of the two numbers' values alone (public inputs), remembered for the
     last :data:`SCALE_CACHE` pairs: equal numbers (``1``, ``1.0``, ``Fraction(1)``) are one
     entry, as they give one scale."""
-    try:
-        return _exact_scale(sensitivity, epsilon)
-    except TypeError:  # an unhashable number type: computed as it is
-        return _exact_scale.__wrapped__(sensitivity, epsilon)
+    return _remembered(_exact_scale, sensitivity, epsilon)
 
 
 #: Pairs ``(sensitivity, epsilon)`` whose exact scale :func:`exact_scale` keeps.
 SCALE_CACHE = 1024
+
+
+def _remembered(cached: Any, *args: object) -> Any:
+    """``cached(*args)`` (an :func:`~functools.lru_cache` of public numbers), computed without
+    the cache when a number's type is unhashable."""
+    try:
+        return cached(*args)
+    except TypeError:
+        return cached.__wrapped__(*args)
 
 
 @lru_cache(maxsize=SCALE_CACHE)
@@ -115,10 +121,7 @@ def noise_params(sensitivity: int | Fraction, scale: float | Fraction, noise: st
     remembered as :func:`exact_scale`'s are: public numbers only)."""
     if check_noise(noise) != "exact":
         return {}
-    try:
-        entries = _exact_entries(sensitivity, scale)
-    except TypeError:  # an unhashable number type: computed as it is
-        entries = _exact_entries.__wrapped__(sensitivity, scale)
+    entries = _remembered(_exact_entries, sensitivity, scale)
     return {f"{prefix}noise_scale_exact": entries[0], f"{prefix}epsilon_effective": entries[1]}
 
 
