@@ -458,26 +458,29 @@ def _check_sql(path: str, expected: Mapping[str, str], columns: Mapping[str, str
             "  SELECT CASE WHEN (SELECT count(*) FROM (FROM expected EXCEPT FROM found)) + "
             "(SELECT count(*) FROM (FROM found EXCEPT FROM expected)) > 0 "
             f"THEN error({literal(refuse + 'its polars_dp metadata differs' + again)}) END);")
+    wrong_rows = (f"WHEN n <> {rows} THEN error({literal(refuse)} || n || "
+                  f"{literal(f' rows where the release has {rows}' + again)})")
+
+    def differ(what: str) -> str:
+        """The refusal of a fingerprint other than the release's (``what``: of which values)."""
+        return (f"error({literal(refuse + f'its values differ (SHA-256 fingerprint {what}')} || "
+                f"fingerprint || {literal(f', expected {fingerprint})' + again)})")
+
     if in_place is None:
         values = fingerprint_sql(_read(path), "file_row_number", columns)
-        differ = (f"error({literal(refuse + 'its values differ (SHA-256 fingerprint ')} || fingerprint || "
-                  f"{literal(f', expected {fingerprint})' + again)})")
-        return [meta, f"SET VARIABLE {_CHECK} = (SELECT CASE WHEN n <> {rows} THEN error({literal(refuse)} "
-                f"|| n || {literal(f' rows where the release has {rows}' + again)}) "
-                f"WHEN fingerprint <> {literal(fingerprint)} THEN {differ} END FROM (\n{values}));"]
+        return [meta, f"SET VARIABLE {_CHECK} = (SELECT CASE {wrong_rows} "
+                f"WHEN fingerprint <> {literal(fingerprint)} THEN {differ('')} END FROM (\n{values}));"]
     # a grid: its rows' number (from the file's metadata), their labels, their counts slab by slab
-    count = (f"SET VARIABLE {_CHECK} = (SELECT CASE WHEN n <> {rows} THEN error({literal(refuse)} || n || "
-             f"{literal(f' rows where the release has {rows}' + again)}) END FROM (SELECT count(*) AS n "
+    count = (f"SET VARIABLE {_CHECK} = (SELECT CASE {wrong_rows} END FROM (SELECT count(*) AS n "
              f"FROM read_parquet({literal(path)})));")
     tail = literal(" rows without their cell's labels)" + again)
     misplaced = f"error({literal(refuse + 'its values differ (')} || misplaced || {tail})"
     labels = (f"SET VARIABLE {_CHECK} = (SELECT CASE WHEN misplaced > 0 THEN {misplaced} END FROM (\n"
               f"SELECT count(*) FILTER (WHERE NOT coalesce({in_place}, false)) AS misplaced "
               f"FROM {_read(path)}));")
-    differ = (f"error({literal(refuse + 'its values differ (SHA-256 fingerprint of count ')} || "
-              f"fingerprint || {literal(f', expected {fingerprint})' + again)})")
     content = (f"SET VARIABLE {_CHECK} = (SELECT CASE WHEN fingerprint <> {literal(fingerprint)} THEN "
-               f"{differ} END FROM (SELECT sha256(getvariable({literal(_DIGESTS)})) AS fingerprint));")
+               f"{differ('of count ')} END FROM (SELECT sha256(getvariable({literal(_DIGESTS)})) "
+               "AS fingerprint));")
     return [meta, count, labels, *_grid_fingerprint_steps(path, columns["count"], rows), content,
             f"RESET VARIABLE {_DIGESTS};"]
 
