@@ -196,8 +196,8 @@ class InversionTable:
         """``#{j : U < x_j}`` by binary search, ties refined with further random bits."""
         idx = np.searchsorted(self.ascending, u, side="right")
         count = self.length - idx
-        tie = np.flatnonzero(idx > 0)
-        tie = tie[self.ascending[idx[tie] - 1] == u[tie]]
+        # the thresholds strictly ascend: u equals one exactly when it has one more on its right
+        tie = (np.searchsorted(self.ascending, u, side="left") != idx).nonzero()[0]
         for i in tie:  # u == F_j: compare further bits of U and x_j (probability ~2^-50 per draw)
             j = int(count[i]) + 1
             level = 1
@@ -337,7 +337,7 @@ def draw_discrete_laplace(src: NoiseSource, t: int, s: int, size: int | tuple[in
         if open_.size:
             wo = w[open_]
             mag = finish(wo & MASK63, src)  # the same magnitudes either way, ties refined alike
-            tail = np.flatnonzero(mag == length)
+            tail = (mag == length).nonzero()[0]
             if tail.size:
                 mag[tail] += geometric(src, t, s, tail.size)
             y[open_] = np.where(wo >> np.uint64(63) == 1, -mag, mag)
