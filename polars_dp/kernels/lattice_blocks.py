@@ -103,6 +103,7 @@ def hn_lattice_inverse(counts: np.ndarray, attributes: Sequence[Attribute], tran
     dens = hn_denominators(attrs, tr)
     lead, split, d = plan.lead, plan.split, len(attrs)
     flat_counts = counts.reshape(plan.batch, -1)
+    sub = plan.per_item
 
     def numerators(x: np.ndarray, first: int, offset: int, stop: int = d) -> np.ndarray:
         """Forward along the transformed axes ``[first, stop)`` (array axis ``k - offset``).
@@ -161,7 +162,6 @@ def hn_lattice_inverse(counts: np.ndarray, attributes: Sequence[Attribute], tran
     if lead == d or split == lead:  # batch items (or all cells) go block by block
         lo = min(lead, d)
         item_den = _outer_product(_broadcastable(dens[lo:]))[None]
-        sub = plan.per_item
 
         def small_source(i: int, j: int) -> np.ndarray:
             if lead == d:
@@ -197,7 +197,6 @@ def hn_lattice_inverse(counts: np.ndarray, attributes: Sequence[Attribute], tran
     store_f = np.empty((n_outer, inner_cells)) if approximate else None
     outer_den = _outer_product(dens[lead:split]).reshape(-1)
     inner_den = _outer_product(_broadcastable(dens[split:]))[None]
-    sub = plan.per_item
     col_step = max(1, slab_cells // n_outer)
     compiled_forward = store_f is None and single_haar(attrs[lead:split], tr[lead:split])
 
@@ -218,8 +217,8 @@ def hn_lattice_inverse(counts: np.ndarray, attributes: Sequence[Attribute], tran
         def columns(c: int) -> None:
             cc = min(col_step, inner_cells - c)
             blk = item[:, c:c + cc].reshape(*plan.cells[lead:split], cc)
-            coef = _outer_forward(blk, lead, split)  # new arrays: ``lead`` is transformed
-            coef_f = None if store_f is None else _outer_forward(blk.astype(np.float64), lead, split)
+            coef = numerators(blk, lead, lead, split)  # new arrays: ``lead`` is transformed
+            coef_f = None if store_f is None else numerators(blk.astype(np.float64), lead, lead, split)
             store.set_columns(c, coef.reshape(n_outer, cc))  # may overwrite ``blk``: read above
             if store_f is not None and coef_f is not None:
                 store_f[:, c:c + cc] = coef_f.reshape(n_outer, cc)
@@ -231,7 +230,7 @@ def hn_lattice_inverse(counts: np.ndarray, attributes: Sequence[Attribute], tran
         r, rr = offset // inner, (j - i) // inner
         store = store_of(b)
         x = store.rows(r, rr).reshape(rr, *plan.cells[split:])
-        den = rows_den(i, j)
+        den = outer_den[r:r + rr].reshape(rr, *([1] * (d - split))) * inner_den  # outer rows x inner axes
         if first:
             return hand_over_first(numerators(x, split, split - 1, d - 1), den, i)
         num = numerators(x, split, split - 1)
@@ -244,19 +243,8 @@ def hn_lattice_inverse(counts: np.ndarray, attributes: Sequence[Attribute], tran
                 num_f = num_f.copy()
         return hand_over(num, num_f, den, i)
 
-    def _outer_forward(blk: np.ndarray, first: int, stop: int) -> np.ndarray:
-        for k in range(first, stop):
-            if tr[k]:
-                blk = forward_numerators(blk, attrs[k], k - first)
-        return blk
-
     def buffer_of(b: int) -> SplitRows:
         return store_of(b).view(np.float64)
-
-    def rows_den(i: int, j: int) -> np.ndarray:
-        """The denominators of the row block ``[i, j)`` (its outer rows times the inner axes')."""
-        r, rr = (i % sub) // inner, (j - i) // inner
-        return outer_den[r:r + rr].reshape(rr, *([1] * (d - split))) * inner_den
 
     return run(source, buffer=buffer_of, begin_item=begin_item)
 
