@@ -154,12 +154,10 @@ class _Objective:
     evaluated together on a batch of points (one pass of lattice sums each way per batch)."""
 
     def __init__(self, costs: np.ndarray, cells: np.ndarray):
-        self.costs, self.cells = costs, cells
-        self.positive = costs > 0
-        self.all_positive = bool(self.positive.all())
+        self.positive_flat = (costs > 0).reshape(1, -1)
+        self.all_positive = bool(self.positive_flat.all())
         self.shape = costs.shape
         self._flat = (cells.reshape(1, -1), costs.reshape(1, -1))
-        self.positive_flat = self.positive.reshape(1, -1)
 
     def batch(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(F, g)`` at every point ``w`` (shape ``(batch, *tuples)``, or ``(batch, tuples)``
@@ -372,12 +370,9 @@ def _refined(start: _Descents) -> _Descents:
 
 
 def _grow(start: _Descents) -> np.ndarray:
-    best, best_f = start.uniform, start.uniform_f
+    """The uniform split or a grown chain, whichever is first of the least error."""
     chains = _insert(start.obj, [(eps, f) for f, eps in start.found[:INSERT_FROM]])
-    for eps, f in chains:
-        if f < best_f:
-            best, best_f = eps, f
-    return best
+    return min([(start.uniform, start.uniform_f), *chains], key=lambda chain: chain[1])[0]
 
 
 def split_budget(shares: np.ndarray, epsilon: float | Fraction) -> np.ndarray:
@@ -476,7 +471,6 @@ def choose_budgets(axes: Sequence[AxisLevels], costs: np.ndarray, queries: float
     (:func:`polars_dp.kernels.level_inference.workload_costs`),
     or the uniform split over every tuple when the optimiser cannot improve on it."""
     axes = tuple(axes)
-    check_tuples(axes)
     return _budgets(axes, costs, queries, epsilon, sensitivity, optimise_shares(costs, axes))
 
 
@@ -489,10 +483,8 @@ def _budgets(axes: tuple[AxisLevels, ...], costs: np.ndarray, queries: float, ep
     if not error < uniform_error:
         return Budgets(uniform, uniform_error, uniform_error, False,
                        "the budget optimisation could not improve on the uniform split; uniform kept")
-    share = len(chosen.measured)
-    return Budgets(chosen, error, uniform_error, True,
-                   f"budgets optimised for the workload: {share} of {chosen.epsilons.size} level tuples "
-                   "measured")
+    return Budgets(chosen, error, uniform_error, True, f"budgets optimised for the workload: "
+                   f"{len(chosen.measured)} of {chosen.epsilons.size} level tuples measured")
 
 
 def choose_strategy(attributes: Sequence[Attribute], workload: Workload, epsilon: float | Fraction,
@@ -534,7 +526,6 @@ def choose_strategy(attributes: Sequence[Attribute], workload: Workload, epsilon
                 term = np.multiply.outer(term, traces[(k, i, key[i])])
             costs += term
         return costs, workload.queries
-
 
     def evaluate(pick: Sequence[AxisLevels], bound: float = math.inf
                  ) -> tuple[Budgets, np.ndarray, float, np.ndarray] | None:
