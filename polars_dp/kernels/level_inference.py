@@ -100,18 +100,23 @@ def projector_coefficients(nu: np.ndarray) -> np.ndarray:
     return c
 
 
-def gls(measurements: Mapping[tuple[int, ...], np.ndarray], weights: np.ndarray,
-        axes: Sequence[AxisLevels]) -> np.ndarray:
-    """The least-squares estimate of the real cells from noisy block counts ``{t: y_t}``
-    with precisions ``weights`` (tuple-shaped; a tuple with weight 0 is ignored)."""
+def _coefficients(weights: np.ndarray, axes: Sequence[AxisLevels]) -> tuple[np.ndarray, np.ndarray]:
+    """``(w, c)``: the precisions as float64, checked to be tuple-shaped, and ``c_b``."""
     weights = np.asarray(weights, dtype=np.float64)
     if weights.shape != tuple_shape(axes):
         raise ValueError(f"weights of shape {weights.shape} do not match the level tuples "
                          f"{tuple_shape(axes)}")
+    return weights, projector_coefficients(inverse_eigenvalues(eigenvalues(weights, axes)))
+
+
+def gls(measurements: Mapping[tuple[int, ...], np.ndarray], weights: np.ndarray,
+        axes: Sequence[AxisLevels]) -> np.ndarray:
+    """The least-squares estimate of the real cells from noisy block counts ``{t: y_t}``
+    with precisions ``weights`` (tuple-shaped; a tuple with weight 0 is ignored)."""
+    weights, c = _coefficients(weights, axes)
     parts = {t: weights[t] * np.asarray(y, dtype=np.float64)
              for t, y in measurements.items() if weights[t] > 0}
     z = collapse(parts, axes)
-    c = projector_coefficients(inverse_eigenvalues(eigenvalues(weights, axes)))
     cells = block_cells(axes)
     scaled = {b: (c[b] / cells[b]) * sums for b, sums in pyramid(z, axes).items() if c[b] != 0.0}
     return fold(collapse(scaled, axes), axes)
@@ -151,14 +156,9 @@ def _add_rows(a: np.ndarray, b: np.ndarray, threads: int) -> np.ndarray:
     """:func:`_add`, the in-place addition shared among ``threads`` threads by blocks of rows of
     the first axis (each value is the same one addition)."""
     shape = tuple(max(x, y) for x, y in zip(a.shape, b.shape, strict=True))
-    if threads <= 1 or not a.ndim or shape[0] < 2:
+    if threads <= 1 or not a.ndim or shape[0] < 2 or shape not in (a.shape, b.shape):
         return _add(a, b)
-    if a.shape == shape:
-        out, part = a, b
-    elif b.shape == shape:
-        out, part = b, a
-    else:
-        return _add(a, b)
+    out, part = (a, b) if a.shape == shape else (b, a)
     k = out.shape[0] // part.shape[0]
 
     def add(rows: tuple[int, int]) -> None:
@@ -216,10 +216,6 @@ class _Chain:
     def __init__(self, base: np.ndarray, parts: list[np.ndarray]) -> None:
         self.base, self.parts = base, parts
 
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self.base.shape
-
 
 def _divides(part: np.ndarray, out_shape: tuple[int, ...]) -> bool:
     return all(m % n == 0 for n, m in zip(part.shape, out_shape, strict=True))
@@ -234,7 +230,7 @@ def _chain_add(a: np.ndarray | _Chain, b: np.ndarray | _Chain, full: tuple[int, 
     if isinstance(a, _Chain):
         if isinstance(b, _Chain):
             b = _settle(b)
-        if _divides(b, a.shape):
+        if _divides(b, a.base.shape):
             a.parts.append(b)
             return a
         return _add(_settle(a), b)
@@ -597,6 +593,21 @@ def noisy_normal_sum(counts: np.ndarray | list[np.ndarray], axes: Sequence[AxisL
     return out
 
 
+def _placed(result: np.ndarray, slab: np.ndarray, a: np.ndarray, start: int, out: np.ndarray | None
+            ) -> np.ndarray:
+    """The output of a walk of ``a`` by slabs once ``result``, the walk of ``slab`` (``a``'s rows
+    from ``start``), is in place: ``a`` when ``result`` has the slab's shape (the slab is spent:
+    its memory takes the result), else ``out`` (made on first use) holding it in those rows."""
+    if result.shape == slab.shape:
+        if not (result is slab or np.shares_memory(result, slab)):
+            slab[...] = result
+        return a
+    if out is None:
+        out = np.empty((a.shape[0],) + result.shape[1:])
+    out[start:start + slab.shape[0]] = result
+    return out
+
+
 def _binary_last_axis(a: np.ndarray, ax: AxisLevels, wanted: Sequence[int], scales: Sequence[float]
                       ) -> np.ndarray | None:
     """:func:`gls_from_sum`'s walk along the last axis in one compiled pass per row
@@ -624,13 +635,9 @@ def gls_from_sum(z: np.ndarray, weights: np.ndarray, axes: Sequence[AxisLevels],
     twice a slab at a time, and when that level is wanted it is walked with the cells a slab at
     a time (the same additions, value by value).  ``quarter``: :func:`noisy_normal_sum`'s list
     holding ``z`` halved twice along the first axis (taken, once, instead of halving again)."""
-    weights = np.asarray(weights, dtype=np.float64)
-    if weights.shape != tuple_shape(axes):
-        raise ValueError(f"weights of shape {weights.shape} do not match the level tuples "
-                         f"{tuple_shape(axes)}")
+    c = _coefficients(weights, axes)[1]
     d = len(axes)
     n_threads = parallel.thread_count() if threads is None else threads
-    c = projector_coefficients(inverse_eigenvalues(eigenvalues(weights, axes)))
     cells = block_cells(axes)
     nonzero = c != 0.0
 
@@ -732,15 +739,7 @@ def gls_from_sum(z: np.ndarray, weights: np.ndarray, axes: Sequence[AxisLevels],
                 upper = _add(_refine(prev[start // k_prev:-(-stop // k_prev)], k_prev, 2, start, stop), upper)
             finest = walk(slab, keys[1])
             assert finest is not None
-            result = _add(upper, finest)
-            if result.shape == slab.shape:
-                if not (result is slab or np.shares_memory(result, slab)):
-                    slab[...] = result
-                out = a
-                return
-            if out is None:
-                out = np.empty((rows,) + result.shape[1:])
-            out[start:stop] = result
+            out = _placed(_add(upper, finest), slab, a, start, out)
 
         one(0)  # alone: the result's shape, the same for every slab (from the plan only)
         parallel.each(one, range(step, rows, step), n_threads)
@@ -760,14 +759,7 @@ def gls_from_sum(z: np.ndarray, weights: np.ndarray, axes: Sequence[AxisLevels],
             result = walk(slab, key)
             if result is None:
                 return False
-            if result.shape == slab.shape:  # the slab is spent: its memory takes the result
-                if not (result is slab or np.shares_memory(result, slab)):
-                    slab[...] = result
-                out = a
-            else:
-                if out is None:
-                    out = np.empty((rows,) + result.shape[1:])
-                out[start:start + step] = result
+            out = _placed(result, slab, a, start, out)
             return True
 
         # the first slab alone (which tuples it reaches, the result's shape: the same for every
@@ -830,12 +822,8 @@ def range_variance(nu: np.ndarray, axes: Sequence[AxisLevels], starts: np.ndarra
     starts = np.atleast_2d(np.asarray(starts, dtype=np.int64))
     stops = np.atleast_2d(np.asarray(stops, dtype=np.int64))
     factors = [interval_detail_traces(starts[:, i], stops[:, i], ax) for i, ax in enumerate(axes)]
-    return _with_unidentified(nu, factors, contract(nu, factors))
-
-
-def _with_unidentified(nu: np.ndarray, factors: Sequence[np.ndarray], values: np.ndarray) -> np.ndarray:
-    """``inf`` where a query has a component on a detail space with ``μ = 0``."""
-    missing = (nu == 0).astype(np.float64)
+    values = contract(nu, factors)
+    missing = (nu == 0).astype(np.float64)  # inf where a box has a component on a detail space with μ = 0
     if not missing.any():
         return values
     hit = contract(missing, [(f != 0).astype(np.float64) for f in factors])
