@@ -216,19 +216,10 @@ def collapse(parts: Mapping[tuple[int, ...], np.ndarray], axes: Sequence[AxisLev
     """``Σ_t U_t(parts[t])``: every part broadcast from its tuple's blocks to the cells (each
     block value copied to its cells) and added; missing tuples count as zero.  One upsample
     per pyramid entry, axis by axis (Horner along the levels)."""
-    d = len(axes)
-    shape = tuple(ax.count for ax in axes)
-    lengths = [ax.length for ax in axes]
-
-    def zeros(key: tuple[int, ...]) -> np.ndarray:
-        return np.zeros(tuple(lengths[i] // axes[i].sizes[key[i]] for i in range(len(key)))
-                        + tuple(lengths[len(key):]))
-
-    current: dict[tuple[int, ...], np.ndarray] = {}
-    for key in itertools.product(*(range(c) for c in shape)):
-        if key in parts:
-            current[key] = np.asarray(parts[key], dtype=np.float64)
-    for i in range(d - 1, -1, -1):
+    shape = tuple_shape(axes)
+    current = {key: np.asarray(parts[key], dtype=np.float64)
+               for key in itertools.product(*(range(c) for c in shape)) if key in parts}
+    for i in range(len(axes) - 1, -1, -1):
         ax = axes[i]
         nxt: dict[tuple[int, ...], np.ndarray] = {}
         for head in itertools.product(*(range(c) for c in shape[:i])):
@@ -242,9 +233,10 @@ def collapse(parts: Mapping[tuple[int, ...], np.ndarray], axes: Sequence[AxisLev
                 part = levels[level]
                 if part is not None:
                     acc = part.copy() if acc is None else acc + part
-            nxt[head] = acc if acc is not None else zeros(head)
+            assert acc is not None  # a level of ``head`` holds a part
+            nxt[head] = acc
         current = nxt
-    return current.get((), np.zeros(tuple(lengths)))
+    return current.get((), np.zeros(tuple(ax.length for ax in axes)))
 
 
 def coarsen_real(arr: np.ndarray, axis: int, factor: int, threads: int = 1) -> np.ndarray:
