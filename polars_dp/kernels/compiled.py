@@ -323,10 +323,9 @@ def nominal_numerators(v: np.ndarray, tree: Any, out: np.ndarray) -> bool:
     ks = _active()
     if ks is None:
         return False
-    t = tree
-    ks["nominal_numerator_rows"](v, t.leaf_nodes.astype(np.int64), t.parent.astype(np.int64),
-                                 np.r_[0, t.parent_fanout].astype(np.int64),
-                                 np.flatnonzero(t.fanout > 0).astype(np.int64), out)
+    ks["nominal_numerator_rows"](v, tree.leaf_nodes.astype(np.int64), tree.parent.astype(np.int64),
+                                 np.r_[0, tree.parent_fanout].astype(np.int64),
+                                 np.flatnonzero(tree.fanout > 0).astype(np.int64), out)
     return True
 
 
