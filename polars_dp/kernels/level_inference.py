@@ -457,8 +457,7 @@ def _measure(real: np.ndarray, t: tuple[int, ...], axes: Sequence[AxisLevels], w
             return
         if waves is not None:  # over the room: zeros first, as np.zeros gives
             block.fill(0.0)
-        if a < real.shape[0]:
-            block[(slice(0, min(step, real.shape[0] - a)),) + inner] = rows
+        block[(slice(0, rows.shape[0]),) + inner] = rows
         noise(block, a)
         if weight > 0:
             np.multiply(block, weight, out=block)
@@ -522,32 +521,24 @@ def noisy_normal_sum(counts: np.ndarray | list[np.ndarray], axes: Sequence[AxisL
     room = _room_of(source, shape) if consumed else None
     counter = BlockCounter(source, axes, threads=n_threads)
     del source
-    acc: list[list[np.ndarray | _Sum] | None] = [None] * d
+    acc: list[list[np.ndarray | _Sum]] = [[] for _ in range(d)]
     full: np.ndarray | None = None
-
-    def feed(depth: int, part: np.ndarray | _Sum) -> None:
-        held = acc[depth]
-        if held is None:
-            acc[depth] = [part]
-        else:
-            held.append(part)
 
     def close(down_to: int) -> None:
         for j in range(d - 1, down_to - 1, -1):
-            done, acc[j] = acc[j], None
-            if done is not None:
+            done, acc[j] = acc[j], []
+            if done:
                 node = done[0] if len(done) == 1 else _Sum(done)
                 if j:
-                    feed(j - 1, node)
+                    acc[j - 1].append(node)
                 else:
                     acc[0] = [node]
 
     todo = [tuple(int(x) for x in t) for t in measured]
     big = max(1, math.prod(shape) // 4)
-    prev: tuple[int, ...] | None = None
     for k, t in enumerate(todo):
-        if prev is not None:
-            close(next(i for i in range(d) if t[i] != prev[i]) + 1)
+        if k:
+            close(next(i for i in range(d) if t[i] != todo[k - 1][i]) + 1)
         real = counter.real(t, todo[k + 1:])
         if math.prod(ax.length // ax.sizes[level] for ax, level in zip(axes, t, strict=True)) > big:
             counter.keep_for(todo[k + 1:])  # before a large tuple: the arrays no later one needs go
@@ -556,14 +547,13 @@ def noisy_normal_sum(counts: np.ndarray | list[np.ndarray], axes: Sequence[AxisL
                      room if k == len(todo) - 1 else None)
         del real
         if weights[t] > 0:
-            feed(d - 1, y)
+            acc[d - 1].append(y)
             if y.shape == shape:
                 full = y
         del y
-        prev = t
     counter.cache.clear()
     close(0)
-    if acc[0] is None:
+    if not acc[0]:
         return np.zeros(shape)
     root = acc[0][0]
     if isinstance(root, np.ndarray):
