@@ -116,9 +116,6 @@ def hn_lattice_inverse(counts: np.ndarray, attributes: Sequence[Attribute], tran
             x = forward_numerators(x, attrs[k], k - offset)
         return x
 
-    # A perturb with an ``undivided`` variant hands over ``X`` itself when the last axis is a Haar
-    # axis inverted level by level: the division by ``D`` is folded into that inverse's scaling
-    # (``haar_inverse(X, divisor=D)`` is bit for bit ``haar_inverse(X / D)``), one pass fewer.
     undivided: Perturb | None = getattr(perturb, "undivided", None)
     last_attr = attrs[-1]
     fold = (undivided is not None and tr[-1] and not isinstance(last_attr, Nominal) and split < d
@@ -138,21 +135,16 @@ def hn_lattice_inverse(counts: np.ndarray, attributes: Sequence[Attribute], tran
         return haar_inverse(block, last_attr.n_cells, block.ndim - 1, divisor=handed.den)
 
     last = last_inverse if fold else None
-    # A perturb with a ``noise_first`` variant, on the narrow lattice, skips the last Haar axis's
-    # forward: it gets the numerators along the other axes and returns the block inverted along
-    # the last one (``P H^-1(D u + Z) = P Y + P H^-1(Z)``, exact; see that variant).
+    # noise_first: ``P H^-1(D u + Z) = P Y + P H^-1(Z)``, exact (see that variant)
     noise_first: Perturb | None = getattr(perturb, "noise_first", None)
     first = fold and noise_first is not None and not approximate
-    m_last = last_attr.n_cells
-    # Blocks go to several threads only for a perturb whose blocks are independent (its own
-    # noise stream per block): which thread takes a block never changes a value.
     n_threads = 1
     if getattr(perturb, "by_block", False):
         n_threads = parallel.thread_count() if threads is None else max(1, int(threads))
 
     def hand_over_first(partial: np.ndarray, den: np.ndarray, i: int) -> np.ndarray:
         assert noise_first is not None
-        return noise_first(partial, den, i, m_last)
+        return noise_first(partial, den, i, last_attr.n_cells)
 
     def run(source: Source, **kwargs: Any) -> np.ndarray:
         return hn_inverse_blocked(source, attrs, tr, out, slab_cells=slab_cells, advance=advance,
@@ -179,13 +171,9 @@ def hn_lattice_inverse(counts: np.ndarray, attributes: Sequence[Attribute], tran
             return hand_over(num, num_f, item_den, i)
 
         return run(small_source)
-    outer_coef = plan.coef[lead:split]
-    n_outer = math.prod(outer_coef)
+    n_outer = math.prod(plan.coef[lead:split])
     inner, inner_cells = math.prod(plan.coef[split:]), math.prod(plan.cells[split:])
     n_outer_cells = math.prod(plan.cells[lead:split])
-    # Overwriting the counts, batch item b's first cells-many coefficient rows are its own counts'
-    # memory (each column block is read whole before its coefficients are written back, each row
-    # block before its inverse): only the extra coefficient rows take new memory.
     in_place = out.ctypes.data == counts.ctypes.data and out.nbytes == counts.nbytes
     tail = np.empty((n_outer - n_outer_cells if in_place else n_outer, inner_cells), dtype=np.int64)
 

@@ -516,8 +516,6 @@ def noisy_normal_sum(counts: np.ndarray | list[np.ndarray], axes: Sequence[AxisL
     source = np.asarray(counts.pop() if isinstance(counts, list) else counts)
     del counts
     shape = tuple(ax.length for ax in axes)
-    # consumed counts at the end of a buffer of the padded cube's size: the cells' tuple, when
-    # measured last, is written over them (:func:`_waves`)
     room = _room_of(source, shape) if consumed else None
     counter = BlockCounter(source, axes, threads=n_threads)
     del source
@@ -649,9 +647,6 @@ def gls_from_sum(z: np.ndarray, weights: np.ndarray, axes: Sequence[AxisLevels],
             if done is not None:
                 return done
         chain: dict[int, np.ndarray | None] = {top: a}
-        # On the first axis the half cube (the level above the finest, a halving) is never made
-        # whole: walked with the finest level a slab at a time when both are wanted (:func:`fused`),
-        # and the level above it made from the finest by halving twice a slab at a time.
         halves = [top >= j and ax.sizes[top - j] == 2 * ax.sizes[top - j + 1] for j in (1, 2)]
         fuse = i == 0 and d > 1 and halves[0] and top - 1 in wanted and top in wanted
         twice = i == 0 and all(halves) and wanted[0] <= top - 2
