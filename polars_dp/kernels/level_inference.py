@@ -141,15 +141,10 @@ def _add_into(out: np.ndarray, part: np.ndarray) -> None:
 def _add(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``a + b`` at the finer resolution per axis, in place in ``a`` or ``b`` when one is there."""
     shape = tuple(max(x, y) for x, y in zip(a.shape, b.shape, strict=True))
-    if a.shape == shape:
-        _add_into(a, b)
-        return a
-    if b.shape == shape:
-        _add_into(b, a)
-        return b
-    out = _expand(a, shape)
-    _add_into(out, b)
-    return out
+    if a.shape != shape:
+        a, b = (b, a) if b.shape == shape else (_expand(a, shape), b)
+    _add_into(a, b)
+    return a
 
 
 def _add_rows(a: np.ndarray, b: np.ndarray, threads: int) -> np.ndarray:
@@ -337,10 +332,8 @@ def _halve(a: np.ndarray, axis: int) -> np.ndarray:
     addition (0 + x = x for every x but -0.0, and no sum of the normal sum's values is -0.0:
     they are weighted integers), so the bits are the same, without the reduction's per-block
     inner loop along the last axis."""
-    lo: list[slice] = [slice(None)] * a.ndim
-    hi: list[slice] = [slice(None)] * a.ndim
-    lo[axis], hi[axis] = slice(0, None, 2), slice(1, None, 2)
-    return np.add(a[tuple(lo)], a[tuple(hi)], order="C")
+    head = (slice(None),) * axis
+    return np.add(a[head + (slice(0, None, 2),)], a[head + (slice(1, None, 2),)], order="C")
 
 
 def _quarter_into(out: np.ndarray, a: np.ndarray) -> None:
