@@ -506,7 +506,6 @@ def choose_strategy(attributes: Sequence[Attribute], workload: Workload, epsilon
     # on the scale (the continuous error is (2 Delta^2 / epsilon^2) sum_t c_t / share_t^2), so the
     # levels chosen do not either; only the chosen chain's budgets are made at the given epsilon.
     memo: dict[tuple[int, ...], tuple[Budgets, np.ndarray, float, np.ndarray] | None] = {}
-    unit = Fraction(1)
     scale = 2.0  # Var(Lap(1/ε_t)) = 2/ε_t² at ε = Δ = 1
     terms = workload.axis_terms(attrs)
     boxes = bool(workload.axis_boxes(attrs))
@@ -544,7 +543,7 @@ def choose_strategy(attributes: Sequence[Attribute], workload: Workload, epsilon
                 if screened and SCREEN_TOLERANCE != DESCENT_TOLERANCE:
                     first = _refined(first)
                 shares = _grow(first)
-                memo[key] = (_budgets(tuple(pick), costs, m, unit, 1, shares), costs, m, shares)
+                memo[key] = (_budgets(tuple(pick), costs, m, Fraction(1), 1, shares), costs, m, shares)
         return memo[key]
 
     found = evaluate(current)
