@@ -250,10 +250,8 @@ def _tiles(shape: tuple[int, ...], parts: Sequence[np.ndarray]) -> tuple[int, in
         j += 1
     inner = math.prod(shape[j + 1:])
     blocks = [shape[j] // p.shape[j] for p in parts]
-    for t in range(max(1, min(shape[j], TILE_CELLS // max(1, inner))), 0, -1):
-        if shape[j] % t == 0 and all(t % k == 0 or k % t == 0 for k in blocks):
-            return j, t
-    return j, 1
+    return j, next(t for t in range(max(1, min(shape[j], TILE_CELLS // max(1, inner))), 0, -1)
+                   if shape[j] % t == 0 and all(t % k == 0 or k % t == 0 for k in blocks))  # t = 1 at worst
 
 
 def _settle(value: np.ndarray | _Chain, out: np.ndarray | None = None) -> np.ndarray:
@@ -781,8 +779,7 @@ def interval_detail_traces(starts: np.ndarray, stops: np.ndarray, levels: AxisLe
                       head.astype(np.float64) ** 2 + tail.astype(np.float64) ** 2
                       + (last - first - 1).astype(np.float64) * float(size) ** 2)
         traces[:, j] = sq / size
-    detail = np.diff(traces, axis=1, prepend=0.0)
-    return _clean(detail, traces[:, -1])
+    return _clean(np.diff(traces, axis=1, prepend=0.0), traces[:, -1])
 
 
 def contract(nu: np.ndarray, factors: Sequence[np.ndarray]) -> np.ndarray:
