@@ -124,9 +124,8 @@ def dlap_variance(scale: Fraction | float) -> float:
 def check_tuples(axes: Sequence[AxisLevels]) -> None:
     count = math.prod(tuple_shape(axes))
     if count > MAX_TUPLES:
-        raise ParameterError(f"{count} level tuples exceed the cap of {MAX_TUPLES}; give fewer levels per "
-                             "axis",
-                             parameter="levels")
+        raise ParameterError(f"{count} level tuples exceed the cap of {MAX_TUPLES}; give fewer levels "
+                             "per axis", parameter="levels")
 
 
 # ---------------------------------------------------------------------------- objective
