@@ -380,9 +380,8 @@ def hn_inverse(u: np.ndarray, attributes: Sequence[Attribute], transformed: Sequ
     if u.shape != plan.coef:
         raise ParameterError(f"expected coefficients of shape {plan.coef}, got {u.shape}")
     flat = np.ascontiguousarray(u).reshape(-1)
-    if out is None:
-        out = np.empty(plan.cells)
-    return hn_inverse_blocked(lambda i, j: flat[i:j], attrs, transformed, out, slab_cells=slab_cells)
+    return hn_inverse_blocked(lambda i, j: flat[i:j], attrs, transformed,
+                              np.empty(plan.cells) if out is None else out, slab_cells=slab_cells)
 
 
 __all__ = ["DENSE_INVERSE_ENTRIES", "SLAB_CELLS", "BlockPlan", "LastInverse", "Source", "block_plan",
