@@ -104,10 +104,8 @@ def chain_from_factors(n: int, factors: Sequence[int], length: int | None = None
                        label: str = "") -> AxisLevels:
     """Levels whose block sizes are ``length``, ``length / f_0``, ``length / (f_0 f_1)``, ..., 1."""
     length = n if length is None else length
-    sizes = [length]
-    for f in factors:
-        sizes.append(sizes[-1] // f)
-    return AxisLevels(n, length, tuple(sizes), label)
+    return AxisLevels(n, length, tuple(itertools.accumulate(factors, lambda s, f: s // f, initial=length)),
+                      label)
 
 
 def divisor_levels(n: int, limit: int = MAX_ORDERINGS) -> list[AxisLevels]:
@@ -216,19 +214,10 @@ def collapse(parts: Mapping[tuple[int, ...], np.ndarray], axes: Sequence[AxisLev
     """``Σ_t U_t(parts[t])``: every part broadcast from its tuple's blocks to the cells (each
     block value copied to its cells) and added; missing tuples count as zero.  One upsample
     per pyramid entry, axis by axis (Horner along the levels)."""
-    d = len(axes)
-    shape = tuple(ax.count for ax in axes)
-    lengths = [ax.length for ax in axes]
-
-    def zeros(key: tuple[int, ...]) -> np.ndarray:
-        return np.zeros(tuple(lengths[i] // axes[i].sizes[key[i]] for i in range(len(key)))
-                        + tuple(lengths[len(key):]))
-
-    current: dict[tuple[int, ...], np.ndarray] = {}
-    for key in itertools.product(*(range(c) for c in shape)):
-        if key in parts:
-            current[key] = np.asarray(parts[key], dtype=np.float64)
-    for i in range(d - 1, -1, -1):
+    shape = tuple_shape(axes)
+    current = {key: np.asarray(parts[key], dtype=np.float64)
+               for key in itertools.product(*(range(c) for c in shape)) if key in parts}
+    for i in range(len(axes) - 1, -1, -1):
         ax = axes[i]
         nxt: dict[tuple[int, ...], np.ndarray] = {}
         for head in itertools.product(*(range(c) for c in shape[:i])):
@@ -242,9 +231,10 @@ def collapse(parts: Mapping[tuple[int, ...], np.ndarray], axes: Sequence[AxisLev
                 part = levels[level]
                 if part is not None:
                     acc = part.copy() if acc is None else acc + part
-            nxt[head] = acc if acc is not None else zeros(head)
+            assert acc is not None  # a level of ``head`` holds a part
+            nxt[head] = acc
         current = nxt
-    return current.get((), np.zeros(tuple(lengths)))
+    return current.get((), np.zeros(tuple(ax.length for ax in axes)))
 
 
 def coarsen_real(arr: np.ndarray, axis: int, factor: int, threads: int = 1) -> np.ndarray:
@@ -252,10 +242,11 @@ def coarsen_real(arr: np.ndarray, axis: int, factor: int, threads: int = 1) -> n
     padding omitted, so the last block may be partial): ``ceil(m / factor)`` blocks, int64.
     An array of at least :data:`PARALLEL_CELLS` values is cut along its first other axis of
     two or more entries into ``threads`` parts summed at once (exact integers: the same values)."""
+    m = arr.shape[axis]
+    shape = list(arr.shape)
+    shape[axis] = -(-m // factor)
     cut_axis = next((j for j in range(arr.ndim) if j != axis and arr.shape[j] > 1), None)
     if threads > 1 and arr.size >= PARALLEL_CELLS and cut_axis is not None:
-        shape = list(arr.shape)
-        shape[axis] = -(-shape[axis] // factor)
         out = np.empty(shape, dtype=np.int64)
 
         def part(rows: tuple[int, int]) -> None:
@@ -264,14 +255,11 @@ def coarsen_real(arr: np.ndarray, axis: int, factor: int, threads: int = 1) -> n
 
         parallel.each(part, parallel.column_ranges(arr.shape[cut_axis], threads), threads)
         return out
-    m = arr.shape[axis]
     if axis == arr.ndim - 1 and m and arr.dtype == np.int64 and arr.flags.c_contiguous:
         done = compiled.int_block_sums_last(arr, factor)  # one pass (None: compiled kernels off)
         if done is not None:
             return done
     full, rest = divmod(m, factor)
-    shape = list(arr.shape)
-    shape[axis] = full + (1 if rest else 0)
     out = np.empty(shape, dtype=np.int64)
     head: list[slice] = [slice(None)] * arr.ndim
     if full and factor <= 8:  # strided adds (exact on integers): no per-block reduction loop

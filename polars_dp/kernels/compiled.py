@@ -289,6 +289,14 @@ def _build(numba: Any) -> dict[str, Any]:
 _active = kernel_set(_build)
 
 
+def _run(name: str, *args: Any) -> bool:
+    """The compiled kernel ``name`` on ``args``; False (nothing run) when compiled kernels are off."""
+    ks = _active()
+    if ks is not None:
+        ks[name](*args)
+    return ks is not None
+
+
 def noise_first_rows(z: np.ndarray, which: np.ndarray, y: np.ndarray, row_den: np.ndarray, out: np.ndarray,
                      limit: int) -> bool:
     """``out[r] = fl(N / P) / D`` per row ``r``, ``N = P y[r] + W``, ``W = P H^-1(z[which[r]])``:
@@ -320,14 +328,9 @@ def nominal_numerators(v: np.ndarray, tree: Any, out: np.ndarray) -> bool:
     leaf sums bottom-up in reverse BFS order, then every node from its parent's sum, in place.
     Integer arithmetic modulo ``2^64``, so the same integers as numpy in any order.  False
     (``out`` untouched) when compiled kernels are off."""
-    ks = _active()
-    if ks is None:
-        return False
-    t = tree
-    ks["nominal_numerator_rows"](v, t.leaf_nodes.astype(np.int64), t.parent.astype(np.int64),
-                                 np.r_[0, t.parent_fanout].astype(np.int64),
-                                 np.flatnonzero(t.fanout > 0).astype(np.int64), out)
-    return True
+    return _run("nominal_numerator_rows", v, tree.leaf_nodes.astype(np.int64), tree.parent.astype(np.int64),
+                np.r_[0, tree.parent_fanout].astype(np.int64),
+                np.flatnonzero(tree.fanout > 0).astype(np.int64), out)
 
 
 def nominal_inverse(c: np.ndarray, tree: Any, out: np.ndarray) -> bool:
@@ -337,19 +340,16 @@ def nominal_inverse(c: np.ndarray, tree: Any, out: np.ndarray) -> bool:
     ``offset = leafsum(p) / f_p - k mean`` and ``leafsum = k u + offset`` for the internal
     children; every leaf ``u k + offset``.  False (``out`` untouched) when compiled kernels
     are off.  ``tree`` is the hierarchy's :class:`~polars_dp.kernels.wavelets.NominalTree`."""
-    ks = _active()
-    if ks is None:
-        return False
     t = tree
     internal = np.flatnonzero(t.fanout > 0)
     node_pos = np.full(t.n_nodes, -1, dtype=np.int64)
     node_pos[internal] = np.arange(internal.size)
     parent = t.group_parent.astype(np.int64)
-    ks["nominal_rows"](c, t.group_start.astype(np.int64), t.group_size.astype(np.int64), node_pos[parent],
-                       t.fanout[parent].astype(np.float64), np.ascontiguousarray(t.group_k, dtype=np.float64),
-                       node_pos, t.leaf_nodes.astype(np.int64), t.leaf_group.astype(np.int64),
-                       np.ascontiguousarray(t.leaf_k, dtype=np.float64), int(internal.size), out)
-    return True
+    return _run("nominal_rows", c, t.group_start.astype(np.int64), t.group_size.astype(np.int64),
+                node_pos[parent], t.fanout[parent].astype(np.float64),
+                np.ascontiguousarray(t.group_k, dtype=np.float64), node_pos, t.leaf_nodes.astype(np.int64),
+                t.leaf_group.astype(np.int64), np.ascontiguousarray(t.leaf_k, dtype=np.float64),
+                int(internal.size), out)
 
 
 def haar_columns_forward(x: np.ndarray, head: np.ndarray, tail: np.ndarray) -> bool:
@@ -359,11 +359,7 @@ def haar_columns_forward(x: np.ndarray, head: np.ndarray, tail: np.ndarray) -> b
     ``2^64``, so the same values as numpy.  Each column chunk of ``x`` is copied in before its
     coefficients are written, so ``head`` may be ``x``'s own memory.  False (nothing written)
     when compiled kernels are off."""
-    ks = _active()
-    if ks is None:
-        return False
-    ks["haar_columns_forward"](x, head, tail, head.shape[0] + tail.shape[0])
-    return True
+    return _run("haar_columns_forward", x, head, tail, head.shape[0] + tail.shape[0])
 
 
 def haar_columns_inverse(head: np.ndarray, tail: np.ndarray, levels: np.ndarray, out: np.ndarray,
@@ -375,11 +371,7 @@ def haar_columns_inverse(head: np.ndarray, tail: np.ndarray, levels: np.ndarray,
     :func:`~polars_dp.kernels.wavelets.haar_inverse_levels`).  Each column chunk is
     copied in before ``out`` is written, so ``head`` may be ``out``'s own memory.  False
     (nothing written) when compiled kernels are off."""
-    ks = _active()
-    if ks is None:
-        return False
-    ks["haar_columns_inverse"](head, tail, levels, out, add)
-    return True
+    return _run("haar_columns_inverse", head, tail, levels, out, add)
 
 
 def binary_level_rows(x: np.ndarray, drops: Sequence[int], scales: Sequence[float]) -> np.ndarray | None:

@@ -103,6 +103,7 @@ def hn_lattice_inverse(counts: np.ndarray, attributes: Sequence[Attribute], tran
     dens = hn_denominators(attrs, tr)
     lead, split, d = plan.lead, plan.split, len(attrs)
     flat_counts = counts.reshape(plan.batch, -1)
+    sub = plan.per_item
 
     def numerators(x: np.ndarray, first: int, offset: int, stop: int = d) -> np.ndarray:
         """Forward along the transformed axes ``[first, stop)`` (array axis ``k - offset``).
@@ -115,9 +116,6 @@ def hn_lattice_inverse(counts: np.ndarray, attributes: Sequence[Attribute], tran
             x = forward_numerators(x, attrs[k], k - offset)
         return x
 
-    # A perturb with an ``undivided`` variant hands over ``X`` itself when the last axis is a Haar
-    # axis inverted level by level: the division by ``D`` is folded into that inverse's scaling
-    # (``haar_inverse(X, divisor=D)`` is bit for bit ``haar_inverse(X / D)``), one pass fewer.
     undivided: Perturb | None = getattr(perturb, "undivided", None)
     last_attr = attrs[-1]
     fold = (undivided is not None and tr[-1] and not isinstance(last_attr, Nominal) and split < d
@@ -137,21 +135,16 @@ def hn_lattice_inverse(counts: np.ndarray, attributes: Sequence[Attribute], tran
         return haar_inverse(block, last_attr.n_cells, block.ndim - 1, divisor=handed.den)
 
     last = last_inverse if fold else None
-    # A perturb with a ``noise_first`` variant, on the narrow lattice, skips the last Haar axis's
-    # forward: it gets the numerators along the other axes and returns the block inverted along
-    # the last one (``P H^-1(D u + Z) = P Y + P H^-1(Z)``, exact; see that variant).
+    # noise_first: ``P H^-1(D u + Z) = P Y + P H^-1(Z)``, exact (see that variant)
     noise_first: Perturb | None = getattr(perturb, "noise_first", None)
     first = fold and noise_first is not None and not approximate
-    m_last = last_attr.n_cells
-    # Blocks go to several threads only for a perturb whose blocks are independent (its own
-    # noise stream per block): which thread takes a block never changes a value.
     n_threads = 1
     if getattr(perturb, "by_block", False):
         n_threads = parallel.thread_count() if threads is None else max(1, int(threads))
 
     def hand_over_first(partial: np.ndarray, den: np.ndarray, i: int) -> np.ndarray:
         assert noise_first is not None
-        return noise_first(partial, den, i, m_last)
+        return noise_first(partial, den, i, last_attr.n_cells)
 
     def run(source: Source, **kwargs: Any) -> np.ndarray:
         return hn_inverse_blocked(source, attrs, tr, out, slab_cells=slab_cells, advance=advance,
@@ -161,7 +154,6 @@ def hn_lattice_inverse(counts: np.ndarray, attributes: Sequence[Attribute], tran
     if lead == d or split == lead:  # batch items (or all cells) go block by block
         lo = min(lead, d)
         item_den = _outer_product(_broadcastable(dens[lo:]))[None]
-        sub = plan.per_item
 
         def small_source(i: int, j: int) -> np.ndarray:
             if lead == d:
@@ -179,13 +171,9 @@ def hn_lattice_inverse(counts: np.ndarray, attributes: Sequence[Attribute], tran
             return hand_over(num, num_f, item_den, i)
 
         return run(small_source)
-    outer_coef = plan.coef[lead:split]
-    n_outer = math.prod(outer_coef)
+    n_outer = math.prod(plan.coef[lead:split])
     inner, inner_cells = math.prod(plan.coef[split:]), math.prod(plan.cells[split:])
     n_outer_cells = math.prod(plan.cells[lead:split])
-    # Overwriting the counts, batch item b's first cells-many coefficient rows are its own counts'
-    # memory (each column block is read whole before its coefficients are written back, each row
-    # block before its inverse): only the extra coefficient rows take new memory.
     in_place = out.ctypes.data == counts.ctypes.data and out.nbytes == counts.nbytes
     tail = np.empty((n_outer - n_outer_cells if in_place else n_outer, inner_cells), dtype=np.int64)
 
@@ -197,7 +185,6 @@ def hn_lattice_inverse(counts: np.ndarray, attributes: Sequence[Attribute], tran
     store_f = np.empty((n_outer, inner_cells)) if approximate else None
     outer_den = _outer_product(dens[lead:split]).reshape(-1)
     inner_den = _outer_product(_broadcastable(dens[split:]))[None]
-    sub = plan.per_item
     col_step = max(1, slab_cells // n_outer)
     compiled_forward = store_f is None and single_haar(attrs[lead:split], tr[lead:split])
 
@@ -218,8 +205,8 @@ def hn_lattice_inverse(counts: np.ndarray, attributes: Sequence[Attribute], tran
         def columns(c: int) -> None:
             cc = min(col_step, inner_cells - c)
             blk = item[:, c:c + cc].reshape(*plan.cells[lead:split], cc)
-            coef = _outer_forward(blk, lead, split)  # new arrays: ``lead`` is transformed
-            coef_f = None if store_f is None else _outer_forward(blk.astype(np.float64), lead, split)
+            coef = numerators(blk, lead, lead, split)  # new arrays: ``lead`` is transformed
+            coef_f = None if store_f is None else numerators(blk.astype(np.float64), lead, lead, split)
             store.set_columns(c, coef.reshape(n_outer, cc))  # may overwrite ``blk``: read above
             if store_f is not None and coef_f is not None:
                 store_f[:, c:c + cc] = coef_f.reshape(n_outer, cc)
@@ -231,7 +218,7 @@ def hn_lattice_inverse(counts: np.ndarray, attributes: Sequence[Attribute], tran
         r, rr = offset // inner, (j - i) // inner
         store = store_of(b)
         x = store.rows(r, rr).reshape(rr, *plan.cells[split:])
-        den = rows_den(i, j)
+        den = outer_den[r:r + rr].reshape(rr, *([1] * (d - split))) * inner_den  # outer rows x inner axes
         if first:
             return hand_over_first(numerators(x, split, split - 1, d - 1), den, i)
         num = numerators(x, split, split - 1)
@@ -244,19 +231,8 @@ def hn_lattice_inverse(counts: np.ndarray, attributes: Sequence[Attribute], tran
                 num_f = num_f.copy()
         return hand_over(num, num_f, den, i)
 
-    def _outer_forward(blk: np.ndarray, first: int, stop: int) -> np.ndarray:
-        for k in range(first, stop):
-            if tr[k]:
-                blk = forward_numerators(blk, attrs[k], k - first)
-        return blk
-
     def buffer_of(b: int) -> SplitRows:
         return store_of(b).view(np.float64)
-
-    def rows_den(i: int, j: int) -> np.ndarray:
-        """The denominators of the row block ``[i, j)`` (its outer rows times the inner axes')."""
-        r, rr = (i % sub) // inner, (j - i) // inner
-        return outer_den[r:r + rr].reshape(rr, *([1] * (d - split))) * inner_den
 
     return run(source, buffer=buffer_of, begin_item=begin_item)
 

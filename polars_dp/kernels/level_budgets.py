@@ -124,9 +124,8 @@ def dlap_variance(scale: Fraction | float) -> float:
 def check_tuples(axes: Sequence[AxisLevels]) -> None:
     count = math.prod(tuple_shape(axes))
     if count > MAX_TUPLES:
-        raise ParameterError(f"{count} level tuples exceed the cap of {MAX_TUPLES}; give fewer levels per "
-                             "axis",
-                             parameter="levels")
+        raise ParameterError(f"{count} level tuples exceed the cap of {MAX_TUPLES}; give fewer levels "
+                             "per axis", parameter="levels")
 
 
 # ---------------------------------------------------------------------------- objective
@@ -154,12 +153,10 @@ class _Objective:
     evaluated together on a batch of points (one pass of lattice sums each way per batch)."""
 
     def __init__(self, costs: np.ndarray, cells: np.ndarray):
-        self.costs, self.cells = costs, cells
-        self.positive = costs > 0
-        self.all_positive = bool(self.positive.all())
+        self.positive_flat = (costs > 0).reshape(1, -1)
+        self.all_positive = bool(self.positive_flat.all())
         self.shape = costs.shape
         self._flat = (cells.reshape(1, -1), costs.reshape(1, -1))
-        self.positive_flat = self.positive.reshape(1, -1)
 
     def batch(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(F, g)`` at every point ``w`` (shape ``(batch, *tuples)``, or ``(batch, tuples)``
@@ -372,12 +369,9 @@ def _refined(start: _Descents) -> _Descents:
 
 
 def _grow(start: _Descents) -> np.ndarray:
-    best, best_f = start.uniform, start.uniform_f
+    """The uniform split or a grown chain, whichever is first of the least error."""
     chains = _insert(start.obj, [(eps, f) for f, eps in start.found[:INSERT_FROM]])
-    for eps, f in chains:
-        if f < best_f:
-            best, best_f = eps, f
-    return best
+    return min([(start.uniform, start.uniform_f), *chains], key=lambda chain: chain[1])[0]
 
 
 def split_budget(shares: np.ndarray, epsilon: float | Fraction) -> np.ndarray:
@@ -476,7 +470,6 @@ def choose_budgets(axes: Sequence[AxisLevels], costs: np.ndarray, queries: float
     (:func:`polars_dp.kernels.level_inference.workload_costs`),
     or the uniform split over every tuple when the optimiser cannot improve on it."""
     axes = tuple(axes)
-    check_tuples(axes)
     return _budgets(axes, costs, queries, epsilon, sensitivity, optimise_shares(costs, axes))
 
 
@@ -489,10 +482,8 @@ def _budgets(axes: tuple[AxisLevels, ...], costs: np.ndarray, queries: float, ep
     if not error < uniform_error:
         return Budgets(uniform, uniform_error, uniform_error, False,
                        "the budget optimisation could not improve on the uniform split; uniform kept")
-    share = len(chosen.measured)
-    return Budgets(chosen, error, uniform_error, True,
-                   f"budgets optimised for the workload: {share} of {chosen.epsilons.size} level tuples "
-                   "measured")
+    return Budgets(chosen, error, uniform_error, True, f"budgets optimised for the workload: "
+                   f"{len(chosen.measured)} of {chosen.epsilons.size} level tuples measured")
 
 
 def choose_strategy(attributes: Sequence[Attribute], workload: Workload, epsilon: float | Fraction,
@@ -514,7 +505,6 @@ def choose_strategy(attributes: Sequence[Attribute], workload: Workload, epsilon
     # on the scale (the continuous error is (2 Delta^2 / epsilon^2) sum_t c_t / share_t^2), so the
     # levels chosen do not either; only the chosen chain's budgets are made at the given epsilon.
     memo: dict[tuple[int, ...], tuple[Budgets, np.ndarray, float, np.ndarray] | None] = {}
-    unit = Fraction(1)
     scale = 2.0  # Var(Lap(1/ε_t)) = 2/ε_t² at ε = Δ = 1
     terms = workload.axis_terms(attrs)
     boxes = bool(workload.axis_boxes(attrs))
@@ -535,7 +525,6 @@ def choose_strategy(attributes: Sequence[Attribute], workload: Workload, epsilon
             costs += term
         return costs, workload.queries
 
-
     def evaluate(pick: Sequence[AxisLevels], bound: float = math.inf
                  ) -> tuple[Budgets, np.ndarray, float, np.ndarray] | None:
         """The budgets of ``pick``, or None when its seed descents (stopped at
@@ -553,7 +542,7 @@ def choose_strategy(attributes: Sequence[Attribute], workload: Workload, epsilon
                 if screened and SCREEN_TOLERANCE != DESCENT_TOLERANCE:
                     first = _refined(first)
                 shares = _grow(first)
-                memo[key] = (_budgets(tuple(pick), costs, m, unit, 1, shares), costs, m, shares)
+                memo[key] = (_budgets(tuple(pick), costs, m, Fraction(1), 1, shares), costs, m, shares)
         return memo[key]
 
     found = evaluate(current)

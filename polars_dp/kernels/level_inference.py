@@ -100,18 +100,23 @@ def projector_coefficients(nu: np.ndarray) -> np.ndarray:
     return c
 
 
-def gls(measurements: Mapping[tuple[int, ...], np.ndarray], weights: np.ndarray,
-        axes: Sequence[AxisLevels]) -> np.ndarray:
-    """The least-squares estimate of the real cells from noisy block counts ``{t: y_t}``
-    with precisions ``weights`` (tuple-shaped; a tuple with weight 0 is ignored)."""
+def _coefficients(weights: np.ndarray, axes: Sequence[AxisLevels]) -> tuple[np.ndarray, np.ndarray]:
+    """``(w, c)``: the precisions as float64, checked to be tuple-shaped, and ``c_b``."""
     weights = np.asarray(weights, dtype=np.float64)
     if weights.shape != tuple_shape(axes):
         raise ValueError(f"weights of shape {weights.shape} do not match the level tuples "
                          f"{tuple_shape(axes)}")
+    return weights, projector_coefficients(inverse_eigenvalues(eigenvalues(weights, axes)))
+
+
+def gls(measurements: Mapping[tuple[int, ...], np.ndarray], weights: np.ndarray,
+        axes: Sequence[AxisLevels]) -> np.ndarray:
+    """The least-squares estimate of the real cells from noisy block counts ``{t: y_t}``
+    with precisions ``weights`` (tuple-shaped; a tuple with weight 0 is ignored)."""
+    weights, c = _coefficients(weights, axes)
     parts = {t: weights[t] * np.asarray(y, dtype=np.float64)
              for t, y in measurements.items() if weights[t] > 0}
     z = collapse(parts, axes)
-    c = projector_coefficients(inverse_eigenvalues(eigenvalues(weights, axes)))
     cells = block_cells(axes)
     scaled = {b: (c[b] / cells[b]) * sums for b, sums in pyramid(z, axes).items() if c[b] != 0.0}
     return fold(collapse(scaled, axes), axes)
@@ -136,29 +141,19 @@ def _add_into(out: np.ndarray, part: np.ndarray) -> None:
 def _add(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``a + b`` at the finer resolution per axis, in place in ``a`` or ``b`` when one is there."""
     shape = tuple(max(x, y) for x, y in zip(a.shape, b.shape, strict=True))
-    if a.shape == shape:
-        _add_into(a, b)
-        return a
-    if b.shape == shape:
-        _add_into(b, a)
-        return b
-    out = _expand(a, shape)
-    _add_into(out, b)
-    return out
+    if a.shape != shape:
+        a, b = (b, a) if b.shape == shape else (_expand(a, shape), b)
+    _add_into(a, b)
+    return a
 
 
 def _add_rows(a: np.ndarray, b: np.ndarray, threads: int) -> np.ndarray:
     """:func:`_add`, the in-place addition shared among ``threads`` threads by blocks of rows of
     the first axis (each value is the same one addition)."""
     shape = tuple(max(x, y) for x, y in zip(a.shape, b.shape, strict=True))
-    if threads <= 1 or not a.ndim or shape[0] < 2:
+    if threads <= 1 or not a.ndim or shape[0] < 2 or shape not in (a.shape, b.shape):
         return _add(a, b)
-    if a.shape == shape:
-        out, part = a, b
-    elif b.shape == shape:
-        out, part = b, a
-    else:
-        return _add(a, b)
+    out, part = (a, b) if a.shape == shape else (b, a)
     k = out.shape[0] // part.shape[0]
 
     def add(rows: tuple[int, int]) -> None:
@@ -216,10 +211,6 @@ class _Chain:
     def __init__(self, base: np.ndarray, parts: list[np.ndarray]) -> None:
         self.base, self.parts = base, parts
 
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self.base.shape
-
 
 def _divides(part: np.ndarray, out_shape: tuple[int, ...]) -> bool:
     return all(m % n == 0 for n, m in zip(part.shape, out_shape, strict=True))
@@ -234,7 +225,7 @@ def _chain_add(a: np.ndarray | _Chain, b: np.ndarray | _Chain, full: tuple[int, 
     if isinstance(a, _Chain):
         if isinstance(b, _Chain):
             b = _settle(b)
-        if _divides(b, a.shape):
+        if _divides(b, a.base.shape):
             a.parts.append(b)
             return a
         return _add(_settle(a), b)
@@ -259,10 +250,8 @@ def _tiles(shape: tuple[int, ...], parts: Sequence[np.ndarray]) -> tuple[int, in
         j += 1
     inner = math.prod(shape[j + 1:])
     blocks = [shape[j] // p.shape[j] for p in parts]
-    for t in range(max(1, min(shape[j], TILE_CELLS // max(1, inner))), 0, -1):
-        if shape[j] % t == 0 and all(t % k == 0 or k % t == 0 for k in blocks):
-            return j, t
-    return j, 1
+    return j, next(t for t in range(max(1, min(shape[j], TILE_CELLS // max(1, inner))), 0, -1)
+                   if shape[j] % t == 0 and all(t % k == 0 or k % t == 0 for k in blocks))  # t = 1 at worst
 
 
 def _settle(value: np.ndarray | _Chain, out: np.ndarray | None = None) -> np.ndarray:
@@ -341,10 +330,8 @@ def _halve(a: np.ndarray, axis: int) -> np.ndarray:
     addition (0 + x = x for every x but -0.0, and no sum of the normal sum's values is -0.0:
     they are weighted integers), so the bits are the same, without the reduction's per-block
     inner loop along the last axis."""
-    lo: list[slice] = [slice(None)] * a.ndim
-    hi: list[slice] = [slice(None)] * a.ndim
-    lo[axis], hi[axis] = slice(0, None, 2), slice(1, None, 2)
-    return np.add(a[tuple(lo)], a[tuple(hi)], order="C")
+    head = (slice(None),) * axis
+    return np.add(a[head + (slice(0, None, 2),)], a[head + (slice(1, None, 2),)], order="C")
 
 
 def _quarter_into(out: np.ndarray, a: np.ndarray) -> None:
@@ -461,8 +448,7 @@ def _measure(real: np.ndarray, t: tuple[int, ...], axes: Sequence[AxisLevels], w
             return
         if waves is not None:  # over the room: zeros first, as np.zeros gives
             block.fill(0.0)
-        if a < real.shape[0]:
-            block[(slice(0, min(step, real.shape[0] - a)),) + inner] = rows
+        block[(slice(0, rows.shape[0]),) + inner] = rows
         noise(block, a)
         if weight > 0:
             np.multiply(block, weight, out=block)
@@ -521,37 +507,27 @@ def noisy_normal_sum(counts: np.ndarray | list[np.ndarray], axes: Sequence[AxisL
     source = np.asarray(counts.pop() if isinstance(counts, list) else counts)
     del counts
     shape = tuple(ax.length for ax in axes)
-    # consumed counts at the end of a buffer of the padded cube's size: the cells' tuple, when
-    # measured last, is written over them (:func:`_waves`)
     room = _room_of(source, shape) if consumed else None
     counter = BlockCounter(source, axes, threads=n_threads)
     del source
-    acc: list[list[np.ndarray | _Sum] | None] = [None] * d
+    acc: list[list[np.ndarray | _Sum]] = [[] for _ in range(d)]
     full: np.ndarray | None = None
-
-    def feed(depth: int, part: np.ndarray | _Sum) -> None:
-        held = acc[depth]
-        if held is None:
-            acc[depth] = [part]
-        else:
-            held.append(part)
 
     def close(down_to: int) -> None:
         for j in range(d - 1, down_to - 1, -1):
-            done, acc[j] = acc[j], None
-            if done is not None:
+            done, acc[j] = acc[j], []
+            if done:
                 node = done[0] if len(done) == 1 else _Sum(done)
                 if j:
-                    feed(j - 1, node)
+                    acc[j - 1].append(node)
                 else:
                     acc[0] = [node]
 
     todo = [tuple(int(x) for x in t) for t in measured]
     big = max(1, math.prod(shape) // 4)
-    prev: tuple[int, ...] | None = None
     for k, t in enumerate(todo):
-        if prev is not None:
-            close(next(i for i in range(d) if t[i] != prev[i]) + 1)
+        if k:
+            close(next(i for i in range(d) if t[i] != todo[k - 1][i]) + 1)
         real = counter.real(t, todo[k + 1:])
         if math.prod(ax.length // ax.sizes[level] for ax, level in zip(axes, t, strict=True)) > big:
             counter.keep_for(todo[k + 1:])  # before a large tuple: the arrays no later one needs go
@@ -560,14 +536,13 @@ def noisy_normal_sum(counts: np.ndarray | list[np.ndarray], axes: Sequence[AxisL
                      room if k == len(todo) - 1 else None)
         del real
         if weights[t] > 0:
-            feed(d - 1, y)
+            acc[d - 1].append(y)
             if y.shape == shape:
                 full = y
         del y
-        prev = t
     counter.cache.clear()
     close(0)
-    if acc[0] is None:
+    if not acc[0]:
         return np.zeros(shape)
     root = acc[0][0]
     if isinstance(root, np.ndarray):
@@ -594,6 +569,21 @@ def noisy_normal_sum(counts: np.ndarray | list[np.ndarray], axes: Sequence[AxisL
     parallel.each(evaluate, range(0, shape[0], step), n_threads)
     if quarter is not None and quartered is not None:
         quarter.append(quartered)
+    return out
+
+
+def _placed(result: np.ndarray, slab: np.ndarray, a: np.ndarray, start: int, out: np.ndarray | None
+            ) -> np.ndarray:
+    """The output of a walk of ``a`` by slabs once ``result``, the walk of ``slab`` (``a``'s rows
+    from ``start``), is in place: ``a`` when ``result`` has the slab's shape (the slab is spent:
+    its memory takes the result), else ``out`` (made on first use) holding it in those rows."""
+    if result.shape == slab.shape:
+        if not (result is slab or np.shares_memory(result, slab)):
+            slab[...] = result
+        return a
+    if out is None:
+        out = np.empty((a.shape[0],) + result.shape[1:])
+    out[start:start + slab.shape[0]] = result
     return out
 
 
@@ -624,13 +614,9 @@ def gls_from_sum(z: np.ndarray, weights: np.ndarray, axes: Sequence[AxisLevels],
     twice a slab at a time, and when that level is wanted it is walked with the cells a slab at
     a time (the same additions, value by value).  ``quarter``: :func:`noisy_normal_sum`'s list
     holding ``z`` halved twice along the first axis (taken, once, instead of halving again)."""
-    weights = np.asarray(weights, dtype=np.float64)
-    if weights.shape != tuple_shape(axes):
-        raise ValueError(f"weights of shape {weights.shape} do not match the level tuples "
-                         f"{tuple_shape(axes)}")
+    c = _coefficients(weights, axes)[1]
     d = len(axes)
     n_threads = parallel.thread_count() if threads is None else threads
-    c = projector_coefficients(inverse_eigenvalues(eigenvalues(weights, axes)))
     cells = block_cells(axes)
     nonzero = c != 0.0
 
@@ -652,9 +638,6 @@ def gls_from_sum(z: np.ndarray, weights: np.ndarray, axes: Sequence[AxisLevels],
             if done is not None:
                 return done
         chain: dict[int, np.ndarray | None] = {top: a}
-        # On the first axis the half cube (the level above the finest, a halving) is never made
-        # whole: walked with the finest level a slab at a time when both are wanted (:func:`fused`),
-        # and the level above it made from the finest by halving twice a slab at a time.
         halves = [top >= j and ax.sizes[top - j] == 2 * ax.sizes[top - j + 1] for j in (1, 2)]
         fuse = i == 0 and d > 1 and halves[0] and top - 1 in wanted and top in wanted
         twice = i == 0 and all(halves) and wanted[0] <= top - 2
@@ -732,15 +715,7 @@ def gls_from_sum(z: np.ndarray, weights: np.ndarray, axes: Sequence[AxisLevels],
                 upper = _add(_refine(prev[start // k_prev:-(-stop // k_prev)], k_prev, 2, start, stop), upper)
             finest = walk(slab, keys[1])
             assert finest is not None
-            result = _add(upper, finest)
-            if result.shape == slab.shape:
-                if not (result is slab or np.shares_memory(result, slab)):
-                    slab[...] = result
-                out = a
-                return
-            if out is None:
-                out = np.empty((rows,) + result.shape[1:])
-            out[start:stop] = result
+            out = _placed(_add(upper, finest), slab, a, start, out)
 
         one(0)  # alone: the result's shape, the same for every slab (from the plan only)
         parallel.each(one, range(step, rows, step), n_threads)
@@ -760,14 +735,7 @@ def gls_from_sum(z: np.ndarray, weights: np.ndarray, axes: Sequence[AxisLevels],
             result = walk(slab, key)
             if result is None:
                 return False
-            if result.shape == slab.shape:  # the slab is spent: its memory takes the result
-                if not (result is slab or np.shares_memory(result, slab)):
-                    slab[...] = result
-                out = a
-            else:
-                if out is None:
-                    out = np.empty((rows,) + result.shape[1:])
-                out[start:start + step] = result
+            out = _placed(result, slab, a, start, out)
             return True
 
         # the first slab alone (which tuples it reaches, the result's shape: the same for every
@@ -811,8 +779,7 @@ def interval_detail_traces(starts: np.ndarray, stops: np.ndarray, levels: AxisLe
                       head.astype(np.float64) ** 2 + tail.astype(np.float64) ** 2
                       + (last - first - 1).astype(np.float64) * float(size) ** 2)
         traces[:, j] = sq / size
-    detail = np.diff(traces, axis=1, prepend=0.0)
-    return _clean(detail, traces[:, -1])
+    return _clean(np.diff(traces, axis=1, prepend=0.0), traces[:, -1])
 
 
 def contract(nu: np.ndarray, factors: Sequence[np.ndarray]) -> np.ndarray:
@@ -830,12 +797,8 @@ def range_variance(nu: np.ndarray, axes: Sequence[AxisLevels], starts: np.ndarra
     starts = np.atleast_2d(np.asarray(starts, dtype=np.int64))
     stops = np.atleast_2d(np.asarray(stops, dtype=np.int64))
     factors = [interval_detail_traces(starts[:, i], stops[:, i], ax) for i, ax in enumerate(axes)]
-    return _with_unidentified(nu, factors, contract(nu, factors))
-
-
-def _with_unidentified(nu: np.ndarray, factors: Sequence[np.ndarray], values: np.ndarray) -> np.ndarray:
-    """``inf`` where a query has a component on a detail space with ``μ = 0``."""
-    missing = (nu == 0).astype(np.float64)
+    values = contract(nu, factors)
+    missing = (nu == 0).astype(np.float64)  # inf where a box has a component on a detail space with μ = 0
     if not missing.any():
         return values
     hit = contract(missing, [(f != 0).astype(np.float64) for f in factors])

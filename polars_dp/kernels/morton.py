@@ -56,14 +56,10 @@ def _spread_steps(d: int, bits: int) -> list[tuple[int, int]]:
     ``s`` = 16, 8, 4, 2, 1 every ``s``-bit block ``k`` moves to bit ``k s d`` (classic
     bit-interleaving magic numbers, generated for any ``d``)."""
     steps = []
-    s = 16
-    while s >= 1:
+    for s in (16, 8, 4, 2, 1):
         if s < bits:
-            mask = 0
-            for k in range(0, 64, s * d):
-                mask |= ((1 << s) - 1) << k
+            mask = sum(((1 << s) - 1) << k for k in range(0, 64, s * d))  # disjoint blocks
             steps.append((s * (d - 1), mask & ((1 << 63) - 1)))
-        s //= 2
     return steps
 
 

@@ -10,7 +10,7 @@ axis), so the sum of ``M`` over the box ``[s, t)`` is
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -87,20 +87,32 @@ def prefix_sums(counts: np.ndarray, *, batch_axes: int = 0) -> np.ndarray:
     return prefix
 
 
-def _corner_index(shape: tuple[int, ...], starts: np.ndarray, stops: np.ndarray, corner: int
-                  ) -> tuple[np.ndarray, bool]:
-    """Flat index into a C array of ``shape`` of one corner of every box, and its sign (odd
-    number of low sides: subtract)."""
-    strides = np.cumprod((1, *shape[::-1][:-1]))[::-1].astype(np.int64)
-    index = np.zeros(starts.shape[0], dtype=np.int64)
-    n_low = 0
-    for k in range(len(shape)):
-        if corner >> k & 1:
-            index += stops[:, k] * strides[k]
+def _corners(n: int, low: Sequence[np.ndarray], high: Sequence[np.ndarray]
+             ) -> Iterator[tuple[np.ndarray, bool]]:
+    """Per corner of ``n`` boxes: its flat index, per axis ``k`` its upper side ``high[k]`` or its
+    lower side ``low[k]`` (the index times the axis's stride), and its sign (odd number of low
+    sides: subtract)."""
+    for corner in range(1 << len(low)):
+        index = np.zeros(n, dtype=np.int64)
+        n_low = 0
+        for k in range(len(low)):
+            if corner >> k & 1:
+                index += high[k]
+            else:
+                index += low[k]
+                n_low += 1
+        yield index, bool(n_low % 2)
+
+
+def _signed_sum(n: int, terms: Iterable[tuple[np.ndarray, bool]]) -> np.ndarray:
+    """``sum ± values`` over the corners' ``(values, negative)``, in their order."""
+    total = np.zeros(n, dtype=np.float64)
+    for values, negative in terms:
+        if negative:
+            total -= values
         else:
-            index += starts[:, k] * strides[k]
-            n_low += 1
-    return index, bool(n_low % 2)
+            total += values
+    return total
 
 
 def streamed_box_sums(counts: np.ndarray, starts: np.ndarray, stops: np.ndarray,
@@ -112,9 +124,10 @@ def streamed_box_sums(counts: np.ndarray, starts: np.ndarray, stops: np.ndarray,
     starts = np.atleast_2d(np.asarray(starts, dtype=np.int64))
     stops = np.atleast_2d(np.asarray(stops, dtype=np.int64))
     shape = tuple(n + 1 for n in counts.shape)
-    d = len(shape)
     inner = int(np.prod(shape[1:], dtype=np.int64))
-    corners = [_corner_index(shape, starts, stops, c) for c in range(1 << d)]
+    strides = np.cumprod((1, *shape[::-1]), dtype=np.int64)[-2::-1]  # C order, in elements
+    corners = list(_corners(starts.shape[0], [starts[:, k] * s for k, s in enumerate(strides)],
+                            [stops[:, k] * s for k, s in enumerate(strides)]))
     flat = np.concatenate([c[0] for c in corners])
     values: np.ndarray = np.empty(flat.size)
     order = np.argsort(flat, kind="stable")
@@ -124,14 +137,8 @@ def streamed_box_sums(counts: np.ndarray, starts: np.ndarray, stops: np.ndarray,
         if hi > lo:
             pick = order[lo:hi]
             values[pick] = rows.reshape(-1)[flat[pick] - r * inner]
-    values = values.reshape(1 << d, -1)
-    total = np.zeros(starts.shape[0], dtype=np.float64)
-    for c, (_, negative) in enumerate(corners):
-        if negative:
-            total -= values[c]
-        else:
-            total += values[c]
-    return total
+    return _signed_sum(starts.shape[0], zip(values.reshape(len(corners), -1), (c[1] for c in corners),
+                                            strict=True))
 
 
 def box_sums(prefix: np.ndarray, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
@@ -139,27 +146,12 @@ def box_sums(prefix: np.ndarray, starts: np.ndarray, stops: np.ndarray) -> np.nd
     ``2^d`` vectorised gathers from the flat prefix array."""
     starts = np.atleast_2d(np.asarray(starts, dtype=np.int64))
     stops = np.atleast_2d(np.asarray(stops, dtype=np.int64))
-    d = prefix.ndim
     element_strides = np.asarray(prefix.strides, dtype=np.int64) // prefix.itemsize
-    low = starts * element_strides
-    high = stops * element_strides
+    low, high = starts * element_strides, stops * element_strides
     flat = prefix.reshape(-1)
-    total = np.zeros(starts.shape[0], dtype=np.float64)
-    for corner in range(1 << d):
-        index = np.zeros(starts.shape[0], dtype=np.int64)
-        n_low = 0
-        for k in range(d):
-            if corner >> k & 1:
-                index += high[:, k]
-            else:
-                index += low[:, k]
-                n_low += 1
-        values = flat.take(index)
-        if n_low % 2:
-            total -= values
-        else:
-            total += values
-    return total
+    corners = _corners(starts.shape[0], [low[:, k] for k in range(prefix.ndim)],
+                       [high[:, k] for k in range(prefix.ndim)])
+    return _signed_sum(starts.shape[0], ((flat.take(index), negative) for index, negative in corners))
 
 
 __all__ = ["BLOCK_CELLS", "box_sums", "cumsum_inplace", "prefix_row_blocks", "prefix_sums",

@@ -256,12 +256,10 @@ def hn_inverse_blocked(source: Source, attributes: Sequence[Attribute], transfor
     if out.shape != plan.cells or out.dtype != np.float64 or not out.flags.c_contiguous:
         raise ParameterError(f"out must be a C-contiguous float64 array of shape {plan.cells}")
     block_last = plan.cells[-1] if last_cells else plan.coef[-1]
-    if last_cells:
-        last_inverse = _as_is
     with blas_single_thread(), scratch.arena():
         return _run_blocks(source, attrs, tr, plan, out, add, slab_cells, buffer, _locked(advance),
-                           last_inverse, block_last, begin_item or (lambda b: None), max(1, int(threads)),
-                           skip_unused)
+                           (lambda block: block) if last_cells else last_inverse, block_last,
+                           begin_item or (lambda b: None), max(1, int(threads)), skip_unused)
 
 
 def _locked(advance: Callable[[int], None] | None) -> Callable[[int], None]:
@@ -275,10 +273,6 @@ def _locked(advance: Callable[[int], None] | None) -> Callable[[int], None]:
             advance(n)
 
     return tick
-
-
-def _as_is(block: np.ndarray) -> np.ndarray:
-    return block
 
 
 def _block_shape(coef: tuple[int, ...], last: int) -> tuple[int, ...]:
@@ -386,9 +380,8 @@ def hn_inverse(u: np.ndarray, attributes: Sequence[Attribute], transformed: Sequ
     if u.shape != plan.coef:
         raise ParameterError(f"expected coefficients of shape {plan.coef}, got {u.shape}")
     flat = np.ascontiguousarray(u).reshape(-1)
-    if out is None:
-        out = np.empty(plan.cells)
-    return hn_inverse_blocked(lambda i, j: flat[i:j], attrs, transformed, out, slab_cells=slab_cells)
+    return hn_inverse_blocked(lambda i, j: flat[i:j], attrs, transformed,
+                              np.empty(plan.cells) if out is None else out, slab_cells=slab_cells)
 
 
 __all__ = ["DENSE_INVERSE_ENTRIES", "SLAB_CELLS", "BlockPlan", "LastInverse", "Source", "block_plan",

@@ -276,7 +276,6 @@ def hn_denominators(attributes: Sequence[Attribute], transformed: Sequence[bool]
             for a, t in zip(attributes, transformed, strict=True)]
 
 
-
 __all__ = ["SCALED_LIMIT", "check_integer", "denominators", "float_error_steps", "float_magnitude_factor",
            "forward_int", "forward_numerators", "haar_forward_int", "haar_inverse_scaled", "hn_denominators",
            "hn_forward_int", "nominal_denominators", "nominal_forward_int", "scaled_to_float"]

@@ -129,11 +129,10 @@ def nominal_range_variance_factor(hierarchy: Hierarchy, starts: np.ndarray, stop
     dividing by ``W(M)`` gives ``a_M``; the root's is ``Q_root``.  Vectorized over
     (query, node), in chunks of queries.
     """
-    tr = nominal_tree(hierarchy)
     s = np.asarray(starts, dtype=np.int64)
     t = np.asarray(stops, dtype=np.int64)
     out = np.empty(s.shape, dtype=np.float64)
-    step = max(1, chunk_cells // tr.n_nodes)
+    step = max(1, chunk_cells // nominal_tree(hierarchy).n_nodes)
     for i in range(0, s.size, step):  # chunks of queries: the weights are (queries, nodes)
         weights = nominal_range_weights(hierarchy, s[i:i + step], t[i:i + step])
         out[i:i + step] = np.einsum("ij,ij->i", weights, weights)

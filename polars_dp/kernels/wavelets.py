@@ -222,14 +222,12 @@ class NominalTree:
         self.n_leaves = h.n_leaves
         self.start, self.stop = h.node_start, h.node_stop
         self.parent = h.node_parent
-        fan = h.fanouts
-        self.fanout = fan
+        self.fanout = fan = h.fanouts
         # sibling groups: BFS lists the children of a node consecutively, in parent order
         child_parent = self.parent[1:]
         self.group_start = np.flatnonzero(np.r_[True, child_parent[1:] != child_parent[:-1]])
         self.group_size = np.diff(np.r_[self.group_start, child_parent.size])
-        f = fan[child_parent].astype(np.float64)  # parent fanout of every non-root node
-        self.parent_fanout = f
+        self.parent_fanout = f = fan[child_parent].astype(np.float64)  # of every non-root node
         self.weights = np.r_[1.0, f / (2.0 * f - 2.0)]
         depth = h.node_depth
         self.level_bounds = [(int(np.searchsorted(depth, d)), int(np.searchsorted(depth, d, "right")))
@@ -434,11 +432,8 @@ def hn_forward(x: np.ndarray, attributes: Sequence[Attribute], transformed: Sequ
     return x
 
 
-
 __all__ = ["NominalTree", "as3d", "coefficient_count", "forward", "generalized_sensitivity", "sibling_sums",
            "haar_forward", "haar_inverse", "haar_inverse_levels", "haar_levels", "haar_padded_length",
-           "haar_unused",
-           "haar_sums_and_differences", "haar_weights", "hn_forward", "inverse", "nominal_forward",
-           "nominal_inverse", "nominal_tree", "nominal_weights", "segment_sums", "variance_factor_bound",
-           "weights",
-           "with_axis"]
+           "haar_unused", "haar_sums_and_differences", "haar_weights", "hn_forward", "inverse",
+           "nominal_forward", "nominal_inverse", "nominal_tree", "nominal_weights", "segment_sums",
+           "variance_factor_bound", "weights", "with_axis"]
