@@ -220,9 +220,7 @@ class HierarchicalPlan(GridPlan):
                 f"release metadata field 'params.budget_units' must hold {math.prod(shape)} "
                 f"non-negative integers summing to {BUDGET_GRID}: the file was edited"
             )
-        self._set_strategy(np.asarray(units, dtype=np.int64).reshape(shape), "workload")
-        if self.noise == "exact":
-            self._check_draws()
+        self._set_strategy(np.asarray(units, dtype=np.int64).reshape(shape), "workload", check=True)
         return self
 
     # ------------------------------------------------------------------ calibration
@@ -234,12 +232,9 @@ class HierarchicalPlan(GridPlan):
         levels = self.options["levels"]
         eps = Fraction(self.epsilon)
         if workload is None:
-            axes = resolve_levels(attrs, levels)
-            check_tuples(axes)
-            units = np.full(tuple_shape(axes), 0, dtype=np.int64)
-            units[...] = _units(split_budget(np.ones(tuple_shape(axes)), eps), eps)
-            self.axes = axes
-            self._set_strategy(units, "uniform")
+            self.axes = resolve_levels(attrs, levels)
+            check_tuples(self.axes)
+            self._set_strategy(_units(split_budget(np.ones(tuple_shape(self.axes)), eps), eps), "uniform")
             return
         declared = declared_workload(attrs, workload)
         given = None if levels is None else resolve_levels(attrs, levels)
@@ -251,7 +246,8 @@ class HierarchicalPlan(GridPlan):
             _units(chosen.strategy.epsilons, eps), "workload" if chosen.optimised else "uniform_kept"
         )
 
-    def _set_strategy(self, units: np.ndarray, choice: str) -> None:
+    def _set_strategy(self, units: np.ndarray, choice: str, *, check: bool = False) -> None:
+        """Budgets ``k_t / 2^20``; ``check``: refuse an exact scale past what its draws may hold."""
         eps = Fraction(self.epsilon)
         epsilons = np.empty(units.shape, dtype=object)
         for idx, k in np.ndenumerate(units):
@@ -260,6 +256,8 @@ class HierarchicalPlan(GridPlan):
         self.strategy = LevelStrategy(tuple(self.axes), epsilons, self.sensitivity)
         self.budget_choice = choice
         self.__dict__.pop("_model", None)
+        if check and self.noise == "exact":
+            self._check_draws()
 
     @property
     def budget_note(self) -> str:
@@ -374,9 +372,7 @@ class HierarchicalPlan(GridPlan):
                               for a, ax in zip(self.attributes, self.axes, strict=True)})
         plan = HierarchicalPlan(*args, **kwargs)
         plan.axes = self.axes
-        plan._set_strategy(self.budget_units, self.budget_choice)
-        if plan.noise == "exact":
-            plan._check_draws()
+        plan._set_strategy(self.budget_units, self.budget_choice, check=True)
         return plan
 
     def epsilon_for(
