@@ -399,8 +399,8 @@ class _CountedGridPlan(PointsPlan):
 
     def _calibrate(self) -> None:
         super()._calibrate()
-        keeps_rows = self.options["nulls"] == "raise" and self.options["on_out_of_domain"] != "drop"
-        keeps_rows = keeps_rows and not self.privacy_unit.truncates
+        keeps_rows = (self.options["nulls"] == "raise" and self.options["on_out_of_domain"] != "drop"
+                      and not self.privacy_unit.truncates)
         self.n_public = self.options["n"] is not None or (self.neighbours == "replace" and keeps_rows)
         self.epsilon_n: float | Fraction
         self.epsilon_grid: float | Fraction
@@ -411,9 +411,7 @@ class _CountedGridPlan(PointsPlan):
         else:
             self.epsilon_n, self.epsilon_grid = split_budget(self.epsilon, self.options["n_share"],
                                                              self.noise)
-            k = self.n_sensitivity
-            self.n_scale = (laplace_scale(k, self.epsilon_n, self.noise) if self.noise == "exact"
-                            else k / (self.options["n_share"] * self.epsilon))
+            self.n_scale = laplace_scale(self.n_sensitivity, self.epsilon_n, self.noise)
 
     @property
     def n_sensitivity(self) -> int:
@@ -772,14 +770,10 @@ class PrivTreeSequencesPlan(SequencesPlan):
         self.epsilon_tree: float | Fraction
         self.epsilon_length: float | Fraction
         self.epsilon_leaf: float | Fraction
-        if self.noise == "exact":  # exact rationals that add up to epsilon
-            self.epsilon_tree = Fraction(self.tree_share) * Fraction(self.epsilon)
-            self.epsilon_length = Fraction(self.length_share) * Fraction(self.epsilon)
-            self.epsilon_leaf = Fraction(self.epsilon) - self.epsilon_tree - self.epsilon_length
-        else:
-            self.epsilon_tree = self.tree_share * self.epsilon
-            self.epsilon_length = self.length_share * self.epsilon
-            self.epsilon_leaf = self.epsilon - self.epsilon_tree - self.epsilon_length
+        num: Any = Fraction if self.noise == "exact" else float  # exact: rationals that add up to epsilon
+        self.epsilon_tree = num(self.tree_share) * num(self.epsilon)
+        self.epsilon_length = num(self.length_share) * num(self.epsilon)
+        self.epsilon_leaf = num(self.epsilon) - self.epsilon_tree - self.epsilon_length
         k = self.length_sensitivity
         self.lam, self.delta = privtree_sequence_params(self.alphabet_size, self.max_length,
                                                         self.epsilon_tree, noise=self.noise,
@@ -800,7 +794,6 @@ class PrivTreeSequencesPlan(SequencesPlan):
         spent = (decisions_epsilon(self.lam, self.beta, self.group) + _spent(self.group, self.leaf_scale))
         return spent if self.length_scale is None else spent + _spent(self.length_sensitivity,
                                                                       self.length_scale)
-
 
     internal_sums = True
 
