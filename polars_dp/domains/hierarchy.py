@@ -271,25 +271,16 @@ class Hierarchy:
 
     def _index_collapsed(self) -> None:
         tree = _collapse(self._root)
-        starts: list[int] = []
-        stops: list[int] = []
-        parents: list[int] = []
-        depths: list[int] = []
+        rows: list[tuple[int, int, int, int]] = []  # per node: start, stop, parent, depth
         queue: list[tuple[_Node, int, int]] = [(tree, -1, 0)]
         # collapsing keeps every surviving node's label and leaf range: reuse the original ranges
         while queue:
             node, parent, depth = queue.pop(0)
-            idx = len(starts)
             start, stop = self._ranges[_key(node.label)] if node is not tree else (0, len(self.leaves))
-            starts.append(start)
-            stops.append(stop)
-            parents.append(parent)
-            depths.append(depth)
-            queue.extend((child, idx, depth + 1) for child in node.children)
-        self.node_start = np.asarray(starts, dtype=np.int64)
-        self.node_stop = np.asarray(stops, dtype=np.int64)
-        self.node_parent = np.asarray(parents, dtype=np.int64)
-        self.node_depth = np.asarray(depths, dtype=np.int64)
+            queue.extend((child, len(rows), depth + 1) for child in node.children)
+            rows.append((start, stop, parent, depth))
+        columns = np.array(rows, dtype=np.int64).T
+        self.node_start, self.node_stop, self.node_parent, self.node_depth = (c.copy() for c in columns)
         self.height: int = int(self.node_depth.max()) + 1
 
     # ------------------------------------------------------------------ public API
