@@ -126,8 +126,7 @@ class AxisWorkload:
             out += d * (np.arange(length) < self.n).reshape(blocks, size).sum(axis=1)
         elif d:
             # the diagonal term of the folded matrix: d |f^-1(u) ∩ B|^2 summed over cells u
-            mult = np.ones(length)
-            out += d * mult.reshape(blocks, size).sum(axis=1)
+            out += d * np.ones(length).reshape(blocks, size).sum(axis=1)
             if length > self.n:
                 tail = np.zeros(length)
                 tail[self.n - 1:] = 1.0
