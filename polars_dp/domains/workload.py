@@ -281,15 +281,16 @@ def _check_weight(weight: object) -> float:
     return float(weight)
 
 
-def _nodes(attribute: Nominal, root: bool) -> AxisWorkload:
-    """Every node of the collapsed hierarchy (the root only when ``root``), weight 1 each."""
+def _nodes(attribute: Nominal, random: bool = False) -> AxisWorkload:
+    """Every node of the collapsed hierarchy, root included, weight 1 each; ``random``: the random
+    generator's nominal predicate, every non-root node with weight ``1 / nodes`` (one in expectation)."""
     h = attribute.hierarchy
-    first = 0 if root else 1
-    starts, stops = h.node_start[first:], h.node_stop[first:]
+    starts, stops = h.node_start[int(random):], h.node_stop[int(random):]
     if starts.size == 0:  # a one-leaf hierarchy: the whole axis
         return AxisWorkload("total", attribute.n_cells)
+    weights = np.ones(starts.size)
     return AxisWorkload("nodes", attribute.n_cells, np.asarray(starts, dtype=np.int64),
-                        np.asarray(stops, dtype=np.int64), np.ones(starts.size))
+                        np.asarray(stops, dtype=np.int64), weights / weights.size if random else weights)
 
 
 def _product(attributes: Attribute | Iterable[Attribute], make: object) -> Workload:
@@ -311,7 +312,7 @@ def _attrs(attributes: Attribute | Iterable[Attribute]) -> tuple[Attribute, ...]
 def ranges(attributes: Attribute | Iterable[Attribute]) -> Workload:
     """All ranges: every interval of each ordinal axis, every node (root included) of each
     nominal hierarchy, all combinations."""
-    return _product(attributes, lambda a: _nodes(a, True) if isinstance(a, Nominal)
+    return _product(attributes, lambda a: _nodes(a) if isinstance(a, Nominal)
                     else AxisWorkload("ranges", a.n_cells))
 
 
@@ -357,7 +358,7 @@ def random_ranges(attributes: Attribute | Iterable[Attribute], *, max_predicates
                              parameter="max_predicates")
     d = len(attrs)
     top = min(int(max_predicates), d)
-    axes = {a.column: (_random_nodes(a) if isinstance(a, Nominal) else AxisWorkload("random", a.n_cells))
+    axes = {a.column: (_nodes(a, True) if isinstance(a, Nominal) else AxisWorkload("random", a.n_cells))
             for a in attrs}
     terms: list[Term] = []
     for k in range(1, top + 1):
@@ -365,14 +366,6 @@ def random_ranges(attributes: Attribute | Iterable[Attribute], *, max_predicates
         terms.extend((weight, {a.column: axes[a.column] for a in subset})
                      for subset in itertools.combinations(attrs, k))
     return Workload(attrs, terms)
-
-
-def _random_nodes(attribute: Nominal) -> AxisWorkload:
-    ax = _nodes(attribute, False)
-    if ax.kind == "nodes":
-        assert ax.weights is not None
-        return AxisWorkload("nodes", ax.n, ax.starts, ax.stops, ax.weights / ax.weights.size)
-    return ax
 
 
 def queries(attributes: Attribute | Iterable[Attribute], frame: object, *, align: str = "exact") -> Workload:
@@ -408,10 +401,7 @@ def kron(*workloads: Workload) -> Workload:
     terms: list[Term] = []
     for combo in itertools.product(*(w.terms for w in workloads)):
         weight = math.prod(t[0] for t in combo)
-        merged: dict[str, AxisWorkload] = {}
-        for _, axes in combo:
-            merged.update(axes)
-        terms.append((weight, merged))
+        terms.append((weight, {c: ax for _, axes in combo for c, ax in axes.items()}))
     return Workload(attrs, terms)
 
 

@@ -776,12 +776,11 @@ class PrivTreeSequencesPlan(SequencesPlan):
         self.epsilon_tree = num(self.tree_share) * num(self.epsilon)
         self.epsilon_length = num(self.length_share) * num(self.epsilon)
         self.epsilon_leaf = num(self.epsilon) - self.epsilon_tree - self.epsilon_length
-        k = self.length_sensitivity
         self.lam, self.delta = privtree_sequence_params(self.alphabet_size, self.max_length,
                                                         self.epsilon_tree, noise=self.noise,
                                                         per_unit=self.privacy_unit.factor)
         self.leaf_scale = laplace_scale(self.group, self.epsilon_leaf, self.noise)
-        self.length_scale = (laplace_scale(k, self.epsilon_length, self.noise)
+        self.length_scale = (laplace_scale(self.length_sensitivity, self.epsilon_length, self.noise)
                              if self.epsilon_length > 0 else None)
 
     def _counts(self) -> list[tuple[str, int, float | Fraction]]:
