@@ -570,8 +570,7 @@ class AdaptiveGridPlan(_CountedGridPlan):
         whose cells fit ``MAX_GRID_CELLS / first_cells`` (a public rule on released numbers)."""
         d, c2 = self.box.d, self.options["c2"]
         wanted = (np.maximum(noisy, 0.0) * float(self.epsilon_level2) / c2) ** (2.0 / (d + 2))
-        top = max_side(d)
-        sides = np.maximum(1, np.ceil(np.minimum(wanted, top))).astype(np.int64)
+        sides = np.maximum(1, np.ceil(np.minimum(wanted, max_side(d)))).astype(np.int64)
         if int((sides.astype(object) ** d).sum()) > MAX_GRID_CELLS:
             sides = np.minimum(sides, max_side(d, max(1, MAX_GRID_CELLS // max(1, first_cells))))
         return sides
