@@ -182,6 +182,11 @@ class _PrivTreeBase(PointsPlan):
         check_decisions(self.lam, self.delta, layout.fanout, self.noise)
         theta = check_theta(self.options["theta"])
         self.theta = grid_theta(theta) if self.noise == "exact" else theta
+        self._fanout = layout.fanout
+
+    def _decisions_spent(self) -> Fraction:
+        """``(2 beta - 1) Delta / ((beta - 1) lambda)``."""
+        return decisions_epsilon(self.lam, self._fanout, self.sensitivity)
 
     @property
     def compiled_kernels(self) -> bool:
@@ -273,10 +278,6 @@ class PrivTreePlan(_PrivTreeBase):
         """Leaves ``Lap(Delta / eps_leaf)``, counted levels ``Lap(Delta / eps_l)``."""
         return [("leaf noise", self.sensitivity, self.leaf_scale),
                 *((f"level {k} noise", self.sensitivity, b) for k, b in enumerate(self.level_scales, 1))]
-
-    def _decisions_spent(self) -> Fraction:
-        """``(2 beta - 1) Delta / ((beta - 1) lambda)``."""
-        return decisions_epsilon(self.lam, self.layout.fanout, self.sensitivity)
 
     @property
     def noise_model(self) -> NoiseModel:
@@ -379,10 +380,6 @@ class PrivTreeSubgridPlan(_PrivTreeBase):
     def _counts(self) -> list[tuple[str, int, float | Fraction]]:
         return [("leaf noise", self.sensitivity, self.leaf_scale),
                 ("sub-cell noise", self.sensitivity, self.sub_scale)]
-
-    def _decisions_spent(self) -> Fraction:
-        """``(2 beta - 1) Delta / ((beta - 1) lambda)``."""
-        return decisions_epsilon(self.lam, self.tree_layout.fanout, self.sensitivity)
 
     def subcell_bits(self, noisy_leaf: np.ndarray, depth: np.ndarray) -> np.ndarray:
         """Sub-cell bits of leaves of tree ``depth`` from their released counts (post-processing,
