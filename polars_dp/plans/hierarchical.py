@@ -31,6 +31,7 @@ The release is the least-squares estimate of the cells from every measured tuple
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
@@ -255,7 +256,7 @@ class HierarchicalPlan(GridPlan):
         self.budget_units = units
         self.strategy = LevelStrategy(tuple(self.axes), epsilons, self.sensitivity)
         self.budget_choice = choice
-        self.__dict__.pop("_model", None)
+        self.__dict__.pop("noise_model", None)
         if check and self.noise == "exact":
             self._check_draws()
 
@@ -323,12 +324,9 @@ class HierarchicalPlan(GridPlan):
             out[t] = 1.0 / (dlap_variance(s) if self.noise == "exact" else 2.0 * float(s) ** 2)
         return out
 
-    @property
+    @functools.cached_property
     def noise_model(self) -> LevelLaplace:  # type: ignore[override]
         """The error bars of every box (:class:`~polars_dp.plans.noise_model.LevelLaplace`)."""
-        cached = self.__dict__.get("_model")
-        if cached is not None:
-            return cached
         from_cells = block_cells(self.axes)
         w = self.weights
         scales = np.zeros(w.shape)
@@ -337,15 +335,13 @@ class HierarchicalPlan(GridPlan):
         nu = inverse_eigenvalues(eigenvalues(w, self.axes))
         kappa = nu * nu * suffix_sums(w * w * scales * scales * from_cells)
         bound = float(np.max(scales * w * np.sqrt(from_cells)))
-        model = LevelLaplace(
+        return LevelLaplace(
             tuple(tuple(ax.sizes) for ax in self.axes),
             tuple(ax.n for ax in self.axes),
             tuple(float(x) for x in nu.reshape(-1)),
             tuple(float(x) for x in kappa.reshape(-1)),
             bound,
         )
-        self.__dict__["_model"] = model
-        return model
 
     @property
     def coefficients(self) -> int:
