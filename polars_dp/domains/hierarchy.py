@@ -23,6 +23,7 @@ table, never from the private data: the set of leaves itself is part of the rele
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 from collections.abc import Iterable, Mapping, Sequence
@@ -334,19 +335,17 @@ class Hierarchy:
             obj = cast(Mapping, json.loads(obj))
         return cls(obj["tree"], root=obj["root"], level_names=obj.get("level_names"))
 
-    def _key(self) -> str:
+    @functools.cached_property
+    def _json_key(self) -> str:
         """The canonical JSON of :meth:`to_json`, computed once (a hierarchy is not changed after
         it is built): equality and hashing, which the kernels' caches do per block."""
-        key = self.__dict__.get("_json_key")
-        if key is None:
-            key = self.__dict__["_json_key"] = json.dumps(self.to_json(), sort_keys=True, default=str)
-        return key
+        return json.dumps(self.to_json(), sort_keys=True, default=str)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Hierarchy) and (self is other or self._key() == other._key())
+        return isinstance(other, Hierarchy) and (self is other or self._json_key == other._json_key)
 
     def __hash__(self) -> int:
-        return hash(self._key())
+        return hash(self._json_key)
 
     def __repr__(self) -> str:
         return (f"Hierarchy(leaves={self.n_leaves}, height={self.height}, "
