@@ -155,13 +155,8 @@ class NumpyOps:
         shape = np.shape(lists[0])
         return out if np.shape(out) == shape else np.broadcast_to(out, shape)
 
-    @staticmethod
-    def lsum(x: Any) -> Any:
-        return np.sum(x, axis=-1)
-
-    @staticmethod
-    def lmax(x: Any) -> Any:
-        return np.max(x, axis=-1)
+    lsum: Callable[[Any], Any] = staticmethod(functools.partial(np.sum, axis=-1))
+    lmax: Callable[[Any], Any] = staticmethod(functools.partial(np.max, axis=-1))
 
     @staticmethod
     def ldot(a: Any, b: Any) -> Any:
