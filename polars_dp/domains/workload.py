@@ -113,7 +113,8 @@ class AxisWorkload:
             raise ParameterError(f"block size {size} must divide the axis length {length} >= {self.n}")
         blocks = length // size
         if self.kind == "nodes":
-            return (self._overlaps(size, length, fold) ** 2) @ self._node_weights()
+            overlaps, weights = self._overlaps(size, length, fold)
+            return (overlaps ** 2) @ weights
         a, b, c, d = self._semiseparable(length)
         if not fold:
             b = np.where(np.arange(length) < self.n, b, 0.0)  # G_jk = 0 once max(j, k) >= n
@@ -144,8 +145,8 @@ class AxisWorkload:
             raise ParameterError(f"block size {size} must be even and divide the axis length "
                                  f"{length} >= {self.n}")
         if self.kind == "nodes":
-            left = self._overlaps(size // 2, length, False)
-            return (left[0::2] * left[1::2]) @ self._node_weights()
+            left, weights = self._overlaps(size // 2, length, False)
+            return (left[0::2] * left[1::2]) @ weights
         a, b, c, _ = self._semiseparable(length)
         b = np.where(np.arange(length) < self.n, b, 0.0)
         blocks = length // size
@@ -154,17 +155,14 @@ class AxisWorkload:
         B = b.reshape(blocks, 2, half)[:, 1].sum(axis=1)
         return c * A * B
 
-    def _node_weights(self) -> np.ndarray:
-        assert self.weights is not None
-        return self.weights
-
-    def _overlaps(self, size: int, length: int, fold: bool) -> np.ndarray:
-        """``|q ∩ B|`` per block of ``size`` cells (rows) and listed interval (columns)."""
-        assert self.starts is not None and self.stops is not None
+    def _overlaps(self, size: int, length: int, fold: bool) -> tuple[np.ndarray, np.ndarray]:
+        """``|q ∩ B|`` per block of ``size`` cells (rows) and listed interval (columns), and the
+        intervals' weights."""
+        assert self.starts is not None and self.stops is not None and self.weights is not None
         lo = np.arange(length // size, dtype=np.int64)[:, None] * size
         stops = np.where(self.stops >= self.n, length, self.stops) if fold else self.stops
         overlap = np.maximum(0, np.minimum(stops[None, :], lo + size) - np.maximum(self.starts[None, :], lo))
-        return overlap.astype(np.float64)
+        return overlap.astype(np.float64), self.weights
 
     def intervals(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every interval ``[start, stop)`` with its weight (weights sum to :attr:`count`)."""
