@@ -368,9 +368,8 @@ class Nominal(AttributeBase):
             return sql.lookup_sql(f"CAST({column_sql} AS {sql.string_type(dialect)})",
                                   list(self.hierarchy.leaves), dialect)
         if self._leaf_type is bool:
-            leaves = list(self.hierarchy.leaves)
             cases = " ".join(f"WHEN {column_sql} = {sql.literal_sql(v, dialect)} THEN {sql.int_sql(i)}"
-                             for i, v in enumerate(leaves))
+                             for i, v in enumerate(self.hierarchy.leaves))
             return f"(CASE {cases} END)"
         value = sql.bigint_sql(column_sql, dialect)
         a = self._contiguous_start()

@@ -123,12 +123,10 @@ class GridAxis:
 
     def invalid_error(self, dtype: pl.DataType, nulls: int, nans: int, outside: int, example: object
                       ) -> DomainError | None:
-        if nulls:
-            return DomainError(f"column {self.column!r} has {nulls} null value(s); drop or fill them first, "
-                               "or pass nulls='drop'")
-        if nans:
-            return DomainError(f"column {self.column!r} has {nans} NaN value(s); drop or fill them first, "
-                               "or pass nulls='drop'")
+        for count, what in ((nulls, "null"), (nans, "NaN")):
+            if count:
+                return DomainError(f"column {self.column!r} has {count} {what} value(s); drop or fill them "
+                                   "first, or pass nulls='drop'")
         if outside:
             return DomainError(
                 f"column {self.column!r} has {outside} value(s) outside the declared bounds "

@@ -123,31 +123,17 @@ class NumpyOps:
         return functools.reduce(np.maximum, xs)
 
     smallest, largest = least, greatest
-
-    @staticmethod
-    def floor(x: Any) -> Any:
-        return np.floor(x)
-
-    @staticmethod
-    def abs(x: Any) -> Any:
-        return np.abs(x)
-
-    @staticmethod
-    def ln(x: Any) -> Any:
-        return np.log(x)
+    floor: Callable[[Any], Any] = staticmethod(np.floor)
+    abs: Callable[[Any], Any] = staticmethod(np.abs)
+    ln: Callable[[Any], Any] = staticmethod(np.log)
+    ceil: Callable[[Any], Any] = staticmethod(np.ceil)
+    power: Callable[[Any, Any], Any] = staticmethod(np.power)
+    round: Callable[[Any, int], Any] = staticmethod(np.round)
 
     #: No value (SQL ``NULL``): the answer states none.
     null = np.nan
 
     inf = np.inf
-
-    @staticmethod
-    def ceil(x: Any) -> Any:
-        return np.ceil(x)
-
-    @staticmethod
-    def power(x: Any, y: Any) -> Any:
-        return np.power(x, y)
 
     # ---------------------------------------------------------------- lists (one per query)
     # A list per query is an array ``(queries, terms)``; its functions reduce the last axis.
@@ -169,13 +155,8 @@ class NumpyOps:
         shape = np.shape(lists[0])
         return out if np.shape(out) == shape else np.broadcast_to(out, shape)
 
-    @staticmethod
-    def lsum(x: Any) -> Any:
-        return np.sum(x, axis=-1)
-
-    @staticmethod
-    def lmax(x: Any) -> Any:
-        return np.max(x, axis=-1)
+    lsum: Callable[[Any], Any] = staticmethod(functools.partial(np.sum, axis=-1))
+    lmax: Callable[[Any], Any] = staticmethod(functools.partial(np.max, axis=-1))
 
     @staticmethod
     def ldot(a: Any, b: Any) -> Any:
@@ -221,10 +202,6 @@ class NumpyOps:
     def grid_min(self, grid: Any, fn: Callable[[Any], Any]) -> Any:
         """:func:`grid_min` on numpy."""
         return grid_min(self, grid, fn)
-
-    @staticmethod
-    def round(x: Any, digits: int) -> Any:
-        return np.round(x, digits)
 
     @staticmethod
     def to_int(x: Any) -> Any:

@@ -23,6 +23,7 @@ table, never from the private data: the set of leaves itself is part of the rele
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 from collections.abc import Iterable, Mapping, Sequence
@@ -271,25 +272,16 @@ class Hierarchy:
 
     def _index_collapsed(self) -> None:
         tree = _collapse(self._root)
-        starts: list[int] = []
-        stops: list[int] = []
-        parents: list[int] = []
-        depths: list[int] = []
+        rows: list[tuple[int, int, int, int]] = []  # per node: start, stop, parent, depth
         queue: list[tuple[_Node, int, int]] = [(tree, -1, 0)]
         # collapsing keeps every surviving node's label and leaf range: reuse the original ranges
         while queue:
             node, parent, depth = queue.pop(0)
-            idx = len(starts)
             start, stop = self._ranges[_key(node.label)] if node is not tree else (0, len(self.leaves))
-            starts.append(start)
-            stops.append(stop)
-            parents.append(parent)
-            depths.append(depth)
-            queue.extend((child, idx, depth + 1) for child in node.children)
-        self.node_start = np.asarray(starts, dtype=np.int64)
-        self.node_stop = np.asarray(stops, dtype=np.int64)
-        self.node_parent = np.asarray(parents, dtype=np.int64)
-        self.node_depth = np.asarray(depths, dtype=np.int64)
+            queue.extend((child, len(rows), depth + 1) for child in node.children)
+            rows.append((start, stop, parent, depth))
+        columns = np.array(rows, dtype=np.int64).T
+        self.node_start, self.node_stop, self.node_parent, self.node_depth = (c.copy() for c in columns)
         self.height: int = int(self.node_depth.max()) + 1
 
     # ------------------------------------------------------------------ public API
@@ -343,19 +335,17 @@ class Hierarchy:
             obj = cast(Mapping, json.loads(obj))
         return cls(obj["tree"], root=obj["root"], level_names=obj.get("level_names"))
 
-    def _key(self) -> str:
+    @functools.cached_property
+    def _json_key(self) -> str:
         """The canonical JSON of :meth:`to_json`, computed once (a hierarchy is not changed after
         it is built): equality and hashing, which the kernels' caches do per block."""
-        key = self.__dict__.get("_json_key")
-        if key is None:
-            key = self.__dict__["_json_key"] = json.dumps(self.to_json(), sort_keys=True, default=str)
-        return key
+        return json.dumps(self.to_json(), sort_keys=True, default=str)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Hierarchy) and (self is other or self._key() == other._key())
+        return isinstance(other, Hierarchy) and (self is other or self._json_key == other._json_key)
 
     def __hash__(self) -> int:
-        return hash(self._key())
+        return hash(self._json_key)
 
     def __repr__(self) -> str:
         return (f"Hierarchy(leaves={self.n_leaves}, height={self.height}, "

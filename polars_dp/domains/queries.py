@@ -169,10 +169,9 @@ def predicate_ranges(attributes: Sequence[Attribute], predicates: Mapping[str, A
         if isinstance(a, Nominal):
             starts[axis], stops[axis] = a.leaf_range(predicate)
         else:
-            given = [x is not None for x in predicate] if isinstance(predicate, (tuple, list)) else []
-            lo, hi = _ordinal_pair(a, predicate)
-            s, t = ordinal_ranges(a, np.array([lo]), np.array([given[0]]), np.array([hi]),
-                                  np.array([given[1]]), align)
+            lo, hi = _ordinal_pair(a, predicate)  # a (lo, hi) pair from here on
+            s, t = ordinal_ranges(a, np.array([lo]), np.array([predicate[0] is not None]), np.array([hi]),
+                                  np.array([predicate[1] is not None]), align)
             starts[axis], stops[axis] = int(s[0]), int(t[0])
     return starts, stops
 

@@ -113,7 +113,8 @@ class AxisWorkload:
             raise ParameterError(f"block size {size} must divide the axis length {length} >= {self.n}")
         blocks = length // size
         if self.kind == "nodes":
-            return (self._overlaps(size, length, fold) ** 2) @ self._node_weights()
+            overlaps, weights = self._overlaps(size, length, fold)
+            return (overlaps ** 2) @ weights
         a, b, c, d = self._semiseparable(length)
         if not fold:
             b = np.where(np.arange(length) < self.n, b, 0.0)  # G_jk = 0 once max(j, k) >= n
@@ -126,8 +127,7 @@ class AxisWorkload:
             out += d * (np.arange(length) < self.n).reshape(blocks, size).sum(axis=1)
         elif d:
             # the diagonal term of the folded matrix: d |f^-1(u) ∩ B|^2 summed over cells u
-            mult = np.ones(length)
-            out += d * mult.reshape(blocks, size).sum(axis=1)
+            out += d * np.ones(length).reshape(blocks, size).sum(axis=1)
             if length > self.n:
                 tail = np.zeros(length)
                 tail[self.n - 1:] = 1.0
@@ -145,8 +145,8 @@ class AxisWorkload:
             raise ParameterError(f"block size {size} must be even and divide the axis length "
                                  f"{length} >= {self.n}")
         if self.kind == "nodes":
-            left = self._overlaps(size // 2, length, False)
-            return (left[0::2] * left[1::2]) @ self._node_weights()
+            left, weights = self._overlaps(size // 2, length, False)
+            return (left[0::2] * left[1::2]) @ weights
         a, b, c, _ = self._semiseparable(length)
         b = np.where(np.arange(length) < self.n, b, 0.0)
         blocks = length // size
@@ -155,17 +155,14 @@ class AxisWorkload:
         B = b.reshape(blocks, 2, half)[:, 1].sum(axis=1)
         return c * A * B
 
-    def _node_weights(self) -> np.ndarray:
-        assert self.weights is not None
-        return self.weights
-
-    def _overlaps(self, size: int, length: int, fold: bool) -> np.ndarray:
-        """``|q ∩ B|`` per block of ``size`` cells (rows) and listed interval (columns)."""
-        assert self.starts is not None and self.stops is not None
+    def _overlaps(self, size: int, length: int, fold: bool) -> tuple[np.ndarray, np.ndarray]:
+        """``|q ∩ B|`` per block of ``size`` cells (rows) and listed interval (columns), and the
+        intervals' weights."""
+        assert self.starts is not None and self.stops is not None and self.weights is not None
         lo = np.arange(length // size, dtype=np.int64)[:, None] * size
         stops = np.where(self.stops >= self.n, length, self.stops) if fold else self.stops
         overlap = np.maximum(0, np.minimum(stops[None, :], lo + size) - np.maximum(self.starts[None, :], lo))
-        return overlap.astype(np.float64)
+        return overlap.astype(np.float64), self.weights
 
     def intervals(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every interval ``[start, stop)`` with its weight (weights sum to :attr:`count`)."""
@@ -282,15 +279,16 @@ def _check_weight(weight: object) -> float:
     return float(weight)
 
 
-def _nodes(attribute: Nominal, root: bool) -> AxisWorkload:
-    """Every node of the collapsed hierarchy (the root only when ``root``), weight 1 each."""
+def _nodes(attribute: Nominal, random: bool = False) -> AxisWorkload:
+    """Every node of the collapsed hierarchy, root included, weight 1 each; ``random``: the random
+    generator's nominal predicate, every non-root node with weight ``1 / nodes`` (one in expectation)."""
     h = attribute.hierarchy
-    first = 0 if root else 1
-    starts, stops = h.node_start[first:], h.node_stop[first:]
+    starts, stops = h.node_start[int(random):], h.node_stop[int(random):]
     if starts.size == 0:  # a one-leaf hierarchy: the whole axis
         return AxisWorkload("total", attribute.n_cells)
+    weights = np.ones(starts.size)
     return AxisWorkload("nodes", attribute.n_cells, np.asarray(starts, dtype=np.int64),
-                        np.asarray(stops, dtype=np.int64), np.ones(starts.size))
+                        np.asarray(stops, dtype=np.int64), weights / weights.size if random else weights)
 
 
 def _product(attributes: Attribute | Iterable[Attribute], make: object) -> Workload:
@@ -312,7 +310,7 @@ def _attrs(attributes: Attribute | Iterable[Attribute]) -> tuple[Attribute, ...]
 def ranges(attributes: Attribute | Iterable[Attribute]) -> Workload:
     """All ranges: every interval of each ordinal axis, every node (root included) of each
     nominal hierarchy, all combinations."""
-    return _product(attributes, lambda a: _nodes(a, True) if isinstance(a, Nominal)
+    return _product(attributes, lambda a: _nodes(a) if isinstance(a, Nominal)
                     else AxisWorkload("ranges", a.n_cells))
 
 
@@ -358,7 +356,7 @@ def random_ranges(attributes: Attribute | Iterable[Attribute], *, max_predicates
                              parameter="max_predicates")
     d = len(attrs)
     top = min(int(max_predicates), d)
-    axes = {a.column: (_random_nodes(a) if isinstance(a, Nominal) else AxisWorkload("random", a.n_cells))
+    axes = {a.column: (_nodes(a, True) if isinstance(a, Nominal) else AxisWorkload("random", a.n_cells))
             for a in attrs}
     terms: list[Term] = []
     for k in range(1, top + 1):
@@ -366,14 +364,6 @@ def random_ranges(attributes: Attribute | Iterable[Attribute], *, max_predicates
         terms.extend((weight, {a.column: axes[a.column] for a in subset})
                      for subset in itertools.combinations(attrs, k))
     return Workload(attrs, terms)
-
-
-def _random_nodes(attribute: Nominal) -> AxisWorkload:
-    ax = _nodes(attribute, False)
-    if ax.kind == "nodes":
-        assert ax.weights is not None
-        return AxisWorkload("nodes", ax.n, ax.starts, ax.stops, ax.weights / ax.weights.size)
-    return ax
 
 
 def queries(attributes: Attribute | Iterable[Attribute], frame: object, *, align: str = "exact") -> Workload:
@@ -409,10 +399,7 @@ def kron(*workloads: Workload) -> Workload:
     terms: list[Term] = []
     for combo in itertools.product(*(w.terms for w in workloads)):
         weight = math.prod(t[0] for t in combo)
-        merged: dict[str, AxisWorkload] = {}
-        for _, axes in combo:
-            merged.update(axes)
-        terms.append((weight, merged))
+        terms.append((weight, {c: ax for _, axes in combo for c, ax in axes.items()}))
     return Workload(attrs, terms)
 
 

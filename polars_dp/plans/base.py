@@ -409,10 +409,8 @@ def known_mechanisms() -> tuple[str, ...]:
 
 def paper_of(mechanism: str) -> str:
     """The citation of a release ``mechanism`` (``""`` when no registered plan cites one)."""
-    for entry in REGISTRY.values():
-        if mechanism in entry.plan_class.papers:
-            return entry.plan_class.papers[mechanism]
-    return ""
+    papers = [e.plan_class.papers for e in REGISTRY.values() if mechanism in e.plan_class.papers]
+    return papers[0][mechanism] if papers else ""
 
 
 #: ``params`` entries any release may hold beside its plan's record, added after the mechanism: the

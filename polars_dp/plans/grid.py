@@ -43,6 +43,7 @@ hierarchical plan, whose release records its own mechanism.
 from __future__ import annotations
 
 import ast
+import functools
 import itertools
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -146,23 +147,21 @@ def privelet_scale(rho: int, epsilon: float, neighbours: str, noise: str = "floa
 
 
 # ---------------------------------------------------------------------------- workload choice
-def _axis_factors(attributes: Sequence[Attribute], starts: np.ndarray, stops: np.ndarray
-                  ) -> tuple[np.ndarray, np.ndarray]:
-    """``(f transformed, f untransformed)``, each ``(queries, d)``."""
-    ft = np.empty(starts.shape)
-    fu = (stops - starts).astype(np.float64)
-    for j, a in enumerate(attributes):
-        ft[:, j] = range_variance_factor(a, starts[:, j], stops[:, j]) if transformable(a) else np.inf
-    return ft, fu
+def _log_p(attributes: Sequence[Attribute]) -> np.ndarray:
+    """``ln P(A)`` per attribute (0 for one that cannot be transformed)."""
+    return np.log([float(transforms.generalized_sensitivity(a)) if transformable(a) else 1.0
+                   for a in attributes])
 
 
 def subset_errors(attributes: Sequence[Attribute], starts: np.ndarray, stops: np.ndarray,
                   masks: np.ndarray, chunk: int = 1 << 22) -> np.ndarray:
     """Mean over the queries of ``rho_S^2 prod_axes f_axis`` per transformed set (rows of the
     boolean ``masks``): the mean expected squared error divided by ``2 (Delta / epsilon)^2``."""
-    ft, fu = _axis_factors(attributes, starts, stops)
-    log_p = np.log([float(transforms.generalized_sensitivity(a)) if transformable(a) else 1.0
-                    for a in attributes])
+    ft = np.empty(starts.shape)  # f transformed and untransformed, each (queries, d)
+    fu = (stops - starts).astype(np.float64)
+    for j, a in enumerate(attributes):
+        ft[:, j] = range_variance_factor(a, starts[:, j], stops[:, j]) if transformable(a) else np.inf
+    log_p = _log_p(attributes)
     masks = np.asarray(masks, dtype=bool)
     with np.errstate(divide="ignore"):
         lt, lu = np.log(ft), np.log(fu)
@@ -186,8 +185,7 @@ def declared_subset_errors(attributes: Sequence[Attribute], workload: DeclaredWo
     their per-axis sums (:func:`~polars_dp.kernels.wavelet_variance.axis_workload_factor`,
     computed once: a term's mean is the product over axes of per-axis sums), its explicit
     boxes query by query."""
-    log_p = np.log([float(transforms.generalized_sensitivity(a)) if transformable(a) else 1.0
-                    for a in attributes])
+    log_p = _log_p(attributes)
     terms = [(w, np.array([[axis_workload_factor(a, ax, False),
                             axis_workload_factor(a, ax, True) if transformable(a) else np.inf]
                            for a, ax in zip(attributes, axes, strict=True)]))
@@ -215,18 +213,14 @@ def workload_transformed(attributes: Sequence[Attribute], starts: np.ndarray | D
     :data:`EXHAUSTIVE_MAX` attributes, else greedy; module docstring)."""
     if isinstance(starts, DeclaredWorkload):
         score = declared_subset_errors(attributes, starts)
+    elif stops is None:
+        raise ParameterError("workload_transformed needs stops with starts", parameter="workload")
     else:
-        lo, hi = starts, stops
-        if hi is None:
-            raise ParameterError("workload_transformed needs stops with starts", parameter="workload")
-
-        def score(masks: np.ndarray) -> np.ndarray:
-            return subset_errors(attributes, lo, hi, masks)
+        score = functools.partial(subset_errors, attributes, starts, stops)
     d = len(attributes)
     if d <= EXHAUSTIVE_MAX:
         masks = np.array(list(itertools.product([False, True], repeat=d)), dtype=bool).reshape(-1, d)
-        errors = score(masks)
-        return [bool(x) for x in masks[int(np.argmin(errors))]]
+        return [bool(x) for x in masks[int(np.argmin(score(masks)))]]
     rule = np.array([not auto_untransformed(a) and transformable(a) for a in attributes])
     start = np.stack([np.zeros(d, dtype=bool), rule])
     errs = score(start)
@@ -278,7 +272,8 @@ def _workload_ranges(attributes: Sequence[Attribute], queries: Any, align: str =
 
 
 # ---------------------------------------------------------------------------- plans
-_COMMON = (
+#: The options every grid mechanism takes (attributes, epsilon, neighbours first).
+GRID_OPTIONS = (
     Option("attributes", Attribute | Iterable[Attribute], check=as_attributes,
            doc="public declarations (:class:`~polars_dp.Ordinal`, :class:`~polars_dp.Nominal`); "
                "ordinal axes get the Haar transform (zero padded to a power of two), nominal axes "
@@ -289,8 +284,6 @@ _COMMON = (
                "``\"add_remove\"`` (one row added or removed, ``Delta = 1``)."),
     SEED, *ROW_OPTIONS, NOISE, PROGRESS, PRIVACY_UNIT,
 )
-#: The options every grid mechanism takes (attributes, epsilon, neighbours first).
-GRID_OPTIONS = _COMMON
 #: The queries a grid plan is chosen for (``strategy="workload"``, ``untransformed="workload"``).
 WORKLOAD = Option("workload", Workload, None,
                   doc="the queries to choose for: a :mod:`polars_dp.workload` object (held implicitly) or a "
@@ -406,11 +399,9 @@ class GridPlan(Plan):
     @property
     def strategy_name(self) -> str:
         """``Basic``, ``Privelet`` or ``Privelet+ TuT`` (``T``: a transformed axis, ``u`` not)."""
-        if not any(self.transformed_mask):
-            return "Basic"
-        if all(self.transformed_mask):
-            return "Privelet"
-        return "Privelet+ " + "".join("T" if t else "u" for t in self.transformed_mask)
+        name = mechanism_name(self.transformed_mask).capitalize()
+        axes = "".join("T" if t else "u" for t in self.transformed_mask)
+        return f"{name} {axes}" if name == "Privelet+" else name
 
     @property
     def epsilon_effective(self) -> float:
@@ -547,7 +538,7 @@ class BasicPlan(GridPlan):
     """Basic: i.i.d. (discrete) Laplace ``Delta / epsilon`` on every cell."""
 
     name = "basic"
-    options_table = (*_COMMON[:2], WORKLOAD, STRATEGY, *_COMMON[2:])
+    options_table = (*GRID_OPTIONS[:2], WORKLOAD, STRATEGY, *GRID_OPTIONS[2:])
     release_mechanisms = ("basic",)
     papers: ClassVar[Mapping[str, str]] = {
         "basic": "Dwork, McSherry, Nissim, Smith, TCC 2006 (the Laplace histogram; Privelet's baseline)",
@@ -578,14 +569,14 @@ class PriveletPlan(GridPlan):
 
     name = "privelet"
     options_table = (
-        *_COMMON[:2],
+        *GRID_OPTIONS[:2],
         Option("untransformed", str | Attribute | Iterable[str | Attribute], (),
                doc="columns left untransformed (Privelet+, Sec. VI), or ``\"auto\"`` for the paper's "
                    "rule ``|A| <= P(A)^2 H(A)``, or ``\"workload\"`` for the set minimising the mean "
                    "expected squared error over ``workload``; a single string other than those names "
                    "one column.  The choice depends on public inputs only."),
         WORKLOAD, STRATEGY,
-        *_COMMON[2:])
+        *GRID_OPTIONS[2:])
     release_mechanisms = ("privelet", "privelet+", "basic")
     papers: ClassVar[Mapping[str, str]] = {
         "privelet": "Xiao, Wang, Gehrke, Differential Privacy via Wavelet Transforms, ICDE 2010",
@@ -681,9 +672,9 @@ def compare(plans: Sequence[GridPlan], queries: Any, *, align: str = "exact") ->
     declared workload (:mod:`polars_dp.workload`, held implicitly) one row per plan with its
     ``rmse`` and ``mean`` squared error (:meth:`GridPlan.workload_error`), best first."""
     plans = list(plans)
+    if not plans:
+        raise ParameterError("compare needs at least one plan", parameter="plans")
     if isinstance(queries, DeclaredWorkload):
-        if not plans:
-            raise ParameterError("compare needs at least one plan", parameter="plans")
         rows = []
         for p in plans:
             if not isinstance(p, GridPlan):
@@ -692,8 +683,6 @@ def compare(plans: Sequence[GridPlan], queries: Any, *, align: str = "exact") ->
             rows.append({"plan": p.strategy_name, "mechanism": p.release_mechanism, "epsilon": p.epsilon,
                          "rmse": math.sqrt(mse), "mean": mse})
         return pl.DataFrame(rows).sort("rmse", maintain_order=True)
-    if not plans:
-        raise ParameterError("compare needs at least one plan", parameter="plans")
     for p in plans:
         if not isinstance(p, GridPlan):
             raise ParameterError(f"compare takes grid plans (basic, privelet), got {p!r}", parameter="plans")

@@ -31,6 +31,7 @@ The release is the least-squares estimate of the cells from every measured tuple
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
@@ -220,9 +221,7 @@ class HierarchicalPlan(GridPlan):
                 f"release metadata field 'params.budget_units' must hold {math.prod(shape)} "
                 f"non-negative integers summing to {BUDGET_GRID}: the file was edited"
             )
-        self._set_strategy(np.asarray(units, dtype=np.int64).reshape(shape), "workload")
-        if self.noise == "exact":
-            self._check_draws()
+        self._set_strategy(np.asarray(units, dtype=np.int64).reshape(shape), "workload", check=True)
         return self
 
     # ------------------------------------------------------------------ calibration
@@ -234,12 +233,9 @@ class HierarchicalPlan(GridPlan):
         levels = self.options["levels"]
         eps = Fraction(self.epsilon)
         if workload is None:
-            axes = resolve_levels(attrs, levels)
-            check_tuples(axes)
-            units = np.full(tuple_shape(axes), 0, dtype=np.int64)
-            units[...] = _units(split_budget(np.ones(tuple_shape(axes)), eps), eps)
-            self.axes = axes
-            self._set_strategy(units, "uniform")
+            self.axes = resolve_levels(attrs, levels)
+            check_tuples(self.axes)
+            self._set_strategy(_units(split_budget(np.ones(tuple_shape(self.axes)), eps), eps), "uniform")
             return
         declared = declared_workload(attrs, workload)
         given = None if levels is None else resolve_levels(attrs, levels)
@@ -251,7 +247,8 @@ class HierarchicalPlan(GridPlan):
             _units(chosen.strategy.epsilons, eps), "workload" if chosen.optimised else "uniform_kept"
         )
 
-    def _set_strategy(self, units: np.ndarray, choice: str) -> None:
+    def _set_strategy(self, units: np.ndarray, choice: str, *, check: bool = False) -> None:
+        """Budgets ``k_t / 2^20``; ``check``: refuse an exact scale past what its draws may hold."""
         eps = Fraction(self.epsilon)
         epsilons = np.empty(units.shape, dtype=object)
         for idx, k in np.ndenumerate(units):
@@ -259,7 +256,9 @@ class HierarchicalPlan(GridPlan):
         self.budget_units = units
         self.strategy = LevelStrategy(tuple(self.axes), epsilons, self.sensitivity)
         self.budget_choice = choice
-        self.__dict__.pop("_model", None)
+        self.__dict__.pop("noise_model", None)
+        if check and self.noise == "exact":
+            self._check_draws()
 
     @property
     def budget_note(self) -> str:
@@ -325,12 +324,9 @@ class HierarchicalPlan(GridPlan):
             out[t] = 1.0 / (dlap_variance(s) if self.noise == "exact" else 2.0 * float(s) ** 2)
         return out
 
-    @property
+    @functools.cached_property
     def noise_model(self) -> LevelLaplace:  # type: ignore[override]
         """The error bars of every box (:class:`~polars_dp.plans.noise_model.LevelLaplace`)."""
-        cached = self.__dict__.get("_model")
-        if cached is not None:
-            return cached
         from_cells = block_cells(self.axes)
         w = self.weights
         scales = np.zeros(w.shape)
@@ -339,15 +335,13 @@ class HierarchicalPlan(GridPlan):
         nu = inverse_eigenvalues(eigenvalues(w, self.axes))
         kappa = nu * nu * suffix_sums(w * w * scales * scales * from_cells)
         bound = float(np.max(scales * w * np.sqrt(from_cells)))
-        model = LevelLaplace(
+        return LevelLaplace(
             tuple(tuple(ax.sizes) for ax in self.axes),
             tuple(ax.n for ax in self.axes),
             tuple(float(x) for x in nu.reshape(-1)),
             tuple(float(x) for x in kappa.reshape(-1)),
             bound,
         )
-        self.__dict__["_model"] = model
-        return model
 
     @property
     def coefficients(self) -> int:
@@ -374,9 +368,7 @@ class HierarchicalPlan(GridPlan):
                               for a, ax in zip(self.attributes, self.axes, strict=True)})
         plan = HierarchicalPlan(*args, **kwargs)
         plan.axes = self.axes
-        plan._set_strategy(self.budget_units, self.budget_choice)
-        if plan.noise == "exact":
-            plan._check_draws()
+        plan._set_strategy(self.budget_units, self.budget_choice, check=True)
         return plan
 
     def epsilon_for(

@@ -10,6 +10,7 @@ factor ``D`` a draw is scaled by (:func:`max_lattice_factor`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from polars_dp.domains.attributes import Attribute, Nominal
@@ -32,11 +33,8 @@ def lattice_bound(attributes: Sequence[Attribute], transformed: Sequence[bool]) 
     The HN numerators are the tensor product, whose largest entry is the product of the axes'
     largest, so for non-negative cells ``|D u| <= prod max(f_max - 1, 1) x total``.  (Only the
     final value matters: the int64 steps before it are exact modulo ``2^64``.)"""
-    bound = 1
-    for a, t in zip(attributes, transformed, strict=True):
-        if t and isinstance(a, Nominal):
-            bound *= max(int(a.hierarchy.fanouts.max()) - 1, 1)
-    return bound
+    return math.prod(max(int(a.hierarchy.fanouts.max()) - 1, 1)
+                     for a, t in zip(attributes, transformed, strict=True) if t and isinstance(a, Nominal))
 
 
 def needs_wide(attributes: Sequence[Attribute], transformed: Sequence[bool]) -> bool:
@@ -66,10 +64,7 @@ def check_wide(attributes: Sequence[Attribute], transformed: Sequence[bool]) -> 
 def max_lattice_factor(attributes: Sequence[Attribute], transformed: Sequence[bool]) -> int:
     """The largest ``D`` of the coefficient array: the product of every axis's largest
     denominator (1 on Haar and untransformed axes)."""
-    factor = 1
-    for d in hn_denominators(attributes, transformed):
-        factor *= int(d.max())
-    return factor
+    return math.prod(int(d.max()) for d in hn_denominators(attributes, transformed))
 
 
 __all__ = ["MAX_TOTAL", "NARROW_LIMIT", "check_wide", "lattice_bound", "max_lattice_factor", "needs_wide"]

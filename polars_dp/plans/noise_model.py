@@ -90,12 +90,12 @@ class NoiseModel:
 
     def range_variance(self, axes: Sequence[AxisRanges]) -> np.ndarray:
         """:meth:`variance` on numpy, one value per range."""
-        n = axes[0].starts.shape[0]
-        return np.broadcast_to(np.asarray(self.variance(NUMPY, axes), dtype=np.float64), (n,)).copy()
+        return np.full(axes[0].starts.shape[0], self.variance(NUMPY, axes), dtype=np.float64)
 
     def range_accuracy(self, axes: Sequence[AxisRanges], alpha: float, noise: str) -> np.ndarray:
         """:meth:`half_width` on numpy, one value per range."""
-        return np.full(axes[0].starts.shape[0], np.nan)
+        width = self.half_width(NUMPY, axes, np.float64(alpha), noise)
+        return np.full(axes[0].starts.shape[0], width, dtype=np.float64)
 
     # ------------------------------------------------------------------ spatial leaves
     @property
@@ -170,8 +170,7 @@ class LaplaceModel(NoiseModel):
         with np.errstate(divide="ignore", invalid="ignore"):
             for i in range(0, n, step):
                 part = slice(i, i + step)
-                width = self.half_width(NUMPY, [ax.sliced(part) for ax in axes], np.float64(alpha), noise)
-                out[part] = np.broadcast_to(np.asarray(width, dtype=np.float64), (len(range(n)[part]),))
+                out[part] = self.half_width(NUMPY, [ax.sliced(part) for ax in axes], np.float64(alpha), noise)
         return out
 
 
@@ -321,11 +320,6 @@ class LevelLaplace(NoiseModel):
         width = chernoff_half_width(ops, units, safe, ops.let(ops.ln(2.0 / alpha)))
         missing = self._unidentified(ops, details, widths)
         return width if missing is None else ops.where(missing > 0.5, ops.inf, width)
-
-    def range_accuracy(self, axes: Sequence[AxisRanges], alpha: float, noise: str) -> np.ndarray:
-        n = axes[0].starts.shape[0]
-        out = self.half_width(NUMPY, axes, np.float64(alpha), noise)
-        return np.broadcast_to(np.asarray(out, dtype=np.float64), (n,)).copy()
 
 
 @dataclass(frozen=True)

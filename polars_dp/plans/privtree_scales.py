@@ -36,16 +36,17 @@ def _float_up(value: Fraction) -> float:
     return out if Fraction(out) >= value else math.nextafter(out, math.inf)
 
 
-def _ln_upper(fanout: int) -> Fraction:
-    """A rational ``>= ln(fanout)``: the correctly rounded 40-digit ``ln`` plus one unit of its last digit."""
-    return Fraction(Context(prec=40).ln(Decimal(fanout))) + Fraction(1, 10**38)
+def _ln_bound(fanout: int, side: int) -> Fraction:
+    """A rational ``>= ln(fanout)`` (``side`` 1) or ``<= ln(fanout)`` (``side`` -1): the correctly
+    rounded 40-digit ``ln`` plus or minus one unit of its last digit."""
+    return Fraction(Context(prec=40).ln(Decimal(fanout))) + side * Fraction(1, 10**38)
 
 
 def privtree_delta(lam: float, fanout: int, *, noise: str = "float") -> float:
     """Depth bias per level: ``delta = lambda * ln(beta)`` (gamma = ln beta, PrivTree Sec. 3).
     ``noise="exact"``: rounded up to the grid from an upper bound of ``ln(beta)``."""
     if check_noise(noise) == "exact":
-        return _float_up(grid_ceil(Fraction(lam) * _ln_upper(fanout)))
+        return _float_up(grid_ceil(Fraction(lam) * _ln_bound(fanout, 1)))
     return lam * math.log(fanout)
 
 
@@ -65,11 +66,6 @@ def check_theta(theta: float) -> float:
     return value
 
 
-def _ln_lower(fanout: int) -> Fraction:
-    """A rational ``<= ln(fanout)`` (the 40-digit ``ln`` less one unit of its last digit)."""
-    return Fraction(Context(prec=40).ln(Decimal(fanout))) - Fraction(1, 10**38)
-
-
 #: Relative shortfall of ``delta`` below ``lambda ln(beta)`` allowed to the float sampler's
 #: ``lambda * math.log(beta)`` (float rounding; exact noise rounds ``delta`` up and gets none).
 FLOAT_DELTA_SLACK = Fraction(1, 10**12)
@@ -80,7 +76,7 @@ def check_decisions(lam: float, delta: float, fanout: int, noise: str) -> None:
     Thm. 3.1 with ``gamma = delta / lambda >= ln beta``).  A plan that breaks it is a calibration
     bug, never an outcome of the data: refused before any data is read (with ``delta`` too small
     the tree also stops shrinking the split probability with depth and grows without bound)."""
-    bound = Fraction(lam) * _ln_lower(fanout)
+    bound = Fraction(lam) * _ln_bound(fanout, -1)
     if check_noise(noise) == "float":
         bound *= 1 - FLOAT_DELTA_SLACK
     if not (lam > 0 and Fraction(delta) >= bound):

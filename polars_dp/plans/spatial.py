@@ -67,6 +67,26 @@ def _spent(sensitivity: int, scale: float | Fraction) -> Fraction:
     return Fraction(sensitivity) / Fraction(scale)
 
 
+class _CountsPlan(Plan):
+    """A plan whose exact noise is (discrete) Laplace on vectors of counts held in float64
+    (:meth:`_counts`), beside, for PrivTree, split decisions that draw exact Bernoulli events at
+    any scale (:meth:`_decisions_spent`)."""
+
+    def _counts(self) -> list[tuple[str, int, float | Fraction]]:
+        """``(part, L1 sensitivity Delta, scale b)`` of every noisy count vector (subclasses)."""
+        return []
+
+    def _decisions_spent(self) -> Fraction:
+        return Fraction(0)
+
+    def exact_draws(self) -> list[tuple[str, Fraction, int]]:
+        return [(part, Fraction(b), MAX_COUNT_SCALE) for part, _, b in self._counts()]
+
+    def _exact_spent(self) -> Fraction:
+        """The decisions' epsilon and ``Delta / b`` of every count vector."""
+        return sum((_spent(k, b) for _, k, b in self._counts()), self._decisions_spent())
+
+
 #: The most cells a UG grid, or the second level of an AG grid, may have: a public cap, so that a
 #: grid sized from a noisy count (one row of weight near 2^53 makes it huge) never asks for more
 #: memory than a public bound (2^26 cells, 4 GiB at 64 bytes a cell), whatever the data.
@@ -101,7 +121,7 @@ def split_budget(epsilon: float | Fraction, share: float, noise: str
     return epsilon * share, epsilon * (1 - share)
 
 
-class PointsPlan(Plan):
+class PointsPlan(_CountsPlan):
     positional = ("columns",)
     shape = "points"
     #: Why the leaf counts of this plan's releases are not independent (their ``Correlated``
@@ -162,6 +182,11 @@ class _PrivTreeBase(PointsPlan):
         check_decisions(self.lam, self.delta, layout.fanout, self.noise)
         theta = check_theta(self.options["theta"])
         self.theta = grid_theta(theta) if self.noise == "exact" else theta
+        self._fanout = layout.fanout
+
+    def _decisions_spent(self) -> Fraction:
+        """``(2 beta - 1) Delta / ((beta - 1) lambda)``."""
+        return decisions_epsilon(self.lam, self._fanout, self.sensitivity)
 
     @property
     def compiled_kernels(self) -> bool:
@@ -249,18 +274,10 @@ class PrivTreePlan(_PrivTreeBase):
             self.correlation = ("counts inferred by least squares from the leaves and the counted top "
                                 "levels (their exact noise_std comes from the inference weights)")
 
-    def exact_draws(self) -> list[tuple[str, Fraction, int]]:
-        """Leaf and level counts, float64 (the decisions draw exact Bernoulli events at any scale)."""
-        levels = [(f"level {k} noise", Fraction(b), MAX_COUNT_SCALE)
-                  for k, b in enumerate(self.level_scales, 1)]
-        return [("leaf noise", Fraction(self.leaf_scale), MAX_COUNT_SCALE), *levels]
-
-    def _exact_spent(self) -> Fraction:
-        """Decisions ``(2 beta - 1) Delta / ((beta - 1) lambda)``, leaves ``Delta / b_leaf``,
-        counted levels ``Delta / b_l``."""
-        return (decisions_epsilon(self.lam, self.layout.fanout, self.sensitivity)
-                + _spent(self.sensitivity, self.leaf_scale)
-                + sum((_spent(self.sensitivity, b) for b in self.level_scales), Fraction(0)))
+    def _counts(self) -> list[tuple[str, int, float | Fraction]]:
+        """Leaves ``Lap(Delta / eps_leaf)``, counted levels ``Lap(Delta / eps_l)``."""
+        return [("leaf noise", self.sensitivity, self.leaf_scale),
+                *((f"level {k} noise", self.sensitivity, b) for k, b in enumerate(self.level_scales, 1))]
 
     @property
     def noise_model(self) -> NoiseModel:
@@ -360,16 +377,9 @@ class PrivTreeSubgridPlan(_PrivTreeBase):
         self.sub_scale = laplace_scale(self.sensitivity, self.epsilon_sub, self.noise)
         self._calibrate_decisions(self.tree_layout)
 
-    def exact_draws(self) -> list[tuple[str, Fraction, int]]:
-        """Leaf and sub-cell counts, float64 (the decisions draw exact Bernoulli events)."""
-        return [("leaf noise", Fraction(self.leaf_scale), MAX_COUNT_SCALE),
-                ("sub-cell noise", Fraction(self.sub_scale), MAX_COUNT_SCALE)]
-
-    def _exact_spent(self) -> Fraction:
-        """Decisions ``(2 beta - 1) Delta / ((beta - 1) lambda)``, leaves ``Delta / b_leaf``,
-        sub-cells ``Delta / b_sub``."""
-        return (decisions_epsilon(self.lam, self.tree_layout.fanout, self.sensitivity)
-                + _spent(self.sensitivity, self.leaf_scale) + _spent(self.sensitivity, self.sub_scale))
+    def _counts(self) -> list[tuple[str, int, float | Fraction]]:
+        return [("leaf noise", self.sensitivity, self.leaf_scale),
+                ("sub-cell noise", self.sensitivity, self.sub_scale)]
 
     def subcell_bits(self, noisy_leaf: np.ndarray, depth: np.ndarray) -> np.ndarray:
         """Sub-cell bits of leaves of tree ``depth`` from their released counts (post-processing,
@@ -399,8 +409,8 @@ class _CountedGridPlan(PointsPlan):
 
     def _calibrate(self) -> None:
         super()._calibrate()
-        keeps_rows = self.options["nulls"] == "raise" and self.options["on_out_of_domain"] != "drop"
-        keeps_rows = keeps_rows and not self.privacy_unit.truncates
+        keeps_rows = (self.options["nulls"] == "raise" and self.options["on_out_of_domain"] != "drop"
+                      and not self.privacy_unit.truncates)
         self.n_public = self.options["n"] is not None or (self.neighbours == "replace" and keeps_rows)
         self.epsilon_n: float | Fraction
         self.epsilon_grid: float | Fraction
@@ -411,9 +421,7 @@ class _CountedGridPlan(PointsPlan):
         else:
             self.epsilon_n, self.epsilon_grid = split_budget(self.epsilon, self.options["n_share"],
                                                              self.noise)
-            k = self.n_sensitivity
-            self.n_scale = (laplace_scale(k, self.epsilon_n, self.noise) if self.noise == "exact"
-                            else k / (self.options["n_share"] * self.epsilon))
+            self.n_scale = laplace_scale(self.n_sensitivity, self.epsilon_n, self.noise)
 
     @property
     def n_sensitivity(self) -> int:
@@ -421,11 +429,9 @@ class _CountedGridPlan(PointsPlan):
         under either relation (a replaced individual's rows may be dropped, the other's kept)."""
         return self.privacy_unit.factor
 
-    def _n_spent(self) -> Fraction:
-        return Fraction(0) if self.n_scale is None else _spent(self.n_sensitivity, self.n_scale)
-
-    def _n_draws(self) -> list[tuple[str, Fraction, int]]:
-        return [] if self.n_scale is None else [("noise of n", Fraction(self.n_scale), MAX_COUNT_SCALE)]
+    def _n_counts(self) -> list[tuple[str, int, float | Fraction]]:
+        """The noisy ``n``, when not public: ``Lap(k / eps_n)``."""
+        return [] if self.n_scale is None else [("noise of n", self.n_sensitivity, self.n_scale)]
 
     @property
     def n_source(self) -> str:
@@ -486,16 +492,12 @@ class UniformGridPlan(_CountedGridPlan):
         super()._calibrate()
         self.cell_scale = laplace_scale(self.sensitivity, self.epsilon_grid, self.noise)
 
-    def exact_draws(self) -> list[tuple[str, Fraction, int]]:
-        return [*self._n_draws(), ("cell noise", Fraction(self.cell_scale), MAX_COUNT_SCALE)]
+    def _counts(self) -> list[tuple[str, int, float | Fraction]]:
+        return [*self._n_counts(), ("cell noise", self.sensitivity, self.cell_scale)]
 
     def side(self, n_used: float) -> int:
         """The grid's cells per side for the number of points used (public or noisy)."""
         return grid_side(n_used, float(self.epsilon_grid), self.options["c"], self.box.d)
-
-    def _exact_spent(self) -> Fraction:
-        """The noisy ``n`` (``1 / b_n``, when not public) and the cells (``Delta / b``)."""
-        return self._n_spent() + _spent(self.sensitivity, self.cell_scale)
 
     @property
     def noise_model(self) -> NoiseModel:
@@ -549,9 +551,9 @@ class AdaptiveGridPlan(_CountedGridPlan):
         self.level1_scale = laplace_scale(self.sensitivity, self.epsilon_level1, self.noise)
         self.level2_scale = laplace_scale(self.sensitivity, self.epsilon_level2, self.noise)
 
-    def exact_draws(self) -> list[tuple[str, Fraction, int]]:
-        return [*self._n_draws(), ("first-level noise", Fraction(self.level1_scale), MAX_COUNT_SCALE),
-                ("second-level noise", Fraction(self.level2_scale), MAX_COUNT_SCALE)]
+    def _counts(self) -> list[tuple[str, int, float | Fraction]]:
+        return [*self._n_counts(), ("first-level noise", self.sensitivity, self.level1_scale),
+                ("second-level noise", self.sensitivity, self.level2_scale)]
 
     def first_side(self, n_used: float) -> int:
         """First-level cells per side: ``max(10, ceil(m / 4))``, ``m`` UG's side for ``n_used``."""
@@ -565,19 +567,13 @@ class AdaptiveGridPlan(_CountedGridPlan):
         whose cells fit ``MAX_GRID_CELLS / first_cells`` (a public rule on released numbers)."""
         d, c2 = self.box.d, self.options["c2"]
         wanted = (np.maximum(noisy, 0.0) * float(self.epsilon_level2) / c2) ** (2.0 / (d + 2))
-        top = max_side(d)
-        sides = np.maximum(1, np.ceil(np.minimum(wanted, top))).astype(np.int64)
+        sides = np.maximum(1, np.ceil(np.minimum(wanted, max_side(d)))).astype(np.int64)
         if int((sides.astype(object) ** d).sum()) > MAX_GRID_CELLS:
             sides = np.minimum(sides, max_side(d, max(1, MAX_GRID_CELLS // max(1, first_cells))))
         return sides
 
     def layout_entries(self, data: Any) -> dict[str, Any]:
         return {"kind": "two_level_grid", "m1": self.first_side(data["n_used"])}
-
-    def _exact_spent(self) -> Fraction:
-        """The noisy ``n`` (when not public) and both grid levels (``Delta / b_1 + Delta / b_2``)."""
-        return (self._n_spent() + _spent(self.sensitivity, self.level1_scale)
-                + _spent(self.sensitivity, self.level2_scale))
 
 
 @register_plan
@@ -660,7 +656,7 @@ _SEQUENCE_ROWS = (
     SEED, NOISE, PROGRESS, PRIVACY_UNIT)
 
 
-class SequencesPlan(Plan):
+class SequencesPlan(_CountsPlan):
     """Sequences under add/remove-one-sequence neighbours, or, with an identifier declared,
     add/remove one identifier's ``<= k`` kept sequences (``Rows(id_column=...)``: ``k = 1``)."""
 
@@ -772,35 +768,26 @@ class PrivTreeSequencesPlan(SequencesPlan):
         self.epsilon_tree: float | Fraction
         self.epsilon_length: float | Fraction
         self.epsilon_leaf: float | Fraction
-        if self.noise == "exact":  # exact rationals that add up to epsilon
-            self.epsilon_tree = Fraction(self.tree_share) * Fraction(self.epsilon)
-            self.epsilon_length = Fraction(self.length_share) * Fraction(self.epsilon)
-            self.epsilon_leaf = Fraction(self.epsilon) - self.epsilon_tree - self.epsilon_length
-        else:
-            self.epsilon_tree = self.tree_share * self.epsilon
-            self.epsilon_length = self.length_share * self.epsilon
-            self.epsilon_leaf = self.epsilon - self.epsilon_tree - self.epsilon_length
-        k = self.length_sensitivity
+        num: Any = Fraction if self.noise == "exact" else float  # exact: rationals that add up to epsilon
+        self.epsilon_tree = num(self.tree_share) * num(self.epsilon)
+        self.epsilon_length = num(self.length_share) * num(self.epsilon)
+        self.epsilon_leaf = num(self.epsilon) - self.epsilon_tree - self.epsilon_length
         self.lam, self.delta = privtree_sequence_params(self.alphabet_size, self.max_length,
                                                         self.epsilon_tree, noise=self.noise,
                                                         per_unit=self.privacy_unit.factor)
         self.leaf_scale = laplace_scale(self.group, self.epsilon_leaf, self.noise)
-        self.length_scale = (laplace_scale(k, self.epsilon_length, self.noise)
+        self.length_scale = (laplace_scale(self.length_sensitivity, self.epsilon_length, self.noise)
                              if self.epsilon_length > 0 else None)
 
-    def exact_draws(self) -> list[tuple[str, Fraction, int]]:
-        """Leaf bins and length bins (the decisions draw exact Bernoulli events at any scale)."""
-        length = [] if self.length_scale is None else [("length noise", Fraction(self.length_scale),
-                                                        MAX_COUNT_SCALE)]
-        return [("leaf noise", Fraction(self.leaf_scale), MAX_COUNT_SCALE), *length]
+    def _counts(self) -> list[tuple[str, int, float | Fraction]]:
+        """Leaf bins ``Lap(l_top / eps_leaf)``, length bins ``Lap(1 / eps_length)`` (times ``k``)."""
+        length = [] if self.length_scale is None else [("length noise", self.length_sensitivity,
+                                                        self.length_scale)]
+        return [("leaf noise", self.group, self.leaf_scale), *length]
 
-    def _exact_spent(self) -> Fraction:
-        """Decisions ``(2 beta - 1) l_top / ((beta - 1) lambda)``, leaf bins ``l_top / b_leaf``,
-        length bins ``1 / b_length``."""
-        spent = (decisions_epsilon(self.lam, self.beta, self.group) + _spent(self.group, self.leaf_scale))
-        return spent if self.length_scale is None else spent + _spent(self.length_sensitivity,
-                                                                      self.length_scale)
-
+    def _decisions_spent(self) -> Fraction:
+        """``(2 beta - 1) l_top / ((beta - 1) lambda)`` (times ``k``)."""
+        return decisions_epsilon(self.lam, self.beta, self.group)
 
     internal_sums = True
 
@@ -894,11 +881,8 @@ class NgramPlan(SequencesPlan):
         self.scale = laplace_scale(self.options["height"] * self.group, self.epsilon, self.noise)
         self.nominal_scale = self.options["height"] * self.group / self.epsilon
 
-    def exact_draws(self) -> list[tuple[str, Fraction, int]]:
-        return [("n-gram noise", Fraction(self.scale), MAX_COUNT_SCALE)]
-
-    def _exact_spent(self) -> Fraction:
-        return _spent(self.options["height"] * self.group, self.scale)
+    def _counts(self) -> list[tuple[str, int, float | Fraction]]:
+        return [("n-gram noise", self.options["height"] * self.group, self.scale)]
 
     @property
     def noise_model(self) -> NoiseModel:
