@@ -135,14 +135,12 @@ class Session(mechanisms.BoundMechanisms):
         if not isinstance(plan, Plan):
             raise ParameterError(f"Session.run takes a plan (pdp.plan(...)), got {type(plan).__name__}",
                                  parameter="plan")
-        name = plan.name
-        if label is None:
-            label = name
+        label = plan.name if label is None else label
         if not isinstance(label, str) or not label:
             raise ParameterError(f"label must be a non-empty string, got {label!r}", parameter="label")
         spent = self._accountant.charge_plan(plan, label)
         self._entries.append({"label": label, "epsilon": float(plan.epsilon), "epsilon_spent": float(spent),
-                              "mechanism": name, "noise": plan.noise,
+                              "mechanism": plan.name, "noise": plan.noise,
                               "time": datetime.now(UTC).isoformat(timespec="seconds")})
         release = plan.run(self._data, progress=progress)
         release.annotate("ledger", self._ledger_record())
