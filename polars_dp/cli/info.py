@@ -34,21 +34,16 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.set_defaults(func=run)
 
 
-def _seeded(release: pdp.Release) -> bool | None:
-    """Whether the noise was seeded (the metadata's ``seeded``), ``None`` when nothing vouches
-    for it (an unverified release: a file without a checksum may claim anything)."""
-    return release.seeded if release.verified else None
-
-
 def summary(path: str, release: pdp.Release) -> dict[str, Any]:
     params = {k: v for k, v in release.params.items() if k != "seeded"}
     return {
         "file": str(path), "file_bytes": os.path.getsize(path), "release_type": type(release).__name__,
         "mechanism": release.mechanism, "epsilon": release.epsilon, "neighbours": release.neighbours,
-        "verified": release.verified, "seeded": _seeded(release), "noise": release.noise,
-        "noise_scale": release.stated_noise_scale(), "domain": release.domain_summary(),
-        "size": release.size_summary(), "created": release.created, "version": release.library_version,
-        "params": params,
+        # seeded: None when nothing vouches for it (a file without a checksum may claim anything)
+        "verified": release.verified, "seeded": release.seeded if release.verified else None,
+        "noise": release.noise, "noise_scale": release.stated_noise_scale(),
+        "domain": release.domain_summary(), "size": release.size_summary(), "created": release.created,
+        "version": release.library_version, "params": params,
     }
 
 
