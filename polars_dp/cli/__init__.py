@@ -45,6 +45,9 @@ exit codes: 0 ok, 2 bad input (one line on stderr, nothing written), 1 other err
 
 #: The commands that read a release file (each takes ``--unverified``).
 READERS = ("info", "query", "sql", "plot", "card", "report")
+#: Errors the user fixes by changing the input (exit code 2).
+BAD_INPUT = (BadInput, pdp.PolarsDPError, pl.exceptions.PolarsError, duckdb.Error, FileNotFoundError,
+             PermissionError, IsADirectoryError, NotADirectoryError)
 
 
 class Parser(argparse.ArgumentParser):
@@ -69,14 +72,6 @@ def build_parser() -> argparse.ArgumentParser:
     for name in READERS:
         add_unverified(sub.choices[name])
     return parser
-
-
-def _bad_input(exc: BaseException) -> bool:
-    """Errors the user fixes by changing the input (exit code 2)."""
-    if isinstance(exc, (BadInput, pdp.PolarsDPError, pl.exceptions.PolarsError, FileNotFoundError,
-                        PermissionError, IsADirectoryError, NotADirectoryError)):
-        return True
-    return isinstance(exc, duckdb.Error)
 
 
 class Terminated(BaseException):
@@ -123,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         if args.traceback:
             traceback.print_exc()
-        bad = _bad_input(exc)
+        bad = isinstance(exc, BAD_INPUT)
         kind = "error" if bad or isinstance(exc, Failure) else f"error ({type(exc).__name__})"
         print(f"polars-dp {args.command}: {kind}: {one_line(exc)}", file=sys.stderr)
         return 2 if bad else 1
