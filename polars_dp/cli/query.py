@@ -221,17 +221,13 @@ def _alpha(args: argparse.Namespace) -> dict[str, Any]:
 EXTRAPOLATED_NOTE = "(extrapolated by the Markov model: its error is not in the noise std)"
 
 
-def _sequence_rows(frame: pl.DataFrame, std: bool) -> list[dict[str, Any]]:
-    """Rows of a ``frequency_table`` / ``top_k`` frame to print: string, count, std if asked,
+def _print_sequences(frame: pl.DataFrame, std: bool, as_json: bool) -> None:
+    """Print the rows of a ``frequency_table`` / ``top_k`` frame: string, count, std if asked,
     extrapolated."""
     rows = frame.select("string", "count", *(["std"] if std else []), "extrapolated").to_dicts()
     for row in rows:
         if std:
             row["std"] = _std_value(row["std"])
-    return rows
-
-
-def _print_sequence_rows(rows: list[dict[str, Any]], as_json: bool) -> None:
     if as_json:
         print(json.dumps(rows))
         return
@@ -251,12 +247,12 @@ def _sequence(args: argparse.Namespace, model: pdp.SequenceRelease) -> int:
     if args.top_k is not None:
         if args.top_k < 1:
             raise BadInput(f"--top-k must be >= 1, got {args.top_k}")
-        _print_sequence_rows(_sequence_rows(model.top_k(args.top_k), std=False), args.json)
+        _print_sequences(model.top_k(args.top_k), False, args.json)
         return 0
     if not args.frequency:
         raise BadInput("give --frequency STRING, --top-k K or --queries FILE for a sequence model")
     strings = [sequence_string(model, s) for s in args.frequency]
-    _print_sequence_rows(_sequence_rows(model.frequency_table(strings), std=args.std), args.json)
+    _print_sequences(model.frequency_table(strings), args.std, args.json)
     return 0
 
 
