@@ -125,12 +125,6 @@ def load_queries(con: duckdb.DuckDBPyConnection, source: str) -> None:
         con.unregister("__pdp_queries_source")
 
 
-def lock(con: duckdb.DuckDBPyConnection) -> None:
-    """Lock ``con`` (:data:`LOCK`): no file, network, extension or setting change from now on."""
-    for statement in LOCK:
-        con.execute(statement)
-
-
 def _results(con: duckdb.DuckDBPyConnection, statements: list[tuple[str, str]], release: pdp.Release,
              name: str) -> list[tuple[str, pl.DataFrame]]:
     """Each statement run in turn; the rows of those that return rows (:data:`_SHOWN`)."""
@@ -187,7 +181,8 @@ def run(args: argparse.Namespace) -> int:
     release.to_duckdb(con, args.name)
     if args.queries:
         load_queries(con, args.queries)
-    lock(con)
+    for statement in LOCK:  # no file, network, extension or setting change from now on
+        con.execute(statement)
     results = _results(con, statements, release, args.name)
     if not results:
         return 0
