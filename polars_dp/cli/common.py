@@ -164,8 +164,8 @@ def open_release(path: str, unverified: bool = False) -> Any:
 
 def human_size(n_bytes: int) -> str:
     size = float(n_bytes)
-    for unit in ("B", "kB", "MB", "GB"):
-        if size < 1000 or unit == "GB":
+    for unit in ("B", "kB", "MB"):
+        if size < 1000:
             return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
         size /= 1000
-    return f"{n_bytes} B"  # pragma: no cover
+    return f"{size:.1f} GB"
