@@ -96,8 +96,7 @@ def _cell_query(attribute: pdp.Attribute) -> tuple[dict[str, Any], list[str], bo
 
 def _grid(fig: Any, release: pdp.GridRelease, args: argparse.Namespace) -> None:
     x = args.x or release.columns[0]
-    names = [x] + ([args.y] if args.y else [])
-    for name in names:
+    for name in filter(None, (x, args.y)):
         if name not in release.columns:
             raise BadInput(f"{name!r} is not an attribute of this release; attributes: "
                            f"{', '.join(release.columns)}")

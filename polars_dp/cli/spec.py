@@ -442,7 +442,6 @@ class _Reader:
                 raise self.fail((*path, "categories"), str(exc)) from None
         tree = self.get(table, (*path, "hierarchy"), kind=(dict, list, str),
                         what="a table of groups, or the path of a JSON / CSV file")
-        hpath = (*path, "hierarchy")
         try:
             if isinstance(tree, str):
                 hierarchy = self.hierarchy_file(tree, table, path)
@@ -454,7 +453,7 @@ class _Reader:
                 hierarchy = pdp.Hierarchy.from_dict(hierarchy.to_dict(), level_names=levels)
             return pdp.Nominal(column, hierarchy)
         except pdp.PolarsDPError as exc:
-            raise self.fail(hpath, str(exc)) from None
+            raise self.fail((*path, "hierarchy"), str(exc)) from None
 
     def hierarchy_file(self, name: str, table: dict, path: Path_) -> pdp.Hierarchy:
         """A hierarchy from JSON (nested groups, or a child -> parent map) or CSV (child,parent)."""
