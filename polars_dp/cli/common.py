@@ -8,7 +8,6 @@ output that cannot be written is refused before any data is read (:func:`check_o
 
 from __future__ import annotations
 
-import argparse
 import glob
 import os
 import sys
@@ -135,13 +134,6 @@ def write_frame(frame: pl.DataFrame, path: str | os.PathLike) -> Path:
         "ndjson": lambda p: frame.write_ndjson(p),
     }
     return write_atomic(path, writers[fmt])
-
-
-def add_unverified(parser: argparse.ArgumentParser) -> None:
-    """The ``--unverified`` option of a command that reads a release."""
-    parser.add_argument("--unverified", action="store_true",
-                        help="read a release that has no checksum (written by polars-dp 0.1.0, or with its "
-                             "checksum removed): nothing vouches for its values; the output says so")
 
 
 def open_release(path: str, unverified: bool = False) -> Any:
