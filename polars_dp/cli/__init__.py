@@ -5,7 +5,8 @@ Commands: ``release`` (a release from a data file and a TOML domain file), ``inf
 release's card) and ``report`` (an HTML page of a release);
 ``polars-dp <command> --help`` shows an example of each.  Exit codes: 0 success, 2 bad input
 (one line on stderr, nothing written), 1 any other failure.  The commands use only the public
-API (``import polars_dp as pdp``).
+API (``import polars_dp as pdp``); each is a module whose ``register`` adds its options and whose
+``run(args)`` runs it.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ exit codes: 0 ok, 2 bad input (one line on stderr, nothing written), 1 other err
 """
 
 
-#: The commands that read a release file (each takes ``--unverified``).
+#: The commands that read a release file (each takes RELEASE.parquet first and ``--unverified`` last).
 READERS = ("info", "query", "sql", "plot", "card", "report")
 #: Errors the user fixes by changing the input (exit code 2).
 BAD_INPUT = (BadInput, pdp.PolarsDPError, pl.exceptions.PolarsError, duckdb.Error, FileNotFoundError,
@@ -67,8 +68,12 @@ def build_parser() -> argparse.ArgumentParser:
                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"polars-dp {pdp.__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=Parser)
+    reader = argparse.ArgumentParser(add_help=False, parents=[common])
+    reader.add_argument("release", metavar="RELEASE.parquet")
     for module in (release, info, query, sql, plot, demo, ledger, card, report):
-        module.register(sub, common)
+        name = module.__name__.rpartition(".")[2]
+        module.register(sub, reader if name in READERS else common)  # the command's own options
+        sub.choices[name].set_defaults(func=module.run)
     for name in READERS:
         sub.choices[name].add_argument(
             "--unverified", action="store_true",

@@ -24,13 +24,11 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                     "epsilon (stated and effective), noise and random source, public domain and parameters, "
                     "pre-processing rules, accuracy at --alpha for the default workload, version, seeding, "
                     "verification and checksum, with the OpenDP deployments registry's field names.")
-    p.add_argument("release", metavar="RELEASE.parquet")
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="print the whole card as one JSON object")
     fmt.add_argument("--yaml", action="store_true", help="print the whole card as a YAML document")
     p.add_argument("--alpha", type=float, default=0.05,
                    help="the accuracy statements hold with probability 1 - alpha (default 0.05)")
-    p.set_defaults(func=run)
 
 
 def _yaml_flow(value: Any) -> str:

@@ -29,9 +29,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
         description="Show what a release file states: whether its checksum verified it, mechanism, "
                     "epsilon, neighbour relation, whether its noise was seeded, the public domain, its "
                     "size, creation time and library version.")
-    p.add_argument("release", metavar="RELEASE.parquet")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
-    p.set_defaults(func=run)
 
 
 def summary(path: str, release: pdp.Release) -> dict[str, Any]:

@@ -56,7 +56,6 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
         help="noisy range counts (with their noise std) or sequence frequencies from a release",
         description="Answer range-count queries from a release: one query from --where options, or a "
                     "batch from --queries.  Queries are post-processing: they spend no budget.")
-    p.add_argument("release", metavar="RELEASE.parquet")
     p.add_argument("-w", "--where", action="append", default=[], metavar="COL=LO..HI",
                    help="a predicate of the query (repeat for several columns)")
     p.add_argument("--queries", metavar="FILE", help="a batch of queries (Parquet, CSV, ...)")
@@ -82,7 +81,6 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    help="spatial releases: points spread evenly inside a leaf crossing a query's "
                         "boundary (uniform, the default) or by a piecewise-linear density fitted to the "
                         "neighbouring leaves (linear; no error bar is stated then)")
-    p.set_defaults(func=run)
 
 
 # ---------------------------------------------------------------------- parsing --where

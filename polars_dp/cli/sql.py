@@ -64,7 +64,6 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
         description="Open an in-memory DuckDB database, register the release under --name, lock the "
                     "database (no file, network, extension or setting) and run the SQL statements.  "
                     "Prints each result as a table (or CSV / JSON), or writes it with -o.")
-    p.add_argument("release", metavar="RELEASE.parquet")
     p.add_argument("query", metavar="SQL")
     p.add_argument("--name", default="release", help="table name of the release (default: release)")
     p.add_argument("-o", "--output", metavar="FILE", help="write the result (Parquet, CSV, ...)")
@@ -77,7 +76,6 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    "the NAME: polars-dp sql --script release.parquet people > people.sql")
     p.add_argument("--queries", metavar="FILE", help="a file (Parquet, CSV, ...) loaded as the table "
                    "queries, e.g. for NAME_range_counts('queries'): the shell itself reads no file")
-    p.set_defaults(func=run)
 
 
 def error_text(exc: BaseException) -> str:
