@@ -188,9 +188,6 @@ def run(args: argparse.Namespace) -> int:
         flag = "-o" if args.output else "--csv" if args.csv else "--json"
         raise BadInput(f"{len(results)} statements return rows but {flag} takes one result; run them one "
                        "at a time (or drop the flag to print every result)")
-    if len(results) > 1:
-        _print_all(results, args.max_rows)
-        return 0
     result = results[0][1]
     if args.output:
         write_frame(result, args.output)
@@ -201,7 +198,7 @@ def run(args: argparse.Namespace) -> int:
     elif args.json:
         sys.stdout.write(result.write_json() + "\n")
     else:
-        _print_all([("", result)], args.max_rows)
+        _print_all(results, args.max_rows)
     return 0
 
 
