@@ -213,14 +213,10 @@ class Ledger:
     def _refresh(self, handle: IO[bytes]) -> _State:
         """Verify what was appended since the last read (or the whole file), under a lock."""
         state = self._state
-        handle.seek(0, os.SEEK_END)
-        size = handle.tell()
-        if size < state.offset:
-            state = _State()
-        else:
-            handle.seek(state.last_start)
-            if handle.read(len(state.last_line)) != state.last_line:
-                state = _State()  # not the file we verified: read it all again
+        size = handle.seek(0, os.SEEK_END)
+        handle.seek(state.last_start)
+        if size < state.offset or handle.read(len(state.last_line)) != state.last_line:
+            state = _State()  # not the file we verified: read it all again
         handle.seek(state.offset)
         tail = handle.read()
         complete = tail[:tail.rfind(b"\n") + 1]  # a trailing partial line is a torn write: ignored
@@ -241,9 +237,8 @@ class Ledger:
 
     @contextmanager
     def _locked(self, exclusive: bool) -> Iterator[IO[bytes]]:
-        mode = "a+b" if exclusive else "rb"
         try:
-            handle = open(self.path, mode)  # closed below, which releases the lock
+            handle = open(self.path, "a+b" if exclusive else "rb")  # closed below, which releases the lock
         except OSError as exc:
             raise ParameterError(f"ledger {str(self.path)!r} cannot be opened: {exc.strerror}",
                                  parameter="ledger") from None
@@ -306,8 +301,7 @@ class Ledger:
         check_dataset_name(name)
         with self._locked(exclusive=True) as handle:
             state = self._refresh(handle)
-            handle.seek(0, os.SEEK_END)
-            if handle.tell() > state.offset:
+            if handle.seek(0, os.SEEK_END) > state.offset:
                 os.ftruncate(handle.fileno(), state.offset)  # a torn write: drop its partial line
             lines: list[bytes] = []
             previous = state.last_hash
