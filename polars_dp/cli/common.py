@@ -8,6 +8,7 @@ output that cannot be written is refused before any data is read (:func:`check_o
 
 from __future__ import annotations
 
+import functools
 import glob
 import os
 import sys
@@ -126,13 +127,9 @@ def write_atomic(path: str | os.PathLike, write: Callable[[Path], object]) -> Pa
 def write_frame(frame: pl.DataFrame, path: str | os.PathLike) -> Path:
     """Write ``frame`` atomically in the format of ``path``'s extension."""
     fmt = file_format(path, what="output")
-    writers = {
-        "parquet": lambda p: frame.write_parquet(p),
-        "csv": lambda p: frame.write_csv(p),
-        "tsv": lambda p: frame.write_csv(p, separator="\t"),
-        "ipc": lambda p: frame.write_ipc(p),
-        "ndjson": lambda p: frame.write_ndjson(p),
-    }
+    writers: dict[str, Callable[[Path], object]] = {
+        "parquet": frame.write_parquet, "csv": frame.write_csv, "ipc": frame.write_ipc,
+        "tsv": functools.partial(frame.write_csv, separator="\t"), "ndjson": frame.write_ndjson}
     return write_atomic(path, writers[fmt])
 
 
