@@ -72,7 +72,6 @@ def _military(args: argparse.Namespace) -> None:
 
 
 def _incomes(args: argparse.Namespace) -> None:
-
     rng = np.random.default_rng(2010)  # synthetic data: a public generator, not a secret
     n = 1_000_000
     frame = pl.DataFrame({
