@@ -89,13 +89,11 @@ def scan(source: str, fmt: str | None = None, *, what: str = "DATA") -> pl.LazyF
         if not path.exists():
             raise BadInput(f"{what} {source!r} does not exist")
         fmt = file_format(path, fmt, what=what)
-    if fmt == "parquet":
-        return pl.scan_parquet(source)
-    if fmt in ("csv", "tsv"):
-        return pl.scan_csv(source, separator="\t" if fmt == "tsv" else ",", infer_schema_length=10_000)
-    if fmt == "ipc":
-        return pl.scan_ipc(source)
-    return pl.scan_ndjson(source)
+    scanners: dict[str, Callable[[str], pl.LazyFrame]] = {
+        "parquet": pl.scan_parquet, "ipc": pl.scan_ipc, "ndjson": pl.scan_ndjson,
+        "csv": functools.partial(pl.scan_csv, infer_schema_length=10_000),
+        "tsv": functools.partial(pl.scan_csv, separator="\t", infer_schema_length=10_000)}
+    return scanners[fmt](source)
 
 
 def check_output(path: str | os.PathLike, *, formats: tuple[str, ...] | None = None,
