@@ -37,10 +37,7 @@ class Failure(Exception):
 
 def one_line(exc: BaseException) -> str:
     """The first non-empty line of an exception's message (Polars and DuckDB messages run long)."""
-    for line in str(exc).splitlines():
-        if line.strip():
-            return line.strip()
-    return type(exc).__name__
+    return next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
 
 
 class Messages:
