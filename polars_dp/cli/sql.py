@@ -81,9 +81,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 def error_text(exc: BaseException) -> str:
     """DuckDB's error on one line; a macro called with wrong arguments keeps its signature."""
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    if not lines:
-        return type(exc).__name__
-    first = lines[0]
+    first = one_line(exc)
     for marker in ("Candidate macros:", "Candidate functions:"):
         if marker in lines:
             signatures = lines[lines.index(marker) + 1:]
