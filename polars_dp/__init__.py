@@ -11,7 +11,7 @@
 import warnings
 from typing import Any
 
-from polars_dp import duckdb, mechanisms, releases  # noqa: F401  (pdp.duckdb, pdp.releases)
+from polars_dp import duckdb, errors, mechanisms, releases  # noqa: F401  (pdp.duckdb, pdp.releases)
 from polars_dp import namespace as _namespace  # noqa: F401  (registers df.dp / lf.dp)
 from polars_dp._version import __version__
 from polars_dp.budget import Accountant
@@ -19,7 +19,7 @@ from polars_dp.domains import workload
 from polars_dp.domains.attributes import Attribute, Nominal, Ordinal
 from polars_dp.domains.hierarchy import Hierarchy
 from polars_dp.domains.privacy_unit import Rows
-from polars_dp.errors import (
+from polars_dp.errors import (  # noqa: F401  (in __all__ through errors.__all__)
     BudgetExceededError,
     ColumnNotFoundError,
     DomainError,
@@ -64,26 +64,13 @@ from polars_dp.session import Session
 __all__ = [
     "Accountant",
     "Attribute",
-    "BudgetExceededError",
-    "ColumnNotFoundError",
-    "DomainError",
-    "DomainTooLargeError",
-    "EmptyReleaseError",
     "GridRelease",
     "Hierarchy",
-    "HierarchyError",
     "Ledger",
-    "LedgerError",
     "Nominal",
     "Ordinal",
-    "ParameterError",
     "Plan",
-    "PolarsDPError",
-    "QueryError",
     "Release",
-    "ReleaseFormatError",
-    "ReleaseSignatureError",
-    "ReleaseWriteError",
     "Rows",
     "SequenceRelease",
     "Session",
@@ -109,6 +96,7 @@ __all__ = [
     "uniform_grid",
     "workload",
 ]
+__all__ += errors.__all__
 
 #: Every registered mechanism function is ``pdp.<name>``: those imported above by name (for type
 #: checkers) and any other the registry holds (:data:`polars_dp.mechanisms.__all__`).

@@ -141,14 +141,6 @@ def planned_call(name: str, args: tuple[Any, ...], kwargs: dict[str, Any], neigh
     return plan(name, *args, **kwargs), progress
 
 
-def _mechanism_name(function: Any) -> str | None:
-    """The registry name of a mechanism function (``pdp.basic``), else None."""
-    for name, entry in REGISTRY.items():
-        if entry.function is not None and function is entry.function:
-            return name
-    return None
-
-
 def resolve_call(mechanism: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
                  ) -> tuple[str, Any, tuple[Any, ...], dict[str, Any]]:
     """``(name, data, args, kwargs)``: the registered mechanism that ``mechanism(*args,
@@ -159,7 +151,7 @@ def resolve_call(mechanism: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     while isinstance(mechanism, functools.partial):
         args, kwargs = (*mechanism.args, *args), {**mechanism.keywords, **kwargs}
         mechanism = mechanism.func
-    name = _mechanism_name(mechanism)
+    name = next((n for n, e in REGISTRY.items() if e.function is not None and e.function is mechanism), None)
     owner = getattr(mechanism, "__self__", None)
     if name is None and inspect.ismethod(mechanism) and isinstance(owner, mechanisms.BoundMechanisms):
         data = getattr(owner, "frame", None)  # df.dp: a frame; a Session's methods have their own budget

@@ -213,14 +213,10 @@ class Ledger:
     def _refresh(self, handle: IO[bytes]) -> _State:
         """Verify what was appended since the last read (or the whole file), under a lock."""
         state = self._state
-        handle.seek(0, os.SEEK_END)
-        size = handle.tell()
-        if size < state.offset:
-            state = _State()
-        else:
-            handle.seek(state.last_start)
-            if handle.read(len(state.last_line)) != state.last_line:
-                state = _State()  # not the file we verified: read it all again
+        size = handle.seek(0, os.SEEK_END)
+        handle.seek(state.last_start)
+        if size < state.offset or handle.read(len(state.last_line)) != state.last_line:
+            state = _State()  # not the file we verified: read it all again
         handle.seek(state.offset)
         tail = handle.read()
         complete = tail[:tail.rfind(b"\n") + 1]  # a trailing partial line is a torn write: ignored
@@ -241,9 +237,8 @@ class Ledger:
 
     @contextmanager
     def _locked(self, exclusive: bool) -> Iterator[IO[bytes]]:
-        mode = "a+b" if exclusive else "rb"
         try:
-            handle = open(self.path, mode)  # closed below, which releases the lock
+            handle = open(self.path, "a+b" if exclusive else "rb")  # closed below, which releases the lock
         except OSError as exc:
             raise ParameterError(f"ledger {str(self.path)!r} cannot be opened: {exc.strerror}",
                                  parameter="ledger") from None
@@ -292,10 +287,14 @@ class Ledger:
                               "different relations do not compose")
 
     # ------------------------------------------------------------------ writing
-    def _line(self, record: dict[str, Any], previous: str) -> tuple[bytes, str]:
-        record = dict(record)
-        record["hash"] = chain_hash(previous, record)
-        return (canonical(record) + "\n").encode(), record["hash"]
+    @staticmethod
+    def _chained(records: list[dict[str, Any]], previous: str) -> bytes:
+        """The lines of ``records``, each with its hash chained to the one before (``previous`` first)."""
+        lines = []
+        for record in records:
+            previous = chain_hash(previous, record)
+            lines.append(canonical({**record, "hash": previous}) + "\n")
+        return "".join(lines).encode()
 
     def charge(self, name: str, epsilon: Fraction, *, total: Fraction, neighbours: str, label: str,
                mechanism: str | None = None, noise: str | None = None, domain: str | None = None) -> Fraction:
@@ -306,24 +305,17 @@ class Ledger:
         check_dataset_name(name)
         with self._locked(exclusive=True) as handle:
             state = self._refresh(handle)
-            handle.seek(0, os.SEEK_END)
-            if handle.tell() > state.offset:
+            if handle.seek(0, os.SEEK_END) > state.offset:
                 os.ftruncate(handle.fileno(), state.offset)  # a torn write: drop its partial line
-            lines: list[bytes] = []
-            previous = state.last_hash
-            if state.records == 0:
-                line, previous = self._line({"kind": "ledger", "format": FORMAT, "version": VERSION,
-                                             "time": _now()}, previous)
-                lines.append(line)
+            records = [] if state.records else [{"kind": "ledger", "format": FORMAT, "version": VERSION,
+                                                  "time": _now()}]
             budget = state.datasets.get(name)
-            spent = Fraction(0)
             if budget is None:
-                line, previous = self._line({"kind": "dataset", "dataset": name, "total": str(total),
-                                             "neighbours": neighbours, "time": _now()}, previous)
-                lines.append(line)
+                records.append({"kind": "dataset", "dataset": name, "total": str(total),
+                                "neighbours": neighbours, "time": _now()})
             else:
                 self._same(budget, total, neighbours)
-                spent = budget.spent
+            spent = Fraction(0) if budget is None else budget.spent
             if spent + epsilon > total:
                 raise BudgetExceededError(
                     f"{label} asks for epsilon {float(epsilon):.17g} but dataset {name!r} of ledger "
@@ -331,12 +323,11 @@ class Ledger:
                     f"{float(total):g} left (spent {float(spent):.17g} on "
                     f"{len(budget.charges) if budget else 0} release(s), by every process, added exactly); "
                     "lower epsilon or stop releasing from this data")
-            charge = {"kind": "charge", "dataset": name, "epsilon": str(epsilon),
-                      "epsilon_float": float(epsilon), "label": label, "mechanism": mechanism, "noise": noise,
-                      "domain": domain, "time": _now(), "pid": os.getpid()}
-            line, previous = self._line(charge, previous)
-            lines.append(line)
-            write_all(handle.fileno(), b"".join(lines))  # a kill leaves at most a partial last line
+            records.append({"kind": "charge", "dataset": name, "epsilon": str(epsilon),
+                            "epsilon_float": float(epsilon), "label": label, "mechanism": mechanism,
+                            "noise": noise, "domain": domain, "time": _now(), "pid": os.getpid()})
+            # a kill leaves at most a partial last line
+            write_all(handle.fileno(), self._chained(records, state.last_hash))
             SYNC(handle.fileno())
             self._refresh(handle)
         return spent + epsilon

@@ -53,9 +53,6 @@ from polars_dp.plans.options import PROGRESS
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-#: Keywords a session method does not offer: the data, the seed and the neighbour relation.
-_HIDDEN = ("seed", "neighbours")
-
 
 def _charged(name: str, mechanism: F) -> F:
     """A method that builds the plan of ``name`` under the session's neighbour relation, charges
@@ -67,7 +64,7 @@ def _charged(name: str, mechanism: F) -> F:
         return self.run(planned, label=label, progress=progress)
 
     label = inspect.Parameter("label", inspect.Parameter.KEYWORD_ONLY, default=None, annotation="str | None")
-    as_method(mechanism, method, hidden=_HIDDEN, extra=(label,))
+    as_method(mechanism, method, hidden=("seed", "neighbours"), extra=(label,))
     method.__doc__ = (f"``{name}`` on the session's data, charged to its budget before the data is "
                       f"read; ``label`` names the release in the ledger (default {name!r}).\n\n"
                       + inspect.cleandoc(mechanism.__doc__ or ""))
@@ -135,14 +132,12 @@ class Session(mechanisms.BoundMechanisms):
         if not isinstance(plan, Plan):
             raise ParameterError(f"Session.run takes a plan (pdp.plan(...)), got {type(plan).__name__}",
                                  parameter="plan")
-        name = plan.name
-        if label is None:
-            label = name
+        label = plan.name if label is None else label
         if not isinstance(label, str) or not label:
             raise ParameterError(f"label must be a non-empty string, got {label!r}", parameter="label")
         spent = self._accountant.charge_plan(plan, label)
         self._entries.append({"label": label, "epsilon": float(plan.epsilon), "epsilon_spent": float(spent),
-                              "mechanism": name, "noise": plan.noise,
+                              "mechanism": plan.name, "noise": plan.noise,
                               "time": datetime.now(UTC).isoformat(timespec="seconds")})
         release = plan.run(self._data, progress=progress)
         release.annotate("ledger", self._ledger_record())

@@ -5,7 +5,8 @@ Commands: ``release`` (a release from a data file and a TOML domain file), ``inf
 release's card) and ``report`` (an HTML page of a release);
 ``polars-dp <command> --help`` shows an example of each.  Exit codes: 0 success, 2 bad input
 (one line on stderr, nothing written), 1 any other failure.  The commands use only the public
-API (``import polars_dp as pdp``).
+API (``import polars_dp as pdp``); each is a module whose ``register`` adds its options and whose
+``run(args)`` runs it.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import polars as pl
 
 import polars_dp as pdp
 from polars_dp.cli import card, demo, info, ledger, plot, query, release, report, sql
-from polars_dp.cli.common import BadInput, Failure, add_unverified, one_line
+from polars_dp.cli.common import BadInput, Failure, one_line
 
 DESCRIPTION = "Differentially private synopses from the command line."
 EPILOG = """\
@@ -43,8 +44,11 @@ exit codes: 0 ok, 2 bad input (one line on stderr, nothing written), 1 other err
 """
 
 
-#: The commands that read a release file (each takes ``--unverified``).
+#: The commands that read a release file (each takes RELEASE.parquet first and ``--unverified`` last).
 READERS = ("info", "query", "sql", "plot", "card", "report")
+#: Errors the user fixes by changing the input (exit code 2).
+BAD_INPUT = (BadInput, pdp.PolarsDPError, pl.exceptions.PolarsError, duckdb.Error, FileNotFoundError,
+             PermissionError, IsADirectoryError, NotADirectoryError)
 
 
 class Parser(argparse.ArgumentParser):
@@ -64,19 +68,18 @@ def build_parser() -> argparse.ArgumentParser:
                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"polars-dp {pdp.__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=Parser)
+    reader = argparse.ArgumentParser(add_help=False, parents=[common])
+    reader.add_argument("release", metavar="RELEASE.parquet")
     for module in (release, info, query, sql, plot, demo, ledger, card, report):
-        module.register(sub, common)
+        name = module.__name__.rpartition(".")[2]
+        module.register(sub, reader if name in READERS else common)  # the command's own options
+        sub.choices[name].set_defaults(func=module.run)
     for name in READERS:
-        add_unverified(sub.choices[name])
+        sub.choices[name].add_argument(
+            "--unverified", action="store_true",
+            help="read a release that has no checksum (written by polars-dp 0.1.0, or with its checksum "
+                 "removed): nothing vouches for its values; the output says so")
     return parser
-
-
-def _bad_input(exc: BaseException) -> bool:
-    """Errors the user fixes by changing the input (exit code 2)."""
-    if isinstance(exc, (BadInput, pdp.PolarsDPError, pl.exceptions.PolarsError, FileNotFoundError,
-                        PermissionError, IsADirectoryError, NotADirectoryError)):
-        return True
-    return isinstance(exc, duckdb.Error)
 
 
 class Terminated(BaseException):
@@ -123,14 +126,10 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         if args.traceback:
             traceback.print_exc()
-        bad = _bad_input(exc)
+        bad = isinstance(exc, BAD_INPUT)
         kind = "error" if bad or isinstance(exc, Failure) else f"error ({type(exc).__name__})"
         print(f"polars-dp {args.command}: {kind}: {one_line(exc)}", file=sys.stderr)
         return 2 if bad else 1
 
 
 __all__ = ["build_parser", "main"]
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

@@ -24,17 +24,18 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                     "epsilon (stated and effective), noise and random source, public domain and parameters, "
                     "pre-processing rules, accuracy at --alpha for the default workload, version, seeding, "
                     "verification and checksum, with the OpenDP deployments registry's field names.")
-    p.add_argument("release", metavar="RELEASE.parquet")
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="print the whole card as one JSON object")
     fmt.add_argument("--yaml", action="store_true", help="print the whole card as a YAML document")
     p.add_argument("--alpha", type=float, default=0.05,
                    help="the accuracy statements hold with probability 1 - alpha (default 0.05)")
-    p.set_defaults(func=run)
 
 
-def _yaml_scalar(value: Any) -> str:
-    """A YAML 1.2 scalar: JSON's spelling of numbers, booleans, null and (double-quoted) strings."""
+def _yaml_flow(value: Any) -> str:
+    """A YAML 1.2 flow value: ``{}`` / ``[]`` for an empty table or list, else JSON's spelling of
+    numbers, booleans, null and (double-quoted) strings."""
+    if isinstance(value, (dict, list)):
+        return "{}" if isinstance(value, dict) else "[]"
     if isinstance(value, float) and value != value:
         return ".nan"
     if isinstance(value, float) and value in (float("inf"), float("-inf")):
@@ -56,21 +57,10 @@ def to_yaml(value: Any, indent: int = 0) -> list[str]:
     if isinstance(value, list) and value:
         lines = []
         for item in value:
-            inner = to_yaml(item, indent + 2)
-            lines.append(f"{pad}- {inner[0].lstrip()}" if isinstance(item, (dict, list)) and item
-                         else f"{pad}- {_yaml_flow(item)}")
-            if isinstance(item, (dict, list)) and item:
-                lines += inner[1:]
+            first, *rest = to_yaml(item, indent + 2)
+            lines += [f"{pad}- {first.lstrip()}", *rest]
         return lines
     return [pad + _yaml_flow(value)]
-
-
-def _yaml_flow(value: Any) -> str:
-    if isinstance(value, dict):
-        return "{}"
-    if isinstance(value, list):
-        return "[]"
-    return _yaml_scalar(value)
 
 
 def _figure(figure: dict[str, Any]) -> str:

@@ -8,7 +8,7 @@ output that cannot be written is refused before any data is read (:func:`check_o
 
 from __future__ import annotations
 
-import argparse
+import functools
 import glob
 import os
 import sys
@@ -37,10 +37,7 @@ class Failure(Exception):
 
 def one_line(exc: BaseException) -> str:
     """The first non-empty line of an exception's message (Polars and DuckDB messages run long)."""
-    for line in str(exc).splitlines():
-        if line.strip():
-            return line.strip()
-    return type(exc).__name__
+    return next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
 
 
 class Messages:
@@ -89,13 +86,11 @@ def scan(source: str, fmt: str | None = None, *, what: str = "DATA") -> pl.LazyF
         if not path.exists():
             raise BadInput(f"{what} {source!r} does not exist")
         fmt = file_format(path, fmt, what=what)
-    if fmt == "parquet":
-        return pl.scan_parquet(source)
-    if fmt in ("csv", "tsv"):
-        return pl.scan_csv(source, separator="\t" if fmt == "tsv" else ",", infer_schema_length=10_000)
-    if fmt == "ipc":
-        return pl.scan_ipc(source)
-    return pl.scan_ndjson(source)
+    scanners: dict[str, Callable[[str], pl.LazyFrame]] = {
+        "parquet": pl.scan_parquet, "ipc": pl.scan_ipc, "ndjson": pl.scan_ndjson,
+        "csv": functools.partial(pl.scan_csv, infer_schema_length=10_000),
+        "tsv": functools.partial(pl.scan_csv, separator="\t", infer_schema_length=10_000)}
+    return scanners[fmt](source)
 
 
 def check_output(path: str | os.PathLike, *, formats: tuple[str, ...] | None = None,
@@ -127,21 +122,10 @@ def write_atomic(path: str | os.PathLike, write: Callable[[Path], object]) -> Pa
 def write_frame(frame: pl.DataFrame, path: str | os.PathLike) -> Path:
     """Write ``frame`` atomically in the format of ``path``'s extension."""
     fmt = file_format(path, what="output")
-    writers = {
-        "parquet": lambda p: frame.write_parquet(p),
-        "csv": lambda p: frame.write_csv(p),
-        "tsv": lambda p: frame.write_csv(p, separator="\t"),
-        "ipc": lambda p: frame.write_ipc(p),
-        "ndjson": lambda p: frame.write_ndjson(p),
-    }
+    writers: dict[str, Callable[[Path], object]] = {
+        "parquet": frame.write_parquet, "csv": frame.write_csv, "ipc": frame.write_ipc,
+        "tsv": functools.partial(frame.write_csv, separator="\t"), "ndjson": frame.write_ndjson}
     return write_atomic(path, writers[fmt])
-
-
-def add_unverified(parser: argparse.ArgumentParser) -> None:
-    """The ``--unverified`` option of a command that reads a release."""
-    parser.add_argument("--unverified", action="store_true",
-                        help="read a release that has no checksum (written by polars-dp 0.1.0, or with its "
-                             "checksum removed): nothing vouches for its values; the output says so")
 
 
 def open_release(path: str, unverified: bool = False) -> Any:
@@ -164,8 +148,8 @@ def open_release(path: str, unverified: bool = False) -> Any:
 
 def human_size(n_bytes: int) -> str:
     size = float(n_bytes)
-    for unit in ("B", "kB", "MB", "GB"):
-        if size < 1000 or unit == "GB":
+    for unit in ("B", "kB", "MB"):
+        if size < 1000:
             return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
         size /= 1000
-    return f"{n_bytes} B"  # pragma: no cover
+    return f"{size:.1f} GB"

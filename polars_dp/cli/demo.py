@@ -50,8 +50,8 @@ def _military(args: argparse.Namespace) -> None:
           + f" = {int(np.prod([a.n_cells for a in attrs])):,} cells\n")
     releases: dict[str, Any] = {}
     for name in ("basic", "privelet"):
-        run = getattr(frame.dp, name)  # type: ignore[attr-defined]  # df.dp: registered at import, unknown to Polars' types
-        releases[name], secs = _timed(functools.partial(run, attrs, epsilon=args.epsilon, seed=args.seed))
+        method = getattr(frame.dp, name)  # type: ignore[attr-defined]  # df.dp: registered at import, unknown to Polars' types
+        releases[name], secs = _timed(functools.partial(method, attrs, epsilon=args.epsilon, seed=args.seed))
         r = releases[name]
         print(f"   {name:<9} epsilon={r.epsilon}, neighbours={r.neighbours!r}, "
               f"noise scale {r.noise_scale:.3g}, {r.n_cells:,} cells, {secs:.2f} s")
@@ -72,7 +72,6 @@ def _military(args: argparse.Namespace) -> None:
 
 
 def _incomes(args: argparse.Namespace) -> None:
-
     rng = np.random.default_rng(2010)  # synthetic data: a public generator, not a secret
     n = 1_000_000
     frame = pl.DataFrame({
@@ -125,7 +124,7 @@ def _points(args: argparse.Namespace) -> None:
     print()
 
 
-def _demo(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     print(f"polars-dp demo: epsilon={args.epsilon} per release\n")
     _military(args)
     _incomes(args)
@@ -151,4 +150,3 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                                       "mechanisms and print noisy range counts next to the exact ones.")
     demo.add_argument("--epsilon", type=float, default=1.0, help="privacy budget per release (default 1.0)")
     demo.add_argument("--seed", type=int, default=None, help="reproducible noise (never in production)")
-    demo.set_defaults(func=_demo)

@@ -29,15 +29,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
         description="Show what a release file states: whether its checksum verified it, mechanism, "
                     "epsilon, neighbour relation, whether its noise was seeded, the public domain, its "
                     "size, creation time and library version.")
-    p.add_argument("release", metavar="RELEASE.parquet")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
-    p.set_defaults(func=run)
-
-
-def _seeded(release: pdp.Release) -> bool | None:
-    """Whether the noise was seeded (the metadata's ``seeded``), ``None`` when nothing vouches
-    for it (an unverified release: a file without a checksum may claim anything)."""
-    return release.seeded if release.verified else None
 
 
 def summary(path: str, release: pdp.Release) -> dict[str, Any]:
@@ -45,10 +37,11 @@ def summary(path: str, release: pdp.Release) -> dict[str, Any]:
     return {
         "file": str(path), "file_bytes": os.path.getsize(path), "release_type": type(release).__name__,
         "mechanism": release.mechanism, "epsilon": release.epsilon, "neighbours": release.neighbours,
-        "verified": release.verified, "seeded": _seeded(release), "noise": release.noise,
-        "noise_scale": release.stated_noise_scale(), "domain": release.domain_summary(),
-        "size": release.size_summary(), "created": release.created, "version": release.library_version,
-        "params": params,
+        # seeded: None when nothing vouches for it (a file without a checksum may claim anything)
+        "verified": release.verified, "seeded": release.seeded if release.verified else None,
+        "noise": release.noise, "noise_scale": release.stated_noise_scale(),
+        "domain": release.domain_summary(), "size": release.size_summary(), "created": release.created,
+        "version": release.library_version, "params": params,
     }
 
 

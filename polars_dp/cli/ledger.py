@@ -25,7 +25,6 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("ledger", metavar="FILE")
     p.add_argument("--dataset", metavar="NAME", help="show this dataset only")
     p.add_argument("--json", action="store_true", help="print one JSON object (exact values as 'n/d')")
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

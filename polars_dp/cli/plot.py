@@ -47,7 +47,6 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
         "plot", parents=[common], epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
         help="draw a release: marginals with error bars, leaf boxes, or top-k strings",
         description="Draw a release to a PNG, SVG or PDF file (written atomically).")
-    p.add_argument("release", metavar="RELEASE.parquet")
     p.add_argument("-o", "--output", required=True, metavar="FIGURE.png",
                    help="the figure file (.png, .svg, .pdf)")
     p.add_argument("--x", help="grid: attribute on the x axis (default: the first); spatial: x column")
@@ -59,7 +58,6 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--size", default="8x6", metavar="WxH", help="figure size in inches (default 8x6)")
     p.add_argument("--dpi", type=int, default=100, help="dots per inch of a PNG (default 100)")
     p.add_argument("--title", help="figure title (default: file name, mechanism and epsilon)")
-    p.set_defaults(func=run)
 
 
 def _figure(size: tuple[float, float], dpi: int) -> Any:
@@ -96,8 +94,7 @@ def _cell_query(attribute: pdp.Attribute) -> tuple[dict[str, Any], list[str], bo
 
 def _grid(fig: Any, release: pdp.GridRelease, args: argparse.Namespace) -> None:
     x = args.x or release.columns[0]
-    names = [x] + ([args.y] if args.y else [])
-    for name in names:
+    for name in filter(None, (x, args.y)):
         if name not in release.columns:
             raise BadInput(f"{name!r} is not an attribute of this release; attributes: "
                            f"{', '.join(release.columns)}")

@@ -56,7 +56,6 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
         help="noisy range counts (with their noise std) or sequence frequencies from a release",
         description="Answer range-count queries from a release: one query from --where options, or a "
                     "batch from --queries.  Queries are post-processing: they spend no budget.")
-    p.add_argument("release", metavar="RELEASE.parquet")
     p.add_argument("-w", "--where", action="append", default=[], metavar="COL=LO..HI",
                    help="a predicate of the query (repeat for several columns)")
     p.add_argument("--queries", metavar="FILE", help="a batch of queries (Parquet, CSV, ...)")
@@ -82,7 +81,6 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    help="spatial releases: points spread evenly inside a leaf crossing a query's "
                         "boundary (uniform, the default) or by a piecewise-linear density fitted to the "
                         "neighbouring leaves (linear; no error bar is stated then)")
-    p.set_defaults(func=run)
 
 
 # ---------------------------------------------------------------------- parsing --where
@@ -221,17 +219,13 @@ def _alpha(args: argparse.Namespace) -> dict[str, Any]:
 EXTRAPOLATED_NOTE = "(extrapolated by the Markov model: its error is not in the noise std)"
 
 
-def _sequence_rows(frame: pl.DataFrame, std: bool) -> list[dict[str, Any]]:
-    """Rows of a ``frequency_table`` / ``top_k`` frame to print: string, count, std if asked,
+def _print_sequences(frame: pl.DataFrame, std: bool, as_json: bool) -> None:
+    """Print the rows of a ``frequency_table`` / ``top_k`` frame: string, count, std if asked,
     extrapolated."""
     rows = frame.select("string", "count", *(["std"] if std else []), "extrapolated").to_dicts()
     for row in rows:
         if std:
             row["std"] = _std_value(row["std"])
-    return rows
-
-
-def _print_sequence_rows(rows: list[dict[str, Any]], as_json: bool) -> None:
     if as_json:
         print(json.dumps(rows))
         return
@@ -251,12 +245,12 @@ def _sequence(args: argparse.Namespace, model: pdp.SequenceRelease) -> int:
     if args.top_k is not None:
         if args.top_k < 1:
             raise BadInput(f"--top-k must be >= 1, got {args.top_k}")
-        _print_sequence_rows(_sequence_rows(model.top_k(args.top_k), std=False), args.json)
+        _print_sequences(model.top_k(args.top_k), False, args.json)
         return 0
     if not args.frequency:
         raise BadInput("give --frequency STRING, --top-k K or --queries FILE for a sequence model")
     strings = [sequence_string(model, s) for s in args.frequency]
-    _print_sequence_rows(_sequence_rows(model.frequency_table(strings), std=args.std), args.json)
+    _print_sequences(model.frequency_table(strings), args.std, args.json)
     return 0
 
 

@@ -70,7 +70,6 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--total", metavar="EPS",
                    help="the dataset's total epsilon, fixed by its first charge (needed then; later it must "
                         "match); exact decimals such as 0.3 are taken exactly")
-    p.set_defaults(func=run)
 
 
 def _in_domain_file_terms(message: str) -> str:

@@ -21,11 +21,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
         description="Write one HTML page (no script, no network): the release card, then the marginals with "
                     "error bars (grids), the leaf map (spatial releases) or the most frequent strings with "
                     "error bars (sequences).")
-    p.add_argument("release", metavar="RELEASE.parquet")
     p.add_argument("-o", "--output", required=True, metavar="REPORT.html", help="where to write the page")
     p.add_argument("--alpha", type=float, default=0.05,
                    help="error bars hold with probability 1 - alpha (default 0.05)")
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

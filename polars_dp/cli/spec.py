@@ -138,6 +138,12 @@ def key_name(path: Path_) -> str:
     return out
 
 
+def _at(file: Path, lines: _KeyLines | None, path: Path_) -> str:
+    """``file:line`` of the key at ``path`` (the file alone when its line is unknown)."""
+    line = lines.line(path) if lines else None
+    return f"{file}:{line}" if line else str(file)
+
+
 class SpecError(BadInput):
     """A domain file that cannot be used: the message names the file, line and key."""
 
@@ -196,8 +202,7 @@ class Spec:
                 else ("columns",)
         else:
             path = ("column",)
-        line = self.key_lines.line(path) if self.key_lines else None
-        return f"{self.path}:{line}" if line else str(self.path)
+        return _at(self.path, self.key_lines, path)
 
     def split_expr(self) -> pl.Expr:
         """A text column of symbols joined by ``separator`` as a List column (a row-wise rule)."""
@@ -211,16 +216,12 @@ class Spec:
     def locate(self, message: str, parameter: str | None = None) -> str:
         """Prefix a mechanism's error about one of the ``[options]`` with its file, line and key
         (the key the error names in ``ParameterError.parameter``, else the one its text names)."""
-        if parameter is not None and parameter in self.options:
-            line = self.key_lines.line(("options", parameter)) if self.key_lines else None
-            where = f"{self.path}:{line}" if line else str(self.path)
-            return f"{where}: options.{parameter}: {message}"
-        for key in self.options:
-            if re.search(rf"(?<![\w.]){re.escape(key)}(?![\w])", message):
-                line = self.key_lines.line(("options", key)) if self.key_lines else None
-                where = f"{self.path}:{line}" if line else str(self.path)
-                return f"{where}: options.{key}: {message}"
-        return message
+        if parameter is None or parameter not in self.options:
+            parameter = next((key for key in self.options
+                              if re.search(rf"(?<![\w.]){re.escape(key)}(?![\w])", message)), None)
+        if parameter is None:
+            return message
+        return f"{_at(self.path, self.key_lines, ('options', parameter))}: options.{parameter}: {message}"
 
     def size_text(self) -> str:
         """A short account of the domain: cells, the box, or the alphabet."""
@@ -232,9 +233,8 @@ class Spec:
 
     def domain_text(self) -> str:
         if self.shape == "grid":
-            cells = math.prod(a.n_cells for a in self.attributes)
             dims = " x ".join(f"{a.column} {a.domain_text()}" for a in self.attributes)
-            return f"{dims}: {cells:,} cells"
+            return f"{dims}: {self.size_text()}"
         if self.shape == "points":
             return " x ".join(f"{c} [{lo:g}, {hi:g}]" for c, (lo, hi) in zip(self.columns, self.bounds,
                                                                           strict=True))
@@ -273,8 +273,7 @@ class _Reader:
         self.lines = _KeyLines(text)
 
     def fail(self, path: Path_, message: str) -> SpecError:
-        line = self.lines.line(path)
-        where = f"{self.path}:{line}" if line else str(self.path)
+        where = _at(self.path, self.lines, path)
         return SpecError(f"{where}: {key_name(path)}: {message}" if path else f"{where}: {message}")
 
     def get(self, table: Mapping[str, Any], path: Path_, *, required: bool = True,
@@ -443,7 +442,6 @@ class _Reader:
                 raise self.fail((*path, "categories"), str(exc)) from None
         tree = self.get(table, (*path, "hierarchy"), kind=(dict, list, str),
                         what="a table of groups, or the path of a JSON / CSV file")
-        hpath = (*path, "hierarchy")
         try:
             if isinstance(tree, str):
                 hierarchy = self.hierarchy_file(tree, table, path)
@@ -455,7 +453,7 @@ class _Reader:
                 hierarchy = pdp.Hierarchy.from_dict(hierarchy.to_dict(), level_names=levels)
             return pdp.Nominal(column, hierarchy)
         except pdp.PolarsDPError as exc:
-            raise self.fail(hpath, str(exc)) from None
+            raise self.fail((*path, "hierarchy"), str(exc)) from None
 
     def hierarchy_file(self, name: str, table: dict, path: Path_) -> pdp.Hierarchy:
         """A hierarchy from JSON (nested groups, or a child -> parent map) or CSV (child,parent)."""

@@ -64,7 +64,6 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
         description="Open an in-memory DuckDB database, register the release under --name, lock the "
                     "database (no file, network, extension or setting) and run the SQL statements.  "
                     "Prints each result as a table (or CSV / JSON), or writes it with -o.")
-    p.add_argument("release", metavar="RELEASE.parquet")
     p.add_argument("query", metavar="SQL")
     p.add_argument("--name", default="release", help="table name of the release (default: release)")
     p.add_argument("-o", "--output", metavar="FILE", help="write the result (Parquet, CSV, ...)")
@@ -77,15 +76,12 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    "the NAME: polars-dp sql --script release.parquet people > people.sql")
     p.add_argument("--queries", metavar="FILE", help="a file (Parquet, CSV, ...) loaded as the table "
                    "queries, e.g. for NAME_range_counts('queries'): the shell itself reads no file")
-    p.set_defaults(func=run)
 
 
 def error_text(exc: BaseException) -> str:
     """DuckDB's error on one line; a macro called with wrong arguments keeps its signature."""
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    if not lines:
-        return type(exc).__name__
-    first = lines[0]
+    first = one_line(exc)
     for marker in ("Candidate macros:", "Candidate functions:"):
         if marker in lines:
             signatures = lines[lines.index(marker) + 1:]
@@ -123,12 +119,6 @@ def load_queries(con: duckdb.DuckDBPyConnection, source: str) -> None:
         raise BadInput(f"--queries: {one_line(exc)}; register the release under another --name") from exc
     finally:
         con.unregister("__pdp_queries_source")
-
-
-def lock(con: duckdb.DuckDBPyConnection) -> None:
-    """Lock ``con`` (:data:`LOCK`): no file, network, extension or setting change from now on."""
-    for statement in LOCK:
-        con.execute(statement)
 
 
 def _results(con: duckdb.DuckDBPyConnection, statements: list[tuple[str, str]], release: pdp.Release,
@@ -187,7 +177,8 @@ def run(args: argparse.Namespace) -> int:
     release.to_duckdb(con, args.name)
     if args.queries:
         load_queries(con, args.queries)
-    lock(con)
+    for statement in LOCK:  # no file, network, extension or setting change from now on
+        con.execute(statement)
     results = _results(con, statements, release, args.name)
     if not results:
         return 0
@@ -195,9 +186,6 @@ def run(args: argparse.Namespace) -> int:
         flag = "-o" if args.output else "--csv" if args.csv else "--json"
         raise BadInput(f"{len(results)} statements return rows but {flag} takes one result; run them one "
                        "at a time (or drop the flag to print every result)")
-    if len(results) > 1:
-        _print_all(results, args.max_rows)
-        return 0
     result = results[0][1]
     if args.output:
         write_frame(result, args.output)
@@ -208,7 +196,7 @@ def run(args: argparse.Namespace) -> int:
     elif args.json:
         sys.stdout.write(result.write_json() + "\n")
     else:
-        _print_all([("", result)], args.max_rows)
+        _print_all(results, args.max_rows)
     return 0
 
 

@@ -36,10 +36,8 @@ def _node_labels(attribute: Nominal) -> list:
 
 def _label_series(name: str, labels: list, picks: np.ndarray, used: np.ndarray) -> pl.Series:
     """Labels ``labels[picks]`` where ``used`` else null; one dtype (text if labels mix types)."""
-    kinds = {type(x) for x in labels}
-    values = labels if len(kinds) == 1 else [label_text(x) for x in labels]
-    dtype = {str: pl.String, bool: pl.Boolean}.get(next(iter(kinds)), pl.Int64) if len(kinds) == 1 \
-        else pl.String
+    values = labels if len({type(x) for x in labels}) == 1 else [label_text(x) for x in labels]
+    dtype = {str: pl.String, bool: pl.Boolean}.get(type(values[0]), pl.Int64)  # mixed: text
     codes = pl.Series(np.where(used, picks, -1)).cast(pl.Int64)
     lookup = pl.Series(values, dtype=dtype)
     return lookup.gather(codes.replace(-1, None)).alias(name)
