@@ -349,12 +349,11 @@ class SpatialRelease(Release):
         if alpha is not None:
             alpha = check_alpha(alpha)
             std = True
-        if self._check_density(density) == "linear":
-            counts = self.range_count_array(boxes, passthrough=passthrough, density="linear")
-            nulls = [pl.lit(None, pl.Float64).alias(c) for c in
-                     (["noise_std"] if std else []) + (["noise_lo", "noise_hi"] if alpha is not None else [])]
-            return as_query_frame(boxes).with_columns(pl.Series("count", counts), *nulls)
+        linear = self._check_density(density) == "linear"
         frame = as_query_frame(boxes)
+        if linear:
+            counts = self.range_count_array(frame, passthrough=passthrough, density="linear")
+            return frame.with_columns(pl.Series("count", counts), *_null_columns(std, alpha))
         bar = Progress("range_counts", progress, frame.height * max(self.n_leaves, 1))
         bar.step("queries")
         if self.subgrid is not None:
@@ -363,25 +362,19 @@ class SpatialRelease(Release):
             exact_std = std and postprocessed_noise_model(self.params) is None
             counts, var = self.levels.range_counts(self.box, *self._query_arrays(frame, passthrough),
                                                    variance=exact_std)
-            bar.close()
-            extra: list[pl.Series | pl.Expr] = (
-                [pl.Series("noise_std", np.sqrt(var))] if var is not None
-                else [pl.lit(None, pl.Float64).alias("noise_std")] if std else [])
-            if alpha is not None:  # inferred counts mix the noise: no tail bound is stated
-                extra += [pl.lit(None, pl.Float64).alias(c) for c in ("noise_lo", "noise_hi")]
+            bar.close()  # inferred counts mix the noise: no tail bound is stated (null noise_lo / noise_hi)
+            extra = (_null_columns(std, alpha) if var is None
+                     else [pl.Series("noise_std", np.sqrt(var)), *_null_columns(False, alpha)])
             return frame.with_columns(pl.Series("count", counts), *extra)
         model = self.error_model
         if not std or model.leaf_scale is None:  # no error bar stated (AG, Privelet*, post-processed): NULL
             counts = self.range_count_array(frame, passthrough=passthrough)
-            nulls = [pl.lit(None, pl.Float64).alias(c) for c in
-                     (["noise_std"] if std else []) + (["noise_lo", "noise_hi"] if alpha is not None else [])]
             bar.close()
-            return frame.with_columns(pl.Series("count", counts), *nulls)
+            return frame.with_columns(pl.Series("count", counts), *_null_columns(std, alpha))
         q_lo, q_hi = self._query_arrays(frame, passthrough)
         if self.layout["kind"] == "morton":
-            layout = MortonLayout(self.box.d, int(self.layout["bits"]), int(self.layout["split_bits"]))
             codes = cast(np.ndarray, self.codes)  # a Morton layout always has codes
-            counts, squares = morton_tree_sums(codes, self.count, layout, self.box, q_lo, q_hi,
+            counts, squares = morton_tree_sums(codes, self.count, self._morton_layout(), self.box, q_lo, q_hi,
                                                weight_squares=True)
         else:
             counts = self.range_count_array(frame, passthrough=passthrough)
@@ -401,18 +394,14 @@ class SpatialRelease(Release):
         null once post-processed)."""
         q_lo, q_hi = self._query_arrays(frame, passthrough)
         counts = self._uniform_answers(q_lo, q_hi)
-        extra: list[pl.Series | pl.Expr] = []
-        if std:
-            if postprocessed_noise_model(self.params) is None:
-                sub = cast(Subgrid, self.subgrid)
-                var, units = sub.variance(self.box, q_lo, q_hi)
-                extra.append(pl.Series("noise_std", np.sqrt(var)))
-                if alpha is not None:
-                    half = np.asarray(chernoff_accuracy(units, sub.bound, alpha), dtype=np.float64)
-                    extra += [pl.Series("noise_lo", counts - half), pl.Series("noise_hi", counts + half)]
-            else:
-                extra += [pl.lit(None, pl.Float64).alias(c) for c in
-                          ["noise_std", *(["noise_lo", "noise_hi"] if alpha is not None else [])]]
+        extra = _null_columns(std, alpha)
+        if std and postprocessed_noise_model(self.params) is None:
+            sub = cast(Subgrid, self.subgrid)
+            var, units = sub.variance(self.box, q_lo, q_hi)
+            extra = [pl.Series("noise_std", np.sqrt(var))]
+            if alpha is not None:
+                half = np.asarray(chernoff_accuracy(units, sub.bound, alpha), dtype=np.float64)
+                extra += [pl.Series("noise_lo", counts - half), pl.Series("noise_hi", counts + half)]
         bar.close()
         return frame.with_columns(pl.Series("count", counts), *extra)
 
@@ -502,8 +491,8 @@ class SpatialRelease(Release):
         if self.levels is not None:
             return self.levels.range_counts(self.box, q_lo, q_hi, variance=False)[0]
         if kind == "morton":
-            layout = MortonLayout(self.box.d, int(self.layout["bits"]), int(self.layout["split_bits"]))
-            return morton_tree_sums(cast(np.ndarray, self.codes), self.count, layout, self.box, q_lo, q_hi)
+            return morton_tree_sums(cast(np.ndarray, self.codes), self.count, self._morton_layout(), self.box,
+                                    q_lo, q_hi)
         prefix, offsets, m2 = self._grid_structure()
         if kind == "grid":
             n = q_lo.shape[0]
@@ -686,6 +675,13 @@ class SpatialRelease(Release):
         return [name, f"{name}_meta", f"{name}_range_count(...)", f"{name}_range_counts('queries')"]
 
 
+def _null_columns(std: bool, alpha: float | None) -> list[pl.Series | pl.Expr]:
+    """The null ``noise_std`` (with ``std``) and ``noise_lo`` / ``noise_hi`` (with ``alpha``)
+    columns of answers that state no error bar."""
+    names = (["noise_std"] if std else []) + (["noise_lo", "noise_hi"] if alpha is not None else [])
+    return [pl.lit(None, pl.Float64).alias(c) for c in names]
+
+
 def _density_or_column(density: Any, ranges: dict[str, tuple[float, float]]
                        ) -> tuple[Any, dict[str, tuple[float, float]]]:
     """``density=`` of a single query, or the range of a column named ``density``."""
@@ -731,7 +727,7 @@ def _read_subgrid(table: pa.Table, plan: PrivTreeSubgridPlan, codes: np.ndarray,
     steps = [s["method"] for s in postprocessing_steps(params)]
     if steps:
         x, _ = postprocess_counts(x, {}, steps, TREE_POSTPROCESSING)
-    sub.check_counts(count, x)
+    check_same("consistent sub-cell counts", np.asarray(count, dtype=np.float64), x)
     return sub
 
 
