@@ -48,6 +48,8 @@ from polars_dp.releases.integrity import CHECKSUM_KEY
 from polars_dp.releases.postprocess import postprocessing_steps
 
 if TYPE_CHECKING:
+    import polars as pl
+
     from polars_dp.domains.attributes import Attribute
     from polars_dp.plans.noise_model import NoiseModel
 
@@ -84,8 +86,10 @@ class Carded(Header, Protocol):
 
 
 class GridLike(Protocol):
-    """What the grid workload reads of a :class:`polars_dp.GridRelease` (and the report's figures)."""
+    """What the grid workload and the report's figures read of a :class:`polars_dp.GridRelease`."""
 
+    @property
+    def counts(self) -> np.ndarray: ...
     @property
     def noise_model(self) -> NoiseModel: ...
     @property
@@ -100,23 +104,37 @@ class GridLike(Protocol):
 
 
 class SpatialLike(Protocol):
-    """What the spatial workload reads of a :class:`polars_dp.SpatialRelease`."""
+    """What the spatial workload and the report's leaf map read of a :class:`polars_dp.SpatialRelease`."""
 
     @property
     def noise(self) -> str: ...
     @property
     def error_model(self) -> Any: ...
+    @property
+    def columns(self) -> list[str]: ...
+    @property
+    def n_leaves(self) -> int: ...
+    @property
+    def lo(self) -> np.ndarray: ...
+    @property
+    def hi(self) -> np.ndarray: ...
+    @property
+    def count(self) -> np.ndarray: ...
+    def metadata(self) -> dict[str, Any]: ...
     def range_std(self) -> float | None: ...
     def range_noise_interval(self, alpha: float) -> tuple[float | None, float | None]: ...
 
 
 class SequenceLike(Protocol):
-    """What the sequence workload reads of a :class:`polars_dp.SequenceRelease`."""
+    """What the sequence workload and the report's top strings read of a
+    :class:`polars_dp.SequenceRelease`."""
 
     @property
     def noise(self) -> str: ...
     def stated_noise_scale(self) -> float | None: ...
     def bin_noise_variance(self) -> np.ndarray: ...
+    def top_k(self, k: int) -> pl.DataFrame: ...
+    def frequencies(self, strings: Any, *, std: bool = False) -> Any: ...
 
 #: The default ``alpha`` of the accuracy statements.
 ALPHA = 0.05
@@ -244,24 +262,16 @@ def _epsilon(release: Carded) -> dict[str, Any]:
                     "release's plan rebuilt from its metadata or as recorded"}
 
 
-def _not_for_publication(release: Carded) -> list[str]:
-    reasons = []
-    if release.seeded:
-        reasons.append("seeded: anyone who knows the seed can remove the noise")
-    if not release.verified:
-        reasons.append("unverified: no checksum vouches for the values")
-    if release.noise == "float":
-        reasons.append("float noise: not exactly epsilon-DP")
-    return reasons
-
-
 def release_card(release: Carded, alpha: float = ALPHA) -> dict[str, Any]:
     """The card of ``release`` (module docstring): a JSON-ready dict."""
     alpha = check_alpha(alpha)
     metric, relation = NEIGHBOURS.get(release.neighbours, (release.neighbours, release.neighbours))
     unit = recorded_inputs(release.params)["privacy_unit"] or "one row"  # as recorded (JSON)
     domain = release.card_domain()
-    reasons = _not_for_publication(release)
+    reasons = [reason for flag, reason in (
+        (release.seeded, "seeded: anyone who knows the seed can remove the noise"),
+        (not release.verified, "unverified: no checksum vouches for the values"),
+        (release.noise == "float", "float noise: not exactly epsilon-DP")) if flag]
     params = {k: v for k, v in release.params.items() if k not in ("ledger", "preprocessing")}
     mechanism = {"name": release.mechanism, "paper": paper_of(release.mechanism)}
     noise = {"family": NOISE_FAMILY.get(release.noise, release.noise), "kind": release.noise,
