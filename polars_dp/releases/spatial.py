@@ -243,13 +243,10 @@ class SpatialRelease(Release):
         parsed = parse_levels(meta.entry("levels"), lay)
         release._checked(meta, unverified, noisy_leaves[order], parsed[2])
         levels = _read_levels(release, lay, parsed, noisy_leaves[order])
-        return release._with_levels(levels).derived_from(release)
-
-    def _with_levels(self, levels: TopLevels) -> SpatialRelease:
-        """This release with its counted top levels (the same arrays)."""
-        return SpatialRelease(self.box, self.lo, self.hi, self.depth, self.count, layout=self.layout,
-                              codes=self.codes, noise_model=self.noise_model, levels=levels,
-                              library_version=self.library_version, subgrid=self.subgrid, **self._shared())
+        return SpatialRelease(box, release.lo, release.hi, release.depth, release.count, layout=layout,
+                              codes=release.codes, noise_model=release.noise_model, levels=levels,
+                              library_version=release.library_version, subgrid=release.subgrid,
+                              **release._shared()).derived_from(release)
 
     def _payload_arrays(self) -> list[np.ndarray]:
         arrays: list[np.ndarray] = [self.lo, self.hi, self.depth, self.count]
@@ -723,12 +720,16 @@ def _read_subgrid(table: pa.Table, plan: PrivTreeSubgridPlan, codes: np.ndarray,
         raise ReleaseFormatError(f"tree release column 'subgrid_bits' has type {bits.dtype}, not integers")
     sub = Subgrid.from_columns(codes, depth, bits, leaf_noisy, noisy, plan.tree_layout, plan=plan,
                                noise=noise)
-    x = sub.consistent()
-    steps = [s["method"] for s in postprocessing_steps(params)]
-    if steps:
-        x, _ = postprocess_counts(x, {}, steps, TREE_POSTPROCESSING)
-    check_same("consistent sub-cell counts", np.asarray(count, dtype=np.float64), x)
+    check_same("consistent sub-cell counts", np.asarray(count, dtype=np.float64),
+               _reapplied(sub.consistent(), params))
     return sub
+
+
+def _reapplied(counts: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
+    """``counts`` with the post-processing steps ``params`` records applied again (a reader
+    recomputing the stored counts)."""
+    steps = [s["method"] for s in postprocessing_steps(params)]
+    return postprocess_counts(counts, {}, steps, TREE_POSTPROCESSING)[0] if steps else counts
 
 
 def _read_levels(release: SpatialRelease, layout: MortonLayout,
@@ -745,10 +746,8 @@ def _read_levels(release: SpatialRelease, layout: MortonLayout,
     levels = TopLevels.infer(release.codes, release.depth, layout, k, noisy, scales, noisy_leaves,
                              float(plan.leaf_scale), release.noise)
     check_same("top-level counts", stored_top, levels.top_counts())
-    steps = [s["method"] for s in postprocessing_steps(release.params)]
-    if steps:
-        finest, _ = postprocess_counts(levels.finest_counts, {}, steps, TREE_POSTPROCESSING)
-        levels = levels.with_finest_counts(finest)
+    if postprocessing_steps(release.params):
+        levels = levels.with_finest_counts(_reapplied(levels.finest_counts, release.params))
     check_same("leaf counts", release.count, levels.leaf_counts())
     return levels
 
