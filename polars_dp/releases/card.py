@@ -181,11 +181,6 @@ def _grid_box(release: GridLike, starts: list[int], stops: list[int], alpha: flo
             float(release.range_accuracy(lo, hi, alpha)[0]))
 
 
-def _range_ends(n: int) -> np.ndarray:
-    """The cell boundaries a worst range is searched over (all when ``n < RANGE_ENDS``)."""
-    return np.unique(np.linspace(0, n, min(n + 1, RANGE_ENDS)).round().astype(np.int64))
-
-
 def grid_accuracy(release: GridLike, alpha: float) -> dict[str, Any]:
     """The grid's default workload (module docstring)."""
     workload = ("one cell; the whole domain; per attribute, its range of largest noise variance (every "
@@ -202,7 +197,7 @@ def grid_accuracy(release: GridLike, alpha: float) -> dict[str, Any]:
     out["total"] = _figure(*_grid_box(release, [0] * len(shape), shape, alpha))
     ranges = []
     for j, (attribute, n) in enumerate(zip(release.attributes, shape, strict=True)):
-        ends = _range_ends(n)
+        ends = np.unique(np.linspace(0, n, min(n + 1, RANGE_ENDS)).round().astype(np.int64))
         first, last = np.triu_indices(len(ends), 1)
         k = int(np.argmax(release.axis_variance(j, ends[first], ends[last])))
         start, stop = int(ends[first[k]]), int(ends[last[k]])
@@ -252,16 +247,6 @@ def sequence_accuracy(release: SequenceLike, alpha: float) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------- the card
-def _epsilon(release: Carded) -> dict[str, Any]:
-    recorded, parts = recorded_epsilons(release.params)
-    exact = release.exact_spend()
-    effective = recorded if exact is None else float(exact)
-    return {"stated": release.epsilon, "effective": effective,
-            "effective_exact": None if exact is None else str(exact), "effective_parts": parts,
-            "note": "effective: what the exact noise scales spend (at most the stated epsilon), from the "
-                    "release's plan rebuilt from its metadata or as recorded"}
-
-
 def release_card(release: Carded, alpha: float = ALPHA) -> dict[str, Any]:
     """The card of ``release`` (module docstring): a JSON-ready dict."""
     alpha = check_alpha(alpha)
@@ -276,7 +261,12 @@ def release_card(release: Carded, alpha: float = ALPHA) -> dict[str, Any]:
     mechanism = {"name": release.mechanism, "paper": paper_of(release.mechanism)}
     noise = {"family": NOISE_FAMILY.get(release.noise, release.noise), "kind": release.noise,
              "random_source": RANDOM_SOURCE[bool(release.seeded)]}
-    epsilon = _epsilon(release)
+    recorded, parts = recorded_epsilons(release.params)
+    exact = release.exact_spend()
+    epsilon = {"stated": release.epsilon, "effective": recorded if exact is None else float(exact),
+               "effective_exact": None if exact is None else str(exact), "effective_parts": parts,
+               "note": "effective: what the exact noise scales spend (at most the stated epsilon), from the "
+                       "release's plan rebuilt from its metadata or as recorded"}
     preprocessing = recorded_rules(release.params)  # the row rules chosen (default "raise" unrecorded)
     card: dict[str, Any] = {
         "card_version": 1,
