@@ -189,11 +189,9 @@ def tree_registration(name: str, release: SpatialRelease) -> Registration:
     """What :func:`register_tree` creates (:class:`~polars_dp.releases.sql.Registration`)."""
     check_identifier(name)
     source, meta_source = f"__pdp_source_{name}", f"__pdp_meta_{name}"
-    ranges = [f"{ident(f'{c}_{side}')} := NULL" for c in release.columns for side in ("lo", "hi")]
-    params = ", ".join([*ranges, "alpha := 0.05"])
-    single_source = "(SELECT 0 AS id, " + ", ".join(
-        f"{ident(f'{c}_{side}')} AS {ident(f'{c}_{side}')}" for c in release.columns
-        for side in ("lo", "hi")) + ")"
+    bounds = [ident(f"{c}_{side}") for c in release.columns for side in ("lo", "hi")]
+    params = ", ".join([*(f"{b} := NULL" for b in bounds), "alpha := 0.05"])
+    single_source = "(SELECT 0 AS id, " + ", ".join(f"{b} AS {b}" for b in bounds) + ")"
     levels = level_tables(name, release)
     sources = {f"__pdp_source_{table}": data for table, data in levels.items()}
     leaves = release._table()
