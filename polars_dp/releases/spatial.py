@@ -492,8 +492,7 @@ class SpatialRelease(Release):
                                     q_lo, q_hi)
         prefix, offsets, m2 = self._grid_structure()
         if kind == "grid":
-            n = q_lo.shape[0]
-            zeros = np.zeros(n, dtype=np.int64)
+            zeros = np.zeros(q_lo.shape[0], dtype=np.int64)
             return grid_sums(prefix, zeros, m2[zeros], np.broadcast_to(self.box.lo, q_lo.shape),
                              np.broadcast_to(self.box.hi, q_lo.shape), q_lo, q_hi)
         return two_level_grid_sums(prefix, offsets, m2, int(self.layout["m1"]), self.box, q_lo, q_hi)
@@ -574,11 +573,11 @@ class SpatialRelease(Release):
         """Noisy count of points with ``lo <= col <= hi`` for each ``col=(lo, hi)`` given
         (an absent column means its whole declared range); ``density`` as in :meth:`range_counts`."""
         density, ranges = _density_or_column(density, ranges)
-        linear = self._check_density(density) == "linear"
+        density = self._check_density(density)
         query = self._single_query(ranges)
         if not query:
             return float(self.count.sum())
-        return float(self.range_count_array(query, density="linear" if linear else "uniform")[0])
+        return float(self.range_count_array(query, density=density)[0])
 
     def _single_query(self, ranges: Mapping[str, Any]) -> dict[str, list[float]]:
         query: dict[str, list[float]] = {}
