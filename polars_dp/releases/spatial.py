@@ -165,8 +165,9 @@ class SpatialRelease(Release):
     @property
     def leaves(self) -> pl.DataFrame:
         """One row per leaf: ``<col>_lo``, ``<col>_hi`` per column, ``depth``, ``count``."""
-        hidden = [c for c in ("morton", *SUBGRID_COLUMNS) if c in self._table().column_names]
-        return cast(pl.DataFrame, pl.from_arrow(self._table().drop_columns(hidden)))
+        table = self._table()
+        hidden = [c for c in ("morton", *SUBGRID_COLUMNS) if c in table.column_names]
+        return cast(pl.DataFrame, pl.from_arrow(table.drop_columns(hidden)))
 
     def _metadata_entries(self) -> dict[str, Any]:
         entries = {"columns": list(self.box.columns), "bounds": self.box.to_json(), "layout": self.layout,
