@@ -156,10 +156,6 @@ class ReleaseParams(Mapping[str, Any]):
     def __repr__(self) -> str:
         return repr(self._entries)
 
-    def with_entries(self, entries: Mapping[str, Any]) -> ReleaseParams:
-        """A copy with ``entries`` added."""
-        return ReleaseParams({**self._entries, **entries})
-
 
 #: The ``params`` entries :meth:`Release.annotate` may add: the integrity rule's annotations but
 #: the post-processing steps, which only ``postprocess`` records.
@@ -331,7 +327,7 @@ class Release:
         if key not in ANNOTATION_KEYS:
             raise ParameterError(f"annotate takes one of {list(ANNOTATION_KEYS)}, got {key!r}: the "
                                  "other params are the mechanism's and read-only")
-        self._params = self.params.with_entries({key: value})
+        self._params = ReleaseParams({**self.params, key: value})
 
     def sql_script(self, parquet_path: str | os.PathLike, name: str) -> str:
         """A self-contained DuckDB SQL script creating what ``to_duckdb(con, name)`` creates,

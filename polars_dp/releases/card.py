@@ -48,6 +48,8 @@ from polars_dp.releases.integrity import CHECKSUM_KEY
 from polars_dp.releases.postprocess import postprocessing_steps
 
 if TYPE_CHECKING:
+    import polars as pl
+
     from polars_dp.domains.attributes import Attribute
     from polars_dp.plans.noise_model import NoiseModel
 
@@ -84,8 +86,10 @@ class Carded(Header, Protocol):
 
 
 class GridLike(Protocol):
-    """What the grid workload reads of a :class:`polars_dp.GridRelease` (and the report's figures)."""
+    """What the grid workload and the report's figures read of a :class:`polars_dp.GridRelease`."""
 
+    @property
+    def counts(self) -> np.ndarray: ...
     @property
     def noise_model(self) -> NoiseModel: ...
     @property
@@ -100,23 +104,37 @@ class GridLike(Protocol):
 
 
 class SpatialLike(Protocol):
-    """What the spatial workload reads of a :class:`polars_dp.SpatialRelease`."""
+    """What the spatial workload and the report's leaf map read of a :class:`polars_dp.SpatialRelease`."""
 
     @property
     def noise(self) -> str: ...
     @property
     def error_model(self) -> Any: ...
+    @property
+    def columns(self) -> list[str]: ...
+    @property
+    def n_leaves(self) -> int: ...
+    @property
+    def lo(self) -> np.ndarray: ...
+    @property
+    def hi(self) -> np.ndarray: ...
+    @property
+    def count(self) -> np.ndarray: ...
+    def metadata(self) -> dict[str, Any]: ...
     def range_std(self) -> float | None: ...
     def range_noise_interval(self, alpha: float) -> tuple[float | None, float | None]: ...
 
 
 class SequenceLike(Protocol):
-    """What the sequence workload reads of a :class:`polars_dp.SequenceRelease`."""
+    """What the sequence workload and the report's top strings read of a
+    :class:`polars_dp.SequenceRelease`."""
 
     @property
     def noise(self) -> str: ...
     def stated_noise_scale(self) -> float | None: ...
     def bin_noise_variance(self) -> np.ndarray: ...
+    def top_k(self, k: int) -> pl.DataFrame: ...
+    def frequencies(self, strings: Any, *, std: bool = False) -> Any: ...
 
 #: The default ``alpha`` of the accuracy statements.
 ALPHA = 0.05
@@ -163,11 +181,6 @@ def _grid_box(release: GridLike, starts: list[int], stops: list[int], alpha: flo
             float(release.range_accuracy(lo, hi, alpha)[0]))
 
 
-def _range_ends(n: int) -> np.ndarray:
-    """The cell boundaries a worst range is searched over (all when ``n < RANGE_ENDS``)."""
-    return np.unique(np.linspace(0, n, min(n + 1, RANGE_ENDS)).round().astype(np.int64))
-
-
 def grid_accuracy(release: GridLike, alpha: float) -> dict[str, Any]:
     """The grid's default workload (module docstring)."""
     workload = ("one cell; the whole domain; per attribute, its range of largest noise variance (every "
@@ -184,7 +197,7 @@ def grid_accuracy(release: GridLike, alpha: float) -> dict[str, Any]:
     out["total"] = _figure(*_grid_box(release, [0] * len(shape), shape, alpha))
     ranges = []
     for j, (attribute, n) in enumerate(zip(release.attributes, shape, strict=True)):
-        ends = _range_ends(n)
+        ends = np.unique(np.linspace(0, n, min(n + 1, RANGE_ENDS)).round().astype(np.int64))
         first, last = np.triu_indices(len(ends), 1)
         k = int(np.argmax(release.axis_variance(j, ends[first], ends[last])))
         start, stop = int(ends[first[k]]), int(ends[last[k]])
@@ -234,39 +247,26 @@ def sequence_accuracy(release: SequenceLike, alpha: float) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------- the card
-def _epsilon(release: Carded) -> dict[str, Any]:
-    recorded, parts = recorded_epsilons(release.params)
-    exact = release.exact_spend()
-    effective = recorded if exact is None else float(exact)
-    return {"stated": release.epsilon, "effective": effective,
-            "effective_exact": None if exact is None else str(exact), "effective_parts": parts,
-            "note": "effective: what the exact noise scales spend (at most the stated epsilon), from the "
-                    "release's plan rebuilt from its metadata or as recorded"}
-
-
-def _not_for_publication(release: Carded) -> list[str]:
-    reasons = []
-    if release.seeded:
-        reasons.append("seeded: anyone who knows the seed can remove the noise")
-    if not release.verified:
-        reasons.append("unverified: no checksum vouches for the values")
-    if release.noise == "float":
-        reasons.append("float noise: not exactly epsilon-DP")
-    return reasons
-
-
 def release_card(release: Carded, alpha: float = ALPHA) -> dict[str, Any]:
     """The card of ``release`` (module docstring): a JSON-ready dict."""
     alpha = check_alpha(alpha)
     metric, relation = NEIGHBOURS.get(release.neighbours, (release.neighbours, release.neighbours))
     unit = recorded_inputs(release.params)["privacy_unit"] or "one row"  # as recorded (JSON)
     domain = release.card_domain()
-    reasons = _not_for_publication(release)
+    reasons = [reason for flag, reason in (
+        (release.seeded, "seeded: anyone who knows the seed can remove the noise"),
+        (not release.verified, "unverified: no checksum vouches for the values"),
+        (release.noise == "float", "float noise: not exactly epsilon-DP")) if flag]
     params = {k: v for k, v in release.params.items() if k not in ("ledger", "preprocessing")}
     mechanism = {"name": release.mechanism, "paper": paper_of(release.mechanism)}
     noise = {"family": NOISE_FAMILY.get(release.noise, release.noise), "kind": release.noise,
              "random_source": RANDOM_SOURCE[bool(release.seeded)]}
-    epsilon = _epsilon(release)
+    recorded, parts = recorded_epsilons(release.params)
+    exact = release.exact_spend()
+    epsilon = {"stated": release.epsilon, "effective": recorded if exact is None else float(exact),
+               "effective_exact": None if exact is None else str(exact), "effective_parts": parts,
+               "note": "effective: what the exact noise scales spend (at most the stated epsilon), from the "
+                       "release's plan rebuilt from its metadata or as recorded"}
     preprocessing = recorded_rules(release.params)  # the row rules chosen (default "raise" unrecorded)
     card: dict[str, Any] = {
         "card_version": 1,

@@ -120,7 +120,14 @@ class GridRelease(Release):
         self._init_common(mechanism=mechanism, epsilon=epsilon, neighbours=neighbours,
                           params=params, created=created, library_version=library_version,
                           noise=noise, seeded=seeded, plan=plan)
-        self._check_column_names()
+        names = ["count"]
+        for a in attributes:
+            names.extend(label_columns(a))
+            if isinstance(a, Nominal):
+                names.extend(self.level_columns(a).values())
+        dup = {n for n in names if names.count(n) > 1}
+        if dup:
+            raise ParameterError(f"release column name(s) {sorted(dup)} would collide; rename the column")
 
     # ------------------------------------------------------------------ basics
     @property
@@ -144,16 +151,6 @@ class GridRelease(Release):
     def level_columns(self, attribute: Nominal) -> dict[str, str]:
         """Release column name of each hierarchy level of ``attribute``: ``<column>_<level>``."""
         return {lvl: f"{attribute.column}_{lvl}" for lvl in attribute.hierarchy.level_names}
-
-    def _check_column_names(self) -> None:
-        names = ["count"]
-        for a in self.attributes:
-            names.extend(label_columns(a))
-            if isinstance(a, Nominal):
-                names.extend(self.level_columns(a).values())
-        dup = {n for n in names if names.count(n) > 1}
-        if dup:
-            raise ParameterError(f"release column name(s) {sorted(dup)} would collide; rename the column")
 
     def _domain(self) -> dict[str, Any]:
         return {"attributes": self.attributes}
@@ -244,12 +241,11 @@ class GridRelease(Release):
         common, attrs, shape, scale = cls._read_header(meta)
         names = file.schema_arrow.names
         columns = write_order_columns(attrs, names)
-        counts = None
         if file.metadata.num_rows == int(np.prod(shape, dtype=np.int64)) and all(c in names for c in columns):
             counts = counts_in_write_order(write_order_batches(file, columns), attrs, shape, names)
-        if counts is None:
-            return cls.from_arrow(read_table(path), unverified=unverified)
-        return cls(counts, attrs, noise_scale=scale, **common)._checked(meta, unverified)
+            if counts is not None:
+                return cls(counts, attrs, noise_scale=scale, **common)._checked(meta, unverified)
+        return cls.from_arrow(read_table(path), unverified=unverified)
 
     def _payload_arrays(self) -> list[np.ndarray]:
         return [self.counts]

@@ -136,15 +136,22 @@ def _check_bin_ends(table: pa.Table, column: str, attribute: Attribute, codes: n
             f"ends at {expected[row].item()!r}; the table was edited")
 
 
+def _level_codes(labels: list) -> tuple[list[str], np.ndarray]:
+    """A level column's dictionary as written (each label's text once, in leaf order) and the
+    index into it of each leaf's label."""
+    texts = list(dict.fromkeys(str(x) for x in labels))
+    pos = {t: i for i, t in enumerate(texts)}
+    return texts, np.array([pos[str(x)] for x in labels], dtype=np.int64)
+
+
 def _check_level_column(table: pa.Table, column: str, attribute: Nominal, labels: list, leaf: np.ndarray
                         ) -> None:
     """The ``<column>_<level>`` column must name each row's ancestor at that level."""
     if column not in table.column_names:
         raise ReleaseFormatError(f"grid release has no {column!r} column")
-    texts = list(dict.fromkeys(str(x) for x in labels))
-    expected = np.array([texts.index(str(x)) for x in labels], dtype=np.int64)[leaf]
+    texts, leaf_code = _level_codes(labels)
     got, bad = _dictionary_codes(table.column(column), _nominal_lookup(texts))
-    if bad.any() or not np.array_equal(got, expected):
+    if bad.any() or not np.array_equal(got, leaf_code[leaf]):
         raise ReleaseFormatError(f"grid release column {column!r} disagrees with the hierarchy of "
                                  f"{attribute.column}; the table was edited")
 
@@ -240,26 +247,11 @@ def _plain_values(kinds: str) -> _Values:
 def _label_check(attribute: Attribute, labels: np.ndarray | list) -> tuple[_Values, np.ndarray] | None:
     """``(values reader, label of each cell along the axis)`` of a label column holding
     ``labels`` (one per cell), or None when they cannot be compared without a per-label lookup."""
-    if isinstance(attribute, Nominal):
-        if isinstance(labels[0], str):
-            return _dictionary_indices(list(labels)), np.arange(len(labels), dtype=np.int64)
-        arr = np.asarray(labels)
-        return (_plain_values("iu"), arr) if arr.dtype.kind in "iu" else None
+    if isinstance(attribute, Nominal) and isinstance(labels[0], str):
+        return _dictionary_indices(list(labels)), np.arange(len(labels), dtype=np.int64)
     arr = np.asarray(labels)
-    if attribute.integer:
-        return (_plain_values("iu"), arr) if arr.dtype.kind in "iu" else None
-    return (_plain_values("f"), arr) if arr.dtype.kind == "f" else None
-
-
-def _level_checks(attribute: Nominal, column: str) -> list[tuple[str, _Values, np.ndarray]]:
-    """Per level column: its name, its reader and the dictionary index each leaf must carry."""
-    out = []
-    for lvl, labels in attribute.hierarchy.level_labels().items():
-        texts = list(dict.fromkeys(str(x) for x in labels))
-        pos = {t: i for i, t in enumerate(texts)}
-        leaf_code = np.array([pos[str(x)] for x in labels], dtype=np.int64)
-        out.append((f"{column}_{lvl}", _dictionary_indices(texts), leaf_code))
-    return out
+    kinds = "iu" if isinstance(attribute, Nominal) or attribute.integer else "f"
+    return (_plain_values(kinds), arr) if arr.dtype.kind in kinds else None
 
 
 def _runs_match(values: np.ndarray, start: int, step: int, expected: np.ndarray) -> bool:
@@ -329,8 +321,10 @@ def counts_in_write_order(batches: Iterable[Any], attrs: tuple[Attribute, ...],
             if check is None:
                 return None
             checks.append((column, check[0], stride, check[1]))
-        if isinstance(a, Nominal):
-            checks.extend((name, reader, stride, leaf) for name, reader, leaf in _level_checks(a, a.column))
+        if isinstance(a, Nominal):  # each level column: the dictionary index each leaf must carry
+            for lvl, labels in a.hierarchy.level_labels().items():
+                texts, leaf_code = _level_codes(labels)
+                checks.append((f"{a.column}_{lvl}", _dictionary_indices(texts), stride, leaf_code))
     counts: np.ndarray | None = None
     start = 0
     for batch in batches:

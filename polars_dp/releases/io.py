@@ -110,7 +110,8 @@ def write_batches_atomic(reader: pa.RecordBatchReader, path: str | os.PathLike, 
     return write_atomic(path, write)
 
 
-def _release_path(source: str | os.PathLike) -> Path:
+def _read(source: str | os.PathLike, read: Callable[[Path], Any]) -> Any:
+    """``read(path)`` of the release file ``source``, with clear errors."""
     path = Path(source)
     if not path.exists():
         raise ReleaseFormatError(f"no release at {str(path)!r}: the file does not exist")
@@ -119,29 +120,22 @@ def _release_path(source: str | os.PathLike) -> Path:
             f"{str(path)!r} is a directory; a release is one Parquet file (reading a folder "
             "would merge several releases into one)"
         )
-    return path
+    try:
+        return read(path)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise ReleaseFormatError(f"{str(path)!r} is not a readable Parquet file: {exc}") from None
 
 
 def read_table(source: str | os.PathLike | pa.Table) -> pa.Table:
     """The Arrow table of a release file (or the table itself), with clear errors."""
-    if isinstance(source, pa.Table):
-        return source
-    path = _release_path(source)
-    try:
-        return pq.read_table(path)
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise ReleaseFormatError(f"{str(path)!r} is not a readable Parquet file: {exc}") from None
+    return source if isinstance(source, pa.Table) else _read(source, pq.read_table)
 
 
 def open_parquet(source: str | os.PathLike, **kwargs: Any) -> pq.ParquetFile:
     """A release file opened for reading in batches (its schema and metadata read), with the
     errors of :func:`read_table`; ``kwargs`` go to ``pyarrow.parquet.ParquetFile`` (e.g.
     ``buffer_size``)."""
-    path = _release_path(source)
-    try:
-        return pq.ParquetFile(path, **kwargs)
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise ReleaseFormatError(f"{str(path)!r} is not a readable Parquet file: {exc}") from None
+    return _read(source, lambda path: pq.ParquetFile(path, **kwargs))
 
 
 __all__ = ["ROW_GROUP_ROWS", "check_writable", "column_options", "open_parquet", "read_table", "write_atomic",

@@ -80,12 +80,8 @@ def attach_metadata(table: pa.Table, metadata: Mapping[str, Any]) -> pa.Table:
 def read_metadata(table_or_schema: pa.Table | pa.Schema) -> dict[str, str]:
     """The ``polars_dp.*`` metadata of a table, prefix stripped, values as text."""
     schema = table_or_schema.schema if isinstance(table_or_schema, pa.Table) else table_or_schema
-    out = {}
-    for k, v in (schema.metadata or {}).items():
-        key = k.decode()
-        if key.startswith(META_PREFIX):
-            out[key[len(META_PREFIX):]] = v.decode()
-    return out
+    entries = ((k.decode(), v) for k, v in (schema.metadata or {}).items())
+    return {k[len(META_PREFIX):]: v.decode() for k, v in entries if k.startswith(META_PREFIX)}
 
 
 def release_metadata(header: Mapping[str, Any], params: Mapping[str, Any],

@@ -68,11 +68,7 @@ def read_release(source: str | os.PathLike | pa.Table, *, unverified: bool = Fal
     ...     print(back == release, back.verified)
     True True
     """
-    if isinstance(source, pa.Table):
-        meta = read_metadata(source)
-    else:
-        file = open_parquet(source)
-        meta = read_metadata(file.schema_arrow)
+    meta = read_metadata(source if isinstance(source, pa.Table) else open_parquet(source).schema_arrow)
     cls = release_class(meta)
     if verify_key is not None:
         check_signature(meta, verify_key)  # of the stored checksum; the class checks the content

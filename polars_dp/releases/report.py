@@ -23,13 +23,11 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import numpy as np
 
-from polars_dp.releases.card import ALPHA, Carded, GridLike, release_card
+from polars_dp.releases.card import ALPHA, Carded, GridLike, SequenceLike, SpatialLike, release_card
 from polars_dp.releases.io import write_atomic
 
 if TYPE_CHECKING:
     import os
-
-    import polars as pl
 
 
 class Reported(Carded, Protocol):
@@ -38,35 +36,6 @@ class Reported(Carded, Protocol):
 
     def report_figures(self, alpha: float) -> list[str]: ...
 
-
-class GridFigured(GridLike, Protocol):
-    """What the grid figures read of a :class:`polars_dp.GridRelease`: the card's and its counts."""
-
-    @property
-    def counts(self) -> np.ndarray: ...
-
-
-class SpatialLike(Protocol):
-    """What the leaf map reads of a :class:`polars_dp.SpatialRelease`."""
-
-    @property
-    def columns(self) -> list[str]: ...
-    @property
-    def n_leaves(self) -> int: ...
-    @property
-    def lo(self) -> np.ndarray: ...
-    @property
-    def hi(self) -> np.ndarray: ...
-    @property
-    def count(self) -> np.ndarray: ...
-    def metadata(self) -> dict[str, Any]: ...
-
-
-class SequenceLike(Protocol):
-    """What the top strings read of a :class:`polars_dp.SequenceRelease`."""
-
-    def top_k(self, k: int) -> pl.DataFrame: ...
-    def frequencies(self, strings: Any, *, std: bool = False) -> Any: ...
 
 #: At most this many bars per marginal (contiguous cells are grouped beyond it).
 BARS = 60
@@ -117,7 +86,7 @@ def bar_chart(title: str, labels: list[str], values: np.ndarray, errors: np.ndar
     return "".join(parts)
 
 
-def grid_figures(release: GridFigured, alpha: float) -> list[str]:
+def grid_figures(release: GridLike, alpha: float) -> list[str]:
     """Per attribute: its marginal in at most ``BARS`` bars, error bars at ``alpha``."""
     out = []
     shape = list(release.shape)

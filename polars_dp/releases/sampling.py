@@ -81,12 +81,6 @@ def _ordinal_values(attribute: Ordinal, cells: np.ndarray, rng: np.random.Genera
     return pl.Series(attribute.column, start + rng.random(cells.size) * (stop - start), dtype=pl.Float64)
 
 
-def _nominal_values(attribute: Nominal, cells: np.ndarray) -> pl.Series:
-    """The leaf label of each row's cell."""
-    labels = pl.Series(attribute.column, attribute.cell_labels())
-    return labels.gather(cells)
-
-
 def sample_grid(counts: np.ndarray, attributes: Sequence[Attribute], n: int,
                 seed: SeedLike = None) -> pl.DataFrame:
     """``n`` synthetic rows of a grid release (see the module docstring); one column per
@@ -96,7 +90,8 @@ def sample_grid(counts: np.ndarray, attributes: Sequence[Attribute], n: int,
     rng = make_rng(seed)
     cells = draw_cells(counts, n, rng)
     axes = np.unravel_index(cells, counts.shape)
-    return pl.DataFrame([_nominal_values(attribute, index) if isinstance(attribute, Nominal)
+    return pl.DataFrame([pl.Series(attribute.column, attribute.cell_labels()).gather(index)
+                         if isinstance(attribute, Nominal)
                          else _ordinal_values(attribute, index.astype(np.int64), rng)
                          for attribute, index in zip(attributes, axes, strict=True)])
 

@@ -45,7 +45,6 @@ import pyarrow.parquet as pq
 from polars.io.plugins import register_io_source
 
 from polars_dp.errors import ReleaseFormatError
-from polars_dp.releases.base import Release
 from polars_dp.releases.grid import GridRelease
 from polars_dp.releases.grid_format import label_columns
 from polars_dp.releases.io import open_parquet
@@ -155,13 +154,6 @@ class _Verifier:
                         raise self.changed()
 
 
-def _older_labels(release: Release, schema: pl.Schema) -> bool:
-    """Whether the file labels a binned grid axis by one column (written before ``<col>_lo`` /
-    ``<col>_hi``): such a file is read whole, through the one legacy adapter of ``read_release``."""
-    return isinstance(release, GridRelease) and any(
-        name not in schema for a in release.attributes for name in label_columns(a))
-
-
 def scan_release(path: str | os.PathLike, *, unverified: bool = False) -> pl.LazyFrame:
     """A lazy, verified scan of the release file at ``path`` (projection and predicate pushdown,
     streaming-engine compatible).
@@ -184,7 +176,10 @@ def scan_release(path: str | os.PathLike, *, unverified: bool = False) -> pl.Laz
         raise ReleaseFormatError(f"release file {str(path)!r} changed while scan_release verified it; "
                                  "scan it again")
     schema = pl.scan_parquet(path).collect_schema()
-    if _older_labels(release, schema):  # the verified release, in memory, in today's columns
+    if isinstance(release, GridRelease) and any(name not in schema for a in release.attributes
+                                                for name in label_columns(a)):
+        # a binned grid axis labelled by one column (written before <col>_lo / <col>_hi): the
+        # release read whole by read_release's legacy adapter, in memory, in today's columns
         return release.to_polars().lazy()
 
     def source(with_columns: list[str] | None, predicate: pl.Expr | None, n_rows: int | None,

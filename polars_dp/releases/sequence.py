@@ -219,10 +219,16 @@ class SequenceRelease(Release):
             raise ReleaseFormatError("sequence model nodes must be in BFS order with the root first")
         first_child = np.full(n, -1, dtype=np.int64)
         firsts = np.flatnonzero(self.prepended == 0)
-        first_child[self.parent[firsts]] = firsts
+        first_child[parent[firsts]] = firsts
         depth = np.zeros(n, dtype=np.int64)
-        for v_range in self._levels_from_parents():
-            depth[v_range] = depth[self.parent[v_range]] + 1
+        known = np.zeros(n, dtype=bool)  # the nodes whose depth is known, level by level from the root
+        known[0] = True
+        while not known.all():
+            level = np.flatnonzero(~known & known[np.maximum(parent, 0)])
+            if level.size == 0:
+                raise ReleaseFormatError("sequence model tree is disconnected")
+            known[level] = True
+            depth[level] = depth[parent[level]] + 1
         self.first_child, self.depth = first_child, depth
         self.is_leaf = first_child < 0
         self._init_common(mechanism=mechanism, epsilon=epsilon, neighbours=neighbours, params=params,
@@ -238,17 +244,6 @@ class SequenceRelease(Release):
         itself when none does)."""
         cls = self._record_class
         return cls if issubclass(cls, SequencesPlan) else SequencesPlan
-
-    def _levels_from_parents(self) -> Iterable[np.ndarray]:
-        """Non-root nodes grouped by depth (parents precede children in BFS order)."""
-        known = np.zeros(self.parent.size, dtype=bool)
-        known[0] = True
-        while not known.all():
-            level = np.flatnonzero(~known & known[np.maximum(self.parent, 0)])
-            if level.size == 0:
-                raise ReleaseFormatError("sequence model tree is disconnected")
-            known[level] = True
-            yield level
 
     # ------------------------------------------------------------------ basics
     # The arrays are read-only (``flags.writeable`` is False) and, with the public domain,
@@ -269,9 +264,6 @@ class SequenceRelease(Release):
 
     def _metadata_entries(self) -> dict[str, Any]:
         return {"alphabet": list(self.alphabet), "max_length": self.max_length, "n_nodes": self.n_nodes}
-
-    def _symbols(self, codes: np.ndarray) -> pa.Array:
-        return symbol_array(self.alphabet, codes)
 
     def _encode(self, strings: Iterable[Any]) -> tuple[np.ndarray, np.ndarray]:
         """Query strings as codes: lists of symbols, or, where the alphabet holds strings, a str
@@ -305,12 +297,6 @@ class SequenceRelease(Release):
         if lengths.size and lengths.min() == 0:
             raise QueryError("the empty string has no frequency; give at least one symbol")
         return _padded(flat.to_numpy(zero_copy_only=False), lengths), lengths
-
-    def _conditional(self, nodes: np.ndarray) -> np.ndarray:
-        """Normalised clipped histograms ``h+(v) / |h+(v)|_1`` (all zero where ``h+(v)`` is empty)."""
-        h = np.maximum(self.hist[nodes], 0.0)
-        total = h.sum(axis=1, keepdims=True)
-        return np.divide(h, total, out=np.zeros_like(h), where=total > 0)
 
     def bin_noise_variance(self) -> np.ndarray:
         """Variance of the noise in each bin of each node's histogram (public: tree + scales).
@@ -367,8 +353,7 @@ class SequenceRelease(Release):
         holds = self.depth[nodes] == length
         direct = holds & (estimator == "direct")
         count = np.maximum(self.hist[nodes, symbols], 0.0)
-        h = self.hist[nodes]
-        total = np.maximum(h, 0.0).sum(axis=1)
+        total = np.maximum(self.hist[nodes], 0.0).sum(axis=1)
         ratio = np.divide(count, total, out=np.zeros_like(count), where=total > 0)
         out = np.where(direct, np.minimum(freq, count), freq * ratio)
         # delta method for the ratio a / t of one node: Var a = v, Var t = beta v, Cov = v
@@ -537,15 +522,16 @@ class SequenceRelease(Release):
             if alive.size == 0:
                 break
             ctx = np.concatenate([generated[alive, :t][:, ::-1], np.full((alive.size, 1), a)], axis=1)
-            probs = self._conditional(deepest_nodes(self.first_child, ctx, usable))
+            h = np.maximum(self.hist[deepest_nodes(self.first_child, ctx, usable)], 0.0)
+            mass = h.sum(axis=1, keepdims=True)
+            probs = np.divide(h, mass, out=np.zeros_like(h), where=mass > 0)  # h+(u) / |h+(u)|_1
             can_go = probs[:, :a].sum(axis=1) > 0
             stop_p = np.where(can_go, probs[:, a], 1.0)
             if law is not None:
                 rest = law[t:].sum()
                 stop_p = calibrated_stops(stop_p, can_go, law[t] / rest if rest > 0 else 1.0)
             stop = rng.random(alive.size) < stop_p
-            sym = probs[:, :a]
-            cdf = np.cumsum(sym, axis=1)
+            cdf = np.cumsum(probs[:, :a], axis=1)
             total = np.where(cdf[:, -1] > 0, cdf[:, -1], 1.0)
             draw = np.minimum((cdf < rng.random(alive.size)[:, None] * total[:, None]).sum(axis=1), a - 1)
             cont = ~stop & can_go
@@ -553,7 +539,7 @@ class SequenceRelease(Release):
             lengths[alive[cont]] += 1
             alive = alive[cont]
         codes = generated[generated >= 0]
-        table = pa.table({"sequence": _list_array(self._symbols(codes), lengths)})
+        table = pa.table({"sequence": _list_array(symbol_array(self.alphabet, codes), lengths)})
         return cast(pl.DataFrame, pl.from_arrow(table))
 
     # ------------------------------------------------------------------ DuckDB
@@ -585,7 +571,7 @@ class SequenceRelease(Release):
         if strings.shape[1]:  # a model of the root alone has no symbol to look at
             starts_with_start[depth > 0] = strings[depth > 0, 0] == self.alphabet_size
         mask = (np.arange(strings.shape[1])[None, :] < depth[:, None]) & (strings != self.alphabet_size)
-        return starts_with_start, _list_array(self._symbols(strings[mask]), mask.sum(axis=1))
+        return starts_with_start, _list_array(symbol_array(self.alphabet, strings[mask]), mask.sum(axis=1))
 
     def _table(self) -> pa.Table:
         beta = self.alphabet_size + 1
@@ -593,7 +579,7 @@ class SequenceRelease(Release):
         node = np.repeat(np.arange(self.n_nodes), beta)
         nxt = np.tile(np.arange(beta), self.n_nodes)
         end = nxt == self.alphabet_size
-        next_symbol = self._symbols(np.where(end, 0, nxt))
+        next_symbol = symbol_array(self.alphabet, np.where(end, 0, nxt))
         return pa.table({
             "node": pa.array(node, pa.int32()),
             "parent": pa.array(self.parent[node], pa.int32()),

@@ -35,18 +35,16 @@ def check_sequence_structure(parent: np.ndarray, prepended: np.ndarray, hist: np
     the record ``params``: see the module docstring."""
     n, beta = parent.size, hist.shape[1]
     is_leaf = first_child < 0
-    all_parents, all_prepended = parent, prepended
-    parent, prepended = parent[1:], prepended[1:]
     if (n - 1) % beta:
         raise ReleaseFormatError(f"sequence model has {n} nodes, not 1 + a multiple of beta = {beta}: "
                                  "nodes were removed or added")
-    split = parent[::beta]
-    if (not np.array_equal(parent, np.repeat(split, beta))
-            or not np.array_equal(prepended, np.tile(np.arange(beta), split.size))
+    split = parent[1::beta]  # the parent of each group of children
+    if (not np.array_equal(parent[1:], np.repeat(split, beta))
+            or not np.array_equal(prepended[1:], np.tile(np.arange(beta), split.size))
             or np.any(np.diff(split) <= 0)):
         raise ReleaseFormatError("sequence model nodes do not form a tree of full, ordered child groups "
                                  "in BFS order: the table was edited")
-    if np.any(all_prepended[split] == beta - 1):
+    if np.any(prepended[split] == beta - 1):
         raise ReleaseFormatError("sequence model has children below a start marker '#': the table was edited")
     if height > plan.max_depth:
         raise ReleaseFormatError(f"sequence model is {height} levels deep; its parameters allow "
@@ -55,7 +53,7 @@ def check_sequence_structure(parent: np.ndarray, prepended: np.ndarray, hist: np
         raise ReleaseFormatError(f"sequence model has {n} nodes, above its max_nodes = {plan.max_nodes!r}")
     if sums and plan.internal_sums and split.size:
         totals = np.zeros_like(hist)
-        np.add.at(totals, all_parents[1:], hist[1:])
+        np.add.at(totals, parent[1:], hist[1:])
         internal = ~is_leaf
         if not np.allclose(hist[internal], totals[internal], rtol=1e-9, atol=1e-6):
             raise ReleaseFormatError("sequence model's internal histograms are not the sums of their "

@@ -165,8 +165,9 @@ class SpatialRelease(Release):
     @property
     def leaves(self) -> pl.DataFrame:
         """One row per leaf: ``<col>_lo``, ``<col>_hi`` per column, ``depth``, ``count``."""
-        hidden = [c for c in ("morton", *SUBGRID_COLUMNS) if c in self._table().column_names]
-        return cast(pl.DataFrame, pl.from_arrow(self._table().drop_columns(hidden)))
+        table = self._table()
+        hidden = [c for c in ("morton", *SUBGRID_COLUMNS) if c in table.column_names]
+        return cast(pl.DataFrame, pl.from_arrow(table.drop_columns(hidden)))
 
     def _metadata_entries(self) -> dict[str, Any]:
         entries = {"columns": list(self.box.columns), "bounds": self.box.to_json(), "layout": self.layout,
@@ -243,13 +244,10 @@ class SpatialRelease(Release):
         parsed = parse_levels(meta.entry("levels"), lay)
         release._checked(meta, unverified, noisy_leaves[order], parsed[2])
         levels = _read_levels(release, lay, parsed, noisy_leaves[order])
-        return release._with_levels(levels).derived_from(release)
-
-    def _with_levels(self, levels: TopLevels) -> SpatialRelease:
-        """This release with its counted top levels (the same arrays)."""
-        return SpatialRelease(self.box, self.lo, self.hi, self.depth, self.count, layout=self.layout,
-                              codes=self.codes, noise_model=self.noise_model, levels=levels,
-                              library_version=self.library_version, subgrid=self.subgrid, **self._shared())
+        return SpatialRelease(box, release.lo, release.hi, release.depth, release.count, layout=layout,
+                              codes=release.codes, noise_model=release.noise_model, levels=levels,
+                              library_version=release.library_version, subgrid=release.subgrid,
+                              **release._shared()).derived_from(release)
 
     def _payload_arrays(self) -> list[np.ndarray]:
         arrays: list[np.ndarray] = [self.lo, self.hi, self.depth, self.count]
@@ -349,12 +347,11 @@ class SpatialRelease(Release):
         if alpha is not None:
             alpha = check_alpha(alpha)
             std = True
-        if self._check_density(density) == "linear":
-            counts = self.range_count_array(boxes, passthrough=passthrough, density="linear")
-            nulls = [pl.lit(None, pl.Float64).alias(c) for c in
-                     (["noise_std"] if std else []) + (["noise_lo", "noise_hi"] if alpha is not None else [])]
-            return as_query_frame(boxes).with_columns(pl.Series("count", counts), *nulls)
+        linear = self._check_density(density) == "linear"
         frame = as_query_frame(boxes)
+        if linear:
+            counts = self.range_count_array(frame, passthrough=passthrough, density="linear")
+            return frame.with_columns(pl.Series("count", counts), *_null_columns(std, alpha))
         bar = Progress("range_counts", progress, frame.height * max(self.n_leaves, 1))
         bar.step("queries")
         if self.subgrid is not None:
@@ -363,25 +360,19 @@ class SpatialRelease(Release):
             exact_std = std and postprocessed_noise_model(self.params) is None
             counts, var = self.levels.range_counts(self.box, *self._query_arrays(frame, passthrough),
                                                    variance=exact_std)
-            bar.close()
-            extra: list[pl.Series | pl.Expr] = (
-                [pl.Series("noise_std", np.sqrt(var))] if var is not None
-                else [pl.lit(None, pl.Float64).alias("noise_std")] if std else [])
-            if alpha is not None:  # inferred counts mix the noise: no tail bound is stated
-                extra += [pl.lit(None, pl.Float64).alias(c) for c in ("noise_lo", "noise_hi")]
+            bar.close()  # inferred counts mix the noise: no tail bound is stated (null noise_lo / noise_hi)
+            extra = (_null_columns(std, alpha) if var is None
+                     else [pl.Series("noise_std", np.sqrt(var)), *_null_columns(False, alpha)])
             return frame.with_columns(pl.Series("count", counts), *extra)
         model = self.error_model
         if not std or model.leaf_scale is None:  # no error bar stated (AG, Privelet*, post-processed): NULL
             counts = self.range_count_array(frame, passthrough=passthrough)
-            nulls = [pl.lit(None, pl.Float64).alias(c) for c in
-                     (["noise_std"] if std else []) + (["noise_lo", "noise_hi"] if alpha is not None else [])]
             bar.close()
-            return frame.with_columns(pl.Series("count", counts), *nulls)
+            return frame.with_columns(pl.Series("count", counts), *_null_columns(std, alpha))
         q_lo, q_hi = self._query_arrays(frame, passthrough)
         if self.layout["kind"] == "morton":
-            layout = MortonLayout(self.box.d, int(self.layout["bits"]), int(self.layout["split_bits"]))
             codes = cast(np.ndarray, self.codes)  # a Morton layout always has codes
-            counts, squares = morton_tree_sums(codes, self.count, layout, self.box, q_lo, q_hi,
+            counts, squares = morton_tree_sums(codes, self.count, self._morton_layout(), self.box, q_lo, q_hi,
                                                weight_squares=True)
         else:
             counts = self.range_count_array(frame, passthrough=passthrough)
@@ -401,18 +392,14 @@ class SpatialRelease(Release):
         null once post-processed)."""
         q_lo, q_hi = self._query_arrays(frame, passthrough)
         counts = self._uniform_answers(q_lo, q_hi)
-        extra: list[pl.Series | pl.Expr] = []
-        if std:
-            if postprocessed_noise_model(self.params) is None:
-                sub = cast(Subgrid, self.subgrid)
-                var, units = sub.variance(self.box, q_lo, q_hi)
-                extra.append(pl.Series("noise_std", np.sqrt(var)))
-                if alpha is not None:
-                    half = np.asarray(chernoff_accuracy(units, sub.bound, alpha), dtype=np.float64)
-                    extra += [pl.Series("noise_lo", counts - half), pl.Series("noise_hi", counts + half)]
-            else:
-                extra += [pl.lit(None, pl.Float64).alias(c) for c in
-                          ["noise_std", *(["noise_lo", "noise_hi"] if alpha is not None else [])]]
+        extra = _null_columns(std, alpha)
+        if std and postprocessed_noise_model(self.params) is None:
+            sub = cast(Subgrid, self.subgrid)
+            var, units = sub.variance(self.box, q_lo, q_hi)
+            extra = [pl.Series("noise_std", np.sqrt(var))]
+            if alpha is not None:
+                half = np.asarray(chernoff_accuracy(units, sub.bound, alpha), dtype=np.float64)
+                extra += [pl.Series("noise_lo", counts - half), pl.Series("noise_hi", counts + half)]
         bar.close()
         return frame.with_columns(pl.Series("count", counts), *extra)
 
@@ -502,12 +489,11 @@ class SpatialRelease(Release):
         if self.levels is not None:
             return self.levels.range_counts(self.box, q_lo, q_hi, variance=False)[0]
         if kind == "morton":
-            layout = MortonLayout(self.box.d, int(self.layout["bits"]), int(self.layout["split_bits"]))
-            return morton_tree_sums(cast(np.ndarray, self.codes), self.count, layout, self.box, q_lo, q_hi)
+            return morton_tree_sums(cast(np.ndarray, self.codes), self.count, self._morton_layout(), self.box,
+                                    q_lo, q_hi)
         prefix, offsets, m2 = self._grid_structure()
         if kind == "grid":
-            n = q_lo.shape[0]
-            zeros = np.zeros(n, dtype=np.int64)
+            zeros = np.zeros(q_lo.shape[0], dtype=np.int64)
             return grid_sums(prefix, zeros, m2[zeros], np.broadcast_to(self.box.lo, q_lo.shape),
                              np.broadcast_to(self.box.hi, q_lo.shape), q_lo, q_hi)
         return two_level_grid_sums(prefix, offsets, m2, int(self.layout["m1"]), self.box, q_lo, q_hi)
@@ -588,11 +574,11 @@ class SpatialRelease(Release):
         """Noisy count of points with ``lo <= col <= hi`` for each ``col=(lo, hi)`` given
         (an absent column means its whole declared range); ``density`` as in :meth:`range_counts`."""
         density, ranges = _density_or_column(density, ranges)
-        linear = self._check_density(density) == "linear"
+        density = self._check_density(density)
         query = self._single_query(ranges)
         if not query:
             return float(self.count.sum())
-        return float(self.range_count_array(query, density="linear" if linear else "uniform")[0])
+        return float(self.range_count_array(query, density=density)[0])
 
     def _single_query(self, ranges: Mapping[str, Any]) -> dict[str, list[float]]:
         query: dict[str, list[float]] = {}
@@ -686,6 +672,13 @@ class SpatialRelease(Release):
         return [name, f"{name}_meta", f"{name}_range_count(...)", f"{name}_range_counts('queries')"]
 
 
+def _null_columns(std: bool, alpha: float | None) -> list[pl.Series | pl.Expr]:
+    """The null ``noise_std`` (with ``std``) and ``noise_lo`` / ``noise_hi`` (with ``alpha``)
+    columns of answers that state no error bar."""
+    names = (["noise_std"] if std else []) + (["noise_lo", "noise_hi"] if alpha is not None else [])
+    return [pl.lit(None, pl.Float64).alias(c) for c in names]
+
+
 def _density_or_column(density: Any, ranges: dict[str, tuple[float, float]]
                        ) -> tuple[Any, dict[str, tuple[float, float]]]:
     """``density=`` of a single query, or the range of a column named ``density``."""
@@ -727,12 +720,16 @@ def _read_subgrid(table: pa.Table, plan: PrivTreeSubgridPlan, codes: np.ndarray,
         raise ReleaseFormatError(f"tree release column 'subgrid_bits' has type {bits.dtype}, not integers")
     sub = Subgrid.from_columns(codes, depth, bits, leaf_noisy, noisy, plan.tree_layout, plan=plan,
                                noise=noise)
-    x = sub.consistent()
-    steps = [s["method"] for s in postprocessing_steps(params)]
-    if steps:
-        x, _ = postprocess_counts(x, {}, steps, TREE_POSTPROCESSING)
-    sub.check_counts(count, x)
+    check_same("consistent sub-cell counts", np.asarray(count, dtype=np.float64),
+               _reapplied(sub.consistent(), params))
     return sub
+
+
+def _reapplied(counts: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
+    """``counts`` with the post-processing steps ``params`` records applied again (a reader
+    recomputing the stored counts)."""
+    steps = [s["method"] for s in postprocessing_steps(params)]
+    return postprocess_counts(counts, {}, steps, TREE_POSTPROCESSING)[0] if steps else counts
 
 
 def _read_levels(release: SpatialRelease, layout: MortonLayout,
@@ -749,10 +746,8 @@ def _read_levels(release: SpatialRelease, layout: MortonLayout,
     levels = TopLevels.infer(release.codes, release.depth, layout, k, noisy, scales, noisy_leaves,
                              float(plan.leaf_scale), release.noise)
     check_same("top-level counts", stored_top, levels.top_counts())
-    steps = [s["method"] for s in postprocessing_steps(release.params)]
-    if steps:
-        finest, _ = postprocess_counts(levels.finest_counts, {}, steps, TREE_POSTPROCESSING)
-        levels = levels.with_finest_counts(finest)
+    if postprocessing_steps(release.params):
+        levels = levels.with_finest_counts(_reapplied(levels.finest_counts, release.params))
     check_same("leaf counts", release.count, levels.leaf_counts())
     return levels
 

@@ -137,16 +137,15 @@ def check_free(con: Any, tables: list[str], macros: list[str], *, replace: bool)
     would create already exists in the connection's current schema (or as a temporary view);
     with ``replace=True`` drop those tables, views and macros instead, so that the registration
     creates everything afresh.  DuckDB names are case-insensitive."""
-    where = _CURRENT
     found_tables = {
         row[0].lower(): row[1] for row in con.execute(
-            f"SELECT table_name, 'TABLE' FROM duckdb_tables() WHERE {where} "
-            f"UNION ALL SELECT view_name, 'VIEW' FROM duckdb_views() WHERE NOT internal AND {where}"
+            f"SELECT table_name, 'TABLE' FROM duckdb_tables() WHERE {_CURRENT} "
+            f"UNION ALL SELECT view_name, 'VIEW' FROM duckdb_views() WHERE NOT internal AND {_CURRENT}"
         ).fetchall()}
     found_macros = {
         row[0].lower(): row[1] for row in con.execute(
             "SELECT function_name, CASE function_type WHEN 'macro' THEN 'MACRO' ELSE 'MACRO TABLE' END "
-            f"FROM duckdb_functions() WHERE function_type IN ('macro', 'table_macro') AND {where}"
+            f"FROM duckdb_functions() WHERE function_type IN ('macro', 'table_macro') AND {_CURRENT}"
         ).fetchall()}
     clash = [t for t in tables if t.lower() in found_tables]
     clash += [m for m in macros if m.lower() in found_macros]
@@ -238,15 +237,13 @@ def in_transaction(con: Any, views: dict[str, Any], build: Any) -> None:
 def stored_table(con: Any, name: str) -> str:
     """The table holding release ``name``'s rows: its internal table (:func:`internal`), or
     ``name`` itself in a database written before internal tables."""
-    cells = internal(name)
-    found = con.execute(f"SELECT count(*) FROM duckdb_tables() WHERE {_CURRENT} AND lower(table_name) = ?",
-                        [cells.lower()]).fetchall()[0][0]
-    return cells if found else name
+    return internal(name) if _exists(con, "table", internal(name)) else name
 
 
-def _has_view(con: Any, name: str) -> bool:
-    return bool(con.execute(f"SELECT count(*) FROM duckdb_views() WHERE {_CURRENT} AND lower(view_name) = ?",
-                            [name.lower()]).fetchall()[0][0])
+def _exists(con: Any, kind: str, name: str) -> bool:
+    """Whether a ``kind`` (``"table"`` or ``"view"``) named ``name`` is in the current schema."""
+    query = f"SELECT count(*) FROM duckdb_{kind}s() WHERE {_CURRENT} AND lower({kind}_name) = ?"
+    return bool(con.execute(query, [name.lower()]).fetchall()[0][0])
 
 
 def to_arrow(con: Any, name: str) -> pa.Table:
@@ -257,7 +254,7 @@ def to_arrow(con: Any, name: str) -> pa.Table:
     try:
         rows = con.execute(f"SELECT key, value FROM {ident(name + '_meta')}").fetchall()
         hidden = release_class(dict(rows)).internal_columns
-        if _has_view(con, internal(name, "rows")):  # a grid's labels derived from the cell number
+        if _exists(con, "view", internal(name, "rows")):  # a grid's labels derived from the cell number
             query = f"SELECT * EXCLUDE (cell) FROM {ident(internal(name, 'rows'))} ORDER BY cell"
         else:
             query = (f"SELECT * EXCLUDE ({', '.join(hidden)}) FROM {ident(stored_table(con, name))} "
@@ -277,9 +274,7 @@ def read_release(con: Any, name: str, *, unverified: bool = False) -> Release:
     return read_arrow_release(to_arrow(con, name), unverified=unverified)
 
 
-__all__ = ["BATCH_WHERE", "NO_CHECKS", "Registered", "Registration",
-           "check_free",
-           "checked_alpha",
+__all__ = ["BATCH_WHERE", "NO_CHECKS", "Registered", "Registration", "check_free", "checked_alpha",
            "check_identifier", "comment", "ident", "in_transaction", "internal", "literal", "metadata_table",
-           "number", "query_checks", "read_release", "register", "render", "sql_dir",
-           "stored_table", "to_arrow", "view"]
+           "number", "query_checks", "read_release", "register", "render", "sql_dir", "stored_table",
+           "to_arrow", "view"]

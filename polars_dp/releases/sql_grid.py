@@ -127,14 +127,10 @@ if TYPE_CHECKING:
         @property
         def n_cells(self) -> int: ...
         @property
-        def prefix(self) -> np.ndarray: ...
-        @property
         def transformed(self) -> tuple[str, ...]: ...
         def axis_variance(self, axis: int, starts: np.ndarray, stops: np.ndarray) -> np.ndarray: ...
         def _table(self, start: int = 0, stop: int | None = None) -> pa.Table: ...
         def _axis_table(self, axis: int) -> pa.Table: ...
-        def to_arrow(self) -> pa.Table: ...
-        def to_duckdb(self, con: Any, name: str, *, replace: bool = False) -> Any: ...
 
 #: Cells per Arrow batch streamed into DuckDB at registration.
 BATCH_CELLS = 1 << 21
@@ -368,16 +364,6 @@ def accuracy_sql(release: GridRelease, axes: list[_Axis]) -> tuple[str, str, str
     return relation, variance, f"CASE WHEN alpha IS NULL THEN NULL ELSE {half} END"
 
 
-def _check_name(name: str, release: GridRelease) -> None:
-    check_identifier(name)
-    clash = {"cell", "prefix"} & {c.lower() for c in release._table(0, 1).schema.names}
-    if clash:
-        raise ParameterError(
-            f"the release has a column named {sorted(clash)[0]!r}, which the DuckDB table uses for "
-            "its cell index / prefix sum; rename the attribute"
-        )
-
-
 def _cell_batches(release: GridRelease) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
     """The internal cell table's rows: ``cell``, ``count`` (a view of the counts) and ``prefix``,
     in slabs of the leading axis; the labels are not stored per cell (:func:`_label_columns`).
@@ -557,7 +543,13 @@ def grid_registration(name: str, release: GridRelease, *, preserve: bool = True,
     cell table is then a view of it.  ``build``: the statements creating and filling the cell
     table instead of reading a cell source (a SQL script builds it slab by slab); no cell source
     is then listed."""
-    _check_name(name, release)
+    check_identifier(name)
+    clash = {"cell", "prefix"} & {c.lower() for c in release._table(0, 1).schema.names}
+    if clash:
+        raise ParameterError(
+            f"the release has a column named {sorted(clash)[0]!r}, which the DuckDB table uses for "
+            "its cell index / prefix sum; rename the attribute"
+        )
     axes = [_Axis(release, name, k) for k in range(len(release.attributes))]
     source, meta_source = f"__pdp_source_{name}", f"__pdp_meta_{name}"
     params = ", ".join([*(f"{ident(c)} := NULL" for ax in axes for c in ax.columns), "align := 'exact'",

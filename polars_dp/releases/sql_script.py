@@ -135,23 +135,25 @@ def double_text(value: str) -> str:
             f"THEN CAST(CAST({value} AS BIGINT) AS VARCHAR) ELSE printf('%.17g', {value}) END")
 
 
-def _value_text(column: str, kind: str) -> str:
-    value = ident(column)
-    return double_text(value) if kind in ("DOUBLE", "FLOAT") else f"CAST({value} AS VARCHAR)"
-
-
 def fingerprint_sql(relation: str, row: str, columns: Mapping[str, str]) -> str:
     """SQL of one row ``(fingerprint, n)`` over ``relation``: ``n`` its rows and ``fingerprint``
     the SHA-256 of the chunk digests of its ``columns`` (name -> DuckDB type) in the order of
     the column ``row``; each value as text (doubles by :func:`double_text`, NULL as ``\\N``),
     values separated by ``chr(31)``, rows by ``chr(30)``.  The script and its writer run it alike
     (a tree's or a sequence model's rows; a grid's: :func:`grid_fingerprint_sql`)."""
-    line = " || chr(31) || ".join(f"coalesce({_value_text(c, k)}, '\\N')" for c, k in columns.items())
+    texts = [double_text(ident(c)) if k in ("DOUBLE", "FLOAT") else f"CAST({ident(c)} AS VARCHAR)"
+             for c, k in columns.items()]
+    line = " || chr(31) || ".join(f"coalesce({text}, '\\N')" for text in texts)
+    return _over_chunks(f"SELECT {ident(row)} // {FINGERPRINT_ROWS} AS chunk, count(*) AS n, "
+                        f"sha256(string_agg({line}, chr(30) ORDER BY {ident(row)})) AS digest\n"
+                        f"  FROM {relation} GROUP BY chunk")
+
+
+def _over_chunks(digests: str) -> str:
+    """SQL of one row ``(fingerprint, n)`` from the rows ``(chunk, n, digest)`` of ``digests``: the
+    SHA-256 of the digests in chunk order, and the rows of all the chunks."""
     return (f"SELECT sha256(string_agg(digest, '' ORDER BY chunk)) AS fingerprint, "
-            f"CAST(coalesce(sum(n), 0) AS BIGINT) AS n FROM (\n"
-            f"  SELECT {ident(row)} // {FINGERPRINT_ROWS} AS chunk, count(*) AS n, "
-            f"sha256(string_agg({line}, chr(30) ORDER BY {ident(row)})) AS digest\n"
-            f"  FROM {relation} GROUP BY chunk)")
+            f"CAST(coalesce(sum(n), 0) AS BIGINT) AS n FROM (\n  {digests})")
 
 
 def _grid_digests_sql(relation: str, row: str, kind: str) -> str:
@@ -182,8 +184,7 @@ def grid_fingerprint_sql(relation: str, row: str, kind: str) -> str:
     chunk whose values all have integer digits (the common case of integral noise) is joined as
     a list of BIGINT, the same text without a text per value.  (The labels of a grid's rows are
     checked apart: :func:`_grid_in_place`.)"""
-    return (f"SELECT sha256(string_agg(digest, '' ORDER BY chunk)) AS fingerprint, "
-            f"CAST(coalesce(sum(n), 0) AS BIGINT) AS n FROM (\n  {_grid_digests_sql(relation, row, kind)})")
+    return _over_chunks(_grid_digests_sql(relation, row, kind))
 
 
 def _grid_fingerprint_steps(path: str, kind: str, rows: int) -> list[str]:
@@ -357,16 +358,6 @@ def _grid_in_place(release: GridRelease) -> str:
     return " AND ".join(tests) or "true"
 
 
-def _tree_cells(path: str, columns: Mapping[str, str]) -> str:
-    return (f"SELECT {', '.join(map(ident, columns))}, file_row_number AS leaf FROM {_read(path)} "
-            "ORDER BY leaf")
-
-
-def _sequence_cells(model: SequenceRelease, path: str, columns: Mapping[str, str]) -> str:
-    return (f"SELECT {', '.join(map(ident, columns))}, CAST(node AS BIGINT) * {model.alphabet_size + 1} "
-            f"+ next_code AS cell FROM {_read(path)} ORDER BY file_row_number")
-
-
 def _sequence_nodes(nodes: pa.Table, path: str, types: Mapping[str, str]) -> str:
     """The node table of a sequence model: what the file holds per node, joined with the
     per-node ``noise_var`` and ``reach`` that Python derived from the tree (literal values)."""
@@ -404,9 +395,12 @@ def registration(release: Release, name: str, path: str, columns: Mapping[str, s
 def _cells(release: Release, path: str, columns: Mapping[str, str]) -> str:
     """The SQL of the rows source of ``release`` (the file's rows plus the internal columns; a
     grid has none: :func:`_grid_build`)."""
+    listed = ", ".join(map(ident, columns))
     if release.release_type == "tree":
-        return _tree_cells(path, columns)
-    return _sequence_cells(cast("SequenceRelease", release), path, columns)
+        return f"SELECT {listed}, file_row_number AS leaf FROM {_read(path)} ORDER BY leaf"
+    beta = cast("SequenceRelease", release).alphabet_size + 1
+    return (f"SELECT {listed}, CAST(node AS BIGINT) * {beta} + next_code AS cell FROM {_read(path)} "
+            "ORDER BY file_row_number")
 
 
 def source_sql(release: Release, name: str, path: str, parts: Registration,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -46,11 +45,7 @@ if TYPE_CHECKING:
         @property
         def error_model(self) -> Any: ...
         @property
-        def noise_model(self) -> Any: ...
-        @property
         def params(self) -> Any: ...
-        def range_counts(self, boxes: Any, std: bool = False, *, passthrough: Iterable[str] = ...,
-                         progress: bool | None = None, alpha: float | None = None) -> Any: ...
         def _table(self) -> pa.Table: ...
 
 
@@ -61,17 +56,14 @@ def _noise_std(release: SpatialRelease, name: str) -> str:
     tables); otherwise the noise model's :meth:`~polars_dp.plans.noise_model.NoiseModel.
     leaf_variance` of the answer's leaf weights (NULL where it states none: AG, Privelet*,
     post-processed)."""
-    if release.levels is not None and postprocessed_noise_model(release.params) is None:
-        variance = release.levels.variance_sql(release.box.d, ident(internal(name, "nodes")),
-                                               ident(internal(name, "up")))
-        return f"sqrt({variance})"
-    if release.levels is not None:
+    if release.levels is None and release.subgrid is None:
+        return f"sqrt({release.error_model.leaf_variance(SQL, _SQUARES)})"
+    if postprocessed_noise_model(release.params) is not None:
         return "NULL::DOUBLE"
-    if release.subgrid is not None:
-        if postprocessed_noise_model(release.params) is not None:
-            return "NULL::DOUBLE"
-        return f"sqrt({_subgrid_sum(release, name, release.subgrid.var_leaf, release.subgrid.var_sub)})"
-    return f"sqrt({release.error_model.leaf_variance(SQL, _SQUARES)})"
+    if release.levels is not None:
+        nodes, up = ident(internal(name, "nodes")), ident(internal(name, "up"))
+        return f"sqrt({release.levels.variance_sql(release.box.d, nodes, up)})"
+    return f"sqrt({_subgrid_sum(release, name, release.subgrid.var_leaf, release.subgrid.var_sub)})"
 
 
 def _subgrid_sum(release: SpatialRelease, name: str, var_leaf: float, var_sub: float) -> str:
@@ -197,11 +189,9 @@ def tree_registration(name: str, release: SpatialRelease) -> Registration:
     """What :func:`register_tree` creates (:class:`~polars_dp.releases.sql.Registration`)."""
     check_identifier(name)
     source, meta_source = f"__pdp_source_{name}", f"__pdp_meta_{name}"
-    ranges = [f"{ident(f'{c}_{side}')} := NULL" for c in release.columns for side in ("lo", "hi")]
-    params = ", ".join([*ranges, "alpha := 0.05"])
-    single_source = "(SELECT 0 AS id, " + ", ".join(
-        f"{ident(f'{c}_{side}')} AS {ident(f'{c}_{side}')}" for c in release.columns
-        for side in ("lo", "hi")) + ")"
+    bounds = [ident(f"{c}_{side}") for c in release.columns for side in ("lo", "hi")]
+    params = ", ".join([*(f"{b} := NULL" for b in bounds), "alpha := 0.05"])
+    single_source = "(SELECT 0 AS id, " + ", ".join(f"{b} AS {b}" for b in bounds) + ")"
     levels = level_tables(name, release)
     sources = {f"__pdp_source_{table}": data for table, data in levels.items()}
     leaves = release._table()

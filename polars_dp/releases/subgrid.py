@@ -50,7 +50,7 @@ from polars_dp.kernels.subgrid import (
 )
 from polars_dp.kernels.subgrid_sums import SubgridPrefix, subgrid_prefix, subgrid_tree_sums
 from polars_dp.releases.base import read_only
-from polars_dp.releases.tree_levels import check_same, noise_variance
+from polars_dp.releases.tree_levels import noise_variance
 
 #: The columns a sub-grid release adds to a Morton release's table (after ``morton``).
 SUBGRID_COLUMNS = ("subgrid_bits", "leaf_noisy_count", "noisy_count")
@@ -92,20 +92,10 @@ class Subgrid:
         """``M_L = 2^k_L``, the sub-cells of each leaf."""
         return np.left_shift(np.int64(1), self.k)
 
-    @property
-    def offsets(self) -> np.ndarray:
-        return np.concatenate([[0], np.cumsum(self.sizes)]).astype(np.int64)
-
-    def cells(self) -> tuple[np.ndarray, np.ndarray]:
-        """The sub-cells' first codes and bit depths (the release's ``codes`` and ``depth``)."""
-        sub = subcells(self.starts, self.depth, self.k, self.tree_layout)
-        return sub.starts, sub.bit_depth
-
     def consistent(self) -> np.ndarray:
         """The consistent sub-cell counts ``x`` (:func:`~polars_dp.kernels.subgrid.consistent_counts`)."""
-        return consistent_counts(self.noisy_leaf, self.noisy_sub, self.offsets, self.var_leaf, self.var_sub)[
-            1
-        ]
+        offsets = np.concatenate([[0], np.cumsum(self.sizes)]).astype(np.int64)
+        return consistent_counts(self.noisy_leaf, self.noisy_sub, offsets, self.var_leaf, self.var_sub)[1]
 
     def columns(self) -> dict[str, np.ndarray]:
         """The table columns of :data:`SUBGRID_COLUMNS`, one row per sub-cell."""
@@ -169,12 +159,12 @@ class Subgrid:
             float(plan.sub_scale),
             noise,
         )
-        want_codes, want_depth = sub.cells()
-        per_leaf = np.repeat(np.arange(kk.size), sub.sizes) if want_codes.size == codes.size else None
+        want = subcells(sub.starts, sub.depth, sub.k, tree_layout)  # the release's codes and depths
+        per_leaf = np.repeat(np.arange(kk.size), sub.sizes) if want.starts.size == codes.size else None
         if (
             per_leaf is None
-            or not np.array_equal(want_codes, codes)
-            or not np.array_equal(want_depth, bit_depth)
+            or not np.array_equal(want.starts, codes)
+            or not np.array_equal(want.bit_depth, bit_depth)
             or not np.array_equal(leaf_noisy, v[per_leaf])
             or not np.array_equal(k, kk[per_leaf])
         ):
@@ -184,10 +174,6 @@ class Subgrid:
                 "table was edited"
             )
         return sub
-
-    def check_counts(self, stored: np.ndarray, recomputed: np.ndarray) -> None:
-        """Stored consistent counts against those recomputed from the measurements."""
-        check_same("consistent sub-cell counts", np.asarray(stored, dtype=np.float64), recomputed)
 
     # ------------------------------------------------------------------ answers
     def prefix(self, counts: np.ndarray, slopes: np.ndarray | None = None) -> SubgridPrefix:

@@ -127,7 +127,7 @@ class TopLevels:
         for lev, sel in groups:
             leaf_est[sel] = est.xhat[lev][tree.leaf_index[sel]]
         return cls(levels, np.asarray(noisy, dtype=np.float64), tuple(float(s) for s in scales),
-                   float(leaf_scale), np.asarray(noisy_leaves, dtype=np.float64), noise, tree, est,
+                   float(leaf_scale), noisy_leaves, noise, tree, est,
                    np.asarray(starts, dtype=np.int64), dep, leaf_est)
 
     def with_finest_counts(self, counts: np.ndarray) -> TopLevels:
@@ -190,11 +190,9 @@ class TopLevels:
             anc = np.concatenate([anc, ids[:, None]], axis=1)
             ratio = np.concatenate([ratio * r[:, None], np.ones((prefix.size, 1))], axis=1)
             ups.append((np.repeat(ids, depth + 1), anc.ravel(), ratio.ravel()))
+            bounds = {"lo": lo, "hi": hi, "plo": plo, "phi": phi}
             nodes.append({"node": ids, "finest": finest,
-                          **{f"lo{k}": lo[:, k] for k in range(layout.d)},
-                          **{f"hi{k}": hi[:, k] for k in range(layout.d)},
-                          **{f"plo{k}": plo[:, k] for k in range(layout.d)},
-                          **{f"phi{k}": phi[:, k] for k in range(layout.d)},
+                          **{f"{b}{k}": bounds[b][:, k] for b in bounds for k in range(layout.d)},
                           "v": est.V[depth][at], "g": np.where(finest, 0.0, est.group[depth][at])})
             inner = ~finest
             k = layout.fanout
