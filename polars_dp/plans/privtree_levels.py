@@ -43,18 +43,18 @@ def check_levels(levels: Any, layout: MortonLayout) -> int:
         return default_levels(layout)
     if isinstance(levels, bool) or not isinstance(levels, (int, np.integer)):
         raise ParameterError(f"levels must be a non-negative integer (or None for the default), "
-                             f"got {levels!r}")
+                             f"got {levels!r}", parameter="levels")
     k = int(levels)
     if k < 0:
-        raise ParameterError(f"levels must be >= 0, got {k}")
+        raise ParameterError(f"levels must be >= 0, got {k}", parameter="levels")
     if k > layout.max_depth:
         raise ParameterError(f"levels={k} exceeds the tree's maximum depth {layout.max_depth} at this "
-                             "resolution; use at most that")
+                             "resolution; use at most that", parameter="levels")
     if k and top_cells(k, layout.split_bits) > MAX_TOP_CELLS:
         most = max(j for j in range(k) if top_cells(j, layout.split_bits) <= MAX_TOP_CELLS)
         raise ParameterError(f"levels={k} would count {top_cells(k, layout.split_bits):,} top-level "
                              f"cells, more than the memory limit of {MAX_TOP_CELLS:,} cells; "
-                             f"use levels <= {most}")
+                             f"use levels <= {most}", parameter="levels")
     return k
 
 

@@ -445,7 +445,7 @@ class _CountedGridPlan(PointsPlan):
     def options_from_record(cls, params: Any) -> dict[str, Any]:
         """``n`` and ``n_share`` as :attr:`n_source` states them, the other options as recorded."""
         source = str(params["n_source"])
-        share = 0.05
+        share = _N_SHARE.default
         if "n_share=" in source:
             try:
                 share = float(source.split("n_share=")[1].rstrip(")"))

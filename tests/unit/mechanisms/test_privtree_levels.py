@@ -259,16 +259,20 @@ def test_default_levels_and_bad_input():
     assert default_levels(lay1) == min(3, levels_module.DEFAULT_LEVEL_BITS)  # capped at the max depth
     assert check_levels(None, lay2) == default_levels(lay2) and check_levels(0, lay2) == 0
     for bad in (-1, 1.5, "2", True):
-        with pytest.raises(ParameterError, match="levels"):
+        with pytest.raises(ParameterError, match="levels") as bad_type:
             check_levels(bad, lay2)
-    with pytest.raises(ParameterError, match=f"{MAX_TOP_CELLS:,}"):
+        assert bad_type.value.parameter == "levels"
+    with pytest.raises(ParameterError, match=f"{MAX_TOP_CELLS:,}") as too_many:
         check_levels(13, lay2)
+    assert too_many.value.parameter == "levels"
     assert check_levels(11, lay2) == 11
-    with pytest.raises(ParameterError, match="maximum depth 3"):
+    with pytest.raises(ParameterError, match="maximum depth 3") as too_deep:
         check_levels(4, lay1)
+    assert too_deep.value.parameter == "levels"
     frame = _frame(200)
-    with pytest.raises(ParameterError, match="levels <= 11"):
+    with pytest.raises(ParameterError, match="levels <= 11") as through_function:
         pdp.privtree(frame, ["x", "y"], bounds=BOUNDS, epsilon=1.0, levels=20)
+    assert through_function.value.parameter == "levels"
     with pytest.raises(ParameterError, match="levels"):
         frame.dp.privtree(["x", "y"], bounds=BOUNDS, epsilon=1.0, levels=-2)
 
