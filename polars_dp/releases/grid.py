@@ -107,7 +107,7 @@ class GridRelease(Release):
                  noise_scale: float, params: Mapping[str, Any] | None = None, created: str | None = None,
                  library_version: str | None = None, noise: str | None = None, seeded: bool = False,
                  plan: Plan | None = None):
-        counts = np.ascontiguousarray(counts, dtype=np.float64)  # cells are numbered in C order
+        counts = np.asarray(counts, dtype=np.float64, order="C")  # cells are numbered in C order
         attributes = tuple(attributes)
         if counts.shape != tuple(a.n_cells for a in attributes):
             raise ParameterError(
