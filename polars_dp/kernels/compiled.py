@@ -328,6 +328,8 @@ def nominal_numerators(v: np.ndarray, tree: Any, out: np.ndarray) -> bool:
     leaf sums bottom-up in reverse BFS order, then every node from its parent's sum, in place.
     Integer arithmetic modulo ``2^64``, so the same integers as numpy in any order.  False
     (``out`` untouched) when compiled kernels are off."""
+    if _active() is None:  # the kernel's arrays are prepared only for the kernel
+        return False
     return _run("nominal_numerator_rows", v, tree.leaf_nodes.astype(np.int64), tree.parent.astype(np.int64),
                 np.r_[0, tree.parent_fanout].astype(np.int64),
                 np.flatnonzero(tree.fanout > 0).astype(np.int64), out)
@@ -340,6 +342,8 @@ def nominal_inverse(c: np.ndarray, tree: Any, out: np.ndarray) -> bool:
     ``offset = leafsum(p) / f_p - k mean`` and ``leafsum = k u + offset`` for the internal
     children; every leaf ``u k + offset``.  False (``out`` untouched) when compiled kernels
     are off.  ``tree`` is the hierarchy's :class:`~polars_dp.kernels.wavelets.NominalTree`."""
+    if _active() is None:  # the kernel's arrays are prepared only for the kernel
+        return False
     t = tree
     internal = np.flatnonzero(t.fanout > 0)
     node_pos = np.full(t.n_nodes, -1, dtype=np.int64)
