@@ -186,10 +186,7 @@ class Release:
     _plan: Plan | None = None
     #: The header of a release built by hand without a plan (``None`` when it has one).
     _stated: dict[str, Any] | None = None
-    #: ``params`` once built; with a plan, built from it when first read (:attr:`params`).
-    _params: ReleaseParams | None = None
-    #: What the data decided and the annotations given with a plan, copied when the release is made.
-    _given: tuple[ReleaseParams, ReleaseParams] | None = None
+    _params: ReleaseParams
 
     def _init_common(self, *, mechanism: str | None, epsilon: float | None, neighbours: str | None,
                      params: Mapping[str, Any] | None, created: str | None,
@@ -209,13 +206,13 @@ class Release:
             if wrong:
                 raise ParameterError(f"a release's {wrong[0]} is its plan's ({ours[wrong[0]]!r}), "
                                      f"not {stated[wrong[0]]!r}")
-            self._given = (ReleaseParams({k: given[k] for k in plan.data_keys() if k in given}),
-                           ReleaseParams({k: v for k, v in given.items() if k in ANNOTATIONS}))
+            data = {k: given[k] for k in plan.data_keys() if k in given}
+            given = {**plan.record(**data), **{k: v for k, v in given.items() if k in ANNOTATIONS}}
         elif mechanism is None or epsilon is None or neighbours is None:
             raise ParameterError("a release needs its plan, or its mechanism, epsilon and neighbours")
         else:
             self._stated = {**stated, "epsilon": float(epsilon), "noise": noise or "float"}
-            self._params = ReleaseParams(given)
+        self._params = ReleaseParams(given)
         self.created = created or datetime.now(UTC).isoformat(timespec="seconds")
         self.library_version = library_version or __version__
         self.seeded = bool(seeded)
@@ -259,11 +256,7 @@ class Release:
     @property
     def params(self) -> ReleaseParams:
         """The record: its plan's (:meth:`Plan.record`, with what the data decided), then the
-        library's annotations (post-processing steps, ``seeded``, ``ledger``).  A plan's record is
-        built when first read: the plan and what was given are fixed when the release is made."""
-        if self._params is None:
-            data, notes = cast(tuple[ReleaseParams, ReleaseParams], self._given)
-            self._params = ReleaseParams({**cast(Plan, self._plan).record(**data), **notes})
+        library's annotations (post-processing steps, ``seeded``, ``ledger``)."""
         return self._params
 
     # ------------------------------------------------------------------ plan
