@@ -31,6 +31,7 @@ from benchmarks.evaluation import privelet_experiment as privelet
 from benchmarks.evaluation import sequence_experiment as sequences
 from benchmarks.evaluation import spatial_experiment as spatial
 from benchmarks.evaluation.progress import seeds
+from polars_dp.kernels import subgrid
 
 EXPERIMENTS = ("privelet", "spatial", "sequences")
 Runner = Callable[[argparse.Namespace, "Config", "Path | None", Path], dict]
@@ -244,8 +245,10 @@ def run_spatial(args: argparse.Namespace, config: Config, folder: Path, out: Pat
         "Both spend the same budget on the split decisions. Where the error comes from (uniformity "
         "inside partly covered leaves vs noise) and what the counted levels remove: "
         "[privtree_levels_ablation.md](privtree_levels_ablation.md).",
-        "privtree_subgrid is `privtree_subgrid(...)` with its defaults (tree_share 0.2, leaf_share "
-        "0.5, c2 3, fanout 4, max_subcell_bits min(8, d * resolution)), answered with the uniform "
+        f"privtree_subgrid is `privtree_subgrid(...)` with its defaults (tree_share {subgrid.TREE_SHARE:g} "
+        f"up to 3-D and {subgrid.TREE_SHARE_WIDE:g} from {subgrid.WIDE_FROM}-D, leaf_share "
+        f"{subgrid.LEAF_SHARE:g}, c2 {subgrid.C2:g}, fanout 4, max_subcell_bits min("
+        f"{subgrid.MAX_SUBCELL_BITS}, d * resolution)), answered with the uniform "
         "density inside a sub-cell (the default). PrivTree is the paper's tree, "
         "`privtree(..., levels=0, fanout=2^d)`; PrivTree fanout 4 (4-D only) is "
         "`privtree(..., levels=0, fanout=4)`, the library's default from 4 dimensions (fanout 2^d "

@@ -148,7 +148,7 @@ def privtree_subgrid(
     epsilon: float,
     fanout: int | None = ...,
     theta: float = ...,
-    tree_share: float = ...,
+    tree_share: float | None = ...,
     leaf_share: float = ...,
     c2: float = ...,
     max_subcell_bits: int | None = ...,

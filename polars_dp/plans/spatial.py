@@ -304,8 +304,9 @@ class PrivTreeSubgridPlan(_PrivTreeBase):
                    "per level, round-robin)."),
         Option("theta", float, 0.0, kind="nonnegative", check=check_theta,
                doc="PrivTree's split threshold (default 0)."),
-        Option("tree_share", float, subgrid.TREE_SHARE, kind="fraction",
-               doc="fraction of ``epsilon`` that builds the tree, in (0, 1) (default 0.2)."),
+        Option("tree_share", float | None, None, kind="fraction",
+               doc="fraction of ``epsilon`` that builds the tree, in (0, 1) (default ``None``: 0.2 up "
+                   "to 3 dimensions, 0.3 from 4)."),
         Option("leaf_share", float, subgrid.LEAF_SHARE, kind="fraction",
                doc="fraction of the count budget ``epsilon - eps_tree`` spent on the leaf counts, in "
                    "(0, 1) (default 0.5); the rest goes to the sub-cell counts."),
@@ -331,7 +332,7 @@ class PrivTreeSubgridPlan(_PrivTreeBase):
         Field("delta", lambda p, d: p.delta, scale=True),
         Field("theta", lambda p, d: p.theta, option="theta"),
         Field("fanout", lambda p, d: p.tree_layout.fanout, option="fanout"),
-        Field("tree_share", lambda p, d: p.options["tree_share"], option="tree_share"),
+        Field("tree_share", lambda p, d: p.tree_share, option="tree_share"),
         Field("leaf_share", lambda p, d: p.options["leaf_share"], option="leaf_share"),
         Field("c2", lambda p, d: p.c2, option="c2"),
         Field("max_subcell_bits", lambda p, d: p.max_subcell_bits, option="max_subcell_bits"),
@@ -360,8 +361,10 @@ class PrivTreeSubgridPlan(_PrivTreeBase):
         cap = min(subgrid.MAX_SUBCELL_BITS, self.tree_layout.total_bits) if cap is None else cap
         self.c2, self.max_subcell_bits = subgrid.check_subgrid_options(self.options["c2"], cap,
                                                                        self.tree_layout)
+        share = self.options["tree_share"]
+        self.tree_share = subgrid.default_tree_share(self.box.d) if share is None else share
         budget = subgrid.subgrid_budget(Fraction(self.epsilon), self.neighbours,
-                                        tree_share=self.options["tree_share"],
+                                        tree_share=self.tree_share,
                                         leaf_share=self.options["leaf_share"],
                                         unit_factor=self.privacy_unit.factor)
         self.epsilon_leaf: float | Fraction
@@ -370,7 +373,7 @@ class PrivTreeSubgridPlan(_PrivTreeBase):
             self.epsilon_tree, self.epsilon_leaf, self.epsilon_sub = (
                 budget.epsilon_tree, budget.epsilon_leaf, budget.epsilon_sub)
         else:
-            self.epsilon_tree = self.epsilon * self.options["tree_share"]
+            self.epsilon_tree = self.epsilon * self.tree_share
             self.epsilon_leaf = (self.epsilon - self.epsilon_tree) * self.options["leaf_share"]
             self.epsilon_sub = self.epsilon - self.epsilon_tree - self.epsilon_leaf
         self.leaf_scale = laplace_scale(self.sensitivity, self.epsilon_leaf, self.noise)

@@ -11,6 +11,7 @@ import polars as pl
 import polars_dp as pdp
 from benchmarks.evaluation import spatial_experiment
 from benchmarks.evaluation.data import Points
+from polars_dp.kernels.subgrid import TREE_SHARE, TREE_SHARE_WIDE, default_tree_share
 from tests.helpers import REPO
 
 
@@ -36,8 +37,11 @@ def test_spatial_results_state_privtree_subgrid_defaults_of_the_code():
     """The privtree_subgrid column is the release with its defaults: the note says which."""
     defaults = {k: p.default for k, p in inspect.signature(pdp.privtree_subgrid).parameters.items()}
     text = (REPO / "docs" / "results" / "spatial.md").read_text()
-    stated = (f"its defaults (tree_share {defaults['tree_share']:g}, leaf_share {defaults['leaf_share']:g}, "
-              f"c2 {defaults['c2']:g}, fanout 4,")
+    assert defaults["tree_share"] is None  # chosen by dimension
+    shares = {d: default_tree_share(d) for d in (2, 3, 4, 5)}
+    assert shares == {2: TREE_SHARE, 3: TREE_SHARE, 4: TREE_SHARE_WIDE, 5: TREE_SHARE_WIDE}
+    stated = (f"its defaults (tree_share {TREE_SHARE:g} up to 3-D and {TREE_SHARE_WIDE:g} from 4-D, "
+              f"leaf_share {defaults['leaf_share']:g}, c2 {defaults['c2']:g}, fanout 4,")
     assert stated in text
     assert defaults["fanout"] is None and defaults["max_subcell_bits"] is None  # min(4, 2^d), min(8, d * res)
     assert "## privtree_subgrid against min(PrivTree, AG)" in text

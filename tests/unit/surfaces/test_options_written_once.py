@@ -91,7 +91,7 @@ PUBLIC = {
     "privtree": [POINTS, "fanout=None, theta=0.0, tree_share=0.5, neighbours='add_remove', seed=None",
                  "on_out_of_domain='raise', nulls='raise', resolution=None, count_column=None, noise='exact'",
                  "progress=None, levels=0", UNIT],
-    "privtree_subgrid": [POINTS, "fanout=None, theta=0.0, tree_share=0.2, leaf_share=0.5, c2=3.0",
+    "privtree_subgrid": [POINTS, "fanout=None, theta=0.0, tree_share=None, leaf_share=0.5, c2=3.0",
                          "max_subcell_bits=None, neighbours='add_remove', seed=None",
                          "on_out_of_domain='raise', nulls='raise', resolution=None, count_column=None",
                          "noise='exact', progress=None", UNIT],
