@@ -106,6 +106,24 @@ def test_budget_split_and_tree_group_factor(neighbours):
     assert plan.epsilon_spent == spent <= eps
 
 
+@pytest.mark.parametrize(("d", "share"), [(1, 0.2), (2, 0.2), (3, 0.2), (4, 0.3), (5, 0.3)])
+def test_the_default_tree_share_follows_the_number_of_dimensions(d, share, tmp_path):
+    """0.2 of epsilon up to 3-D, 0.3 from 4-D (a public rule of the declared box); the release
+    records the share it used, and a file re-planned from that record verifies."""
+    cols = [f"c{k}" for k in range(d)]
+    plan = pdp.plan("privtree_subgrid", cols, bounds=[(0, 1)] * d, epsilon=0.7)
+    assert plan.epsilon_tree == Fraction(0.7) * Fraction(share)
+    assert plan.epsilon_tree + plan.epsilon_leaf + plan.epsilon_sub == Fraction(0.7)
+    assert plan.record()["tree_share"] == share
+    given = pdp.plan("privtree_subgrid", cols, bounds=[(0, 1)] * d, epsilon=0.7, tree_share=share)
+    assert given.epsilon_tree == plan.epsilon_tree and given.lam == plan.lam
+    frame = pl.DataFrame({c: np.random.default_rng(k).random(200) for k, c in enumerate(cols)})
+    release = frame.dp.privtree_subgrid(cols, bounds=[(0, 1)] * d, epsilon=0.7, seed=3)
+    assert release.params["tree_share"] == share
+    release.write_parquet(tmp_path / "r.parquet")
+    assert pdp.read_release(tmp_path / "r.parquet").verified
+
+
 # ---------------------------------------------------------------------------- answers and error bars
 def _fractions(release: pdp.SpatialRelease, boxes: pl.DataFrame) -> np.ndarray:
     """``f[q, i]``: the fraction of sub-cell ``i``'s box inside query ``q`` (from the boxes only)."""
