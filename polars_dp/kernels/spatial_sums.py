@@ -15,7 +15,6 @@ Three kernels, all vectorised over queries (loops only over tree levels or box c
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Iterator
 from typing import Literal, NamedTuple, overload
 
@@ -164,6 +163,11 @@ def grid_weight_squares(m: int, box: Box, q_lo: np.ndarray, q_hi: np.ndarray) ->
     return fraction_squares(a, b, m)
 
 
+#: (query, grid) pairs answered at once by :func:`grid_sums` (its per-dimension terms take
+#: ``2^(d/2+2)`` arrays of this length).
+GRID_SUMS_CHUNK = 1 << 15
+
+
 def grid_sums(prefix: np.ndarray, offset: np.ndarray, m: np.ndarray, cell_lo: np.ndarray,
               cell_hi: np.ndarray, q_lo: np.ndarray, q_hi: np.ndarray) -> np.ndarray:
     """Answers of ``P`` (query, grid) pairs: pair ``i`` asks box ``[q_lo[i], q_hi[i]]`` of the
@@ -172,34 +176,56 @@ def grid_sums(prefix: np.ndarray, offset: np.ndarray, m: np.ndarray, cell_lo: np
 
     Under uniformity the count below a point ``t`` (in cell units) is the multilinear
     interpolation of the prefix sums at ``t``; a box is the signed sum of that function at its
-    ``2^d`` corners, each interpolated from ``2^d`` prefix sums.
+    ``2^d`` corners, each interpolated from ``2^d`` prefix sums: ``4^d`` terms, each a product over
+    the dimensions of one of four (corner, vertex) factors.  The factors of the first and of the
+    last ``d // 2`` dimensions are multiplied out separately (``4^(d/2)`` index offsets and weights
+    each), so a term costs one addition and one product of two arrays before its look-up.
     """
+    n = q_lo.shape[0]
+    out = np.zeros(n)
+    for a in range(0, n, GRID_SUMS_CHUNK):
+        b = min(n, a + GRID_SUMS_CHUNK)
+        out[a:b] = _grid_sums(prefix, offset[a:b], m[a:b], cell_lo[a:b], cell_hi[a:b], q_lo[a:b], q_hi[a:b])
+    return out
+
+
+def _grid_sums(prefix: np.ndarray, offset: np.ndarray, m: np.ndarray, cell_lo: np.ndarray,
+               cell_hi: np.ndarray, q_lo: np.ndarray, q_hi: np.ndarray) -> np.ndarray:
     n, d = q_lo.shape
     if not n:
         return np.zeros(0)
     mf = m.astype(np.float64)
-    ends = []  # per dim: (cell index, fraction) of the query's lower and upper ends
+    # per dimension, the four (corner, vertex) factors: index offset (i + vertex) * stride and
+    # weight sign * (frac if vertex else 1 - frac), the sign -1 at the lower corner
+    factors = []
     for j in range(d):
         w = cell_hi[:, j] - cell_lo[:, j]
         u = np.clip((q_lo[:, j] - cell_lo[:, j]) / w * mf, 0.0, mf)
         v = np.maximum(u, np.clip((q_hi[:, j] - cell_lo[:, j]) / w * mf, 0.0, mf))
-        pair = []
-        for t in (u, v):
+        stride = (m + 1) ** (d - 1 - j)
+        terms = []
+        for t, sign in ((u, -1.0), (v, 1.0)):
             i = np.minimum(np.floor(t), mf - 1).astype(np.int64)
-            pair.append((i, t - i))
-        ends.append(pair)
-    strides = [(m + 1) ** (d - 1 - j) for j in range(d)]
+            frac = t - i
+            terms.append((i * stride, sign * (1.0 - frac)))
+            terms.append(((i + 1) * stride, sign * frac))
+        factors.append(terms)
+    first = _multiply_out(factors[:d // 2], offset)
+    second = _multiply_out(factors[d // 2:], np.zeros(n, dtype=np.int64))
     out = np.zeros(n)
-    for corner in itertools.product((0, 1), repeat=d):
-        sign = -1.0 if (d - sum(corner)) % 2 else 1.0
-        for vertex in itertools.product((0, 1), repeat=d):
-            idx = offset.copy()
-            weight = np.full(n, sign)
-            for j in range(d):
-                i, frac = ends[j][corner[j]]
-                idx += (i + vertex[j]) * strides[j]
-                weight *= frac if vertex[j] else 1.0 - frac
-            out += weight * prefix[idx]
+    for idx_a, w_a in first:
+        for idx_b, w_b in second:
+            out += (w_a * w_b) * prefix[idx_a + idx_b]
+    return out
+
+
+def _multiply_out(factors: list[list[tuple[np.ndarray, np.ndarray]]], base: np.ndarray
+                  ) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Every product of one factor per dimension: summed index offsets (from ``base``) and
+    multiplied weights (``4^len(factors)`` pairs; one pair ``(base, 1)`` for none)."""
+    out = [(base, np.ones(base.shape[0]))]
+    for terms in factors:
+        out = [(idx + o, w * f) for idx, w in out for o, f in terms]
     return out
 
 
@@ -238,5 +264,5 @@ def touched_cells(m1: int, box: Box, q_lo: np.ndarray, q_hi: np.ndarray
     return qi, cell, c_lo, c_hi
 
 
-__all__ = ["Visit", "child_boxes", "edge_tree_sums", "grid_sums", "morton_tree_sums", "touched_cells",
-           "two_level_grid_sums", "visit_tree"]
+__all__ = ["GRID_SUMS_CHUNK", "Visit", "child_boxes", "edge_tree_sums", "grid_sums", "morton_tree_sums",
+           "touched_cells", "two_level_grid_sums", "visit_tree"]
