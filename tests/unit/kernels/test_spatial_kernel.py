@@ -96,3 +96,53 @@ def test_morton_codes_block_by_block_and_any_integer_dtype(d, monkeypatch):
     np.testing.assert_array_equal(morton_codes(small, bits), expected)
     with pytest.raises(ParameterError, match="integer"):
         morton_codes([c.astype(float) for c in coords], bits)
+
+
+def _grid_by_cells(counts: np.ndarray, lo: np.ndarray, hi: np.ndarray, q_lo: np.ndarray, q_hi: np.ndarray
+                   ) -> float:
+    """A box's count over one grid, cell by cell: each cell's count times the fraction of the
+    cell inside the box (the uniformity assumption, written out)."""
+    m, d = counts.shape[0], counts.ndim
+    edges = [np.linspace(lo[j], hi[j], m + 1) for j in range(d)]
+    total = 0.0
+    for cell in np.ndindex(*counts.shape):
+        frac = 1.0
+        for j, c in enumerate(cell):
+            a, b = edges[j][c], edges[j][c + 1]
+            frac *= max(0.0, min(b, q_hi[j]) - max(a, q_lo[j])) / (b - a)
+        total += counts[cell] * frac
+    return total
+
+
+@pytest.mark.parametrize("d", [1, 2, 3, 4])
+def test_grid_sums_equal_the_cells_one_by_one_across_chunks(d, monkeypatch):
+    """``grid_sums`` (interpolated prefix sums, ``4^d`` terms multiplied out from two halves of
+    the dimensions) against the cell-by-cell sum, for pairs on grids of several sizes; a chunk of
+    3 pairs gives the same answers as one chunk."""
+    from polars_dp.kernels import spatial_sums
+
+    rng = np.random.default_rng(d)
+    grids, prefix, offsets = [], [], [0]
+    for m in rng.integers(1, 4, 6):
+        counts = rng.integers(-3, 20, (int(m),) * d).astype(np.float64)
+        pre = np.zeros((int(m) + 1,) * d)
+        pre[(slice(1, None),) * d] = counts
+        for j in range(d):
+            pre = np.cumsum(pre, axis=j)
+        grids.append(counts)
+        prefix.append(pre.ravel())
+        offsets.append(offsets[-1] + pre.size)
+    prefix_all = np.concatenate(prefix)
+    pairs = 20
+    g = rng.integers(0, len(grids), pairs)
+    lo = rng.uniform(-1, 0, (pairs, d))
+    hi = lo + rng.uniform(0.5, 2, (pairs, d))
+    q_lo = rng.uniform(-1.5, 1, (pairs, d))
+    q_hi = q_lo + rng.uniform(0, 1.5, (pairs, d))
+    m = np.array([grids[k].shape[0] for k in g])
+    args = (prefix_all, np.array(offsets)[g], m, lo, hi, q_lo, q_hi)
+    got = spatial_sums.grid_sums(*args)
+    want = [_grid_by_cells(grids[k], lo[i], hi[i], q_lo[i], q_hi[i]) for i, k in enumerate(g)]
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9)
+    monkeypatch.setattr(spatial_sums, "GRID_SUMS_CHUNK", 3)
+    np.testing.assert_array_equal(spatial_sums.grid_sums(*args), got)
