@@ -163,9 +163,10 @@ def grid_weight_squares(m: int, box: Box, q_lo: np.ndarray, q_hi: np.ndarray) ->
     return fraction_squares(a, b, m)
 
 
-#: (query, grid) pairs answered at once by :func:`grid_sums` (its per-dimension terms take
-#: ``2^(d/2+2)`` arrays of this length).
-GRID_SUMS_CHUNK = 1 << 15
+#: Entries of one half's multiplied-out factors (``4^ceil(d/2)`` per pair) held at once by
+#: :func:`grid_sums`: it answers ``GRID_SUMS_TERMS // 4^ceil(d/2)`` pairs at a time (32,768 in 4-D),
+#: about 16 MB of offsets and weights whatever ``d``.
+GRID_SUMS_TERMS = 1 << 19
 
 
 def grid_sums(prefix: np.ndarray, offset: np.ndarray, m: np.ndarray, cell_lo: np.ndarray,
@@ -181,10 +182,11 @@ def grid_sums(prefix: np.ndarray, offset: np.ndarray, m: np.ndarray, cell_lo: np
     last ``d // 2`` dimensions are multiplied out separately (``4^(d/2)`` index offsets and weights
     each), so a term costs one addition and one product of two arrays before its look-up.
     """
-    n = q_lo.shape[0]
+    n, d = q_lo.shape
+    chunk = max(1, GRID_SUMS_TERMS // 4 ** -(-d // 2))
     out = np.zeros(n)
-    for a in range(0, n, GRID_SUMS_CHUNK):
-        b = min(n, a + GRID_SUMS_CHUNK)
+    for a in range(0, n, chunk):
+        b = min(n, a + chunk)
         out[a:b] = _grid_sums(prefix, offset[a:b], m[a:b], cell_lo[a:b], cell_hi[a:b], q_lo[a:b], q_hi[a:b])
     return out
 
@@ -264,5 +266,5 @@ def touched_cells(m1: int, box: Box, q_lo: np.ndarray, q_hi: np.ndarray
     return qi, cell, c_lo, c_hi
 
 
-__all__ = ["GRID_SUMS_CHUNK", "Visit", "child_boxes", "edge_tree_sums", "grid_sums", "morton_tree_sums",
+__all__ = ["GRID_SUMS_TERMS", "Visit", "child_boxes", "edge_tree_sums", "grid_sums", "morton_tree_sums",
            "touched_cells", "two_level_grid_sums", "visit_tree"]
