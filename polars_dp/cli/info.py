@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     ]
     if info["noise_scale"] is not None:
         rows.append(("noise scale", release.noise_text()))
-    lines = release.domain_lines()
+    lines = release.domain_lines() or ["(not stated)"]  # a release type may state none
     rows.append(("domain", lines[0]))
     rows.extend(("", line) for line in lines[1:])
     rows += [("size", release.size_text()), ("created", release.created),

@@ -74,6 +74,13 @@ def test_info_asks_the_release(capsys, opened):
         release.domain_summary(), release.size_summary(), 2.0)
 
 
+def test_a_type_stating_no_domain_line_shows_none(capsys, opened, monkeypatch):
+    monkeypatch.setattr(TotalRelease, "domain_lines", lambda self: [])
+    code, out, err = run_cli(capsys, "info", opened(TotalRelease()))
+    assert code == 0, err
+    assert f"  {'domain':<12} (not stated)" in out.splitlines()
+
+
 def test_what_a_type_does_not_describe_is_refused(capsys, opened):
     path = opened(BareRelease())
     code, _, err = run_cli(capsys, "info", path)
