@@ -44,6 +44,7 @@ naming an attribute that a strategy does not declare, or one with no query, is r
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Iterable, Mapping, Sequence
@@ -198,15 +199,12 @@ class Workload:
 
     def __init__(self, attributes: Sequence[Attribute], terms: Iterable[Term], boxes: Iterable[Boxes] = ()):
         self.attributes: tuple[Attribute, ...] = tuple(attributes)
-        self.terms: tuple[Term, ...] = tuple((float(w), dict(axes)) for w, axes in terms)
-        self.boxes: tuple[Boxes, ...] = tuple(boxes)
+        weight = functools.partial(_check_weight, parameter="workload")
+        self.terms: tuple[Term, ...] = tuple((weight(w), dict(axes)) for w, axes in terms)
+        self.boxes: tuple[Boxes, ...] = tuple((weight(w), c, lo, hi) for w, c, lo, hi in boxes)
         if not self.terms and not self.boxes:
             raise ParameterError("the workload has no query; build it from at least one attribute "
                                  "(e.g. pdp.workload.ranges(attrs))", parameter="workload")
-        for w in [t[0] for t in self.terms] + [b[0] for b in self.boxes]:
-            if not (w > 0 and math.isfinite(w)):
-                raise ParameterError(f"a workload weight must be a finite number > 0, got {w!r}",
-                                     parameter="workload")
 
     # ------------------------------------------------------------------ facts
     @property
@@ -271,11 +269,13 @@ class Workload:
 
 
 # ---------------------------------------------------------------------------- helpers
-def _check_weight(weight: object) -> float:
+def _check_weight(weight: object, parameter: str = "weights") -> float:
+    """``weight`` as a float: a finite number > 0 (not a bool), else a ParameterError naming
+    ``parameter``."""
     if isinstance(weight, bool) or not isinstance(weight, (int, float, np.integer, np.floating)) \
             or not (float(weight) > 0 and math.isfinite(float(weight))):
         raise ParameterError(f"a workload weight must be a finite number > 0, got {weight!r}",
-                             parameter="weights")
+                             parameter=parameter)
     return float(weight)
 
 

@@ -136,3 +136,17 @@ def test_bad_input_is_refused_in_one_sentence():
         pdp.workload.ranges(a) @ pdp.workload.identity(a)
     with pytest.raises(ParameterError, match="weight"):
         pdp.workload.ranges(a) * 0
+
+
+@pytest.mark.parametrize("weight", [True, 0, -1.0, float("nan"), float("inf"), "1"])
+def test_a_workload_built_by_hand_refuses_a_weight_as_the_builders_do(weight):
+    """The constructor's terms and boxes follow the one weight rule (a bool is not a weight)."""
+    from polars_dp.domains.workload import Workload
+    attrs = [pdp.Ordinal("a", 0, 3)]
+    box = (weight, ("a",), np.zeros((1, 1), dtype=np.int64), np.ones((1, 1), dtype=np.int64))
+    with pytest.raises(ParameterError, match="a workload weight must be a finite number > 0") as info:
+        Workload(attrs, [], [box])
+    assert info.value.parameter == "workload"
+    with pytest.raises(ParameterError, match="a workload weight must be a finite number > 0"):
+        Workload(attrs, [(weight, {"a": AxisWorkload("ranges", 4)})])
+    assert Workload(attrs, [(np.float32(2.5), {"a": AxisWorkload("ranges", 4)})]).terms[0][0] == 2.5
