@@ -213,20 +213,25 @@ def _grid_sums(prefix: np.ndarray, offset: np.ndarray, m: np.ndarray, cell_lo: n
             terms.append(((i + 1) * stride, sign * frac))
         factors.append(terms)
     first = _multiply_out(factors[:d // 2], offset)
-    second = _multiply_out(factors[d // 2:], np.zeros(n, dtype=np.int64))
+    second = _multiply_out(factors[d // 2:], None)
     out = np.zeros(n)
     for idx_a, w_a in first:
         for idx_b, w_b in second:
-            out += (w_a * w_b) * prefix[idx_a + idx_b]
+            w = w_b if w_a is None else w_a * w_b
+            out += w * prefix[idx_b if idx_a is None else idx_a + idx_b]
     return out
 
 
-def _multiply_out(factors: list[list[tuple[np.ndarray, np.ndarray]]], base: np.ndarray
-                  ) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Every product of one factor per dimension: summed index offsets (from ``base``) and
-    multiplied weights (``4^len(factors)`` pairs; one pair ``(base, 1)`` for none)."""
-    out = [(base, np.ones(base.shape[0]))]
-    for terms in factors:
+def _multiply_out(factors: list[list[tuple[np.ndarray, np.ndarray]]], base: np.ndarray | None
+                  ) -> list[tuple[np.ndarray | None, np.ndarray | None]]:
+    """Every product of one factor per dimension: summed index offsets (plus ``base`` when
+    given) and multiplied weights, ``4^len(factors)`` pairs; for no dimension the one pair
+    ``(base, None)`` (``None``: no weight, 1)."""
+    if not factors:
+        return [(base, None)]
+    out: list[tuple[np.ndarray | None, np.ndarray | None]] = [
+        (o if base is None else base + o, f) for o, f in factors[0]]
+    for terms in factors[1:]:
         out = [(idx + o, w * f) for idx, w in out for o, f in terms]
     return out
 
