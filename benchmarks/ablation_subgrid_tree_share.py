@@ -29,12 +29,8 @@ from polars_dp.kernels.subgrid import default_tree_share
 SHARES = (0.2, 0.3, 0.35)
 BASELINE = "PrivTree (default tree)"
 
-
-def variants(d: int) -> dict[str, dict]:
-    """Variant name -> its keywords (the baseline, PrivTree, takes none)."""
-    out: dict[str, dict] = {BASELINE: {}}
-    out.update({f"tree_share {s:g}": {"tree_share": s} for s in SHARES})
-    return out
+#: Variant name -> its keywords (the baseline, PrivTree, takes none).
+VARIANTS: dict[str, dict] = {BASELINE: {}, **{f"tree_share {s:g}": {"tree_share": s} for s in SHARES}}
 
 
 def run(points: datasets.Points, *, epsilons: tuple[float, ...], releases: int, n_queries: int, seed: int
@@ -46,7 +42,7 @@ def run(points: datasets.Points, *, epsilons: tuple[float, ...], releases: int, 
     bounds = list(points.bounds.values())
     rows = []
     for eps in epsilons:
-        for name, kw in variants(len(points.columns)).items():
+        for name, kw in VARIANTS.items():
             errs: dict[str, list[float]] = {c: [] for c in sets}
             for r in range(releases):
                 s = seeds(seed, "tree_share", points.name, eps, r)
