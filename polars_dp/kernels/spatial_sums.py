@@ -216,23 +216,21 @@ def _grid_sums(prefix: np.ndarray, offset: np.ndarray, m: np.ndarray, cell_lo: n
     second = _multiply_out(factors[d // 2:], None)
     out = np.zeros(n)
     for idx_a, w_a in first:
+        assert idx_a is not None  # the first half starts from ``offset``
         for idx_b, w_b in second:
             w = w_b if w_a is None else w_a * w_b
-            out += w * prefix[idx_b if idx_a is None else idx_a + idx_b]
+            out += w * prefix[idx_a + idx_b]
     return out
 
 
 def _multiply_out(factors: list[list[tuple[np.ndarray, np.ndarray]]], base: np.ndarray | None
                   ) -> list[tuple[np.ndarray | None, np.ndarray | None]]:
-    """Every product of one factor per dimension: summed index offsets (plus ``base`` when
-    given) and multiplied weights, ``4^len(factors)`` pairs; for no dimension the one pair
-    ``(base, None)`` (``None``: no weight, 1)."""
-    if not factors:
-        return [(base, None)]
-    out: list[tuple[np.ndarray | None, np.ndarray | None]] = [
-        (o if base is None else base + o, f) for o, f in factors[0]]
-    for terms in factors[1:]:
-        out = [(idx + o, w * f) for idx, w in out for o, f in terms]
+    """Every product of one factor per dimension: summed index offsets (from ``base``) and
+    multiplied weights, ``4^len(factors)`` pairs (``None``: nothing added yet, offset 0 and
+    weight 1, so no pass adds zeros or multiplies ones)."""
+    out: list[tuple[np.ndarray | None, np.ndarray | None]] = [(base, None)]
+    for terms in factors:
+        out = [(o if idx is None else idx + o, f if w is None else w * f) for idx, w in out for o, f in terms]
     return out
 
 
