@@ -24,6 +24,8 @@ from polars_dp.kernels.spatial_sums import morton_tree_sums
 from polars_dp.kernels.subgrid import subcells
 from polars_dp.kernels.tail_bounds import chernoff_accuracy
 from polars_dp.mechanisms.spatial_subgrid import code_range_counts
+from polars_dp.noise import GRID_BITS
+from tests.helpers.privacy import Decisions, Draws
 
 BOX = [(0.0, 1.0), (0.0, 1.0)]
 
@@ -122,6 +124,24 @@ def test_the_default_tree_share_follows_the_number_of_dimensions(d, share, tmp_p
     assert release.params["tree_share"] == share
     release.write_parquet(tmp_path / "r.parquet")
     assert pdp.read_release(tmp_path / "r.parquet").verified
+
+
+@pytest.mark.parametrize(("d", "share"), [(2, Fraction(2, 10)), (4, Fraction(3, 10))])
+def test_the_noise_drawn_spends_the_default_share_of_each_dimension(monkeypatch, d, share):
+    """On the draws themselves (spied, not read from the plan): the split decisions spend
+    ``(2 beta - 1) / ((beta - 1) lambda) <= share epsilon`` and each count vector ``1 / scale <=
+    (1 - share) epsilon / 2``, each within the 2^-20 grid of its bound; with another share in
+    4-D (0.2) the first check fails."""
+    draws, decisions = Draws(monkeypatch), Decisions(monkeypatch)
+    cols = [f"c{k}" for k in range(d)]
+    frame = pl.DataFrame({c: np.random.default_rng(k).random(300) for k, c in enumerate(cols)})
+    frame.dp.privtree_subgrid(cols, bounds=[(0, 1)] * d, epsilon=0.7, seed=4)
+    assert len(set(decisions.lambdas)) == 1 and len(draws.scales) == 2
+    lo, hi = 1 - Fraction(1, 1 << 12), 1 + Fraction(1, 10**12)  # the grid below; float shares above
+    tree = Fraction(7) / (3 * Fraction(decisions.lambdas[0], 1 << GRID_BITS))  # beta = 4
+    assert Fraction(0.7) * share * lo < tree <= Fraction(0.7) * share * hi
+    for scale in draws.scales:
+        assert Fraction(0.7) * (1 - share) / 2 * lo < 1 / scale <= Fraction(0.7) * (1 - share) / 2 * hi
 
 
 # ---------------------------------------------------------------------------- answers and error bars
