@@ -108,12 +108,14 @@ class SubgridBudget:
         return Fraction(self.sensitivity) / self.epsilon_sub
 
 
-def subgrid_budget(epsilon: float | Fraction, neighbours: str, *, tree_share: float = TREE_SHARE,
+def subgrid_budget(epsilon: float | Fraction, neighbours: str, *, tree_share: float,
                    leaf_share: float = LEAF_SHARE, unit_factor: int = 1) -> SubgridBudget:
     """Split ``epsilon`` between the tree, the leaf counts and the sub-cell counts.
 
     ``epsilon_tree = tree_share * epsilon``; the rest, the count budget, goes ``leaf_share`` to the
-    leaf counts and the remainder to the sub-cell counts (defaults: 0.2 / 0.4 / 0.4 epsilon).
+    leaf counts and the remainder to the sub-cell counts (with the 2-D default share,
+    :func:`default_tree_share`: 0.2 / 0.4 / 0.4 epsilon).  The share has no default here: the
+    plan passes the one it resolved for its dimension.
     Sensitivity of each count vector (a partition of the box): ``Delta = Delta_row * unit_factor``,
     ``Delta_row`` 1 under ``"add_remove"`` and 2 under ``"replace"`` (one point leaves a cell and
     enters another), ``unit_factor`` the privacy unit's rows per individual.  The split decisions

@@ -12,6 +12,7 @@ from polars_dp.errors import ParameterError
 from polars_dp.kernels.morton import MortonLayout, grid_coordinates, morton_codes, overlap_fraction
 from polars_dp.kernels.spatial_sums import child_boxes, morton_tree_sums
 from polars_dp.kernels.subgrid import (
+    TREE_SHARE,
     consistent_counts,
     subcell_bits,
     subcell_halvings,
@@ -28,7 +29,7 @@ from tests.helpers.morton import random_leaves
 # ------------------------------------------------------------------ budget
 @pytest.mark.parametrize("epsilon", [0.05, 0.4, 1.6, Fraction(1, 3)])
 def test_budget_split_is_exact_and_sums_to_epsilon(epsilon):
-    b = subgrid_budget(epsilon, "add_remove")
+    b = subgrid_budget(epsilon, "add_remove", tree_share=TREE_SHARE)
     eps = Fraction(epsilon)
     assert b.epsilon_tree == eps * Fraction(0.2)
     assert b.epsilon_leaf == (eps - b.epsilon_tree) * Fraction(0.5)
@@ -40,7 +41,7 @@ def test_budget_split_is_exact_and_sums_to_epsilon(epsilon):
 
 
 def test_budget_sensitivity_under_replace_and_privacy_units():
-    r = subgrid_budget(1.0, "replace")
+    r = subgrid_budget(1.0, "replace", tree_share=TREE_SHARE)
     assert (r.sensitivity, r.tree_group) == (2, 2)
     assert r.leaf_scale == 2 / r.epsilon_leaf
     u = subgrid_budget(1.0, "add_remove", unit_factor=3, tree_share=0.5, leaf_share=0.25)
@@ -56,7 +57,7 @@ def test_budget_sensitivity_under_replace_and_privacy_units():
     ({"unit_factor": 0}, "unit_factor"),
 ])
 def test_budget_refuses_bad_options(kwargs, name):
-    args = {"epsilon": 1.0, "neighbours": "add_remove", **kwargs}
+    args = {"epsilon": 1.0, "neighbours": "add_remove", "tree_share": TREE_SHARE, **kwargs}
     with pytest.raises(ParameterError, match=name):
         subgrid_budget(args.pop("epsilon"), args.pop("neighbours"), **args)
 
