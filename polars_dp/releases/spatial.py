@@ -11,6 +11,7 @@ post-processing of the mechanism's output; the release holds no reference to the
 
 from __future__ import annotations
 
+import numbers
 import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any, cast
@@ -22,7 +23,7 @@ import pyarrow as pa
 from polars_dp.domains.box import Box, as_box
 from polars_dp.domains.expressions import NUMPY
 from polars_dp.domains.queries import as_query_frame, row_text
-from polars_dp.domains.ranges import outside_box, outside_box_text
+from polars_dp.domains.ranges import outside_box, outside_box_text, reversed_text
 from polars_dp.errors import ParameterError, PolarsDPError, QueryError, ReleaseFormatError
 from polars_dp.kernels.linear_density import (
     grid_face_neighbours,
@@ -293,8 +294,11 @@ class SpatialRelease(Release):
                     where = f" ({row_text(frame, row)})" if "id" in frame.columns or n > 1 else ""
                     raise QueryError(outside_box_text(NUMPY, self.box, j, side, arr[row, j]) + where)
         bad = np.nonzero(np.any(q_lo > q_hi, axis=1))[0]
-        if bad.size:
-            raise QueryError(f"query {int(bad[0])} has lo > hi; every range must be (lo, hi) with lo <= hi")
+        if bad.size:  # the sentence of the SQL macros and of grid releases
+            row = int(bad[0])
+            j = int(np.flatnonzero(q_lo[row] > q_hi[row])[0])
+            where = f" ({row_text(frame, row)})" if "id" in frame.columns or n > 1 else ""
+            raise QueryError(reversed_text(NUMPY, self.box.columns[j], q_lo[row, j], q_hi[row, j]) + where)
         return q_lo, q_hi
 
     def range_counts(self, boxes: Any, std: bool = False, *,
@@ -587,7 +591,13 @@ class SpatialRelease(Release):
                 raise QueryError(f"{col!r} is not a column of this release; columns: {self.columns}")
             if not (isinstance(pred, (tuple, list)) and len(pred) == 2):
                 raise QueryError(f"{col}: give a (lo, hi) pair, got {pred!r}")
-            query[f"{col}_lo"], query[f"{col}_hi"] = [float(pred[0])], [float(pred[1])]
+            j = self.box.columns.index(col)
+            for side, value, default in (("lo", pred[0], self.box.lo[j]), ("hi", pred[1], self.box.hi[j])):
+                if value is None:  # an open end: the declared bound, as a null bound in a table of boxes
+                    value = default
+                elif isinstance(value, bool) or not isinstance(value, numbers.Real):
+                    raise QueryError(f"{col}: {side}={value!r} is not a number")
+                query[f"{col}_{side}"] = [float(value)]
         return query
 
     # ------------------------------------------------------------------ outputs

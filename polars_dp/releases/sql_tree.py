@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 
 from polars_dp.domains.expressions import SQL, Sql
-from polars_dp.domains.ranges import reversed_text
+from polars_dp.domains.ranges import outside_box, outside_box_text, reversed_text
 from polars_dp.kernels.tail_bounds import chernoff_half_width
 from polars_dp.releases.postprocess import postprocessed_noise_model
 from polars_dp.releases.sql import (
@@ -133,8 +133,12 @@ def _tree_answers(release: SpatialRelease, name: str, queries: str, where: str) 
         typed += [f"NULL::DOUBLE AS {lo}", f"NULL::DOUBLE AS {hi}"]
         qlo, qhi = f"coalesce(q.{lo}, {float(box.lo[k])!r})", f"coalesce(q.{hi}, {float(box.hi[k])!r})"
         reverse = reversed_text(SQL, c, Sql(qlo), Sql(qhi))
-        bounds.append(f"CASE WHEN {qlo} > {qhi} THEN error({reverse} || {where}) ELSE {qlo} END AS lo{k}, "
-                      f"{qhi} AS hi{k}")
+        # the rule of Python's answers: a bound outside the box is an error, never clipped
+        outside = " ".join(f"WHEN {outside_box(SQL, box, k, Sql(q))} THEN "
+                           f"error({outside_box_text(SQL, box, k, side, Sql(q))} || {where})"
+                           for q, side in ((qlo, "lo"), (qhi, "hi")))
+        bounds.append(f"CASE {outside} WHEN {qlo} > {qhi} THEN error({reverse} || {where}) ELSE {qlo} END "
+                      f"AS lo{k}, {qhi} AS hi{k}")
     checks = query_checks(queries, "q", [f"{c}_{side}" for c in cols for side in ("lo", "hi")],
                           batch=where == BATCH_WHERE)
     return render("tree_answers.sql", table=ident(internal(name)), queries=queries, checks=checks,

@@ -57,3 +57,23 @@ def test_sql_round_trip_and_errors(release):
         con.sql("SELECT * FROM pts_range_count(x_lo := 40, x_hi := 20)").fetchall()
     with pytest.raises(pdp.ParameterError, match="plain SQL identifier"):
         pdp.duckdb.register(con, "bad name", release)
+
+
+@pytest.mark.parametrize(("bounds", "column", "value"), [
+    ("x_lo := -9, x_hi := 1", "x_lo", -9.0), ("y_hi := 1000", "y_hi", 1000.0),
+    ("x_lo := 100.5", "x_lo", 100.5), ("y_lo := 'nan'::DOUBLE", "y_lo", None),
+])
+def test_sql_refuses_a_box_outside_the_bounds_with_pythons_sentence(release, bounds, column, value):
+    """A bound outside the declared box is an error in SQL as in Python (never clipped), with the
+    same sentence; in the batch macro it names the query's id."""
+    con = duckdb.connect()
+    release.to_duckdb(con, "pts")
+    with pytest.raises(duckdb.Error, match=rf"{column}: \S+ is outside the declared domain") as sql_error:
+        con.sql(f"SELECT * FROM pts_range_count({bounds})").fetchall()
+    if value is not None:
+        with pytest.raises(pdp.QueryError) as python_error:
+            release.range_count(**{column[0]: (value, value) if column.endswith("lo") else (None, value)})
+        assert str(python_error.value) in str(sql_error.value)
+    con.sql("CREATE TABLE qs AS SELECT 1 AS id, 0.0 AS x_lo, 1.0 AS x_hi UNION ALL SELECT 2, 0.0, 101.0")
+    with pytest.raises(duckdb.Error, match=r"x_hi: 101.0 is outside the declared domain .*\(query id=2\)"):
+        con.sql("SELECT * FROM pts_range_counts('qs')").fetchall()

@@ -122,6 +122,14 @@ def test_query_errors():
     with_null = r.range_count_array(pl.DataFrame({"c0_lo": [0.0, None]}))
     assert with_null[1] == pytest.approx(r.count.sum())
     assert with_null[0] == pytest.approx(r.range_count(c0=(0.0, 5.0)))
+    # so does None in a single query's pair (it raised a bare TypeError); a non-number is refused
+    assert r.range_count(c0=(None, 1.5)) == r.range_count(c0=(-5.0, 1.5))
+    assert r.range_count(c0=(1.5, None), c1=(None, None)) == r.range_count(c0=(1.5, 5.0))
+    for bad in ("0", True, [0]):
+        with pytest.raises(QueryError, match=r"c0: lo=.* is not a number"):
+            r.range_count(c0=(bad, 1.0))
+    with pytest.raises(QueryError, match=r"^c0: lo=-1.0 > hi=-2.0; the range is empty$"):
+        r.range_count(c0=(-1.0, -2.0))
 
 
 # ---------------------------------------------------------------- baselines
