@@ -38,28 +38,30 @@ MAX_ALPHABET = 2**15 - 2
 
 
 def check_alphabet(alphabet: Sequence[Any]) -> tuple:
-    """Return the public alphabet as a tuple of distinct ints or distinct strings."""
+    """Return the public alphabet as a tuple of distinct ints or distinct strings (else a
+    ParameterError naming the option ``alphabet``)."""
+    def refused(message: str) -> ParameterError:
+        return ParameterError(message, parameter="alphabet")
+
     if isinstance(alphabet, str):
         alphabet = list(alphabet)
     try:
         symbols = tuple(alphabet)
     except TypeError:
-        raise ParameterError(
-            f"alphabet must be a list of symbols (ints or strings), got {alphabet!r}") from None
+        raise refused(f"alphabet must be a list of symbols (ints or strings), got {alphabet!r}") from None
     if not symbols:
-        raise ParameterError(
-            "alphabet is empty; declare the public list of symbols, e.g. alphabet=range(1, 18)")
+        raise refused("alphabet is empty; declare the public list of symbols, e.g. alphabet=range(1, 18)")
     if len(symbols) > MAX_ALPHABET:
-        raise ParameterError(f"alphabet has {len(symbols):,} symbols; at most {MAX_ALPHABET:,} are supported")
+        raise refused(f"alphabet has {len(symbols):,} symbols; at most {MAX_ALPHABET:,} are supported")
     if all(isinstance(s, str) for s in symbols):
         pass
     elif all(isinstance(s, (int, np.integer)) and not isinstance(s, bool) for s in symbols):
         symbols = tuple(int(s) for s in symbols)
     else:
-        raise ParameterError("alphabet symbols must be all ints or all strings (no None, floats or mixtures)")
+        raise refused("alphabet symbols must be all ints or all strings (no None, floats or mixtures)")
     if len(set(symbols)) != len(symbols):
         dup = sorted({s for s in symbols if symbols.count(s) > 1})
-        raise ParameterError(f"alphabet has duplicate symbols {dup[:10]}; list each symbol once")
+        raise refused(f"alphabet has duplicate symbols {dup[:10]}; list each symbol once")
     return symbols
 
 

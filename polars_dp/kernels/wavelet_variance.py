@@ -272,9 +272,14 @@ class AxisRanges:
 
 
 def axis_ranges(attributes: Sequence[Attribute], starts: Any, stops: Any) -> list[AxisRanges]:
-    """:class:`AxisRanges` per axis of the cell boxes ``[starts, stops)`` (shape (queries, d))."""
+    """:class:`AxisRanges` per axis of the cell boxes ``[starts, stops)`` (shape (queries, d));
+    QueryError for any other shape."""
     s = np.atleast_2d(np.asarray(starts, dtype=np.int64))
     t = np.atleast_2d(np.asarray(stops, dtype=np.int64))
+    d = len(attributes)
+    if s.ndim != 2 or s.shape != t.shape or s.shape[1] != d:
+        raise QueryError(f"starts and stops must both have shape (queries, {d}), one column per attribute "
+                         f"({', '.join(a.column for a in attributes)}); got {s.shape} and {t.shape}")
     return [AxisRanges(a, s[:, j], t[:, j]) for j, a in enumerate(attributes)]
 
 

@@ -56,30 +56,41 @@ def docstring(head: str | None, plan_class: type[Plan]) -> str:
             + (f"\n>>>{examples}" if marker else ""))
 
 
-def binder(generated: inspect.Signature) -> Callable[[tuple[Any, ...], dict[str, Any]], dict[str, Any]]:
+def binder(generated: inspect.Signature, name: str = "mechanism"
+           ) -> Callable[[tuple[Any, ...], dict[str, Any]], dict[str, Any]]:
     """``bind(args, kwargs)``: the arguments a call gives, by name (defaults not filled in), as
-    ``generated.bind(*args, **kwargs).arguments`` holds them.  The signature's parameters are
-    positional-or-keyword then keyword-only, none variadic, so a call whose positional arguments
-    fit, whose keywords are parameters that name none of them again and that gives every
-    required parameter binds by zipping (the names in call order); any other
-    call goes through :meth:`inspect.Signature.bind`, which raises its usual ``TypeError``.
+    ``generated.bind_partial(*args, **kwargs).arguments`` holds them.  Only the data (the first
+    parameter) is required here: a missing option is the plan's to refuse
+    (:func:`~polars_dp.plans.options.bind_options`: a ParameterError naming the mechanism and the
+    option, as ``pdp.plan`` gives), and a call without its data is a ``TypeError`` naming
+    ``name``.  The signature's parameters are positional-or-keyword then keyword-only, none
+    variadic, so a call whose positional arguments fit and whose keywords are parameters that
+    name none of them again binds by zipping (the names in call order); any other call goes
+    through :meth:`inspect.Signature.bind_partial`, which raises its usual ``TypeError``.
     Decided once per function from the signature (public), not per call."""
     params = list(generated.parameters.values())
+    data = params[0].name
     kinds = {p.kind for p in params}
-    if not kinds <= {inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY}:
-        return lambda args, kwargs: dict(generated.bind(*args, **kwargs).arguments)
     positional = tuple(p.name for p in params if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    required = tuple(p.name for p in params if p.default is inspect.Parameter.empty)
     names = frozenset(generated.parameters)
+    zipped = kinds <= {inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY}
 
     def bind(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
-        if len(args) <= len(positional) and names.issuperset(kwargs):
+        given: dict[str, Any] | None = None
+        if zipped and len(args) <= len(positional) and names.issuperset(kwargs):
             given = dict(zip(positional, args, strict=False))
-            if not any(k in given for k in kwargs):
+            if any(k in given for k in kwargs):
+                given = None
+            else:
                 given.update(kwargs)
-                if all(r in given for r in required):
-                    return given
-        return dict(generated.bind(*args, **kwargs).arguments)
+        if given is None:
+            try:
+                given = dict(generated.bind_partial(*args, **kwargs).arguments)
+            except TypeError as exc:
+                raise TypeError(f"{name}(): {exc}") from None
+        if data not in given:
+            raise TypeError(f"{name}() missing its data, the required argument {data!r}")
+        return given
 
     return bind
 
@@ -97,7 +108,7 @@ def mechanism(plan_class: type[Plan], runner: Callable[..., Any]) -> Callable[[F
         name = plan_class.name
         run_keywords = [o.name for o in table if o.run]
         accepted = list(generated.parameters)[1:]
-        bind = binder(generated)
+        bind = binder(generated, name)
 
         def function(*args: Any, **kwargs: Any) -> Any:
             unknown = [k for k in kwargs if k not in generated.parameters]

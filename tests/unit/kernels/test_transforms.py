@@ -337,3 +337,12 @@ def test_range_variance_factor_rejects_bad_ranges():
         TV.range_variance_factor(attr, [0], [11])
     with pytest.raises(QueryError, match="empty"):
         TV.range_variance_factor(attr, [4], [4])
+
+
+@pytest.mark.parametrize(("starts", "stops"), [([[0, 0]], [[5]]), ([[0]], [[5]]), ([[[0, 0]]], [[[5, 5]]])])
+def test_axis_ranges_refuse_a_shape_other_than_one_column_per_attribute(starts, stops):
+    """A wrong shape was an IndexError from inside the kernel (or a silent misread)."""
+    attrs = [Ordinal("a", 0, 9), Ordinal("b", 0, 9)]
+    with pytest.raises(QueryError, match=r"shape \(queries, 2\), one column per attribute \(a, b\)"):
+        TV.axis_ranges(attrs, starts, stops)
+    assert [r.starts.tolist() for r in TV.axis_ranges(attrs, [[0, 1]], [[5, 6]])] == [[0], [1]]

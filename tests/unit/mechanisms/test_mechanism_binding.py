@@ -1,5 +1,7 @@
 """A mechanism function binds its arguments as its signature does, without ``Signature.bind``
-on the common call (a fixed cost of every release), and with its errors on any other call."""
+on the common call (a fixed cost of every release), and with its errors, named, on any other
+call; a missing option is the plan's ParameterError (as ``pdp.plan`` gives), missing data a
+TypeError."""
 
 from __future__ import annotations
 
@@ -22,8 +24,6 @@ GOOD = [((FRAME, ATTRS), {"epsilon": 1.0}),
         ((FRAME, ATTRS), {"epsilon": 2, "noise": "float", "seed": 1, "progress": False})]
 BAD = [((FRAME, ATTRS, 1.0), {}),  # epsilon is keyword-only
        ((FRAME, ATTRS), {"attributes": ATTRS, "epsilon": 1.0}),  # twice
-       ((FRAME, ATTRS), {}),  # epsilon missing
-       ((), {"attributes": ATTRS, "epsilon": 1.0}),  # frame missing
        ((FRAME, ATTRS, 1.0, 2.0), {"epsilon": 1.0}),
        ((FRAME, ATTRS), {"epsilon": 1.0, "bogus": 1})]  # no such parameter
 
@@ -42,12 +42,19 @@ def test_binder_gives_what_signature_bind_gives(mechanism):
         except TypeError:
             continue
         assert bind(args, kwargs) == want
-    for args, kwargs in BAD:
-        with pytest.raises(TypeError) as expected:
-            sig.bind(*args, **kwargs)
-        with pytest.raises(TypeError) as got:
-            bind(args, kwargs)
-        assert str(got.value) == str(expected.value)
+    for args, kwargs in BAD:  # the error of Signature.bind_partial (a missing option is the plan's)
+        try:
+            want = dict(sig.bind_partial(*args, **kwargs).arguments)
+        except TypeError as expected:
+            with pytest.raises(TypeError) as got:
+                bind(args, kwargs)
+            assert str(got.value) == f"mechanism(): {expected}"
+        else:
+            assert bind(args, kwargs) == want
+    # an option missing binds (the plan refuses it); the data missing does not
+    assert bind((FRAME, ATTRS), {}) == dict(zip(names, (FRAME, ATTRS), strict=False))
+    with pytest.raises(TypeError, match=r"^mechanism\(\) missing its data, the required argument 'frame'$"):
+        bind((), {names[1]: ATTRS, "epsilon": 1.0})
 
 
 def test_a_release_binds_without_signature_bind(monkeypatch):
@@ -56,6 +63,7 @@ def test_a_release_binds_without_signature_bind(monkeypatch):
 
     want = pdp.basic(FRAME, ATTRS, epsilon=1.0, seed=4)
     monkeypatch.setattr(inspect.Signature, "bind", refuse)
+    monkeypatch.setattr(inspect.Signature, "bind_partial", refuse)
     for args, kwargs in GOOD[:3]:
         got = pdp.basic(*args, **{**kwargs, "epsilon": 1.0, "seed": 4, "neighbours": "replace"})
         assert np.array_equal(got.counts, want.counts)
@@ -63,10 +71,15 @@ def test_a_release_binds_without_signature_bind(monkeypatch):
         pdp.basic(FRAME, ATTRS, 1.0)
 
 
-def test_binding_errors_are_unchanged():
-    with pytest.raises(TypeError, match="multiple values for argument 'attributes'"):
+def test_binding_errors_name_the_mechanism():
+    with pytest.raises(TypeError, match=r"^basic\(\): multiple values for argument 'attributes'$"):
         pdp.basic(FRAME, ATTRS, attributes=ATTRS, epsilon=1.0)
-    with pytest.raises(TypeError, match="missing a required argument: 'epsilon'"):
-        pdp.basic(FRAME, ATTRS)
+    with pytest.raises(TypeError, match=r"^basic\(\) missing its data"):
+        pdp.basic(attributes=ATTRS, epsilon=1.0)
+    for call in (lambda: pdp.basic(FRAME, ATTRS), lambda: FRAME.dp.basic(ATTRS),
+                 lambda: pdp.plan("basic", ATTRS)):  # the plan's refusal, whichever way
+        with pytest.raises(pdp.ParameterError, match=r"^basic needs epsilon= ") as err:
+            call()
+        assert err.value.parameter == "epsilon"
     with pytest.raises(pdp.ParameterError, match="basic has no option 'epsilonn'"):
         pdp.basic(FRAME, ATTRS, epsilonn=1.0)

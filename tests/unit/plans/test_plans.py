@@ -151,6 +151,11 @@ def test_a_plan_reads_no_data_and_bad_options_refuse_before_reading(attrs):
     (lambda a: pdp.plan("nope", a, epsilon=1.0), "mechanism", "use one of"),
     (lambda a: pdp.plan("privtree", ["x"], bounds=[(0, 1)], epsilon=1.0, tree_share=1.5), "tree_share",
      "between"),
+    # refused by the plan, before any scale (it divided by zero), as the encoder refuses it
+    (lambda a: pdp.plan("privtree_sequences", "s", alphabet=[], max_length=2, epsilon=1.0), "alphabet",
+     "alphabet is empty"),
+    (lambda a: pdp.privtree_sequences(pl.DataFrame(), "s", alphabet="aba", max_length=2, epsilon=1.0),
+     "alphabet", "duplicate symbols"),
 ])
 def test_parameter_errors_name_the_option(attrs, call, parameter, words):
     with pytest.raises(pdp.ParameterError, match=words) as err:
