@@ -67,7 +67,7 @@ def _charged(name: str, mechanism: F) -> F:
     as_method(mechanism, method, hidden=("seed", "neighbours"), extra=(label,))
     method.__doc__ = (f"``{name}`` on the session's data, charged to its budget before the data is "
                       f"read; ``label`` names the release in the ledger (default {name!r}).\n\n"
-                      + inspect.cleandoc(mechanism.__doc__ or ""))
+                      + inspect.cleandoc(method.__doc__ or ""))  # as_method's: no data, seed, neighbours
     return method  # type: ignore[return-value]
 
 

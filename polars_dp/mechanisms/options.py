@@ -131,6 +131,20 @@ def mechanism(plan_class: type[Plan], runner: Callable[..., Any]) -> Callable[[F
     return wrap
 
 
+def without_entries(doc: str, names: tuple[str, ...]) -> str:
+    """``doc`` without the numpydoc ``Parameters`` entries of ``names`` (an entry is its
+    ``name : ...`` line and the indented lines under it)."""
+    out: list[str] = []
+    skipping = False
+    for line in doc.split("\n"):
+        head = line.split(" : ", 1)[0]
+        if line and not line[0].isspace():
+            skipping = " : " in line and head in names
+        if not skipping:
+            out.append(line)
+    return "\n".join(out)
+
+
 def as_method(function: Callable[..., Any], method: F, *, hidden: tuple[str, ...] = (),
               extra: tuple[inspect.Parameter, ...] = ()) -> F:
     """``method`` shown as ``function`` with its data bound (``df.dp.*``, ``Session``): the name,
@@ -139,10 +153,12 @@ def as_method(function: Callable[..., Any], method: F, *, hidden: tuple[str, ...
     functools.update_wrapper(method, function)
     del method.__wrapped__  # type: ignore[attr-defined]  # help() and inspect use __signature__
     sig = inspect.signature(function)
+    data = next(iter(sig.parameters))
+    method.__doc__ = without_entries(function.__doc__ or "", (data, *hidden))
     params = [p for p in list(sig.parameters.values())[1:] if p.name not in hidden]
     self_param = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
     method.__signature__ = sig.replace(parameters=[self_param, *params, *extra])  # type: ignore[attr-defined]
     return method
 
 
-__all__ = ["as_method", "binder", "check_stub", "docstring", "mechanism"]
+__all__ = ["as_method", "binder", "check_stub", "docstring", "mechanism", "without_entries"]

@@ -275,9 +275,8 @@ def _workload_ranges(attributes: Sequence[Attribute], queries: Any, align: str =
 #: The options every grid mechanism takes (attributes, epsilon, neighbours first).
 GRID_OPTIONS = (
     Option("attributes", Attribute | Iterable[Attribute], check=as_attributes,
-           doc="public declarations (:class:`~polars_dp.Ordinal`, :class:`~polars_dp.Nominal`); "
-               "ordinal axes get the Haar transform (zero padded to a power of two), nominal axes "
-               "the nominal transform over their hierarchy."),
+           doc="public declarations (:class:`~polars_dp.Ordinal`, :class:`~polars_dp.Nominal`), one "
+               "axis of the frequency matrix each, in order."),
     Option("epsilon", float, kind="positive", doc="privacy budget, > 0."),
     Option("neighbours", Neighbours, "replace", check=check_neighbours,
            doc="``\"replace\"`` (one row modified: two cells change, ``Delta = 2``) or "
@@ -571,7 +570,9 @@ class PriveletPlan(GridPlan):
     options_table = (
         *GRID_OPTIONS[:2],
         Option("untransformed", str | Attribute | Iterable[str | Attribute], (),
-               doc="columns left untransformed (Privelet+, Sec. VI), or ``\"auto\"`` for the paper's "
+               doc="columns left untransformed (Privelet+, Sec. VI; the others get the Haar transform, "
+                   "zero padded to a power of two, if ordinal, the nominal transform over their "
+                   "hierarchy if nominal), or ``\"auto\"`` for the paper's "
                    "rule ``|A| <= P(A)^2 H(A)``, or ``\"workload\"`` for the set minimising the mean "
                    "expected squared error over ``workload``; a single string other than those names "
                    "one column.  The choice depends on public inputs only."),

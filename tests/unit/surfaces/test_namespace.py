@@ -1,4 +1,5 @@
-"""``df.dp.*`` methods are the mechanisms themselves: same parameters, defaults and docs."""
+"""``df.dp.*`` methods are the mechanisms themselves: same parameters, defaults and docs (less
+the data argument they are bound to)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,11 @@ def test_method_signature_is_the_mechanism_less_its_data(name):
     want = list(inspect.signature(fn).parameters.values())[1:]
     got = list(inspect.signature(method).parameters.values())[1:]
     assert got == want
-    assert method.__doc__ == fn.__doc__
+    assert "\nframe : " in fn.__doc__ and "\nframe : " not in method.__doc__
+    fn_lines = fn.__doc__.split("\n")
+    start = fn_lines.index(next(x for x in fn_lines if x.startswith("frame : ")))
+    end = next(i for i in range(start + 1, len(fn_lines)) if not fn_lines[i].startswith("    "))
+    assert method.__doc__ == "\n".join(fn_lines[:start] + fn_lines[end:])  # the rest unchanged
 
 
 def test_every_mechanism_has_a_method():
