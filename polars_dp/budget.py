@@ -78,7 +78,7 @@ from typing import Any
 
 from polars_dp import mechanisms
 from polars_dp.errors import BudgetExceededError, ParameterError
-from polars_dp.ledger import Ledger, check_dataset_name, domain_fingerprint
+from polars_dp.ledger import Ledger, check_dataset_name, domain_fingerprint, exact_text
 from polars_dp.noise import check_neighbours
 from polars_dp.plans import REGISTRY, Plan, plan, plan_class
 
@@ -86,8 +86,9 @@ from polars_dp.plans import REGISTRY, Plan, plan, plan_class
 ExactEpsilon = float | int | Fraction | Decimal | str
 
 #: How to say exactly what one means (appended to the refusals).
-EXACT_HINT = ("a float total or epsilon is its binary value (0.1 + 0.2 > 0.3): give exact ones as "
-              "fractions.Fraction or decimal strings (total='0.3')")
+EXACT_HINT = ("a float total or epsilon is its binary value (0.1 + 0.2 > 0.3): give an exact total "
+              "as a fractions.Fraction or a decimal string (total='0.3'), a mechanism's exact epsilon "
+              "as a fractions.Fraction (epsilon=Fraction(3, 10))")
 
 
 #: The plan options that are part of the public domain (beside its positional declaration),
@@ -256,8 +257,9 @@ class Accountant:
                              mechanism=mechanism, noise=noise, domain=domain)
         elif self.spent_exact + amount > self._total:
             raise BudgetExceededError(
-                f"{label} asks for epsilon={float(bound):g} (exactly {float(amount):.17g}) but only "
-                f"{self.remaining:.17g} of the total {self.total:g} is left (spent {self.spent:.17g} on "
+                f"{label} asks for epsilon {exact_text(amount)} but only "
+                f"{exact_text(max(Fraction(0), self._total - self.spent_exact))} of the total "
+                f"{exact_text(self._total)} is left (spent {exact_text(self.spent_exact)} on "
                 f"{len(self.ledger)} release(s); epsilons add exactly, as exact rationals, and "
                 f"{EXACT_HINT}); lower epsilon or stop releasing from this data"
             )

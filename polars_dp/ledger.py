@@ -138,6 +138,14 @@ class _State:
     datasets: dict[str, DatasetBudget] = field(default_factory=dict)
 
 
+
+def exact_text(value: Fraction) -> str:
+    """An exact budget for a message: the float that is it (``0.25``, ``1``), else the float's
+    shortest text and the exact rational (``0.8 (exactly 4/5)``), never a float's 17 digits."""
+    x = float(value)
+    text = repr(x).removesuffix(".0")
+    return text if Fraction(x) == value else f"{text} (exactly {value})"
+
 class Ledger:
     """An append-only, hash-chained file of charges per dataset (module docstring).
 
@@ -318,9 +326,9 @@ class Ledger:
             spent = Fraction(0) if budget is None else budget.spent
             if spent + epsilon > total:
                 raise BudgetExceededError(
-                    f"{label} asks for epsilon {float(epsilon):.17g} but dataset {name!r} of ledger "
-                    f"{str(self.path)!r} has {float(max(Fraction(0), total - spent)):.17g} of its total "
-                    f"{float(total):g} left (spent {float(spent):.17g} on "
+                    f"{label} asks for epsilon {exact_text(epsilon)} but dataset {name!r} of ledger "
+                    f"{str(self.path)!r} has {exact_text(max(Fraction(0), total - spent))} of its total "
+                    f"{exact_text(total)} left (spent {exact_text(spent)} on "
                     f"{len(budget.charges) if budget else 0} release(s), by every process, added exactly); "
                     "lower epsilon or stop releasing from this data")
             records.append({"kind": "charge", "dataset": name, "epsilon": str(epsilon),
@@ -347,4 +355,4 @@ def check_dataset_name(name: object) -> str:
     return name
 
 
-__all__ = ["DatasetBudget", "Ledger", "chain_hash", "check_dataset_name", "domain_fingerprint"]
+__all__ = ["DatasetBudget", "Ledger", "chain_hash", "check_dataset_name", "domain_fingerprint", "exact_text"]

@@ -7,6 +7,7 @@ import glob
 import os
 import sys
 import time
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from polars_dp.cli.common import (
     scan,
 )
 from polars_dp.cli.spec import load_spec
+from polars_dp.ledger import exact_text
 
 EXAMPLES = """\
 examples:
@@ -164,7 +166,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"ok: {args.spec} declares {plan} over {spec.domain_text()}; {args.data} has the "
                   f"columns {', '.join(spec.input_columns)}")
             if acct is not None:
-                print(f"  budget: {acct.remaining:.17g} of {acct.total:g} left for dataset {args.dataset!r}")
+                left = max(Fraction(0), acct.total_exact - acct.spent_exact)
+                print(f"  budget: {exact_text(left)} of {exact_text(acct.total_exact)} left for dataset "
+                      f"{args.dataset!r}")
         return 0
     if args.seed is not None:
         msg.warn(f"--seed {args.seed} makes the noise reproducible: anyone who knows the seed can remove "

@@ -10,6 +10,7 @@ import pytest
 
 import polars_dp as pdp
 from polars_dp.cli.spec import load_spec
+from polars_dp.ledger import exact_text
 from tests.helpers.cli import SPECS, data_for, run_cli, run_subprocess
 
 
@@ -41,7 +42,7 @@ def test_release_charges_the_ledger_and_refuses_past_the_total(people, tmp_path,
     size = book.stat().st_size
     code, out, _ = run_cli(capsys, "release", people, "--spec", SPECS / "basic.toml", "--check",
                            "--ledger", book, "--dataset", "people")
-    assert code == 0 and f"budget: {float(Fraction(3, 2) - spent):.17g} of 1.5 left" in out
+    assert code == 0 and f"budget: {exact_text(Fraction(3, 2) - spent)} of 1.5 left" in out
     assert book.stat().st_size == size  # --check charges nothing
     code, _, err = release(capsys, people, second, "--ledger", book, "--dataset", "people", "--total", "2")
     assert code == 2 and "fixes the total of dataset 'people' at 3/2" in err

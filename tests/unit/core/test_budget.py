@@ -203,9 +203,13 @@ def test_an_exact_total_fits_a_tenth_then_a_fifth(frame, total):
 def test_a_float_total_says_how_to_be_exact(frame):
     acct = pdp.Accountant(total=0.3)
     acct.run(frame.dp.basic, ATTRS, epsilon=0.1)
-    with pytest.raises(pdp.BudgetExceededError,
-                       match=r"fractions\.Fraction or decimal strings \(total='0\.3'\)"):
+    with pytest.raises(pdp.BudgetExceededError, match=r"a fractions\.Fraction or a decimal string "
+                       r"\(total='0\.3'\), a mechanism's exact epsilon as a fractions\.Fraction"):
         acct.run(frame.dp.basic, ATTRS, epsilon=0.2)
+    exact = pdp.Accountant(total="0.3")  # what the hint says works
+    exact.run(frame.dp.basic, ATTRS, epsilon=Fraction(1, 10))
+    exact.run(frame.dp.basic, ATTRS, epsilon=Fraction(1, 5))
+    assert exact.spent_exact == Fraction(3, 10)
 
 
 def test_exact_charges_and_bad_totals():

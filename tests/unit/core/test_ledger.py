@@ -16,7 +16,7 @@ import polars as pl
 import pytest
 
 import polars_dp as pdp
-from polars_dp.ledger import domain_fingerprint
+from polars_dp.ledger import domain_fingerprint, exact_text
 from tests.helpers import REPO
 
 ATTRS = [pdp.Ordinal("a", 0, 9)]
@@ -225,3 +225,12 @@ def test_a_thousand_charges_append_and_reread_in_a_second(tmp_path):
     seconds = time.process_time() - t0
     assert budget is not None and budget.spent == 1 and len(budget.charges) == 1000
     assert seconds < 1, seconds
+
+
+@pytest.mark.parametrize(("value", "text"), [
+    (Fraction(1), "1"), (Fraction(1, 4), "0.25"), (Fraction(3, 2), "1.5"),
+    (Fraction(4, 5), "0.8 (exactly 4/5)"), (Fraction(0.1), "0.1"),
+    (Fraction(1, 3), "0.3333333333333333 (exactly 1/3)")])
+def test_exact_text_is_the_float_when_exact_else_names_the_rational(value, text):
+    """Refusals print budgets this way (they printed 0.80000000000000004 for 4/5)."""
+    assert exact_text(value) == text
