@@ -102,9 +102,11 @@ def run(args: argparse.Namespace) -> int:
         ("epsilon", f"{eps['stated']:g}{effective}"),
         ("noise", card["noise"]["family"]),
         ("randomness", card["noise"]["random_source"]),
-        ("domain", json.dumps(card["domain"], default=str)),
-        ("preprocessing", json.dumps(card["preprocessing"], default=str)),
     ]
+    domain = release.domain_lines() or ["(not stated)"]  # as `polars-dp info` shows it
+    rows += [("domain" if i == 0 else "", line) for i, line in enumerate(domain)]
+    rows.append(("preprocessing", ", ".join(f"{k} = {v}" for k, v in card["preprocessing"].items())
+                 or "(none)"))
     rows += [("accuracy" if i == 0 else "", line) for i, line in enumerate(accuracy_lines(card["accuracy"]))]
     rows += [("version", f"polars-dp {card['library']['version']}"), ("created", card["created"]),
              ("checksum", card["checksum"])]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import glob
 import os
+import re
 import sys
 import time
 from fractions import Fraction
@@ -34,7 +35,7 @@ examples:
   polars-dp release sessions.csv --spec examples/specs/privtree_sequences.toml -o pst.parquet
   polars-dp release people.parquet --spec domain.toml --check     # validate only; reads no rows
   polars-dp release "lake/*.parquet" --spec examples/specs/basic.toml -o r.parquet --engine duckdb
-  polars-dp release people.parquet --spec domain.toml -o r.parquet --ledger budget.ledger \
+  polars-dp release people.parquet --spec domain.toml -o r.parquet --ledger budget.ledger \\
       --dataset people --total 1.0      # refused if it would pass the dataset's total
 
 The domain file (TOML) declares the mechanism, epsilon, neighbours, the columns and their public
@@ -75,12 +76,15 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 
 
 def _in_domain_file_terms(message: str) -> str:
-    """Library hints name keyword arguments; say where they go in a domain file."""
-    for key, values in (("nulls", ("drop",)), ("on_out_of_domain", ("clamp", "drop"))):
-        named = [v for v in values if f"{key}='{v}'" in message or f"or '{v}'" in message]
-        if named:
-            choices = " or ".join(f'{key} = "{v}"' for v in named)
+    """Library hints name keyword arguments (``key='a' ... or 'b'``) and declarations
+    (``Ordinal('x', lo, hi, width=w)``); say what to write in a domain file instead."""
+    for key in ("nulls", "on_out_of_domain"):
+        for first, second in re.findall(rf"\b{key}='(\w+)'(?:[^'\[;]*?\bor '(\w+)')?", message):
+            choices = " or ".join(f'{key} = "{v}"' for v in (first, second) if v)
             message += f" [domain file: add {choices} under [options]]"
+    declared = r"Ordinal\('([^']*)', ([^,]+), ([^,]+), width=([^)]+)\)"
+    for column, lo, hi, width in re.findall(declared, message):
+        message += f" [domain file: lo = {lo}, hi = {hi}, width = {width} in the attribute of {column!r}]"
     return message
 
 

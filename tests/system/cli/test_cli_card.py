@@ -21,6 +21,12 @@ def test_card_json_is_the_cards_dict_and_text_marks_seeded_releases(tmp_path, ca
     assert json.loads(out) == json.loads(json.dumps(pdp.read_release(path).card(alpha=0.1), default=str))
     code, out, _ = run_cli(capsys, "card", path)
     assert code == 0 and "NOT FOR PUBLICATION: seeded" in out and "worst range of a" in out
+    # the domain as `info` words it, one line per attribute (it was the JSON of the record)
+    lines = out.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.lstrip().startswith("domain "))
+    shown = [lines[at].split("domain", 1)[1].strip(), lines[at + 1].strip()]
+    assert shown == pdp.read_release(path).domain_lines() and "{" not in lines[at]
+    assert "preprocessing  nulls = raise, on_out_of_domain = raise" in out
     code, _, err = run_cli(capsys, "card", path, "--alpha", "2")
     assert code == 2 and "alpha must lie strictly between 0 and 1" in err
     unseeded = pdp.uniform_grid(pl.DataFrame({"x": [0.1, 0.5], "y": [0.2, 0.9]}), ["x", "y"],

@@ -610,3 +610,20 @@ def test_engine_duckdb_refuses_sequences_and_bad_limits(workdir, tmp_path, capsy
                            str(SPECS / "basic.toml"), "-o", str(out), "--engine", "duckdb",
                            "--memory-limit", "lots")
     assert code == 2 and "--memory-limit" in err and not out.exists()
+
+
+def test_library_hints_are_translated_to_domain_file_terms_and_only_those_given():
+    """An out-of-domain hint names on_out_of_domain only (it also added nulls = "drop", from its
+    "or 'drop'"), a null hint nulls only, and a declaration is spelled as the file's keys."""
+    from polars_dp.cli.release import _in_domain_file_terms
+    outside = "column 'a': 2 value(s) outside [0, 9]; pass on_out_of_domain='clamp' (nearest cell) or 'drop'"
+    got = _in_domain_file_terms(outside)
+    assert got.endswith('[domain file: add on_out_of_domain = "clamp" or on_out_of_domain = "drop" '
+                        'under [options]]')
+    assert "nulls" not in got
+    nulls = "column 'a' has 1 null value(s); pass nulls='drop' (drops those rows)"
+    assert _in_domain_file_terms(nulls).endswith('[domain file: add nulls = "drop" under [options]]')
+    floats = "declare float bounds such as Ordinal('px', -4.0, 4.0, width=1.0), or on_out_of_domain='drop'"
+    got = _in_domain_file_terms(floats)
+    assert "[domain file: lo = -4.0, hi = 4.0, width = 1.0 in the attribute of 'px']" in got
+    assert 'on_out_of_domain = "drop" under' in got and "clamp" not in got
