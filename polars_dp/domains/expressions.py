@@ -126,6 +126,7 @@ class NumpyOps:
     floor: Callable[[Any], Any] = staticmethod(np.floor)
     abs: Callable[[Any], Any] = staticmethod(np.abs)
     ln: Callable[[Any], Any] = staticmethod(np.log)
+    exp: Callable[[Any], Any] = staticmethod(np.exp)
     ceil: Callable[[Any], Any] = staticmethod(np.ceil)
     power: Callable[[Any, Any], Any] = staticmethod(np.power)
     round: Callable[[Any, int], Any] = staticmethod(np.round)
@@ -256,6 +257,7 @@ class SqlOps:
     floor = staticmethod(_function("floor"))
     abs = staticmethod(_function("abs"))
     ln = staticmethod(_function("ln"))
+    exp = staticmethod(_function("exp"))
     smallest, largest = least, greatest
     ceil = staticmethod(_function("ceil"))
     power = staticmethod(_function("pow"))

@@ -44,6 +44,13 @@ Proof
    ``r = beta_2 / M``.
 5. *A single term* has the exact law: ``P(|b Z| > a) = exp(-a/(|b| s))`` (continuous) or, on the
    integers, ``P(|Z| > k) = 2 q^{k+1} / (1 + q)``: the smallest such ``k`` times ``|b|``.
+6. *Chebyshev.*  ``Var X <= 2 V`` (``Var Lap(s) = 2 s^2``; ``Var DLap(s) = 2 q / (1 - q)^2 =
+   1 / (2 sinh^2(1 / 2s)) <= 2 s^2``), so ``P(|X| > a) <= 2 V / a^2`` and ``a = sqrt(2 V /
+   alpha)`` is valid whatever the terms.  Steps 2-3 need a bound ``M`` on the largest magnitude
+   and give about ``M log(2/alpha)`` however small ``V`` is; where only ``M >= max beta`` is
+   known (spatial leaves: every weight at most 1), a box covering a sliver of one leaf has
+   ``V`` far below ``M^2``, and this is the tighter one.  :func:`chernoff_half_width` keeps the
+   smaller of the two (each is valid, so the smaller is).
 
 Written once
 ------------
@@ -280,7 +287,8 @@ def lists_terms(widths: Sequence[int], max_terms: int = 4096) -> bool:
 def chernoff_half_width(ops: Ops, variance_units: Any, bound: float, log_term: Any) -> Any:
     """Steps 1-3 written once over an ops namespace (:mod:`polars_dp.domains.expressions`):
     ``bound min_u (k phi(u^2) + log_term) / u`` over the public grid ``u`` of ``_U_GRID``,
-    ``k = variance_units / bound^2``, ``log_term = log(2/alpha)``; 0 where ``k = 0``.
+    ``k = variance_units / bound^2``, ``log_term = log(2/alpha)``, or step 6's ``sqrt(2 V /
+    alpha) = sqrt(variance_units exp(log_term))`` where that is smaller; 0 where ``k = 0``.
 
     ``phi(u^2)`` is a constant per grid point (computed here once), so the rule is plain
     arithmetic and a ``least`` over the grid: :data:`~polars_dp.domains.expressions.NUMPY`
@@ -289,7 +297,8 @@ def chernoff_half_width(ops: Ops, variance_units: Any, bound: float, log_term: A
     half-width (step 2), so the minimum over the grid is valid."""
     k = variance_units / (bound * bound)
     widths = [(k * float(-np.log1p(-(u * u))) + log_term) / float(u) for u in _U_GRID]
-    return ops.where(k > 0, bound * ops.smallest(*widths), 0.0)
+    chebyshev = ops.power(variance_units * ops.exp(log_term), 0.5)
+    return ops.where(k > 0, ops.smallest(bound * ops.smallest(*widths), chebyshev), 0.0)
 
 
 def chernoff_accuracy(variance_units: np.ndarray, bound: float, alpha: float) -> np.ndarray:

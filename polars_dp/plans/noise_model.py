@@ -204,7 +204,8 @@ class IndependentLaplace(LaplaceModel):
 
     def leaf_half_width(self, ops: Ops, weight_squares: Any, alpha: Any) -> Any:
         """The Chernoff bound :func:`~polars_dp.kernels.tail_bounds.chernoff_half_width` with
-        ``V = scale^2 sum w^2`` and every term's magnitude at most ``scale``."""
+        ``V = scale^2 sum w^2`` and every term's magnitude at most ``scale``, or Chebyshev's
+        ``sqrt(2 V / alpha)`` where smaller (a box over slivers of leaves)."""
         return chernoff_half_width(ops, self.scale**2 * weight_squares, self.scale, ops.ln(2.0 / alpha))
 
 

@@ -418,9 +418,10 @@ class SpatialRelease(Release):
         """Half-width ``a`` with ``P(|leaf noise of the answer| > a) <= alpha`` for answers whose
         leaf weights ``w <= 1`` have ``sum w^2 = weight_squares``: the noise model's
         :meth:`~polars_dp.plans.noise_model.NoiseModel.leaf_half_width` (i.i.d. leaf noise: the
-        Chernoff bound with every term's scale at most the leaves' ``b``; the uniformity error is
-        not included).  The one rule behind ``noise_lo`` / ``noise_hi`` in Python and in DuckDB;
-        NaN where the release states no error bar (:meth:`range_counts`)."""
+        Chernoff bound with every term's scale at most the leaves' ``b``, or Chebyshev's
+        ``sqrt(Var / alpha)`` where smaller; the uniformity error is not included).  The one rule
+        behind ``noise_lo`` / ``noise_hi`` in Python and in DuckDB; NaN where the release states
+        no error bar (:meth:`range_counts`)."""
         squares = np.asarray(weight_squares, dtype=np.float64)
         alpha = check_alpha(alpha)
         half = self.error_model.leaf_half_width(NUMPY, squares, np.float64(alpha))
