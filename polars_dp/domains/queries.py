@@ -167,6 +167,10 @@ def predicate_ranges(attributes: Sequence[Attribute], predicates: Mapping[str, A
         axis = columns.index(column)
         a = attributes[axis]
         if isinstance(a, Nominal):
+            if isinstance(predicate, (list, tuple, set, frozenset, dict)):
+                raise QueryError(f"{column}: give one label (a category or a node of its hierarchy), got "
+                                 f"{predicate!r}; a node covers its whole subtree, and a union of labels "
+                                 "is the sum of their counts")
             starts[axis], stops[axis] = a.leaf_range(predicate)
         else:
             lo, hi = _ordinal_pair(a, predicate)  # a (lo, hi) pair from here on

@@ -194,6 +194,8 @@ def test_basic_std_matches_empirical_noise(neighbours):
     ({"score": (-0.1, 0.5)}, "score: -0.1 is outside"),
     ({"age": 5}, "age: give an inclusive (lo, hi) pair"),
     ({"age": ("a", 5)}, "age: lo='a' is not a number"),
+    ({"job": ["clerk", "agent"]}, "job: give one label (a category or a node of its hierarchy), got"),
+    ({"zone": (1, 2)}, "zone: give one label"),
 ])
 def test_bad_single_predicates(release, predicates, message):
     with pytest.raises(pdp.QueryError, match=message.replace("(", r"\(").replace(")", r"\)")):
