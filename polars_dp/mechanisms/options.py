@@ -137,9 +137,8 @@ def without_entries(doc: str, names: tuple[str, ...]) -> str:
     out: list[str] = []
     skipping = False
     for line in doc.split("\n"):
-        head = line.split(" : ", 1)[0]
-        if line and not line[0].isspace():
-            skipping = " : " in line and head in names
+        if not line or not line[0].isspace():  # an entry ends at the next unindented or empty line
+            skipping = " : " in line and line.split(" : ", 1)[0] in names
         if not skipping:
             out.append(line)
     return "\n".join(out)

@@ -43,3 +43,10 @@ def test_method_passes_the_frame_and_arguments():
     r2 = lazy.dp.basic(attrs, epsilon=1.0, seed=3)
     r3 = pdp.basic(df, attrs, epsilon=1.0, seed=3)
     assert (r1.counts == r3.counts).all() and (r2.counts == r3.counts).all()
+
+
+def test_without_entries_drops_whole_entries_and_keeps_the_blank_line_after():
+    from polars_dp.mechanisms.options import without_entries
+    head = "Intro.\n\nParameters\n----------\n"
+    doc = head + "frame : the rows\n    more\nepsilon : e\nseed : s\n    x\n\n>>> 1\n"
+    assert without_entries(doc, ("frame", "seed")) == head + "epsilon : e\n\n>>> 1\n"
