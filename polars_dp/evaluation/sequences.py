@@ -14,7 +14,8 @@ import numpy as np
 import polars as pl
 
 from polars_dp.counting.frequency import as_lazy
-from polars_dp.counting.sequences import check_alphabet, encode_sequences, symbol_lists
+from polars_dp.counting.sequences import encode_sequences, symbol_lists
+from polars_dp.domains.alphabet import check_alphabet
 from polars_dp.errors import ParameterError
 from polars_dp.kernels.topk import best_k, frontier
 from polars_dp.params import check_int

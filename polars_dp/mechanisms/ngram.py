@@ -27,7 +27,8 @@ from typing import Any
 import numpy as np
 
 from polars_dp.counting.frequency import check_domain_size
-from polars_dp.counting.sequences import check_alphabet, encode_sequences
+from polars_dp.counting.sequences import encode_sequences
+from polars_dp.domains.alphabet import check_alphabet
 from polars_dp.domains.privacy_unit import Rows
 from polars_dp.kernels.pst import grow_context_tree
 from polars_dp.mechanisms.options import mechanism

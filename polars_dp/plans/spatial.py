@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Literal, TypeAlias
 
 import numpy as np
 
-from polars_dp.counting.sequences import check_alphabet
+from polars_dp.domains.alphabet import check_alphabet
 from polars_dp.domains.attributes import Ordinal
 from polars_dp.domains.box import as_box
 from polars_dp.errors import ParameterError, ReleaseFormatError
@@ -835,7 +835,7 @@ class PrivTreeSequencesPlan(SequencesPlan):
 
 def alphabet_size(alphabet: Any) -> int:
     """Number of public symbols (a string is its characters), checked as the sequences' encoder
-    checks them (:func:`~polars_dp.counting.sequences.check_alphabet`: not empty, distinct, all
+    checks them (:func:`~polars_dp.domains.alphabet.check_alphabet`: not empty, distinct, all
     ints or all strings), so that a bad alphabet is refused before any scale is computed."""
     return len(check_alphabet(alphabet))
 

@@ -78,7 +78,8 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from polars_dp.counting.sequences import alphabet_text, check_alphabet, check_max_length
+from polars_dp.counting.sequences import check_max_length
+from polars_dp.domains.alphabet import alphabet_text, check_alphabet
 from polars_dp.errors import ParameterError, QueryError, ReleaseFormatError
 from polars_dp.kernels.pst import deepest_nodes
 from polars_dp.kernels.topk import best_k, best_order, frontier

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from polars_dp.counting.sequences import alphabet_text
+from polars_dp.domains.alphabet import alphabet_text
 from polars_dp.releases.sql import (
     BATCH_WHERE,
     Registration,
