@@ -668,10 +668,13 @@ class PriveletPlan(GridPlan):
 # ---------------------------------------------------------------------------- compare
 def compare(plans: Sequence[GridPlan], queries: Any, *, align: str = "exact") -> pl.DataFrame:
     """Expected squared error of each plan over ``queries``, before any data: one row per plan
-    with ``mean``, ``max`` and ``q1`` .. ``q5`` (the mean over each fifth of the queries by
-    coverage, the share of the domain's cells a query spans; ``q5`` the widest).  With a
-    declared workload (:mod:`polars_dp.workload`, held implicitly) one row per plan with its
-    ``rmse`` and ``mean`` squared error (:meth:`GridPlan.workload_error`), best first."""
+    (``plan`` its strategy's name, e.g. ``Privelet+ uuTT``; ``mechanism``, ``epsilon``,
+    ``neighbours``) with ``rmse`` (the root of ``mean``), ``mean`` and ``max`` (the expected
+    squared error, i.e. the noise variance, of the queries) and ``q1`` .. ``q5`` (its mean over
+    each fifth of the queries by coverage, the share of the domain's cells a query spans; ``q5``
+    the widest).  With a declared workload (:mod:`polars_dp.workload`, held implicitly) one row
+    per plan with its ``rmse`` and ``mean`` squared error (:meth:`GridPlan.workload_error`),
+    best first."""
     plans = list(plans)
     if not plans:
         raise ParameterError("compare needs at least one plan", parameter="plans")
@@ -697,9 +700,11 @@ def compare(plans: Sequence[GridPlan], queries: Any, *, align: str = "exact") ->
     rows = []
     for p in plans:
         err = p.range_variance(starts, stops)
-        row: dict[str, Any] = {"plan": repr(p), "mechanism": p.release_mechanism, "epsilon": p.epsilon,
+        row: dict[str, Any] = {"plan": p.strategy_name, "mechanism": p.release_mechanism,
+                               "epsilon": p.epsilon, "neighbours": p.neighbours,
                                "transformed": list(p.transformed),
-                               "mean": float(err.mean()), "max": float(err.max())}
+                               "rmse": math.sqrt(float(err.mean())), "mean": float(err.mean()),
+                               "max": float(err.max())}
         for k, idx in enumerate(fifths, start=1):
             row[f"q{k}"] = float(err[idx].mean()) if idx.size else float("nan")
         rows.append(row)

@@ -318,8 +318,10 @@ def test_compare_rows(attrs):
     for row, p in zip(table.iter_rows(named=True), plans, strict=True):
         err = p.range_variance(starts, stops)
         assert row["mean"] == pytest.approx(err.mean()) and row["max"] == pytest.approx(err.max())
+        assert row["rmse"] == pytest.approx(np.sqrt(err.mean())) and row["plan"] == p.strategy_name
         assert np.mean([row[f"q{k}"] for k in range(1, 6)]) == pytest.approx(err.mean(), rel=0.05)
     assert table["mean"][3] <= table["mean"].min() * (1 + 1e-12)
+    assert table["plan"][0] == "Basic" and table["neighbours"][0] == "replace"  # names, not reprs
     with pytest.raises(pdp.ParameterError):
         pdp.compare([], queries)
 
