@@ -22,7 +22,7 @@ Laplace noise of scale ``height * l_top / epsilon`` rounded up to the ``2^-20`` 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -75,8 +75,9 @@ def run_ngram(plan: NgramPlan, frame: Any, *, seed: SeedLike, progress: bool | N
 @mechanism(NgramPlan, run_ngram)
 def ngram_sequences(frame: Any, column: str, *, alphabet: Sequence[int] | Sequence[str], max_length: int,
                     epsilon: float, height: int = ..., nulls: Nulls = ...,
-                    on_out_of_domain: OnOutOfAlphabet = ..., seed: SeedLike = ..., noise: NoiseKind = ...,
-                    progress: bool | None = ..., privacy_unit: Rows | None = ...) -> SequenceRelease:
+                    on_out_of_domain: OnOutOfAlphabet = ..., neighbours: Literal["add_remove"] = ...,
+                    seed: SeedLike = ..., noise: NoiseKind = ..., progress: bool | None = ...,
+                    privacy_unit: Rows | None = ...) -> SequenceRelease:
     """Release noisy n-gram counts up to ``n = height`` (public) as a complete-tree SequenceRelease:
     ``Lap(height l_top / epsilon)`` per count (``height k l_top`` with a privacy unit of ``k``
     sequences per user)."""

@@ -61,7 +61,7 @@ than ``l_top`` splits (no context is longer than ``l_top``), and the ``max_nodes
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -105,6 +105,7 @@ def privtree_sequences(frame: Any, column: str, *, alphabet: Sequence[int] | Seq
                        epsilon: float, tree_share: float = ..., theta: float = ...,
                        postprocess: Postprocess = ..., max_nodes: int | None = ..., length_share: float = ...,
                        nulls: Nulls = ..., on_out_of_domain: OnOutOfAlphabet = ...,
+                       neighbours: Literal["add_remove"] = ...,
                        seed: SeedLike = ..., noise: NoiseKind = ..., progress: bool | None = ...,
                        privacy_unit: Rows | None = ...) -> SequenceRelease:
     """Release a PST of the sequences in ``column`` with PrivTree's depth-independent noise (under

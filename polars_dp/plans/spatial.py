@@ -649,14 +649,32 @@ _SEQUENCES = (
     Option("epsilon", float, kind="positive",
            doc="total budget under add/remove-one-sequence neighbours."),
 )
+
+
+def check_sequence_neighbours(neighbours: str) -> str:
+    """``"add_remove"``, the one relation the sequence mechanisms are private under (their
+    sensitivities count one sequence added or removed: ``l_top`` per leaf histogram, one length
+    bin); ``"replace"`` is refused, saying so."""
+    if check_neighbours(neighbours) != "add_remove":
+        raise ParameterError("sequence mechanisms are differentially private under add/remove-one "
+                             "neighbours only: use neighbours='add_remove' (the default; for a Session or an "
+                             "Accountant releasing sequences too)",
+                             parameter="neighbours")
+    return neighbours
+
+
 #: The sequences' row rules (:func:`polars_dp.counting.sequences.encode_sequences`): drop, never
-#: clamp, a sequence on its own (the guarantee is unchanged).
+#: clamp, a sequence on its own (the guarantee is unchanged); and their one neighbour relation,
+#: which may be stated as for every other mechanism.
 _SEQUENCE_ROWS = (
     Option("nulls", Nulls, "raise",
            doc="``\"raise\"`` (default) or ``\"drop\"`` a sequence that is null or holds a null symbol."),
     Option("on_out_of_domain", OnOutOfAlphabet, "raise",
            doc="``\"raise\"`` (default) or ``\"drop\"`` a sequence holding a symbol outside the "
                "alphabet in its first ``max_length`` symbols."),
+    Option("neighbours", Literal["add_remove"], "add_remove", check=check_sequence_neighbours,
+           doc="``\"add_remove\"`` (the default and the only relation: one sequence added or "
+               "removed); ``\"replace\"`` is refused."),
     SEED, NOISE, PROGRESS, PRIVACY_UNIT)
 
 

@@ -156,6 +156,8 @@ def test_a_plan_reads_no_data_and_bad_options_refuse_before_reading(attrs):
      "alphabet is empty"),
     (lambda a: pdp.privtree_sequences(pl.DataFrame(), "s", alphabet="aba", max_length=2, epsilon=1.0),
      "alphabet", "duplicate symbols"),
+    (lambda a: pdp.ngram_sequences(pl.DataFrame(), "s", alphabet="ab", max_length=2, epsilon=1.0,
+                                   neighbours="replace"), "neighbours", "add/remove-one neighbours only"),
 ])
 def test_parameter_errors_name_the_option(attrs, call, parameter, words):
     with pytest.raises(pdp.ParameterError, match=words) as err:
@@ -443,3 +445,15 @@ def test_privtree_default_fanout_halves_every_axis_up_to_3_dimensions_and_two_fr
     plan = pdp.plan("privtree", columns, bounds=bounds, epsilon=1.0)
     assert plan.layout.fanout == fanout == plan.record()["fanout"]
     assert pdp.plan("privtree", columns, bounds=bounds, epsilon=1.0, fanout=2).layout.fanout == 2
+
+
+@pytest.mark.parametrize("mechanism", ["privtree_sequences", "ngram_sequences"])
+def test_sequence_mechanisms_take_their_one_relation_stated(mechanism):
+    """``neighbours="add_remove"`` may be written, as for every mechanism (it was an unknown
+    option): the same release as without it."""
+    frame = pl.DataFrame({"s": [[1, 2], [2, 3], [1]]})
+    fn = getattr(pdp, mechanism)
+    stated = fn(frame, "s", alphabet=[1, 2, 3], max_length=3, epsilon=1.0, neighbours="add_remove", seed=5)
+    implied = fn(frame, "s", alphabet=[1, 2, 3], max_length=3, epsilon=1.0, seed=5)
+    assert stated.neighbours == implied.neighbours == "add_remove"
+    assert stated.to_arrow().equals(implied.to_arrow())

@@ -81,7 +81,8 @@ ROWS = "on_out_of_domain='raise', nulls='raise', count_column=None, noise='exact
 UNIT = "privacy_unit=None"
 POINTS = "frame, columns, *, bounds, epsilon"
 SEQUENCES = "frame, column, *, alphabet, max_length, epsilon"
-SEQUENCE_ROWS = "nulls='raise', on_out_of_domain='raise', seed=None, noise='exact', progress=None"
+SEQUENCE_ROWS = ("nulls='raise', on_out_of_domain='raise', neighbours='add_remove', seed=None, "
+                 "noise='exact', progress=None")
 PUBLIC = {
     "basic": ["frame, attributes, *, epsilon, workload=None, strategy=None, neighbours='replace'",
               "seed=None", ROWS, UNIT],
