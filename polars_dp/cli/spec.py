@@ -249,7 +249,7 @@ class Spec:
         mechanism = getattr(pdp, self.mechanism)
         func = mechanism if accountant is None else functools.partial(accountant.run, mechanism)
         kwargs: dict[str, Any] = dict(self.options, epsilon=self.epsilon, seed=seed)
-        if self.neighbours and self.shape != "sequences":
+        if self.neighbours:
             kwargs["neighbours"] = self.neighbours
         if self.privacy_unit is not None:
             kwargs["privacy_unit"] = self.privacy_unit
