@@ -81,6 +81,7 @@ from polars_dp.errors import BudgetExceededError, ParameterError
 from polars_dp.ledger import Ledger, check_dataset_name, domain_fingerprint, exact_text
 from polars_dp.noise import check_neighbours
 from polars_dp.plans import REGISTRY, Plan, plan, plan_class
+from polars_dp.plans.spatial import SEQUENCE_NEIGHBOURS
 
 #: What ``total`` and a charged ``epsilon`` may be: a float is its exact binary value.
 ExactEpsilon = float | int | Fraction | Decimal | str
@@ -237,8 +238,13 @@ class Accountant:
         return float(self.spent_exact)
 
     @property
+    def remaining_exact(self) -> Fraction:
+        """What is left of the total, exactly (never below 0)."""
+        return max(Fraction(0), self._total - self.spent_exact)
+
+    @property
     def remaining(self) -> float:
-        return float(max(Fraction(0), self._total - self.spent_exact))
+        return float(self.remaining_exact)
 
     def charge(self, epsilon: ExactEpsilon, label: str, *, exact: Fraction | None = None,
                mechanism: str | None = None, noise: str | None = None, domain: str | None = None) -> None:
@@ -258,7 +264,7 @@ class Accountant:
         elif self.spent_exact + amount > self._total:
             raise BudgetExceededError(
                 f"{label} asks for epsilon {exact_text(amount)} but only "
-                f"{exact_text(max(Fraction(0), self._total - self.spent_exact))} of the total "
+                f"{exact_text(self.remaining_exact)} of the total "
                 f"{exact_text(self._total)} is left (spent {exact_text(self.spent_exact)} on "
                 f"{len(self.ledger)} release(s); epsilons add exactly, as exact rationals, and "
                 f"{EXACT_HINT}); lower epsilon or stop releasing from this data"
@@ -290,8 +296,7 @@ class Accountant:
             raise ParameterError(
                 f"{label} is planned under neighbours={plan.neighbours!r} but this budget composes "
                 f"releases under neighbours={self.neighbours!r}"
-                + ("; sequence mechanisms are differentially private under add/remove-one neighbours "
-                   "only: use neighbours='add_remove'" if plan.shape == "sequences" else ""),
+                + (f"; {SEQUENCE_NEIGHBOURS}" if plan.shape == "sequences" else ""),
                 parameter="neighbours")
         spent = plan.epsilon_spent
         args, kwargs = plan.arguments()

@@ -8,7 +8,6 @@ import os
 import re
 import sys
 import time
-from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -170,9 +169,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"ok: {args.spec} declares {plan} over {spec.domain_text()}; {args.data} has the "
                   f"columns {', '.join(spec.input_columns)}")
             if acct is not None:
-                left = max(Fraction(0), acct.total_exact - acct.spent_exact)
-                print(f"  budget: {exact_text(left)} of {exact_text(acct.total_exact)} left for dataset "
-                      f"{args.dataset!r}")
+                print(f"  budget: {exact_text(acct.remaining_exact)} of {exact_text(acct.total_exact)} left "
+                      f"for dataset {args.dataset!r}")
         return 0
     if args.seed is not None:
         msg.warn(f"--seed {args.seed} makes the noise reproducible: anyone who knows the seed can remove "

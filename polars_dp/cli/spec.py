@@ -324,9 +324,12 @@ class _Reader:
         if neighbours is not None and neighbours not in NEIGHBOURS:
             raise self.fail(("neighbours",), f"{neighbours!r}: use 'replace' (modify one row) or "
                                              "'add_remove' (add or remove one row)")
-        if shape == "sequences" and neighbours not in (None, "add_remove"):
-            raise self.fail(("neighbours",), f"{mechanism} is defined for add/remove-one-sequence "
-                                             "neighbours only; remove the key or set 'add_remove'")
+        if neighbours is not None:  # the relations the mechanism takes: its option's own check
+            option = next(o for o in REGISTRY[mechanism].plan_class.options_table if o.name == "neighbours")
+            try:
+                option.validate(neighbours)
+            except pdp.ParameterError as exc:
+                raise self.fail(("neighbours",), str(exc)) from None
         description = self.get(doc, ("description",), required=False, kind=str) or ""
         spec = Spec(path=self.path, mechanism=mechanism, shape=shape, epsilon=float(epsilon),
                     neighbours=neighbours, options=self.options(mechanism), description=description,

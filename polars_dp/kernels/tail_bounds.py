@@ -302,11 +302,11 @@ def chernoff_half_width(ops: Ops, variance_units: Any, bound: float, log_term: A
 
 
 def chernoff_accuracy(variance_units: np.ndarray, bound: float, alpha: float) -> np.ndarray:
-    """Half-width from steps 1-3 alone, given ``V`` (``variance_units``, the sum of squared
-    Laplace magnitudes) and an upper bound ``bound`` on every term's magnitude: ``a = bound
-    min_u (k phi(u^2) + log(2/alpha)) / u``, ``k = V / bound^2`` (valid for any bound >= the
-    largest magnitude; used where the largest is not computed, e.g. spatial leaves with weights
-    <= 1): :func:`chernoff_half_width` on numpy."""
+    """Half-width from steps 1-3 and 6 alone, given ``V`` (``variance_units``, the sum of squared
+    Laplace magnitudes) and an upper bound ``bound`` on every term's magnitude: the smaller of
+    ``a = bound min_u (k phi(u^2) + log(2/alpha)) / u``, ``k = V / bound^2`` (valid for any bound
+    >= the largest magnitude; used where the largest is not computed, e.g. spatial leaves with
+    weights <= 1) and ``sqrt(2 V / alpha)``: :func:`chernoff_half_width` on numpy."""
     v = np.asarray(variance_units, dtype=np.float64)
     return np.asarray(chernoff_half_width(NUMPY, v, bound, math.log(2.0 / alpha)), dtype=np.float64)
 

@@ -651,15 +651,19 @@ _SEQUENCES = (
 )
 
 
+#: Why a sequence mechanism refuses ``"replace"`` (the plan, a budget and a domain file say it).
+SEQUENCE_NEIGHBOURS = ("sequence mechanisms are differentially private under add/remove-one neighbours "
+                       "only (add/remove-one-sequence neighbours only: one sequence added or removed, none "
+                       "replaced); use neighbours='add_remove' (the default; for a Session or an "
+                       "Accountant releasing sequences too)")
+
+
 def check_sequence_neighbours(neighbours: str) -> str:
     """``"add_remove"``, the one relation the sequence mechanisms are private under (their
     sensitivities count one sequence added or removed: ``l_top`` per leaf histogram, one length
-    bin); ``"replace"`` is refused, saying so."""
+    bin); ``"replace"`` is refused with :data:`SEQUENCE_NEIGHBOURS`."""
     if check_neighbours(neighbours) != "add_remove":
-        raise ParameterError("sequence mechanisms are differentially private under add/remove-one "
-                             "neighbours only: use neighbours='add_remove' (the default; for a Session or an "
-                             "Accountant releasing sequences too)",
-                             parameter="neighbours")
+        raise ParameterError(SEQUENCE_NEIGHBOURS, parameter="neighbours")
     return neighbours
 
 
@@ -914,6 +918,6 @@ class NgramPlan(SequencesPlan):
 
 __all__ = ["AdaptiveGridPlan", "Bounds", "NgramPlan", "PointsPlan", "Postprocess", "PrivTreePlan",
            "PrivTreeSequencesPlan", "PrivTreeSubgridPlan", "PriveletGridPlan", "SequencesPlan",
-           "UniformGridPlan", "alphabet_size",
+           "SEQUENCE_NEIGHBOURS", "UniformGridPlan", "alphabet_size",
            "check_length_share", "FANOUT_4_FROM", "MAX_GRID_CELLS", "grid_side", "max_side",
            "privtree_fanout", "split_budget"]

@@ -286,19 +286,22 @@ class SpatialRelease(Release):
                     arr[:, j] = default
         if np.isnan(q_lo).any() or np.isnan(q_hi).any():
             raise QueryError("query bounds contain NaN")
+
+        def where(row: int) -> str:
+            """How an error names the query (nothing for a single query without an id)."""
+            return f" ({row_text(frame, row)})" if "id" in frame.columns or n > 1 else ""
         for j in range(self.box.d):
             for arr, side in ((q_lo, "lo"), (q_hi, "hi")):
                 bad = np.flatnonzero(outside_box(NUMPY, self.box, j, arr[:, j]))
                 if bad.size:
                     row = int(bad[0])
-                    where = f" ({row_text(frame, row)})" if "id" in frame.columns or n > 1 else ""
-                    raise QueryError(outside_box_text(NUMPY, self.box, j, side, arr[row, j]) + where)
+                    raise QueryError(outside_box_text(NUMPY, self.box, j, side, arr[row, j]) + where(row))
         bad = np.nonzero(np.any(q_lo > q_hi, axis=1))[0]
         if bad.size:  # the sentence of the SQL macros and of grid releases
             row = int(bad[0])
             j = int(np.flatnonzero(q_lo[row] > q_hi[row])[0])
-            where = f" ({row_text(frame, row)})" if "id" in frame.columns or n > 1 else ""
-            raise QueryError(reversed_text(NUMPY, self.box.columns[j], q_lo[row, j], q_hi[row, j]) + where)
+            reverse = reversed_text(NUMPY, self.box.columns[j], q_lo[row, j], q_hi[row, j])
+            raise QueryError(reverse + where(row))
         return q_lo, q_hi
 
     def range_counts(self, boxes: Any, std: bool = False, *,
@@ -592,13 +595,11 @@ class SpatialRelease(Release):
                 raise QueryError(f"{col!r} is not a column of this release; columns: {self.columns}")
             if not (isinstance(pred, (tuple, list)) and len(pred) == 2):
                 raise QueryError(f"{col}: give a (lo, hi) pair, got {pred!r}")
-            j = self.box.columns.index(col)
-            for side, value, default in (("lo", pred[0], self.box.lo[j]), ("hi", pred[1], self.box.hi[j])):
-                if value is None:  # an open end: the declared bound, as a null bound in a table of boxes
-                    value = default
-                elif isinstance(value, bool) or not isinstance(value, numbers.Real):
+            for side, value in zip(("lo", "hi"), pred, strict=True):
+                if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Real)):
                     raise QueryError(f"{col}: {side}={value!r} is not a number")
-                query[f"{col}_{side}"] = [float(value)]
+                # None: an open end, a null bound (the whole range) as in a table of boxes
+                query[f"{col}_{side}"] = [None if value is None else float(value)]
         return query
 
     # ------------------------------------------------------------------ outputs
