@@ -588,8 +588,8 @@ class SpatialRelease(Release):
             return float(self.count.sum())
         return float(self.range_count_array(query, density=density)[0])
 
-    def _single_query(self, ranges: Mapping[str, Any]) -> dict[str, list[float]]:
-        query: dict[str, list[float]] = {}
+    def _single_query(self, ranges: Mapping[str, Any]) -> dict[str, list[float | None]]:
+        query: dict[str, list[float | None]] = {}
         for col, pred in ranges.items():
             if col not in self.box.columns:
                 raise QueryError(f"{col!r} is not a column of this release; columns: {self.columns}")
