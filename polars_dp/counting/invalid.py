@@ -8,7 +8,7 @@ value is the smallest offending value as text (deterministic in every engine).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import polars as pl
@@ -21,7 +21,7 @@ from polars_dp.errors import DomainError
 Stats = list[tuple[int, int, int, Any]]
 
 
-def polars_stats(frame: pl.LazyFrame | pl.DataFrame, spec: CountSpec, schema: pl.Schema) -> Stats:
+def polars_stats(frame: pl.LazyFrame | pl.DataFrame, spec: CountSpec, schema: Mapping[str, pl.DataType]) -> Stats:
     exprs = []
     for k, a in enumerate(spec.axes):
         dtype = schema[a.column]

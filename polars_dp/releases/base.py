@@ -25,6 +25,7 @@ import copy
 import functools
 import itertools
 import os
+import time
 from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from fractions import Fraction
@@ -178,9 +179,10 @@ class Release:
     #: that module (it sits on the DuckDB glue, which imports this one).
     script_writer: ClassVar[Callable[[Release, str | os.PathLike, str], str] | None] = None
 
-    created: str
     library_version: str
     seeded: bool
+    _created: str | None
+    _made_at: float
     #: Whether the values were checked against a checksum (module docstring); set by the readers.
     verified: bool = True
     _plan: Plan | None = None
@@ -213,9 +215,17 @@ class Release:
         else:
             self._stated = {**stated, "epsilon": float(epsilon), "noise": noise or "float"}
         self._params = ReleaseParams(given)
-        self.created = created or datetime.now(UTC).isoformat(timespec="seconds")
+        # the clock read now, formatted when first asked for (most releases never print it)
+        self._created, self._made_at = created or None, time.time()
         self.library_version = library_version or __version__
         self.seeded = bool(seeded)
+
+    @property
+    def created(self) -> str:
+        """When the release was made: UTC, ISO 8601 to the second (``2026-12-03T13:05:12+00:00``)."""
+        if self._created is None:
+            self._created = datetime.fromtimestamp(self._made_at, UTC).isoformat(timespec="seconds")
+        return self._created
 
     def _shared(self, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The constructor arguments a release derived from this one keeps: its plan, or the header

@@ -200,3 +200,15 @@ def test_all_cells_enumerated_in_c_order():
     weights = np.arange(12)
     frame = frame.select(pl.all().repeat_by(pl.Series(weights)).explode())
     np.testing.assert_array_equal(frequency_matrix(frame, attrs).reshape(-1), weights)
+
+
+def test_column_types_are_the_schemas_for_the_columns_read():
+    from polars_dp.counting.engines.polars import column_types
+    from polars_dp.counting.spec import CountSpec
+    frame = pl.DataFrame({"a": [1], "b": ["x"], "w": pl.Series([2], dtype=pl.UInt16), "z": [0.5]})
+    spec = CountSpec.make([pdp.Ordinal("a", 0, 1), pdp.Nominal("b", categories=["x"])], count_column="w")
+    assert column_types(frame, spec) == {c: frame.schema[c] for c in ("a", "b", "w")}
+    missing = CountSpec.make([pdp.Ordinal("a", 0, 1)], count_column="n")
+    with pytest.raises(pdp.ColumnNotFoundError, match=r"'n' is not in the input; available columns: "
+                                                      r"\['a', 'b', 'w', 'z'\]"):
+        column_types(frame, missing)

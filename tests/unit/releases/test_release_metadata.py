@@ -186,3 +186,16 @@ def test_files_written_now_record_the_version_of_pyproject_never_0_1_0(tmp_path)
     path = _make("basic").write_parquet(tmp_path / "r.parquet")
     assert read_metadata(pq.read_schema(path))["version"] == declared
     assert pdp.read_release(path).library_version == declared
+
+
+def test_created_is_when_the_release_was_made_and_what_it_was_read_with(tmp_path):
+    from datetime import UTC, datetime
+    before = datetime.now(UTC).replace(microsecond=0)
+    release = _make("basic")
+    after = datetime.now(pdp.releases.base.UTC)
+    made = datetime.fromisoformat(release.created)
+    assert before <= made <= after and made.utcoffset().total_seconds() == 0
+    assert release.created.endswith("+00:00") and len(release.created) == len("2026-01-01T00:00:00+00:00")
+    assert release.metadata()["created"] == release.created
+    release.write_parquet(tmp_path / "r.parquet")
+    assert pdp.read_release(tmp_path / "r.parquet").created == release.created
