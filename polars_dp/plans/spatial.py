@@ -370,13 +370,9 @@ class PrivTreeSubgridPlan(_PrivTreeBase):
                                         unit_factor=self.privacy_unit.factor)
         self.epsilon_leaf: float | Fraction
         self.epsilon_sub: float | Fraction
-        if self.noise == "exact":
-            self.epsilon_tree, self.epsilon_leaf, self.epsilon_sub = (
-                budget.epsilon_tree, budget.epsilon_leaf, budget.epsilon_sub)
-        else:
-            self.epsilon_tree = self.epsilon * self.tree_share
-            self.epsilon_leaf = (self.epsilon - self.epsilon_tree) * self.options["leaf_share"]
-            self.epsilon_sub = self.epsilon - self.epsilon_tree - self.epsilon_leaf
+        parts = (budget.epsilon_tree, budget.epsilon_leaf, budget.epsilon_sub)  # the one split
+        self.epsilon_tree, self.epsilon_leaf, self.epsilon_sub = (
+            parts if self.noise == "exact" else tuple(float(p) for p in parts))
         self.leaf_scale = laplace_scale(self.sensitivity, self.epsilon_leaf, self.noise)
         self.sub_scale = laplace_scale(self.sensitivity, self.epsilon_sub, self.noise)
         self._calibrate_decisions(self.tree_layout)

@@ -318,3 +318,11 @@ def test_a_subgrid_release_names_its_sub_cells_and_its_leaves():
     assert f"sub_cells={rel.n_leaves:,}, leaves={leaves:,}" in repr(rel)
     assert rel.size_text() == f"{rel.n_leaves:,} sub-cells in {leaves:,} PrivTree leaves"
     assert rel.n_leaves >= leaves
+
+
+def test_float_noise_takes_the_same_budget_split():
+    exact = pdp.plan("privtree_subgrid", ["x", "y"], bounds=BOX, epsilon=0.7)
+    floats = pdp.plan("privtree_subgrid", ["x", "y"], bounds=BOX, epsilon=0.7, noise="float")
+    for part in ("epsilon_tree", "epsilon_leaf", "epsilon_sub"):
+        assert isinstance(getattr(floats, part), float)
+        assert getattr(floats, part) == float(getattr(exact, part))
