@@ -21,7 +21,8 @@ from polars_dp.errors import DomainError
 Stats = list[tuple[int, int, int, Any]]
 
 
-def polars_stats(frame: pl.LazyFrame | pl.DataFrame, spec: CountSpec, schema: Mapping[str, pl.DataType]) -> Stats:
+def polars_stats(frame: pl.LazyFrame | pl.DataFrame, spec: CountSpec, schema: Mapping[str, pl.DataType]
+                 ) -> Stats:
     exprs = []
     for k, a in enumerate(spec.axes):
         dtype = schema[a.column]

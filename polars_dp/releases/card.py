@@ -75,9 +75,10 @@ class Carded(Header, Protocol):
 
     seeded: bool
     verified: bool
-    created: str
     library_version: str
 
+    @property
+    def created(self) -> str: ...
     @property
     def params(self) -> Mapping[str, Any]: ...
     def card_domain(self) -> dict[str, Any]: ...

@@ -171,5 +171,5 @@ def count_polars(frame: pl.DataFrame | pl.LazyFrame, spec: CountSpec, *, dense: 
     return acc.dense() if dense else acc.sparse()
 
 
-__all__ = ["BATCH_ROWS", "EXPRESSION_SLICE_ROWS", "Schema", "add_batch", "add_frame", "column_types", "count_polars",
-           "plan_cells", "prepare", "row_filter"]
+__all__ = ["BATCH_ROWS", "EXPRESSION_SLICE_ROWS", "Schema", "add_batch", "add_frame", "column_types",
+           "count_polars", "plan_cells", "prepare", "row_filter"]
