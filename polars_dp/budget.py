@@ -17,8 +17,16 @@ polars_dp.errors.BudgetExceededError: ...
 
 Releases under different neighbour relations do not compose directly (an ``epsilon``-DP
 release under ``add_remove`` is ``2 epsilon``-DP under ``replace``); the accountant keeps to
-one relation and refuses the other.  A charge is never refunded: a mechanism that fails
-after reading the data (say, on an out-of-domain value) has already let something out.
+one relation and refuses the other.  Likewise for the privacy unit
+(:mod:`polars_dp.domains.privacy_unit`): the relations are on *individuals*, one row under
+``pdp.Rows()`` or the rows of one identifier under ``pdp.Rows(max_per=k, id_column="person")``.
+A row-level ``epsilon``-DP release is only ``m epsilon``-DP for a person with ``m`` rows, so
+releases protecting different individuals do not compose: the accountant protects one
+(``privacy_unit=``, one row by default), gives it to a call that names none, and refuses a
+plan whose ``id_column`` differs.  Releases that truncate the same identifier to different
+``max_per`` compose (each is ``epsilon_i``-DP for that identifier).  A charge is never
+refunded: a mechanism that fails after reading the data (say, on an out-of-domain value) has
+already let something out.
 
 Every release is judged on its plan
 -----------------------------------
@@ -77,6 +85,7 @@ from fractions import Fraction
 from typing import Any
 
 from polars_dp import mechanisms
+from polars_dp.domains.privacy_unit import Rows, as_privacy_unit
 from polars_dp.errors import BudgetExceededError, ParameterError
 from polars_dp.ledger import Ledger, check_dataset_name, domain_fingerprint, exact_text
 from polars_dp.noise import check_neighbours
@@ -120,11 +129,13 @@ def exact_epsilon(value: ExactEpsilon, name: str = "epsilon") -> Fraction:
     return exact
 
 
-def planned_call(name: str, args: tuple[Any, ...], kwargs: dict[str, Any], neighbours: str
-                 ) -> tuple[Plan, bool | None]:
+def planned_call(name: str, args: tuple[Any, ...], kwargs: dict[str, Any], neighbours: str,
+                 privacy_unit: Rows | None = None) -> tuple[Plan, bool | None]:
     """``(plan, progress)`` of the mechanism call ``name(data, *args, **kwargs)`` charged under
     ``neighbours``: a seed is refused, a different relation is refused, an unset one is the
-    accountant's (for mechanisms with a ``neighbours`` option); the plan checks the rest."""
+    accountant's (for mechanisms with a ``neighbours`` option), as is an unset (or ``None``)
+    ``privacy_unit`` (:meth:`Accountant.charge_plan` refuses another individual); the plan
+    checks the rest."""
     kwargs = dict(kwargs)
     if kwargs.get("seed") is not None:
         raise ParameterError(
@@ -140,6 +151,9 @@ def planned_call(name: str, args: tuple[Any, ...], kwargs: dict[str, Any], neigh
                                  f"neighbours={kwargs['neighbours']!r}", parameter="neighbours")
     elif "neighbours" in {o.name for o in plan_class(name).options_table}:
         kwargs["neighbours"] = neighbours
+    if (privacy_unit is not None and kwargs.get("privacy_unit") is None
+            and "privacy_unit" in {o.name for o in plan_class(name).options_table}):
+        kwargs["privacy_unit"] = privacy_unit
     return plan(name, *args, **kwargs), progress
 
 
@@ -185,9 +199,13 @@ class Accountant:
     kept as a float; ``total_exact`` is what charges are compared with.  ``allow_float=True``
     admits ``noise="float"`` releases (refused otherwise, see above).
 
+    ``privacy_unit``: the individual every release protects (``pdp.Rows()``, one row, by
+    default; module docstring): a plan that names none gets it, one protecting another
+    individual (another ``id_column``) is refused.
+
     ``ledger=pdp.Ledger(path), dataset="people"``: the budget outlives the process
     (:mod:`polars_dp.ledger`).  ``total`` is then the dataset's total, fixed in the file by its
-    first charge (another total or relation later is a LedgerError); every charge is checked,
+    first charge with its relation and individual (others later are a LedgerError); every charge is checked,
     under the file's lock, against the charges of every process, then appended before the
     data is read.  ``spent`` and ``remaining`` are the dataset's; ``ledger`` still lists this
     accountant's own charges, and ``book`` is the file.
@@ -199,13 +217,15 @@ class Accountant:
     allow_float: bool = False
     dataset: str | None = None
     book: Ledger | None = field(default=None, repr=False)
+    privacy_unit: Rows = field(default_factory=Rows)
     _exact: list[Fraction] = field(default_factory=list, init=False, repr=False)
     _total: Fraction = field(default=Fraction(0), init=False, repr=False)
 
     def __init__(self, total: ExactEpsilon, neighbours: str = "replace",
                  ledger: list[tuple[str, float]] | Ledger | None = None, allow_float: bool = False, *,
-                 dataset: str | None = None):
+                 dataset: str | None = None, privacy_unit: Rows | None = None):
         self.total, self.neighbours, self.allow_float = total, neighbours, allow_float
+        self.privacy_unit = as_privacy_unit(privacy_unit)
         self.book = ledger if isinstance(ledger, Ledger) else None
         self.ledger = [] if ledger is None or isinstance(ledger, Ledger) else ledger
         self.dataset = dataset
@@ -217,7 +237,8 @@ class Accountant:
             raise ParameterError("a persistent budget needs both ledger=pdp.Ledger(path) and dataset='name' "
                                  f"(got ledger={ledger!r}, dataset={dataset!r})", parameter="dataset")
         if self.book is not None:
-            self.book.check(check_dataset_name(dataset), self._total, self.neighbours)
+            self.book.check(check_dataset_name(dataset), self._total, self.neighbours,
+                            self.privacy_unit.id_column)
 
     @property
     def total_exact(self) -> Fraction:
@@ -260,7 +281,8 @@ class Accountant:
                                  parameter="epsilon")
         if self.book is not None and self.dataset is not None:  # checked and appended under the file's lock
             self.book.charge(self.dataset, amount, total=self._total, neighbours=self.neighbours, label=label,
-                             mechanism=mechanism, noise=noise, domain=domain)
+                             mechanism=mechanism, noise=noise, domain=domain,
+                             id_column=self.privacy_unit.id_column)
         elif self.spent_exact + amount > self._total:
             raise BudgetExceededError(
                 f"{label} asks for epsilon {exact_text(amount)} but only "
@@ -286,8 +308,9 @@ class Accountant:
 
     def charge_plan(self, plan: Plan, label: str | None = None) -> Fraction:
         """Charge ``plan`` its exact ``epsilon_spent`` (the one rule, module docstring) and return
-        it; refused, recording nothing, if the plan's neighbour relation is not the
-        accountant's, if it draws float noise without ``allow_float`` or if it does not fit."""
+        it; refused, recording nothing, if the plan's neighbour relation or individual (its
+        privacy unit's ``id_column``) is not the accountant's, if it draws float noise without
+        ``allow_float`` or if it does not fit."""
         if not isinstance(plan, Plan):
             raise ParameterError(f"charge_plan takes a plan (pdp.plan(...)), got {type(plan).__name__}",
                                  parameter="plan")
@@ -298,6 +321,14 @@ class Accountant:
                 f"releases under neighbours={self.neighbours!r}"
                 + (f"; {SEQUENCE_NEIGHBOURS}" if plan.shape == "sequences" else ""),
                 parameter="neighbours")
+        unit = plan.privacy_unit
+        if unit.id_column != self.privacy_unit.id_column:
+            raise ParameterError(
+                f"{label} protects {unit.individual} as one individual ({unit!r}) but this budget composes "
+                f"releases protecting {self.privacy_unit.individual} ({self.privacy_unit!r}); releases "
+                "protecting different individuals do not compose: declare the budget's unit "
+                "(privacy_unit= on the Session or Accountant) and give every release that id_column",
+                parameter="privacy_unit")
         spent = plan.epsilon_spent
         args, kwargs = plan.arguments()
         domain = domain_fingerprint([args, {k: kwargs[k] for k in DOMAIN_OPTIONS if k in kwargs}])
@@ -324,7 +355,7 @@ class Accountant:
         if epsilon is not None:
             kwargs["epsilon"] = epsilon
         name, data, args, kwargs = resolve_call(mechanism, args, kwargs)
-        planned, progress = planned_call(name, args, kwargs, self.neighbours)
+        planned, progress = planned_call(name, args, kwargs, self.neighbours, self.privacy_unit)
         self.charge_plan(planned)
         return planned.run(data, progress=progress)
 

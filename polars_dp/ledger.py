@@ -1,7 +1,8 @@
 """A budget ledger that outlives the process: an append-only, hash-chained file of charges.
 
-``pdp.Ledger(path)`` holds, per *dataset* (a name), its total epsilon and neighbour relation,
-fixed by the first charge, and every charge made against it: the exact epsilon charged (a
+``pdp.Ledger(path)`` holds, per *dataset* (a name), its total epsilon, neighbour relation and
+individual (the privacy unit's ``id_column``; one row when the record has none), fixed by the
+first charge, and every charge made against it: the exact epsilon charged (a
 :class:`fractions.Fraction`, written as ``"n/d"``), the label, the mechanism, the noise kind and
 the fingerprint of the release's declared domain (sha256 of its public declaration, never of
 the data).  An :class:`~polars_dp.Accountant` or :class:`~polars_dp.Session` given
@@ -24,7 +25,8 @@ polars_dp.errors.BudgetExceededError: ...
 The file
 --------
 JSON lines, one record per line: a header (``{"kind": "ledger", "format": ...}``), then
-``dataset`` records (name, ``total``, ``neighbours``) and ``charge`` records.  Every record
+``dataset`` records (name, ``total``, ``neighbours``, and ``id_column`` when an identifier is
+the individual) and ``charge`` records.  Every record
 carries ``hash = sha256(previous hash + its canonical JSON)`` (the header's previous hash is
 64 zeros), so an edited, removed or reordered record breaks the chain and the file is
 refused (:class:`LedgerError`).  The chain detects edits and corruption, not a forger who
@@ -54,6 +56,7 @@ is an output (the conservative rule of :mod:`polars_dp.budget`).
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import hashlib
 import json
@@ -105,7 +108,8 @@ def _now() -> str:
 
 @dataclass
 class DatasetBudget:
-    """One dataset of a ledger: its fixed total and relation, its charges, their exact sum."""
+    """One dataset of a ledger: its fixed total, relation and individual (``id_column``, None for
+    one row), its charges, their exact sum."""
 
     name: str
     total: Fraction
@@ -113,6 +117,7 @@ class DatasetBudget:
     created: str
     charges: list[dict[str, Any]] = field(default_factory=list)
     spent: Fraction = Fraction(0)
+    id_column: str | None = None
 
     @property
     def remaining(self) -> Fraction:
@@ -121,7 +126,8 @@ class DatasetBudget:
     def to_json(self) -> dict[str, Any]:
         """JSON-ready view: exact values as ``"n/d"`` strings beside their floats."""
         return {"dataset": self.name, "total": str(self.total), "total_float": float(self.total),
-                "neighbours": self.neighbours, "created": self.created, "spent": str(self.spent),
+                "neighbours": self.neighbours, "id_column": self.id_column, "created": self.created,
+                "spent": str(self.spent),
                 "spent_float": float(self.spent), "remaining": str(self.remaining),
                 "remaining_float": float(self.remaining), "charges": [dict(c) for c in self.charges]}
 
@@ -206,8 +212,10 @@ class Ledger:
                 name = str(record["dataset"])
                 if name in state.datasets:
                     raise self._fail(number, f"declares dataset {name!r} twice")
+                id_column = record.get("id_column")
                 state.datasets[name] = DatasetBudget(name, Fraction(record["total"]),
-                                                     str(record["neighbours"]), str(record["time"]))
+                                                     str(record["neighbours"]), str(record["time"]),
+                                                     id_column=None if id_column is None else str(id_column))
             elif kind == "charge":
                 budget = state.datasets[str(record["dataset"])]
                 budget.spent += Fraction(record["epsilon"])
@@ -262,8 +270,7 @@ class Ledger:
             return {}
         with self._locked(exclusive=False) as handle:
             state = self._refresh(handle)
-        return {k: DatasetBudget(v.name, v.total, v.neighbours, v.created, list(v.charges), v.spent)
-                for k, v in state.datasets.items()}
+        return {k: dataclasses.replace(v, charges=list(v.charges)) for k, v in state.datasets.items()}
 
     def dataset(self, name: str) -> DatasetBudget | None:
         """The dataset ``name`` (None if it has no charge yet)."""
@@ -274,17 +281,20 @@ class Ledger:
         budget = self.dataset(name)
         return Fraction(0) if budget is None else budget.spent
 
-    def check(self, name: str, total: Fraction | None, neighbours: str) -> Fraction | None:
+    def check(self, name: str, total: Fraction | None, neighbours: str, id_column: str | None = None
+              ) -> Fraction | None:
         """The total the file fixes for ``name`` (``total`` if it has none yet); a LedgerError if
-        the file fixes another total or relation.  ``total=None``: whatever the file fixes."""
+        the file fixes another total, relation or individual (``id_column``, None for one row).
+        ``total=None``: whatever the file fixes."""
         check_dataset_name(name)
         budget = self.dataset(name)
         if budget is None:
             return total
-        self._same(budget, total, neighbours)
+        self._same(budget, total, neighbours, id_column)
         return budget.total
 
-    def _same(self, budget: DatasetBudget, total: Fraction | None, neighbours: str) -> None:
+    def _same(self, budget: DatasetBudget, total: Fraction | None, neighbours: str,
+              id_column: str | None) -> None:
         if total is not None and budget.total != total:
             raise LedgerError(f"ledger {str(self.path)!r} fixes the total of dataset {budget.name!r} at "
                               f"{budget.total} (= {float(budget.total):g}), not {total} "
@@ -293,6 +303,11 @@ class Ledger:
             raise LedgerError(f"ledger {str(self.path)!r} composes dataset {budget.name!r} under "
                               f"neighbours={budget.neighbours!r}, not {neighbours!r}: releases under "
                               "different relations do not compose")
+        if budget.id_column != id_column:
+            raise LedgerError(f"ledger {str(self.path)!r} composes dataset {budget.name!r} under the "
+                              f"privacy unit's id_column={budget.id_column!r}, not {id_column!r} (None: one "
+                              "row is one individual): releases protecting different individuals do not "
+                              "compose; give the dataset's privacy_unit=")
 
     # ------------------------------------------------------------------ writing
     @staticmethod
@@ -305,11 +320,13 @@ class Ledger:
         return "".join(lines).encode()
 
     def charge(self, name: str, epsilon: Fraction, *, total: Fraction, neighbours: str, label: str,
-               mechanism: str | None = None, noise: str | None = None, domain: str | None = None) -> Fraction:
+               mechanism: str | None = None, noise: str | None = None, domain: str | None = None,
+               id_column: str | None = None) -> Fraction:
         """Append the charge ``epsilon`` to dataset ``name`` if the exact sum of its charges
         (every process's) stays within its total, and return that sum; else raise
         BudgetExceededError, writing nothing.  The first charge of a dataset fixes its
-        ``total`` and ``neighbours``; a later one with others is a LedgerError."""
+        ``total``, ``neighbours`` and individual (``id_column``, None for one row); a later one
+        with others is a LedgerError."""
         check_dataset_name(name)
         with self._locked(exclusive=True) as handle:
             state = self._refresh(handle)
@@ -320,9 +337,10 @@ class Ledger:
             budget = state.datasets.get(name)
             if budget is None:
                 records.append({"kind": "dataset", "dataset": name, "total": str(total),
-                                "neighbours": neighbours, "time": _now()})
+                                "neighbours": neighbours, "time": _now(),
+                                **({} if id_column is None else {"id_column": id_column})})
             else:
-                self._same(budget, total, neighbours)
+                self._same(budget, total, neighbours, id_column)
             spent = Fraction(0) if budget is None else budget.spent
             if spent + epsilon > total:
                 raise BudgetExceededError(

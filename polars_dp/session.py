@@ -45,6 +45,7 @@ from typing import Any, TypeVar
 
 from polars_dp import mechanisms
 from polars_dp.budget import Accountant, ExactEpsilon, planned_call
+from polars_dp.domains.privacy_unit import Rows
 from polars_dp.errors import ParameterError
 from polars_dp.ledger import Ledger
 from polars_dp.mechanisms.options import as_method
@@ -60,7 +61,7 @@ def _charged(name: str, mechanism: F) -> F:
     ``seed`` and ``neighbours``, plus ``label``."""
 
     def method(self: Session, *args: Any, label: str | None = None, **kwargs: Any) -> Any:
-        planned, progress = planned_call(name, args, kwargs, self.neighbours)
+        planned, progress = planned_call(name, args, kwargs, self.neighbours, self.privacy_unit)
         return self.run(planned, label=label, progress=progress)
 
     label = inspect.Parameter("label", inspect.Parameter.KEYWORD_ONLY, default=None, annotation="str | None")
@@ -72,13 +73,19 @@ def _charged(name: str, mechanism: F) -> F:
 
 
 class Session(mechanisms.BoundMechanisms):
-    """A private dataset with a total budget ``epsilon`` under one neighbour relation.
+    """A private dataset with a total budget ``epsilon`` under one neighbour relation, protecting
+    one individual (``privacy_unit``).
 
     ``Session(data, epsilon=1.0, neighbours="replace")``; ``df.dp.session(...)`` builds one.
     Methods: the mechanisms (``session.privelet(attributes, epsilon=0.3, label=...)``).
     ``spent``, ``remaining`` and ``ledger`` report the budget (composed exactly, see
     :class:`~polars_dp.Accountant`).  ``noise="float"`` releases are refused unless
     ``allow_float=True``; the ledger records each release's ``noise``.
+
+    ``privacy_unit=pdp.Rows(max_per=k, id_column="person")``: every release protects one person
+    (their rows, at most ``k`` kept); a method given no ``privacy_unit`` takes this one, and one
+    naming another individual is refused (releases protecting different individuals do not
+    compose, :mod:`polars_dp.budget`).  The default, ``pdp.Rows()``: one row is one individual.
 
     ``ledger=pdp.Ledger(path), dataset="people"``: ``epsilon`` is the dataset's total, fixed in
     the file by its first charge, and every release is refused that would take the charges of
@@ -87,9 +94,11 @@ class Session(mechanisms.BoundMechanisms):
     """
 
     def __init__(self, data: Any, *, epsilon: ExactEpsilon, neighbours: str, allow_float: bool = False,
-                 ledger: Ledger | None = None, dataset: str | None = None):
+                 ledger: Ledger | None = None, dataset: str | None = None,
+                 privacy_unit: Rows | None = None):
         self._accountant = Accountant(total=epsilon, neighbours=neighbours, ledger=ledger,
-                                      allow_float=bool(allow_float), dataset=dataset)
+                                      allow_float=bool(allow_float), dataset=dataset,
+                                      privacy_unit=privacy_unit)
         self._data = data
         self._entries: list[dict[str, Any]] = []
 
@@ -101,6 +110,11 @@ class Session(mechanisms.BoundMechanisms):
     @property
     def neighbours(self) -> str:
         return self._accountant.neighbours
+
+    @property
+    def privacy_unit(self) -> Rows:
+        """The individual every release of the session protects."""
+        return self._accountant.privacy_unit
 
     @property
     def spent(self) -> float:
@@ -120,13 +134,16 @@ class Session(mechanisms.BoundMechanisms):
         record = {"total_epsilon": self.total, "neighbours": self.neighbours, "entries": self.ledger}
         if self._accountant.dataset is not None:
             record["dataset"] = self._accountant.dataset
+        if self.privacy_unit.truncates:
+            record["privacy_unit"] = self.privacy_unit.record()
         return record
 
     def run(self, plan: Plan, *, label: str | None = None, progress: bool | None = PROGRESS.default) -> Any:
         """Charge ``plan`` (its exact ``epsilon_spent``, at most its ``epsilon``: see
         :mod:`polars_dp.budget`) to the session, then run it on the session's data.
 
-        The plan's neighbour relation must be the session's; a refused plan reads nothing.
+        The plan's neighbour relation and individual must be the session's; a refused plan
+        reads nothing.
         A charged plan stays charged even if running it fails (the failure may depend on the
         data)."""
         if not isinstance(plan, Plan):
@@ -144,8 +161,9 @@ class Session(mechanisms.BoundMechanisms):
         return release
 
     def __repr__(self) -> str:
-        return (f"Session(epsilon={self.total:g}, neighbours={self.neighbours!r}, spent={self.spent:g}, "
-                f"releases={len(self._entries)})")
+        unit = f", privacy_unit={self.privacy_unit!r}" if self.privacy_unit.truncates else ""
+        return (f"Session(epsilon={self.total:g}, neighbours={self.neighbours!r}{unit}, "
+                f"spent={self.spent:g}, releases={len(self._entries)})")
 
 
 for _name, _entry in REGISTRY.items():

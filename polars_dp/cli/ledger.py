@@ -41,7 +41,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print(f"{args.ledger}: {len(datasets)} dataset(s), hash chain verified")
     for budget in datasets.values():
-        print(f"  {budget.name}: total {float(budget.total):g} (neighbours {budget.neighbours}), spent "
+        unit = "" if budget.id_column is None else f", individual {budget.id_column!r}"
+        print(f"  {budget.name}: total {float(budget.total):g} (neighbours {budget.neighbours}{unit}), spent "
               f"{float(budget.spent):.6g}, remaining {float(budget.remaining):.6g} "
               f"[exactly {budget.spent} of {budget.total}]")
         for c in budget.charges:

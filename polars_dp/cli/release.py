@@ -104,8 +104,10 @@ def duckdb_relation(source: str, fmt: str | None, spec: Any, memory_limit: str) 
     return con.read_csv(source, sep="\t" if fmt == "tsv" else ",")
 
 
-def accountant(args: argparse.Namespace, neighbours: str) -> pdp.Accountant | None:
-    """The accountant of ``--ledger FILE --dataset NAME [--total EPS]``, or None without them."""
+def accountant(args: argparse.Namespace, neighbours: str, privacy_unit: pdp.Rows | None
+               ) -> pdp.Accountant | None:
+    """The accountant of ``--ledger FILE --dataset NAME [--total EPS]`` protecting the domain
+    file's individual (``[privacy_unit]``), or None without them."""
     if args.ledger is None and args.dataset is None and args.total is None:
         return None
     if args.ledger is None or args.dataset is None:
@@ -121,7 +123,8 @@ def accountant(args: argparse.Namespace, neighbours: str) -> pdp.Accountant | No
             raise BadInput(f"dataset {args.dataset!r} has no charge in {args.ledger} yet: give --total EPS, "
                            "its total budget (fixed by this first charge)")
         total = known.total
-    return pdp.Accountant(total=total, neighbours=neighbours, ledger=ledger, dataset=args.dataset)
+    return pdp.Accountant(total=total, neighbours=neighbours, ledger=ledger, dataset=args.dataset,
+                          privacy_unit=privacy_unit)
 
 
 def _has_no_rows(frame: pl.LazyFrame) -> bool:
@@ -163,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput(f"column {spec.column!r} of {args.data} has type {schema[spec.column]}; separator "
                        f"(at {spec.where(spec.column)}) is for text columns: remove it")
     plan = f"{spec.mechanism} (epsilon={spec.epsilon:g}, neighbours={spec.effective_neighbours})"
-    acct = accountant(args, spec.effective_neighbours)
+    acct = accountant(args, spec.effective_neighbours, spec.privacy_unit)
     if args.check:
         if not args.quiet:
             print(f"ok: {args.spec} declares {plan} over {spec.domain_text()}; {args.data} has the "

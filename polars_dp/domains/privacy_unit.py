@@ -80,6 +80,11 @@ class Rows:
         """The sensitivity factor ``k`` (1 for one row per individual)."""
         return self.max_per if self.truncates else 1
 
+    @property
+    def individual(self) -> str:
+        """Who one individual is, for messages: ``"one row"`` or ``"the rows of one 'person'"``."""
+        return "one row" if self.id_column is None else f"the rows of one {self.id_column!r}"
+
     def record(self) -> dict[str, Any]:
         """What a release records in ``params["privacy_unit"]``."""
         return {"max_per": self.max_per, "id_column": self.id_column}

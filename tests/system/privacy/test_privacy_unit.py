@@ -88,6 +88,50 @@ def test_sequence_pairs_sensitivity_by_enumeration(k):
 
 def test_sessions_take_the_unit():
     frame = with_people(FRAMES["grid"](False))
-    session = pdp.Session(frame, epsilon=2.0, neighbours="replace")
-    release = session.basic(CASES[0].args[0], epsilon=1.0, privacy_unit=UNIT)
+    session = pdp.Session(frame, epsilon=2.0, neighbours="replace", privacy_unit=UNIT)
+    release = session.basic(CASES[0].args[0], epsilon=0.5)  # the session's unit
     assert release.params["sensitivity"] == 6 and release.params["privacy_unit"]["max_per"] == 3
+    assert release.params["ledger"]["privacy_unit"] == UNIT.record()
+    two = session.basic(CASES[0].args[0], epsilon=0.5, privacy_unit=pdp.Rows(max_per=2, id_column="person"))
+    assert two.params["sensitivity"] == 4 and session.spent == 1.0  # the same individual: they compose
+    assert "privacy_unit=Rows(max_per=3, id_column='person')" in repr(session)
+
+
+@pytest.mark.parametrize("unit", [pdp.Rows(), pdp.Rows(max_per=3, id_column="other")])
+def test_a_budget_refuses_a_release_protecting_another_individual(unit):
+    """A row-level release is only ``m epsilon``-DP for a person with ``m`` rows: releases
+    protecting different individuals do not compose, so the budget refuses them, charging
+    nothing, whether it is a session's, an accountant's or a ledger's."""
+    frame = with_people(FRAMES["grid"](False)).with_columns(other=pl.col("person"))
+    attrs = CASES[0].args[0]
+    session = pdp.Session(frame, epsilon=2.0, neighbours="replace", privacy_unit=UNIT)
+    refused = "releases protecting different individuals do not compose"
+    with pytest.raises(pdp.ParameterError, match=refused) as e:
+        session.basic(attrs, epsilon=0.5, privacy_unit=unit)
+    assert e.value.parameter == "privacy_unit" and session.spent == 0
+    acct = pdp.Accountant(total=1.0)  # one row is the individual by default
+    with pytest.raises(pdp.ParameterError, match="protects the rows of one 'person' as one individual"):
+        acct.run(pdp.plan("basic", attrs, epsilon=0.5, privacy_unit=UNIT), frame)
+    assert acct.spent == 0
+    acct.run(pdp.basic, frame, attrs, epsilon=0.5)
+    assert acct.spent == 0.5
+
+
+def test_a_ledger_fixes_the_individual_of_a_dataset(tmp_path):
+    frame = with_people(FRAMES["grid"](False))
+    attrs = CASES[0].args[0]
+    book = pdp.Ledger(tmp_path / "b.ledger")
+    pdp.Session(frame, epsilon=1.0, neighbours="replace", ledger=book, dataset="d",
+                privacy_unit=UNIT).basic(attrs, epsilon=0.25)
+    assert book.dataset("d").id_column == "person" and book.dataset("d").to_json()["id_column"] == "person"
+    with pytest.raises(pdp.LedgerError, match="id_column='person', not None .None: one row is one "
+                                              "individual.: releases protecting different individuals"):
+        pdp.Session(frame, epsilon=1.0, neighbours="replace", ledger=book, dataset="d")
+    fresh = pdp.Ledger(tmp_path / "b.ledger")  # read from the file
+    session = pdp.Session(frame, epsilon=1.0, neighbours="replace", ledger=fresh, dataset="d",
+                          privacy_unit=pdp.Rows(max_per=1, id_column="person"))
+    session.basic(attrs, epsilon=0.25)
+    assert fresh.spent("d") == Fraction(1, 2)
+    rows = pdp.Session(frame, epsilon=1.0, neighbours="replace", ledger=book, dataset="rows")
+    rows.basic(attrs, epsilon=0.25)
+    assert book.dataset("rows").id_column is None
