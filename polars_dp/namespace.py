@@ -26,9 +26,13 @@ from typing import Any, TypeVar
 import polars as pl
 
 from polars_dp import mechanisms
+from polars_dp.budget import ExactEpsilon
+from polars_dp.domains.privacy_unit import Rows
 from polars_dp.errors import ParameterError
+from polars_dp.ledger import Ledger
 from polars_dp.mechanisms.options import as_method
 from polars_dp.plans import REGISTRY
+from polars_dp.plans.options import PRIVACY_UNIT
 from polars_dp.session import Session
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -56,10 +60,15 @@ class DPNamespace(mechanisms.BoundMechanisms):
         data of ``df.dp.<mechanism>`` here)."""
         return self._frame
 
-    def session(self, *, epsilon: float, neighbours: str, allow_float: bool = False) -> Session:
+    def session(self, *, epsilon: ExactEpsilon, neighbours: str, allow_float: bool = False,
+                ledger: Ledger | None = None, dataset: str | None = None,
+                privacy_unit: Rows | None = PRIVACY_UNIT.default) -> Session:
         """A :class:`~polars_dp.Session` on this frame: a total budget ``epsilon`` under
-        ``neighbours``, with the mechanisms as methods, each charged before the frame is read."""
-        return Session(self._frame, epsilon=epsilon, neighbours=neighbours, allow_float=allow_float)
+        ``neighbours`` protecting ``privacy_unit``'s individual (one row by default), with the
+        mechanisms as methods, each charged before the frame is read; ``ledger=`` and ``dataset=``
+        as for :class:`~polars_dp.Session`."""
+        return Session(self._frame, epsilon=epsilon, neighbours=neighbours, allow_float=allow_float,
+                       ledger=ledger, dataset=dataset, privacy_unit=privacy_unit)
 
 
 for _name, _entry in REGISTRY.items():

@@ -50,7 +50,7 @@ from polars_dp.errors import ParameterError
 from polars_dp.ledger import Ledger
 from polars_dp.mechanisms.options import as_method
 from polars_dp.plans import REGISTRY, Plan
-from polars_dp.plans.options import PROGRESS
+from polars_dp.plans.options import PRIVACY_UNIT, PROGRESS
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -95,7 +95,7 @@ class Session(mechanisms.BoundMechanisms):
 
     def __init__(self, data: Any, *, epsilon: ExactEpsilon, neighbours: str, allow_float: bool = False,
                  ledger: Ledger | None = None, dataset: str | None = None,
-                 privacy_unit: Rows | None = None):
+                 privacy_unit: Rows | None = PRIVACY_UNIT.default):
         self._accountant = Accountant(total=epsilon, neighbours=neighbours, ledger=ledger,
                                       allow_float=bool(allow_float), dataset=dataset,
                                       privacy_unit=privacy_unit)

@@ -135,3 +135,12 @@ def test_a_ledger_fixes_the_individual_of_a_dataset(tmp_path):
     rows = pdp.Session(frame, epsilon=1.0, neighbours="replace", ledger=book, dataset="rows")
     rows.basic(attrs, epsilon=0.25)
     assert book.dataset("rows").id_column is None
+
+
+def test_a_frames_session_takes_the_unit_and_the_ledger(tmp_path):
+    frame = with_people(FRAMES["grid"](False))
+    session = frame.dp.session(epsilon="1", neighbours="replace", privacy_unit=UNIT,
+                               ledger=pdp.Ledger(tmp_path / "b.ledger"), dataset="d")
+    release = session.basic(CASES[0].args[0], epsilon=0.5)
+    assert release.params["privacy_unit"] == UNIT.record() and session.remaining == 0.5
+    assert pdp.Ledger(tmp_path / "b.ledger").dataset("d").id_column == "person"
