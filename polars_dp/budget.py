@@ -79,6 +79,7 @@ import functools
 import inspect
 import math
 import numbers
+import os
 from dataclasses import dataclass, field
 from decimal import Decimal
 from fractions import Fraction
@@ -226,6 +227,10 @@ class Accountant:
                  dataset: str | None = None, privacy_unit: Rows | None = None):
         self.total, self.neighbours, self.allow_float = total, neighbours, allow_float
         self.privacy_unit = as_privacy_unit(privacy_unit)
+        if isinstance(ledger, (str, os.PathLike)):
+            raise ParameterError(f"ledger= takes a ledger file opened as pdp.Ledger(path), got the path "
+                                 f"{str(ledger)!r}: pass ledger=pdp.Ledger({str(ledger)!r})",
+                                 parameter="ledger")
         self.book = ledger if isinstance(ledger, Ledger) else None
         self.ledger = [] if ledger is None or isinstance(ledger, Ledger) else ledger
         self.dataset = dataset
@@ -359,7 +364,12 @@ class Accountant:
         self.charge_plan(planned)
         return planned.run(data, progress=progress)
 
-    def _run_plan(self, plan: Plan, frame: Any, *, epsilon: float | None = None, **kwargs: Any) -> Any:
+    def _run_plan(self, plan: Plan, *frame: Any, epsilon: float | None = None, **kwargs: Any) -> Any:
+        if "frame" in kwargs:
+            frame = (*frame, kwargs.pop("frame"))
+        if len(frame) != 1:
+            raise ParameterError(f"run(plan, frame) runs the plan on one frame, the data; got {len(frame)} "
+                                 "frames", parameter="frame")
         if kwargs.get("seed") is not None:
             raise ParameterError("the Accountant does not run seeded releases: drop seed=", parameter="seed")
         kwargs.pop("seed", None)
@@ -367,7 +377,7 @@ class Accountant:
             raise ParameterError(f"the plan spends epsilon={plan.epsilon:g}; do not pass epsilon= "
                                  f"({epsilon!r}) with a plan", parameter="epsilon")
         self.charge_plan(plan)
-        return plan.run(frame, **kwargs)
+        return plan.run(frame[0], **kwargs)
 
 
 __all__ = ["EXACT_HINT", "Accountant", "ExactEpsilon", "exact_epsilon", "planned_call", "resolve_call"]

@@ -44,7 +44,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from polars_dp import mechanisms
-from polars_dp.budget import Accountant, ExactEpsilon, planned_call
+from polars_dp.budget import Accountant, ExactEpsilon, exact_epsilon, planned_call
 from polars_dp.domains.privacy_unit import Rows
 from polars_dp.errors import ParameterError
 from polars_dp.ledger import Ledger
@@ -96,6 +96,7 @@ class Session(mechanisms.BoundMechanisms):
     def __init__(self, data: Any, *, epsilon: ExactEpsilon, neighbours: str, allow_float: bool = False,
                  ledger: Ledger | None = None, dataset: str | None = None,
                  privacy_unit: Rows | None = PRIVACY_UNIT.default):
+        exact_epsilon(epsilon)  # named as the session's argument
         self._accountant = Accountant(total=epsilon, neighbours=neighbours, ledger=ledger,
                                       allow_float=bool(allow_float), dataset=dataset,
                                       privacy_unit=privacy_unit)

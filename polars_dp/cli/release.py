@@ -214,7 +214,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"  noise scale  {noise}")
         print(f"  time         {secs:.2f} s")
         if acct is not None:
-            print(f"  budget       {acct.spent:.17g} of {acct.total:g} spent on dataset {args.dataset!r} "
+            print(f"  budget       {exact_text(acct.spent_exact)} of {exact_text(acct.total_exact)} spent on "
+                  f"dataset {args.dataset!r} "
                   f"({args.ledger})")
         sys.stdout.flush()
     return 0

@@ -110,9 +110,19 @@ def write_batches_atomic(reader: pa.RecordBatchReader, path: str | os.PathLike, 
     return write_atomic(path, write)
 
 
+def release_path(source: object, *, tables: bool = False) -> Path:
+    """``source`` as a Path; ParameterError for anything but a str or os.PathLike (``tables``:
+    the caller also reads a pyarrow Table, which the message then offers)."""
+    if not isinstance(source, (str, os.PathLike)):
+        table = " or a pyarrow Table" if tables else ""
+        raise ParameterError(f"a release is read from a path (a str or os.PathLike){table}, got "
+                             f"{type(source).__name__}", parameter="source")
+    return Path(source)
+
+
 def _read(source: str | os.PathLike, read: Callable[[Path], Any]) -> Any:
     """``read(path)`` of the release file ``source``, with clear errors."""
-    path = Path(source)
+    path = release_path(source, tables=True)
     if not path.exists():
         raise ReleaseFormatError(f"no release at {str(path)!r}: the file does not exist")
     if path.is_dir():
@@ -138,5 +148,5 @@ def open_parquet(source: str | os.PathLike, **kwargs: Any) -> pq.ParquetFile:
     return _read(source, lambda path: pq.ParquetFile(path, **kwargs))
 
 
-__all__ = ["ROW_GROUP_ROWS", "check_writable", "column_options", "open_parquet", "read_table", "write_atomic",
-           "write_batches_atomic", "write_error", "write_table_atomic"]
+__all__ = ["ROW_GROUP_ROWS", "check_writable", "column_options", "open_parquet", "read_table", "release_path",
+           "write_atomic", "write_batches_atomic", "write_error", "write_table_atomic"]

@@ -47,7 +47,7 @@ from polars.io.plugins import register_io_source
 from polars_dp.errors import ReleaseFormatError
 from polars_dp.releases.grid import GridRelease
 from polars_dp.releases.grid_format import label_columns
-from polars_dp.releases.io import open_parquet
+from polars_dp.releases.io import open_parquet, release_path
 from polars_dp.releases.reading import read_release
 
 #: The row-index column a collect adds to learn which row groups its rows come from.
@@ -167,7 +167,7 @@ def scan_release(path: str | os.PathLike, *, unverified: bool = False) -> pl.Laz
     and at collect time when what the collect read differs from the verified file (module doc).
     A file without a checksum is refused unless ``unverified=True`` (:func:`polars_dp.read_release`).
     """
-    path = Path(path)
+    path = release_path(path)
     stamp = _stamp(path) if path.is_file() else None  # read_release says what is wrong otherwise
     release = read_release(path, unverified=unverified)  # verifies everything once
     layout = Layout.of(open_parquet(path))

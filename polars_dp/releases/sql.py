@@ -179,11 +179,20 @@ class Registration:
     statements: list[str]
 
 
+def check_connection(con: Any) -> None:
+    """ParameterError unless ``con`` looks like a DuckDB connection (``execute`` and ``table``)."""
+    if not (hasattr(con, "execute") and hasattr(con, "table")):
+        raise ParameterError(f"a release is registered in a DuckDB connection (duckdb.connect(...)), got "
+                             f"{type(con).__name__}", parameter="con")
+
+
 def register(con: Any, name: str, parts: Registration, *, replace: bool = False) -> Any:
     """The one registration flow of every release type, in one transaction
     (:func:`in_transaction`): refuse (or with ``replace=True`` drop) the existing tables, views
     and macros of those names (:func:`check_free`), run the statements.  Returns the relation of
     table ``name``."""
+
+    check_connection(con)
 
     def build() -> None:
         check_free(con, parts.tables, parts.macros, replace=replace)

@@ -94,6 +94,7 @@ from polars_dp.releases.sql import (
     BATCH_WHERE,
     Registered,
     Registration,
+    check_connection,
     check_free,
     check_identifier,
     checked_alpha,
@@ -462,6 +463,7 @@ def register_grid(con: Any, name: str, release: GridRelease, *, replace: bool = 
     Refuses (:class:`ParameterError` naming them) when a table, view or macro it would create
     exists already, unless ``replace=True``.
     """
+    check_connection(con)
     preserve = con.execute("SELECT current_setting('preserve_insertion_order')").fetchall()[0][0]
     parts = grid_registration(name, release, preserve=preserve)
     if not _in_memory(con):
