@@ -137,7 +137,8 @@ class AttributeBase:
         if outside:
             fix = ("declare a wider domain, or pass on_out_of_domain='clamp' (moves it to the nearest "
                    "cell) or 'drop' (drops the row)" if self.kind == "ordinal" else
-                   "add the value to the hierarchy, or pass on_out_of_domain='drop' (drops the row)")
+                   "add the value to the declared categories or hierarchy, or pass "
+                   "on_out_of_domain='drop' (drops the row)")
             return DomainError(
                 f"column {self.column!r} has {outside} value(s) outside the declared domain "
                 f"{self.domain_text()}, e.g. {example!r}; {fix}"

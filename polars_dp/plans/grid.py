@@ -102,6 +102,7 @@ def resolve_untransformed(attributes: tuple[Attribute, ...],
     """Per attribute: transformed or not; and whether the "auto" rule chose it."""
     if isinstance(untransformed, str) and untransformed == "auto":
         return [not auto_untransformed(a) for a in attributes], True
+    one_word = isinstance(untransformed, str)
     if isinstance(untransformed, (str, Attribute)):
         untransformed = [untransformed]
     try:
@@ -113,9 +114,9 @@ def resolve_untransformed(attributes: tuple[Attribute, ...],
     columns = [a.column for a in attributes]
     for name in names:
         if name not in columns:
-            raise ParameterError(
-                f"untransformed names {name!r}, which is not a declared attribute; declared: {columns}",
-                parameter="untransformed")
+            rules = " (or one of the rules 'auto', 'workload')" if one_word else ""
+            raise ParameterError(f"untransformed names {name!r}, which is not a declared attribute; "
+                                 f"declared: {columns}{rules}", parameter="untransformed")
     return [a.column not in names for a in attributes], False
 
 

@@ -235,3 +235,18 @@ def test_auto_that_transforms_nothing_is_labelled_basic():
     assert r.mechanism == "basic" and "Basic" in r.params["note"] and "Basic" in repr(r)
     same = df.dp.basic(attrs, epsilon=1.0, seed=1)
     assert r.noise_scale == same.noise_scale
+
+
+def test_a_misspelled_rule_for_untransformed_is_offered_the_rules():
+    attrs = [pdp.Ordinal("a", 0, 9), pdp.Nominal("c", categories=["x", "y"])]
+    with pytest.raises(pdp.ParameterError, match=r"'wrkload', which is not a declared attribute; declared: "
+                                                 r"\['a', 'c'\] \(or one of the rules 'auto', 'workload'\)$"):
+        pdp.plan("privelet", attrs, epsilon=1, untransformed="wrkload")
+    with pytest.raises(pdp.ParameterError, match=r"declared: \['a', 'c'\]$"):  # a list names columns only
+        pdp.plan("privelet", attrs, epsilon=1, untransformed=["b"])
+
+
+def test_a_category_outside_the_declared_ones_says_to_declare_it():
+    attrs = [pdp.Nominal("c", categories=["x", "y"])]
+    with pytest.raises(pdp.DomainError, match="add the value to the declared categories or hierarchy"):
+        pdp.privelet(pl.DataFrame({"c": ["z"]}), attrs, epsilon=1.0)
