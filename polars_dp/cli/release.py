@@ -196,6 +196,9 @@ def run(args: argparse.Namespace) -> int:
         message = _in_domain_file_terms(str(exc))
         if spec.separator is not None and "null symbol" in message:
             message += " (with separator, a piece of text that is not an integer reads as null)"
+        elif spec.separator is None and "whose symbols are not integers" in message:
+            message += (" (a text column of integer symbols is split by separator = \" \" in the domain "
+                        "file)")
         raise BadInput(message) from None
     secs = time.perf_counter() - t0
     release.annotate("seeded", args.seed is not None)  # recorded so that `info` can tell

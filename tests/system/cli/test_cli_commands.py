@@ -188,6 +188,12 @@ def test_sequences_as_text_with_a_separator(workdir, tmp_path, capsys):
     code, _, err = run_cli(capsys, "release", _data(workdir, "privtree_sequences.toml"), "--spec", spec, "-o",
                            tmp_path / "x.parquet", "-q")
     assert code == 2 and "separator" in err and "is for text columns" in err
+    plain = tmp_path / "plain.toml"  # the text column without a separator: told to give one
+    plain.write_text((SPECS / "privtree_sequences.toml").read_text())
+    code, _, err = run_cli(capsys, "release", tmp_path / "pages.csv", "--spec", plain, "-o",
+                           tmp_path / "y.parquet", "-q")
+    assert code == 2 and 'split by separator = " " in the domain file' in err, err
+    assert not (tmp_path / "y.parquet").exists()
 
 
 # ---------------------------------------------------------------------- info
