@@ -1,6 +1,8 @@
 -- Estimated substring frequencies (and their noise sd) of a relation {{queries}} with columns
 -- id and string (a list of symbols, or a text of one-character symbols where the alphabet holds
--- text; any other column, and a missing, NULL or repeated id, is refused by checks), as
+-- text; any other column, and a missing, NULL or repeated id, is refused by checks; an element
+-- that is not a symbol of the alphabet's kind, such as 1.5 or true for integers, is refused, as
+-- polars_dp.domains.alphabet.query_symbol refuses it, never rounded), as
 -- SequenceRelease.frequency_table at the default back-off: f(q1) = max(h(root)[q1], 0); then
 -- for each j the deepest reachable node u whose context is a suffix of q1..qj: if it holds the
 -- whole prefix, f = min(f, max(h(u)[q_{j+1}], 0)), else f = f * max(h(u)[q_{j+1}], 0) / total(u)
@@ -12,19 +14,21 @@ WITH RECURSIVE src AS (
     SELECT * FROM {{queries}}
 ),
 {{checks}},
+typed AS (                                 -- the elements as text, and their type
+    SELECT id, string, {{texts}} AS texts, regexp_replace(typeof(string), '\[[0-9]*\]$', '') AS kind
+    FROM src AS q
+),
+coded AS (                                 -- the symbols (NULL where an element is none)
+    SELECT id, string, texts, kind, {{symbols}} AS s FROM typed
+),
 q AS (
     SELECT id,
-           CASE WHEN string IS NULL OR len({{as_list}}) = 0
+           CASE WHEN string IS NULL OR len(s) = 0
                 THEN error('the empty string has no frequency; give at least one symbol' || {{where}})
-                WHEN len(list_filter({{as_list}}, lambda x: x IS NULL OR NOT list_contains({{alphabet}}, x))) > 0
-                THEN error('query strings contain symbols outside the alphabet ' || {{alphabet_text}}
-                           || ', e.g. ' || array_to_string(list_transform(list_sort(list_distinct(
-                           list_filter({{as_list}},
-                                       lambda x: x IS NULL OR NOT list_contains({{alphabet}}, x))))[1:5],
-                           lambda x: coalesce({{symbol_text}}, 'None')), ', ')
-                           || '; query only symbols of the alphabet' || {{where}})
-                ELSE {{as_list}} END AS s
-    FROM src AS q
+                WHEN len(list_filter(s, lambda x: x IS NULL OR NOT list_contains({{alphabet}}, x))) > 0
+                THEN error({{outside}} || {{where}})
+                ELSE s END AS s
+    FROM coded AS q
 ),
 pos AS (                                   -- step j: the prefix s[1..j] predicts s[j + 1]
     SELECT id, s, unnest(range(1, least(len(s), {{max_length}} + 1))) AS j FROM q

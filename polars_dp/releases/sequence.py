@@ -79,7 +79,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from polars_dp.counting.sequences import check_max_length
-from polars_dp.domains.alphabet import alphabet_text, check_alphabet
+from polars_dp.domains.alphabet import check_alphabet, outside_alphabet_text, query_symbol, refused_examples
+from polars_dp.domains.expressions import NUMPY
 from polars_dp.errors import ParameterError, QueryError, ReleaseFormatError
 from polars_dp.kernels.pst import deepest_nodes
 from polars_dp.kernels.topk import best_k, best_order, frontier
@@ -267,37 +268,47 @@ class SequenceRelease(Release):
         return {"alphabet": list(self.alphabet), "max_length": self.max_length, "n_nodes": self.n_nodes}
 
     def _encode(self, strings: Iterable[Any]) -> tuple[np.ndarray, np.ndarray]:
-        """Query strings as codes: lists of symbols, or, where the alphabet holds strings, a str
-        of one symbol per character (an integer alphabet refuses a str: ``"12"`` would be
-        ambiguous)."""
-        items = list(strings)
-        if isinstance(self.alphabet[0], str):
-            items = [list(s) if isinstance(s, str) else s for s in items]
-        elif any(isinstance(s, str) for s in items):
-            raise QueryError(f"the alphabet holds integers; give each query string as a list of "
-                             f"symbols, e.g. {list(self.alphabet[:2])!r}, not a str")
-        try:
-            series = pl.Series("q", items, dtype=pl.List(pl.String if isinstance(self.alphabet[0], str)
-                                                         else pl.Int64), strict=False)
-        except (TypeError, ValueError, pl.exceptions.PolarsError) as exc:
-            raise QueryError(f"query strings must be lists of alphabet symbols: {exc}") from None
-        if series.null_count():
-            raise QueryError("a query string is None; give a list of symbols")
-        codes = series.list.eval(pl.element().replace_strict(list(self.alphabet),
-                                                             list(range(self.alphabet_size)),
-                                                             default=None, return_dtype=pl.Int64))
-        arr = codes.to_arrow()
-        arr = arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
-        lengths = np.diff(arr.offsets.to_numpy())
-        flat = arr.flatten()
-        if flat.null_count:
-            bad = series.explode().filter(codes.explode().is_null()).unique().sort().head(5).to_list()
-            raise QueryError(f"query strings contain symbols outside the alphabet "
-                             f"{alphabet_text(self.alphabet)}, e.g. {', '.join(map(repr, bad))}; "
-                             "query only symbols of the alphabet")
+        """Query strings as codes: lists (or tuples, 1-D numpy arrays, Polars Series) of symbols,
+        or, where the alphabet holds strings, a str of one symbol per character (an integer
+        alphabet refuses a str: ``"12"`` would be ambiguous).
+
+        Every query path (:meth:`frequencies`, :meth:`frequency_table`, :meth:`frequency`) reads
+        its strings here, and each symbol follows one rule,
+        :func:`~polars_dp.domains.alphabet.query_symbol` (the SQL macros render the same): a value
+        of the alphabet's kind (``2.0`` is ``2``), never one converted to it (``1.5``, ``True`` and
+        ``'2'`` are refused, not rounded, truncated or parsed), looked up in the alphabet.
+        """
+        text = isinstance(self.alphabet[0], str)
+        items: list[Any] = []
+        for s in strings:
+            if isinstance(s, (np.ndarray, pl.Series)):
+                s = s.tolist() if isinstance(s, np.ndarray) else s.to_list()
+            elif isinstance(s, str):
+                if not text:
+                    raise QueryError(f"the alphabet holds integers; give each query string as a list of "
+                                     f"symbols, e.g. {list(self.alphabet[:2])!r}, not a str")
+                s = list(s)
+            elif s is None:
+                raise QueryError("a query string is None; give a list of symbols")
+            try:
+                items.append(list(s))
+            except TypeError:
+                raise QueryError(f"query strings must be lists of alphabet symbols, got {s!r}") from None
+        lengths = np.fromiter(map(len, items), dtype=np.int64, count=len(items))
         if lengths.size and lengths.min() == 0:
             raise QueryError("the empty string has no frequency; give at least one symbol")
-        return _padded(flat.to_numpy(zero_copy_only=False), lengths), lengths
+        values = [x for s in items for x in s]
+        index = {symbol: code for code, symbol in enumerate(self.alphabet)}
+        plain = str if text else int
+        if all(type(x) is plain for x in values):  # the common case: no value to read as a symbol
+            codes = [index.get(x, -1) for x in values]
+        else:
+            codes = [index.get(query_symbol(x, text), -1) for x in values]
+        flat = np.fromiter(codes, dtype=np.int64, count=len(codes))
+        if (flat < 0).any():
+            bad = [values[i] for i in np.flatnonzero(flat < 0)]
+            raise QueryError(outside_alphabet_text(NUMPY, self.alphabet, refused_examples(bad)))
+        return _padded(flat, lengths), lengths
 
     def bin_noise_variance(self) -> np.ndarray:
         """Variance of the noise in each bin of each node's histogram (public: tree + scales).

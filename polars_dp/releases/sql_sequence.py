@@ -22,8 +22,10 @@ The macros compute what ``model.frequency_table(strings)`` does at the default b
 (see :mod:`polars_dp.releases.sequence`), with a recursive CTE over the positions of each
 string (``sql/sequence_answers.sql``): ``std`` is the noise only, ``extrapolated`` marks the
 estimates that rest on the Markov assumption (whose error ``std`` does not cover), and a string
-longer than ``max_length`` has count 0 and std 0.  An empty string or a symbol outside the
-alphabet raises a DuckDB error naming it.  Existing objects are refused unless ``replace=True``.
+longer than ``max_length`` has count 0 and std 0.  An empty string, or an element that is no
+symbol of the alphabet (``1.5``, ``true`` or ``'2'`` where it holds integers: refused as Python
+refuses it, :func:`~polars_dp.domains.alphabet.query_symbol`, never rounded or cast), raises a
+DuckDB error naming it, with Python's sentence.  Existing objects are refused unless ``replace=True``.
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from polars_dp.domains.alphabet import alphabet_text
+from polars_dp.domains.alphabet import outside_alphabet_text
+from polars_dp.domains.expressions import SQL, Sql
 from polars_dp.releases.sql import (
     BATCH_WHERE,
     Registration,
@@ -74,6 +77,46 @@ def _nodes_table(model: Any) -> pa.Table:
     })
 
 
+#: DuckDB's integer types: their values are the integer symbols they hold.
+_INTEGER_TYPES = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT",
+                  "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "UHUGEINT")
+
+
+def _symbol_sql(is_text: bool, alphabet: str) -> tuple[str, str]:
+    """``(symbols, examples)``: SQL of a query string's symbols (NULL where an element is no
+    symbol) and of its elements refused by ``alphabet`` (a SQL list) as
+    :func:`~polars_dp.domains.alphabet.refused_examples` lists them.
+
+    The rule of :func:`~polars_dp.domains.alphabet.query_symbol`, on the element type ``kind``
+    of the query (one per macro call): a text alphabet takes VARCHAR; an integer alphabet an
+    integer type, or a FLOAT, DOUBLE or DECIMAL element equal to an integer (``2.0``; ``1.5`` is
+    refused, never rounded); BOOLEAN, VARCHAR and the rest are refused.  Both read the CTE
+    columns ``texts`` (the elements as text) and ``kind``; ``examples`` also ``s`` (the
+    symbols).  An example is shown as Python's ``repr`` of the value: ``True``, ``'2'``, ``1.5``.
+    """
+    floats = "(kind IN ('FLOAT', 'DOUBLE') OR starts_with(kind, 'DECIMAL('))"
+    integers = f"kind IN ({', '.join(literal(t) for t in _INTEGER_TYPES)})"
+    none = "list_transform(texts, lambda t: NULL::{})"
+    if is_text:
+        symbols = f"CASE WHEN kind = 'VARCHAR' THEN texts ELSE {none.format('VARCHAR')} END"
+    else:
+        doubles = "list_transform(texts, lambda t: TRY_CAST(t AS DOUBLE))"
+        symbols = (f"CASE WHEN {integers} THEN list_transform(texts, lambda t: TRY_CAST(t AS BIGINT)) "
+                   f"WHEN {floats} THEN list_transform({doubles}, lambda x: CASE WHEN isfinite(x) "
+                   "AND x = trunc(x) AND abs(x) < 9e18 THEN CAST(x AS BIGINT) END) "
+                   f"ELSE {none.format('BIGINT')} END")
+    shown = ("CASE WHEN t IS NULL THEN 'None' "
+             "WHEN kind = 'BOOLEAN' THEN (CASE WHEN t = 'true' THEN 'True' ELSE 'False' END) "
+             "WHEN kind = 'VARCHAR' THEN '''' || t || '''' "
+             f"WHEN {floats} THEN CAST(TRY_CAST(t AS DOUBLE) AS VARCHAR) ELSE t END")
+    order = f"CASE WHEN {integers} OR {floats} THEN TRY_CAST(t AS DOUBLE) END"
+    examples = ("array_to_string(list_transform(list_sort(list_distinct(list_filter(list_transform(texts, "
+                f"lambda t, i: {{'none': t IS NULL, 'k': coalesce({order}, 0), 'raw': t, 'shown': {shown}, "
+                f"'bad': s[i] IS NULL OR NOT list_contains({alphabet}, s[i])}}), lambda e: e.bad)))[1:5], "
+                "lambda e: e.shown), ', ')")
+    return symbols, examples
+
+
 def _answers(model: Any, name: str, queries: str, where: str) -> str:
     is_text = isinstance(model.alphabet[0], str)
     alphabet = "[" + ", ".join(literal(s) if is_text else str(int(s)) for s in model.alphabet) + "]"
@@ -82,14 +125,13 @@ def _answers(model: Any, name: str, queries: str, where: str) -> str:
     text = ("string_split(CAST(string AS VARCHAR), '')" if is_text else
             "error('the alphabet holds integers; give each query string as a list of symbols, e.g. "
             f"[{', '.join(str(int(x)) for x in model.alphabet[:2])}], not a text' || {where})")
-    as_list = (f"(CASE WHEN typeof(string) = 'VARCHAR' THEN {text} "
-               f"ELSE CAST(string AS {'VARCHAR[]' if is_text else 'BIGINT[]'}) END)")
+    texts = f"(CASE WHEN typeof(string) = 'VARCHAR' THEN {text} ELSE TRY_CAST(string AS VARCHAR[]) END)"
+    symbols, examples = _symbol_sql(is_text, alphabet)
+    outside = outside_alphabet_text(SQL, model.alphabet, Sql(examples))
     return render("sequence_answers.sql", queries=queries, where=where,
                   checks=query_checks(queries, "src", ["string"], batch=where == BATCH_WHERE),
-                  as_list=as_list, max_length=model.max_length, alphabet=alphabet,
-                  alphabet_text=literal(alphabet_text(model.alphabet)),
-                  symbol_text="'''' || x || ''''" if is_text else "CAST(x AS VARCHAR)",  # as Python's repr
-                  height=model.height, beta=model.alphabet_size + 1,
+                  texts=texts, symbols=symbols, outside=outside, max_length=model.max_length,
+                  alphabet=alphabet, height=model.height, beta=model.alphabet_size + 1,
                   table=ident(internal(name)), nodes_table=ident(internal(name, "nodes")))
 
 

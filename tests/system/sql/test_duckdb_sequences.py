@@ -54,6 +54,68 @@ def test_int_alphabet_and_errors():
         m.to_duckdb(con, "bad name")
 
 
+@pytest.fixture(scope="module")
+def int_connections(tmp_path_factory):
+    """A model over the integers 1..3, registered by ``to_duckdb`` and by its SQL script (a fresh
+    connection reading the Parquet file)."""
+    m = pl.DataFrame({"w": [[1, 2], [2, 3]] * 20}).dp.privtree_sequences(
+        "w", alphabet=range(1, 4), max_length=3, epsilon=1e4, seed=0)
+    registered = duckdb.connect()
+    m.to_duckdb(registered, "m")
+    scripted = duckdb.connect()
+    path = m.write_parquet(tmp_path_factory.mktemp("seqsym") / "m.parquet")
+    scripted.execute(m.sql_script(path, "m"))
+    return m, {"to_duckdb": registered, "script": scripted}
+
+
+def _duckdb_message(con, sql: str) -> str:
+    with pytest.raises(duckdb.Error) as info:
+        con.sql(sql).fetchall()
+    return str(info.value).removeprefix("Invalid Input Error: ")
+
+
+@pytest.mark.parametrize(("sql", "python"), [
+    ("[1.5]", [1.5]),                        # was rounded to [2] (Python truncated to [1])
+    ("[1.5, 2.9]", [1.5, 2.9]),              # was the count of [2, 3]
+    ("[2.7::DOUBLE, 3.2::DOUBLE]", [2.7, 3.2]),
+    ("[true]", [True]),
+    ("['2']", ["2"]),
+    ("[1, NULL]", [1, None]),
+    ("[4, 2]", [4, 2]),
+])
+def test_sql_refuses_what_python_refuses_with_its_sentence(int_connections, sql, python):
+    m, connections = int_connections
+    with pytest.raises(pdp.QueryError) as info:
+        m.frequency(python)
+    for con in connections.values():
+        assert _duckdb_message(con, f"SELECT * FROM m_frequency({sql})") == str(info.value)
+
+
+def test_sql_answers_integral_floats_as_python_does(int_connections):
+    m, connections = int_connections
+    want = m.frequency_table([[2, 3], [1, 2.0], [3]]).select("count", "std", "extrapolated").rows()
+    for con in connections.values():
+        for sql in ("[2, 3]", "[2.0, 3.0]", "[2.0::DOUBLE, 3::UTINYINT]", "[2, 3]::INTEGER[2]"):
+            assert con.sql(f"SELECT * FROM m_frequency({sql})").fetchall() == want[:1]
+        floats = pl.DataFrame({"id": [0, 1, 2], "string": [[2.0, 3.0], [1.0, 2.0], [3.0]]})
+        con.register("qs", floats.to_arrow())
+        got = con.sql("SELECT count, std, extrapolated FROM m_frequencies('qs') ORDER BY id").fetchall()
+        assert got == want
+        con.register("bad", pl.DataFrame({"id": [0, 7], "string": [[2.0, 3.0], [2.5, 3.0]]}).to_arrow())
+        with pytest.raises(pdp.QueryError) as info:
+            m.frequencies([[2.0, 3.0], [2.5, 3.0]])
+        assert _duckdb_message(con, "SELECT * FROM m_frequencies('bad')") == f"{info.value} (query id=7)"
+
+
+def test_a_text_alphabet_refuses_other_kinds_in_sql(model):
+    con = duckdb.connect()
+    model.to_duckdb(con, "seq")
+    for sql, python in (("[1]", [1]), ("[true]", [True]), ("['z', 'a', 'q']", ["z", "a", "q"])):
+        with pytest.raises(pdp.QueryError) as info:
+            model.frequency(python)
+        assert _duckdb_message(con, f"SELECT * FROM seq_frequency({sql})") == str(info.value)
+
+
 def test_round_trip_through_duckdb(model):
     con = duckdb.connect()
     pdp.duckdb.register(con, "seq", model)

@@ -178,6 +178,58 @@ def test_query_errors(model):
         model.frequency("")
 
 
+@pytest.fixture(scope="module")
+def int_model():
+    return pl.DataFrame({"w": [[1, 2], [2, 3]] * 20}).dp.privtree_sequences(
+        "w", alphabet=range(1, 4), max_length=3, epsilon=1e4, seed=0)
+
+
+@pytest.mark.parametrize(("query", "shown"), [
+    ([1.5], "1.5"),                       # was truncated to [1]
+    ([2.7, 3.2], "2.7, 3.2"),             # was the count of [2, 3]
+    ([True], "True"),                     # was the count of [1]
+    ([np.bool_(True), 2], "True"),
+    ([2, "3"], "'3'"),                    # was parsed as 3
+    ([np.float64(1.5)], "1.5"),
+    ([float("nan")], "nan"),
+    ([4, 1.5, None], "1.5, 4, None"),
+    (np.array([1.5, 2.0]), "1.5"),
+])
+def test_a_symbol_that_is_no_integer_of_the_alphabet_is_refused(int_model, query, shown):
+    """One rule for every query path: a symbol is refused, never rounded, truncated or parsed,
+    with a sentence naming it and saying what to give (the same as the SQL macros')."""
+    want = (f"query strings contain symbols outside the alphabet [1, 2, 3], e.g. {shown}; "
+            "query only symbols of the alphabet (its integers)")
+    for ask in (lambda: int_model.frequency(query), lambda: int_model.frequencies([[1], query]),
+                lambda: int_model.frequency_table([query, [2]])):
+        with pytest.raises(QueryError) as info:
+            ask()
+        assert str(info.value) == want
+
+
+def test_integral_floats_and_numpy_arrays_are_the_symbols(int_model):
+    """``2.0`` is the symbol 2, as the data's 2.0 in a float list column is; a 1-D numpy array is a
+    query string like a list (it was a Polars InvalidOperationError), a 2-D one a batch of them."""
+    want = int_model.frequency([2, 3])
+    assert int_model.frequency([2.0, np.float32(3.0)]) == want
+    assert int_model.frequency([np.int64(2), np.uint8(3)]) == want
+    assert int_model.frequency(np.array([2, 3])) == want
+    assert int_model.frequency(pl.Series([2, 3])) == want
+    np.testing.assert_array_equal(int_model.frequencies(np.array([[1, 2], [2, 3]])),
+                                  int_model.frequencies([[1, 2], [2, 3]]))
+    floats = pl.DataFrame({"w": [[1.0, 2.0], [2.0, 3.0]] * 20}).dp.privtree_sequences(
+        "w", alphabet=range(1, 4), max_length=3, epsilon=1e4, seed=0)
+    assert floats.frequency([2.0, 3.0]) == floats.frequency([2, 3]) == want
+
+
+def test_a_text_alphabet_takes_strings_only(model):
+    assert model.frequency(np.array(["a", "b"])) == model.frequency("ab") == model.frequency(["a", "b"])
+    for query, shown in (([1], "1"), (["a", True], "True"), (["a", None], "None")):
+        tail = rf"e\.g\. {shown}; query only symbols of the alphabet \(its strings\)"
+        with pytest.raises(QueryError, match=tail):
+            model.frequency(query)
+
+
 def test_lazyframe_and_int_alphabet():
     lf = pl.LazyFrame({"p": [[1, 2, 3], [3, 3], [2]] * 50}, schema={"p": pl.List(pl.UInt8)})
     m = lf.dp.privtree_sequences("p", alphabet=range(1, 4), max_length=3, epsilon=1.0, seed=0)
