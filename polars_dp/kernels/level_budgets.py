@@ -12,7 +12,9 @@ scale of tuple ``t`` is ``Δ / ε_t`` rounded up to the ``2^-20`` grid
 (:func:`polars_dp.noise.exact_scale`), so it spends ``Δ / scale_t <= ε_t``.  (With a privacy
 unit of ``k`` rows per person every count moves by up to ``k``: multiply ``Δ`` by ``k``.)
 
-Budgets.  With precisions ``w_t = 1 / Var(DLap(Δ / ε_t)) ≈ ε_t² / (2 Δ²)`` the workload's mean
+Budgets.  With precisions ``w_t = 1 / Var(DLap(Δ / ε_t)) ≈ ε_t² / (2 Δ²)`` (:func:`dlap_variance`,
+finite and tending to 0 at any budget; capped where a budget of hundreds of ``Δ`` would take the
+least squares out of the float range, :func:`capped_precisions`) the workload's mean
 squared error is ``F(ε) = Σ_a C_a / μ_a(ε) / m`` (:mod:`polars_dp.kernels.level_inference`),
 homogeneous of degree -2 in ``ε``.  It is not convex in ``ε``, so the optimiser (public
 inputs only: the domain's levels, the workload's Gram statistics, ``ε`` and ``Δ``; no data)
@@ -116,9 +118,48 @@ SCREEN_MARGIN: float | None = 0.05
 SCREEN_TOLERANCE = 1e-5
 
 
+#: The largest eigenvalue ``μ_a = Σ_{t ≥ a} w_t S_t`` a level strategy's precisions may give
+#: (:func:`capped_precisions`): below it ``ν = 1 / μ`` and ``ν²`` are normal floats and ``w² b²
+#: S`` is finite, so the error bars of :mod:`polars_dp.plans.hierarchical` and the least
+#: squares' weighted sums (counts below ``2^64``) neither overflow nor underflow.
+MAX_EIGENVALUE = 2.0 ** 511
+
+
 def dlap_variance(scale: Fraction | float) -> float:
-    """Variance of the discrete Laplace of scale ``b``: ``2q / (1 - q)² = 1 / (2 sinh²(1 / 2b))``."""
-    return 0.5 / math.sinh(0.5 / float(scale)) ** 2
+    """Variance of the discrete Laplace of scale ``b``: ``2q / (1 - q)² = 1 / (2 sinh²(1 / 2b))``
+    with ``q = e^(-1/b)``; it tends to 0 with ``b``.  The ``sinh`` form wherever ``sinh²`` is a
+    finite float, else (``1 / 2b`` past about 355) the ``q`` form, which is then ``2q`` to
+    rounding and underflows to 0 (past ``1 / b`` of about 745) rather than overflowing."""
+    x = 0.5 / float(scale)
+    try:
+        return 0.5 / math.sinh(x) ** 2
+    except OverflowError:
+        q = math.exp(-2.0 * x)
+        return 2.0 * q / (1.0 - q) ** 2
+
+
+def precision(variance: float) -> float:
+    """``1 / variance``: a tuple's precision (``inf`` where the variance underflowed to 0 or is
+    too small for its reciprocal; :func:`capped_precisions` then caps it)."""
+    return 1.0 / variance if variance > 0 else math.inf
+
+
+def capped_precisions(weights: np.ndarray, axes: Sequence[AxisLevels]) -> np.ndarray:
+    """The precisions ``weights`` (tuple-shaped) when ``μ_0 = Σ_t w_t S_t`` (every eigenvalue's
+    bound) is at most :data:`MAX_EIGENVALUE` (``2^511``), else each capped at ``2^(511 - e)``
+    with ``2^e >= Σ_t S_t``, which brings every ``μ`` below it.
+
+    Only a tuple of a budget of hundreds of ``Δ`` comes near the cap (the discrete Laplace
+    variance is about ``2 e^(-ε_t / Δ)`` at such scales: noise that is 0 except with a
+    probability below ``2^(e - 511)``).  A capped tuple is weighted as if its variance were ``1 /
+    cap``: the least squares stay unbiased (any positive weights do) and every error computed
+    from the weights bounds the true one from above.  Public inputs only."""
+    cells = block_cells(axes)
+    with np.errstate(over="ignore"):
+        top = float(np.sum(weights * cells))
+    if top <= MAX_EIGENVALUE:
+        return weights
+    return np.minimum(weights, math.ldexp(MAX_EIGENVALUE, -math.frexp(float(cells.sum()))[1]))
 
 
 def check_tuples(axes: Sequence[AxisLevels]) -> None:
@@ -426,11 +467,12 @@ class LevelStrategy:
 
     @property
     def weights(self) -> np.ndarray:
-        """Precision ``1 / Var`` of each tuple's noise (exact discrete Laplace variance)."""
+        """Precision ``1 / Var`` of each tuple's noise (exact discrete Laplace variance), capped
+        where it must be (:func:`capped_precisions`)."""
         out = np.zeros(self.epsilons.shape)
         for t in self.measured:
-            out[t] = 1.0 / dlap_variance(self.scale(t))
-        return out
+            out[t] = precision(dlap_variance(self.scale(t)))
+        return capped_precisions(out, self.axes)
 
     @property
     def nu(self) -> np.ndarray:
@@ -566,5 +608,6 @@ def choose_strategy(attributes: Sequence[Attribute], workload: Workload, epsilon
     return _budgets(tuple(current), costs, m, epsilon, sensitivity, shares)
 
 
-__all__ = ["BUDGET_GRID", "ITERATIONS", "MAX_TUPLES", "Budgets", "LevelStrategy", "check_tuples",
-           "choose_budgets", "choose_strategy", "dlap_variance", "optimise_shares", "split_budget"]
+__all__ = ["BUDGET_GRID", "ITERATIONS", "MAX_EIGENVALUE", "MAX_TUPLES", "Budgets", "LevelStrategy",
+           "capped_precisions", "check_tuples", "choose_budgets", "choose_strategy", "dlap_variance",
+           "optimise_shares", "precision", "split_budget"]

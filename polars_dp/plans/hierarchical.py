@@ -48,9 +48,11 @@ from polars_dp.kernels.block_levels import AxisLevels, bary_levels, block_cells,
 from polars_dp.kernels.level_budgets import (
     BUDGET_GRID,
     LevelStrategy,
+    capped_precisions,
     check_tuples,
     choose_strategy,
     dlap_variance,
+    precision,
     split_budget,
 )
 from polars_dp.kernels.level_inference import (
@@ -317,12 +319,15 @@ class HierarchicalPlan(GridPlan):
     @property
     def weights(self) -> np.ndarray:
         """Precision ``1 / Var`` of each tuple's noise (0: not measured): the exact discrete
-        Laplace variance, or ``2 b^2`` for float noise."""
+        Laplace variance, or ``2 b^2`` for float noise; capped where a budget of hundreds of
+        ``Delta`` would take the error bars out of the float range
+        (:func:`~polars_dp.kernels.level_budgets.capped_precisions`: they then bound the true
+        ones from above)."""
         out = np.zeros(tuple_shape(self.axes))
         for t in self.measured:
             s = self.tuple_scale(t)
-            out[t] = 1.0 / (dlap_variance(s) if self.noise == "exact" else 2.0 * float(s) ** 2)
-        return out
+            out[t] = precision(dlap_variance(s) if self.noise == "exact" else 2.0 * float(s) ** 2)
+        return capped_precisions(out, self.axes)
 
     @functools.cached_property
     def noise_model(self) -> LevelLaplace:  # type: ignore[override]

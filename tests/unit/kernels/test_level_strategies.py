@@ -3,7 +3,9 @@ per-tuple sensitivity by enumeration, exact budgets, the optimiser and its fallb
 
 from __future__ import annotations
 
+import decimal
 import itertools
+import math
 import time
 from fractions import Fraction
 
@@ -211,6 +213,72 @@ def test_optimiser_improves_reads_only_public_inputs_and_falls_back():
     out = LB.choose_budgets(axes, costs, m, 1.0, 1)
     assert time.process_time() - start < 5.0
     assert out.optimised
+
+
+def _dlap_variance_reference(scale: Fraction) -> float:
+    """``2q / (1 - q)²`` with ``q = e^(-1/b)`` in 60-digit decimals (no float range to leave)."""
+    with decimal.localcontext() as ctx:
+        ctx.prec = 60
+        q = (-decimal.Decimal(scale.denominator) / decimal.Decimal(scale.numerator)).exp()
+        return float(2 * q / (1 - q) ** 2)
+
+
+@pytest.mark.parametrize("inverse", [0.001, 0.5, 1, 3, 50, 300, 709.5, 710.2, 711, 1000, 1500, 5000, 1e6])
+def test_dlap_variance_is_the_closed_form_at_every_scale(inverse):
+    """The variance is ``2q / (1 - q)²`` at every scale, tending to 0 (never an OverflowError
+    where ``sinh(1 / 2b)²`` leaves the float range, past ``1 / b`` of about 710)."""
+    scale = Fraction(1) / Fraction(inverse)
+    got = LB.dlap_variance(scale)
+    want = _dlap_variance_reference(scale)
+    assert math.isfinite(got) and got >= 0.0
+    if want > 1e-300:
+        assert got == pytest.approx(want, rel=1e-12)
+    else:  # past the float range: 0 or a subnormal, as the closed form rounds
+        assert got <= 1e-300
+    assert LB.dlap_variance(float(scale)) == got
+
+
+def test_dlap_variance_keeps_the_sinh_form_wherever_it_is_finite():
+    """Where ``1 / (2 sinh²(1 / 2b))`` is a finite float the variance is exactly that (the same
+    bits as before the large-budget form existed); beyond, it keeps decreasing to 0."""
+    previous = math.inf
+    for inverse in [*np.linspace(1e-3, 709.0, 2001).tolist(), 709.5, 709.7]:  # 1 / 2b below 355
+        value = LB.dlap_variance(1.0 / inverse)
+        assert value == 0.5 / math.sinh(0.5 / (1.0 / inverse)) ** 2
+        assert value <= previous
+        previous = value
+    for inverse in (711.0, 745.0, 746.0, 1e4, 1e300):
+        value = LB.dlap_variance(1.0 / inverse)
+        assert 0.0 <= value <= previous
+        previous = value
+    assert LB.dlap_variance(1e-4) == 0.0
+
+
+def test_precisions_are_capped_only_past_the_float_range():
+    """``1 / Var`` as computed before wherever every eigenvalue is at most ``2^511``; else each
+    precision capped so that every eigenvalue is, and the error stays finite and positive."""
+    axes = (BL.bary_levels(100, 2),)
+    shape = BL.tuple_shape(axes)
+    for eps, capped in [(1, False), (1000, False), (2500, False), (5000, True), (1e4, True), (1e9, True)]:
+        strategy = LB.LevelStrategy(axes, LB.split_budget(np.ones(shape), eps), 1)
+        w = strategy.weights
+        halves = [0.5 / float(strategy.scale(t)) for t in strategy.measured]
+        old = [1.0 / (0.5 / math.sinh(x) ** 2) if x < 355 else math.inf for x in halves]  # the former formula
+        assert np.all(np.isfinite(w)) and np.all(w > 0)
+        mu = LI.eigenvalues(w, axes)
+        assert mu.max() <= LB.MAX_EIGENVALUE
+        if not capped:
+            assert w.tolist() == old
+        else:
+            assert np.all(w < np.asarray(old))
+        nu = strategy.nu
+        assert np.all(nu > 0) and np.all(nu * nu > 0)
+        variance = strategy.range_variance(np.array([[0], [3]]), np.array([[100], [50]]))
+        assert np.all(np.isfinite(variance)) and np.all(variance > 0)
+    # a precision past any float (a variance that underflowed to 0) is capped too
+    assert LB.precision(0.0) == math.inf and LB.precision(0.25) == 4.0
+    w = LB.capped_precisions(np.array([math.inf] + [1.0] * (shape[0] - 1)), axes)
+    assert np.all(np.isfinite(w)) and w[1:].tolist() == [1.0] * (shape[0] - 1)
 
 
 def test_explicit_queries_cost_their_exact_mean_variance():

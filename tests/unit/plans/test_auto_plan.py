@@ -4,7 +4,9 @@ error is its own error bars averaged over the workload, and the choice is the le
 from __future__ import annotations
 
 import itertools
+import math
 import time
+import warnings
 
 import numpy as np
 import polars as pl
@@ -137,3 +139,31 @@ def test_the_levels_chosen_for_a_workload_do_not_depend_on_epsilon_or_the_relati
         plan = pdp.plan("hierarchical", ATTRS, epsilon=epsilon, workload=workload, neighbours=neighbours)
         chains.add(str(plan.record()["levels"]))
     assert len(chains) == 1, chains
+
+
+@pytest.mark.parametrize("epsilon", [1500.0, 5000.0, 1e4, 1e6])
+def test_a_large_epsilon_is_planned_without_overflow(epsilon):
+    """A large epsilon is valid input: the hierarchical plan, ``auto`` and ``compare`` (and a
+    release chosen by ``strategy="workload"``) give finite error bars, with no float warning,
+    however small the noise (a budget of thousands of Delta per level tuple)."""
+    attrs = [pdp.Ordinal("age", 0, 99)]
+    workload = pdp.workload.ranges(attrs)
+    queries = pl.DataFrame({"age_lo": [0, 10, 50], "age_hi": [99, 19, 50]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for noise in ("exact", "float"):
+            plan = pdp.plan("hierarchical", attrs, epsilon=epsilon, workload=workload, noise=noise)
+            answer = {k: v.to_numpy() for k, v in plan.accuracy(queries).to_dict().items()}
+            smaller = pdp.plan("hierarchical", attrs, epsilon=epsilon / 4, workload=workload, noise=noise)
+            assert np.all(np.isfinite(answer["std"])) and np.all(answer["std"] >= 0)
+            assert np.all(np.isfinite(answer["accuracy"])) and np.all(answer["accuracy"] > 0)
+            assert np.all(answer["accuracy"] <= smaller.accuracy(queries)["accuracy"].to_numpy())
+            assert 0 <= plan.workload_error(workload) < math.inf
+            uniform = pdp.plan("hierarchical", attrs, epsilon=epsilon, noise=noise).accuracy(queries)
+            assert np.all(np.isfinite(uniform["accuracy"].to_numpy()))
+        chosen = pdp.plan("auto", attrs, epsilon=epsilon, workload=workload)
+        table = pdp.compare(attrs, workload, epsilon=epsilon)
+        assert table["rmse"].is_finite().all() and table["plan"][0] == chosen.strategy_name
+        frame = pl.DataFrame({"age": [3, 3, 40, 99]})
+        release = pdp.privelet(frame, attrs, epsilon=epsilon, workload=workload, strategy="workload", seed=1)
+        assert release.range_count(age=(0, 99)) == pytest.approx(4.0, abs=0.5)
