@@ -20,8 +20,8 @@ import pyarrow as pa
 from polars_dp.counting import engines
 from polars_dp.counting.spec import CountSpec, strides
 from polars_dp.domains.attributes import Attribute, as_attributes
-from polars_dp.errors import DomainTooLargeError, ParameterError
-from polars_dp.memory import total_memory_bytes
+from polars_dp.domains.size import check_domain_size  # the one size rule, re-exported here
+from polars_dp.errors import ParameterError
 from polars_dp.params import NULLS, ON_OUT_OF_DOMAIN, check_option
 
 
@@ -42,33 +42,6 @@ def check_row_options(on_out_of_domain: str, nulls: str) -> None:
     """The row-wise options every mechanism takes: ``on_out_of_domain`` and ``nulls``."""
     check_option(on_out_of_domain, "on_out_of_domain", ON_OUT_OF_DOMAIN)
     check_option(nulls, "nulls", NULLS)
-
-
-def _size_text(x: float) -> str:
-    """A possibly astronomical number for a message: ``1,234,567`` or ``4.4e+28``."""
-    return f"{int(x):,}" if x < 1e21 else f"{x:.2g}"
-
-
-def check_domain_size(shape: tuple[int, ...], *, bytes_per_cell: int = 24,
-                      attributes: Iterable[Attribute] = (), dims: str | None = None,
-                      fix: str = "use coarser bins (a larger width), fewer attributes or a smaller hierarchy"
-                      ) -> int:
-    """Number of cells of ``shape``; raise DomainTooLargeError before anything is allocated
-    when ``cells * bytes_per_cell`` exceeds physical memory.  ``dims`` describes the shape and
-    ``fix`` says what to change, in the message."""
-    n = 1
-    for s in shape:
-        n *= int(s)
-    need = n * bytes_per_cell
-    have = total_memory_bytes()
-    if need > have:
-        if dims is None:
-            dims = " x ".join(f"{a.column}={a.n_cells}" for a in attributes) or " x ".join(map(str, shape))
-        raise DomainTooLargeError(
-            f"the declared domain has {_size_text(n)} cells ({dims}); working on it needs about "
-            f"{_size_text(need / 2**30)} GiB but this machine has {have / 2**30:.1f} GiB; {fix}"
-        )
-    return n
 
 
 def frequency_matrix(frame: Any, attributes: Iterable[Attribute], *,

@@ -49,6 +49,7 @@ from polars_dp.domains import ranges as rule
 from polars_dp.domains.attributes import Attribute, Nominal, Ordinal
 from polars_dp.domains.expressions import NUMPY
 from polars_dp.domains.hierarchy import Label
+from polars_dp.domains.size import check_cell_indices
 from polars_dp.errors import QueryError
 from polars_dp.params import check_option
 
@@ -154,8 +155,11 @@ def predicate_ranges(attributes: Sequence[Attribute], predicates: Mapping[str, A
 
     Ordinal: ``(lo, hi)`` inclusive (``None`` for an open side), aligned to bins as
     ``align`` says; nominal: a hierarchy label; ``None`` or an absent column: the whole axis.
+    DomainTooLargeError for an axis whose cells int64 cannot index
+    (:func:`~polars_dp.domains.size.check_cell_indices`).
     """
     align = check_option(align, "align", ALIGN)
+    check_cell_indices(attributes)
     columns = [a.column for a in attributes]
     starts = np.zeros(len(attributes), dtype=np.int64)
     stops = np.array([a.n_cells for a in attributes], dtype=np.int64)
@@ -274,9 +278,11 @@ def query_ranges(attributes: Sequence[Attribute], queries: pl.DataFrame, *,
                  passthrough: Iterable[str] = PASSTHROUGH, align: str = "exact"
                  ) -> tuple[np.ndarray, np.ndarray]:
     """Cell ranges ``(starts, stops)`` (shape (queries, d)) of a batch query frame; ordinal
-    ranges aligned to bins as ``align`` says (module docstring)."""
+    ranges aligned to bins as ``align`` says (module docstring); DomainTooLargeError as
+    :func:`predicate_ranges`."""
     align = check_option(align, "align", ALIGN)
     attributes = tuple(attributes)
+    check_cell_indices(attributes)
     check_query_columns(attributes, queries.columns, passthrough)
     n = queries.height
     starts = np.zeros((n, len(attributes)), dtype=np.int64)

@@ -54,12 +54,17 @@ import numpy as np
 
 from polars_dp.domains.attributes import Attribute, Nominal, as_attributes
 from polars_dp.domains.queries import PASSTHROUGH, as_query_frame, query_ranges
+from polars_dp.domains.size import check_domain_size, size_text
 from polars_dp.errors import ParameterError
 
 #: Axis workload kinds with a semiseparable Gram matrix ``G_jk = c a_min(j,k) b_max(j,k) + d [j = k]``.
 INTERVAL_KINDS = ("ranges", "prefixes", "random", "identity", "total")
 #: A workload listing its intervals (``intervals()``) refuses more than this many.
 MAX_INTERVALS = 1 << 26
+#: Peak working memory of the Gram statistics per cell of the axis (a few float64 arrays of
+#: its length: :meth:`AxisWorkload.block_sums`, :meth:`AxisWorkload.half_sums`), or per
+#: (block, interval) pair of a listed family.
+GRAM_BYTES_PER_CELL = 48
 
 
 @dataclass(frozen=True, eq=False)
@@ -109,10 +114,12 @@ class AxisWorkload:
         of ``length >= n`` cells (``size`` divides ``length``), the cells past ``n`` folded
         onto cell ``n - 1`` (a query reaching the last cell also covers the padding: known
         zeros), or with ``fold=False`` left out of every query (zero rows and columns of ``G``:
-        a padded transform).  Equals ``Σ_queries weight · |q ∩ B|²``.  O(length)."""
+        a padded transform).  Equals ``Σ_queries weight · |q ∩ B|²``.  O(length) memory, refused
+        with DomainTooLargeError when that exceeds the machine's (:data:`GRAM_BYTES_PER_CELL`)."""
         if length % size or length < self.n:
             raise ParameterError(f"block size {size} must divide the axis length {length} >= {self.n}")
         blocks = length // size
+        self._check_size(size, length)
         if self.kind == "nodes":
             overlaps, weights = self._overlaps(size, length, fold)
             return (overlaps ** 2) @ weights
@@ -145,6 +152,7 @@ class AxisWorkload:
         if size % 2 or length % size or length < self.n:
             raise ParameterError(f"block size {size} must be even and divide the axis length "
                                  f"{length} >= {self.n}")
+        self._check_size(size // 2, length)
         if self.kind == "nodes":
             left, weights = self._overlaps(size // 2, length, False)
             return (left[0::2] * left[1::2]) @ weights
@@ -155,6 +163,23 @@ class AxisWorkload:
         A = a.reshape(blocks, 2, half)[:, 0].sum(axis=1)
         B = b.reshape(blocks, 2, half)[:, 1].sum(axis=1)
         return c * A * B
+
+    def _check_size(self, size: int, length: int) -> None:
+        """DomainTooLargeError before the Gram statistics of an axis of ``length`` cells (blocks
+        of ``size`` for a listed family) would allocate more than memory holds
+        (:func:`~polars_dp.domains.size.check_domain_size`, public inputs only)."""
+        if self.kind == "nodes":
+            assert self.starts is not None
+            shape: tuple[int, ...] = (length // size, self.starts.size)
+            dims = f"{size_text(shape[0])} blocks x {size_text(shape[1])} listed intervals"
+        else:
+            shape = (length,)
+            dims = f"{self.kind!r} queries on {size_text(self.n)} cells" + (
+                f", {size_text(length)} with padding" if length > self.n else "")
+        what = "an axis of the workload"
+        check_domain_size(shape, bytes_per_cell=GRAM_BYTES_PER_CELL, dims=dims, what=what,
+                          fix="use coarser bins (a larger width) on that attribute, or drop workload= (a "
+                              "workload's error is computed from arrays as long as its axes)")
 
     def _overlaps(self, size: int, length: int, fold: bool) -> tuple[np.ndarray, np.ndarray]:
         """``|q ∩ B|`` per block of ``size`` cells (rows) and listed interval (columns), and the
@@ -433,5 +458,5 @@ def union(*workloads: Workload, weights: Sequence[float] | None = None) -> Workl
     return Workload(attrs, terms, boxes)
 
 
-__all__ = ["INTERVAL_KINDS", "MAX_INTERVALS", "AxisWorkload", "Workload", "identity", "kron", "marginals",
-           "prefixes", "queries", "random_ranges", "ranges", "total", "union"]
+__all__ = ["GRAM_BYTES_PER_CELL", "INTERVAL_KINDS", "MAX_INTERVALS", "AxisWorkload", "Workload", "identity",
+           "kron", "marginals", "prefixes", "queries", "random_ranges", "ranges", "total", "union"]

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from polars_dp.domains.attributes import Attribute, Nominal
 from polars_dp.errors import ParameterError
-from polars_dp.kernels.wavelet_exact import float_error_steps, float_magnitude_factor, hn_denominators
+from polars_dp.kernels.wavelet_exact import float_error_steps, float_magnitude_factor, nominal_denominators
 
 #: The exact path's public bound on the total count ``T`` (rows, or the sum of ``count_column``):
 #: the float64 frequency matrix holds exact integers only up to ``2^53``.
@@ -63,8 +63,10 @@ def check_wide(attributes: Sequence[Attribute], transformed: Sequence[bool]) -> 
 
 def max_lattice_factor(attributes: Sequence[Attribute], transformed: Sequence[bool]) -> int:
     """The largest ``D`` of the coefficient array: the product of every axis's largest
-    denominator (1 on Haar and untransformed axes)."""
-    return math.prod(int(d.max()) for d in hn_denominators(attributes, transformed))
+    denominator (1 on Haar and untransformed axes, so only the transformed nominal axes are
+    read: their denominators are per hierarchy node, never per cell of an ordinal axis)."""
+    return math.prod(int(nominal_denominators(a.hierarchy).max())
+                     for a, t in zip(attributes, transformed, strict=True) if t and isinstance(a, Nominal))
 
 
 __all__ = ["MAX_TOTAL", "NARROW_LIMIT", "check_wide", "lattice_bound", "max_lattice_factor", "needs_wide"]

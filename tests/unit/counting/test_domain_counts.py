@@ -7,7 +7,9 @@ import polars as pl
 import pytest
 
 import polars_dp as pdp
+from polars_dp.counting import frequency
 from polars_dp.counting.frequency import frequency_matrix
+from polars_dp.domains import size
 
 
 def cells(attribute, values, dtype=None):
@@ -191,6 +193,8 @@ def test_domain_too_large_is_refused_before_allocating():
     attrs = [pdp.Ordinal(c, 0, 99_999) for c in "abcd"]  # 1e20 cells
     with pytest.raises(pdp.DomainTooLargeError, match=r"100,000,000,000,000,000,000 cells"):
         frequency_matrix(pl.DataFrame({c: [0] for c in "abcd"}), attrs)
+    # one rule, shared with the plans' workloads (polars_dp.domains.size), re-exported here
+    assert frequency.check_domain_size is size.check_domain_size
 
 
 def test_all_cells_enumerated_in_c_order():

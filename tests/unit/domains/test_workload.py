@@ -4,12 +4,14 @@ expectation, combinations and the bad-input refusals."""
 from __future__ import annotations
 
 import numpy as np
+import polars as pl
 import pytest
 
 import polars_dp as pdp
+from polars_dp.domains import size
 from polars_dp.domains.queries import query_ranges
 from polars_dp.domains.workload import AxisWorkload
-from polars_dp.errors import ParameterError
+from polars_dp.errors import DomainTooLargeError, ParameterError
 from polars_dp.evaluation.workloads import random_workload
 
 HIER = pdp.Hierarchy.from_dict({"g1": ["a", "b", "c"], "g2": ["d", "e", "f"], "g3": ["h", "i", "j"]})
@@ -150,3 +152,29 @@ def test_a_workload_built_by_hand_refuses_a_weight_as_the_builders_do(weight):
     with pytest.raises(ParameterError, match="a workload weight must be a finite number > 0"):
         Workload(attrs, [(weight, {"a": AxisWorkload("ranges", 4)})])
     assert Workload(attrs, [(np.float32(2.5), {"a": AxisWorkload("ranges", 4)})]).terms[0][0] == 2.5
+
+
+def test_gram_statistics_past_memory_are_refused_before_allocating(monkeypatch):
+    """An axis whose Gram statistics would take more than the machine's memory is refused with
+    DomainTooLargeError by the one size rule (the count's), from its declared size alone; one
+    that fits is computed as before."""
+    monkeypatch.setattr(size, "total_memory_bytes", lambda: 1 << 20)  # a 1 MiB machine
+    fits = AxisWorkload("ranges", 1000)
+    assert fits.block_sums(1, 1000).sum() == pytest.approx(1000 * 1001 * 1002 / 6)
+    assert fits.half_sums(8, 1000).shape == (125,)
+    wide = AxisWorkload("ranges", 1 << 16)
+    for call in (lambda: wide.block_sums(1, 1 << 16), lambda: wide.block_sums(4, 1 << 17, fold=False),
+                 lambda: wide.half_sums(2, 1 << 16)):
+        with pytest.raises(DomainTooLargeError, match=r"an axis of the workload has [0-9,]+ cells \('ranges' "
+                                                      r"queries on 65,536 cells.*use coarser bins"):
+            call()
+    n = 1 << 10
+    listed = AxisWorkload("nodes", n, np.zeros(n, dtype=np.int64), np.arange(1, n + 1, dtype=np.int64),
+                          np.ones(n))
+    assert listed.block_sums(1 << 6, n).shape == (16,)  # 16 blocks x 1,024 intervals fit
+    with pytest.raises(DomainTooLargeError, match=r"1,024 blocks x 1,024 listed intervals"):
+        listed.block_sums(1, n)
+    with pytest.raises(DomainTooLargeError, match="'x' declares"):
+        query_ranges([pdp.Ordinal("x", 0, 2**63)], pl.DataFrame({"x_lo": [0]}))
+    assert size.MAX_AXIS_CELLS == 2**63 - 1
+    size.check_cell_indices([pdp.Ordinal("x", 0, 2**63 - 2)])  # 2^63 - 1 cells: indexable

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from fractions import Fraction
 
@@ -9,7 +10,9 @@ import polars as pl
 import pytest
 
 import polars_dp as pdp
+from polars_dp.kernels.wavelet_exact import hn_denominators
 from polars_dp.noise import MAX_COUNT_SCALE, MAX_SCALE
+from polars_dp.plans.lattice import max_lattice_factor
 from tests.helpers.budget import CALLS, RELATIONS, Untouchable
 
 TINY = 2.0**-60  # every mechanism's scale is then past 2^56
@@ -89,3 +92,54 @@ def test_an_unusable_threshold_is_refused_by_the_plan(name, theta):
     with pytest.raises(pdp.ParameterError, match="theta"):
         acct.run(getattr(pdp, name), data, *args, epsilon=1.0, theta=theta, **options)
     assert acct.spent == 0 and data.touched == []
+
+
+def test_a_huge_declared_domain_is_refused_where_an_array_would_be_built():
+    """A plan over 2^40 cells builds (its scales and Basic's or Privelet's closed-form error bars
+    need no per-cell array); the workload's per-axis Gram statistics, the count and a cell index
+    past int64 are refused with DomainTooLargeError saying what to change, from the declared
+    domain alone (never numpy's MemoryError, OverflowError or ValueError)."""
+    big = [pdp.Ordinal("a", 0, 2**40)]
+    for name in ("basic", "privelet", "hierarchical"):
+        plan = pdp.plan(name, big, epsilon=1.0)
+        assert 0 < plan.range_std(a=(0, 10)) < math.inf
+    assert pdp.plan("privelet", big, epsilon=1.0).noise_scale == pytest.approx(2 * 42)  # rho = 1 + 41
+    workload = pdp.workload.ranges(big)
+    for make in (lambda: pdp.plan("hierarchical", big, epsilon=1.0, workload=workload),
+                 lambda: pdp.plan("auto", big, epsilon=1.0, workload=workload),
+                 lambda: pdp.plan("privelet", big, epsilon=1.0, untransformed="workload", workload=workload),
+                 lambda: pdp.compare(big, workload, epsilon=1.0),
+                 lambda: pdp.plan("basic", big, epsilon=1.0).workload_error(workload)):
+        with pytest.raises(pdp.DomainTooLargeError, match=r"an axis of the workload has [0-9,]+ cells "
+                                                          r"\('ranges' queries on 1,099,511,627,777 cells"
+                                                          r".* use coarser bins") as info:
+            make()
+        assert type(info.value) is pdp.DomainTooLargeError
+    for name in ("basic", "privelet", "hierarchical"):  # the count refuses before reading a row
+        data = Untouchable()
+        with pytest.raises(pdp.DomainTooLargeError, match="use coarser bins"):
+            pdp.plan(name, big, epsilon=1.0).run(data)
+        assert data.touched == []
+
+    huge = [pdp.Ordinal("a", 0, 2**70), pdp.Ordinal("b", 0, 9)]
+    queries = pl.DataFrame({"a_lo": [0], "a_hi": [10]})
+    for name in ("basic", "privelet", "hierarchical"):
+        plan = pdp.plan(name, huge, epsilon=1.0)
+        assert plan.noise_scale > 0
+        for ask, args, options in ((plan.range_std, (), {"a": (0, 10)}), (plan.accuracy, (queries,), {}),
+                                   (plan.epsilon_for, (queries,), {"accuracy": 1e9})):
+            with pytest.raises(pdp.DomainTooLargeError, match=r"'a' declares 1.2e\+21 cells, past the "
+                                                              r".* int64.* use coarser bins"):
+                ask(*args, **options)
+
+
+def test_the_largest_lattice_factor_reads_no_per_cell_array():
+    """Privelet's largest draw factor is the product of the transformed nominal axes' largest
+    denominators, as the per-axis arrays give it, without building one per ordinal cell."""
+    hier = pdp.Hierarchy.from_dict({"g": ["x", "y", "z"], "h": ["u", "v"]})
+    attrs = [pdp.Ordinal("a", 0, 12), pdp.Nominal("n", hier),
+             pdp.Nominal("m", pdp.Hierarchy.flat(list("abcd")))]
+    for transformed in itertools.product([False, True], repeat=3):
+        listed = math.prod(int(d.max()) for d in hn_denominators(attrs, transformed))
+        assert max_lattice_factor(attrs, transformed) == listed
+    assert max_lattice_factor([pdp.Ordinal("a", 0, 2**70)], [True]) == 1
