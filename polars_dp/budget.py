@@ -315,7 +315,8 @@ class Accountant:
         """Charge ``plan`` its exact ``epsilon_spent`` (the one rule, module docstring) and return
         it; refused, recording nothing, if the plan's neighbour relation or individual (its
         privacy unit's ``id_column``) is not the accountant's, if it draws float noise without
-        ``allow_float`` or if it does not fit."""
+        ``allow_float``, if its declared domain is too large for this machine
+        (:meth:`Plan.check_size`) or if it does not fit."""
         if not isinstance(plan, Plan):
             raise ParameterError(f"charge_plan takes a plan (pdp.plan(...)), got {type(plan).__name__}",
                                  parameter="plan")
@@ -334,6 +335,7 @@ class Accountant:
                 "protecting different individuals do not compose: declare the budget's unit "
                 "(privacy_unit= on the Session or Accountant) and give every release that id_column",
                 parameter="privacy_unit")
+        plan.check_size()  # a domain too large for this machine is refused before it is charged
         spent = plan.epsilon_spent
         args, kwargs = plan.arguments()
         domain = domain_fingerprint([args, {k: kwargs[k] for k in DOMAIN_OPTIONS if k in kwargs}])
@@ -350,8 +352,9 @@ class Accountant:
 
         The charge stays even if the mechanism raises: an error raised after the data was read
         (e.g. a DomainError that names an offending value) depends on the data too.  Every
-        refusal that depends on public inputs only (a seed, float noise, the relation, a bad
-        option, a noise scale past its limit, the budget) comes first and charges nothing.
+        refusal that depends on public inputs only (a seed, float noise, the relation, the
+        individual, a bad option, a noise scale past its limit, a declared domain too large for
+        this machine, the budget) comes first and charges nothing.
         The sequence models are add/remove-one only, so they run only under an
         ``add_remove`` accountant.
         """

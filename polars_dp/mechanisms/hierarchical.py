@@ -101,7 +101,7 @@ def run_hierarchical(
             attrs,
             on_out_of_domain=opts["on_out_of_domain"],
             nulls=opts["nulls"],
-            bytes_per_cell=16,
+            bytes_per_cell=plan.bytes_per_cell,
             count_column=opts["count_column"],
             integer=True,
             room=room,

@@ -73,7 +73,7 @@ def run_basic(plan: BasicPlan, frame: Any, *, seed: SeedLike, progress: bool | N
     bar.step("counting")
     frame = bounded(frame, plan, src, [a.column for a in attrs])
     counts = frequency_matrix(frame, attrs, on_out_of_domain=opts["on_out_of_domain"], nulls=opts["nulls"],
-                              bytes_per_cell=16, count_column=opts["count_column"])
+                              bytes_per_cell=plan.bytes_per_cell, count_column=opts["count_column"])
     add_cell_noise(counts, plan.scale, src, plan.noise, bar.step("noise", counts.size, "cells"))
     bar.close()
     return GridRelease(counts, attrs, noise_scale=plan.noise_scale, seeded=src.seeded, plan=plan)

@@ -26,9 +26,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from polars_dp.counting.frequency import check_domain_size
 from polars_dp.counting.sequences import encode_sequences
-from polars_dp.domains.alphabet import check_alphabet
 from polars_dp.domains.privacy_unit import Rows
 from polars_dp.kernels.pst import grow_context_tree
 from polars_dp.mechanisms.options import mechanism
@@ -53,10 +51,8 @@ def run_ngram(plan: NgramPlan, frame: Any, *, seed: SeedLike, progress: bool | N
     height, alphabet = opts["height"], opts["alphabet"]
     bar = Progress("ngram_sequences", progress, None)
     bar.step("counting (encoding sequences)")
-    beta = len(check_alphabet(alphabet)) + 1  # public: the symbols and the end mark
-    n_nodes = sum(beta**k for k in range(height))
-    check_domain_size((n_nodes, beta), bytes_per_cell=64, dims=f"height {height} over {beta - 1} symbols",
-                      fix="use a lower height")  # before any row is read
+    plan.check_size()  # the n-gram tree, before any row is read
+    n_nodes = plan.working_size()["shape"][0]
     src = noise_source(seed)
     frame = bounded(frame, plan, src, [opts["column"]])
     enc = encode_sequences(frame, opts["column"], alphabet=alphabet, max_length=opts["max_length"],

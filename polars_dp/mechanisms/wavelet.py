@@ -128,7 +128,8 @@ def run_privelet(plan: PriveletPlan, frame: Any, *, seed: SeedLike, progress: bo
     warming = warm_up_in_background() if plan.noise == "exact" else None  # kernels load while counting
     try:
         counts = frequency_matrix(frame, attrs, on_out_of_domain=opts["on_out_of_domain"],
-                                  nulls=opts["nulls"], bytes_per_cell=24, count_column=opts["count_column"],
+                                  nulls=opts["nulls"], bytes_per_cell=plan.bytes_per_cell,
+                                  count_column=opts["count_column"],
                                   integer=plan.noise == "exact")  # the exact pipeline works on int64
     finally:
         if warming is not None:

@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 
 from polars_dp import compiled
 from polars_dp.domains.privacy_unit import Rows
+from polars_dp.domains.size import check_domain_size
 from polars_dp.errors import ParameterError, PolarsDPError, ReleaseFormatError
 from polars_dp.noise import Neighbours, NoiseKind, SeedLike, check_scale, histogram_sensitivity, noise_params
 from polars_dp.plans.noise_model import NoiseModel
@@ -166,6 +167,20 @@ class Plan:
     def _calibrate(self) -> None:
         """Compute the scales and the budget split, refusing what the public inputs make
         impossible (subclasses)."""
+
+    def working_size(self) -> dict[str, Any] | None:
+        """The arrays running the plan allocates whatever the data (the arguments of
+        :func:`~polars_dp.domains.size.check_domain_size`: ``shape``, ``bytes_per_cell`` and how
+        the message words them), or None where only the data decides the sizes (subclasses)."""
+        return None
+
+    def check_size(self) -> None:
+        """DomainTooLargeError, from public inputs only (the declaration and the machine's
+        memory), when running the plan would need more memory than the machine has: an
+        accountant asks before it charges, and the runner before it reads a row."""
+        size = self.working_size()
+        if size is not None:
+            check_domain_size(**size)
 
     def exact_draws(self) -> list[tuple[str, Fraction, int]]:
         """``(part, largest scale drawn, limit)`` of every part of the exact noise (subclasses):

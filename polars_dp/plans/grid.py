@@ -331,8 +331,17 @@ class GridPlan(Plan):
     shape = "grid"
     data_independent = True
     unknown_before_data = "nothing: the noise law of every answer is known before the data"
+    #: Bytes per cell of the arrays a release of this kind works on (the counts and what the
+    #: noise and the inference build beside them).
+    bytes_per_cell: ClassVar[int] = 24
     _transformed: list[bool]
     _auto: bool | str = False
+
+    def working_size(self) -> dict[str, Any]:
+        """The frequency matrix of the declared attributes, :attr:`bytes_per_cell` per cell."""
+        attrs = self.options["attributes"]
+        return {"shape": tuple(a.n_cells for a in attrs), "bytes_per_cell": self.bytes_per_cell,
+                "attributes": attrs}
 
     @classmethod
     def make(cls, *args: Any, **options: Any) -> Plan:
@@ -538,6 +547,7 @@ class BasicPlan(GridPlan):
     """Basic: i.i.d. (discrete) Laplace ``Delta / epsilon`` on every cell."""
 
     name = "basic"
+    bytes_per_cell = 16
     options_table = (*GRID_OPTIONS[:2], WORKLOAD, STRATEGY, *GRID_OPTIONS[2:])
     release_mechanisms = ("basic",)
     papers: ClassVar[Mapping[str, str]] = {

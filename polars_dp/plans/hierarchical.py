@@ -146,6 +146,7 @@ class HierarchicalPlan(GridPlan):
     (the optimisation could not improve on uniform), ``budget_note`` what that means."""
 
     name = "hierarchical"
+    bytes_per_cell = 16
     options_table = (
         *GRID_OPTIONS[:3],
         Option(

@@ -911,6 +911,13 @@ class NgramPlan(SequencesPlan):
     def max_depth(self) -> int:
         return int(self.options["height"]) - 1
 
+    def working_size(self) -> dict[str, Any]:
+        """The n-gram tree: ``sum_{k < height} beta^k`` nodes of ``beta`` counts (the symbols and
+        the end mark), 64 bytes per count."""
+        height, beta = int(self.options["height"]), alphabet_size(self.options["alphabet"]) + 1
+        return {"shape": (sum(beta**k for k in range(height)), beta), "bytes_per_cell": 64,
+                "dims": f"height {height} over {beta - 1} symbols", "fix": "use a lower height"}
+
 
 __all__ = ["AdaptiveGridPlan", "Bounds", "NgramPlan", "PointsPlan", "Postprocess", "PrivTreePlan",
            "PrivTreeSequencesPlan", "PrivTreeSubgridPlan", "PriveletGridPlan", "SequencesPlan",

@@ -143,3 +143,30 @@ def test_the_largest_lattice_factor_reads_no_per_cell_array():
         listed = math.prod(int(d.max()) for d in hn_denominators(attrs, transformed))
         assert max_lattice_factor(attrs, transformed) == listed
     assert max_lattice_factor([pdp.Ordinal("a", 0, 2**70)], [True]) == 1
+
+
+@pytest.mark.parametrize(("name", "args", "kwargs"), [
+    ("basic", ([pdp.Ordinal("a", 0, 99_999)],), {}),
+    ("privelet", ([pdp.Ordinal("a", 0, 99_999)],), {}),
+    ("hierarchical", ([pdp.Ordinal("a", 0, 99_999)],), {}),
+    ("ngram_sequences", ("s",), {"alphabet": list("abcdefgh"), "max_length": 4, "height": 6}),
+])
+def test_a_domain_too_large_for_the_machine_is_refused_before_the_charge(name, args, kwargs, monkeypatch):
+    """The memory a release needs is a public fact (its declaration and the machine): on a 1 MiB
+    machine the accountant and a session refuse, charging nothing and reading no row; the same
+    plan runs where memory allows."""
+    from polars_dp.domains import size
+    plan = pdp.plan(name, *args, epsilon=0.5, **kwargs)
+    need = math.prod(plan.working_size()["shape"]) * plan.working_size()["bytes_per_cell"]
+    monkeypatch.setattr(size, "total_memory_bytes", lambda: 1 << 20)  # a 1 MiB machine
+    assert need > 1 << 20
+    data = Untouchable()
+    acct = pdp.Accountant(total=1.0, neighbours=plan.neighbours)
+    with pytest.raises(pdp.DomainTooLargeError, match="this machine has 0.0 GiB"):
+        acct.run(plan, data)
+    session = pdp.Session(data, epsilon=1.0, neighbours=plan.neighbours)
+    with pytest.raises(pdp.DomainTooLargeError):
+        getattr(session, name)(*args, epsilon=0.5, **kwargs)
+    assert acct.spent == 0 and session.spent == 0 and data.touched == []
+    monkeypatch.setattr(size, "total_memory_bytes", lambda: need)
+    plan.check_size()  # exactly enough: allowed
