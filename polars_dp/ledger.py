@@ -307,7 +307,8 @@ class Ledger:
             raise LedgerError(f"ledger {str(self.path)!r} composes dataset {budget.name!r} under the "
                               f"privacy unit's id_column={budget.id_column!r}, not {id_column!r} (None: one "
                               "row is one individual): releases protecting different individuals do not "
-                              "compose; give the dataset's privacy_unit=")
+                              "compose; declare the dataset's unit (privacy_unit=, or [privacy_unit] in a "
+                              "domain file)")
 
     # ------------------------------------------------------------------ writing
     @staticmethod
