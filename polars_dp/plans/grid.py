@@ -679,7 +679,8 @@ class PriveletPlan(GridPlan):
 # ---------------------------------------------------------------------------- compare
 def compare(plans: Sequence[GridPlan], queries: Any, *, align: str = "exact") -> pl.DataFrame:
     """Expected squared error of each plan over ``queries``, before any data: one row per plan
-    (``plan`` its strategy's name, e.g. ``Privelet+ uuTT``; ``mechanism``, ``epsilon``,
+    (``index`` its position in ``plans``, ``plan`` its strategy's name, e.g. ``Privelet+ uuTT``,
+    which two plans may share; ``mechanism``, ``epsilon``,
     ``neighbours``) with ``rmse`` (the root of ``mean``), ``mean`` and ``max`` (the expected
     squared error, i.e. the noise variance, of the queries) and ``q1`` .. ``q5`` (its mean over
     each fifth of the queries by coverage, the share of the domain's cells a query spans; ``q5``
@@ -691,12 +692,12 @@ def compare(plans: Sequence[GridPlan], queries: Any, *, align: str = "exact") ->
         raise ParameterError("compare needs at least one plan", parameter="plans")
     if isinstance(queries, DeclaredWorkload):
         rows = []
-        for p in plans:
+        for i, p in enumerate(plans):
             if not isinstance(p, GridPlan):
                 raise ParameterError(f"compare takes grid plans, got {p!r}", parameter="plans")
             mse = p.workload_error(queries)
-            rows.append({"plan": p.strategy_name, "mechanism": p.release_mechanism, "epsilon": p.epsilon,
-                         "rmse": math.sqrt(mse), "mean": mse})
+            rows.append({"index": i, "plan": p.strategy_name, "mechanism": p.release_mechanism,
+                         "epsilon": p.epsilon, "rmse": math.sqrt(mse), "mean": mse})
         return pl.DataFrame(rows).sort("rmse", maintain_order=True)
     for p in plans:
         if not isinstance(p, GridPlan):
@@ -709,9 +710,9 @@ def compare(plans: Sequence[GridPlan], queries: Any, *, align: str = "exact") ->
     order = np.argsort(coverage, kind="stable")
     fifths = np.array_split(order, 5)
     rows = []
-    for p in plans:
+    for i, p in enumerate(plans):
         err = p.range_variance(starts, stops)
-        row: dict[str, Any] = {"plan": p.strategy_name, "mechanism": p.release_mechanism,
+        row: dict[str, Any] = {"index": i, "plan": p.strategy_name, "mechanism": p.release_mechanism,
                                "epsilon": p.epsilon, "neighbours": p.neighbours,
                                "transformed": list(p.transformed),
                                "rmse": math.sqrt(float(err.mean())), "mean": float(err.mean()),
@@ -719,7 +720,7 @@ def compare(plans: Sequence[GridPlan], queries: Any, *, align: str = "exact") ->
         for k, idx in enumerate(fifths, start=1):
             row[f"q{k}"] = float(err[idx].mean()) if idx.size else float("nan")
         rows.append(row)
-    return pl.DataFrame(rows)
+    return pl.DataFrame(rows).with_columns(pl.col("transformed").cast(pl.List(pl.String)))  # the names
 
 
 __all__ = ["ALPHA_REFUSAL", "CHOOSERS", "EPSILON_CAP", "EXHAUSTIVE_MAX", "GRID_OPTIONS", "STRATEGY",

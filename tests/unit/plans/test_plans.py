@@ -324,8 +324,21 @@ def test_compare_rows(attrs):
         assert np.mean([row[f"q{k}"] for k in range(1, 6)]) == pytest.approx(err.mean(), rel=0.05)
     assert table["mean"][3] <= table["mean"].min() * (1 + 1e-12)
     assert table["plan"][0] == "Basic" and table["neighbours"][0] == "replace"  # names, not reprs
+    assert table["index"].to_list() == [0, 1, 2, 3] and table.schema["transformed"] == pl.List(pl.String)
     with pytest.raises(pdp.ParameterError):
         pdp.compare([], queries)
+
+
+def test_compare_rows_are_told_apart_by_their_index():
+    """Two plans of one strategy (here both fall back to Basic on one short axis) share a name;
+    ``index`` says which input each row is, in both forms (the workload form sorts by rmse)."""
+    attrs = [pdp.Ordinal("a", 0, 3)]
+    plans = [pdp.plan("privelet", attrs, epsilon=1.0, untransformed="auto"),
+             pdp.plan("basic", attrs, epsilon=2.0)]
+    table = pdp.compare(plans, pdp.random_workload(attrs, 20, seed=1))
+    assert table["index"].to_list() == [0, 1] and table.schema["transformed"] == pl.List(pl.String)
+    best = pdp.compare(plans, pdp.workload.ranges(attrs))
+    assert best["index"].to_list() == [1, 0] and best["epsilon"].to_list() == [2.0, 1.0]
 
 
 # ---------------------------------------------------------------------------- typed df.dp
