@@ -20,6 +20,11 @@ from polars_dp.errors import DomainError, ParameterError
 MAX_DIMENSIONS = 8
 
 
+#: The smallest extent ``hi - lo`` of an axis: the cells per unit ``m / (hi - lo)`` of a grid of
+#: up to ``2^63`` cells stays finite and a cell's width ``(hi - lo) / m`` a normal float64.
+MIN_EXTENT = 2.0 ** -900
+
+
 def _frozen(owner: np.ndarray) -> np.ndarray:
     """A read-only view of a read-only ``owner`` (a view cannot be made writeable again)."""
     owner.flags.writeable = False
@@ -175,6 +180,8 @@ def as_box(columns: str | Sequence[str], bounds: Any) -> Box:
     lo, hi = [], []
     for c, pair in zip(cols, pairs, strict=True):
         try:
+            if any(isinstance(v, (str, bytes, bool, np.bool_)) for v in pair):
+                raise TypeError  # text and truth values are not coordinates
             a, b = (float(v) for v in pair)
         except (TypeError, ValueError):
             raise ParameterError(f"bounds of {c!r} need a (lo, hi) pair of numbers, not {pair!r}") from None
@@ -185,9 +192,13 @@ def as_box(columns: str | Sequence[str], bounds: Any) -> Box:
         if not math.isfinite(b - a):
             raise ParameterError(f"bounds of {c!r}: the extent hi - lo = {b} - ({a}) overflows float64; "
                                  "declare narrower bounds (|hi - lo| below 1.8e308)")
+        if b - a < MIN_EXTENT:
+            raise ParameterError(f"bounds of {c!r}: the extent hi - lo = {b - a:.3g} is too small for the "
+                                 f"float64 cell arithmetic (cells per unit m / (hi - lo) would overflow); "
+                                 f"rescale the column or declare bounds at least {MIN_EXTENT:.3g} wide")
         lo.append(a)
         hi.append(b)
     return Box(cols, np.array(lo), np.array(hi))
 
 
-__all__ = ["MAX_DIMENSIONS", "Box", "GridAxis", "as_box", "grid_axes"]
+__all__ = ["MAX_DIMENSIONS", "MIN_EXTENT", "Box", "GridAxis", "as_box", "grid_axes"]
