@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import os
 
-from polars_dp.cli.common import BadInput, check_output, human_size, open_release
+from polars_dp.cli.common import check_output, human_size, open_release
+from polars_dp.releases.report import check_report_path
 
 EXAMPLES = """\
 examples:
@@ -27,9 +28,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 
 
 def run(args: argparse.Namespace) -> int:
-    out = check_output(args.output, what="output")
-    if out.suffix.lower() not in (".html", ".htm"):
-        raise BadInput(f"output {args.output!r}: the report is HTML; use a .html name")
+    out = check_output(check_report_path(args.output, what="output"), what="output")
     release = open_release(args.release, args.unverified)
     path = release.report(out, alpha=args.alpha)
     if not args.quiet:

@@ -350,7 +350,8 @@ class Release:
 
     def report(self, path: str | os.PathLike[str], alpha: float = ALPHA) -> Path:
         """Write a self-contained HTML page (no script, no network): the card and figures with
-        error bars (:mod:`polars_dp.releases.report`); returns the path."""
+        error bars (:mod:`polars_dp.releases.report`); returns the path.  ``path`` must end in
+        ``.html`` or ``.htm`` (anything else is refused and nothing is written)."""
         return write_report(self, path, alpha)
 
     def derived_from(self, source: Release) -> Self:

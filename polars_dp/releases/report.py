@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import numpy as np
 
+from polars_dp.errors import ParameterError
 from polars_dp.releases.card import ALPHA, Carded, GridLike, SequenceLike, SpatialLike, release_card
 from polars_dp.releases.io import write_atomic
 
@@ -170,10 +171,28 @@ def report_html(release: Reported, alpha: float = ALPHA) -> str:
             f"<pre>{_esc(json.dumps(card, indent=1, default=str))}</pre></body></html>\n")
 
 
+#: The file name extensions a report may be written under (it is HTML).
+REPORT_SUFFIXES = (".html", ".htm")
+
+
+def check_report_path(path: str | os.PathLike[str], what: str = "path") -> Path:
+    """``path`` as a :class:`~pathlib.Path` if its extension is ``.html`` or ``.htm``; otherwise a
+    :class:`~polars_dp.errors.ParameterError` (a report never overwrites a release or takes a
+    name that says another format)."""
+    out = Path(path)
+    if out.suffix.lower() not in REPORT_SUFFIXES:
+        raise ParameterError(f"{what} {str(path)!r}: the report is HTML; use a .html name",
+                             parameter=what)
+    return out
+
+
 def write_report(release: Reported, path: str | os.PathLike[str], alpha: float = ALPHA) -> Path:
-    """Write :func:`report_html` to ``path`` atomically (nothing half-written); returns the path."""
+    """Write :func:`report_html` to ``path`` atomically (nothing half-written); returns the path.
+    ``path`` must end in ``.html`` or ``.htm`` (:func:`check_report_path`)."""
+    check_report_path(path)
     text = report_html(release, alpha)
     return write_atomic(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"), suffix=".html.tmp")
 
 
-__all__ = ["BARS", "MAX_LEAVES", "TOP", "Reported", "bar_chart", "report_html", "write_report"]
+__all__ = ["BARS", "MAX_LEAVES", "REPORT_SUFFIXES", "TOP", "Reported", "bar_chart", "check_report_path",
+           "report_html", "write_report"]

@@ -115,6 +115,18 @@ def test_an_unwritable_report_leaves_nothing(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_report_is_written_only_under_an_html_name(tmp_path):
+    release = pdp.basic(pl.DataFrame({"a": [5]}), [pdp.Ordinal("a", 0, 9)], epsilon=1.0, seed=1)
+    kept = release.write_parquet(tmp_path / "r.parquet")
+    before = kept.read_bytes()
+    for name in ("r.parquet", "r.pdf", "r"):
+        with pytest.raises(pdp.ParameterError, match="the report is HTML; use a .html name") as info:
+            release.report(tmp_path / name)
+        assert info.value.parameter == "path"
+    assert kept.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["r.parquet"]
+    assert release.report(tmp_path / "R.HTM").read_text().startswith("<!DOCTYPE html>")
+
+
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")
 BROWSER = next((shutil.which(b) for b in BROWSERS if shutil.which(b)), None)
 
