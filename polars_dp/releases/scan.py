@@ -49,6 +49,7 @@ from polars_dp.releases.grid import GridRelease
 from polars_dp.releases.grid_format import label_columns
 from polars_dp.releases.io import open_parquet, release_path
 from polars_dp.releases.reading import read_release
+from polars_dp.releases.signing import VerifyKey
 
 #: The row-index column a collect adds to learn which row groups its rows come from.
 _ROW = "__pdp_row_index"
@@ -154,7 +155,8 @@ class _Verifier:
                         raise self.changed()
 
 
-def scan_release(path: str | os.PathLike, *, unverified: bool = False) -> pl.LazyFrame:
+def scan_release(path: str | os.PathLike, *, unverified: bool = False,
+                 verify_key: VerifyKey | None = None) -> pl.LazyFrame:
     """A lazy, verified scan of the release file at ``path`` (projection and predicate pushdown,
     streaming-engine compatible).
 
@@ -166,10 +168,13 @@ def scan_release(path: str | os.PathLike, *, unverified: bool = False) -> pl.Laz
     Raises :class:`~polars_dp.ReleaseFormatError` now when ``path`` is not a valid release,
     and at collect time when what the collect read differs from the verified file (module doc).
     A file without a checksum is refused unless ``unverified=True`` (:func:`polars_dp.read_release`).
+    ``verify_key`` (an Ed25519 public key, or the HMAC secret) also requires a signature this key
+    verifies, checked before the scan is returned, as :func:`polars_dp.read_release` does
+    (:class:`~polars_dp.errors.ReleaseSignatureError` otherwise).
     """
     path = release_path(path)
     stamp = _stamp(path) if path.is_file() else None  # read_release says what is wrong otherwise
-    release = read_release(path, unverified=unverified)  # verifies everything once
+    release = read_release(path, unverified=unverified, verify_key=verify_key)  # verifies everything once
     layout = Layout.of(open_parquet(path))
     verifier = _Verifier(path, layout, *chunk_digests(path, layout))
     if stamp is None or _stamp(path) != stamp:

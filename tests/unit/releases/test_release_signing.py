@@ -50,6 +50,20 @@ def test_a_signed_release_verifies_with_the_public_key_only(tmp_path, key):
     assert pdp.scan_release(path).collect().height == release.n_cells
 
 
+def test_scan_release_checks_the_signature_before_it_returns(tmp_path, key):
+    release = _grid(1)
+    path = release.write_parquet(tmp_path / "r.parquet", signing_key=key)
+    assert pdp.scan_release(path, verify_key=key.public_key()).collect().height == release.n_cells
+    with pytest.raises(pdp.ReleaseSignatureError, match="does not verify with this key"):
+        pdp.scan_release(path, verify_key=Ed25519PrivateKey.generate().public_key())
+    with pytest.raises(pdp.ReleaseSignatureError, match="has no signature"):
+        pdp.scan_release(_grid(1).write_parquet(tmp_path / "plain.parquet"), verify_key=key.public_key())
+    hmac = release.write_parquet(tmp_path / "h.parquet", signing_key=SECRET)
+    assert pdp.scan_release(hmac, verify_key=SECRET).collect().height == release.n_cells
+    with pytest.raises(pdp.ReleaseSignatureError, match="does not verify"):
+        pdp.scan_release(hmac, verify_key=bytes(32))
+
+
 def test_a_payload_changed_after_signing_is_refused(tmp_path, key):
     """Another release's content under the signed file's signature: its own checksum matches its
     content, but the signature does not verify that checksum."""
