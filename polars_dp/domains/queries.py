@@ -53,7 +53,8 @@ from polars_dp.domains.size import check_cell_indices
 from polars_dp.errors import QueryError
 from polars_dp.params import check_option
 
-#: Extra columns of a batch query frame that are passed through to the answer by default.
+#: Extra columns of a batch query frame that are passed through to the answer by default; ``id``
+#: is always allowed, beside any ``passthrough`` columns given (:func:`passthrough_columns`).
 PASSTHROUGH = ("id",)
 #: What to do with an ordinal bound inside a bin (see the module docstring).
 ALIGN = ("exact", "outer", "inner")
@@ -261,11 +262,18 @@ def _nominal_ranges(attribute: Nominal, series: pl.Series, queries: pl.DataFrame
     return starts, stops
 
 
+def passthrough_columns(passthrough: str | Iterable[str] = PASSTHROUGH) -> set[str]:
+    """The columns a batch query frame may hold beside its predicate columns: ``id`` (always)
+    and ``passthrough``, one column name or several."""
+    return set(PASSTHROUGH) | ({passthrough} if isinstance(passthrough, str) else set(passthrough))
+
+
 def check_query_columns(attributes: Sequence[Attribute], columns: Iterable[str],
-                        passthrough: Iterable[str] = PASSTHROUGH) -> None:
-    """QueryError for a column that is neither a predicate column nor passed through."""
+                        passthrough: str | Iterable[str] = PASSTHROUGH) -> None:
+    """QueryError for a column that is neither a predicate column nor passed through
+    (:func:`passthrough_columns`: ``id`` always is)."""
     known = predicate_columns(attributes)
-    keep = set(passthrough)
+    keep = passthrough_columns(passthrough)
     for column in columns:
         if column not in known and column not in keep:
             raise QueryError(
@@ -275,7 +283,7 @@ def check_query_columns(attributes: Sequence[Attribute], columns: Iterable[str],
 
 
 def query_ranges(attributes: Sequence[Attribute], queries: pl.DataFrame, *,
-                 passthrough: Iterable[str] = PASSTHROUGH, align: str = "exact"
+                 passthrough: str | Iterable[str] = PASSTHROUGH, align: str = "exact"
                  ) -> tuple[np.ndarray, np.ndarray]:
     """Cell ranges ``(starts, stops)`` (shape (queries, d)) of a batch query frame; ordinal
     ranges aligned to bins as ``align`` says (module docstring); DomainTooLargeError as
@@ -345,5 +353,5 @@ def as_query_frame(queries: Any) -> pl.DataFrame:
 
 __all__ = ["ALIGN", "ID_RULE", "PASSTHROUGH", "as_query_frame", "cell_bounds", "check_query_columns",
            "check_query_ids", "label_ranges",
-           "label_text", "ordinal_ranges",
+           "label_text", "ordinal_ranges", "passthrough_columns",
            "predicate_columns", "predicate_ranges", "query_ranges", "row_text"]

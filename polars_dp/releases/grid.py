@@ -384,7 +384,7 @@ class GridRelease(Release):
         return None if np.isnan(std) else std
 
     def range_counts(self, queries: Any, std: bool = False, *,
-                     passthrough: Iterable[str] = ("id",), align: str = "exact",
+                     passthrough: str | Iterable[str] = ("id",), align: str = "exact",
                      progress: bool | None = None, alpha: float | None = None) -> pl.DataFrame:
         """Answer a batch of range-count queries; returns ``queries`` with ``count`` (and
         ``std``, the noise standard deviation of each answer) added; with ``alpha`` also
@@ -393,7 +393,8 @@ class GridRelease(Release):
 
         ``queries``: a Polars frame with ``<col>_lo`` / ``<col>_hi`` columns for ordinal
         attributes and ``<col>`` (a hierarchy label) for nominal ones; null = unrestricted.
-        Other columns raise :class:`QueryError` unless listed in ``passthrough``.  ``align``
+        Other columns raise :class:`QueryError` unless listed in ``passthrough`` (one name or
+        several; ``id`` is always allowed).  ``align``
         as in :meth:`range_count`.  ``progress``: stage bars on stderr (prefix sums,
         variance); ``None``: on a terminal for large releases.
         """

@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from polars_dp.domains.box import Box, as_box
 from polars_dp.domains.expressions import NUMPY
-from polars_dp.domains.queries import as_query_frame, row_text
+from polars_dp.domains.queries import as_query_frame, passthrough_columns, row_text
 from polars_dp.domains.ranges import outside_box, outside_box_text, reversed_text
 from polars_dp.errors import ParameterError, PolarsDPError, QueryError, ReleaseFormatError
 from polars_dp.kernels.linear_density import (
@@ -265,9 +265,11 @@ class SpatialRelease(Release):
         return geoparquet.with_geometry(self.to_batches(rows), self.box, crs)
 
     # ------------------------------------------------------------------ queries
-    def _query_arrays(self, boxes: Any, passthrough: Iterable[str] = ()) -> tuple[np.ndarray, np.ndarray]:
+    def _query_arrays(self, boxes: Any, passthrough: str | Iterable[str] = ()
+                      ) -> tuple[np.ndarray, np.ndarray]:
         frame = as_query_frame(boxes)
-        known = {f"{c}_{s}" for c in self.box.columns for s in ("lo", "hi")} | set(passthrough)
+        known = {f"{c}_{s}" for c in self.box.columns for s in ("lo", "hi")}
+        known |= passthrough_columns(passthrough)
         unknown = [c for c in frame.columns if c not in known]
         if unknown:
             raise QueryError(f"query column {unknown[0]!r} is not one of {sorted(known)}")
@@ -305,7 +307,7 @@ class SpatialRelease(Release):
         return q_lo, q_hi
 
     def range_counts(self, boxes: Any, std: bool = False, *,
-                     passthrough: Iterable[str] = ("id",), progress: bool | None = None,
+                     passthrough: str | Iterable[str] = ("id",), progress: bool | None = None,
                      alpha: float | None = None, density: str = "uniform") -> pl.DataFrame:
         """Noisy counts of many boxes at once: ``boxes`` with a ``count`` column added.
 
@@ -313,8 +315,8 @@ class SpatialRelease(Release):
         ``<col>_hi`` columns (closed ranges inside the release's bounds: a bound outside them
         is a :class:`QueryError` naming the column and the bounds, as a grid query outside its
         domain, never clipped; a missing column or a null means the whole declared range, as in
-        SQL) and optionally the ``passthrough`` columns (e.g. an
-        ``id``), kept as they are.  Each leaf contributes its count times the fraction of
+        SQL) and optionally an ``id`` and the ``passthrough`` columns (one name or several; ``id``
+        is always allowed), kept as they are.  Each leaf contributes its count times the fraction of
         its volume inside the box (the same shape of answer as
         :meth:`GridRelease.range_counts`).
 
@@ -392,7 +394,7 @@ class SpatialRelease(Release):
             out += [pl.Series("noise_lo", counts - half), pl.Series("noise_hi", counts + half)]
         return frame.with_columns(out)
 
-    def _subgrid_range_counts(self, frame: pl.DataFrame, passthrough: Iterable[str], std: bool,
+    def _subgrid_range_counts(self, frame: pl.DataFrame, passthrough: str | Iterable[str], std: bool,
                               alpha: float | None, bar: Progress) -> pl.DataFrame:
         """Uniform answers of a sub-grid release, with the exact ``noise_std`` of the consistent
         counts and the Chernoff ``noise_lo`` / ``noise_hi`` (:mod:`polars_dp.releases.subgrid`;
@@ -430,7 +432,7 @@ class SpatialRelease(Release):
         half = self.error_model.leaf_half_width(NUMPY, squares, np.float64(alpha))
         return np.broadcast_to(np.asarray(half, dtype=np.float64), squares.shape).copy()
 
-    def noise_variance_array(self, boxes: Any, *, passthrough: Iterable[str] = ("id",)) -> np.ndarray:
+    def noise_variance_array(self, boxes: Any, *, passthrough: str | Iterable[str] = ("id",)) -> np.ndarray:
         """The noise variance of each answer of :meth:`range_counts` (``noise_std ** 2``; NaN where
         the release states no error bar).  Exact for i.i.d. leaf noise and for counted top levels
         (from the inference weights); the hook a tail bound such as ``accuracy(alpha)`` reads."""
@@ -476,13 +478,13 @@ class SpatialRelease(Release):
         lo, hi = row["noise_lo"], row["noise_hi"]
         return (None, None) if lo is None else (float(lo), float(hi))
 
-    def range_sums(self, boxes: Any, *, passthrough: Iterable[str] = ("id",)) -> np.ndarray:
+    def range_sums(self, boxes: Any, *, passthrough: str | Iterable[str] = ("id",)) -> np.ndarray:
         """Deprecated name of :meth:`range_count_array`."""
         warnings.warn("SpatialRelease.range_sums is deprecated; use range_count_array", DeprecationWarning,
                       stacklevel=2)
         return self.range_count_array(boxes, passthrough=passthrough)
 
-    def range_count_array(self, boxes: Any, *, passthrough: Iterable[str] = ("id",),
+    def range_count_array(self, boxes: Any, *, passthrough: str | Iterable[str] = ("id",),
                           density: str = "uniform") -> np.ndarray:
         """The answers of :meth:`range_counts` as a float64 numpy array (one per box); ``density``
         as there."""

@@ -230,6 +230,16 @@ def test_passthrough_keeps_extra_columns(release):
     assert out["name"].to_list() == ["all"]
 
 
+def test_passthrough_is_one_name_or_several_and_id_is_always_allowed(release):
+    queries = pl.DataFrame({"id": [7], "label": ["all"], "job": ["Tech"]})
+    expected = release.range_counts(queries.drop("label"))["count"][0]
+    for passthrough in ("label", ["label"], ("label",)):
+        out = release.range_counts(queries, passthrough=passthrough)
+        assert out.columns[:3] == ["id", "label", "job"] and out["count"][0] == expected
+    with pytest.raises(pdp.QueryError, match="query column 'label' is not a predicate"):
+        release.range_counts(queries, passthrough="lab")
+
+
 # ---------------------------------------------------------------------- workloads
 def test_workload_shape_and_predicate_counts(release):
     attrs = release.attributes

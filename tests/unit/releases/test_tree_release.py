@@ -132,6 +132,19 @@ def test_query_errors():
         r.range_count(c0=(-1.0, -2.0))
 
 
+def test_passthrough_is_one_name_or_several_and_id_is_always_allowed():
+    r = release("privtree", 2)
+    queries = pl.DataFrame({"id": [7], "label": ["all"], "c0_lo": [0.0]})
+    expected = r.range_count(c0=(0.0, 5.0))
+    for passthrough in ("label", ["label"], ("label",)):
+        out = r.range_counts(queries, passthrough=passthrough)
+        assert out["id"].to_list() == [7] and out["label"].to_list() == ["all"]
+        assert out["count"][0] == pytest.approx(expected)
+        assert r.range_count_array(queries, passthrough=passthrough)[0] == pytest.approx(expected)
+    with pytest.raises(QueryError, match="query column 'label' is not one of"):
+        r.range_counts(queries, passthrough="lab")
+
+
 # ---------------------------------------------------------------- baselines
 def test_uniform_grid_side_and_noise_scale():
     r = release("uniform_grid", 2, n=20_000, epsilon=0.5)
