@@ -56,10 +56,13 @@ def draw_cells(weights: np.ndarray, n: int, rng: np.random.Generator) -> np.ndar
 
     Only the positive entries are candidates: ``u * W`` (``u`` uniform in [0, 1), ``W`` the
     total positive weight) is located in their cumulative sums, so a cell of weight 0 or less
-    is never drawn.
+    is never drawn.  No draw (``n == 0``) needs no positive entry: an empty index array; any
+    ``n > 0`` from weights without one is an :class:`~polars_dp.errors.EmptyReleaseError`.
     """
     flat = np.asarray(weights, dtype=np.float64).reshape(-1)
     positive = np.flatnonzero(flat > 0)
+    if n == 0:
+        return np.empty(0, dtype=np.int64)
     if positive.size == 0:
         raise EmptyReleaseError(
             "this release has no cell with a positive count, so there is nothing to sample from "

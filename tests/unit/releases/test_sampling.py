@@ -111,6 +111,18 @@ def test_no_positive_cell_is_a_typed_error():
     assert issubclass(EmptyReleaseError, ParameterError)
 
 
+def test_zero_rows_of_a_release_without_a_positive_count_are_an_empty_frame():
+    attrs = mixed_release().attributes
+    rows = grid(np.full([a.n_cells for a in attrs], -1.0), attrs).sample(0, seed=0)
+    assert rows.height == 0 and rows.schema == mixed_release().sample(3, seed=0).schema
+    r = spatial()
+    empty = pdp.SpatialRelease(r.box, r.lo, r.hi, r.depth, -np.abs(r.count), codes=r.codes,
+                               layout=r.layout, mechanism=r.mechanism, epsilon=r.epsilon,
+                               neighbours=r.neighbours, params=r.params)
+    points = empty.sample(0)
+    assert points.height == 0 and points.schema == r.sample(3, seed=0).schema
+
+
 def spatial(seed=0):
     rng = np.random.default_rng(seed)
     df = pl.DataFrame({"x": rng.random(5000), "y": rng.random(5000) ** 3})
