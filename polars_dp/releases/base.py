@@ -448,9 +448,11 @@ class Release:
         Rows are written in the release's canonical order (grid cells in C order, leaves in
         tree order) as row groups of ``ROW_GROUP_ROWS`` (2^18) rows with column statistics,
         so a filtered scan (:func:`polars_dp.scan_release`) skips the row groups it does not
-        need; the table is streamed batch by batch, never built whole.  ``compression``
-        applies to the label columns; a grid's noisy ``count`` column is stored uncompressed
-        (it would shrink by only about a third and decodes several times faster as it is).
+        need; the table is streamed batch by batch, never built whole.  ``compression`` (a codec of
+        :data:`polars_dp.releases.io.COMPRESSIONS`, any case; another is a :class:`ParameterError`
+        before anything is written) applies to the label columns; a grid's noisy ``count`` column
+        is stored uncompressed (it would shrink by only about a third and decodes several times
+        faster as it is).
 
         ``geometry=True`` (2-D spatial releases only) adds GeoParquet leaf polygons in the
         coordinate reference system ``crs`` (:mod:`polars_dp.releases.geoparquet`); any
@@ -464,6 +466,7 @@ class Release:
         """
         if crs is not None and not geometry:
             raise ParameterError("crs= describes the geometry column: give it with geometry=True")
+        compression = io.check_compression(compression)  # before the table is built
         bar = Progress("write_parquet", progress, self._size())
         bar.step("building the table")
         rows = io.ROW_GROUP_ROWS

@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from polars_dp.errors import ParameterError, ReleaseFormatError, ReleaseWriteError
+from polars_dp.params import check_option
 
 #: Rows per Parquet row group of a release file: large enough for fast full reads, small
 #: enough that a filter on a sorted label column skips most of a large file and that a
@@ -85,10 +86,24 @@ def write_table_atomic(table: pa.Table, path: str | os.PathLike, **kwargs: Any) 
     return write_atomic(path, lambda tmp: pq.write_table(table, tmp, **kwargs))
 
 
+#: The Parquet codecs a release file may be written with (``compression=``; any case).
+COMPRESSIONS = ("zstd", "snappy", "gzip", "brotli", "lz4", "lz4_raw", "none")
+
+
+def check_compression(compression: object) -> str:
+    """``compression`` in lower case if it is one of :data:`COMPRESSIONS` (and this pyarrow
+    build has it), else a ParameterError listing them, before anything is written."""
+    accepted = tuple(c for c in COMPRESSIONS if c == "none" or pa.Codec.is_available(c))
+    value = compression.lower() if isinstance(compression, str) else compression
+    return check_option(value, "compression", accepted)
+
+
 def column_options(names: Sequence[str], compression: str, plain: Sequence[str] = ()) -> dict[str, Any]:
-    """``ParquetWriter`` options: ``compression`` and dictionary encoding for every column but
-    those in ``plain``, which are stored PLAIN and uncompressed (noisy counts: zstd saves about
-    a third of their bytes but decodes several times slower than a copy)."""
+    """``ParquetWriter`` options: ``compression`` (:func:`check_compression`) and dictionary
+    encoding for every column but those in ``plain``, which are stored PLAIN and uncompressed
+    (noisy counts: zstd saves about a third of their bytes but decodes several times slower
+    than a copy)."""
+    compression = check_compression(compression)
     if not plain:
         return {"compression": compression}
     return {"compression": {n: ("none" if n in plain else compression) for n in names},
@@ -100,7 +115,8 @@ def write_batches_atomic(reader: pa.RecordBatchReader, path: str | os.PathLike, 
     """Write the batches of ``reader`` to Parquet at ``path`` atomically (:func:`write_atomic`),
     in row groups of at most :data:`ROW_GROUP_ROWS` rows with column statistics; the schema
     metadata of ``reader`` is kept.  Columns named in ``plain`` are stored PLAIN, uncompressed,
-    without a dictionary (:func:`column_options`); the others with ``compression``."""
+    without a dictionary (:func:`column_options`); the others with ``compression``
+    (a ParameterError before anything is written unless :func:`check_compression` accepts it)."""
     options = {**column_options(reader.schema.names, compression, plain), **kwargs}
 
     def write(tmp: Path) -> None:

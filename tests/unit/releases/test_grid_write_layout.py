@@ -27,6 +27,18 @@ def test_count_column_plain_labels_compressed(tmp_path):
     np.testing.assert_array_equal(pdp.read_release(path).counts, release.counts)
 
 
+def test_an_unknown_compression_is_refused_before_anything_is_written(tmp_path):
+    attrs = [pdp.Ordinal("age", 0, 99), pdp.Nominal("sex", categories=["f", "m"])]
+    release = pdp.basic(pl.DataFrame({"age": [3, 50], "sex": ["f", "m"]}), attrs, epsilon=1.0, seed=3)
+    for bad in ("nope", "uncompressed", 3):
+        with pytest.raises(pdp.ParameterError, match=r"compression must be one of \('zstd', 'snappy'"):
+            release.write_parquet(tmp_path / "r.parquet", compression=bad)
+    assert list(tmp_path.iterdir()) == []
+    path = release.write_parquet(tmp_path / "r.parquet", compression="GZIP")
+    group = pq.ParquetFile(path).metadata.row_group(0)
+    assert group.column([group.column(i).path_in_schema for i in range(2)].index("sex")).compression == "GZIP"
+
+
 @pytest.mark.parametrize("n, step", [(1, 1), (3, 1), (4, 2), (5, 3), (2, 7)])
 def test_pattern_check_matches_the_cell_of_each_row(n, step):
     rng = np.random.default_rng(n * 10 + step)
