@@ -92,7 +92,10 @@ COMPRESSIONS = ("zstd", "snappy", "gzip", "brotli", "lz4", "lz4_raw", "none")
 
 def check_compression(compression: object) -> str:
     """``compression`` in lower case if it is one of :data:`COMPRESSIONS` (and this pyarrow
-    build has it), else a ParameterError listing them, before anything is written."""
+    build has it; ``None`` is ``"none"``, as pyarrow reads it), else a ParameterError listing
+    them, before anything is written."""
+    if compression is None:
+        return "none"
     accepted = tuple(c for c in COMPRESSIONS if c == "none" or pa.Codec.is_available(c))
     value = compression.lower() if isinstance(compression, str) else compression
     return check_option(value, "compression", accepted)

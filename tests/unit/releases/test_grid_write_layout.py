@@ -37,6 +37,9 @@ def test_an_unknown_compression_is_refused_before_anything_is_written(tmp_path):
     path = release.write_parquet(tmp_path / "r.parquet", compression="GZIP")
     group = pq.ParquetFile(path).metadata.row_group(0)
     assert group.column([group.column(i).path_in_schema for i in range(2)].index("sex")).compression == "GZIP"
+    path = release.write_parquet(tmp_path / "n.parquet", compression=None)  # pyarrow's "none"
+    group = pq.ParquetFile(path).metadata.row_group(0)
+    assert {group.column(i).compression for i in range(group.num_columns)} == {"UNCOMPRESSED"}
 
 
 @pytest.mark.parametrize("n, step", [(1, 1), (3, 1), (4, 2), (5, 3), (2, 7)])
