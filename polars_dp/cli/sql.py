@@ -57,6 +57,17 @@ LOCK = ("SET enable_external_access = false", "SET autoinstall_known_extensions 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
+def _rows_shown(text: str) -> int:
+    """``--max-rows``: a whole number of rows >= 1."""
+    try:
+        rows = int(text)
+    except ValueError:
+        rows = 0
+    if rows < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of rows >= 1")
+    return rows
+
+
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
         "sql", parents=[common], epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -66,10 +77,12 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                     "Prints each result as a table (or CSV / JSON), or writes it with -o.")
     p.add_argument("query", metavar="SQL")
     p.add_argument("--name", default="release", help="table name of the release (default: release)")
-    p.add_argument("-o", "--output", metavar="FILE", help="write the result (Parquet, CSV, ...)")
-    p.add_argument("--csv", action="store_true", help="print the result as CSV")
-    p.add_argument("--json", action="store_true", help="print the result as JSON rows")
-    p.add_argument("--max-rows", type=int, default=40, help="rows shown in a printed table (default 40)")
+    form = p.add_mutually_exclusive_group()  # one form for the result
+    form.add_argument("-o", "--output", metavar="FILE", help="write the result (Parquet, CSV, ...)")
+    form.add_argument("--csv", action="store_true", help="print the result as CSV")
+    form.add_argument("--json", action="store_true", help="print the result as JSON rows")
+    p.add_argument("--max-rows", type=_rows_shown, default=40,
+                   help="rows shown in a printed table (default 40)")
     p.add_argument("--script", action="store_true",
                    help="print a SQL script that creates the release's tables and macros in any DuckDB "
                    "client from RELEASE.parquet (duckdb my.duckdb -c \".read release.sql\"); SQL is then "

@@ -464,6 +464,8 @@ class Release:
         ``progress``: stage bars on stderr (building the table, writing); ``None``: on a
         terminal for large releases.
         """
+        if not isinstance(geometry, (bool, np.bool_)):
+            raise ParameterError(f"geometry must be True or False, got {geometry!r}", parameter="geometry")
         if crs is not None and not geometry:
             raise ParameterError("crs= describes the geometry column: give it with geometry=True")
         compression = io.check_compression(compression)  # before the table is built

@@ -349,6 +349,17 @@ def test_sql_unknown_table_names_what_is_registered(released, capsys):
     assert code == 2 and "registered as release, release_nodes, release_meta, release_frequency([...])" in err
 
 
+@pytest.mark.parametrize(("flags", "said"), [
+    (("--csv", "--json"), "argument --json: not allowed with argument --csv"),
+    (("--json", "-o", "x.csv"), "not allowed with argument --json"),
+    (("--max-rows", "-1"), "argument --max-rows: '-1' is not a number of rows >= 1"),
+    (("--max-rows", "many"), "argument --max-rows: 'many' is not a number of rows >= 1"),
+])
+def test_sql_takes_one_result_form_and_a_positive_row_count(released, capsys, flags, said):
+    code, out, err = run_cli(capsys, "sql", released["privelet"], "SELECT 1 AS one", *flags)
+    assert code == 2 and said in err and out == "", err
+
+
 def test_sql(released, tmp_path, capsys):
     release = pdp.read_release(released["basic"])
     code, out, _ = run_cli(capsys, "sql", released["basic"], "--name", "people", "--csv",

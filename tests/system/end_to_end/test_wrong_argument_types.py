@@ -63,3 +63,11 @@ def test_running_a_plan_needs_its_frame_once():
             acct.run(plan, *args)
     assert acct.spent == 0
     assert acct.run(plan, FRAME).epsilon == 0.25 and acct.run(plan, frame=FRAME).epsilon == 0.25
+
+
+@pytest.mark.parametrize("geometry", ["yes", 1, None])
+def test_geometry_is_true_or_false(geometry, tmp_path):
+    release = _releases()[1]
+    with pytest.raises(pdp.ParameterError, match="geometry must be True or False") as e:
+        release.write_parquet(tmp_path / "r.parquet", geometry=geometry)
+    assert e.value.parameter == "geometry" and list(tmp_path.iterdir()) == []
