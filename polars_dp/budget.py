@@ -88,7 +88,7 @@ from typing import Any
 from polars_dp import mechanisms
 from polars_dp.domains.privacy_unit import Rows, as_privacy_unit
 from polars_dp.errors import BudgetExceededError, ParameterError
-from polars_dp.ledger import Ledger, check_dataset_name, domain_fingerprint, exact_text
+from polars_dp.ledger import UNITS_DO_NOT_COMPOSE, Ledger, check_dataset_name, domain_fingerprint, exact_text
 from polars_dp.noise import check_neighbours
 from polars_dp.plans import REGISTRY, Plan, plan, plan_class
 from polars_dp.plans.spatial import SEQUENCE_NEIGHBOURS
@@ -331,8 +331,8 @@ class Accountant:
         if unit.id_column != self.privacy_unit.id_column:
             raise ParameterError(
                 f"{label} protects {unit.individual} as one individual ({unit!r}) but this budget composes "
-                f"releases protecting {self.privacy_unit.individual} ({self.privacy_unit!r}); releases "
-                "protecting different individuals do not compose: declare the budget's unit "
+                f"releases protecting {self.privacy_unit.individual} ({self.privacy_unit!r}); "
+                f"{UNITS_DO_NOT_COMPOSE}: declare the budget's unit "
                 "(privacy_unit= on the Session or Accountant) and give every release that id_column",
                 parameter="privacy_unit")
         plan.check_size()  # a domain too large for this machine is refused before it is charged

@@ -102,6 +102,10 @@ def domain_fingerprint(declaration: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+#: Why a budget keeps to one privacy unit (the accountant's and the ledger's refusals say it).
+UNITS_DO_NOT_COMPOSE = "releases protecting different individuals do not compose"
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
@@ -306,9 +310,8 @@ class Ledger:
         if budget.id_column != id_column:
             raise LedgerError(f"ledger {str(self.path)!r} composes dataset {budget.name!r} under the "
                               f"privacy unit's id_column={budget.id_column!r}, not {id_column!r} (None: one "
-                              "row is one individual): releases protecting different individuals do not "
-                              "compose; declare the dataset's unit (privacy_unit=, or [privacy_unit] in a "
-                              "domain file)")
+                              f"row is one individual): {UNITS_DO_NOT_COMPOSE}; declare the dataset's unit "
+                              "(privacy_unit=, or [privacy_unit] in a domain file)")
 
     # ------------------------------------------------------------------ writing
     @staticmethod
@@ -374,4 +377,5 @@ def check_dataset_name(name: object) -> str:
     return name
 
 
-__all__ = ["DatasetBudget", "Ledger", "chain_hash", "check_dataset_name", "domain_fingerprint", "exact_text"]
+__all__ = ["UNITS_DO_NOT_COMPOSE", "DatasetBudget", "Ledger", "chain_hash", "check_dataset_name",
+           "domain_fingerprint", "exact_text"]

@@ -50,6 +50,11 @@ def check_alphabet(alphabet: Sequence[Any]) -> tuple:
     return symbols
 
 
+def _plain(value: Any) -> Any:
+    """A numpy scalar as the Python value it holds (anything else as it is)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
 def query_symbol(value: Any, text: bool) -> Any:
     """The alphabet symbol a query's ``value`` is, or None when it is none (then refused, never
     rounded or converted).
@@ -60,8 +65,7 @@ def query_symbol(value: Any, text: bool) -> Any:
     alphabet).  ``1.5``, NaN, ``True``, ``'2'`` for an integer alphabet, ``2`` for a text one, None
     and lists are no symbol.  The caller then looks the symbol up in the alphabet.
     """
-    if isinstance(value, np.generic):
-        value = value.item()
+    value = _plain(value)
     if text:
         return value if isinstance(value, str) else None
     if isinstance(value, bool):
@@ -75,13 +79,12 @@ def query_symbol(value: Any, text: bool) -> Any:
 
 def shown_symbol(value: Any) -> str:
     """A query value as the refusal shows it: its ``repr`` (a float as the double it is, ``2.0``)."""
-    return repr(value.item() if isinstance(value, np.generic) else value)
+    return repr(_plain(value))
 
 
 def _shown_order(value: Any) -> tuple:
     """Sort key of refused values: numbers by value, then bools, strings, the rest; None last."""
-    if isinstance(value, np.generic):
-        value = value.item()
+    value = _plain(value)
     if isinstance(value, bool):
         return (1, value, "")
     if isinstance(value, (int, float)):

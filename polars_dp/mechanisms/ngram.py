@@ -52,14 +52,13 @@ def run_ngram(plan: NgramPlan, frame: Any, *, seed: SeedLike, progress: bool | N
     bar = Progress("ngram_sequences", progress, None)
     bar.step("counting (encoding sequences)")
     plan.check_size()  # the n-gram tree, before any row is read
-    n_nodes = plan.working_size()["shape"][0]
     src = noise_source(seed)
     frame = bounded(frame, plan, src, [opts["column"]])
     enc = encode_sequences(frame, opts["column"], alphabet=alphabet, max_length=opts["max_length"],
                            nulls=opts["nulls"], on_out_of_domain=opts["on_out_of_domain"])
     bar.step("n-gram tree")
     tree = grow_context_tree(enc, lambda hist, depth, starts_with_start: np.ones(hist.shape[0], dtype=bool),
-                             max_depth=height - 1, max_nodes=n_nodes)
+                             max_depth=height - 1, max_nodes=plan.n_nodes)
     scale = plan.scale
     bar.step("noise")
     hist = tree.hist + sample_noise(src, scale, tree.hist.shape, plan.noise)  # unclipped: queries clip at 0

@@ -911,12 +911,21 @@ class NgramPlan(SequencesPlan):
     def max_depth(self) -> int:
         return int(self.options["height"]) - 1
 
+    @property
+    def beta(self) -> int:
+        """Counts per node: the symbols and the end mark."""
+        return alphabet_size(self.options["alphabet"]) + 1
+
+    @property
+    def n_nodes(self) -> int:
+        """Nodes of the full n-gram tree: ``sum_{k < height} beta^k``."""
+        return sum(self.beta**k for k in range(int(self.options["height"])))
+
     def working_size(self) -> dict[str, Any]:
-        """The n-gram tree: ``sum_{k < height} beta^k`` nodes of ``beta`` counts (the symbols and
-        the end mark), 64 bytes per count."""
-        height, beta = int(self.options["height"]), alphabet_size(self.options["alphabet"]) + 1
-        return {"shape": (sum(beta**k for k in range(height)), beta), "bytes_per_cell": 64,
-                "dims": f"height {height} over {beta - 1} symbols", "fix": "use a lower height"}
+        """The n-gram tree: :attr:`n_nodes` nodes of :attr:`beta` counts, 64 bytes per count."""
+        return {"shape": (self.n_nodes, self.beta), "bytes_per_cell": 64,
+                "dims": f"height {self.options['height']} over {self.beta - 1} symbols",
+                "fix": "use a lower height"}
 
 
 __all__ = ["AdaptiveGridPlan", "Bounds", "NgramPlan", "PointsPlan", "Postprocess", "PrivTreePlan",
